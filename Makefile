@@ -1,0 +1,47 @@
+# paramill: `make run` runs the default pipeline on the shipped sample (CPU, minutes);
+# `make test` runs the test suite. Both create .venv and install everything if needed.
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.paramill-installed
+CORES ?= 2
+# pip's output is kept short; set PIP_QUIET= to see it all.
+PIP_QUIET ?= -q
+PIP := $(BIN)/python -m pip $(PIP_QUIET) --disable-pip-version-check
+
+.PHONY: install run test report lint clean-work help
+
+help:
+	@echo "make run     install (if needed) and run the default pipeline on data/sample/"
+	@echo "make test    install (if needed) and run the test suite"
+	@echo "make report  write report.html for the last run"
+	@echo "make lint    snakemake --lint"
+
+install: $(STAMP)
+
+$(STAMP): pyproject.toml Makefile scripts/build-kenlm.sh
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(PIP) install --upgrade pip
+	@# torch first, by itself, so the resolver takes the pinned wheel (CPU here).
+	$(PIP) install torch==2.13.0
+	$(PIP) install -e '.[test]'
+	@# opennmt-py declares torch<2.3; its real imports are in pyproject.toml.
+	$(PIP) install --no-deps opennmt-py==3.5.1
+	bash scripts/build-kenlm.sh $(VENV)
+	@touch $(STAMP)
+
+run: install
+	$(BIN)/snakemake --cores $(CORES)
+
+test: install
+	$(BIN)/python -m pytest
+
+report: install
+	$(BIN)/snakemake --cores $(CORES) --report report.html
+
+lint: install
+	$(BIN)/snakemake --lint
+
+clean-work:
+	rm -rf work results .snakemake logs

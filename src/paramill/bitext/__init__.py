@@ -1,0 +1,1 @@
+"""Bitext stage: read CzEng/Moses/TSV corpora into Parquet shards and clean them."""

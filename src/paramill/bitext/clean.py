@@ -1,0 +1,262 @@
+"""``paramill clean``: ParaBank 2 §3.1 cleaning of one ingested corpus, with exact dedup.
+
+Rules, in the order a row is tested (the first that fails is its ``reason``):
+
+``empty_cs``/``empty_en``  a side is empty after normalisation
+``identical``              both sides equal (untranslated text)
+``not_latin1_en``          English side not encodable in latin-1
+``not_latin2_cs``          Czech side not encodable in latin-2
+``too_short``/``too_long`` a side has fewer than ``min_tokens`` / more than ``max_tokens``
+``length_ratio``           longer side / shorter side above ``max_length_ratio`` (tokens)
+``duplicate``              the normalised pair was already kept (earlier in this corpus,
+                           or in an earlier corpus: ``detail`` says which)
+
+Deduplication runs in bounded memory: 64-bit keys (BLAKE2b of the normalised pair) are
+spilled to hash buckets on disk, each bucket is deduplicated on its own against the
+sorted key files of earlier corpora, and a one-byte-per-row mark decides the final pass.
+The kept keys are written sorted so the next corpus can read just its key range.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import tempfile
+from collections import Counter
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import polars as pl
+import pyarrow as pa
+
+from paramill import text
+from paramill.bitext.ingest import REJECTED_NAME, STATS_NAME
+from paramill.bitext.schema import BITEXT, KEYS, REJECTED
+from paramill.io import (ShardWriter, TableWriter, atomic_output, iter_parquet_batches,
+                         parquet_rows, read_json, write_json)
+from paramill.progress import progress
+from paramill.provenance import Run, prov_path
+
+KEEP, DUP_HERE, DUP_EARLIER = 0, 1, 2
+
+
+@dataclass(frozen=True)
+class CleanSettings:
+    normalize_punctuation: bool = True
+    require_latin: bool = True
+    drop_identical: bool = True
+    min_tokens: int = 1
+    max_tokens: int = 100
+    max_length_ratio: float = 3.0
+    dedup: bool = True
+    bucket_rows: int = 2_000_000
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> CleanSettings:
+        unknown = set(data) - set(cls.__dataclass_fields__)
+        if unknown:
+            raise ValueError(f"unknown clean settings: {sorted(unknown)}")
+        return cls(**data)
+
+
+def rule_expressions(settings: CleanSettings) -> tuple[list[pl.Expr], pl.Expr]:
+    """(normalising column expressions, the ``reason`` expression; null = keep)."""
+    punct = settings.normalize_punctuation
+    normal = [text.normalize_expr(pl.col("cs"), punct).alias("cs"),
+              text.normalize_expr(pl.col("en"), punct).alias("en")]
+    cs, en = pl.col("cs"), pl.col("en")
+    n_cs, n_en = text.token_count_expr(cs), text.token_count_expr(en)
+    shorter, longer = pl.min_horizontal(n_cs, n_en), pl.max_horizontal(n_cs, n_en)
+    checks: list[tuple[pl.Expr, str]] = [
+        (cs.is_null() | (cs == ""), "empty_cs"),
+        (en.is_null() | (en == ""), "empty_en"),
+    ]
+    if settings.drop_identical:
+        checks.append((cs == en, "identical"))
+    if settings.require_latin:
+        checks.append((en.str.contains(text.NOT_LATIN1_PATTERN), "not_latin1_en"))
+        checks.append((cs.str.contains(text.NOT_LATIN2_PATTERN), "not_latin2_cs"))
+    checks += [
+        (shorter < settings.min_tokens, "too_short"),
+        (longer > settings.max_tokens, "too_long"),
+        (longer.cast(pl.Float64) > shorter.cast(pl.Float64) * settings.max_length_ratio,
+         "length_ratio"),
+    ]
+    when = pl.when(checks[0][0]).then(pl.lit(checks[0][1]))
+    for cond, reason in checks[1:]:
+        when = when.when(cond).then(pl.lit(reason))
+    return normal, when.otherwise(pl.lit(None, dtype=pl.String)).alias("reason")
+
+
+def apply_rules(frame: pl.DataFrame, settings: CleanSettings) -> pl.DataFrame:
+    """Normalise ``cs``/``en`` and add ``reason`` (null where the row passes every rule).
+
+    The original text is kept in ``cs_raw``/``en_raw`` for the rejected table.
+    """
+    normal, reason = rule_expressions(settings)
+    return (frame.with_columns(pl.col("cs").alias("cs_raw"), pl.col("en").alias("en_raw"))
+            .with_columns(normal).with_columns(reason))
+
+
+def pair_keys(cs: list[str], en: list[str]) -> np.ndarray:
+    """Stable 64-bit keys of normalised pairs (BLAKE2b; independent of library versions)."""
+    blake = hashlib.blake2b
+    return np.fromiter(
+        (int.from_bytes(blake(f"{c}\t{e}".encode(), digest_size=8).digest(), "little")
+         for c, e in zip(cs, en)), dtype=np.uint64, count=len(cs))
+
+
+def _bucket_bits(rows: int, bucket_rows: int) -> int:
+    return max(0, math.ceil(math.log2(max(1, math.ceil(rows / bucket_rows)))))
+
+
+def _prior_keys(paths: list[Path], lo: int, hi: int | None) -> np.ndarray:
+    """Keys in [lo, hi) from the sorted key files of earlier corpora (row groups skipped by stats)."""
+    if not paths:
+        return np.empty(0, dtype=np.uint64)
+    cond = pl.col("key") >= pl.lit(lo, dtype=pl.UInt64)
+    if hi is not None:
+        cond = cond & (pl.col("key") < pl.lit(hi, dtype=pl.UInt64))
+    parts = [pl.scan_parquet(p).filter(cond).collect()["key"].to_numpy() for p in paths]
+    return np.unique(np.concatenate(parts)) if parts else np.empty(0, dtype=np.uint64)
+
+
+def _dedup_buckets(bucket_files: list[Path], bits: int, marks: np.ndarray,
+                   prior_key_files: list[Path], keys_out: TableWriter) -> None:
+    """Mark duplicates bucket by bucket; write this corpus's kept keys sorted."""
+    for b, path in enumerate(bucket_files):
+        data = np.fromfile(path, dtype=np.uint64).reshape(-1, 2) if path.stat().st_size else \
+            np.empty((0, 2), dtype=np.uint64)
+        keys, pos = data[:, 0], data[:, 1]
+        shift = 64 - bits
+        lo = (b << shift) if bits else 0
+        hi = ((b + 1) << shift) if bits and b + 1 < (1 << bits) else None
+        prior = _prior_keys(prior_key_files, lo, hi)
+        order = np.lexsort((pos, keys))
+        keys, pos = keys[order], pos[order]
+        first = np.ones(len(keys), dtype=bool)
+        first[1:] = keys[1:] != keys[:-1]
+        marks[pos[~first]] = DUP_HERE
+        if len(prior):
+            seen = np.isin(keys, prior, assume_unique=False) & first
+            marks[pos[seen]] = DUP_EARLIER
+            first &= ~seen
+        kept = keys[first]
+        if len(kept):
+            keys_out.write(pa.table({"key": kept}, schema=KEYS))
+        path.unlink()
+
+
+def clean(corpus: str, ingest_dir: str | Path, shards_dir: str | Path, rejected_path: str | Path,
+          keys_path: str | Path, stats_path: str | Path, prior_key_files: list[str | Path] = (),
+          settings: CleanSettings = CleanSettings(), shard_size: int = 1000,
+          batch_rows: int = 50000, rule: str = "clean") -> dict[str, Any]:
+    """Clean the shards in ``ingest_dir``; write shards, rejected rows, sorted keys, stats."""
+    ingest_dir = Path(ingest_dir)
+    in_shards = sorted(ingest_dir.glob("shard-*.parquet"))
+    ingest_stats = read_json(ingest_dir / STATS_NAME)
+    prior = [Path(p) for p in prior_key_files]
+    run = Run(rule=rule, params={"corpus": corpus, **asdict(settings), "shard_size": shard_size},
+              inputs=[ingest_dir, *prior])
+    n_in = parquet_rows(in_shards)
+    reasons: Counter[str] = Counter(ingest_stats["rejected"])
+    bits = _bucket_bits(n_in, settings.bucket_rows)
+    outputs = [Path(shards_dir), Path(rejected_path), Path(keys_path), Path(stats_path)]
+    records = [prov_path(p) for p in outputs]
+    sums = {"cs_tokens": 0, "en_tokens": 0}
+    with atomic_output(*outputs, *records) as temps, \
+            tempfile.TemporaryDirectory(prefix="paramill-clean-", dir=Path(keys_path).parent) as spill:
+        t_shards, t_rejected, t_keys, t_stats = temps[:4]
+        spill = Path(spill)
+        rejected = TableWriter(t_rejected, REJECTED)
+        # ingest's own rejected rows come first, so one table holds every dropped row
+        for batch in iter_parquet_batches([ingest_dir / REJECTED_NAME], batch_rows):
+            rejected.write(batch)
+        # pass 1: rules; survivors spilled in order with their keys
+        candidates = TableWriter(spill / "candidates.parquet",
+                                 pa.schema([*BITEXT, pa.field("cs_tokens", pa.int32()),
+                                            pa.field("en_tokens", pa.int32())]))
+        bucket_files = [spill / f"bucket-{b:05d}.u64" for b in range(1 << bits)]
+        bucket_fhs = [open(p, "wb") for p in bucket_files] if settings.dedup else []
+        position = 0
+        bar = progress(f"clean {corpus}", total=n_in)
+        for batch in iter_parquet_batches(in_shards, batch_rows):
+            frame = apply_rules(pl.from_arrow(batch), settings)
+            bad = frame.filter(pl.col("reason").is_not_null())
+            if bad.height:
+                reasons.update(bad["reason"].to_list())
+                rejected.write(bad.with_columns(cs=pl.col("cs_raw"), en=pl.col("en_raw"),
+                                                detail=pl.lit(None, pl.String)).to_arrow())
+            good = frame.filter(pl.col("reason").is_null()).with_columns(
+                cs_tokens=text.token_count_expr(pl.col("cs")),
+                en_tokens=text.token_count_expr(pl.col("en")))
+            if good.height:
+                candidates.write(good.to_arrow())
+                if settings.dedup:
+                    keys = pair_keys(good["cs"].to_list(), good["en"].to_list())
+                    pos = np.arange(position, position + good.height, dtype=np.uint64)
+                    which = (keys >> np.uint64(64 - bits)) if bits else np.zeros(len(keys), np.uint64)
+                    for b in np.unique(which):
+                        sel = which == b
+                        np.column_stack((keys[sel], pos[sel])).tofile(bucket_fhs[int(b)])
+                position += good.height
+            bar.update(batch.num_rows)
+        bar.close()
+        candidates.close()
+        for fh in bucket_fhs:
+            fh.close()
+        # pass 2: duplicates, bucket by bucket
+        marks = np.zeros(position, dtype=np.uint8)
+        keys_out = TableWriter(t_keys, KEYS)
+        if settings.dedup:
+            _dedup_buckets(bucket_files, bits, marks, prior, keys_out)
+        keys_out.close()
+        # pass 3: kept rows into shards, duplicates into the rejected table
+        shards = ShardWriter(t_shards, BITEXT, shard_size)
+        offset = 0
+        for batch in iter_parquet_batches([candidates.path], batch_rows):
+            frame = pl.from_arrow(batch)
+            mark = pl.Series("mark", marks[offset:offset + frame.height])
+            offset += frame.height
+            frame = frame.with_columns(mark)
+            kept = frame.filter(pl.col("mark") == KEEP)
+            shards.write(kept.to_arrow())
+            sums["cs_tokens"] += int(kept["cs_tokens"].sum() or 0)
+            sums["en_tokens"] += int(kept["en_tokens"].sum() or 0)
+            dups = frame.filter(pl.col("mark") != KEEP)
+            if dups.height:
+                reasons["duplicate"] += dups.height
+                rejected.write(dups.with_columns(
+                    reason=pl.lit("duplicate"),
+                    detail=pl.when(pl.col("mark") == DUP_HERE)
+                    .then(pl.lit("duplicate of an earlier pair in this corpus"))
+                    .otherwise(pl.lit("duplicate of a pair in an earlier corpus"))).to_arrow())
+        shard_paths = shards.close()
+        rejected.close()
+        kept_rows = shards.rows
+        rows_in = ingest_stats["rows_in"]
+        stats = {
+            "corpus": corpus,
+            "stage": "clean",
+            "rows_in": rows_in,
+            "kept": kept_rows,
+            "rejected": dict(sorted(reasons.items())),
+            "rejected_total": sum(reasons.values()),
+            "shards": {p.name: n for p, n in zip(shard_paths, _shard_rows(shard_paths))},
+            "avg_tokens_cs": round(sums["cs_tokens"] / kept_rows, 3) if kept_rows else None,
+            "avg_tokens_en": round(sums["en_tokens"] / kept_rows, 3) if kept_rows else None,
+            "settings": asdict(settings),
+        }
+        if rows_in != kept_rows + stats["rejected_total"]:
+            raise RuntimeError(f"clean {corpus}: rows do not add up: {rows_in} in, {kept_rows} "
+                               f"kept, {stats['rejected_total']} rejected")
+        write_json(t_stats, stats)
+        finals = dict(zip(outputs, temps[:4]))
+        run.write(finals, dict(zip(outputs, temps[4:])), rows_in=rows_in, rows_out=kept_rows)
+    return stats
+
+
+def _shard_rows(paths: list[Path]) -> list[int]:
+    return [parquet_rows([p]) for p in paths]

@@ -1,0 +1,124 @@
+"""``paramill ingest``: stream one corpus into Parquet shards of the bitext schema.
+
+Every input line becomes either a shard row or a rejected row (structural problems
+only: invalid UTF-8, column count, over-long line); cleaning is a separate step. The
+output directory holds ``shard-*.parquet``, ``rejected.parquet`` and ``stats.json`` and
+appears only when complete. ``pair_id`` = ``<corpus>-<digest of the source files>-<line>``,
+so the same input gives the same ids and the same bytes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections import Counter
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+
+from paramill.bitext.readers import CorpusSpec, read_corpus
+from paramill.bitext.schema import BITEXT, REJECTED
+from paramill.io import ShardWriter, TableWriter, atomic_output, sha256_file, write_json
+from paramill.progress import progress
+from paramill.provenance import Run, prov_path
+
+STATS_NAME = "stats.json"
+REJECTED_NAME = "rejected.parquet"
+
+
+@dataclass(frozen=True)
+class IngestSettings:
+    shard_size: int = 1000
+    max_line_bytes: int = 65536
+    batch_rows: int = 50000
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> IngestSettings:
+        unknown = set(data) - set(cls.__dataclass_fields__)
+        if unknown:
+            raise ValueError(f"unknown ingest settings: {sorted(unknown)}")
+        return cls(**data)
+
+
+def source_digest(spec: CorpusSpec, digests: dict[str, str]) -> str:
+    """12 hex digits identifying the exact source bytes (both files for Moses)."""
+    joined = "".join(digests[f] for f in spec.files)
+    if len(spec.files) == 1:
+        return joined[:12]
+    return hashlib.sha256(joined.encode()).hexdigest()[:12]
+
+
+class _Columns:
+    """Column buffers for one batch of rows."""
+
+    def __init__(self, names: list[str]):
+        self.names = names
+        self.data: dict[str, list] = {n: [] for n in names}
+
+    def __len__(self) -> int:
+        return len(self.data[self.names[0]])
+
+    def table(self, schema: pa.Schema) -> pa.Table:
+        table = pa.table({n: self.data[n] for n in self.names}, schema=schema)
+        for values in self.data.values():
+            values.clear()
+        return table
+
+
+def ingest(spec: CorpusSpec, out_dir: str | Path, settings: IngestSettings = IngestSettings(),
+           rule: str = "ingest") -> dict[str, Any]:
+    """Read ``spec`` into ``out_dir``; returns the stats written to ``stats.json``."""
+    digests = {f: sha256_file(f) for f in spec.files}
+    prefix = f"{spec.name}-{source_digest(spec, digests)}-"
+    run = Run(rule=rule, params={"corpus": spec.name, "spec": asdict(spec), **asdict(settings)},
+              inputs=spec.files, known_digests=digests)
+    reasons: Counter[str] = Counter()
+    rows_in = 0
+    with atomic_output(out_dir, prov_path(out_dir)) as (tmp, tmp_prov):
+        shards = ShardWriter(tmp, BITEXT, settings.shard_size)
+        rejected = TableWriter(tmp / REJECTED_NAME, REJECTED)
+        good = _Columns(BITEXT.names)
+        bad = _Columns(REJECTED.names)
+        bar = progress(f"ingest {spec.name}", unit="lines")
+        source = spec.source_file
+        for pair in read_corpus(spec, settings.max_line_bytes):
+            rows_in += 1
+            target = good if pair.reason is None else bad
+            d = target.data
+            d["pair_id"].append(prefix + str(pair.line_no))
+            d["cs"].append(pair.cs)
+            d["en"].append(pair.en)
+            d["corpus"].append(spec.name)
+            d["source_file"].append(source)
+            d["line_no"].append(pair.line_no)
+            if pair.reason is not None:
+                d["reason"].append(pair.reason)
+                d["detail"].append(pair.detail)
+                reasons[pair.reason] += 1
+            if len(good) >= settings.batch_rows:
+                shards.write(good.table(BITEXT))
+                bar.update(settings.batch_rows)
+            if len(bad) >= settings.batch_rows:
+                rejected.write(bad.table(REJECTED))
+        bar.update(len(good))
+        bar.close()
+        if len(good):
+            shards.write(good.table(BITEXT))
+        if len(bad):
+            rejected.write(bad.table(REJECTED))
+        paths = shards.close()
+        rejected.close()
+        stats = {
+            "corpus": spec.name,
+            "stage": "ingest",
+            "rows_in": rows_in,
+            "rows_out": shards.rows,
+            "rejected": dict(sorted(reasons.items())),
+            "shards": [p.name for p in paths],
+            "source_files": {f: digests[f] for f in spec.files},
+        }
+        assert rows_in == shards.rows + sum(reasons.values())
+        write_json(tmp / STATS_NAME, stats)
+        run.write({out_dir: tmp}, {out_dir: tmp_prov}, rows_in=rows_in, rows_out=shards.rows)
+    return stats

@@ -1,0 +1,64 @@
+"""Corpus-level bitext statistics gathered from the per-corpus clean stats."""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from paramill.io import atomic_output, read_json, write_json
+from paramill.provenance import Run, prov_path
+
+
+def summarize(stats: list[dict[str, Any]]) -> dict[str, Any]:
+    """Totals and per-corpus figures; checks that every corpus adds up."""
+    reasons: Counter[str] = Counter()
+    corpora = {}
+    weighted = {"cs": 0.0, "en": 0.0}
+    for s in stats:
+        if s["rows_in"] != s["kept"] + sum(s["rejected"].values()):
+            raise ValueError(f"corpus {s['corpus']}: rows_in != kept + rejected")
+        reasons.update(s["rejected"])
+        corpora[s["corpus"]] = {k: s[k] for k in ("rows_in", "kept", "rejected",
+                                                   "avg_tokens_cs", "avg_tokens_en")}
+        corpora[s["corpus"]]["shards"] = len(s["shards"])
+        for side in ("cs", "en"):
+            weighted[side] += (s[f"avg_tokens_{side}"] or 0) * s["kept"]
+    rows_in = sum(s["rows_in"] for s in stats)
+    kept = sum(s["kept"] for s in stats)
+    return {
+        "rows_in": rows_in,
+        "kept": kept,
+        "rejected": dict(sorted(reasons.items())),
+        "rejected_total": sum(reasons.values()),
+        "kept_share": round(kept / rows_in, 6) if rows_in else None,
+        "shards": sum(len(s["shards"]) for s in stats),
+        "avg_tokens_cs": round(weighted["cs"] / kept, 3) if kept else None,
+        "avg_tokens_en": round(weighted["en"] / kept, 3) if kept else None,
+        "corpora": corpora,
+    }
+
+
+def reasons_table(stats: list[dict[str, Any]]) -> pl.DataFrame:
+    """Long table ``corpus, outcome, rows`` (outcome = kept or a rejection reason)."""
+    rows = []
+    for s in stats:
+        rows.append({"corpus": s["corpus"], "outcome": "kept", "rows": s["kept"]})
+        rows += [{"corpus": s["corpus"], "outcome": r, "rows": n} for r, n in s["rejected"].items()]
+    return pl.DataFrame(rows, schema={"corpus": pl.String, "outcome": pl.String, "rows": pl.Int64})
+
+
+def write_stats(stats_files: list[str | Path], out_json: str | Path, out_tsv: str | Path,
+                rule: str = "bitext_stats") -> dict[str, Any]:
+    stats = [read_json(p) for p in stats_files]
+    summary = summarize(stats)
+    run = Run(rule=rule, params={}, inputs=list(stats_files))
+    outs = [Path(out_json), Path(out_tsv)]
+    with atomic_output(*outs, *(prov_path(p) for p in outs)) as temps:
+        write_json(temps[0], summary)
+        reasons_table(stats).write_csv(temps[1], separator="\t")
+        run.write(dict(zip(outs, temps[:2])), dict(zip(outs, temps[2:])),
+                  rows_in=summary["rows_in"], rows_out=summary["kept"])
+    return summary

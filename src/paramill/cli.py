@@ -1,0 +1,223 @@
+"""The ``paramill`` command line: one subcommand a stage, called by the Snakemake rules.
+
+Errors in the input (a bad file or line, a bad setting) end with one message naming the
+file and line or the setting, and exit status 2; nothing is left half-written.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from paramill import __version__
+
+EXIT_INPUT_ERROR = 2
+
+
+def _json_arg(value: str) -> Any:
+    """A JSON value given inline, or ``@path`` to a JSON/YAML file."""
+    if value.startswith("@"):
+        text = Path(value[1:]).read_text()
+        if value.endswith((".yaml", ".yml")):
+            import yaml
+
+            return yaml.safe_load(text)
+        return json.loads(text)
+    try:
+        return json.loads(value)
+    except json.JSONDecodeError as exc:
+        raise argparse.ArgumentTypeError(f"not valid JSON ({exc}): {value[:80]!r}") from None
+
+
+def _settings(section: tuple[str, ...], given: dict[str, Any] | None) -> dict[str, Any]:
+    """Schema defaults of ``section`` overlaid with ``given`` (unknown keys are errors later)."""
+    from paramill import config
+
+    return {**config.defaults(*section), **(given or {})}
+
+
+# -- subcommands ---------------------------------------------------------------------
+
+def cmd_ingest(args: argparse.Namespace) -> int:
+    from paramill.bitext.ingest import IngestSettings, ingest
+    from paramill.bitext.readers import CorpusSpec
+
+    spec = dict(args.spec or {})
+    for key in ("format", "path", "cs", "en", "columns", "header"):
+        value = getattr(args, key)
+        if value not in (None, False):
+            spec[key] = value
+    if "format" not in spec:
+        raise ValueError("give --format (or --spec with a `format`)")
+    corpus = CorpusSpec.from_dict(args.corpus, spec)
+    settings = IngestSettings.from_dict(_settings(("bitext", "ingest"), args.settings))
+    stats = ingest(corpus, args.out, settings, rule=args.rule or "ingest")
+    print(f"ingest {corpus.name}: {stats['rows_in']} lines, {stats['rows_out']} pairs in "
+          f"{len(stats['shards'])} shards, {sum(stats['rejected'].values())} rejected "
+          f"{stats['rejected'] or ''}", file=sys.stderr)
+    return 0
+
+
+def cmd_clean(args: argparse.Namespace) -> int:
+    from paramill.bitext.clean import CleanSettings, clean
+
+    settings = CleanSettings.from_dict(_settings(("bitext", "clean"), args.settings))
+    ingest_settings = _settings(("bitext", "ingest"), args.ingest_settings)
+    stats = clean(args.corpus, args.ingested, args.shards, args.rejected, args.keys, args.stats,
+                  prior_key_files=args.prior_keys, settings=settings,
+                  shard_size=ingest_settings["shard_size"],
+                  batch_rows=ingest_settings["batch_rows"], rule=args.rule or "clean")
+    print(f"clean {args.corpus}: {stats['rows_in']} in, {stats['kept']} kept, "
+          f"{stats['rejected_total']} rejected {stats['rejected']}", file=sys.stderr)
+    return 0
+
+
+def cmd_stats_bitext(args: argparse.Namespace) -> int:
+    from paramill.bitext.stats import write_stats
+
+    summary = write_stats(args.stats, args.json, args.tsv, rule=args.rule or "bitext_stats")
+    print(f"bitext: {summary['rows_in']} in, {summary['kept']} kept in {summary['shards']} "
+          f"shards, {summary['rejected_total']} rejected", file=sys.stderr)
+    return 0
+
+
+def cmd_provenance_verify(args: argparse.Namespace) -> int:
+    from paramill.provenance import verify
+
+    status = 0
+    for path in args.paths:
+        findings = verify(path, recursive=not args.no_recursive)
+        if findings:
+            status = 1
+            print(f"{path}: BROKEN ({len(findings)} problem{'s' * (len(findings) != 1)})")
+            for finding in findings:
+                print(f"  {finding}")
+        else:
+            print(f"{path}: OK" + ("" if args.no_recursive else " (whole chain)"))
+    return status
+
+
+def cmd_provenance_show(args: argparse.Namespace) -> int:
+    from paramill.io import read_json
+    from paramill.provenance import prov_path
+
+    record = read_json(prov_path(args.path))
+    print(json.dumps(record, indent=2, sort_keys=True))
+    return 0
+
+
+def cmd_config_resolve(args: argparse.Namespace) -> int:
+    from paramill import config
+
+    if args.file == "-":
+        data = json.load(sys.stdin)
+        resolved = config.resolve(data)
+    else:
+        resolved = config.load(args.file)
+    json.dump(resolved, sys.stdout, sort_keys=False)
+    sys.stdout.write("\n")
+    return 0
+
+
+def cmd_config_validate(args: argparse.Namespace) -> int:
+    from paramill import config
+
+    config.load(args.file)
+    print(f"{args.file}: valid")
+    return 0
+
+
+# -- parser --------------------------------------------------------------------------
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="paramill",
+        description="Paraphrase corpora from Czech-English bitext and news tweets. Each "
+                    "subcommand is one pipeline stage; the Snakemake rules call them, and "
+                    "they run on their own too. Every output gets <output>.prov.json.")
+    parser.add_argument("--version", action="version", version=f"paramill {__version__}")
+    parser.add_argument("--rule", help="rule name recorded in provenance (set by the workflow)")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    p = sub.add_parser("ingest", help="read a bitext corpus into Parquet shards",
+                       description="Stream a CzEng 1.x, CzEng 2.0-style TSV, Moses pair or TSV "
+                                   "corpus (plain, gz, xz, zst, bz2) into Parquet shards of the "
+                                   "bitext schema. Lines that cannot be read go to "
+                                   "rejected.parquet with a reason.")
+    p.add_argument("--corpus", required=True, help="corpus name (part of every pair_id)")
+    p.add_argument("--spec", type=_json_arg, help="corpus spec as in config bitext.corpora.NAME (JSON or @file)")
+    p.add_argument("--format", choices=["czeng1", "czeng2", "moses", "tsv"])
+    p.add_argument("--path", help="input file (czeng1, czeng2, tsv)")
+    p.add_argument("--cs", help="Czech file (moses)")
+    p.add_argument("--en", help="English file (moses)")
+    p.add_argument("--columns", nargs="+", help="column names, including cs and en (czeng2, tsv)")
+    p.add_argument("--header", action="store_true", help="first line names the columns")
+    p.add_argument("--settings", type=_json_arg, help="bitext.ingest settings (JSON or @file)")
+    p.add_argument("--out", required=True, help="output directory (created atomically)")
+    p.set_defaults(func=cmd_ingest)
+
+    p = sub.add_parser("clean", help="clean and deduplicate an ingested corpus",
+                       description="ParaBank 2 cleaning (punctuation normalisation, latin-1/"
+                                   "latin-2, empty/identical sides, length bounds and ratio) "
+                                   "and exact dedup against this corpus and earlier ones.")
+    p.add_argument("--corpus", required=True)
+    p.add_argument("--ingested", required=True, help="directory written by `paramill ingest`")
+    p.add_argument("--shards", required=True, help="output directory of cleaned shards")
+    p.add_argument("--rejected", required=True, help="output Parquet of rejected rows")
+    p.add_argument("--keys", required=True, help="output Parquet of kept pairs' dedup keys")
+    p.add_argument("--stats", required=True, help="output JSON of counts")
+    p.add_argument("--prior-keys", nargs="*", default=[],
+                   help="key files of earlier corpora (their pairs win duplicates)")
+    p.add_argument("--settings", type=_json_arg, help="bitext.clean settings (JSON or @file)")
+    p.add_argument("--ingest-settings", type=_json_arg, help="bitext.ingest settings (shard size, batch)")
+    p.set_defaults(func=cmd_clean)
+
+    p = sub.add_parser("stats", help="corpus statistics")
+    stats_sub = p.add_subparsers(dest="what", required=True, metavar="WHAT")
+    q = stats_sub.add_parser("bitext", help="gather per-corpus clean stats into one file")
+    q.add_argument("stats", nargs="+", help="per-corpus stats JSON files from `paramill clean`")
+    q.add_argument("--json", required=True, help="output JSON summary")
+    q.add_argument("--tsv", required=True, help="output TSV: corpus, outcome, rows")
+    q.set_defaults(func=cmd_stats_bitext)
+
+    p = sub.add_parser("provenance", help="inspect and verify provenance records")
+    prov_sub = p.add_subparsers(dest="what", required=True, metavar="ACTION")
+    q = prov_sub.add_parser("verify", help="re-hash inputs and outputs; follow the chain",
+                            description="Exit 0 when every recorded input and output still has "
+                                        "its recorded sha256, back to the raw files; 1 otherwise.")
+    q.add_argument("paths", nargs="+", help="outputs (not their .prov.json)")
+    q.add_argument("--no-recursive", action="store_true", help="check only these records")
+    q.set_defaults(func=cmd_provenance_verify)
+    q = prov_sub.add_parser("show", help="print an output's record")
+    q.add_argument("path")
+    q.set_defaults(func=cmd_provenance_show)
+
+    p = sub.add_parser("config", help="validate configs against the schema")
+    cfg_sub = p.add_subparsers(dest="what", required=True, metavar="ACTION")
+    q = cfg_sub.add_parser("validate", help="check a config file; errors name the key")
+    q.add_argument("file")
+    q.set_defaults(func=cmd_config_validate)
+    q = cfg_sub.add_parser("resolve", help="print the config with defaults filled in, as JSON")
+    q.add_argument("file", help="YAML file, or - for JSON on stdin")
+    q.set_defaults(func=cmd_config_resolve)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    from paramill.config import ConfigError
+    from paramill.io import InputError
+
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return args.func(args)
+    except (InputError, ConfigError, ValueError, FileNotFoundError) as exc:
+        print(f"paramill {args.command}: error: {exc}", file=sys.stderr)
+        return EXIT_INPUT_ERROR
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,220 @@
+"""Provenance records: ``<output>.prov.json`` beside every output, and their verification.
+
+A record holds the rule, the command, every input with its sha256 (every file inside a
+directory input), every output likewise, the parameters, the config digest, the code
+version (git commit and dirty flag), the versions of the packages loaded, the host, the
+SLURM job id when present, start/end times and row counts in and out.
+
+``verify`` re-hashes a record's inputs and outputs and follows the inputs' own records,
+so a whole chain back to the raw files can be checked after the fact.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import functools
+import importlib.metadata
+import os
+import platform
+import socket
+import subprocess
+import sys
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from paramill import __version__
+from paramill.io import read_json, sha256_file, write_json
+
+PROV_SUFFIX = ".prov.json"
+SCHEMA_VERSION = 1
+
+#: Distributions whose version is recorded when their module is loaded in the process.
+_TRACKED = {
+    "polars": "polars", "pyarrow": "pyarrow", "numpy": "numpy", "torch": "torch",
+    "ctranslate2": "ctranslate2", "sentencepiece": "sentencepiece", "onmt": "OpenNMT-py",
+    "kenlm": "kenlm", "sklearn": "scikit-learn", "scipy": "scipy", "sacrebleu": "sacrebleu",
+    "rapidfuzz": "rapidfuzz", "tweepy": "tweepy", "zstandard": "zstandard",
+}
+
+
+def prov_path(output: str | os.PathLike) -> Path:
+    """Where the record of ``output`` lives: ``<output>.prov.json`` (for dirs too)."""
+    output = Path(output)
+    return output.with_name(output.name + PROV_SUFFIX)
+
+
+@functools.cache
+def code_version() -> dict[str, Any]:
+    """Git commit and dirty flag of the source tree paramill is imported from."""
+    root = Path(__file__).resolve().parents[2]
+    info: dict[str, Any] = {"paramill": __version__, "commit": None, "dirty": None}
+    if not (root / ".git").exists():
+        return info
+    try:
+        commit = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], check=True,
+                                capture_output=True, text=True, timeout=20).stdout.strip()
+        status = subprocess.run(["git", "-C", str(root), "status", "--porcelain",
+                                 "--untracked-files=no"], check=True, capture_output=True,
+                                text=True, timeout=20).stdout
+        info["commit"] = commit or None
+        info["dirty"] = bool(status.strip())
+    except (OSError, subprocess.SubprocessError):
+        pass
+    return info
+
+
+def package_versions() -> dict[str, str]:
+    versions = {"python": platform.python_version(), "paramill": __version__}
+    for module, dist in _TRACKED.items():
+        if module in sys.modules:
+            try:
+                versions[dist] = importlib.metadata.version(dist)
+            except importlib.metadata.PackageNotFoundError:
+                pass
+    return versions
+
+
+def _files_of(path: Path) -> list[Path]:
+    if path.is_dir():
+        return sorted(p for p in path.rglob("*") if p.is_file() and not p.name.startswith("."))
+    return [path]
+
+
+def hash_entries(paths: Iterable[str | os.PathLike], known: dict[str, str] | None = None,
+                 relative_to: Path | None = None) -> list[dict[str, Any]]:
+    """``[{path, sha256, bytes}]`` for every file (directories expanded).
+
+    ``known`` maps a path to a digest already computed by the caller, so a big input is
+    hashed once per job. ``relative_to`` re-bases the recorded names of a directory's files
+    (used for outputs written under a temporary name).
+    """
+    known = known or {}
+    entries = []
+    for path in paths:
+        path = Path(path)
+        for file in _files_of(path):
+            digest = known.get(str(file)) or sha256_file(file)
+            name = str(file)
+            if relative_to is not None:
+                name = str(relative_to / file.relative_to(path)) if file != path else str(relative_to)
+            entries.append({"path": name, "sha256": digest, "bytes": file.stat().st_size})
+    return entries
+
+
+def _now() -> str:
+    return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+
+
+@dataclass
+class Run:
+    """One command's provenance, started when the command starts.
+
+    Usage::
+
+        run = Run(rule="clean", params=settings, inputs=[...])
+        with atomic_output(out, prov_path(out)) as (tmp, tmp_prov):
+            ... write tmp ...
+            run.write({out: tmp}, {out: tmp_prov}, rows_in=..., rows_out=...)
+    """
+
+    rule: str
+    params: dict[str, Any]
+    inputs: list[str | os.PathLike]
+    known_digests: dict[str, str] = field(default_factory=dict)
+    started: str = field(default_factory=_now)
+
+    def record(self, outputs: dict[str | os.PathLike, str | os.PathLike], rows_in: int | None,
+               rows_out: int | None, extra: dict[str, Any] | None = None) -> dict[str, Any]:
+        """Build the record. ``outputs`` maps final path -> path where it is now."""
+        out_entries: list[dict[str, Any]] = []
+        for final, current in outputs.items():
+            out_entries += hash_entries([current], relative_to=Path(final))
+        return {
+            "schema": SCHEMA_VERSION,
+            "rule": self.rule,
+            "command": sys.argv,
+            "inputs": hash_entries(self.inputs, self.known_digests),
+            "outputs": out_entries,
+            "params": self.params,
+            "config_digest": os.environ.get("PARAMILL_CONFIG_DIGEST"),
+            "code": code_version(),
+            "packages": package_versions(),
+            "host": socket.gethostname(),
+            "slurm_job_id": os.environ.get("SLURM_JOB_ID"),
+            "started": self.started,
+            "ended": _now(),
+            "rows_in": rows_in,
+            "rows_out": rows_out,
+            **(extra or {}),
+        }
+
+    def write(self, outputs: dict[str | os.PathLike, str | os.PathLike],
+              records: dict[str | os.PathLike, str | os.PathLike], rows_in: int | None,
+              rows_out: int | None, extra: dict[str, Any] | None = None) -> None:
+        """Write the record for ``outputs`` (final -> current path) into ``records``
+        (final -> where to write its record now, usually a temporary from atomic_output)."""
+        record = self.record(outputs, rows_in, rows_out, extra)
+        for final in outputs:
+            write_json(records[final], record)
+
+
+@dataclass
+class Finding:
+    path: str
+    problem: str
+
+    def __str__(self) -> str:
+        return f"{self.path}: {self.problem}"
+
+
+def verify(output: str | os.PathLike, recursive: bool = True,
+           _seen: set[str] | None = None) -> list[Finding]:
+    """Check the record of ``output``: its outputs and inputs still hash as recorded.
+
+    With ``recursive`` the inputs' own records are checked too. Returns the problems
+    found (an empty list means the chain holds).
+    """
+    seen = _seen if _seen is not None else set()
+    output = Path(output)
+    key = str(output.resolve())
+    if key in seen:
+        return []
+    seen.add(key)
+    record_path = prov_path(output)
+    if not record_path.exists():
+        return [Finding(str(output), f"no provenance record ({record_path.name})")]
+    try:
+        record = read_json(record_path)
+    except ValueError as exc:
+        return [Finding(str(record_path), f"unreadable record: {exc}")]
+    findings: list[Finding] = []
+    for kind in ("outputs", "inputs"):
+        for entry in record.get(kind, []):
+            path = Path(entry["path"])
+            if not path.exists():
+                findings.append(Finding(str(path), f"{kind[:-1]} is missing"))
+            elif sha256_file(path) != entry["sha256"]:
+                findings.append(Finding(str(path), f"{kind[:-1]} changed since the record "
+                                        f"(sha256 differs from {entry['sha256'][:12]}…)"))
+    # outputs recorded for this path but created later than the record are also a problem
+    if output.is_dir():
+        recorded = {e["path"] for e in record.get("outputs", [])}
+        for file in _files_of(output):
+            if str(file) not in recorded:
+                findings.append(Finding(str(file), "file not in the record"))
+    if recursive:
+        parents = {str(_record_owner(Path(e["path"]))) for e in record.get("inputs", [])}
+        for parent in sorted(parents):
+            if prov_path(parent).exists():
+                findings += verify(parent, recursive=True, _seen=seen)
+    return findings
+
+
+def _record_owner(path: Path) -> Path:
+    """The output a file belongs to: itself, or the nearest directory with a record."""
+    for candidate in [path, *path.parents]:
+        if prov_path(candidate).exists():
+            return candidate
+    return path

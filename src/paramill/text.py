@@ -1,0 +1,108 @@
+"""Text normalisation and the project's one tokeniser, in Python and as polars expressions.
+
+Both forms share the same tables and pattern, so a count made by a vectorised polars
+expression over a shard equals the count :func:`tokenize` gives for one sentence.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+
+import polars as pl
+
+#: Unicode punctuation mapped to its ASCII form (ParaBank 2 §3.1 "normalize Unicode
+#: punctuation"; the table follows the spirit of Moses' normalize-punctuation.perl).
+PUNCTUATION_MAP: dict[str, str] = {
+    "\u201e": '"',  # „ Czech opening double quote
+    "\u201c": '"',  # “
+    "\u201d": '"',  # ”
+    "\u201f": '"',  # ‟
+    "\u00ab": '"',  # «
+    "\u00bb": '"',  # »
+    "\u2033": '"',  # ″
+    "\u201a": "'",  # ‚ Czech opening single quote
+    "\u2018": "'",  # ‘
+    "\u2019": "'",  # ’
+    "\u201b": "'",  # ‛
+    "\u2039": "'",  # ‹
+    "\u203a": "'",  # ›
+    "\u2032": "'",  # ′
+    "\u00b4": "'",  # ´ used as apostrophe
+    "\u2013": "-",  # – en dash
+    "\u2014": "-",  # — em dash
+    "\u2012": "-",  # ‒
+    "\u2015": "-",  # ―
+    "\u2212": "-",  # − minus sign
+    "\u2010": "-",  # ‐ hyphen
+    "\u2011": "-",  # ‑ non-breaking hyphen
+    "\u2026": "...",  # …
+    "\u00a0": " ",  # no-break space
+    "\u2007": " ",
+    "\u2009": " ",  # thin space
+    "\u200a": " ",
+    "\u202f": " ",  # narrow no-break space
+    "\u3000": " ",
+    "\u200b": "",  # zero-width space
+    "\u200c": "",
+    "\u200d": "",
+    "\ufeff": "",  # BOM / zero-width no-break space
+    "\u00ad": "",  # soft hyphen
+}
+
+#: Control characters other than tab/newline are removed; runs of white space folded.
+_CONTROL = r"[\x00-\x08\x0b-\x1f\x7f-\x9f]"
+_SPACES = r"\s+"
+
+#: The tokeniser: runs of word characters, or single other non-space characters.
+#: Unicode-aware both in Python's ``re`` and in polars' (Rust) regex engine.
+TOKEN_PATTERN = r"\w+|[^\w\s]"
+_TOKEN_RE = re.compile(TOKEN_PATTERN)
+
+# latin-2 (ISO-8859-2) repertoire: ASCII, C1 and the 96 upper characters.
+_LATIN2_UPPER = bytes(range(0xA0, 0x100)).decode("iso8859_2")
+NOT_LATIN1_PATTERN = r"[^\x00-\x{ff}]"
+NOT_LATIN2_PATTERN = "[^\\x00-\\x{9f}" + "".join(re.escape(c) for c in _LATIN2_UPPER) + "]"
+
+
+def normalize(text: str, punctuation: bool = True) -> str:
+    """NFC, punctuation mapped to ASCII (optional), control characters dropped, spaces folded."""
+    text = unicodedata.normalize("NFC", text)
+    if punctuation:
+        text = "".join(PUNCTUATION_MAP.get(ch, ch) for ch in text)
+    text = re.sub(_CONTROL, "", text)
+    return re.sub(_SPACES, " ", text).strip()
+
+
+def normalize_expr(expr: pl.Expr, punctuation: bool = True) -> pl.Expr:
+    """The polars form of :func:`normalize`, for whole columns."""
+    expr = expr.str.normalize("NFC")
+    if punctuation:
+        expr = expr.str.replace_many(PUNCTUATION_MAP)
+    return expr.str.replace_all(_CONTROL, "").str.replace_all(_SPACES, " ").str.strip_chars()
+
+
+def tokenize(text: str) -> list[str]:
+    """Split a sentence into word and punctuation tokens (language-neutral, Unicode-aware)."""
+    return _TOKEN_RE.findall(text)
+
+
+def token_count_expr(expr: pl.Expr) -> pl.Expr:
+    """Number of :func:`tokenize` tokens, as a polars expression."""
+    return expr.str.count_matches(TOKEN_PATTERN).cast(pl.Int32)
+
+
+def encodable_latin1(text: str) -> bool:
+    try:
+        text.encode("latin-1")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def encodable_latin2(text: str) -> bool:
+    try:
+        text.encode("iso8859_2")
+    except UnicodeEncodeError:
+        return False
+    return True
