@@ -117,6 +117,8 @@ def cmd_config_resolve(args: argparse.Namespace) -> int:
         resolved = config.resolve(data)
     else:
         resolved = config.load(args.file)
+    if args.with_digest:
+        resolved = {"config": resolved, "digest": config.digest(resolved)}
     json.dump(resolved, sys.stdout, sort_keys=False)
     sys.stdout.write("\n")
     return 0
@@ -202,6 +204,8 @@ def build_parser() -> argparse.ArgumentParser:
     q.set_defaults(func=cmd_config_validate)
     q = cfg_sub.add_parser("resolve", help="print the config with defaults filled in, as JSON")
     q.add_argument("file", help="YAML file, or - for JSON on stdin")
+    q.add_argument("--with-digest", action="store_true",
+                   help='print {"config": ..., "digest": sha256} (used by the Snakefile)')
     q.set_defaults(func=cmd_config_resolve)
     return parser
 

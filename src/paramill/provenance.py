@@ -215,6 +215,6 @@ def verify(output: str | os.PathLike, recursive: bool = True,
 def _record_owner(path: Path) -> Path:
     """The output a file belongs to: itself, or the nearest directory with a record."""
     for candidate in [path, *path.parents]:
-        if prov_path(candidate).exists():
+        if candidate.name and prov_path(candidate).exists():
             return candidate
     return path
