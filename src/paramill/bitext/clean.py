@@ -15,6 +15,9 @@ Deduplication runs in bounded memory: 64-bit keys (BLAKE2b of the normalised pai
 spilled to hash buckets on disk, each bucket is deduplicated on its own against the
 sorted key files of earlier corpora, and a one-byte-per-row mark decides the final pass.
 The kept keys are written sorted so the next corpus can read just its key range.
+
+Rows rejected by a rule keep their raw text in the rejected table; duplicates show the
+normalised text that matched.
 """
 
 from __future__ import annotations

@@ -120,7 +120,7 @@ def _decode(raw: bytes) -> tuple[str | None, str | None]:
     try:
         return raw.decode("utf-8"), None
     except UnicodeDecodeError as exc:
-        return None, f"invalid UTF-8 at byte {exc.start}"
+        return None, f"invalid UTF-8 at byte offset {exc.start}"
 
 
 def _shown(raw: bytes | None) -> str | None:

@@ -1,0 +1,71 @@
+from dataclasses import asdict
+from pathlib import Path
+
+import pytest
+
+from paramill import config
+from paramill.bitext.clean import CleanSettings
+from paramill.bitext.ingest import IngestSettings
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def test_schema_defaults_are_the_library_defaults():
+    assert config.defaults("bitext", "clean") == asdict(CleanSettings())
+    assert config.defaults("bitext", "ingest") == asdict(IngestSettings())
+
+
+def test_every_schema_property_is_described_and_typed():
+    def walk(node, path):
+        for name, sub in node.get("properties", {}).items():
+            where = ".".join([*path, name])
+            assert sub.get("description"), f"{where} has no description"
+            assert "type" in sub or "enum" in sub or "$ref" in sub, f"{where} has no type"
+            walk(sub, [*path, name])
+    walk(config.schema(), [])
+    walk(config.schema()["$defs"]["corpus"], ["bitext", "corpora", "*"])
+
+
+def test_empty_config_gets_every_default():
+    resolved = config.resolve({})
+    assert resolved["workdir"] == "work"
+    assert resolved["bitext"]["clean"]["max_tokens"] == 100
+    assert resolved["bitext"]["corpora"] == {}
+
+
+def test_defaults_fill_inside_corpus_entries():
+    resolved = config.resolve({"bitext": {"corpora": {"a": {"format": "tsv", "path": "x"}}}})
+    assert resolved["bitext"]["corpora"]["a"]["header"] is False
+
+
+@pytest.mark.parametrize("cfg,message", [
+    ({"bitext": {"clean": {"min_tokenz": 3}}},
+     "config key bitext.clean: Additional properties are not allowed ('min_tokenz'"),
+    ({"bitext": {"clean": {"max_tokens": "many"}}},
+     "config key bitext.clean.max_tokens: 'many' is not of type 'integer'"),
+    ({"bitext": {"corpora": {"a": {"format": "moses", "path": "x"}}}},
+     "config key bitext.corpora.a: 'cs' is a required property"),
+    ({"bitext": {"corpora": {"a": {"format": "docx", "path": "x"}}}},
+     "config key bitext.corpora.a.format: 'docx' is not one of"),
+    ({"bitext": {"corpora": {"bad name": {"format": "tsv", "path": "x"}}}},
+     "config key bitext.corpora: 'bad name' does not match"),
+    ({"bogus": 1}, "config key (top level): Additional properties are not allowed ('bogus'"),
+])
+def test_bad_config_errors_name_the_key(cfg, message):
+    with pytest.raises(config.ConfigError) as err:
+        config.resolve(cfg)
+    assert message in str(err.value)
+
+
+@pytest.mark.parametrize("path", ["config.yaml", *sorted(p.relative_to(REPO).as_posix()
+                                   for p in (REPO / "configs").glob("*.yaml")
+                                   if p.name != "config.schema.yaml")])
+def test_shipped_configs_are_valid(path):
+    resolved = config.load(REPO / path)
+    assert resolved["bitext"]["corpora"], "a shipped config names at least one corpus"
+
+
+def test_digest_depends_on_values_not_key_order():
+    a = config.digest({"x": 1, "y": {"a": 1, "b": 2}})
+    assert a == config.digest({"y": {"b": 2, "a": 1}, "x": 1})
+    assert a != config.digest({"x": 2, "y": {"a": 1, "b": 2}})

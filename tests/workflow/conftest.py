@@ -1,0 +1,55 @@
+"""Helpers for workflow tests: a copy of the project in a temp dir and real snakemake runs."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import sys
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+PROJECT_FILES = ["Snakefile", "config.yaml", "rules", "configs", "envs", "data/sample"]
+
+
+def copy_project(dest: Path) -> Path:
+    for name in PROJECT_FILES:
+        src = REPO / name
+        target = dest / name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        if src.is_dir():
+            shutil.copytree(src, target)
+        else:
+            shutil.copy2(src, target)
+    return dest
+
+
+def snakemake(workdir: Path, *args: str, check: bool = True, timeout: int = 900) -> subprocess.CompletedProcess:
+    """Run the real snakemake (the one installed beside this Python) in ``workdir``."""
+    cmd = [sys.executable, "-m", "snakemake", "--cores", "2", *args]
+    env = {**__import__("os").environ, "PARAMILL_PROGRESS": "0"}
+    bindir = str(Path(sys.executable).parent)
+    env["PATH"] = bindir + ":" + env.get("PATH", "")
+    proc = subprocess.run(cmd, cwd=workdir, capture_output=True, text=True, timeout=timeout, env=env)
+    if check and proc.returncode != 0:
+        raise AssertionError(f"snakemake {' '.join(args)} failed ({proc.returncode}):\n"
+                             f"{proc.stdout[-4000:]}\n{proc.stderr[-6000:]}")
+    return proc
+
+
+_JOB_LINE = re.compile(r"^(?:local)?rule (\w+):$|^(?:localrule|rule) (\w+):$", re.M)
+
+
+def executed(proc: subprocess.CompletedProcess) -> Counter:
+    """The jobs Snakemake actually ran, counted per rule (from its log of started jobs)."""
+    text = proc.stderr + proc.stdout
+    return Counter(m.group(1) or m.group(2) for m in _JOB_LINE.finditer(text)
+                   if (m.group(1) or m.group(2)) != "all")
+
+
+@pytest.fixture(scope="module")
+def project(tmp_path_factory) -> Path:
+    return copy_project(tmp_path_factory.mktemp("project"))
