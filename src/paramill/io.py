@@ -232,9 +232,13 @@ class TableWriter:
 
 def iter_parquet_batches(paths: Sequence[str | os.PathLike], batch_size: int = 65536,
                          columns: Sequence[str] | None = None) -> Iterator[pa.RecordBatch]:
-    """Yield record batches from Parquet files in order, never loading a whole file."""
+    """Yield record batches from Parquet files in order, never loading a whole file.
+
+    ``pre_buffer`` is off: with it Arrow prefetches every row group of the file at once,
+    which made memory grow with the file's size.
+    """
     for path in paths:
-        pf = pq.ParquetFile(path)
+        pf = pq.ParquetFile(path, pre_buffer=False)
         yield from pf.iter_batches(batch_size=batch_size, columns=list(columns) if columns else None)
 
 

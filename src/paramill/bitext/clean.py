@@ -165,7 +165,8 @@ def clean(corpus: str, ingest_dir: str | Path, shards_dir: str | Path, rejected_
               inputs=[ingest_dir, *prior])
     n_in = parquet_rows(in_shards)
     reasons: Counter[str] = Counter(ingest_stats["rejected"])
-    bits = _bucket_bits(n_in, settings.bucket_rows)
+    # buckets sized by this corpus and the earlier corpora's keys read against it
+    bits = _bucket_bits(n_in + parquet_rows(prior), settings.bucket_rows)
     outputs = [Path(shards_dir), Path(rejected_path), Path(keys_path), Path(stats_path)]
     records = [prov_path(p) for p in outputs]
     sums = {"cs_tokens": 0, "en_tokens": 0}
