@@ -4,11 +4,17 @@
 configfile: "config.yaml"
 
 
+report: "report/workflow.rst"
+
+
 include: "rules/common.smk"
 include: "rules/bitext.smk"
+include: "rules/report.smk"
 
 
 rule all:
     default_target: True
     input:
         f"{RESULTS}/bitext/stats.json",
+        f"{RESULTS}/report/bitext_outcomes.png",
+        f"{RESULTS}/report/provenance.html",

@@ -13,10 +13,9 @@ rule ingest:
         f"{LOGS}/ingest/{{corpus}}.log",
     benchmark:
         f"{LOGS}/benchmarks/ingest/{{corpus}}.tsv"
-    threads: resource("ingest", "threads", 1)
+    threads: rule_threads("ingest")
     resources:
-        mem_mb=resource("ingest", "mem_mb", 2000),
-        runtime=resource("ingest", "runtime", 120),
+        **rule_resources("ingest", mem_mb=2000, runtime=120),
     conda:
         "../envs/cpu.yaml"
     shell:
@@ -40,10 +39,9 @@ rule clean:
         f"{LOGS}/clean/{{corpus}}.log",
     benchmark:
         f"{LOGS}/benchmarks/clean/{{corpus}}.tsv"
-    threads: resource("clean", "threads", 1)
+    threads: rule_threads("clean")
     resources:
-        mem_mb=resource("clean", "mem_mb", 4000),
-        runtime=resource("clean", "runtime", 240),
+        **rule_resources("clean", mem_mb=4000, runtime=240),
     conda:
         "../envs/cpu.yaml"
     shell:
@@ -58,16 +56,16 @@ rule bitext_stats:
     input:
         expand(f"{WORK}/clean/{{corpus}}.stats.json", corpus=CORPORA),
     output:
-        json=f"{RESULTS}/bitext/stats.json",
-        tsv=f"{RESULTS}/bitext/outcomes.tsv",
+        json=report(f"{RESULTS}/bitext/stats.json", category="Bitext", labels={"table": "totals"}),
+        tsv=report(f"{RESULTS}/bitext/outcomes.tsv", category="Bitext",
+                   labels={"table": "outcomes per shard"}),
     log:
         f"{LOGS}/bitext_stats.log",
     benchmark:
         f"{LOGS}/benchmarks/bitext_stats.tsv"
-    threads: 1
+    threads: rule_threads("bitext_stats")
     resources:
-        mem_mb=resource("bitext_stats", "mem_mb", 1000),
-        runtime=resource("bitext_stats", "runtime", 10),
+        **rule_resources("bitext_stats", mem_mb=1000, runtime=10),
     conda:
         "../envs/cpu.yaml"
     shell:

@@ -48,9 +48,18 @@ def as_json(value):
     return json.dumps(value, sort_keys=True, separators=(",", ":"))
 
 
-def resource(rule_name, key, default):
-    """A rule's threads/mem_mb/runtime: config `resources.<rule>` over the default."""
-    return config["resources"].get(rule_name, {}).get(key, default)
+def rule_threads(rule_name, default=1):
+    """A rule's threads: config `resources.<rule>.threads` over the default."""
+    return config["resources"].get(rule_name, {}).get("threads", default)
+
+
+def rule_resources(rule_name, **defaults):
+    """A rule's resources: config `resources.<rule>` over the defaults given here.
+
+    gpu/gpu_model/gres/slurm_partition/slurm_extra pass straight to the SLURM plugin.
+    """
+    given = {k: v for k, v in config["resources"].get(rule_name, {}).items() if k != "threads"}
+    return {**defaults, **given}
 
 
 def corpus_files(wildcards):
@@ -62,3 +71,11 @@ def earlier_keys(wildcards):
     """Key files of the corpora listed before this one: their pairs win duplicates."""
     before = CORPORA[: CORPORA.index(wildcards.corpus)]
     return [f"{WORK}/clean/{c}.keys.parquet" for c in before]
+
+
+def provenance_outputs():
+    """Every output with a provenance record, for the report's provenance table."""
+    outs = []
+    for c in CORPORA:
+        outs += [f"{WORK}/ingest/{c}", f"{WORK}/shards/{c}", f"{WORK}/clean/{c}.stats.json"]
+    return outs + [f"{RESULTS}/bitext/stats.json"]

@@ -84,6 +84,22 @@ def cmd_stats_bitext(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_report_outcomes(args: argparse.Namespace) -> int:
+    from paramill.report.plots import outcomes_plot
+
+    bars = outcomes_plot(args.tsv, args.out)
+    print(f"report: {bars} bars in {args.out}", file=sys.stderr)
+    return 0
+
+
+def cmd_report_provenance(args: argparse.Namespace) -> int:
+    from paramill.report.provenance import write_summary
+
+    n = write_summary(args.outputs, args.html, args.tsv)
+    print(f"report: {n} provenance records in {args.html}", file=sys.stderr)
+    return 0
+
+
 def cmd_provenance_verify(args: argparse.Namespace) -> int:
     from paramill.provenance import verify
 
@@ -182,8 +198,20 @@ def build_parser() -> argparse.ArgumentParser:
     q = stats_sub.add_parser("bitext", help="gather per-corpus clean stats into one file")
     q.add_argument("stats", nargs="+", help="per-corpus stats JSON files from `paramill clean`")
     q.add_argument("--json", required=True, help="output JSON summary")
-    q.add_argument("--tsv", required=True, help="output TSV: corpus, outcome, rows")
+    q.add_argument("--tsv", required=True, help="output TSV: corpus, shard, outcome, rows")
     q.set_defaults(func=cmd_stats_bitext)
+
+    p = sub.add_parser("report", help="figures and tables for the Snakemake report")
+    rep_sub = p.add_subparsers(dest="what", required=True, metavar="WHAT")
+    q = rep_sub.add_parser("outcomes", help="plot rows kept/rejected per reason per input shard")
+    q.add_argument("--tsv", required=True, help="outcomes TSV from `paramill stats bitext`")
+    q.add_argument("--out", required=True, help="output PNG")
+    q.set_defaults(func=cmd_report_outcomes)
+    q = rep_sub.add_parser("provenance", help="one table of the provenance records of outputs")
+    q.add_argument("outputs", nargs="+", help="outputs whose .prov.json to summarise")
+    q.add_argument("--html", required=True, help="output HTML table")
+    q.add_argument("--tsv", required=True, help="output TSV table")
+    q.set_defaults(func=cmd_report_provenance)
 
     p = sub.add_parser("provenance", help="inspect and verify provenance records")
     prov_sub = p.add_subparsers(dest="what", required=True, metavar="ACTION")

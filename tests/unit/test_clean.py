@@ -85,6 +85,12 @@ def test_clean_keeps_first_occurrences_and_adds_up(tmp_path):
     empty = rejected.filter(pl.col("reason") == "empty_cs")
     assert empty["en"].to_list() == ["Nothing."]
     assert set(stats["shards"].values()) <= {3, 1} and sum(stats["shards"].values()) == 4
+    # outcomes per input shard (ingest wrote 3 lines a shard)
+    assert stats["by_input_shard"] == {
+        "shard-00000.parquet": {"duplicate": 1, "kept": 2},
+        "shard-00001.parquet": {"duplicate": 1, "empty_cs": 1, "kept": 1},
+        "shard-00002.parquet": {"duplicate": 1, "kept": 1},
+    }
 
 
 def test_earlier_corpora_win_duplicates(tmp_path):

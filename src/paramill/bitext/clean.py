@@ -185,28 +185,30 @@ def clean(corpus: str, ingest_dir: str | Path, shards_dir: str | Path, rejected_
         bucket_files = [spill / f"bucket-{b:05d}.u64" for b in range(1 << bits)]
         bucket_fhs = [open(p, "wb") for p in bucket_files] if settings.dedup else []
         position = 0
+        bounds: list[int] = []  # first candidate position of each ingest shard
+        by_shard: dict[str, Counter[str]] = {"(unreadable lines)": Counter(ingest_stats["rejected"])}
         bar = progress(f"clean {corpus}", total=n_in)
-        for batch in iter_parquet_batches(in_shards, batch_rows):
-            frame = apply_rules(pl.from_arrow(batch), settings)
-            bad = frame.filter(pl.col("reason").is_not_null())
-            if bad.height:
-                reasons.update(bad["reason"].to_list())
-                rejected.write(bad.with_columns(cs=pl.col("cs_raw"), en=pl.col("en_raw"),
-                                                detail=pl.lit(None, pl.String)).to_arrow())
-            good = frame.filter(pl.col("reason").is_null()).with_columns(
-                cs_tokens=text.token_count_expr(pl.col("cs")),
-                en_tokens=text.token_count_expr(pl.col("en")))
-            if good.height:
-                candidates.write(good.to_arrow())
-                if settings.dedup:
-                    keys = pair_keys(good["cs"].to_list(), good["en"].to_list())
-                    pos = np.arange(position, position + good.height, dtype=np.uint64)
-                    which = (keys >> np.uint64(64 - bits)) if bits else np.zeros(len(keys), np.uint64)
-                    for b in np.unique(which):
-                        sel = which == b
-                        np.column_stack((keys[sel], pos[sel])).tofile(bucket_fhs[int(b)])
-                position += good.height
-            bar.update(batch.num_rows)
+        for shard in in_shards:
+            bounds.append(position)
+            counts = by_shard.setdefault(shard.name, Counter())
+            for batch in iter_parquet_batches([shard], batch_rows):
+                frame = apply_rules(pl.from_arrow(batch), settings)
+                bad = frame.filter(pl.col("reason").is_not_null())
+                if bad.height:
+                    for reason, n in bad.group_by("reason").len().iter_rows():
+                        reasons[reason] += n
+                        counts[reason] += n
+                    rejected.write(bad.with_columns(cs=pl.col("cs_raw"), en=pl.col("en_raw"),
+                                                    detail=pl.lit(None, pl.String)).to_arrow())
+                good = frame.filter(pl.col("reason").is_null()).with_columns(
+                    cs_tokens=text.token_count_expr(pl.col("cs")),
+                    en_tokens=text.token_count_expr(pl.col("en")))
+                if good.height:
+                    candidates.write(good.to_arrow())
+                    if settings.dedup:
+                        _spill_keys(good, position, bits, bucket_fhs)
+                    position += good.height
+                bar.update(batch.num_rows)
         bar.close()
         candidates.close()
         for fh in bucket_fhs:
@@ -223,8 +225,11 @@ def clean(corpus: str, ingest_dir: str | Path, shards_dir: str | Path, rejected_
         for batch in iter_parquet_batches([candidates.path], batch_rows):
             frame = pl.from_arrow(batch)
             mark = pl.Series("mark", marks[offset:offset + frame.height])
+            source = np.searchsorted(bounds, np.arange(offset, offset + frame.height), "right") - 1
             offset += frame.height
-            frame = frame.with_columns(mark)
+            frame = frame.with_columns(mark, pl.Series("source", source))
+            for src, m, n in frame.group_by("source", "mark").len().iter_rows():
+                by_shard[in_shards[src].name]["kept" if m == KEEP else "duplicate"] += n
             kept = frame.filter(pl.col("mark") == KEEP)
             shards.write(kept.to_arrow())
             sums["cs_tokens"] += int(kept["cs_tokens"].sum() or 0)
@@ -249,6 +254,7 @@ def clean(corpus: str, ingest_dir: str | Path, shards_dir: str | Path, rejected_
             "rejected": dict(sorted(reasons.items())),
             "rejected_total": sum(reasons.values()),
             "shards": {p.name: n for p, n in zip(shard_paths, _shard_rows(shard_paths))},
+            "by_input_shard": {name: dict(sorted(c.items())) for name, c in by_shard.items() if c},
             "avg_tokens_cs": round(sums["cs_tokens"] / kept_rows, 3) if kept_rows else None,
             "avg_tokens_en": round(sums["en_tokens"] / kept_rows, 3) if kept_rows else None,
             "settings": asdict(settings),
@@ -260,6 +266,16 @@ def clean(corpus: str, ingest_dir: str | Path, shards_dir: str | Path, rejected_
         finals = dict(zip(outputs, temps[:4]))
         run.write(finals, dict(zip(outputs, temps[4:])), rows_in=rows_in, rows_out=kept_rows)
     return stats
+
+
+def _spill_keys(good: pl.DataFrame, position: int, bits: int, bucket_fhs: list) -> None:
+    """Append (key, position) pairs of surviving rows to their hash buckets on disk."""
+    keys = pair_keys(good["cs"].to_list(), good["en"].to_list())
+    pos = np.arange(position, position + good.height, dtype=np.uint64)
+    which = (keys >> np.uint64(64 - bits)) if bits else np.zeros(len(keys), np.uint64)
+    for b in np.unique(which):
+        sel = which == b
+        np.column_stack((keys[sel], pos[sel])).tofile(bucket_fhs[int(b)])
 
 
 def _shard_rows(paths: list[Path]) -> list[int]:

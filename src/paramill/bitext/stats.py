@@ -13,13 +13,16 @@ from paramill.provenance import Run, prov_path
 
 
 def summarize(stats: list[dict[str, Any]]) -> dict[str, Any]:
-    """Totals and per-corpus figures; checks that every corpus adds up."""
+    """Totals and per-corpus figures; checks that every corpus (and each of its input
+    shards) adds up."""
     reasons: Counter[str] = Counter()
     corpora = {}
     weighted = {"cs": 0.0, "en": 0.0}
     for s in stats:
         if s["rows_in"] != s["kept"] + sum(s["rejected"].values()):
             raise ValueError(f"corpus {s['corpus']}: rows_in != kept + rejected")
+        if sum(sum(c.values()) for c in s["by_input_shard"].values()) != s["rows_in"]:
+            raise ValueError(f"corpus {s['corpus']}: per-shard outcomes do not add up to rows_in")
         reasons.update(s["rejected"])
         corpora[s["corpus"]] = {k: s[k] for k in ("rows_in", "kept", "rejected",
                                                    "avg_tokens_cs", "avg_tokens_en")}
@@ -41,13 +44,14 @@ def summarize(stats: list[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
-def reasons_table(stats: list[dict[str, Any]]) -> pl.DataFrame:
-    """Long table ``corpus, outcome, rows`` (outcome = kept or a rejection reason)."""
-    rows = []
-    for s in stats:
-        rows.append({"corpus": s["corpus"], "outcome": "kept", "rows": s["kept"]})
-        rows += [{"corpus": s["corpus"], "outcome": r, "rows": n} for r, n in s["rejected"].items()]
-    return pl.DataFrame(rows, schema={"corpus": pl.String, "outcome": pl.String, "rows": pl.Int64})
+def outcomes_table(stats: list[dict[str, Any]]) -> pl.DataFrame:
+    """Long table ``corpus, shard, outcome, rows``: per input shard, rows kept and rows
+    rejected per reason (``(unreadable lines)`` holds the lines ingest could not read)."""
+    rows = [{"corpus": s["corpus"], "shard": shard, "outcome": outcome, "rows": n}
+            for s in stats for shard, counts in s["by_input_shard"].items()
+            for outcome, n in counts.items()]
+    return pl.DataFrame(rows, schema={"corpus": pl.String, "shard": pl.String,
+                                      "outcome": pl.String, "rows": pl.Int64})
 
 
 def write_stats(stats_files: list[str | Path], out_json: str | Path, out_tsv: str | Path,
@@ -58,7 +62,7 @@ def write_stats(stats_files: list[str | Path], out_json: str | Path, out_tsv: st
     outs = [Path(out_json), Path(out_tsv)]
     with atomic_output(*outs, *(prov_path(p) for p in outs)) as temps:
         write_json(temps[0], summary)
-        reasons_table(stats).write_csv(temps[1], separator="\t")
+        outcomes_table(stats).write_csv(temps[1], separator="\t")
         run.write(dict(zip(outs, temps[:2])), dict(zip(outs, temps[2:])),
                   rows_in=summary["rows_in"], rows_out=summary["kept"])
     return summary

@@ -1,0 +1,48 @@
+# Report: figures and tables registered with report() for `snakemake --report report.html`.
+
+
+rule plot_bitext_outcomes:
+    input:
+        tsv=f"{RESULTS}/bitext/outcomes.tsv",
+    output:
+        report(
+            f"{RESULTS}/report/bitext_outcomes.png",
+            category="Bitext",
+            caption="../report/bitext_outcomes.rst",
+        ),
+    log:
+        f"{LOGS}/report/plot_bitext_outcomes.log",
+    benchmark:
+        f"{LOGS}/benchmarks/plot_bitext_outcomes.tsv"
+    threads: rule_threads("plot_bitext_outcomes")
+    resources:
+        **rule_resources("plot_bitext_outcomes", mem_mb=1000, runtime=10),
+    conda:
+        "../envs/cpu.yaml"
+    shell:
+        "paramill --rule plot_bitext_outcomes report outcomes --tsv {input.tsv:q}"
+        " --out {output:q} > {log:q} 2>&1"
+
+
+rule provenance_summary:
+    input:
+        provenance_outputs(),
+    output:
+        html=report(
+            f"{RESULTS}/report/provenance.html",
+            category="Provenance",
+            caption="../report/provenance.rst",
+        ),
+        tsv=f"{RESULTS}/report/provenance.tsv",
+    log:
+        f"{LOGS}/report/provenance_summary.log",
+    benchmark:
+        f"{LOGS}/benchmarks/provenance_summary.tsv"
+    threads: rule_threads("provenance_summary")
+    resources:
+        **rule_resources("provenance_summary", mem_mb=1000, runtime=10),
+    conda:
+        "../envs/cpu.yaml"
+    shell:
+        "paramill --rule provenance_summary report provenance {input:q}"
+        " --html {output.html:q} --tsv {output.tsv:q} > {log:q} 2>&1"

@@ -1,0 +1,1 @@
+"""Figures and tables for `snakemake --report`: plots of stage outcomes, provenance summaries."""

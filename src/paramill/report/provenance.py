@@ -1,0 +1,60 @@
+"""A summary table of provenance records, for the report and for humans."""
+
+from __future__ import annotations
+
+import datetime as dt
+import html
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from paramill.io import atomic_output, read_json
+from paramill.provenance import prov_path
+
+COLUMNS = ["output", "rule", "started", "seconds", "rows_in", "rows_out", "inputs",
+           "commit", "dirty", "slurm_job_id", "host", "config_digest"]
+
+
+def summary_rows(outputs: list[str | Path]) -> list[dict[str, Any]]:
+    rows = []
+    for output in outputs:
+        record = read_json(prov_path(output))
+        started = dt.datetime.fromisoformat(record["started"])
+        ended = dt.datetime.fromisoformat(record["ended"])
+        rows.append({
+            "output": str(output),
+            "rule": record["rule"],
+            "started": record["started"],
+            "seconds": (ended - started).total_seconds(),
+            "rows_in": record.get("rows_in"),
+            "rows_out": record.get("rows_out"),
+            "inputs": len(record["inputs"]),
+            "commit": (record["code"].get("commit") or "")[:12],
+            "dirty": record["code"].get("dirty"),
+            "slurm_job_id": record.get("slurm_job_id"),
+            "host": record.get("host"),
+            "config_digest": (record.get("config_digest") or "")[:12],
+        })
+    return rows
+
+
+def write_summary(outputs: list[str | Path], html_path: str | Path, tsv_path: str | Path) -> int:
+    rows = summary_rows(outputs)
+    frame = pl.DataFrame(rows, schema={c: pl.String if c in (
+        "output", "rule", "started", "commit", "slurm_job_id", "host", "config_digest")
+        else (pl.Boolean if c == "dirty" else (pl.Float64 if c == "seconds" else pl.Int64))
+        for c in COLUMNS})
+    head = "".join(f"<th>{html.escape(c)}</th>" for c in COLUMNS)
+    body = "".join("<tr>" + "".join(f"<td>{html.escape('' if r[c] is None else str(r[c]))}</td>"
+                                    for c in COLUMNS) + "</tr>" for r in rows)
+    page = ("<!doctype html><meta charset='utf-8'><title>paramill provenance</title>"
+            "<style>table{border-collapse:collapse;font:12px sans-serif}"
+            "td,th{border:1px solid #ccc;padding:2px 6px;text-align:left}</style>"
+            "<p>Every output's <code>.prov.json</code>; check a chain with "
+            "<code>paramill provenance verify OUTPUT</code>.</p>"
+            f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>\n")
+    with atomic_output(html_path, tsv_path) as (tmp_html, tmp_tsv):
+        tmp_html.write_text(page)
+        frame.write_csv(tmp_tsv, separator="\t")
+    return len(rows)
