@@ -87,7 +87,7 @@ def cmd_stats_bitext(args: argparse.Namespace) -> int:
 def cmd_report_outcomes(args: argparse.Namespace) -> int:
     from paramill.report.plots import outcomes_plot
 
-    bars = outcomes_plot(args.tsv, args.out)
+    bars = outcomes_plot(args.tsv, args.out, rule=args.rule or "plot_bitext_outcomes")
     print(f"report: {bars} bars in {args.out}", file=sys.stderr)
     return 0
 
@@ -95,7 +95,7 @@ def cmd_report_outcomes(args: argparse.Namespace) -> int:
 def cmd_report_provenance(args: argparse.Namespace) -> int:
     from paramill.report.provenance import write_summary
 
-    n = write_summary(args.outputs, args.html, args.tsv)
+    n = write_summary(args.outputs, args.html, args.tsv, rule=args.rule or "provenance_summary")
     print(f"report: {n} provenance records in {args.html}", file=sys.stderr)
     return 0
 

@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
-PROJECT_FILES = ["Snakefile", "config.yaml", "rules", "configs", "envs", "data/sample"]
+PROJECT_FILES = ["Snakefile", "config.yaml", "rules", "configs", "envs", "report", "profiles",
+                 "slurm", "data/sample"]
 
 
 def copy_project(dest: Path) -> Path:
@@ -20,7 +21,9 @@ def copy_project(dest: Path) -> Path:
         src = REPO / name
         target = dest / name
         target.parent.mkdir(parents=True, exist_ok=True)
-        if src.is_dir():
+        if src.is_symlink():
+            target.symlink_to(src.readlink())
+        elif src.is_dir():
             shutil.copytree(src, target)
         else:
             shutil.copy2(src, target)

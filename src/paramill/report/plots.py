@@ -11,14 +11,16 @@ import matplotlib.pyplot as plt  # noqa: E402
 import polars as pl  # noqa: E402
 
 from paramill.io import atomic_output  # noqa: E402
+from paramill.provenance import Run, prov_path  # noqa: E402
 
 
-def outcomes_plot(tsv: str | Path, png: str | Path) -> int:
+def outcomes_plot(tsv: str | Path, png: str | Path, rule: str = "plot_bitext_outcomes") -> int:
     """Stacked bars: rows kept and rejected per reason, per input shard of each corpus.
 
     Reads the ``corpus, shard, outcome, rows`` table of ``paramill stats bitext``.
     Returns the number of bars drawn.
     """
+    run = Run(rule=rule, params={}, inputs=[tsv])
     table = pl.read_csv(tsv, separator="\t")
     table = table.with_columns(bar=pl.col("corpus") + " / " + pl.col("shard").str.replace(r"\.parquet$", ""))
     wide = table.pivot(on="outcome", index="bar", values="rows", aggregate_function="sum").fill_null(0)
@@ -45,7 +47,8 @@ def outcomes_plot(tsv: str | Path, png: str | Path) -> int:
     ax_rej.tick_params(axis="x", labelrotation=60, labelsize=8)
     fig.suptitle("Bitext ingest and cleaning outcomes per input shard")
     fig.tight_layout()
-    with atomic_output(png) as (tmp,):
+    with atomic_output(png, prov_path(png)) as (tmp, tmp_prov):
         fig.savefig(tmp, format="png", dpi=110)
+        run.write({png: tmp}, {png: tmp_prov}, rows_in=table.height, rows_out=len(bars))
     plt.close(fig)
     return len(bars)

@@ -10,7 +10,7 @@ from typing import Any
 import polars as pl
 
 from paramill.io import atomic_output, read_json
-from paramill.provenance import prov_path
+from paramill.provenance import Run, prov_path
 
 COLUMNS = ["output", "rule", "started", "seconds", "rows_in", "rows_out", "inputs",
            "commit", "dirty", "slurm_job_id", "host", "config_digest"]
@@ -39,7 +39,9 @@ def summary_rows(outputs: list[str | Path]) -> list[dict[str, Any]]:
     return rows
 
 
-def write_summary(outputs: list[str | Path], html_path: str | Path, tsv_path: str | Path) -> int:
+def write_summary(outputs: list[str | Path], html_path: str | Path, tsv_path: str | Path,
+                  rule: str = "provenance_summary") -> int:
+    run = Run(rule=rule, params={}, inputs=[prov_path(o) for o in outputs])
     rows = summary_rows(outputs)
     frame = pl.DataFrame(rows, schema={c: pl.String if c in (
         "output", "rule", "started", "commit", "slurm_job_id", "host", "config_digest")
@@ -54,7 +56,10 @@ def write_summary(outputs: list[str | Path], html_path: str | Path, tsv_path: st
             "<p>Every output's <code>.prov.json</code>; check a chain with "
             "<code>paramill provenance verify OUTPUT</code>.</p>"
             f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>\n")
-    with atomic_output(html_path, tsv_path) as (tmp_html, tmp_tsv):
-        tmp_html.write_text(page)
-        frame.write_csv(tmp_tsv, separator="\t")
+    finals = [Path(html_path), Path(tsv_path)]
+    with atomic_output(*finals, *(prov_path(f) for f in finals)) as temps:
+        temps[0].write_text(page)
+        frame.write_csv(temps[1], separator="\t")
+        run.write(dict(zip(finals, temps[:2])), dict(zip(finals, temps[2:])),
+                  rows_in=len(rows), rows_out=len(rows))
     return len(rows)

@@ -1,0 +1,70 @@
+"""What re-runs when you change what: asserted on the jobs Snakemake actually executes."""
+
+import gzip
+import json
+
+import pytest
+
+from .conftest import copy_project, executed, snakemake
+
+pytestmark = pytest.mark.slow
+
+DOWNSTREAM = {"bitext_stats": 1, "plot_bitext_outcomes": 1, "provenance_summary": 1}
+
+
+@pytest.fixture(scope="module")
+def project(tmp_path_factory):
+    root = copy_project(tmp_path_factory.mktemp("incremental"))
+    first = snakemake(root)
+    assert executed(first) == {"ingest": 2, "clean": 2, **DOWNSTREAM}
+    return root
+
+
+def edit(path, old, new):
+    text = path.read_text()
+    assert old in text, f"{old!r} not in {path}"
+    path.write_text(text.replace(old, new, 1))
+
+
+def test_a_no_op_rerun_runs_nothing(project):
+    assert executed(snakemake(project)) == {}
+
+
+def test_b_changed_cleaning_threshold_reruns_clean_and_what_follows_only(project):
+    edit(project / "config.yaml", "max_tokens: 100", "max_tokens: 12")
+    proc = snakemake(project)
+    assert executed(proc) == {"clean": 2, **DOWNSTREAM}
+    stats = json.loads((project / "results/bitext/stats.json").read_text())
+    assert stats["rejected"]["too_long"] > 100  # the new bound took effect
+    assert executed(snakemake(project)) == {}
+
+
+def test_c_a_new_corpus_processes_only_its_own_shards(project):
+    bitext = project / "data/sample/bitext"
+    with gzip.open(bitext / "extra.cs.gz", "wt") as fh:
+        fh.write("Nový pes běží.\nStará kočka spí.\n")
+    with gzip.open(bitext / "extra.en.gz", "wt") as fh:
+        fh.write("A new dog runs.\nAn old cat sleeps.\n")
+    edit(project / "config.yaml", "  ingest:\n",
+         "    extra:\n      format: moses\n      cs: data/sample/bitext/extra.cs.gz\n"
+         "      en: data/sample/bitext/extra.en.gz\n  ingest:\n")
+    proc = snakemake(project)
+    assert executed(proc) == {"ingest": 1, "clean": 1, **DOWNSTREAM}
+    assert "extra" in (project / "logs/ingest/extra.log").read_text()
+    stats = json.loads((project / "results/bitext/stats.json").read_text())
+    assert stats["corpora"]["extra"]["kept"] == 2
+
+
+def test_d_editing_a_rules_code_reruns_that_rule(project):
+    edit(project / "rules/bitext.smk", '" --tsv {output.tsv:q} > {log:q} 2>&1"',
+         '" --tsv {output.tsv:q} >{log:q} 2>&1"')
+    proc = snakemake(project)
+    assert executed(proc) == DOWNSTREAM
+    assert "code" in (proc.stdout + proc.stderr).lower()
+
+
+def test_report_renders_the_registered_plots_and_tables(project):
+    snakemake(project, "--report", "report.html")
+    page = (project / "report.html").read_text()
+    for item in ("bitext_outcomes.png", "provenance.html", "outcomes.tsv", "stats.json"):
+        assert item in page, item

@@ -1,0 +1,83 @@
+"""End to end through a real single-node SLURM (scripts/local-slurm.sh), with the profile."""
+
+import json
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from paramill.io import sha256_file
+
+from .conftest import REPO, copy_project, snakemake
+
+pytestmark = pytest.mark.slow
+
+SCRIPT = REPO / "scripts" / "local-slurm.sh"
+
+
+def _can_run_slurm() -> str | None:
+    if os.geteuid() != 0:
+        return "not root: the local SLURM needs root to install and start its daemons"
+    if not shutil.which("slurmctld") and not shutil.which("apt-get"):
+        return "SLURM is not installed and apt-get is not available to install it"
+    return None
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory):
+    reason = _can_run_slurm()
+    if reason:
+        pytest.skip(reason)
+    state = tmp_path_factory.mktemp("slurm-state")
+    env = {**os.environ, "PARAMILL_SLURM_DIR": str(state)}
+    proc = subprocess.run(["bash", str(SCRIPT), "start"], env=env, capture_output=True, text=True,
+                          timeout=600)
+    if proc.returncode == 3:
+        pytest.skip(proc.stderr.strip())
+    assert proc.returncode == 0, proc.stderr
+    yield env
+    subprocess.run(["bash", str(SCRIPT), "stop"], env=env, capture_output=True, timeout=120)
+
+
+def _squeue(job_ids):
+    """job id -> (state, GPU/gres request per job and per node)."""
+    out = subprocess.run(["squeue", "-h", "-t", "all", "-j", ",".join(job_ids),
+                          "-O", "JobID:20,State:20,tres-per-job:40,tres-per-node:40"],
+                         capture_output=True, text=True, check=True).stdout
+    return {f[0]: (f[1], " ".join(f[2:])) for f in (line.split() for line in out.splitlines())}
+
+
+def _data_digests(root: Path) -> dict[str, str]:
+    files = sorted((root / "work/shards").rglob("*.parquet")) + [
+        root / "results/bitext/stats.json", root / "results/bitext/outcomes.tsv"]
+    return {str(f.relative_to(root)): sha256_file(f) for f in files}
+
+
+def test_default_dag_through_slurm_equals_a_local_run(cluster, tmp_path):
+    local = copy_project(tmp_path / "local")
+    snakemake(local)
+    remote = copy_project(tmp_path / "remote")
+    # the GPU mapping: a config key becomes the plugin's gpu resource (fake GPUs here)
+    (remote / "gpu.yaml").write_text("resources:\n  bitext_stats: {gpu: 1}\n")
+    proc = snakemake(remote, "--profile", "slurm", "--configfile", "config.yaml", "gpu.yaml",
+                     "--slurm-init-seconds-before-status-checks", "1", timeout=1200)
+    text = proc.stdout + proc.stderr
+    assert "submitted with SLURM jobid" in text
+
+    records = [json.loads(p.read_text()) for p in remote.rglob("*.prov.json")
+               if ".snakemake" not in p.parts]
+    by_rule = {}
+    for record in records:
+        assert record["slurm_job_id"], f"{record['rule']} did not run under SLURM"
+        by_rule.setdefault(record["rule"], set()).add(record["slurm_job_id"])
+    assert set(by_rule) >= {"ingest", "clean", "bitext_stats", "provenance_summary"}
+    jobs = _squeue(sorted({j for ids in by_rule.values() for j in ids}))
+    assert all(state == "COMPLETED" for state, _ in jobs.values()), jobs
+    (stats_job,) = by_rule["bitext_stats"]
+    assert "gpu:1" in jobs[stats_job][1]  # the job asked SLURM for one GPU
+    (ingest_job, *_) = sorted(by_rule["ingest"])
+    assert "gpu" not in jobs[ingest_job][1]
+
+    assert _data_digests(remote) == _data_digests(local)
