@@ -68,3 +68,13 @@ def test_report_renders_the_registered_plots_and_tables(project):
     page = (project / "report.html").read_text()
     for item in ("bitext_outcomes.png", "provenance.html", "outcomes.tsv", "stats.json"):
         assert item in page, item
+
+
+def test_e_touching_a_raw_corpus_reruns_nothing(project):
+    import os
+    import time
+
+    raw = project / "data/sample/bitext/grammar.cs.gz"
+    later = time.time() + 60
+    os.utime(raw, (later, later))
+    assert executed(snakemake(project)) == {}

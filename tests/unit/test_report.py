@@ -1,0 +1,33 @@
+import json
+
+import polars as pl
+
+from paramill.provenance import verify
+from paramill.report.plots import outcomes_plot
+from paramill.report.provenance import summary_rows, write_summary
+
+
+def test_outcomes_plot_draws_one_bar_per_shard(tmp_path):
+    tsv = tmp_path / "o.tsv"
+    pl.DataFrame({"corpus": ["a", "a", "a", "b"], "shard": ["s0", "s0", "s1", "s0"],
+                  "outcome": ["kept", "duplicate", "kept", "kept"], "rows": [5, 1, 3, 2]}
+                 ).write_csv(tsv, separator="\t")
+    png = tmp_path / "o.png"
+    assert outcomes_plot(tsv, png) == 3
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert verify(png) == []
+
+
+def test_provenance_summary_lists_each_record(tmp_path):
+    out = tmp_path / "x.txt"
+    out.write_text("x")
+    (tmp_path / "x.txt.prov.json").write_text(json.dumps({
+        "rule": "r", "started": "2026-01-01T00:00:00+00:00", "ended": "2026-01-01T00:00:07+00:00",
+        "inputs": [{}, {}], "code": {"commit": "a" * 40, "dirty": False}, "rows_in": 4,
+        "rows_out": 3, "slurm_job_id": "99", "host": "h", "config_digest": "f" * 64}))
+    (row,) = summary_rows([out])
+    assert row["seconds"] == 7 and row["inputs"] == 2 and row["slurm_job_id"] == "99"
+    assert row["commit"] == "a" * 12
+    n = write_summary([out], tmp_path / "p.html", tmp_path / "p.tsv")
+    assert n == 1 and "<td>99</td>" in (tmp_path / "p.html").read_text()
+    assert pl.read_csv(tmp_path / "p.tsv", separator="\t")["rows_out"].to_list() == [3]
