@@ -19,6 +19,18 @@ import jsonschema
 import yaml
 
 
+class Settings:
+    """Base of the settings dataclasses of the stages: built from a config slice, refusing
+    keys it does not know (the schema's defaults equal the dataclass defaults; a test checks)."""
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]):
+        unknown = set(data) - set(cls.__dataclass_fields__)  # type: ignore[attr-defined]
+        if unknown:
+            raise ValueError(f"unknown {cls.__name__} keys: {sorted(unknown)}")
+        return cls(**data)
+
+
 class ConfigError(ValueError):
     """A config that does not match the schema; the message names the offending key."""
 

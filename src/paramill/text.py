@@ -92,17 +92,10 @@ def token_count_expr(expr: pl.Expr) -> pl.Expr:
     return expr.str.count_matches(TOKEN_PATTERN).cast(pl.Int32)
 
 
-def encodable_latin1(text: str) -> bool:
+def encodable(text: str, codec: str) -> bool:
+    """Whether ``text`` encodes in ``codec`` (e.g. ``latin-1``, ``iso8859_2``)."""
     try:
-        text.encode("latin-1")
-    except UnicodeEncodeError:
-        return False
-    return True
-
-
-def encodable_latin2(text: str) -> bool:
-    try:
-        text.encode("iso8859_2")
+        text.encode(codec)
     except UnicodeEncodeError:
         return False
     return True

@@ -129,5 +129,5 @@ def test_clean_writes_stats_and_provenance(tmp_path):
 
 
 def test_unknown_setting_is_refused():
-    with pytest.raises(ValueError, match="unknown clean settings"):
+    with pytest.raises(ValueError, match="unknown CleanSettings keys"):
         CleanSettings.from_dict({"max_tokenz": 3})

@@ -40,13 +40,14 @@ from paramill.bitext.schema import BITEXT, KEYS, REJECTED
 from paramill.io import (ShardWriter, TableWriter, atomic_output, iter_parquet_batches,
                          parquet_rows, read_json, write_json)
 from paramill.progress import progress
+from paramill.config import Settings
 from paramill.provenance import Run, prov_path
 
 KEEP, DUP_HERE, DUP_EARLIER = 0, 1, 2
 
 
 @dataclass(frozen=True)
-class CleanSettings:
+class CleanSettings(Settings):
     normalize_punctuation: bool = True
     require_latin: bool = True
     drop_identical: bool = True
@@ -56,12 +57,6 @@ class CleanSettings:
     dedup: bool = True
     bucket_rows: int = 2_000_000
 
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> CleanSettings:
-        unknown = set(data) - set(cls.__dataclass_fields__)
-        if unknown:
-            raise ValueError(f"unknown clean settings: {sorted(unknown)}")
-        return cls(**data)
 
 
 def rule_expressions(settings: CleanSettings) -> tuple[list[pl.Expr], pl.Expr]:

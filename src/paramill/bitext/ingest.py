@@ -21,6 +21,7 @@ from paramill.bitext.readers import CorpusSpec, read_corpus
 from paramill.bitext.schema import BITEXT, REJECTED
 from paramill.io import ShardWriter, TableWriter, atomic_output, sha256_file, write_json
 from paramill.progress import progress
+from paramill.config import Settings
 from paramill.provenance import Run, prov_path
 
 STATS_NAME = "stats.json"
@@ -28,17 +29,11 @@ REJECTED_NAME = "rejected.parquet"
 
 
 @dataclass(frozen=True)
-class IngestSettings:
+class IngestSettings(Settings):
     shard_size: int = 1000
     max_line_bytes: int = 65536
     batch_rows: int = 50000
 
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> IngestSettings:
-        unknown = set(data) - set(cls.__dataclass_fields__)
-        if unknown:
-            raise ValueError(f"unknown ingest settings: {sorted(unknown)}")
-        return cls(**data)
 
 
 def source_digest(spec: CorpusSpec, digests: dict[str, str]) -> str:
