@@ -20,7 +20,8 @@ def finished(project):
 
 def test_default_dag_runs_every_stage_once(finished):
     _, proc = finished
-    assert executed(proc) == {"ingest": 2, "clean": 2, "bitext_stats": 1}
+    assert executed(proc) == {"ingest": 2, "clean": 2, "bitext_stats": 1, "plot_bitext_outcomes": 1,
+                              "provenance_summary": 1}
 
 
 def test_stats_add_up_and_match_the_shards(finished):
