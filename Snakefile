@@ -9,6 +9,7 @@ report: "report/workflow.rst"
 
 include: "rules/common.smk"
 include: "rules/bitext.smk"
+include: "rules/nmt.smk"
 include: "rules/report.smk"
 
 
@@ -16,5 +17,7 @@ rule all:
     default_target: True
     input:
         f"{RESULTS}/bitext/stats.json",
+        f"{RESULTS}/nmt/backtranslation.json",
+        f"{WORK}/nmt/en-cs/ct2",
         f"{RESULTS}/report/bitext_outcomes.png",
         f"{RESULTS}/report/provenance.html",

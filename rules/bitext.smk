@@ -23,7 +23,7 @@ rule ingest:
         " --settings {params.settings:q} --out {output:q} > {log:q} 2>&1"
 
 
-rule clean:
+checkpoint clean:
     input:
         ingested=f"{WORK}/ingest/{{corpus}}",
         prior=earlier_keys,

@@ -41,6 +41,9 @@ CORPORA = list(config["bitext"]["corpora"])
 
 wildcard_constraints:
     corpus="[A-Za-z0-9][A-Za-z0-9_-]*",
+    shard="shard-[0-9]+",
+    direction="cs-en|en-cs",
+    lang="cs|en",
 
 
 def as_json(value):
@@ -73,9 +76,66 @@ def earlier_keys(wildcards):
     return [f"{WORK}/clean/{c}.keys.parquet" for c in before]
 
 
-def provenance_outputs():
+def corpus_shards(corpus):
+    """Cleaned shard names of a corpus (known once its clean checkpoint has run)."""
+    shards_dir = checkpoints.clean.get(corpus=corpus).output.shards
+    return sorted(p.stem for p in Path(shards_dir).glob("shard-*.parquet"))
+
+
+def nmt_corpora():
+    return config["nmt"]["train_corpora"] or CORPORA
+
+
+def training_shards(wildcards):
+    """Every cleaned shard of the corpora that train the subword and NMT models."""
+    return [f"{WORK}/shards/{c}/{s}.parquet" for c in nmt_corpora() for s in corpus_shards(c)]
+
+
+def all_candidates(wildcards):
+    """The back-translated candidate table of every shard of every corpus."""
+    return [f"{WORK}/candidates/{c}/{s}.parquet" for c in CORPORA for s in corpus_shards(c)]
+
+
+def own_model(direction):
+    return config["nmt"]["models"].get(direction)
+
+
+def spm_model(direction, side):
+    """SentencePiece model of a direction's source or target side (own or trained)."""
+    own = own_model(direction)
+    if own:
+        return ancient(own[f"{side}_spm"])
+    lang = direction.split("-")[0 if side == "source" else 1]
+    return f"{WORK}/nmt/spm/{lang}.model"
+
+
+def checkpoint_to_convert(wildcards):
+    own = own_model(wildcards.direction)
+    if own and own.get("checkpoint"):
+        return ancient(own["checkpoint"])
+    return f"{WORK}/nmt/{wildcards.direction}/model.pt"
+
+
+def translation_model(direction):
+    """The CTranslate2 model of a direction: the user's own, or converted here."""
+    own = own_model(direction)
+    if own and own.get("ct2"):
+        return ancient(own["ct2"])
+    return f"{WORK}/nmt/{direction}/ct2"
+
+
+def provenance_outputs(wildcards):
     """Every output with a provenance record, for the report's provenance table."""
     outs = []
     for c in CORPORA:
         outs += [f"{WORK}/ingest/{c}", f"{WORK}/shards/{c}", f"{WORK}/clean/{c}.stats.json"]
-    return outs + [f"{RESULTS}/bitext/stats.json"]
+    outs += [f"{RESULTS}/bitext/stats.json", f"{RESULTS}/nmt/backtranslation.json"]
+    for direction in ("cs-en", "en-cs"):
+        own = own_model(direction)
+        if not own:
+            outs += [f"{WORK}/nmt/{direction}/model.pt"]
+        if not (own and own.get("ct2")):
+            outs += [f"{WORK}/nmt/{direction}/ct2"]
+    if not all(own_model(d) for d in ("cs-en", "en-cs")):
+        outs += [f"{WORK}/nmt/data"]
+    return outs + all_candidates(wildcards)

@@ -26,7 +26,7 @@ rule plot_bitext_outcomes:
 
 rule provenance_summary:
     input:
-        provenance_outputs(),
+        provenance_outputs,
     output:
         html=report(
             f"{RESULTS}/report/provenance.html",

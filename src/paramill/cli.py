@@ -84,6 +84,70 @@ def cmd_stats_bitext(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_nmt_spm(args: argparse.Namespace) -> int:
+    from paramill.nmt.subwords import SubwordSettings, train
+
+    settings = SubwordSettings.from_dict(_settings(("nmt", "spm"), args.settings))
+    size = train(args.shards, args.lang, args.model, settings, rule=args.rule or "spm_train")
+    print(f"spm {args.lang}: {size} pieces in {args.model}", file=sys.stderr)
+    return 0
+
+
+def cmd_nmt_data(args: argparse.Namespace) -> int:
+    from paramill.nmt.data import write_training_text
+
+    stats = write_training_text(args.shards, args.out, args.valid_size, args.seed,
+                                rule=args.rule or "nmt_data")
+    print(f"nmt data: {stats['train']} training and {stats['valid']} validation pairs",
+          file=sys.stderr)
+    return 0
+
+
+def cmd_nmt_train(args: argparse.Namespace) -> int:
+    from paramill.nmt.train import ModelSettings, TrainSettings, train
+
+    model = ModelSettings.from_dict(_settings(("nmt", "model"), args.model_settings))
+    settings = TrainSettings.from_dict(_settings(("nmt", "train"), args.settings))
+    summary = train(args.direction, args.data, args.src_spm, args.tgt_spm, args.out, args.work,
+                    model, settings, rule=args.rule or "nmt_train")
+    print(f"nmt train {args.direction}: {summary}", file=sys.stderr)
+    return 0
+
+
+def cmd_nmt_convert(args: argparse.Namespace) -> int:
+    from paramill.nmt.convert import convert
+
+    convert(args.checkpoint, args.src_spm, args.tgt_spm, args.out, args.quantization,
+            rule=args.rule or "nmt_convert")
+    print(f"nmt convert: {args.out}", file=sys.stderr)
+    return 0
+
+
+def cmd_nmt_translate(args: argparse.Namespace) -> int:
+    from paramill.nmt.convert import bundle_spm
+    from paramill.nmt.translate import TranslateSettings, translate_shard
+
+    settings = TranslateSettings.from_dict(_settings(("nmt", "translate"), args.settings))
+    src_spm, tgt_spm = args.src_spm, args.tgt_spm
+    if not (src_spm and tgt_spm):
+        found = bundle_spm(args.model)
+        if found is None:
+            raise ValueError(f"{args.model} holds no SentencePiece models: give --src-spm and --tgt-spm")
+        src_spm, tgt_spm = found
+    stats = translate_shard(args.shard, args.model, src_spm, tgt_spm, args.out, settings,
+                            threads=args.threads, rule=args.rule or "back_translate")
+    print(f"translate {args.shard}: {stats}", file=sys.stderr)
+    return 0
+
+
+def cmd_nmt_stats(args: argparse.Namespace) -> int:
+    from paramill.nmt.stats import write_summary
+
+    summary = write_summary(args.candidates, args.out, rule=args.rule or "backtranslation_stats")
+    print(f"back-translation: {summary}", file=sys.stderr)
+    return 0
+
+
 def cmd_report_outcomes(args: argparse.Namespace) -> int:
     from paramill.report.plots import outcomes_plot
 
@@ -192,6 +256,56 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--settings", type=_json_arg, help="bitext.clean settings (JSON or @file)")
     p.add_argument("--ingest-settings", type=_json_arg, help="bitext.ingest settings (shard size, batch)")
     p.set_defaults(func=cmd_clean)
+
+    p = sub.add_parser("nmt", help="subwords, translation models, back-translation")
+    nmt_sub = p.add_subparsers(dest="what", required=True, metavar="STEP")
+    q = nmt_sub.add_parser("spm", help="train a SentencePiece model on one side of bitext shards")
+    q.add_argument("shards", nargs="+", help="bitext shards (Parquet)")
+    q.add_argument("--lang", required=True, choices=["cs", "en"])
+    q.add_argument("--model", required=True, help="output .model (its .vocab is written beside it)")
+    q.add_argument("--settings", type=_json_arg, help="nmt.spm settings (JSON or @file)")
+    q.set_defaults(func=cmd_nmt_spm)
+    q = nmt_sub.add_parser("data", help="write OpenNMT-py training text (train/valid, cs/en)")
+    q.add_argument("shards", nargs="+")
+    q.add_argument("--out", required=True, help="output directory")
+    q.add_argument("--valid-size", type=int, default=200, help="held-out validation pairs")
+    q.add_argument("--seed", type=int, default=13)
+    q.set_defaults(func=cmd_nmt_data)
+    q = nmt_sub.add_parser("train", help="train (or resume) a transformer with OpenNMT-py",
+                           description="Builds the vocabulary and trains one direction with "
+                                       "onmt_train on all visible GPUs (CPU when none), resuming "
+                                       "from the last checkpoint in --work after a killed job.")
+    q.add_argument("--direction", required=True, choices=["cs-en", "en-cs"])
+    q.add_argument("--data", required=True, help="directory from `paramill nmt data`")
+    q.add_argument("--src-spm", required=True)
+    q.add_argument("--tgt-spm", required=True)
+    q.add_argument("--work", required=True, help="training workspace (checkpoints; kept for resuming)")
+    q.add_argument("--out", required=True, help="output: the final checkpoint (.pt)")
+    q.add_argument("--model-settings", type=_json_arg, help="nmt.model settings (JSON or @file)")
+    q.add_argument("--settings", type=_json_arg, help="nmt.train settings (JSON or @file)")
+    q.set_defaults(func=cmd_nmt_train)
+    q = nmt_sub.add_parser("convert", help="convert an OpenNMT-py checkpoint to CTranslate2")
+    q.add_argument("--checkpoint", required=True)
+    q.add_argument("--src-spm", required=True)
+    q.add_argument("--tgt-spm", required=True)
+    q.add_argument("--out", required=True, help="output model bundle directory")
+    q.add_argument("--quantization", help="int8, float16, ... (default: none)")
+    q.set_defaults(func=cmd_nmt_convert)
+    q = nmt_sub.add_parser("translate", help="back-translate one bitext shard with CTranslate2",
+                           description="Translate the Czech side of a shard into English (beam "
+                                       "or k-best) and write the candidate table with costs.")
+    q.add_argument("--shard", required=True)
+    q.add_argument("--model", required=True, help="CTranslate2 model dir or paramill bundle")
+    q.add_argument("--src-spm", help="source SentencePiece model (default: from the bundle)")
+    q.add_argument("--tgt-spm", help="target SentencePiece model (default: from the bundle)")
+    q.add_argument("--out", required=True, help="output candidate table (Parquet)")
+    q.add_argument("--threads", type=int, default=1, help="CPU threads (ignored on GPU)")
+    q.add_argument("--settings", type=_json_arg, help="nmt.translate settings (JSON or @file)")
+    q.set_defaults(func=cmd_nmt_translate)
+    q = nmt_sub.add_parser("stats", help="summarise candidate tables")
+    q.add_argument("candidates", nargs="+")
+    q.add_argument("--out", required=True, help="output JSON")
+    q.set_defaults(func=cmd_nmt_stats)
 
     p = sub.add_parser("stats", help="corpus statistics")
     stats_sub = p.add_subparsers(dest="what", required=True, metavar="WHAT")

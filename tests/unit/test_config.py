@@ -6,6 +6,9 @@ import pytest
 from paramill import config
 from paramill.bitext.clean import CleanSettings
 from paramill.bitext.ingest import IngestSettings
+from paramill.nmt.subwords import SubwordSettings
+from paramill.nmt.train import ModelSettings, TrainSettings
+from paramill.nmt.translate import TranslateSettings
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -13,6 +16,10 @@ REPO = Path(__file__).resolve().parents[2]
 def test_schema_defaults_are_the_library_defaults():
     assert config.defaults("bitext", "clean") == asdict(CleanSettings())
     assert config.defaults("bitext", "ingest") == asdict(IngestSettings())
+    assert config.defaults("nmt", "spm") == asdict(SubwordSettings())
+    assert config.defaults("nmt", "model") == asdict(ModelSettings())
+    assert config.defaults("nmt", "train") == asdict(TrainSettings())
+    assert config.defaults("nmt", "translate") == asdict(TranslateSettings())
 
 
 def test_every_schema_property_is_described_and_typed():
@@ -50,6 +57,9 @@ def test_defaults_fill_inside_corpus_entries():
     ({"bitext": {"corpora": {"bad name": {"format": "tsv", "path": "x"}}}},
      "config key bitext.corpora: 'bad name' does not match"),
     ({"bogus": 1}, "config key (top level): Additional properties are not allowed ('bogus'"),
+    ({"nmt": {"models": {"cs-en": {"source_spm": "a", "target_spm": "b"}}}},
+     "config key nmt.models.cs-en"),
+    ({"nmt": {"translate": {"method": "sampling"}}}, "config key nmt.translate.method"),
 ])
 def test_bad_config_errors_name_the_key(cfg, message):
     with pytest.raises(config.ConfigError) as err:

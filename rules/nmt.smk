@@ -1,0 +1,145 @@
+# NMT: SentencePiece per language, OpenNMT-py training per direction, CTranslate2
+# conversion, and back-translation of every cleaned shard (one job per shard).
+
+
+rule spm_train:
+    input:
+        training_shards,
+    output:
+        f"{WORK}/nmt/spm/{{lang}}.model",
+    params:
+        settings=as_json(config["nmt"]["spm"]),
+    log:
+        f"{LOGS}/nmt/spm_train.{{lang}}.log",
+    benchmark:
+        f"{LOGS}/benchmarks/nmt/spm_train.{{lang}}.tsv"
+    threads: rule_threads("spm_train")
+    resources:
+        **rule_resources("spm_train", mem_mb=8000, runtime=120),
+    conda:
+        "../envs/cpu.yaml"
+    shell:
+        "paramill --rule spm_train nmt spm {input:q} --lang {wildcards.lang}"
+        " --model {output:q} --settings {params.settings:q} > {log:q} 2>&1"
+
+
+rule nmt_data:
+    input:
+        training_shards,
+    output:
+        directory(f"{WORK}/nmt/data"),
+    params:
+        valid_size=config["nmt"]["valid_size"],
+        seed=config["nmt"]["spm"]["seed"],
+    log:
+        f"{LOGS}/nmt/nmt_data.log",
+    benchmark:
+        f"{LOGS}/benchmarks/nmt/nmt_data.tsv"
+    threads: rule_threads("nmt_data")
+    resources:
+        **rule_resources("nmt_data", mem_mb=2000, runtime=120),
+    conda:
+        "../envs/cpu.yaml"
+    shell:
+        "paramill --rule nmt_data nmt data {input:q} --out {output:q}"
+        " --valid-size {params.valid_size} --seed {params.seed} > {log:q} 2>&1"
+
+
+rule nmt_train:
+    input:
+        data=f"{WORK}/nmt/data",
+        src_spm=lambda w: spm_model(w.direction, "source"),
+        tgt_spm=lambda w: spm_model(w.direction, "target"),
+    output:
+        f"{WORK}/nmt/{{direction}}/model.pt",
+    params:
+        model=as_json(config["nmt"]["model"]),
+        train=as_json(config["nmt"]["train"]),
+        work=lambda w: f"{WORK}/nmt/{w.direction}/train",
+    log:
+        f"{LOGS}/nmt/nmt_train.{{direction}}.log",
+    benchmark:
+        f"{LOGS}/benchmarks/nmt/nmt_train.{{direction}}.tsv"
+    threads: rule_threads("nmt_train")
+    resources:
+        **rule_resources("nmt_train", mem_mb=8000, runtime=2880),
+    conda:
+        "../envs/nmt-gpu.yaml"
+    shell:
+        "OMP_NUM_THREADS={threads} paramill --rule nmt_train nmt train"
+        " --direction {wildcards.direction} --data {input.data:q}"
+        " --src-spm {input.src_spm:q} --tgt-spm {input.tgt_spm:q} --work {params.work:q}"
+        " --out {output:q} --model-settings {params.model:q} --settings {params.train:q}"
+        " > {log:q} 2>&1"
+
+
+rule nmt_convert:
+    input:
+        checkpoint=checkpoint_to_convert,
+        src_spm=lambda w: spm_model(w.direction, "source"),
+        tgt_spm=lambda w: spm_model(w.direction, "target"),
+    output:
+        directory(f"{WORK}/nmt/{{direction}}/ct2"),
+    params:
+        quantization=lambda w: (
+            f"--quantization {config['nmt']['quantization']}"
+            if config["nmt"]["quantization"]
+            else ""
+        ),
+    log:
+        f"{LOGS}/nmt/nmt_convert.{{direction}}.log",
+    benchmark:
+        f"{LOGS}/benchmarks/nmt/nmt_convert.{{direction}}.tsv"
+    threads: rule_threads("nmt_convert")
+    resources:
+        **rule_resources("nmt_convert", mem_mb=4000, runtime=60),
+    conda:
+        "../envs/nmt-gpu.yaml"
+    shell:
+        "paramill --rule nmt_convert nmt convert --checkpoint {input.checkpoint:q}"
+        " --src-spm {input.src_spm:q} --tgt-spm {input.tgt_spm:q} --out {output:q}"
+        " {params.quantization} > {log:q} 2>&1"
+
+
+rule back_translate:
+    input:
+        shard=f"{WORK}/shards/{{corpus}}/{{shard}}.parquet",
+        model=translation_model("cs-en"),
+        src_spm=spm_model("cs-en", "source"),
+        tgt_spm=spm_model("cs-en", "target"),
+    output:
+        f"{WORK}/candidates/{{corpus}}/{{shard}}.parquet",
+    params:
+        settings=as_json(config["nmt"]["translate"]),
+    log:
+        f"{LOGS}/nmt/back_translate/{{corpus}}/{{shard}}.log",
+    benchmark:
+        f"{LOGS}/benchmarks/nmt/back_translate/{{corpus}}/{{shard}}.tsv"
+    threads: rule_threads("back_translate")
+    resources:
+        **rule_resources("back_translate", mem_mb=4000, runtime=240),
+    conda:
+        "../envs/nmt-gpu.yaml"
+    shell:
+        "paramill --rule back_translate nmt translate --shard {input.shard:q}"
+        " --model {input.model:q} --src-spm {input.src_spm:q} --tgt-spm {input.tgt_spm:q}"
+        " --out {output:q} --threads {threads} --settings {params.settings:q} > {log:q} 2>&1"
+
+
+rule backtranslation_stats:
+    input:
+        all_candidates,
+    output:
+        report(f"{RESULTS}/nmt/backtranslation.json", category="Back-translation"),
+    log:
+        f"{LOGS}/nmt/backtranslation_stats.log",
+    benchmark:
+        f"{LOGS}/benchmarks/nmt/backtranslation_stats.tsv"
+    threads: rule_threads("backtranslation_stats")
+    resources:
+        **rule_resources("backtranslation_stats", mem_mb=2000, runtime=30),
+    conda:
+        "../envs/cpu.yaml"
+    shell:
+        "paramill --rule backtranslation_stats nmt stats {input:q} --out {output:q}"
+        " > {log:q} 2>&1"

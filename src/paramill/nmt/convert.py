@@ -1,0 +1,54 @@
+"""Convert an OpenNMT-py checkpoint to a CTranslate2 model bundle.
+
+A bundle is the CTranslate2 model directory plus the two SentencePiece models
+(``source.spm.model``, ``target.spm.model``) and ``paramill.json``, so translation needs
+one path. A user's own CTranslate2 directory works the same, given its SentencePiece models.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from paramill.io import atomic_output, sha256_file
+from paramill.provenance import Run, prov_path
+
+QUANTIZATIONS = ("int8", "int8_float32", "int8_float16", "int8_bfloat16", "int16", "float16",
+                 "bfloat16", "float32")
+SOURCE_SPM, TARGET_SPM, META = "source.spm.model", "target.spm.model", "paramill.json"
+
+
+def convert(checkpoint: str | Path, src_spm: str | Path, tgt_spm: str | Path, out_dir: str | Path,
+            quantization: str | None = None, rule: str = "nmt_convert") -> dict[str, Any]:
+    if quantization is not None and quantization not in QUANTIZATIONS:
+        raise ValueError(f"quantization must be one of {QUANTIZATIONS} or none, not {quantization!r}")
+    run = Run(rule=rule, params={"quantization": quantization}, inputs=[checkpoint, src_spm, tgt_spm])
+    converter = Path(sys.executable).parent / "ct2-opennmt-py-converter"
+    with atomic_output(out_dir, prov_path(out_dir)) as (tmp, tmp_prov):
+        cmd = [str(converter) if converter.exists() else "ct2-opennmt-py-converter",
+               "--model_path", str(checkpoint), "--output_dir", str(tmp), "--unsafe_deserialization"]
+        if quantization:
+            cmd += ["--quantization", quantization]
+        env = {**os.environ, "TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD": "1"}
+        proc = subprocess.run(cmd, env=env, capture_output=True, text=True)
+        if proc.returncode != 0:
+            raise RuntimeError(f"CTranslate2 conversion of {checkpoint} failed:\n{proc.stderr[-3000:]}")
+        shutil.copyfile(src_spm, tmp / SOURCE_SPM)
+        shutil.copyfile(tgt_spm, tmp / TARGET_SPM)
+        meta = {"checkpoint": str(checkpoint), "checkpoint_sha256": sha256_file(checkpoint),
+                "quantization": quantization}
+        (tmp / META).write_text(json.dumps(meta, indent=2) + "\n")
+        run.write({out_dir: tmp}, {out_dir: tmp_prov}, rows_in=None, rows_out=None)
+    return meta
+
+
+def bundle_spm(model_dir: str | Path) -> tuple[Path, Path] | None:
+    """The SentencePiece models inside a bundle, or None for a bare CTranslate2 directory."""
+    model_dir = Path(model_dir)
+    src, tgt = model_dir / SOURCE_SPM, model_dir / TARGET_SPM
+    return (src, tgt) if src.exists() and tgt.exists() else None

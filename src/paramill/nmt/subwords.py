@@ -1,0 +1,79 @@
+"""SentencePiece subwords: separate Czech and English models (ParaBank 2 §3.2).
+
+Training streams sentences from bitext shards; inference uses Viterbi segmentation, and
+``sample`` gives the stochastic segmentations of subword regularisation (Kudo 2018) that
+OpenNMT-py applies while training (``src_subword_nbest``/``alpha``).
+"""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Iterable, Iterator
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import sentencepiece as spm
+
+from paramill.config import Settings
+from paramill.io import atomic_output, iter_parquet_batches
+from paramill.provenance import Run, prov_path
+
+
+@dataclass(frozen=True)
+class SubwordSettings(Settings):
+    vocab_size: int = 20000
+    character_coverage: float = 0.9999
+    model_type: str = "unigram"
+    input_sentence_size: int = 10_000_000
+    seed: int = 13
+
+
+def sentences(shards: Iterable[str | Path], column: str) -> Iterator[str]:
+    for batch in iter_parquet_batches(list(shards), columns=[column]):
+        yield from (s for s in batch.column(0).to_pylist() if s)
+
+
+def train(shards: list[str | Path], lang: str, model: str | Path, settings: SubwordSettings,
+          rule: str = "spm_train") -> int:
+    """Train a model on the ``lang`` column of ``shards``; writes ``model`` (.model) and its .vocab.
+
+    Returns the vocabulary size reached (a small corpus may not reach ``vocab_size``).
+    """
+    model = Path(model)
+    vocab = model.with_suffix(".vocab")
+    run = Run(rule=rule, params={"lang": lang, **asdict(settings)}, inputs=list(shards))
+    with atomic_output(model, vocab, prov_path(model)) as (t_model, t_vocab, t_prov):
+        prefix = t_model.with_suffix("")
+        spm.set_random_generator_seed(settings.seed)
+        spm.SentencePieceTrainer.train(
+            sentence_iterator=sentences(shards, lang), model_prefix=str(prefix),
+            vocab_size=settings.vocab_size, character_coverage=settings.character_coverage,
+            model_type=settings.model_type, input_sentence_size=settings.input_sentence_size,
+            shuffle_input_sentence=True, hard_vocab_limit=False, minloglevel=2)
+        shutil.move(f"{prefix}.model", t_model)
+        shutil.move(f"{prefix}.vocab", t_vocab)
+        size = Segmenter(t_model).vocab_size
+        run.write({model: t_model}, {model: t_prov}, rows_in=None, rows_out=size)
+    return size
+
+
+class Segmenter:
+    """A loaded SentencePiece model: Viterbi ``encode``, stochastic ``sample``, ``decode``."""
+
+    def __init__(self, model: str | Path):
+        self.path = Path(model)
+        self.sp = spm.SentencePieceProcessor(model_file=str(model))
+
+    @property
+    def vocab_size(self) -> int:
+        return self.sp.get_piece_size()
+
+    def encode(self, texts: list[str]) -> list[list[str]]:
+        return self.sp.encode(texts, out_type=str)
+
+    def sample(self, texts: list[str], nbest: int = -1, alpha: float = 0.1) -> list[list[str]]:
+        return self.sp.encode(texts, out_type=str, enable_sampling=True, nbest_size=nbest,
+                              alpha=alpha)
+
+    def decode(self, pieces: list[list[str]]) -> list[str]:
+        return self.sp.decode(pieces)

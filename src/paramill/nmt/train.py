@@ -1,0 +1,205 @@
+"""Transformer translation models trained with OpenNMT-py (``onmt_build_vocab``, ``onmt_train``).
+
+The training directory is a resumable workspace: checkpoints survive a killed job, and
+the next run continues from the last one (``-train_from``). A workspace made with other
+settings is wiped first, so a changed setting never resumes a stale model. The final
+checkpoint is copied to the output path atomically, with its provenance record.
+
+Facts for opennmt-py 3.5.1 on torch 2.13 handled here: ``TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD=1``
+for ``-train_from`` (torch's weights-only loading refuses OpenNMT checkpoints);
+``self_attn_type: scaled-dot`` (the flash variant does not convert to CTranslate2); a small
+``bucket_size`` for small corpora.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from paramill import device
+from paramill.config import Settings
+from paramill.io import atomic_output, sha256_file
+from paramill.provenance import Run, prov_path
+
+DIRECTIONS = ("cs-en", "en-cs")
+_STEP = re.compile(r"model_step_(\d+)\.pt$")
+_VALID = re.compile(r"Validation (perplexity|accuracy): ([0-9.]+)")
+
+
+@dataclass(frozen=True)
+class ModelSettings(Settings):
+    """Transformer size (defaults: Transformer base)."""
+
+    layers: int = 6
+    hidden_size: int = 512
+    heads: int = 8
+    ff_size: int = 2048
+    dropout: float = 0.1
+
+
+@dataclass(frozen=True)
+class TrainSettings(Settings):
+    train_steps: int = 100000
+    batch_size: int = 4096
+    batch_type: str = "tokens"
+    accum_count: int = 1
+    optim: str = "adam"
+    learning_rate: float = 2.0
+    decay_method: str = "noam"
+    warmup_steps: int = 8000
+    label_smoothing: float = 0.1
+    save_checkpoint_steps: int = 5000
+    valid_steps: int = 5000
+    keep_checkpoint: int = 3
+    bucket_size: int = 262144
+    subword_nbest: int = -1
+    subword_alpha: float = 0.1
+    seed: int = 13
+
+
+def split_direction(direction: str) -> tuple[str, str]:
+    if direction not in DIRECTIONS:
+        raise ValueError(f"direction must be one of {DIRECTIONS}, not {direction!r}")
+    src, tgt = direction.split("-")
+    return src, tgt
+
+
+def opennmt_config(direction: str, data_dir: Path, src_spm: Path, tgt_spm: Path, work: Path,
+                   model: ModelSettings, train: TrainSettings, gpus: int) -> dict[str, Any]:
+    """The OpenNMT-py YAML for one direction. Subword regularisation samples the source
+    side while training (``subword_nbest``/``alpha``); the target side stays Viterbi."""
+    src, tgt = split_direction(direction)
+    data: dict[str, Any] = {"corpus_1": {"path_src": str(data_dir / f"train.{src}"),
+                                         "path_tgt": str(data_dir / f"train.{tgt}"),
+                                         "transforms": ["sentencepiece"]}}
+    if (data_dir / f"valid.{src}").exists() and (data_dir / f"valid.{src}").stat().st_size:
+        data["valid"] = {"path_src": str(data_dir / f"valid.{src}"),
+                         "path_tgt": str(data_dir / f"valid.{tgt}"),
+                         "transforms": ["sentencepiece"]}
+    cfg: dict[str, Any] = {
+        "save_data": str(work / "vocab"),
+        "src_vocab": str(work / "vocab.src"),
+        "tgt_vocab": str(work / "vocab.tgt"),
+        "overwrite": True,
+        "data": data,
+        "src_subword_model": str(src_spm),
+        "tgt_subword_model": str(tgt_spm),
+        "src_subword_nbest": train.subword_nbest,
+        "src_subword_alpha": train.subword_alpha,
+        "tgt_subword_nbest": 1,
+        "tgt_subword_alpha": 0.0,
+        "save_model": str(work / "model"),
+        "save_checkpoint_steps": train.save_checkpoint_steps,
+        "keep_checkpoint": train.keep_checkpoint,
+        "train_steps": train.train_steps,
+        "valid_steps": train.valid_steps,
+        "report_every": max(1, min(100, train.train_steps // 10)),
+        "encoder_type": "transformer",
+        "decoder_type": "transformer",
+        "position_encoding": True,
+        "enc_layers": model.layers,
+        "dec_layers": model.layers,
+        "heads": model.heads,
+        "hidden_size": model.hidden_size,
+        "word_vec_size": model.hidden_size,
+        "transformer_ff": model.ff_size,
+        "self_attn_type": "scaled-dot",
+        "dropout": [model.dropout],
+        "attention_dropout": [model.dropout],
+        "batch_size": train.batch_size,
+        "batch_type": train.batch_type,
+        "valid_batch_size": 256 if train.batch_type == "sents" else 2048,
+        "accum_count": [train.accum_count],
+        "optim": train.optim,
+        "learning_rate": train.learning_rate,
+        "decay_method": train.decay_method,
+        "warmup_steps": train.warmup_steps,
+        "adam_beta2": 0.998,
+        "label_smoothing": train.label_smoothing,
+        "bucket_size": train.bucket_size,
+        "seed": train.seed,
+        "num_workers": 0,
+    }
+    if gpus > 0:
+        cfg["world_size"] = gpus
+        cfg["gpu_ranks"] = list(range(gpus))
+    return cfg
+
+
+def checkpoints(work: Path) -> list[tuple[int, Path]]:
+    """(step, path) of the checkpoints in ``work``, oldest first."""
+    found = [(int(m.group(1)), p) for p in work.glob("model_step_*.pt")
+             if (m := _STEP.search(p.name))]
+    return sorted(found)
+
+
+def _tool(name: str) -> str:
+    local = Path(sys.executable).parent / name
+    return str(local) if local.exists() else name
+
+
+def _run(cmd: list[str], env: dict[str, str]) -> dict[str, float]:
+    """Run an OpenNMT tool, echoing its output; returns the last validation figures."""
+    figures: dict[str, float] = {}
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            text=True, bufsize=1)
+    assert proc.stdout is not None
+    for line in proc.stdout:
+        sys.stderr.write(line)
+        if m := _VALID.search(line):
+            figures[f"valid_{m.group(1)}"] = float(m.group(2))
+    if proc.wait() != 0:
+        raise RuntimeError(f"{Path(cmd[0]).name} failed with exit status {proc.returncode}")
+    return figures
+
+
+def train(direction: str, data_dir: str | Path, src_spm: str | Path, tgt_spm: str | Path,
+          out_model: str | Path, work: str | Path, model: ModelSettings = ModelSettings(),
+          train: TrainSettings = TrainSettings(), rule: str = "nmt_train") -> dict[str, Any]:
+    """Train (or resume training) one direction; copy the final checkpoint to ``out_model``."""
+    data_dir, work, out_model = Path(data_dir), Path(work), Path(out_model)
+    gpus = device.cuda_count()
+    params = {"direction": direction, "model": asdict(model), "train": asdict(train)}
+    fingerprint = hashlib.sha256(json.dumps(
+        {**params, "src_spm": sha256_file(src_spm), "tgt_spm": sha256_file(tgt_spm)},
+        sort_keys=True).encode()).hexdigest()
+    stamp = work / "settings.sha256"
+    if work.exists() and (not stamp.exists() or stamp.read_text().strip() != fingerprint):
+        print(f"nmt train {direction}: settings changed, starting afresh in {work}", file=sys.stderr)
+        shutil.rmtree(work)
+    work.mkdir(parents=True, exist_ok=True)
+    stamp.write_text(fingerprint + "\n")
+    cfg = opennmt_config(direction, data_dir.resolve(), Path(src_spm).resolve(),
+                         Path(tgt_spm).resolve(), work.resolve(), model, train, gpus)
+    cfg_path = work / "opennmt.yaml"
+    cfg_path.write_text(yaml.safe_dump(cfg, sort_keys=False))
+    env = {**os.environ, "TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD": "1"}
+    run = Run(rule=rule, params={**params, "gpus": gpus},
+              inputs=[data_dir, src_spm, tgt_spm])
+    if not (work / "vocab.src").exists() or not (work / "vocab.tgt").exists():
+        _run([_tool("onmt_build_vocab"), "-config", str(cfg_path), "-n_sample", "-1"], env)
+    done = checkpoints(work)
+    figures: dict[str, float] = {}
+    if not done or done[-1][0] < train.train_steps:
+        cmd = [_tool("onmt_train"), "-config", str(cfg_path)]
+        if done:
+            print(f"nmt train {direction}: resuming from step {done[-1][0]}", file=sys.stderr)
+            cmd += ["-train_from", str(done[-1][1])]
+        figures = _run(cmd, env)
+    step, final = checkpoints(work)[-1]
+    with atomic_output(out_model, prov_path(out_model)) as (tmp, tmp_prov):
+        shutil.copyfile(final, tmp)
+        summary = {"direction": direction, "step": step, "gpus": gpus, **figures}
+        run.write({out_model: tmp}, {out_model: tmp_prov}, rows_in=None, rows_out=None,
+                  extra={"training": summary})
+    return summary

@@ -1,0 +1,132 @@
+"""Back-translation of one bitext shard with CTranslate2: the Czech side into English.
+
+``beam``: beam search, the ``n_best`` best kept (ParaNMT: beam 12, 1-best).
+``kbest``: every entry of the final beam is a candidate (Wieting 2017: beam 50).
+
+Each candidate's ``fwd_nll`` is its translation cost: the negative log-likelihood per
+target subword, end-of-sentence included (CTranslate2 returns the summed log-probability
+when ``length_penalty`` is 0, so the cost is exact; with a length penalty it is recomputed
+with ``score_batch``). The output appears only when the whole shard is done.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+
+from paramill import device
+from paramill.config import Settings
+from paramill.io import TableWriter, atomic_output, iter_parquet_batches, parquet_rows
+from paramill.nmt.schema import CANDIDATES
+from paramill.nmt.subwords import Segmenter
+from paramill.progress import progress
+from paramill.provenance import Run, prov_path
+
+METHODS = ("beam", "kbest")
+
+
+@dataclass(frozen=True)
+class TranslateSettings(Settings):
+    method: str = "beam"
+    beam_size: int = 12
+    n_best: int = 1
+    batch_size: int = 64
+    length_penalty: float = 0.0
+    max_decoding_length: int = 256
+    compute_type: str = "default"
+    device: str = "auto"
+
+    def hypotheses(self) -> int:
+        return self.beam_size if self.method == "kbest" else self.n_best
+
+
+def load_translator(model_dir: str | Path, settings: TranslateSettings, threads: int):
+    import ctranslate2
+
+    dev = device.pick(settings.device)
+    return ctranslate2.Translator(str(model_dir), device=dev, compute_type=settings.compute_type,
+                                  inter_threads=1, intra_threads=threads if dev == "cpu" else 0)
+
+
+def translate_pieces(translator, pieces: list[list[str]], settings: TranslateSettings
+                     ) -> list[list[tuple[list[str], float]]]:
+    """Per source: [(target pieces, NLL per target piece incl. EOS)], best first."""
+    if settings.method not in METHODS:
+        raise ValueError(f"method must be one of {METHODS}, not {settings.method!r}")
+    n = settings.hypotheses()
+    if n > settings.beam_size:
+        raise ValueError(f"n_best ({n}) cannot exceed beam_size ({settings.beam_size})")
+    results = translator.translate_batch(
+        pieces, beam_size=settings.beam_size, num_hypotheses=n, return_scores=True,
+        length_penalty=settings.length_penalty, max_decoding_length=settings.max_decoding_length,
+        max_batch_size=settings.batch_size, batch_type="examples")
+    out = []
+    for src, result in zip(pieces, results):
+        hyps = result.hypotheses
+        if settings.length_penalty == 0:
+            scores = result.scores
+        else:  # the returned score is length-penalised: score the hypotheses plainly
+            scored = translator.score_batch([src] * len(hyps), hyps, max_batch_size=settings.batch_size)
+            scores = [sum(s.log_probs) for s in scored]
+        out.append([(h, -score / (len(h) + 1)) for h, score in zip(hyps, scores)])
+    return out
+
+
+def _rows(batch: pa.RecordBatch, translator, src_seg: Segmenter, tgt_seg: Segmenter,
+          settings: TranslateSettings) -> Iterator[dict[str, Any]]:
+    pair_ids = batch.column("pair_id").to_pylist()
+    refs = batch.column("en").to_pylist()
+    sources = batch.column("cs").to_pylist()
+    for pair_id, ref, hyps in zip(pair_ids, refs,
+                                  translate_pieces(translator, src_seg.encode(sources), settings)):
+        seen: set[str] = set()
+        rank = 0
+        for pieces, nll in hyps:
+            text = tgt_seg.decode([pieces])[0]
+            if text in seen:  # different segmentations of the same string: keep the best
+                continue
+            seen.add(text)
+            rank += 1
+            yield {"pair_id": pair_id, "candidate_id": f"{pair_id}:{settings.method}:{rank}",
+                   "en_ref": ref, "candidate": text, "method": settings.method, "rank": rank,
+                   "fwd_nll": nll, "bwd_nll": None, "n_tokens": len(pieces),
+                   "constraint_set": None, "cluster": None}
+
+
+def translate_shard(shard: str | Path, model_dir: str | Path, src_spm: str | Path,
+                    tgt_spm: str | Path, out: str | Path, settings: TranslateSettings = TranslateSettings(),
+                    threads: int = 1, rule: str = "back_translate") -> dict[str, Any]:
+    """Translate the ``cs`` column of ``shard``; write the candidate table to ``out``."""
+    src_seg, tgt_seg = Segmenter(src_spm), Segmenter(tgt_spm)
+    translator = load_translator(model_dir, settings, threads)
+    n_in = parquet_rows([shard])
+    run = Run(rule=rule, params={**asdict(settings), "threads": threads},
+              inputs=[shard, model_dir, src_spm, tgt_spm])
+    start = time.perf_counter()
+    rows_out = 0
+    target_pieces = 0
+    with atomic_output(out, prov_path(out)) as (tmp, tmp_prov):
+        writer = TableWriter(tmp, CANDIDATES)
+        bar = progress(f"translate {Path(shard).name}", unit="sent", total=n_in)
+        for batch in iter_parquet_batches([shard], batch_size=max(256, settings.batch_size * 8),
+                                          columns=["pair_id", "cs", "en"]):
+            rows = list(_rows(batch, translator, src_seg, tgt_seg, settings))
+            writer.write(pa.Table.from_pylist(rows, schema=CANDIDATES))
+            rows_out += len(rows)
+            target_pieces += sum(r["n_tokens"] for r in rows if r["rank"] == 1)
+            bar.update(batch.num_rows)
+        bar.close()
+        writer.close()
+        seconds = time.perf_counter() - start
+        stats = {"sources": n_in, "candidates": rows_out, "seconds": round(seconds, 3),
+                 "sentences_per_second": round(n_in / seconds, 2) if seconds else None,
+                 "target_tokens_per_second": round(target_pieces / seconds, 2) if seconds else None,
+                 "device": device.pick(settings.device)}
+        run.write({out: tmp}, {out: tmp_prov}, rows_in=n_in, rows_out=rows_out,
+                  extra={"translation": stats})
+    return stats
