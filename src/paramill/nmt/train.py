@@ -29,6 +29,7 @@ import yaml
 from paramill import device
 from paramill.config import Settings
 from paramill.io import atomic_output, sha256_file
+from paramill.nmt.data import FILES
 from paramill.provenance import Run, prov_path
 
 DIRECTIONS = ("cs-en", "en-cs")
@@ -136,6 +137,21 @@ def opennmt_config(direction: str, data_dir: Path, src_spm: Path, tgt_spm: Path,
     return cfg
 
 
+#: Settings that do not change the training trajectory: changing them resumes, not restarts.
+_RESUMABLE = ("train_steps", "save_checkpoint_steps", "valid_steps", "keep_checkpoint")
+
+
+def _fingerprint(direction: str, data_dir: Path, src_spm, tgt_spm, model: ModelSettings,
+                 train: TrainSettings) -> str:
+    """What a checkpoint in the workspace depends on: data, subwords and the settings that
+    shape the model (more ``train_steps`` continues the same run)."""
+    train_part = {k: v for k, v in asdict(train).items() if k not in _RESUMABLE}
+    data = {name: sha256_file(data_dir / name) for name in FILES if (data_dir / name).exists()}
+    blob = {"direction": direction, "model": asdict(model), "train": train_part, "data": data,
+            "src_spm": sha256_file(src_spm), "tgt_spm": sha256_file(tgt_spm)}
+    return hashlib.sha256(json.dumps(blob, sort_keys=True).encode()).hexdigest()
+
+
 def checkpoints(work: Path) -> list[tuple[int, Path]]:
     """(step, path) of the checkpoints in ``work``, oldest first."""
     found = [(int(m.group(1)), p) for p in work.glob("model_step_*.pt")
@@ -170,11 +186,12 @@ def train(direction: str, data_dir: str | Path, src_spm: str | Path, tgt_spm: st
     data_dir, work, out_model = Path(data_dir), Path(work), Path(out_model)
     gpus = device.cuda_count()
     params = {"direction": direction, "model": asdict(model), "train": asdict(train)}
-    fingerprint = hashlib.sha256(json.dumps(
-        {**params, "src_spm": sha256_file(src_spm), "tgt_spm": sha256_file(tgt_spm)},
-        sort_keys=True).encode()).hexdigest()
+    fingerprint = _fingerprint(direction, data_dir, src_spm, tgt_spm, model, train)
     stamp = work / "settings.sha256"
-    if work.exists() and (not stamp.exists() or stamp.read_text().strip() != fingerprint):
+    stale = work.exists() and (not stamp.exists() or stamp.read_text().strip() != fingerprint)
+    if work.exists() and not stale and checkpoints(work) and checkpoints(work)[-1][0] > train.train_steps:
+        stale = True  # fewer steps than already trained: the wanted model is gone
+    if stale:
         print(f"nmt train {direction}: settings changed, starting afresh in {work}", file=sys.stderr)
         shutil.rmtree(work)
     work.mkdir(parents=True, exist_ok=True)

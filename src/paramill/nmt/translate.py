@@ -6,7 +6,10 @@
 Each candidate's ``fwd_nll`` is its translation cost: the negative log-likelihood per
 target subword, end-of-sentence included (CTranslate2 returns the summed log-probability
 when ``length_penalty`` is 0, so the cost is exact; with a length penalty it is recomputed
-with ``score_batch``). The output appears only when the whole shard is done.
+with ``score_batch``). A hypothesis cut at ``max_decoding_length`` has no end-of-sentence
+and is normalised by its own length. Decoding runs with ``min_decoding_length=0`` so that
+no step is renormalised and the cost equals the model's own score of the output; empty
+outputs are dropped. The output appears only when the whole shard is done.
 """
 
 from __future__ import annotations
@@ -64,7 +67,7 @@ def translate_pieces(translator, pieces: list[list[str]], settings: TranslateSet
     results = translator.translate_batch(
         pieces, beam_size=settings.beam_size, num_hypotheses=n, return_scores=True,
         length_penalty=settings.length_penalty, max_decoding_length=settings.max_decoding_length,
-        max_batch_size=settings.batch_size, batch_type="examples")
+        min_decoding_length=0, max_batch_size=settings.batch_size, batch_type="examples")
     out = []
     for src, result in zip(pieces, results):
         hyps = result.hypotheses
@@ -72,9 +75,14 @@ def translate_pieces(translator, pieces: list[list[str]], settings: TranslateSet
             scores = result.scores
         else:  # the returned score is length-penalised: score the hypotheses plainly
             scored = translator.score_batch([src] * len(hyps), hyps, max_batch_size=settings.batch_size)
-            scores = [sum(s.log_probs) for s in scored]
-        out.append([(h, -score / (len(h) + 1)) for h, score in zip(hyps, scores)])
+            scores = [sum(s.log_probs[:len(h) + _eos(h, settings)]) for s, h in zip(scored, hyps)]
+        out.append([(h, -score / (len(h) + _eos(h, settings))) for h, score in zip(hyps, scores)])
     return out
+
+
+def _eos(pieces: list[str], settings: TranslateSettings) -> int:
+    """1 when the hypothesis ended with EOS (scored too), 0 when cut at the length limit."""
+    return 0 if len(pieces) >= settings.max_decoding_length else 1
 
 
 def _rows(batch: pa.RecordBatch, translator, src_seg: Segmenter, tgt_seg: Segmenter,
@@ -87,8 +95,8 @@ def _rows(batch: pa.RecordBatch, translator, src_seg: Segmenter, tgt_seg: Segmen
         seen: set[str] = set()
         rank = 0
         for pieces, nll in hyps:
-            text = tgt_seg.decode([pieces])[0]
-            if text in seen:  # different segmentations of the same string: keep the best
+            text = tgt_seg.decode([pieces])[0] if pieces else ""
+            if not text.strip() or text in seen:  # empty, or the same string again: skip
                 continue
             seen.add(text)
             rank += 1

@@ -1,0 +1,188 @@
+"""The NMT stage on a tiny model trained here (seconds on CPU)."""
+
+import json
+import math
+
+import polars as pl
+import pyarrow.parquet as pq
+import pytest
+
+from paramill import device
+from paramill.bitext.ingest import IngestSettings, ingest
+from paramill.bitext.readers import CorpusSpec
+from paramill.nmt import convert as convert_mod
+from paramill.nmt.data import write_training_text
+from paramill.nmt.schema import CANDIDATES
+from paramill.nmt.subwords import Segmenter, SubwordSettings
+from paramill.nmt.subwords import train as train_spm
+from paramill.nmt.train import ModelSettings, TrainSettings, checkpoints, opennmt_config
+from paramill.nmt.train import train as train_nmt
+from paramill.nmt.translate import TranslateSettings, load_translator, translate_pieces, translate_shard
+from paramill.provenance import verify
+
+from ..conftest import REPO
+
+TINY_MODEL = ModelSettings(layers=1, hidden_size=32, heads=2, ff_size=64, dropout=0.0)
+
+
+def tiny_train(steps):
+    return TrainSettings(train_steps=steps, batch_size=1024, learning_rate=0.005, decay_method="none",
+                         save_checkpoint_steps=10, valid_steps=10, bucket_size=64, keep_checkpoint=5)
+
+
+@pytest.fixture(scope="module")
+def shard(tmp_path_factory):
+    """A shard of 400 sample pairs."""
+    root = tmp_path_factory.mktemp("nmt")
+    spec = CorpusSpec.from_dict("s", {"format": "moses",
+                                      "cs": str(REPO / "data/sample/bitext/grammar.cs.gz"),
+                                      "en": str(REPO / "data/sample/bitext/grammar.en.gz")})
+    ingest(spec, root / "ingest", IngestSettings(shard_size=400))
+    return root / "ingest" / "shard-00000.parquet"
+
+
+@pytest.fixture(scope="module")
+def spm_models(shard, tmp_path_factory):
+    root = tmp_path_factory.mktemp("spm")
+    settings = SubwordSettings(vocab_size=300)
+    sizes = {lang: train_spm([shard], lang, root / f"{lang}.model", settings) for lang in ("cs", "en")}
+    assert all(50 < size <= 300 for size in sizes.values()), sizes
+    return root / "cs.model", root / "en.model"
+
+
+@pytest.fixture(scope="module")
+def tiny(shard, spm_models, tmp_path_factory):
+    """A tiny CS->EN model: 60 steps, converted to CTranslate2."""
+    root = tmp_path_factory.mktemp("tiny")
+    write_training_text([shard], root / "data", valid_size=20)
+    summary = train_nmt("cs-en", root / "data", *spm_models, root / "model.pt", root / "work",
+                        TINY_MODEL, tiny_train(60))
+    convert_mod.convert(root / "model.pt", *spm_models, root / "ct2")
+    return {"root": root, "summary": summary, "spm": spm_models}
+
+
+def test_segmentation_round_trips(spm_models):
+    cs = Segmenter(spm_models[0])
+    texts = ["Starý pán čte noviny.", "Žena kupuje chléb v obchodě."]
+    pieces = cs.encode(texts)
+    assert all(len(p) > 1 for p in pieces)
+    assert cs.decode(pieces) == texts
+    assert cs.encode(texts) == pieces  # Viterbi is deterministic
+    samples = [tuple(s) for s in cs.sample([texts[0]] * 50, nbest=-1, alpha=0.1)]
+    assert len(set(samples)) > 1  # regularisation gives other segmentations...
+    assert {cs.decode([list(s)])[0] for s in samples} == {texts[0]}  # ...of the same text
+
+
+def test_training_text_split_is_deterministic_and_complete(shard, tmp_path):
+    a = write_training_text([shard], tmp_path / "a", valid_size=25, seed=1)
+    b = write_training_text([shard], tmp_path / "b", valid_size=25, seed=1)
+    assert a == b and a["train"] + a["valid"] == a["pairs"] == 400
+    assert 10 <= a["valid"] <= 25
+    for name in ("train.cs", "train.en", "valid.cs", "valid.en"):
+        assert (tmp_path / "a" / name).read_text() == (tmp_path / "b" / name).read_text()
+    assert len((tmp_path / "a" / "train.cs").read_text().splitlines()) == a["train"]
+
+
+def test_opennmt_config_matches_the_known_facts(tmp_path):
+    cfg = opennmt_config("en-cs", tmp_path, tmp_path / "en.model", tmp_path / "cs.model", tmp_path,
+                         TINY_MODEL, tiny_train(5), gpus=0)
+    assert cfg["self_attn_type"] == "scaled-dot"
+    assert cfg["data"]["corpus_1"]["path_src"].endswith("train.en")
+    assert cfg["src_subword_model"].endswith("en.model") and cfg["tgt_subword_nbest"] == 1
+    assert "gpu_ranks" not in cfg
+    assert opennmt_config("cs-en", tmp_path, tmp_path, tmp_path, tmp_path, TINY_MODEL,
+                          tiny_train(5), gpus=2)["gpu_ranks"] == [0, 1]
+
+
+def test_training_resumes_from_the_last_checkpoint(tiny, capfd):
+    root = tiny["root"]
+    assert tiny["summary"]["step"] == 60 and tiny["summary"]["gpus"] == device.cuda_count()
+    summary = train_nmt("cs-en", root / "data", *tiny["spm"], root / "model70.pt", root / "work",
+                        TINY_MODEL, tiny_train(70))
+    assert "resuming from step 60" in capfd.readouterr().err
+    assert summary["step"] == 70
+    assert [s for s, _ in checkpoints(root / "work")][-1] == 70
+
+
+def test_changed_settings_start_afresh(tiny, tmp_path, capfd):
+    root = tiny["root"]
+    work = tmp_path / "work"
+    train_nmt("cs-en", root / "data", *tiny["spm"], tmp_path / "a.pt", work, TINY_MODEL, tiny_train(10))
+    other = ModelSettings(layers=1, hidden_size=16, heads=2, ff_size=32, dropout=0.0)
+    summary = train_nmt("cs-en", root / "data", *tiny["spm"], tmp_path / "b.pt", work, other,
+                        tiny_train(10))
+    assert "settings changed, starting afresh" in capfd.readouterr().err
+    assert summary["step"] == 10 and verify(tmp_path / "b.pt", recursive=False) == []
+
+
+def test_costs_are_per_token_nll_of_the_output(tiny):
+    cs, en = (Segmenter(p) for p in tiny["spm"])
+    translator = load_translator(tiny["root"] / "ct2", TranslateSettings(), threads=1)
+    src = cs.encode(["Muž čte knihu.", "Naše babička vaří oběd doma."])
+    for settings in (TranslateSettings(beam_size=4), TranslateSettings(beam_size=4, length_penalty=1.0),
+                     TranslateSettings(beam_size=4, max_decoding_length=3)):
+        for s, hyps in zip(src, translate_pieces(translator, src, settings)):
+            (pieces, nll), = hyps
+            scored = translator.score_batch([s], [pieces])[0]
+            assert len(scored.log_probs) == len(pieces) + 1  # score_batch adds EOS
+            ended = len(pieces) < settings.max_decoding_length
+            expected = -sum(scored.log_probs[:len(pieces) + ended]) / (len(pieces) + ended)
+            assert math.isclose(nll, expected, rel_tol=1e-3), (settings, pieces)
+
+
+def test_kbest_keeps_the_whole_beam(tiny):
+    cs = Segmenter(tiny["spm"][0])
+    translator = load_translator(tiny["root"] / "ct2", TranslateSettings(), threads=1)
+    (hyps,) = translate_pieces(translator, cs.encode(["Muž čte knihu."]),
+                               TranslateSettings(method="kbest", beam_size=5))
+    assert len(hyps) == 5
+    totals = [nll * (len(p) + 1) for p, nll in hyps]
+    assert totals == sorted(totals)  # best (highest log-probability) first
+    with pytest.raises(ValueError, match="cannot exceed"):
+        translate_pieces(translator, [["x"]], TranslateSettings(beam_size=2, n_best=3))
+
+
+def test_translate_shard_writes_the_candidate_table(tiny, shard, tmp_path):
+    out = tmp_path / "cand.parquet"
+    stats = translate_shard(shard, tiny["root"] / "ct2", *tiny["spm"], out,
+                            TranslateSettings(method="kbest", beam_size=3, batch_size=16))
+    table = pq.read_table(out)
+    assert table.schema.equals(CANDIDATES)
+    frame = pl.from_arrow(table)
+    assert stats["sources"] == 400 and stats["device"] == device.pick("auto")
+    # the shard is raw ingest output: sources with an empty Czech side give no candidate
+    translatable = pl.read_parquet(shard).filter(pl.col("cs").str.strip_chars() != "").height
+    assert translatable < 400
+    assert frame["pair_id"].n_unique() == translatable
+    assert frame.group_by("pair_id").len()["len"].max() <= 3
+    assert frame.filter(pl.col("rank") == 1).height == translatable
+    assert frame["candidate_id"].n_unique() == frame.height
+    assert frame["fwd_nll"].min() > 0 and frame["method"].unique().to_list() == ["kbest"]
+    refs = pl.read_parquet(shard).select("pair_id", pl.col("en").alias("ref"))
+    joined = frame.join(refs, on="pair_id")
+    assert joined.height == frame.height and (joined["ref"] == joined["en_ref"]).all()
+    record = json.loads((tmp_path / "cand.parquet.prov.json").read_text())
+    assert record["translation"]["sources"] == 400
+
+
+def test_a_failed_translation_leaves_no_output(tiny, tmp_path):
+    bad = tmp_path / "bad.parquet"
+    bad.write_bytes(b"not parquet")
+    with pytest.raises(Exception):
+        translate_shard(bad, tiny["root"] / "ct2", *tiny["spm"], tmp_path / "out.parquet")
+    assert not (tmp_path / "out.parquet").exists()
+
+
+def test_conversion_bundles_the_subword_models(tiny):
+    found = convert_mod.bundle_spm(tiny["root"] / "ct2")
+    assert found is not None and found[0].read_bytes() == tiny["spm"][0].read_bytes()
+    with pytest.raises(ValueError, match="quantization"):
+        convert_mod.convert(tiny["root"] / "model.pt", *tiny["spm"], tiny["root"] / "x", "int3")
+
+
+def test_device_switch():
+    assert device.pick("cpu") == "cpu"
+    assert device.pick("auto") == ("cuda" if device.cuda_count() else "cpu")
+    if device.cuda_count() == 0:
+        with pytest.raises(ValueError, match="no GPU is visible"):
+            device.pick("cuda")
