@@ -43,14 +43,21 @@ def snakemake(workdir: Path, *args: str, check: bool = True, timeout: int = 900)
     return proc
 
 
-_JOB_LINE = re.compile(r"^(?:local)?rule (\w+):$|^(?:localrule|rule) (\w+):$", re.M)
+_JOB_LINE = re.compile(r"^(?:localrule|rule|localcheckpoint|checkpoint) (\w+):$", re.M)
 
 
 def executed(proc: subprocess.CompletedProcess) -> Counter:
     """The jobs Snakemake actually ran, counted per rule (from its log of started jobs)."""
     text = proc.stderr + proc.stdout
-    return Counter(m.group(1) or m.group(2) for m in _JOB_LINE.finditer(text)
-                   if (m.group(1) or m.group(2)) != "all")
+    return Counter(m.group(1) for m in _JOB_LINE.finditer(text) if m.group(1) != "all")
+
+
+TINY_NMT = ["--configfile", "config.yaml", str(Path(__file__).with_name("tiny-nmt.yaml"))]
+
+#: Every job of the default DAG on the sample (4 cleaned shards).
+FULL_DAG = {"ingest": 2, "clean": 2, "bitext_stats": 1, "plot_bitext_outcomes": 1,
+            "provenance_summary": 1, "spm_train": 2, "nmt_data": 1, "nmt_train": 2,
+            "nmt_convert": 2, "back_translate": 4, "backtranslation_stats": 1}
 
 
 @pytest.fixture(scope="module")

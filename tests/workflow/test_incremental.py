@@ -5,18 +5,28 @@ import json
 
 import pytest
 
-from .conftest import copy_project, executed, snakemake
+from .conftest import FULL_DAG, TINY_NMT, copy_project, executed
+from .conftest import snakemake as run_snakemake
 
 pytestmark = pytest.mark.slow
 
 DOWNSTREAM = {"bitext_stats": 1, "plot_bitext_outcomes": 1, "provenance_summary": 1}
+RETRAIN = {"spm_train": 2, "nmt_data": 1, "nmt_train": 2, "nmt_convert": 2}
+
+
+def snakemake(root, *args):
+    return run_snakemake(root, *TINY_NMT, *args)
+
+
+def shards(root):
+    return len(list((root / "work/shards").glob("*/shard-*.parquet")))
 
 
 @pytest.fixture(scope="module")
 def project(tmp_path_factory):
     root = copy_project(tmp_path_factory.mktemp("incremental"))
     first = snakemake(root)
-    assert executed(first) == {"ingest": 2, "clean": 2, **DOWNSTREAM}
+    assert executed(first) == FULL_DAG
     return root
 
 
@@ -33,7 +43,8 @@ def test_a_no_op_rerun_runs_nothing(project):
 def test_b_changed_cleaning_threshold_reruns_clean_and_what_follows_only(project):
     edit(project / "config.yaml", "max_tokens: 100", "max_tokens: 12")
     proc = snakemake(project)
-    assert executed(proc) == {"clean": 2, **DOWNSTREAM}
+    assert executed(proc) == {"clean": 2, **DOWNSTREAM, **RETRAIN,
+                              "back_translate": shards(project), "backtranslation_stats": 1}
     stats = json.loads((project / "results/bitext/stats.json").read_text())
     assert stats["rejected"]["too_long"] > 100  # the new bound took effect
     assert executed(snakemake(project)) == {}
@@ -49,7 +60,9 @@ def test_c_a_new_corpus_processes_only_its_own_shards(project):
          "    extra:\n      format: moses\n      cs: data/sample/bitext/extra.cs.gz\n"
          "      en: data/sample/bitext/extra.en.gz\n  ingest:\n")
     proc = snakemake(project)
-    assert executed(proc) == {"ingest": 1, "clean": 1, **DOWNSTREAM}
+    # the models are trained on the corpora named in nmt.train_corpora: no retraining
+    assert executed(proc) == {"ingest": 1, "clean": 1, "back_translate": 1,
+                              "backtranslation_stats": 1, **DOWNSTREAM}
     assert "extra" in (project / "logs/ingest/extra.log").read_text()
     stats = json.loads((project / "results/bitext/stats.json").read_text())
     assert stats["corpora"]["extra"]["kept"] == 2
@@ -61,6 +74,13 @@ def test_d_editing_a_rules_code_reruns_that_rule(project):
     proc = snakemake(project)
     assert executed(proc) == DOWNSTREAM
     assert "code" in (proc.stdout + proc.stderr).lower()
+
+
+def test_f_a_decoding_setting_retranslates_without_retraining(project):
+    edit(project / "config.yaml", "    beam_size: 12", "    beam_size: 4")
+    proc = snakemake(project)
+    assert executed(proc) == {"back_translate": shards(project), "backtranslation_stats": 1,
+                              "provenance_summary": 1}
 
 
 def test_report_renders_the_registered_plots_and_tables(project):

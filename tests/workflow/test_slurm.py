@@ -6,11 +6,12 @@ import shutil
 import subprocess
 from pathlib import Path
 
+import polars as pl
 import pytest
 
 from paramill.io import sha256_file
 
-from .conftest import REPO, copy_project, snakemake
+from .conftest import REPO, TINY_NMT, copy_project, snakemake
 
 pytestmark = pytest.mark.slow
 
@@ -50,18 +51,24 @@ def _squeue(job_ids):
 
 
 def _data_digests(root: Path) -> dict[str, str]:
+    """Digests of the deterministic outputs (bitext), and per candidate table the pairs it
+    covers (model training on CPU threads need not be bit-identical between runs)."""
     files = sorted((root / "work/shards").rglob("*.parquet")) + [
         root / "results/bitext/stats.json", root / "results/bitext/outcomes.tsv"]
-    return {str(f.relative_to(root)): sha256_file(f) for f in files}
+    found = {str(f.relative_to(root)): sha256_file(f) for f in files}
+    for table in sorted((root / "work/candidates").rglob("*.parquet")):
+        ids = pl.read_parquet(table, columns=["pair_id"])["pair_id"].unique().sort().to_list()
+        found[str(table.relative_to(root))] = ",".join(ids)
+    return found
 
 
 def test_default_dag_through_slurm_equals_a_local_run(cluster, tmp_path):
     local = copy_project(tmp_path / "local")
-    snakemake(local)
+    snakemake(local, *TINY_NMT)
     remote = copy_project(tmp_path / "remote")
     # the GPU mapping: a config key becomes the plugin's gpu resource (fake GPUs here)
     (remote / "gpu.yaml").write_text("resources:\n  bitext_stats: {gpu: 1}\n")
-    proc = snakemake(remote, "--profile", "slurm", "--configfile", "config.yaml", "gpu.yaml",
+    proc = snakemake(remote, "--profile", "slurm", *TINY_NMT, "gpu.yaml",
                      "--slurm-init-seconds-before-status-checks", "1", timeout=1200)
     text = proc.stdout + proc.stderr
     assert "submitted with SLURM jobid" in text
@@ -72,7 +79,8 @@ def test_default_dag_through_slurm_equals_a_local_run(cluster, tmp_path):
     for record in records:
         assert record["slurm_job_id"], f"{record['rule']} did not run under SLURM"
         by_rule.setdefault(record["rule"], set()).add(record["slurm_job_id"])
-    assert set(by_rule) >= {"ingest", "clean", "bitext_stats", "provenance_summary"}
+    assert set(by_rule) >= {"ingest", "clean", "bitext_stats", "provenance_summary", "nmt_train",
+                            "back_translate"}
     jobs = _squeue(sorted({j for ids in by_rule.values() for j in ids}))
     assert all(state == "COMPLETED" for state, _ in jobs.values()), jobs
     (stats_job,) = by_rule["bitext_stats"]

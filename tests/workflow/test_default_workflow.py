@@ -1,13 +1,15 @@
-"""Real snakemake on the shipped sample: ingest -> clean -> shards -> stats."""
+"""Real snakemake on the shipped sample with the default config: the whole default DAG."""
 
 import json
+import os
+import re
 
 import polars as pl
 import pytest
 
 from paramill.provenance import verify
 
-from .conftest import executed, snakemake
+from .conftest import FULL_DAG, executed, snakemake
 
 pytestmark = pytest.mark.slow
 
@@ -20,8 +22,7 @@ def finished(project):
 
 def test_default_dag_runs_every_stage_once(finished):
     _, proc = finished
-    assert executed(proc) == {"ingest": 2, "clean": 2, "bitext_stats": 1, "plot_bitext_outcomes": 1,
-                              "provenance_summary": 1}
+    assert executed(proc) == FULL_DAG
 
 
 def test_stats_add_up_and_match_the_shards(finished):
@@ -44,19 +45,46 @@ def test_stats_add_up_and_match_the_shards(finished):
     assert lines.height == lines.unique().height == stats["rows_in"]
 
 
+def test_back_translations_are_english_paraphrases_of_their_references(finished):
+    project, _ = finished
+    shards = pl.scan_parquet(project / "work/shards/*/shard-*.parquet").collect()
+    cands = pl.scan_parquet(project / "work/candidates/*/shard-*.parquet").collect()
+    best = cands.filter(pl.col("rank") == 1)
+    # one 1-best candidate per source, joined back to its pair by pair_id
+    joined = best.join(shards, on="pair_id", how="inner")
+    assert joined.height == shards.height == best.height
+    assert (joined["en_ref"] == joined["en"]).all()
+    # English: the candidates use the English references' vocabulary, not Czech words
+    english = {w.lower() for s in shards["en"].to_list() for w in re.findall(r"\w+", s)}
+    czech = {w.lower() for s in shards["cs"].to_list() for w in re.findall(r"\w+", s)} - english
+    words = [w.lower() for s in best["candidate"].to_list() for w in re.findall(r"\w+", s)]
+    assert sum(w in english for w in words) / len(words) > 0.97
+    assert sum(w in czech for w in words) / len(words) < 0.01
+    # real paraphrases: most differ from the reference, yet keep most of its words
+    differ = (joined["candidate"] != joined["en"]).mean()
+    assert differ > 0.5
+    overlap = [len(set(c.lower().split()) & set(r.lower().split())) / len(set(r.lower().split()))
+               for c, r in zip(joined["candidate"].to_list(), joined["en"].to_list())]
+    assert sum(overlap) / len(overlap) > 0.6
+    summary = json.loads((project / "results/nmt/backtranslation.json").read_text())
+    assert summary["sources"] == shards.height
+    assert summary["best"]["identical_to_reference"] == pytest.approx(1 - differ, abs=1e-6)
+
+
 def test_outputs_carry_verifiable_provenance(finished):
     project, _ = finished
-    import os
-
     cwd = os.getcwd()
     os.chdir(project)
     try:
         assert verify("results/bitext/stats.json") == []
+        assert verify("results/nmt/backtranslation.json") == []
         assert verify("work/shards/grammar") == []
     finally:
         os.chdir(cwd)
     record = json.loads((project / "results/bitext/stats.json.prov.json").read_text())
     assert record["rule"] == "bitext_stats" and len(record["config_digest"]) == 64
+    model = json.loads((project / "work/nmt/cs-en/model.pt.prov.json").read_text())
+    assert model["training"]["step"] == 1000 and model["training"]["valid_accuracy"] > 80
 
 
 def test_rerun_does_nothing(finished):
