@@ -180,6 +180,16 @@ def test_conversion_bundles_the_subword_models(tiny):
         convert_mod.convert(tiny["root"] / "model.pt", *tiny["spm"], tiny["root"] / "x", "int3")
 
 
+def test_int8_quantization_converts_and_translates(tiny, tmp_path):
+    meta = convert_mod.convert(tiny["root"] / "model.pt", *tiny["spm"], tmp_path / "q", "int8")
+    assert meta["quantization"] == "int8"
+    assert (tmp_path / "q" / "model.bin").stat().st_size < (tiny["root"] / "ct2" / "model.bin").stat().st_size
+    translator = load_translator(tmp_path / "q", TranslateSettings(), threads=1)
+    (hyps,) = translate_pieces(translator, Segmenter(tiny["spm"][0]).encode(["Muž čte."]),
+                               TranslateSettings(beam_size=2, max_decoding_length=20))
+    assert hyps and hyps[0][1] > 0
+
+
 def test_device_switch():
     assert device.pick("cpu") == "cpu"
     assert device.pick("auto") == ("cuda" if device.cuda_count() else "cpu")

@@ -98,3 +98,20 @@ def test_e_touching_a_raw_corpus_reruns_nothing(project):
     later = time.time() + 60
     os.utime(raw, (later, later))
     assert executed(snakemake(project)) == {}
+
+
+def test_g_own_models_replace_training(project, tmp_path):
+    """nmt.models: a CTranslate2 bundle for CS->EN, an OpenNMT-py checkpoint for EN->CS."""
+    other = copy_project(tmp_path / "own")
+    nmt = project / "work/nmt"
+    edit(other / "config.yaml", "  train_corpora: [grammar, grammar-b]\n",
+         "  train_corpora: [grammar, grammar-b]\n  models:\n"
+         f"    cs-en: {{ct2: {nmt}/cs-en/ct2, source_spm: {nmt}/spm/cs.model,"
+         f" target_spm: {nmt}/spm/en.model}}\n"
+         f"    en-cs: {{checkpoint: {nmt}/en-cs/model.pt, source_spm: {nmt}/spm/en.model,"
+         f" target_spm: {nmt}/spm/cs.model}}\n")
+    proc = snakemake(other)
+    assert executed(proc) == {"ingest": 2, "clean": 2, "nmt_convert": 1, "back_translate": shards(other),
+                              "backtranslation_stats": 1, **DOWNSTREAM}
+    assert not (other / "work/nmt/cs-en").exists()  # used in place, nothing trained or converted
+    assert (other / "work/nmt/en-cs/ct2/model.bin").exists()
