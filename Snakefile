@@ -10,6 +10,7 @@ report: "report/workflow.rst"
 include: "rules/common.smk"
 include: "rules/bitext.smk"
 include: "rules/nmt.smk"
+include: "rules/embed.smk"
 include: "rules/report.smk"
 
 
@@ -19,5 +20,6 @@ rule all:
         f"{RESULTS}/bitext/stats.json",
         f"{RESULTS}/nmt/backtranslation.json",
         f"{WORK}/nmt/en-cs/ct2",
+        expand(f"{RESULTS}/embed/{{model}}/sts.tsv", model=list(config["embed"]["models"])),
         f"{RESULTS}/report/bitext_outcomes.png",
         f"{RESULTS}/report/provenance.html",

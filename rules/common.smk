@@ -1,5 +1,6 @@
 # Shared helpers for the rules: config resolution, paths, resources. Declarative glue only;
 # the work is done by the `paramill` command line.
+import itertools
 import json
 import os
 import subprocess
@@ -44,6 +45,7 @@ wildcard_constraints:
     shard="shard-[0-9]+",
     direction="cs-en|en-cs",
     lang="cs|en",
+    model="[A-Za-z0-9][A-Za-z0-9_-]*",
 
 
 def as_json(value):
@@ -124,6 +126,38 @@ def translation_model(direction):
     return f"{WORK}/nmt/{direction}/ct2"
 
 
+def sweep_points():
+    """Models of the sweep target: one per point of `embed.sweep.grid`, named sweep-NN."""
+    sweep = config["embed"]["sweep"]
+    keys = [k for k in ("components", "megabatch", "pairs") if sweep["grid"].get(k)]
+    points = {}
+    for i, values in enumerate(itertools.product(*(sweep["grid"][k] for k in keys))):
+        point = dict(zip(keys, values))
+        spec = {**config["embed"]["model"]}
+        train = {**config["embed"]["train"], "max_pairs": sweep["pairs"]}
+        if "components" in point:
+            spec["components"] = point["components"]
+        if "megabatch" in point:
+            train["megabatch"] = point["megabatch"]
+        if "pairs" in point:
+            train["max_pairs"] = point["pairs"]
+        points[f"sweep-{i:02d}"] = (spec, train, point)
+    return points
+
+
+def embed_settings(name):
+    """(model spec, training settings) of a named model or a sweep point."""
+    if name in config["embed"]["models"]:
+        spec = {**config["embed"]["model"], **config["embed"]["models"][name]}
+        return spec, config["embed"]["train"]
+    spec, train, _ = sweep_points()[name]
+    return spec, train
+
+
+def sts_paths():
+    return [d["path"] for d in config["evaluate"]["sts"]]
+
+
 def provenance_outputs(wildcards):
     """Every output with a provenance record, for the report's provenance table."""
     outs = []
@@ -138,4 +172,6 @@ def provenance_outputs(wildcards):
             outs += [f"{WORK}/nmt/{direction}/ct2"]
     if not all(own_model(d) for d in ("cs-en", "en-cs")):
         outs += [f"{WORK}/nmt/data"]
+    for name in config["embed"]["models"]:
+        outs += [f"{WORK}/embed/{name}/model.pt", f"{RESULTS}/embed/{name}/sts.json"]
     return outs + all_candidates(wildcards)

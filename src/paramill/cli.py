@@ -148,6 +148,53 @@ def cmd_nmt_stats(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_embed_train(args: argparse.Namespace) -> int:
+    from paramill.embed.model import ModelSpec
+    from paramill.embed.train import TrainSettings, read_pairs, train
+
+    spec = ModelSpec.from_dict(_settings(("embed", "model"), args.spec))
+    settings = TrainSettings.from_dict(_settings(("embed", "train"), args.settings))
+    pairs = read_pairs(args.pairs, settings.max_pairs)
+    summary = train(pairs, args.out, spec, settings, resume=args.resume, inputs=args.pairs,
+                    rule=args.rule or "embed_train")
+    print(f"embed train: {summary}", file=sys.stderr)
+    return 0
+
+
+def cmd_embed_encode(args: argparse.Namespace) -> int:
+    import numpy as np
+
+    from paramill.embed.model import load_model
+    from paramill.io import atomic_output
+
+    model = load_model(args.model)
+    sentences = Path(args.input).read_text(encoding="utf-8").splitlines()
+    vectors = model.encode(sentences, batch_size=args.batch_size)
+    with atomic_output(args.out) as (tmp,):
+        with open(tmp, "wb") as fh:
+            np.save(fh, vectors)
+    print(f"embed: {vectors.shape[0]} sentences x {vectors.shape[1]} dims in {args.out}", file=sys.stderr)
+    return 0
+
+
+def cmd_evaluate_sts(args: argparse.Namespace) -> int:
+    from paramill.evaluate.sts import evaluate
+
+    result = evaluate(args.model, args.datasets, args.tsv, args.json, rule=args.rule or "sts_eval")
+    for row in result["datasets"]:
+        print(f"{row['dataset']:<24} {row['year']:<6} n={row['n']:<6} pearson={row['pearson']} "
+              f"spearman={row['spearman']}", file=sys.stderr)
+    return 0
+
+
+def cmd_evaluate_collect(args: argparse.Namespace) -> int:
+    from paramill.evaluate.sts import collect
+
+    n = collect(args.results, args.points or {}, args.out, rule=args.rule or "sweep")
+    print(f"evaluate: {n} rows in {args.out}", file=sys.stderr)
+    return 0
+
+
 def cmd_report_outcomes(args: argparse.Namespace) -> int:
     from paramill.report.plots import outcomes_plot
 
@@ -306,6 +353,41 @@ def build_parser() -> argparse.ArgumentParser:
     q.add_argument("candidates", nargs="+")
     q.add_argument("--out", required=True, help="output JSON")
     q.set_defaults(func=cmd_nmt_stats)
+
+    p = sub.add_parser("embed", help="paraphrastic sentence embeddings")
+    emb_sub = p.add_subparsers(dest="what", required=True, metavar="STEP")
+    q = emb_sub.add_parser("train", help="train an encoder on paraphrase pairs",
+                           description="Margin loss with hardest negatives from a mega-batch "
+                                       "(Wieting et al.). Pairs: Parquet s1/s2 or candidate tables "
+                                       "(en_ref/candidate, rank 1), or TSV s1<TAB>s2. Resumes "
+                                       "after a killed job from --resume.")
+    q.add_argument("pairs", nargs="+", help="paraphrase pair files")
+    q.add_argument("--out", required=True, help="output model (.pt)")
+    q.add_argument("--resume", help="per-epoch checkpoint (default: <out>.resume.pt)")
+    q.add_argument("--spec", type=_json_arg, help="embed.model settings: components, dim, ... (JSON)")
+    q.add_argument("--settings", type=_json_arg, help="embed.train settings (JSON)")
+    q.set_defaults(func=cmd_embed_train)
+    q = emb_sub.add_parser("encode", help="embed sentences (one a line) into a .npy matrix")
+    q.add_argument("--model", required=True)
+    q.add_argument("--input", required=True, help="text file, one sentence a line")
+    q.add_argument("--out", required=True, help="output .npy (float32, n x dim)")
+    q.add_argument("--batch-size", type=int, default=256)
+    q.set_defaults(func=cmd_embed_encode)
+
+    p = sub.add_parser("evaluate", help="evaluate models")
+    ev_sub = p.add_subparsers(dest="what", required=True, metavar="WHAT")
+    q = ev_sub.add_parser("sts", help="STS correlations of an embedding model")
+    q.add_argument("--model", required=True)
+    q.add_argument("--datasets", type=_json_arg, required=True,
+                   help='JSON list of {"name","year","format","path"} (as config evaluate.sts)')
+    q.add_argument("--tsv", required=True)
+    q.add_argument("--json", required=True)
+    q.set_defaults(func=cmd_evaluate_sts)
+    q = ev_sub.add_parser("collect", help="one table of several models' STS results")
+    q.add_argument("results", nargs="+", help="sts.json files (the model name is their folder)")
+    q.add_argument("--points", type=_json_arg, help="JSON {model: settings} labelling the rows")
+    q.add_argument("--out", required=True, help="output TSV")
+    q.set_defaults(func=cmd_evaluate_collect)
 
     p = sub.add_parser("stats", help="corpus statistics")
     stats_sub = p.add_subparsers(dest="what", required=True, metavar="WHAT")

@@ -6,6 +6,8 @@ import pytest
 from paramill import config
 from paramill.bitext.clean import CleanSettings
 from paramill.bitext.ingest import IngestSettings
+from paramill.embed.model import ModelSpec
+from paramill.embed.train import TrainSettings as EmbedTrainSettings
 from paramill.nmt.subwords import SubwordSettings
 from paramill.nmt.train import ModelSettings, TrainSettings
 from paramill.nmt.translate import TranslateSettings
@@ -20,6 +22,8 @@ def test_schema_defaults_are_the_library_defaults():
     assert config.defaults("nmt", "model") == asdict(ModelSettings())
     assert config.defaults("nmt", "train") == asdict(TrainSettings())
     assert config.defaults("nmt", "translate") == asdict(TranslateSettings())
+    assert config.defaults("embed", "model") == {**asdict(ModelSpec()), "components": ["word"]}
+    assert config.defaults("embed", "train") == asdict(EmbedTrainSettings())
 
 
 def test_every_schema_property_is_described_and_typed():

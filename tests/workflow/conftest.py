@@ -57,7 +57,10 @@ TINY_NMT = ["--configfile", "config.yaml", str(Path(__file__).with_name("tiny-nm
 #: Every job of the default DAG on the sample (4 cleaned shards).
 FULL_DAG = {"ingest": 2, "clean": 2, "bitext_stats": 1, "plot_bitext_outcomes": 1,
             "provenance_summary": 1, "spm_train": 2, "nmt_data": 1, "nmt_train": 2,
-            "nmt_convert": 2, "back_translate": 4, "backtranslation_stats": 1}
+            "nmt_convert": 2, "back_translate": 4, "backtranslation_stats": 1,
+            "embed_train": 2, "sts_eval": 2}
+#: The jobs that follow any change of the back-translated pairs.
+EMBED = {"embed_train": 2, "sts_eval": 2}
 
 
 @pytest.fixture(scope="module")

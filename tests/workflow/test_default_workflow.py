@@ -71,6 +71,19 @@ def test_back_translations_are_english_paraphrases_of_their_references(finished)
     assert summary["best"]["identical_to_reference"] == pytest.approx(1 - differ, abs=1e-6)
 
 
+def test_embeddings_score_the_sample_sts_sets(finished):
+    project, _ = finished
+    for name in ("word", "word-trigram"):
+        result = json.loads((project / f"results/embed/{name}/sts.json").read_text())
+        rows = {r["dataset"]: r for r in result["datasets"]}
+        assert set(rows) == {"grammar-sts", "grammar-senteval", "grammar-benchmark"}
+        assert rows["grammar-senteval"]["skipped"] == 10
+        assert all(r["pearson"] > 60 and r["spearman"] > 60 for r in rows.values()), rows
+        assert {y["year"] for y in result["years"]} == {"sample", "dev"}
+    model = json.loads((project / "work/embed/word/model.pt.prov.json").read_text())
+    assert model["training"]["history"][-1]["loss"] < model["training"]["history"][0]["loss"]
+
+
 def test_outputs_carry_verifiable_provenance(finished):
     project, _ = finished
     cwd = os.getcwd()

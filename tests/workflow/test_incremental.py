@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from .conftest import FULL_DAG, TINY_NMT, copy_project, executed
+from .conftest import EMBED, FULL_DAG, TINY_NMT, copy_project, executed
 from .conftest import snakemake as run_snakemake
 
 pytestmark = pytest.mark.slow
@@ -43,7 +43,7 @@ def test_a_no_op_rerun_runs_nothing(project):
 def test_b_changed_cleaning_threshold_reruns_clean_and_what_follows_only(project):
     edit(project / "config.yaml", "max_tokens: 100", "max_tokens: 12")
     proc = snakemake(project)
-    assert executed(proc) == {"clean": 2, **DOWNSTREAM, **RETRAIN,
+    assert executed(proc) == {"clean": 2, **DOWNSTREAM, **RETRAIN, **EMBED,
                               "back_translate": shards(project), "backtranslation_stats": 1}
     stats = json.loads((project / "results/bitext/stats.json").read_text())
     assert stats["rejected"]["too_long"] > 100  # the new bound took effect
@@ -62,7 +62,7 @@ def test_c_a_new_corpus_processes_only_its_own_shards(project):
     proc = snakemake(project)
     # the models are trained on the corpora named in nmt.train_corpora: no retraining
     assert executed(proc) == {"ingest": 1, "clean": 1, "back_translate": 1,
-                              "backtranslation_stats": 1, **DOWNSTREAM}
+                              "backtranslation_stats": 1, **EMBED, **DOWNSTREAM}
     assert "extra" in (project / "logs/ingest/extra.log").read_text()
     stats = json.loads((project / "results/bitext/stats.json").read_text())
     assert stats["corpora"]["extra"]["kept"] == 2
@@ -80,7 +80,7 @@ def test_f_a_decoding_setting_retranslates_without_retraining(project):
     edit(project / "config.yaml", "    beam_size: 12", "    beam_size: 4")
     proc = snakemake(project)
     assert executed(proc) == {"back_translate": shards(project), "backtranslation_stats": 1,
-                              "provenance_summary": 1}
+                              **EMBED, "provenance_summary": 1}
 
 
 def test_report_renders_the_registered_plots_and_tables(project):
@@ -112,6 +112,6 @@ def test_g_own_models_replace_training(project, tmp_path):
          f" target_spm: {nmt}/spm/cs.model}}\n")
     proc = snakemake(other)
     assert executed(proc) == {"ingest": 2, "clean": 2, "nmt_convert": 1, "back_translate": shards(other),
-                              "backtranslation_stats": 1, **DOWNSTREAM}
+                              "backtranslation_stats": 1, **EMBED, **DOWNSTREAM}
     assert not (other / "work/nmt/cs-en").exists()  # used in place, nothing trained or converted
     assert (other / "work/nmt/en-cs/ct2/model.bin").exists()

@@ -1,0 +1,69 @@
+# Embeddings: train each named model on the back-translated pairs; score it on STS data.
+# `snakemake sweep` trains one model per point of embed.sweep.grid and collects one table.
+
+
+rule embed_train:
+    input:
+        all_candidates,
+    output:
+        f"{WORK}/embed/{{model}}/model.pt",
+    params:
+        spec=lambda w: as_json(embed_settings(w.model)[0]),
+        settings=lambda w: as_json(embed_settings(w.model)[1]),
+    log:
+        f"{LOGS}/embed/embed_train.{{model}}.log",
+    benchmark:
+        f"{LOGS}/benchmarks/embed/embed_train.{{model}}.tsv"
+    threads: rule_threads("embed_train", 2)
+    resources:
+        **rule_resources("embed_train", mem_mb=8000, runtime=720),
+    conda:
+        "../envs/nmt-gpu.yaml"
+    shell:
+        "OMP_NUM_THREADS={threads} paramill --rule embed_train embed train {input:q}"
+        " --out {output:q} --spec {params.spec:q} --settings {params.settings:q} > {log:q} 2>&1"
+
+
+rule sts_eval:
+    input:
+        model=f"{WORK}/embed/{{model}}/model.pt",
+        data=ancient(sts_paths()),
+    output:
+        tsv=report(f"{RESULTS}/embed/{{model}}/sts.tsv", category="Embeddings",
+                   labels={"model": "{model}", "table": "STS"}),
+        json=f"{RESULTS}/embed/{{model}}/sts.json",
+    params:
+        datasets=as_json(config["evaluate"]["sts"]),
+    log:
+        f"{LOGS}/embed/sts_eval.{{model}}.log",
+    benchmark:
+        f"{LOGS}/benchmarks/embed/sts_eval.{{model}}.tsv"
+    threads: rule_threads("sts_eval")
+    resources:
+        **rule_resources("sts_eval", mem_mb=4000, runtime=60),
+    conda:
+        "../envs/cpu.yaml"
+    shell:
+        "paramill --rule sts_eval evaluate sts --model {input.model:q}"
+        " --datasets {params.datasets:q} --tsv {output.tsv:q} --json {output.json:q} > {log:q} 2>&1"
+
+
+rule sweep:
+    input:
+        expand(f"{RESULTS}/embed/{{model}}/sts.json", model=list(sweep_points())),
+    output:
+        report(f"{RESULTS}/embed/sweep.tsv", category="Embeddings", labels={"table": "sweep"}),
+    params:
+        points=as_json({name: point for name, (_, _, point) in sweep_points().items()}),
+    log:
+        f"{LOGS}/embed/sweep.log",
+    benchmark:
+        f"{LOGS}/benchmarks/embed/sweep.tsv"
+    threads: rule_threads("sweep")
+    resources:
+        **rule_resources("sweep", mem_mb=1000, runtime=10),
+    conda:
+        "../envs/cpu.yaml"
+    shell:
+        "paramill --rule sweep evaluate collect {input:q} --points {params.points:q}"
+        " --out {output:q} > {log:q} 2>&1"

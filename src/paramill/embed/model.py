@@ -1,0 +1,242 @@
+"""Sentence encoders in torch and their self-describing checkpoints.
+
+Components (Wieting et al. 2016-2018):
+
+``word``     mean of word (or SentencePiece) embeddings
+``trigram``  mean of character-trigram embeddings of " " + sentence
+``lstm``     mean of the LSTM's hidden states
+``blstm``    mean over time of the average of the forward and backward hidden states
+``gran``     gated recurrent averaging: a_t = x_t * sigmoid(W_x x_t + W_h h_t + b), averaged
+
+Several components are trained jointly and combined by concatenation or addition.
+A checkpoint holds the spec, the vocabularies, the weights, and (while training) the
+optimiser state and epoch, so ``load_model(path)`` needs nothing else.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from torch import nn
+from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
+
+from paramill import device
+from paramill.config import Settings
+from paramill.embed.features import Featurizer, Vocab
+
+FORMAT = "paramill-embed/1"
+COMPONENTS = ("word", "trigram", "lstm", "blstm", "gran")
+RECURRENT = ("lstm", "blstm", "gran")
+
+
+@dataclass(frozen=True)
+class ModelSpec(Settings):
+    components: tuple[str, ...] = ("word",)
+    combine: str = "concat"
+    dim: int = 300
+    hidden: int = 300
+    units: str = "word"
+    sp_model: str | None = None
+    lowercase: bool = True
+    min_count: int = 1
+    max_vocab: int | None = None
+    word_vectors: str | None = None
+
+    def __post_init__(self):
+        object.__setattr__(self, "components", tuple(self.components))
+        bad = [c for c in self.components if c not in COMPONENTS]
+        if not self.components or bad:
+            raise ValueError(f"components must be among {COMPONENTS}, got {list(self.components)}")
+        if self.combine not in ("concat", "add"):
+            raise ValueError(f"combine must be concat or add, not {self.combine!r}")
+        if self.units not in ("word", "sp"):
+            raise ValueError(f"units must be word or sp, not {self.units!r}")
+        if self.combine == "add" and len({self.out_dim(c) for c in self.components}) > 1:
+            raise ValueError("combine add needs components of one size: set hidden equal to dim")
+
+    def unit_of(self, component: str) -> str:
+        return "trigram" if component == "trigram" else self.units
+
+    def out_dim(self, component: str) -> int:
+        return self.hidden if component in ("lstm", "blstm") else self.dim
+
+    @property
+    def recurrent(self) -> bool:
+        return any(c in RECURRENT for c in self.components)
+
+
+def _masked_mean(values: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
+    mask = (torch.arange(values.size(1), device=values.device)[None, :] < lengths[:, None])
+    summed = (values * mask.unsqueeze(-1)).sum(1)
+    return summed / lengths.clamp(min=1).unsqueeze(-1).to(values.dtype)
+
+
+class Averaging(nn.Module):
+    def __init__(self, vocab_size: int, dim: int):
+        super().__init__()
+        self.embedding = nn.Embedding(vocab_size, dim, padding_idx=0)
+
+    def forward(self, ids: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
+        return _masked_mean(self.embedding(ids), lengths)
+
+
+class Recurrent(nn.Module):
+    """LSTM, BLSTM or GRAN over unit embeddings, mean-pooled over the real time steps."""
+
+    def __init__(self, kind: str, vocab_size: int, dim: int, hidden: int):
+        super().__init__()
+        self.kind = kind
+        self.embedding = nn.Embedding(vocab_size, dim, padding_idx=0)
+        self.lstm = nn.LSTM(dim, hidden, batch_first=True, bidirectional=kind == "blstm")
+        self.hidden = hidden
+        if kind == "gran":
+            self.gate_x = nn.Linear(dim, dim, bias=True)
+            self.gate_h = nn.Linear(hidden, dim, bias=False)
+
+    def forward(self, ids: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
+        x = self.embedding(ids)
+        packed = pack_padded_sequence(x, lengths.clamp(min=1).cpu(), batch_first=True,
+                                      enforce_sorted=False)
+        out, _ = self.lstm(packed)
+        h, _ = pad_packed_sequence(out, batch_first=True, total_length=ids.size(1))
+        if self.kind == "blstm":
+            h = (h[..., :self.hidden] + h[..., self.hidden:]) / 2
+        if self.kind == "gran":
+            h = x * torch.sigmoid(self.gate_x(x) + self.gate_h(h))
+        return _masked_mean(h, lengths)
+
+
+class SentenceEncoder(nn.Module):
+    """The components of ``spec`` over their vocabularies; ``encode`` gives numpy vectors."""
+
+    def __init__(self, spec: ModelSpec, vocabs: dict[str, Vocab]):
+        super().__init__()
+        self.spec = spec
+        self.vocabs = vocabs
+        self.featurizers = {unit: Featurizer(unit, spec.lowercase, spec.sp_model) for unit in vocabs}
+        parts = []
+        for comp in spec.components:
+            size = len(vocabs[spec.unit_of(comp)])
+            if comp in ("word", "trigram"):
+                parts.append(Averaging(size, spec.dim))
+            else:
+                parts.append(Recurrent(comp, size, spec.dim, spec.hidden))
+        self.parts = nn.ModuleList(parts)
+
+    @property
+    def dim(self) -> int:
+        dims = [self.spec.out_dim(c) for c in self.spec.components]
+        return sum(dims) if self.spec.combine == "concat" else dims[0]
+
+    @property
+    def device(self) -> torch.device:
+        return next(self.parameters()).device
+
+    def units(self, sentences: list[str]) -> dict[str, list[list[str]]]:
+        return {unit: [f(s) for s in sentences] for unit, f in self.featurizers.items()}
+
+    def tensors(self, units: dict[str, list[list[str]]]) -> dict[str, tuple[torch.Tensor, torch.Tensor]]:
+        out = {}
+        for unit, seqs in units.items():
+            ids = [self.vocabs[unit].ids(s) for s in seqs]
+            lengths = torch.tensor([len(i) for i in ids], dtype=torch.long)
+            padded = torch.zeros(len(ids), int(lengths.max()) if len(ids) else 1, dtype=torch.long)
+            for row, seq in enumerate(ids):
+                padded[row, :len(seq)] = torch.tensor(seq, dtype=torch.long)
+            out[unit] = (padded.to(self.device), lengths.to(self.device))
+        return out
+
+    def forward(self, feats: dict[str, tuple[torch.Tensor, torch.Tensor]]) -> torch.Tensor:
+        outs = [part(*feats[self.spec.unit_of(comp)]) for comp, part in zip(self.spec.components, self.parts)]
+        return torch.cat(outs, dim=-1) if self.spec.combine == "concat" else torch.stack(outs).sum(0)
+
+    @torch.no_grad()
+    def encode(self, sentences: list[str], batch_size: int = 256) -> np.ndarray:
+        """Embeddings of ``sentences`` as a float32 array [n, dim]."""
+        was_training = self.training
+        self.eval()
+        chunks = []
+        for start in range(0, len(sentences), batch_size):
+            batch = sentences[start:start + batch_size]
+            chunks.append(self(self.tensors(self.units(batch))).float().cpu().numpy())
+        self.train(was_training)
+        return np.concatenate(chunks) if chunks else np.zeros((0, self.dim), dtype=np.float32)
+
+    def checkpoint(self, **extra: Any) -> dict[str, Any]:
+        return {"format": FORMAT, "spec": asdict(self.spec),
+                "vocabs": {unit: v.units for unit, v in self.vocabs.items()},
+                "state_dict": self.state_dict(), **extra}
+
+
+def build(spec: ModelSpec, sentences: list[str]) -> SentenceEncoder:
+    """A fresh encoder with vocabularies built from ``sentences`` (and word vectors if given)."""
+    units = {spec.unit_of(c) for c in spec.components}
+    vocabs = {}
+    for unit in sorted(units):
+        f = Featurizer(unit, spec.lowercase, spec.sp_model)
+        vocabs[unit] = Vocab.build((f(s) for s in sentences), spec.min_count, spec.max_vocab)
+    model = SentenceEncoder(spec, vocabs)
+    if spec.word_vectors and "word" in vocabs:
+        load_word_vectors(model, spec.word_vectors)
+    return model
+
+
+def load_word_vectors(model: SentenceEncoder, path: str | Path) -> int:
+    """Initialise word-unit embeddings from a GloVe-format text file; returns rows set."""
+    vocab = model.vocabs["word"]
+    targets = [p.embedding for c, p in zip(model.spec.components, model.parts)
+               if model.spec.unit_of(c) == "word"]
+    found = 0
+    with open(path, encoding="utf-8", errors="replace") as fh:
+        for line_no, line in enumerate(fh, 1):
+            parts = line.rstrip().split(" ")
+            if len(parts) == 2 and line_no == 1:  # word2vec-style header
+                continue
+            word, values = parts[0], parts[1:]
+            if word not in vocab.index:
+                continue
+            if len(values) != model.spec.dim:
+                raise ValueError(f"{path}:{line_no}: vector of {len(values)} values, model dim is "
+                                 f"{model.spec.dim}")
+            vec = torch.tensor([float(v) for v in values])
+            for emb in targets:
+                with torch.no_grad():
+                    emb.weight[vocab.index[word]] = vec
+            found += 1
+    return found
+
+
+def load_model(path: str | Path, map_device: str = "auto") -> SentenceEncoder:
+    """Load a trained encoder (on CUDA when present, else CPU)."""
+    data = torch.load(path, map_location="cpu", weights_only=True)
+    if data.get("format") != FORMAT:
+        raise ValueError(f"{path}: not a paramill embedding model")
+    spec = ModelSpec.from_dict(data["spec"])
+    model = SentenceEncoder(spec, {u: Vocab(units[2:]) for u, units in data["vocabs"].items()})
+    model.load_state_dict(data["state_dict"])
+    return model.to(device.pick(map_device)).eval()
+
+
+@dataclass
+class RNG:
+    """Seeds for python and torch, kept in checkpoints so a resumed run continues exactly."""
+
+    seed: int
+    state: dict[str, Any] = field(default_factory=dict)
+
+    def seed_all(self) -> None:
+        random.seed(self.seed)
+        torch.manual_seed(self.seed)
+
+    def capture(self) -> dict[str, Any]:
+        return {"python": random.getstate(), "torch": torch.get_rng_state()}
+
+    @staticmethod
+    def restore(state: dict[str, Any]) -> None:
+        random.setstate(state["python"])
+        torch.set_rng_state(state["torch"])

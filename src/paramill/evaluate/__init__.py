@@ -1,0 +1,1 @@
+"""Evaluation: STS correlations of sentence embeddings."""

@@ -1,0 +1,197 @@
+"""Semantic textual similarity: readers for the common distributions, and evaluation.
+
+Formats (``format`` in the config):
+
+``tsv``          ``score\\ts1\\ts2`` (SemEval STS 2012-2016 re-distributions, STS 2017)
+``senteval``     SentEval's ``STS.input.<name>.txt`` + ``STS.gs.<name>.txt`` (give ``path``
+                 to the input file; the gold file is found beside it)
+``stsbenchmark`` STS Benchmark ``sts-{train,dev,test}.csv``: tab-separated, fields 5-7 are
+                 score, s1, s2, with stray extra fields; read without quoting
+``sick``         SICK with a header: ``pair_ID sentence_A sentence_B relatedness_score ...``
+``pit2015``      PIT-2015 ``*.data``: s1, s2 in fields 3-4, votes ``(pos, neg)``: score = pos
+``twitter_url``  Twitter URL corpus raw: ``s1\\ts2\\t(n,6)\\turl``: score = n
+``toks``         a directory with ``a.toks``, ``b.toks``, ``sim.txt`` (tokenised distributions)
+
+Pairs without a usable gold score are skipped and counted. Pearson and Spearman are x100.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from scipy.stats import pearsonr, spearmanr
+
+FORMATS = ("tsv", "senteval", "stsbenchmark", "sick", "pit2015", "twitter_url", "toks")
+_VOTES = re.compile(r"^\(\s*(\d+)\s*,\s*(\d+)\s*\)$")
+
+
+@dataclass
+class StsData:
+    name: str
+    year: str
+    s1: list[str] = field(default_factory=list)
+    s2: list[str] = field(default_factory=list)
+    gold: list[float] = field(default_factory=list)
+    skipped: int = 0
+
+    def add(self, a: str | None, b: str | None, score: str | float | None) -> None:
+        try:
+            value = float(score) if score is not None and str(score).strip() != "" else None
+        except ValueError:
+            value = None
+        if value is None or not a or not b or np.isnan(value):
+            self.skipped += 1
+            return
+        self.s1.append(a)
+        self.s2.append(b)
+        self.gold.append(value)
+
+
+def _lines(path: Path) -> list[str]:
+    return path.read_text(encoding="utf-8", errors="replace").splitlines()
+
+
+def read(name: str, year: str | int, fmt: str, path: str | Path) -> StsData:
+    """Read one dataset in ``fmt``; see the module doc."""
+    path = Path(path)
+    data = StsData(name, str(year))
+    if fmt == "tsv":
+        for line in _lines(path):
+            f = line.split("\t")
+            data.add(f[1] if len(f) > 1 else None, f[2] if len(f) > 2 else None, f[0])
+    elif fmt == "senteval":
+        gold_path = path.with_name(path.name.replace("STS.input.", "STS.gs."))
+        inputs, gold = _lines(path), _lines(gold_path)
+        if len(inputs) != len(gold):
+            raise ValueError(f"{path}: {len(inputs)} pairs but {gold_path} has {len(gold)} scores")
+        for line, score in zip(inputs, gold):
+            f = line.split("\t")
+            data.add(f[0], f[1] if len(f) > 1 else None, score)
+    elif fmt == "stsbenchmark":
+        for line in _lines(path):
+            f = line.split("\t")
+            data.add(f[5] if len(f) > 6 else None, f[6] if len(f) > 6 else None,
+                     f[4] if len(f) > 6 else None)
+    elif fmt == "sick":
+        lines = _lines(path)
+        header = lines[0].split("\t")
+        ia, ib, isc = (header.index(c) for c in ("sentence_A", "sentence_B", "relatedness_score"))
+        for line in lines[1:]:
+            f = line.split("\t")
+            data.add(f[ia], f[ib], f[isc] if len(f) > isc else None)
+    elif fmt in ("pit2015", "twitter_url"):
+        a, b, v = (2, 3, 4) if fmt == "pit2015" else (0, 1, 2)
+        for line in _lines(path):
+            f = line.split("\t")
+            m = _VOTES.match(f[v].strip()) if len(f) > v else None
+            data.add(f[a].strip() if len(f) > a else None, f[b].strip() if len(f) > b else None,
+                     m.group(1) if m else None)
+    elif fmt == "toks":
+        a, b, sim = _lines(path / "a.toks"), _lines(path / "b.toks"), _lines(path / "sim.txt")
+        if not len(a) == len(b) == len(sim):
+            raise ValueError(f"{path}: a.toks, b.toks and sim.txt differ in length")
+        for x, y, s in zip(a, b, sim):
+            data.add(x, y, s)
+    else:
+        raise ValueError(f"unknown STS format {fmt!r} (one of {FORMATS})")
+    return data
+
+
+def cosine(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    a = a / np.maximum(np.linalg.norm(a, axis=1, keepdims=True), 1e-12)
+    b = b / np.maximum(np.linalg.norm(b, axis=1, keepdims=True), 1e-12)
+    return (a * b).sum(1)
+
+
+def score(model, data: StsData) -> dict[str, Any]:
+    """Pearson and Spearman (x100) of the model's cosines against the gold scores."""
+    row: dict[str, Any] = {"dataset": data.name, "year": data.year, "n": len(data.gold),
+                           "skipped": data.skipped, "pearson": None, "spearman": None}
+    if len(data.gold) >= 2:
+        sims = cosine(model.encode(data.s1), model.encode(data.s2))
+        if np.std(sims) > 0 and np.std(data.gold) > 0:
+            row["pearson"] = round(100 * float(pearsonr(sims, data.gold)[0]), 2)
+            row["spearman"] = round(100 * float(spearmanr(sims, data.gold)[0]), 2)
+    return row
+
+
+def by_year(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Per year: the plain mean of its datasets' Pearson (as the papers report) and the mean
+    weighted by pairs; both are given because users of the reference code asked which."""
+    years: dict[str, list[dict[str, Any]]] = {}
+    for r in rows:
+        if r["pearson"] is not None:
+            years.setdefault(r["year"], []).append(r)
+    out = []
+    for year, rs in sorted(years.items()):
+        n = sum(r["n"] for r in rs)
+        out.append({"year": year, "datasets": len(rs), "n": n,
+                    "pearson_mean": round(float(np.mean([r["pearson"] for r in rs])), 2),
+                    "pearson_weighted": round(sum(r["pearson"] * r["n"] for r in rs) / n, 2),
+                    "spearman_mean": round(float(np.mean([r["spearman"] for r in rs])), 2),
+                    "spearman_weighted": round(sum(r["spearman"] * r["n"] for r in rs) / n, 2)})
+    return out
+
+
+def evaluate(model_path: str | Path, datasets: list[dict[str, Any]], out_tsv: str | Path,
+             out_json: str | Path, rule: str = "sts_eval") -> dict[str, Any]:
+    """Score a trained encoder on ``datasets`` (``name``, ``year``, ``format``, ``path``);
+    write one row per dataset (TSV) and the rows plus per-year means (JSON)."""
+    import polars as pl
+
+    from paramill.embed.model import load_model
+    from paramill.io import atomic_output, write_json
+    from paramill.provenance import Run, prov_path
+
+    run = Run(rule=rule, params={"datasets": datasets},
+              inputs=[model_path, *[d["path"] for d in datasets]])
+    model = load_model(model_path)
+    rows = [score(model, read(d["name"], d["year"], d["format"], d["path"])) for d in datasets]
+    result = {"model": str(model_path), "datasets": rows, "years": by_year(rows)}
+    finals = [Path(out_tsv), Path(out_json)]
+    with atomic_output(*finals, *(prov_path(f) for f in finals)) as temps:
+        pl.DataFrame(rows, schema={"dataset": pl.String, "year": pl.String, "n": pl.Int64,
+                                   "skipped": pl.Int64, "pearson": pl.Float64,
+                                   "spearman": pl.Float64}).write_csv(temps[0], separator="\t")
+        write_json(temps[1], result)
+        run.write(dict(zip(finals, temps[:2])), dict(zip(finals, temps[2:])),
+                  rows_in=sum(r["n"] + r["skipped"] for r in rows), rows_out=len(rows))
+    return result
+
+
+def collect(result_files: list[str | Path], points: dict[str, dict[str, Any]], out: str | Path,
+            rule: str = "sweep") -> int:
+    """One table of several models' STS results: a row per model and dataset, then a row
+    per model and year with the plain and weighted means; ``points`` labels the models."""
+    import json
+
+    import polars as pl
+
+    from paramill.io import atomic_output, read_json
+    from paramill.provenance import Run, prov_path
+
+    run = Run(rule=rule, params={"points": points}, inputs=list(result_files))
+    rows = []
+    for path in result_files:
+        result = read_json(path)
+        name = Path(path).parent.name
+        label = json.dumps(points.get(name, {}), sort_keys=True)
+        for r in result["datasets"]:
+            rows.append({"model": name, "setting": label, "dataset": r["dataset"], "year": r["year"],
+                         "n": r["n"], "pearson": r["pearson"], "spearman": r["spearman"],
+                         "pearson_weighted": None})
+        for y in result["years"]:
+            rows.append({"model": name, "setting": label, "dataset": f"mean {y['year']}",
+                         "year": y["year"], "n": y["n"], "pearson": y["pearson_mean"],
+                         "spearman": y["spearman_mean"], "pearson_weighted": y["pearson_weighted"]})
+    frame = pl.DataFrame(rows, schema={"model": pl.String, "setting": pl.String, "dataset": pl.String,
+                                       "year": pl.String, "n": pl.Int64, "pearson": pl.Float64,
+                                       "spearman": pl.Float64, "pearson_weighted": pl.Float64})
+    with atomic_output(out, prov_path(out)) as (tmp, tmp_prov):
+        frame.write_csv(tmp, separator="\t", quote_style="never")
+        run.write({out: tmp}, {out: tmp_prov}, rows_in=len(result_files), rows_out=frame.height)
+    return frame.height

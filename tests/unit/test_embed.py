@@ -1,0 +1,157 @@
+import json
+
+import numpy as np
+import pytest
+import torch
+
+from paramill.cli import main
+from paramill.embed.features import Vocab, trigrams, words
+from paramill.embed.model import ModelSpec, SentenceEncoder, build, load_model
+from paramill.embed.train import TrainSettings, hardest_negatives, margin_loss, read_pairs, train
+
+SENTS = ["The man reads a book.", "A man is reading a book.", "The woman buys bread.",
+         "Our neighbour sells an old car.", "The dog sleeps.", "It rains today in the city."]
+
+
+def test_units():
+    assert words("The Man's book.") == ["the", "man", "'", "s", "book", "."]
+    assert trigrams("Ab c") == [" ab", "ab ", "b c"]
+    vocab = Vocab.build([["a", "b", "a"], ["c"]], min_count=2)
+    assert vocab.units == ["<pad>", "<unk>", "a"] and vocab.ids(["a", "zzz"]) == [2, 1]
+
+
+def test_word_averaging_is_the_mean_of_its_embeddings():
+    model = build(ModelSpec(components=("word",), dim=4), SENTS)
+    emb = model.parts[0].embedding.weight
+    ids = model.vocabs["word"].ids(words("The dog sleeps."))
+    expected = emb[ids].mean(0)
+    got = model(model.tensors(model.units(["The dog sleeps.", SENTS[5]])))[0]
+    assert torch.allclose(got, expected, atol=1e-6)
+
+
+@pytest.mark.parametrize("components,dim", [(("lstm",), 6), (("blstm",), 6), (("gran",), 5),
+                                            (("trigram",), 5), (("word", "trigram"), 10),
+                                            (("word", "lstm", "gran"), 16)])
+def test_shapes_and_padding_do_not_change_a_sentence(components, dim):
+    torch.manual_seed(0)
+    model = build(ModelSpec(components=components, dim=5, hidden=6), SENTS).eval()
+    assert model.dim == dim
+    alone = model.encode(["The dog sleeps."])
+    padded = model.encode(["The dog sleeps.", "It rains today in the city and the man reads."])
+    assert alone.shape == (1, dim) and padded.shape == (2, dim)
+    assert np.allclose(alone[0], padded[0], atol=1e-5)
+
+
+def test_gran_follows_its_formula():
+    torch.manual_seed(0)
+    model = build(ModelSpec(components=("gran",), dim=3, hidden=4), SENTS).eval()
+    gran = model.parts[0]
+    ids = torch.tensor([model.vocabs["word"].ids(words("The dog sleeps."))])
+    x = gran.embedding(ids)
+    h, _ = gran.lstm(x)
+    a = x * torch.sigmoid(gran.gate_x(x) + gran.gate_h(h))
+    got = model(model.tensors(model.units(["The dog sleeps."])))
+    assert torch.allclose(got, a.mean(1), atol=1e-6)
+
+
+def test_blstm_averages_the_two_directions():
+    torch.manual_seed(0)
+    model = build(ModelSpec(components=("blstm",), dim=3, hidden=4), SENTS).eval()
+    part = model.parts[0]
+    ids = torch.tensor([model.vocabs["word"].ids(words("The dog sleeps."))])
+    out, _ = part.lstm(part.embedding(ids))
+    expected = ((out[..., :4] + out[..., 4:]) / 2).mean(1)
+    assert torch.allclose(model(model.tensors(model.units(["The dog sleeps."]))), expected, atol=1e-6)
+
+
+def test_combinations():
+    add = build(ModelSpec(components=("word", "trigram"), combine="add", dim=4), SENTS).eval()
+    word = add.parts[0](*add.tensors(add.units(["The dog."]))["word"])
+    tri = add.parts[1](*add.tensors(add.units(["The dog."]))["trigram"])
+    assert torch.allclose(add(add.tensors(add.units(["The dog."]))), word + tri)
+    with pytest.raises(ValueError, match="one size"):
+        ModelSpec(components=("word", "lstm"), combine="add", dim=4, hidden=6)
+    with pytest.raises(ValueError, match="components"):
+        ModelSpec(components=("cnn",))
+
+
+def test_margin_loss_hand_computed():
+    g1, g2 = torch.tensor([[1.0, 0.0]]), torch.tensor([[1.0, 1.0]])
+    t1, t2 = torch.tensor([[0.0, 1.0]]), torch.tensor([[1.0, 0.0]])
+    # cos(g1,g2)=0.7071, cos(g1,t1)=0, cos(g2,t2)=0.7071
+    expected = max(0, 0.4 - 0.70710678 + 0.0) + max(0, 0.4 - 0.70710678 + 0.70710678)
+    assert margin_loss(g1, g2, t1, t2, 0.4).item() == pytest.approx(expected, abs=1e-6)
+
+
+def test_hardest_negative_is_the_most_similar_other_sentence():
+    e1 = torch.tensor([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]])
+    e2 = torch.tensor([[0.9, 0.1], [0.1, 0.9], [-1.0, 0.2]])
+    n1, n2 = hardest_negatives(e1, e2)
+    # pool = [e1_0, e1_1, e1_2, e2_0, e2_1, e2_2]; own pair excluded
+    assert n1.tolist() == [2, 2, 3]
+    assert n2.tolist() == [2, 2, 1]
+
+
+def test_read_pairs_from_candidates_tsv_and_s1s2(tmp_path):
+    import polars as pl
+
+    pl.DataFrame({"pair_id": ["a", "a", "b", "c"], "en_ref": ["x", "x", "y", "z"],
+                  "candidate": ["x1", "x2", "y", "z1"], "rank": [1, 2, 1, 1]}).write_parquet(tmp_path / "c.parquet")
+    (tmp_path / "p.tsv").write_text('he said "hi\tthey said hi\textra\n\tempty\n')
+    pl.DataFrame({"s1": ["u"], "s2": ["v"]}).write_parquet(tmp_path / "s.parquet")
+    pairs = read_pairs([tmp_path / "c.parquet", tmp_path / "p.tsv", tmp_path / "s.parquet"])
+    assert pairs == [("x", "x1"), ("z", "z1"), ('he said "hi', "they said hi"), ("u", "v")]
+    assert read_pairs([tmp_path / "c.parquet"], max_pairs=1) == [("x", "x1")]
+
+
+PAIRS = [("The man reads a book.", "A man is reading a book."),
+         ("The woman buys bread.", "The lady purchases bread."),
+         ("Our neighbour sells an old car.", "Our neighbor is selling an old car."),
+         ("The dog sleeps.", "The dog is sleeping."),
+         ("It rains today.", "Today it is raining."),
+         ("The chef cooks lunch.", "The cook makes lunch.")] * 5
+
+
+def test_training_lowers_the_loss(tmp_path):
+    summary = train(PAIRS, tmp_path / "w.pt", ModelSpec(components=("word",), dim=16),
+                    TrainSettings(epochs=6, batch_size=6, learning_rate=0.01))
+    losses = [h["loss"] for h in summary["history"]]
+    assert losses[-1] < 0.7 * losses[0]
+
+
+def test_training_resumes_exactly(tmp_path):
+    spec = ModelSpec(components=("word", "lstm"), dim=8, hidden=8)
+    train(PAIRS, tmp_path / "a.pt", spec, TrainSettings(epochs=3, batch_size=6, megabatch=2))
+    train(PAIRS, tmp_path / "b.pt", spec, TrainSettings(epochs=2, batch_size=6, megabatch=2))
+    resumed = train(PAIRS, tmp_path / "b.pt", spec, TrainSettings(epochs=3, batch_size=6, megabatch=2))
+    assert [h["epoch"] for h in resumed["history"]] == [1, 2, 3]
+    a = torch.load(tmp_path / "a.pt", weights_only=True)
+    b = torch.load(tmp_path / "b.pt", weights_only=True)
+    assert a["epoch"] == b["epoch"] == 3 and "optimizer" in b and b["vocabs"] == a["vocabs"]
+    for key in a["state_dict"]:
+        assert torch.allclose(a["state_dict"][key], b["state_dict"][key], atol=1e-6), key
+    record = json.loads((tmp_path / "b.pt.prov.json").read_text())
+    assert record["training"]["epochs"] == 3
+
+
+def test_load_model_encodes_and_the_cli_embeds(tmp_path):
+    train(PAIRS, tmp_path / "m.pt", ModelSpec(components=("word",), dim=16), TrainSettings(epochs=8, batch_size=6))
+    model = load_model(tmp_path / "m.pt")
+    assert isinstance(model, SentenceEncoder)
+    vecs = model.encode(["The dog sleeps.", "The dog is sleeping.", "The chef cooks lunch."])
+    assert vecs.shape == (3, 16) and vecs.dtype == np.float32
+    (tmp_path / "in.txt").write_text("The dog sleeps.\nThe chef cooks lunch.\n")
+    assert main(["embed", "encode", "--model", str(tmp_path / "m.pt"), "--input",
+                 str(tmp_path / "in.txt"), "--out", str(tmp_path / "v.npy")]) == 0
+    saved = np.load(tmp_path / "v.npy")
+    assert np.allclose(saved, vecs[[0, 2]], atol=1e-6)
+
+
+def test_glove_initialisation(tmp_path):
+    (tmp_path / "g.txt").write_text("dog 1 2 3\nzzz 9 9 9\nthe 0.5 0.5 0.5\n")
+    model = build(ModelSpec(components=("word",), dim=3, word_vectors=str(tmp_path / "g.txt")), SENTS)
+    emb = model.parts[0].embedding.weight
+    assert emb[model.vocabs["word"].index["dog"]].tolist() == [1, 2, 3]
+    (tmp_path / "bad.txt").write_text("dog 1 2\n")
+    with pytest.raises(ValueError, match="bad.txt:1: vector of 2 values"):
+        build(ModelSpec(components=("word",), dim=3, word_vectors=str(tmp_path / "bad.txt")), SENTS)

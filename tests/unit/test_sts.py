@@ -1,0 +1,100 @@
+import json
+
+import numpy as np
+import pytest
+
+from paramill.evaluate.sts import by_year, collect, cosine, read, score
+
+
+def test_score_tsv_skips_pairs_without_gold(tmp_path):
+    (tmp_path / "a.tsv").write_text("4.5\tA dog runs.\tA dog is running.\n\tNo gold.\tNone.\n"
+                                    "x\tBad gold.\tBad.\n1.0\tA cat.\tA car.\n")
+    data = read("a", 2012, "tsv", tmp_path / "a.tsv")
+    assert data.gold == [4.5, 1.0] and data.s2 == ["A dog is running.", "A car."]
+    assert data.skipped == 2 and data.year == "2012"
+
+
+def test_senteval_input_and_gold(tmp_path):
+    (tmp_path / "STS.input.news.txt").write_text('A "quoted" one.\tB.\nC.\tD.\nE.\tF.\n')
+    (tmp_path / "STS.gs.news.txt").write_text("3.2\n\n0.4\n")
+    data = read("news", 2013, "senteval", tmp_path / "STS.input.news.txt")
+    assert data.s1 == ['A "quoted" one.', "E."] and data.gold == [3.2, 0.4] and data.skipped == 1
+    (tmp_path / "STS.gs.news.txt").write_text("3.2\n")
+    with pytest.raises(ValueError, match="3 pairs but"):
+        read("news", 2013, "senteval", tmp_path / "STS.input.news.txt")
+
+
+def test_sts_benchmark_with_stray_fields_and_quotes(tmp_path):
+    (tmp_path / "sts-dev.csv").write_text(
+        'main-captions\tMSRvid\t2012test\t0000\t5.000\tA man "with a hat.\tA man with a hat.\n'
+        "main-news\theadlines\t2015\t0001\t1.5\tX.\tY.\tstray\tfields\n"
+        "broken line\n")
+    data = read("stsb", "dev", "stsbenchmark", tmp_path / "sts-dev.csv")
+    assert data.s1 == ['A man "with a hat.', "X."] and data.gold == [5.0, 1.5] and data.skipped == 1
+
+
+def test_sick(tmp_path):
+    (tmp_path / "SICK.txt").write_text("pair_ID\tsentence_A\tsentence_B\trelatedness_score\tentailment\n"
+                                       "1\tA boy runs.\tA kid runs.\t4.6\tENTAILMENT\n")
+    data = read("sick", "sick", "sick", tmp_path / "SICK.txt")
+    assert data.gold == [4.6] and data.s2 == ["A kid runs."]
+
+
+def test_pit2015_and_twitter_url_votes(tmp_path):
+    (tmp_path / "dev.data").write_text("17\tTopic\tSent one\tSent two\t(3, 2)\ttags\ttags\n"
+                                       "17\tTopic\tSent three\tSent four\t(0, 5)\ttags\ttags\n")
+    pit = read("pit", 2015, "pit2015", tmp_path / "dev.data")
+    assert pit.gold == [3.0, 0.0] and pit.s1 == ["Sent one", "Sent three"]
+    (tmp_path / "url.txt").write_text("News title \tA rephrase \t(5,6)\thttps://t.co/x\nA\tB\tbad\turl\n")
+    url = read("url", 2017, "twitter_url", tmp_path / "url.txt")
+    assert url.gold == [5.0] and url.s1 == ["News title"] and url.skipped == 1
+
+
+def test_tokenised_directory(tmp_path):
+    for name, text in (("a.toks", "a b\nc d\n"), ("b.toks", "a c\nc e\n"), ("sim.txt", "1\n0\n")):
+        (tmp_path / name).write_text(text)
+    data = read("toks", "x", "toks", tmp_path)
+    assert data.gold == [1.0, 0.0] and data.s2 == ["a c", "c e"]
+
+
+def test_unknown_format():
+    with pytest.raises(ValueError, match="unknown STS format"):
+        read("x", 1, "xml", "nowhere")
+
+
+class Fixed:
+    """A stand-in encoder with fixed vectors per sentence."""
+
+    def __init__(self, table):
+        self.table = table
+
+    def encode(self, sentences):
+        return np.array([self.table[s] for s in sentences], dtype=np.float32)
+
+
+def test_score_and_year_means_by_hand(tmp_path):
+    (tmp_path / "a.tsv").write_text("5\ta\tb\n0\ta\tc\n3\ta\td\n")
+    model = Fixed({"a": [1, 0], "b": [1, 0.1], "c": [0, 1], "d": [1, 1]})
+    row = score(model, read("a", 2014, "tsv", tmp_path / "a.tsv"))
+    sims = cosine(np.array([[1, 0]] * 3, float), np.array([[1, 0.1], [0, 1], [1, 1]], float))
+    assert row["pearson"] == pytest.approx(100 * np.corrcoef(sims, [5, 0, 3])[0, 1], abs=0.01)
+    assert row["spearman"] == 100.0 and row["n"] == 3
+    rows = [{"year": "2014", "n": 100, "pearson": 60.0, "spearman": 50.0},
+            {"year": "2014", "n": 300, "pearson": 80.0, "spearman": 70.0},
+            {"year": "2015", "n": 10, "pearson": None, "spearman": None}]
+    (year,) = by_year(rows)
+    assert year["pearson_mean"] == 70.0 and year["pearson_weighted"] == 75.0
+    assert year["spearman_weighted"] == 65.0 and year["n"] == 400
+
+
+def test_collect_builds_one_table(tmp_path):
+    for name, p in (("sweep-00", 60.0), ("sweep-01", 70.0)):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "sts.json").write_text(json.dumps({
+            "datasets": [{"dataset": "d", "year": "2012", "n": 5, "pearson": p, "spearman": p}],
+            "years": [{"year": "2012", "n": 5, "pearson_mean": p, "spearman_mean": p,
+                       "pearson_weighted": p}]}))
+    n = collect([tmp_path / "sweep-00/sts.json", tmp_path / "sweep-01/sts.json"],
+                {"sweep-00": {"megabatch": 1}, "sweep-01": {"megabatch": 4}}, tmp_path / "s.tsv")
+    text = (tmp_path / "s.tsv").read_text()
+    assert n == 4 and '{"megabatch": 4}' in text and "mean 2012" in text
