@@ -30,7 +30,7 @@ def copy_project(dest: Path) -> Path:
     return dest
 
 
-def snakemake(workdir: Path, *args: str, check: bool = True, timeout: int = 900) -> subprocess.CompletedProcess:
+def snakemake(workdir: Path, *args: str, check: bool = True, timeout: int = 1800) -> subprocess.CompletedProcess:
     """Run the real snakemake (the one installed beside this Python) in ``workdir``."""
     cmd = [sys.executable, "-m", "snakemake", "--cores", "2", *args]
     env = {**__import__("os").environ, "PARAMILL_PROGRESS": "0"}

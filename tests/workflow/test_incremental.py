@@ -15,7 +15,8 @@ RETRAIN = {"spm_train": 2, "nmt_data": 1, "nmt_train": 2, "nmt_convert": 2}
 
 
 def snakemake(root, *args):
-    return run_snakemake(root, *TINY_NMT, *args)
+    # targets and options first: --configfile takes every word after it
+    return run_snakemake(root, *args, *TINY_NMT)
 
 
 def shards(root):
@@ -115,3 +116,13 @@ def test_g_own_models_replace_training(project, tmp_path):
                               "backtranslation_stats": 1, **EMBED, **DOWNSTREAM}
     assert not (other / "work/nmt/cs-en").exists()  # used in place, nothing trained or converted
     assert (other / "work/nmt/en-cs/ct2/model.bin").exists()
+
+
+def test_h_the_sweep_target_collects_one_table(project):
+    proc = snakemake(project, "sweep")
+    ran = executed(proc)
+    assert ran["embed_train"] == ran["sts_eval"] == 6 and ran["sweep"] == 1
+    table = (project / "results/embed/sweep.tsv").read_text().splitlines()
+    models = {line.split("\t")[0] for line in table[1:]}
+    assert models == {f"sweep-{i:02d}" for i in range(6)}
+    assert any('"components": ["lstm"], "megabatch": 4' in line for line in table)

@@ -76,10 +76,20 @@ def _masked_mean(values: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
     return summed / lengths.clamp(min=1).unsqueeze(-1).to(values.dtype)
 
 
+def _embedding(vocab_size: int, dim: int) -> nn.Embedding:
+    """Embeddings initialised N(0, 0.1^2): small enough that training with Adam at 0.001
+    moves them within a few epochs (torch's N(0, 1) barely changes in that time)."""
+    emb = nn.Embedding(vocab_size, dim, padding_idx=0)
+    with torch.no_grad():
+        emb.weight.normal_(0.0, 0.1)
+        emb.weight[0].zero_()
+    return emb
+
+
 class Averaging(nn.Module):
     def __init__(self, vocab_size: int, dim: int):
         super().__init__()
-        self.embedding = nn.Embedding(vocab_size, dim, padding_idx=0)
+        self.embedding = _embedding(vocab_size, dim)
 
     def forward(self, ids: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
         return _masked_mean(self.embedding(ids), lengths)
@@ -91,7 +101,7 @@ class Recurrent(nn.Module):
     def __init__(self, kind: str, vocab_size: int, dim: int, hidden: int):
         super().__init__()
         self.kind = kind
-        self.embedding = nn.Embedding(vocab_size, dim, padding_idx=0)
+        self.embedding = _embedding(vocab_size, dim)
         self.lstm = nn.LSTM(dim, hidden, batch_first=True, bidirectional=kind == "blstm")
         self.hidden = hidden
         if kind == "gran":
@@ -141,9 +151,14 @@ class SentenceEncoder(nn.Module):
         return {unit: [f(s) for s in sentences] for unit, f in self.featurizers.items()}
 
     def tensors(self, units: dict[str, list[list[str]]]) -> dict[str, tuple[torch.Tensor, torch.Tensor]]:
+        return self.id_tensors({unit: [self.vocabs[unit].ids(s) for s in seqs]
+                                for unit, seqs in units.items()})
+
+    def id_tensors(self, ids_by_unit: dict[str, list[list[int]]]
+                   ) -> dict[str, tuple[torch.Tensor, torch.Tensor]]:
+        """Padded id tensors and lengths, on the model's device."""
         out = {}
-        for unit, seqs in units.items():
-            ids = [self.vocabs[unit].ids(s) for s in seqs]
+        for unit, ids in ids_by_unit.items():
             lengths = torch.tensor([len(i) for i in ids], dtype=torch.long)
             padded = torch.zeros(len(ids), int(lengths.max()) if len(ids) else 1, dtype=torch.long)
             for row, seq in enumerate(ids):

@@ -107,14 +107,18 @@ def hardest_negatives(e1: torch.Tensor, e2: torch.Tensor) -> tuple[torch.Tensor,
     return out[0], out[1]
 
 
-def _scramble(model: SentenceEncoder, sentences: list[str], rate: float) -> dict[str, list[list[str]]]:
-    units = model.units(sentences)
-    if rate > 0 and model.spec.recurrent:
-        unit = model.spec.units
-        for seq in units[unit]:
-            if random.random() < rate:
-                random.shuffle(seq)
-    return units
+def _batch(model: SentenceEncoder, cache: dict[str, list[list[int]]], rows: list[int],
+           rate: float = 0.0) -> dict[str, tuple[torch.Tensor, torch.Tensor]]:
+    """Tensors for the cached sentences ``rows``; recurrent units are word-shuffled with
+    probability ``rate``."""
+    shuffle_unit = model.spec.units if rate > 0 and model.spec.recurrent else None
+    ids = {}
+    for unit, seqs in cache.items():
+        picked = [seqs[r] for r in rows]
+        if unit == shuffle_unit:
+            picked = [random.sample(seq, len(seq)) if random.random() < rate else seq for seq in picked]
+        ids[unit] = picked
+    return model.id_tensors(ids)
 
 
 def train(pairs: list[tuple[str, str]], out: str | Path, spec: ModelSpec,
@@ -154,26 +158,30 @@ def train(pairs: list[tuple[str, str]], out: str | Path, spec: ModelSpec,
         RNG.restore(state["rng"])
     run = Run(rule=rule, params={"spec": asdict(spec), "train": asdict(settings)}, inputs=list(inputs))
     mega = settings.batch_size * settings.megabatch
+    n = len(pairs)
+    sentences = [p[0] for p in pairs] + [p[1] for p in pairs]  # s_i at i, s'_i at n + i
+    cache = {unit: [model.vocabs[unit].ids(f(s)) for s in sentences]
+             for unit, f in model.featurizers.items()}
     started = time.perf_counter()
     for epoch in range(start_epoch, settings.epochs):
-        order = torch.randperm(len(pairs), generator=torch.Generator().manual_seed(settings.seed + epoch)).tolist()
-        bar = progress(f"embed epoch {epoch + 1}/{settings.epochs}", unit="pairs", total=len(pairs))
+        order = torch.randperm(n, generator=torch.Generator().manual_seed(settings.seed + epoch)).tolist()
+        bar = progress(f"embed epoch {epoch + 1}/{settings.epochs}", unit="pairs", total=n)
         total, batches = 0.0, 0
-        for m in range(0, len(order), mega):
+        for m in range(0, n, mega):
             idx = order[m:m + mega]
-            s1 = [pairs[i][0] for i in idx]
-            s2 = [pairs[i][1] for i in idx]
+            pool = idx + [n + i for i in idx]  # pool position -> sentence row
             with torch.no_grad():
                 model.eval()
-                e1 = torch.cat([model(model.tensors(model.units(s1[b:b + 512]))) for b in range(0, len(s1), 512)])
-                e2 = torch.cat([model(model.tensors(model.units(s2[b:b + 512]))) for b in range(0, len(s2), 512)])
+                e1 = torch.cat([model(_batch(model, cache, idx[b:b + 512])) for b in range(0, len(idx), 512)])
+                e2 = torch.cat([model(_batch(model, cache, pool[len(idx) + b:len(idx) + b + 512]))
+                                for b in range(0, len(idx), 512)])
                 model.train()
             n1, n2 = hardest_negatives(e1, e2)
-            pool = s1 + s2
             for b in range(0, len(idx), settings.batch_size):
                 sl = slice(b, b + settings.batch_size)
-                texts = [s1[sl], s2[sl], [pool[j] for j in n1[sl].tolist()], [pool[j] for j in n2[sl].tolist()]]
-                g1, g2, t1, t2 = (model(model.tensors(_scramble(model, t, settings.scramble_rate))) for t in texts)
+                rows = [idx[sl], [n + i for i in idx[sl]], [pool[j] for j in n1[sl].tolist()],
+                        [pool[j] for j in n2[sl].tolist()]]
+                g1, g2, t1, t2 = (model(_batch(model, cache, r, settings.scramble_rate)) for r in rows)
                 loss = margin_loss(g1, g2, t1, t2, settings.margin)
                 optimizer.zero_grad()
                 loss.backward()
@@ -182,7 +190,7 @@ def train(pairs: list[tuple[str, str]], out: str | Path, spec: ModelSpec,
                 optimizer.step()
                 total += loss.item()
                 batches += 1
-                bar.update(len(texts[0]))
+                bar.update(len(rows[0]))
                 bar.set_postfix(loss=f"{total / batches:.4f}", refresh=False)
         bar.close()
         history.append({"epoch": epoch + 1, "loss": total / max(1, batches)})

@@ -5,11 +5,11 @@
 
 Each candidate's ``fwd_nll`` is its translation cost: the negative log-likelihood per
 target subword, end-of-sentence included (CTranslate2 returns the summed log-probability
-when ``length_penalty`` is 0, so the cost is exact; with a length penalty it is recomputed
-with ``score_batch``). A hypothesis cut at ``max_decoding_length`` has no end-of-sentence
-and is normalised by its own length. Decoding runs with ``min_decoding_length=0`` so that
-no step is renormalised and the cost equals the model's own score of the output; empty
-outputs are dropped. The output appears only when the whole shard is done.
+when ``length_penalty`` and ``min_decoding_length`` are 0, so the cost is exact; otherwise
+the search's score is penalised or renormalised (end-of-sentence masked at the first step)
+and the cost is recomputed with ``score_batch``, one cheap forward pass). A hypothesis cut
+at ``max_decoding_length`` has no end-of-sentence and is normalised by its own length.
+Empty outputs are dropped. The output appears only when the whole shard is done.
 """
 
 from __future__ import annotations
@@ -41,6 +41,7 @@ class TranslateSettings(Settings):
     batch_size: int = 64
     length_penalty: float = 0.0
     max_decoding_length: int = 256
+    min_decoding_length: int = 1
     compute_type: str = "default"
     device: str = "auto"
 
@@ -72,13 +73,14 @@ def translate_pieces(translator, pieces: list[list[str]], settings: TranslateSet
     results = translator.translate_batch(
         pieces, beam_size=settings.beam_size, num_hypotheses=n, return_scores=True,
         length_penalty=settings.length_penalty, max_decoding_length=settings.max_decoding_length,
-        min_decoding_length=0, max_batch_size=settings.batch_size, batch_type="examples")
+        min_decoding_length=settings.min_decoding_length, max_batch_size=settings.batch_size,
+        batch_type="examples")
     out = []
     for src, result in zip(pieces, results):
         hyps = result.hypotheses
-        if settings.length_penalty == 0:
+        if settings.length_penalty == 0 and settings.min_decoding_length == 0:
             scores = result.scores
-        else:  # the returned score is length-penalised: score the hypotheses plainly
+        else:  # the returned score is length-penalised or renormalised: score plainly
             scored = translator.score_batch([src] * len(hyps), hyps, max_batch_size=settings.batch_size)
             scores = [sum(s.log_probs[:len(h) + _eos(h, settings)]) for s, h in zip(scored, hyps)]
         out.append([(h, -score / (len(h) + _eos(h, settings))) for h, score in zip(hyps, scores)])
