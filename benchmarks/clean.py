@@ -25,6 +25,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from _report import emit  # noqa: E402  (benchmarks/ is on sys.path when run)
+
 CS_WORDS = ("muž žena dům pes kočka město řeka kniha dopis auto vlak práce škola strom "
             "čte píše vidí kupuje hledá potřebuje opravuje vaří dnes ráno večer doma "
             "rychle pomalu velký malý nový starý dobrý krásný").split()
@@ -123,11 +125,7 @@ def main() -> None:
     if len(results) >= 2:
         report["rss_ratio_largest_to_smallest"] = round(
             results[-1]["peak_rss_mb"] / results[0]["peak_rss_mb"], 3)
-    text = json.dumps(report, indent=2)
-    print(text)
-    if args.out:
-        Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.out).write_text(text + "\n")
+    emit(report, args.out)
 
 
 if __name__ == "__main__":

@@ -12,12 +12,13 @@ figures for the untrained model (random initialisation) so the gain is visible.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import platform
 import sys
 import tempfile
 from pathlib import Path
+
+from _report import emit  # noqa: E402  (benchmarks/ is on sys.path when run)
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
@@ -61,11 +62,7 @@ def main() -> None:
                               "untrained": {"pearson": before["pearson"], "spearman": before["spearman"]}},
         "loss_by_epoch": [round(h["loss"], 4) for h in summary["history"]],
     }
-    text = json.dumps(report, indent=2)
-    print(text)
-    if args.out:
-        Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.out).write_text(text + "\n")
+    emit(report, args.out)
 
 
 if __name__ == "__main__":
