@@ -10,6 +10,7 @@ report: "report/workflow.rst"
 include: "rules/common.smk"
 include: "rules/bitext.smk"
 include: "rules/nmt.smk"
+include: "rules/filters.smk"
 include: "rules/embed.smk"
 include: "rules/report.smk"
 
@@ -20,6 +21,7 @@ rule all:
         f"{RESULTS}/bitext/stats.json",
         f"{RESULTS}/nmt/backtranslation.json",
         f"{WORK}/nmt/en-cs/ct2",
+        expand(f"{RESULTS}/corpus/{{selection}}/datasheet.md", selection=selection_names()),
         expand(f"{RESULTS}/embed/{{model}}/sts.tsv", model=list(config["embed"]["models"])),
         f"{RESULTS}/report/bitext_outcomes.png",
         f"{RESULTS}/report/provenance.html",

@@ -3,6 +3,7 @@
 import itertools
 import json
 import os
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -46,6 +47,7 @@ wildcard_constraints:
     direction="cs-en|en-cs",
     lang="cs|en",
     model="[A-Za-z0-9][A-Za-z0-9_-]*",
+    selection="[A-Za-z0-9][A-Za-z0-9_-]*",
 
 
 def as_json(value):
@@ -126,10 +128,92 @@ def translation_model(direction):
     return f"{WORK}/nmt/{direction}/ct2"
 
 
+FILTERS = config["filters"]["enabled"]
+
+
+def selection_names():
+    return ["default", *config["filters"]["selections"]]
+
+
+def selection_settings(name):
+    """`filters.select` overlaid with the named variant (`default` is `select` itself)."""
+    if name == "default":
+        return config["filters"]["select"]
+    return {**config["filters"]["select"], **config["filters"]["selections"][name]}
+
+
+def score_files(wildcards):
+    """Every enabled filter's score table of every candidate shard."""
+    return [
+        f"{WORK}/scores/{f}/{c}/{s}.parquet"
+        for f in FILTERS
+        for c in CORPORA
+        for s in corpus_shards(c)
+    ]
+
+
+def parascore_model():
+    given = config["filters"]["parascore"]["model"]
+    return ancient(given) if given else f"{WORK}/filters/parascore/model.pt"
+
+
+def filter_models(name):
+    """Models a filter scores with, as {cli option: path}."""
+    if name == "kenlm":
+        return {"model": f"{WORK}/filters/kenlm/lm.binary"}
+    if name == "classifier":
+        return {"model": f"{WORK}/filters/classifier/model.pt"}
+    if name == "parascore":
+        return {"model": parascore_model()}
+    if name == "dual_xent":
+        return {
+            "cs_en": translation_model("cs-en"),
+            "en_cs": translation_model("en-cs"),
+            "cs_spm": spm_model("cs-en", "source"),
+            "en_spm": spm_model("cs-en", "target"),
+        }
+    return {}
+
+
+def filter_inputs(name):
+    """Input function of a score rule: the shard's candidates, models, and (dual_xent) source."""
+
+    def inputs(wildcards):
+        files = {"candidates": f"{WORK}/candidates/{wildcards.corpus}/{wildcards.shard}.parquet"}
+        if name == "dual_xent":
+            files["source"] = f"{WORK}/shards/{wildcards.corpus}/{wildcards.shard}.parquet"
+        return {**files, **filter_models(name)}
+
+    return inputs
+
+
+def filter_model_args(name):
+    """params function: the score command's model (and source) options for `name`."""
+    keys = list(filter_models(name)) + (["source"] if name == "dual_xent" else [])
+    option = {"source": "source-shard"}
+
+    def args(wildcards, input):
+        return " ".join(
+            f"--{option.get(k, k.replace('_', '-'))} {shlex.quote(str(input[k]))}" for k in keys
+        )
+
+    return args
+
+
+def corpus_sources():
+    """What the datasheet says the corpus came from."""
+    t = config["nmt"]["translate"]
+    return {
+        "corpora": config["bitext"]["corpora"],
+        "generation": f"back-translation of the Czech side, CTranslate2 {t['method']} search "
+        f"(beam {t['beam_size']}, {t['n_best']}-best)",
+    }
+
+
 def sweep_points():
     """Models of the sweep target: one per point of `embed.sweep.grid`, named sweep-NN."""
     sweep = config["embed"]["sweep"]
-    keys = [k for k in ("components", "megabatch", "pairs") if sweep["grid"].get(k)]
+    keys = [k for k in ("components", "megabatch", "pairs", "selection") if sweep["grid"].get(k)]
     points = {}
     for i, values in enumerate(itertools.product(*(sweep["grid"][k] for k in keys))):
         point = dict(zip(keys, values))
@@ -141,17 +225,23 @@ def sweep_points():
             train["megabatch"] = point["megabatch"]
         if "pairs" in point:
             train["max_pairs"] = point["pairs"]
-        points[f"sweep-{i:02d}"] = (spec, train, point)
+        selection = point.get("selection", config["embed"]["selection"])
+        points[f"sweep-{i:02d}"] = (spec, train, point, selection)
     return points
 
 
 def embed_settings(name):
-    """(model spec, training settings) of a named model or a sweep point."""
+    """(model spec, training settings, selection) of a named model or a sweep point."""
     if name in config["embed"]["models"]:
         spec = {**config["embed"]["model"], **config["embed"]["models"][name]}
-        return spec, config["embed"]["train"]
-    spec, train, _ = sweep_points()[name]
-    return spec, train
+        return spec, config["embed"]["train"], config["embed"]["selection"]
+    spec, train, _, selection = sweep_points()[name]
+    return spec, train, selection
+
+
+def embed_pairs(wildcards):
+    """The released corpus a model trains on."""
+    return f"{RESULTS}/corpus/{embed_settings(wildcards.model)[2]}/corpus.parquet"
 
 
 def sts_paths():
@@ -172,6 +262,11 @@ def provenance_outputs(wildcards):
             outs += [f"{WORK}/nmt/{direction}/ct2"]
     if not all(own_model(d) for d in ("cs-en", "en-cs")):
         outs += [f"{WORK}/nmt/data"]
+    outs += [f"{WORK}/filters/heldout.parquet"]
+    outs += [f"{WORK}/filters/{m}" for m in ("kenlm/lm.binary", "classifier/model.pt")
+             if m.split("/")[0] in FILTERS]
+    for sel in selection_names():
+        outs += [f"{RESULTS}/corpus/{sel}/{n}" for n in ("corpus.parquet", "datasheet.md")]
     for name in config["embed"]["models"]:
         outs += [f"{WORK}/embed/{name}/model.pt", f"{RESULTS}/embed/{name}/sts.json"]
-    return outs + all_candidates(wildcards)
+    return outs + all_candidates(wildcards) + score_files(wildcards)

@@ -1,10 +1,11 @@
-# Embeddings: train each named model on the back-translated pairs; score it on STS data.
+# Embeddings: train each named model on a released corpus (embed.selection); score it on
+# STS data.
 # `snakemake sweep` trains one model per point of embed.sweep.grid and collects one table.
 
 
 rule embed_train:
     input:
-        all_candidates,
+        embed_pairs,
     output:
         f"{WORK}/embed/{{model}}/model.pt",
     params:
@@ -54,7 +55,7 @@ rule sweep:
     output:
         report(f"{RESULTS}/embed/sweep.tsv", category="Embeddings", labels={"table": "sweep"}),
     params:
-        points=as_json({name: point for name, (_, _, point) in sweep_points().items()}),
+        points=as_json({name: point for name, (_, _, point, _) in sweep_points().items()}),
     log:
         f"{LOGS}/embed/sweep.log",
     benchmark:

@@ -177,6 +177,86 @@ def cmd_embed_encode(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_filter_heldout(args: argparse.Namespace) -> int:
+    from paramill.filters.heldout import HeldoutSettings, select_heldout
+
+    settings = HeldoutSettings.from_dict(_settings(("filters", "heldout"), args.settings))
+    stats = select_heldout(args.candidates, args.out, settings, rule=args.rule or "heldout")
+    print(f"heldout: {stats}", file=sys.stderr)
+    return 0
+
+
+def cmd_filter_kenlm(args: argparse.Namespace) -> int:
+    from paramill.filters.kenlm import KenlmSettings, train_lm_from_heldout
+
+    settings = KenlmSettings.from_dict(_settings(("filters", "kenlm"), args.settings))
+    stats = train_lm_from_heldout(args.heldout, args.out, settings, rule=args.rule or "kenlm_train")
+    print(f"kenlm: {stats}", file=sys.stderr)
+    return 0
+
+
+def cmd_filter_classifier(args: argparse.Namespace) -> int:
+    from paramill.filters.classifier import ClassifierSettings, train_from_heldout
+
+    settings = ClassifierSettings.from_dict(_settings(("filters", "classifier"), args.settings))
+    summary = train_from_heldout(args.heldout, args.out, settings,
+                                 rule=args.rule or "classifier_train")
+    print(f"classifier: best epoch {summary['epoch']}, valid accuracy "
+          f"{summary['valid_accuracy']:.3f}, test accuracy {summary['test_accuracy']:.3f}",
+          file=sys.stderr)
+    return 0
+
+
+def cmd_filter_score(args: argparse.Namespace) -> int:
+    from paramill import filters
+    from paramill.filters.base import score_shard
+
+    given = _settings(("filters", args.filter), args.settings) if args.filter in _FILTER_SECTIONS else {}
+    cls = filters.filter_class(args.filter)
+    fields = {k for k in getattr(cls, "__dataclass_fields__", {}) if not k.startswith("_")}
+    options = {k: v for k, v in given.items() if k in fields}  # the rest trains its model
+    for key in ("model", "cs_en", "en_cs", "cs_spm", "en_spm"):
+        value = getattr(args, key)
+        if value is not None:
+            options[key] = value
+    if "threads" in fields:
+        options["threads"] = args.threads
+    filt = filters.make(args.filter, **options)
+    models = [v for k, v in options.items() if k in ("model", "cs_en", "en_cs", "cs_spm", "en_spm")]
+    stats = score_shard(filt, args.candidates, args.out, source_shard=args.source_shard,
+                        inputs=models, params=options, threads=args.threads,
+                        rule=args.rule or f"score_{args.filter}")
+    print(f"score {args.filter} {args.candidates}: {stats}", file=sys.stderr)
+    return 0
+
+
+_FILTER_SECTIONS = ("length", "cost", "overlap", "bleu", "kenlm", "classifier", "parascore", "dual_xent")
+
+
+def cmd_filter_select(args: argparse.Namespace) -> int:
+    from paramill.filters.select import SelectSettings, select
+
+    settings = SelectSettings.from_dict(_settings(("filters", "select"), args.settings))
+    summary = select(args.candidates, args.scores or [], args.parquet, args.tsv, args.json,
+                     settings, heldout=args.heldout, name=args.name, rule=args.rule or "select")
+    steps = ", ".join(f"{r['step']}: {r['pairs']}" for r in summary["steps"])
+    print(f"select {args.name}: {summary['rows']} pairs ({steps})", file=sys.stderr)
+    return 0
+
+
+def cmd_filter_analyse(args: argparse.Namespace) -> int:
+    from paramill.filters.analysis import AnalysisSettings
+    from paramill.filters.release import write_release_docs
+    from paramill.report.plots import score_histograms
+
+    settings = AnalysisSettings.from_dict(_settings(("filters", "analysis"), args.settings))
+    stats = write_release_docs(args.name, args.candidates, args.scores or [], args.corpus,
+                               args.selection, args.out_dir, settings, sources=args.sources,
+                               plot=score_histograms, rule=args.rule or "corpus_analysis")
+    print(f"analysis {args.name}: {stats['corpus']}", file=sys.stderr)
+    return 0
+
+
 def cmd_evaluate_sts(args: argparse.Namespace) -> int:
     from paramill.evaluate.sts import evaluate
 
@@ -373,6 +453,64 @@ def build_parser() -> argparse.ArgumentParser:
     q.add_argument("--out", required=True, help="output .npy (float32, n x dim)")
     q.add_argument("--batch-size", type=int, default=256)
     q.set_defaults(func=cmd_embed_encode)
+
+    p = sub.add_parser("filter", help="filter scores, selection and the released corpus",
+                       description="Filters add score columns to candidate shards (never dropping "
+                                   "rows); `select` applies bounds and writes the corpus; "
+                                   "`analyse` writes its stats and datasheet. See README "
+                                   "'Filters and selection'.")
+    f_sub = p.add_subparsers(dest="what", required=True, metavar="STEP")
+    q = f_sub.add_parser("heldout", help="pick held-out reference/translation pairs (seeded)")
+    q.add_argument("candidates", nargs="+", help="candidate tables")
+    q.add_argument("--out", required=True, help="output Parquet")
+    q.add_argument("--settings", type=_json_arg, help="filters.heldout settings (JSON)")
+    q.set_defaults(func=cmd_filter_heldout)
+    q = f_sub.add_parser("kenlm", help="train the KenLM model on held-out references (lmplz)")
+    q.add_argument("--heldout", required=True)
+    q.add_argument("--out", required=True, help="output KenLM binary")
+    q.add_argument("--settings", type=_json_arg, help="filters.kenlm settings (JSON)")
+    q.set_defaults(func=cmd_filter_kenlm)
+    q = f_sub.add_parser("classifier", help="train the reference/translation classifier")
+    q.add_argument("--heldout", required=True)
+    q.add_argument("--out", required=True, help="output model (.pt)")
+    q.add_argument("--settings", type=_json_arg, help="filters.classifier settings (JSON)")
+    q.set_defaults(func=cmd_filter_classifier)
+    q = f_sub.add_parser("score", help="add one filter's score columns to a candidate shard",
+                         description="Filters: " + ", ".join(_FILTER_SECTIONS) + ". Writes "
+                                     "pair_id, candidate_id and the filter's columns, one row "
+                                     "per candidate.")
+    q.add_argument("--filter", required=True, choices=_FILTER_SECTIONS)
+    q.add_argument("--candidates", required=True, help="candidate table of one shard")
+    q.add_argument("--source-shard", help="the bitext shard (dual_xent needs the Czech side)")
+    q.add_argument("--out", required=True, help="output score table (Parquet)")
+    q.add_argument("--settings", type=_json_arg, help="filters.<name> settings (JSON)")
+    q.add_argument("--model", help="kenlm binary, classifier or embedding model")
+    q.add_argument("--cs-en", help="CTranslate2 CS->EN model (dual_xent)")
+    q.add_argument("--en-cs", help="CTranslate2 EN->CS model (dual_xent)")
+    q.add_argument("--cs-spm", help="Czech SentencePiece model (dual_xent)")
+    q.add_argument("--en-spm", help="English SentencePiece model (dual_xent)")
+    q.add_argument("--threads", type=int, default=1)
+    q.set_defaults(func=cmd_filter_score)
+    q = f_sub.add_parser("select", help="apply bounds/folds/sample; write the corpus")
+    q.add_argument("--candidates", nargs="+", required=True)
+    q.add_argument("--scores", nargs="*", help="score tables (any order; matched by corpus/shard)")
+    q.add_argument("--heldout", help="held-out table whose pairs are left out")
+    q.add_argument("--name", default="default", help="selection name (in the datasheet)")
+    q.add_argument("--settings", type=_json_arg, help="filters.select settings (JSON)")
+    q.add_argument("--parquet", required=True)
+    q.add_argument("--tsv", required=True)
+    q.add_argument("--json", required=True, help="selection summary with counts per step")
+    q.set_defaults(func=cmd_filter_select)
+    q = f_sub.add_parser("analyse", help="stats, annotation sample, plots and datasheet of a corpus")
+    q.add_argument("--candidates", nargs="+", required=True)
+    q.add_argument("--scores", nargs="*")
+    q.add_argument("--corpus", required=True, help="corpus.parquet from `filter select`")
+    q.add_argument("--selection", required=True, help="selection.json from `filter select`")
+    q.add_argument("--name", default="default")
+    q.add_argument("--sources", type=_json_arg, help='JSON {"corpora": ..., "generation": ...}')
+    q.add_argument("--settings", type=_json_arg, help="filters.analysis settings (JSON)")
+    q.add_argument("--out-dir", required=True)
+    q.set_defaults(func=cmd_filter_analyse)
 
     p = sub.add_parser("evaluate", help="evaluate models")
     ev_sub = p.add_subparsers(dest="what", required=True, metavar="WHAT")

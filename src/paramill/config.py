@@ -53,8 +53,8 @@ def _fill_defaults(instance: Any, node: dict[str, Any], root: dict[str, Any]) ->
         for part in ref.split("/"):
             target = target[part]
         node = target
-    if not isinstance(instance, dict):
-        return
+    if not isinstance(instance, dict) or node.get("x-overrides"):
+        return  # x-overrides: an object of overrides; its unset keys stay unset
     for name, sub in node.get("properties", {}).items():
         if name not in instance and "default" in sub:
             instance[name] = copy.deepcopy(sub["default"])

@@ -52,3 +52,28 @@ def outcomes_plot(tsv: str | Path, png: str | Path, rule: str = "plot_bitext_out
         run.write({png: tmp}, {png: tmp_prov}, rows_in=table.height, rows_out=len(bars))
     plt.close(fig)
     return len(bars)
+
+
+def score_histograms(sample: pl.DataFrame, columns: list[str], path: str | Path,
+                     title: str = "") -> int:
+    """One histogram per score column of ``sample`` (a random sample of scored candidates),
+    written to ``path`` (PNG). Returns the number of panels. The caller writes provenance."""
+    columns = [c for c in columns if c in sample.columns]
+    n = max(1, len(columns))
+    cols = min(3, n)
+    rows = (n + cols - 1) // cols
+    fig, axes = plt.subplots(rows, cols, figsize=(4.2 * cols, 3.2 * rows), squeeze=False)
+    for ax, name in zip(axes.flat, columns):
+        values = sample.get_column(name).drop_nulls().cast(pl.Float64)
+        values = values.filter(values.is_finite()).to_list()
+        ax.hist(values, bins=40, color="#4878a8")
+        ax.set_title(f"{name} (n={len(values)})", fontsize=10)
+        ax.set_ylabel("candidates")
+    for ax in list(axes.flat)[len(columns):]:
+        ax.axis("off")
+    if title:
+        fig.suptitle(title)
+    fig.tight_layout()
+    fig.savefig(path, format="png", dpi=100)
+    plt.close(fig)
+    return len(columns)

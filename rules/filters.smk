@@ -1,0 +1,179 @@
+# Filters: held-out pairs train the KenLM, classifier and bootstrapped paraphrase-score
+# models; every enabled filter scores every candidate shard (rule score_<filter>, one job
+# per shard); selection applies bounds and writes the released corpus with its datasheet.
+
+
+rule heldout:
+    input:
+        all_candidates,
+    output:
+        f"{WORK}/filters/heldout.parquet",
+    params:
+        settings=as_json(config["filters"]["heldout"]),
+    log:
+        f"{LOGS}/filters/heldout.log",
+    benchmark:
+        f"{LOGS}/benchmarks/filters/heldout.tsv"
+    threads: rule_threads("heldout")
+    resources:
+        **rule_resources("heldout", mem_mb=2000, runtime=60),
+    conda:
+        "../envs/cpu.yaml"
+    shell:
+        "paramill --rule heldout filter heldout {input:q} --out {output:q}"
+        " --settings {params.settings:q} > {log:q} 2>&1"
+
+
+rule kenlm_train:
+    input:
+        f"{WORK}/filters/heldout.parquet",
+    output:
+        f"{WORK}/filters/kenlm/lm.binary",
+    params:
+        settings=as_json(config["filters"]["kenlm"]),
+    log:
+        f"{LOGS}/filters/kenlm_train.log",
+    benchmark:
+        f"{LOGS}/benchmarks/filters/kenlm_train.tsv"
+    threads: rule_threads("kenlm_train")
+    resources:
+        **rule_resources("kenlm_train", mem_mb=4000, runtime=60),
+    conda:
+        "../envs/cpu.yaml"
+    shell:
+        "paramill --rule kenlm_train filter kenlm --heldout {input:q} --out {output:q}"
+        " --settings {params.settings:q} > {log:q} 2>&1"
+
+
+rule classifier_train:
+    input:
+        f"{WORK}/filters/heldout.parquet",
+    output:
+        f"{WORK}/filters/classifier/model.pt",
+    params:
+        settings=as_json(config["filters"]["classifier"]),
+    log:
+        f"{LOGS}/filters/classifier_train.log",
+    benchmark:
+        f"{LOGS}/benchmarks/filters/classifier_train.tsv"
+    threads: rule_threads("classifier_train", 2)
+    resources:
+        **rule_resources("classifier_train", mem_mb=4000, runtime=240),
+    conda:
+        "../envs/nmt-gpu.yaml"
+    shell:
+        "OMP_NUM_THREADS={threads} paramill --rule classifier_train filter classifier"
+        " --heldout {input:q} --out {output:q} --settings {params.settings:q} > {log:q} 2>&1"
+
+
+rule parascore_model:
+    input:
+        f"{WORK}/filters/heldout.parquet",
+    output:
+        f"{WORK}/filters/parascore/model.pt",
+    params:
+        spec=as_json({**config["embed"]["model"], "components": config["filters"]["parascore"]["components"]}),
+        settings=as_json(config["embed"]["train"]),
+    log:
+        f"{LOGS}/filters/parascore_model.log",
+    benchmark:
+        f"{LOGS}/benchmarks/filters/parascore_model.tsv"
+    threads: rule_threads("parascore_model", 2)
+    resources:
+        **rule_resources("parascore_model", mem_mb=8000, runtime=720),
+    conda:
+        "../envs/nmt-gpu.yaml"
+    shell:
+        "OMP_NUM_THREADS={threads} paramill --rule parascore_model embed train {input:q}"
+        " --out {output:q} --spec {params.spec:q} --settings {params.settings:q} > {log:q} 2>&1"
+
+
+# One score rule per filter (score_length, score_kenlm, ...): per-filter resources and
+# settings, so changing one filter's setting re-scores that filter only.
+for _filter in FILTERS:
+
+    rule:
+        name:
+            f"score_{_filter}"
+        input:
+            unpack(filter_inputs(_filter)),
+        output:
+            f"{WORK}/scores/{_filter}/{{corpus}}/{{shard}}.parquet",
+        params:
+            filter=_filter,
+            settings=as_json(config["filters"][_filter]),
+            models=filter_model_args(_filter),
+        log:
+            f"{LOGS}/filters/score_{_filter}/{{corpus}}/{{shard}}.log",
+        benchmark:
+            f"{LOGS}/benchmarks/filters/score_{_filter}/{{corpus}}/{{shard}}.tsv"
+        threads: rule_threads(f"score_{_filter}")
+        resources:
+            **rule_resources(f"score_{_filter}", mem_mb=4000, runtime=120),
+        conda:
+            "../envs/nmt-gpu.yaml"
+        shell:
+            "OMP_NUM_THREADS={threads} paramill --rule {rule} filter score --filter {params.filter}"
+            " --candidates {input.candidates:q} --out {output:q} --settings {params.settings:q}"
+            " --threads {threads} {params.models} > {log:q} 2>&1"
+
+
+rule select:
+    input:
+        candidates=all_candidates,
+        scores=score_files,
+        heldout=f"{WORK}/filters/heldout.parquet",
+    output:
+        parquet=f"{RESULTS}/corpus/{{selection}}/corpus.parquet",
+        tsv=f"{RESULTS}/corpus/{{selection}}/corpus.tsv",
+        json=f"{RESULTS}/corpus/{{selection}}/selection.json",
+    params:
+        settings=lambda w: as_json(selection_settings(w.selection)),
+    log:
+        f"{LOGS}/filters/select.{{selection}}.log",
+    benchmark:
+        f"{LOGS}/benchmarks/filters/select.{{selection}}.tsv"
+    threads: rule_threads("select")
+    resources:
+        **rule_resources("select", mem_mb=8000, runtime=240),
+    conda:
+        "../envs/cpu.yaml"
+    shell:
+        "paramill --rule select filter select --candidates {input.candidates:q}"
+        " --scores {input.scores:q} --heldout {input.heldout:q} --name {wildcards.selection}"
+        " --settings {params.settings:q} --parquet {output.parquet:q} --tsv {output.tsv:q}"
+        " --json {output.json:q} > {log:q} 2>&1"
+
+
+rule corpus_analysis:
+    input:
+        candidates=all_candidates,
+        scores=score_files,
+        corpus=f"{RESULTS}/corpus/{{selection}}/corpus.parquet",
+        selection=f"{RESULTS}/corpus/{{selection}}/selection.json",
+    output:
+        stats=f"{RESULTS}/corpus/{{selection}}/stats.json",
+        annotation=f"{RESULTS}/corpus/{{selection}}/annotation.tsv",
+        datasheet=report(f"{RESULTS}/corpus/{{selection}}/datasheet.md", category="Corpus",
+                         labels={"selection": "{selection}", "file": "datasheet"}),
+        plot=report(f"{RESULTS}/corpus/{{selection}}/scores.png", category="Corpus",
+                    caption="../report/scores.rst",
+                    labels={"selection": "{selection}", "file": "score distributions"}),
+    params:
+        settings=as_json(config["filters"]["analysis"]),
+        sources=as_json(corpus_sources()),
+        out_dir=lambda w: f"{RESULTS}/corpus/{w.selection}",
+    log:
+        f"{LOGS}/filters/corpus_analysis.{{selection}}.log",
+    benchmark:
+        f"{LOGS}/benchmarks/filters/corpus_analysis.{{selection}}.tsv"
+    threads: rule_threads("corpus_analysis")
+    resources:
+        **rule_resources("corpus_analysis", mem_mb=8000, runtime=240),
+    conda:
+        "../envs/cpu.yaml"
+    shell:
+        "paramill --rule corpus_analysis filter analyse --candidates {input.candidates:q}"
+        " --scores {input.scores:q} --corpus {input.corpus:q} --selection {input.selection:q}"
+        " --name {wildcards.selection} --sources {params.sources:q}"
+        " --settings {params.settings:q} --out-dir {params.out_dir:q} > {log:q} 2>&1"

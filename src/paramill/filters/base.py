@@ -1,0 +1,202 @@
+"""The filter interface: every filter computes named score columns over a shard.
+
+A filter never drops a row: it adds columns. Selection (:mod:`paramill.filters.select`)
+reads the columns and applies bounds. This is OpusFilter's score/accept split.
+
+A filter module defines one :class:`Filter` subclass with
+
+- ``name``: the module's name in the config (``filters.<name>``) and on the command line;
+- :meth:`Filter.columns`: the score columns it writes, each with its direction
+  (higher-is-better, lower-is-better, or a range whose bounds are tuned);
+- :meth:`Filter.score`: the columns' values for a :class:`Batch` of candidates.
+"""
+
+from __future__ import annotations
+
+import enum
+import json
+import functools
+import time
+from abc import ABC, abstractmethod
+from collections.abc import Iterator
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, ClassVar
+
+import numpy as np
+import polars as pl
+import pyarrow as pa
+
+from paramill.io import TableWriter, atomic_output, iter_parquet_batches, parquet_rows
+from paramill.progress import progress
+from paramill.provenance import Run, prov_path
+from paramill.text import tokenize
+
+
+class Direction(str, enum.Enum):
+    HIGHER = "higher"  # higher is better: bound from below
+    LOWER = "lower"  # lower is better: bound from above
+    RANGE = "range"  # neither: bounds tuned on both sides
+
+
+@dataclass(frozen=True)
+class Column:
+    name: str
+    direction: Direction
+    description: str
+    dtype: pa.DataType = pa.float64()
+
+
+#: Candidate-table columns a filter may read (``cs`` is joined from the bitext shard).
+CANDIDATE_COLUMNS = ("pair_id", "candidate_id", "en_ref", "candidate", "fwd_nll", "bwd_nll",
+                     "n_tokens")
+
+
+class Batch:
+    """Candidates of one batch, with tokens computed once and shared by the filters."""
+
+    def __init__(self, frame: pl.DataFrame):
+        self.frame = frame
+
+    def __len__(self) -> int:
+        return self.frame.height
+
+    def column(self, name: str) -> list[Any]:
+        return self.frame.get_column(name).to_list()
+
+    @functools.cached_property
+    def refs(self) -> list[str]:
+        return self.column("en_ref")
+
+    @functools.cached_property
+    def candidates(self) -> list[str]:
+        return self.column("candidate")
+
+    @functools.cached_property
+    def ref_tokens(self) -> list[list[str]]:
+        return [tokenize(s) for s in self.refs]
+
+    @functools.cached_property
+    def candidate_tokens(self) -> list[list[str]]:
+        return [tokenize(s) for s in self.candidates]
+
+    @functools.cached_property
+    def ref_tokens_lower(self) -> list[list[str]]:
+        return [tokenize(s.lower()) for s in self.refs]
+
+    @functools.cached_property
+    def candidate_tokens_lower(self) -> list[list[str]]:
+        return [tokenize(s.lower()) for s in self.candidates]
+
+
+class Filter(ABC):
+    #: the module's name: ``filters.<name>`` in the config, ``--filter <name>`` on the CLI
+    name: ClassVar[str]
+    #: extra inputs: ``cs`` (the Czech source, joined from the bitext shard)
+    needs_source: ClassVar[bool] = False
+    #: pure-Python scoring that may be spread over processes (no loaded model)
+    parallel: ClassVar[bool] = False
+
+    @abstractmethod
+    def columns(self) -> list[Column]:
+        """The score columns this filter writes."""
+
+    @abstractmethod
+    def score(self, batch: Batch) -> dict[str, Any]:
+        """One value per candidate of ``batch`` for each column of :meth:`columns`."""
+
+
+#: Parquet metadata key of a score file: {column: direction}, read by selection
+DIRECTIONS_KEY = b"paramill.directions"
+
+
+def score_schema(filt: Filter) -> pa.Schema:
+    directions = {c.name: c.direction.value for c in filt.columns()}
+    return pa.schema([pa.field("pair_id", pa.string(), nullable=False),
+                      pa.field("candidate_id", pa.string(), nullable=False)]
+                     + [pa.field(c.name, c.dtype) for c in filt.columns()],
+                     metadata={DIRECTIONS_KEY: json.dumps(directions).encode()})
+
+
+def score_directions(path: str | Path) -> dict[str, Direction]:
+    """The score columns of a score file and their directions (from its metadata)."""
+    import pyarrow.parquet as pq
+
+    meta = pq.read_schema(path).metadata or {}
+    if DIRECTIONS_KEY not in meta:
+        raise ValueError(f"{path}: not a paramill score table (no column directions)")
+    return {k: Direction(v) for k, v in json.loads(meta[DIRECTIONS_KEY]).items()}
+
+
+def _score_table(filt: Filter, frame: pl.DataFrame) -> pa.Table:
+    values = filt.score(Batch(frame))
+    columns = {"pair_id": frame.get_column("pair_id").to_arrow(),
+               "candidate_id": frame.get_column("candidate_id").to_arrow()}
+    for col in filt.columns():
+        column = values[col.name]
+        if len(column) != frame.height:
+            raise RuntimeError(f"filter {filt.name} gave {len(column)} values of {col.name} "
+                               f"for {frame.height} candidates")
+        columns[col.name] = pa.array(np.asarray(column).tolist() if isinstance(column, np.ndarray)
+                                     else column, type=col.dtype, from_pandas=True)
+    return pa.table(columns, schema=score_schema(filt))
+
+
+def _frames(candidates: str | Path, source_shard: str | Path | None, batch_size: int
+            ) -> Iterator[pl.DataFrame]:
+    sources = None
+    if source_shard is not None:  # one shard's Czech side: shard-sized, joined per batch
+        sources = pl.read_parquet(source_shard, columns=["pair_id", "cs"])
+    for batch in iter_parquet_batches([candidates], batch_size=batch_size,
+                                      columns=list(CANDIDATE_COLUMNS)):
+        frame = pl.from_arrow(batch)
+        assert isinstance(frame, pl.DataFrame)
+        if sources is not None:
+            frame = frame.join(sources, on="pair_id", how="left", maintain_order="left")
+            missing = frame.filter(pl.col("cs").is_null())
+            if missing.height:
+                raise ValueError(f"{candidates}: pair {missing['pair_id'][0]} is not in the "
+                                 f"bitext shard {source_shard}")
+        yield frame
+
+
+def score_shard(filt: Filter, candidates: str | Path, out: str | Path,
+                source_shard: str | Path | None = None, inputs: list[str | Path] | None = None,
+                params: dict[str, Any] | None = None, threads: int = 1, batch_size: int = 20000,
+                rule: str = "score") -> dict[str, Any]:
+    """Score every candidate of one shard with ``filt``; write ``pair_id``, ``candidate_id``
+    and the filter's columns to ``out`` (same rows, same order). Atomic, with provenance."""
+    if filt.needs_source and source_shard is None:
+        raise ValueError(f"filter {filt.name} needs the bitext shard (the Czech source)")
+    n_in = parquet_rows([candidates])
+    run = Run(rule=rule, params={"filter": filt.name, **(params or {})},
+              inputs=[candidates, *([source_shard] if source_shard else []), *(inputs or [])])
+    start = time.perf_counter()
+    frames = _frames(candidates, source_shard if filt.needs_source else None, batch_size)
+    rows = 0
+    with atomic_output(out, prov_path(out)) as (tmp, tmp_prov):
+        writer = TableWriter(tmp, score_schema(filt))
+        bar = progress(f"{filt.name} {Path(candidates).name}", unit="pairs", total=n_in)
+        if filt.parallel and threads > 1:
+            with ProcessPoolExecutor(threads) as pool:
+                tables: Iterator[pa.Table] = pool.map(functools.partial(_score_table, filt), frames)
+                for table in tables:
+                    writer.write(table)
+                    rows += table.num_rows
+                    bar.update(table.num_rows)
+        else:
+            for frame in frames:
+                table = _score_table(filt, frame)
+                writer.write(table)
+                rows += table.num_rows
+                bar.update(table.num_rows)
+        bar.close()
+        writer.close()
+        if rows != n_in:
+            raise RuntimeError(f"{candidates}: {n_in} candidates in but {rows} scored")
+        seconds = time.perf_counter() - start
+        run.write({out: tmp}, {out: tmp_prov}, rows_in=n_in, rows_out=rows,
+                  extra={"columns": [c.name for c in filt.columns()],
+                         "seconds": round(seconds, 3)})
+    return {"rows": rows, "seconds": round(seconds, 3), "columns": [c.name for c in filt.columns()]}

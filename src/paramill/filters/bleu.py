@@ -1,0 +1,74 @@
+"""Smoothed sentence BLEU of the candidate against the reference (Wieting 2017 §5.6).
+
+The paper uses "a smoothed sentence-level BLEU variant from Nakov et al. (2012) that uses
+smoothing for all n-gram lengths and also smooths the brevity penalty": ``nakov`` (the
+default) adds 1 to the matches and to the n-gram count of every order 1..4 and 1 to the
+reference length in the brevity penalty, BP = exp(min(0, 1 - (r+1)/c)). The other methods
+(``exp``, ``add-k``, ``floor``, ``none``) are sacrebleu's own, computed by sacrebleu's
+``BLEU.compute_bleu`` from the same counts (so they equal ``sacrebleu.sentence_bleu`` with
+``tokenize="none"`` on the project's tokens). Scores are in [0, 1].
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+from paramill.filters.base import Batch, Column, Direction, Filter
+from paramill.filters.ngrams import matches, ngram_counts
+
+METHODS = ("nakov", "exp", "add-k", "floor", "none")
+
+
+def bleu_counts(hyp: list[str], ref: list[str], order: int = 4) -> tuple[list[int], list[int]]:
+    """Clipped n-gram matches and hypothesis n-gram counts for n = 1..order."""
+    correct, total = [], []
+    for n in range(1, order + 1):
+        h = ngram_counts(hyp, n)
+        correct.append(matches(h, ngram_counts(ref, n)))
+        total.append(max(0, len(hyp) - n + 1))
+    return correct, total
+
+
+def sentence_bleu(hyp: list[str], ref: list[str], method: str = "nakov",
+                  smooth_value: float | None = None, order: int = 4) -> float:
+    """Sentence BLEU in [0, 1] of token lists ``hyp`` against ``ref``."""
+    if method not in METHODS:
+        raise ValueError(f"BLEU smoothing must be one of {METHODS}, not {method!r}")
+    if not hyp:
+        return 0.0
+    correct, total = bleu_counts(hyp, ref, order)
+    if method == "nakov":
+        k = 1.0 if smooth_value is None else smooth_value
+        log_p = sum(math.log((m + k) / (t + k)) for m, t in zip(correct, total)) / order
+        bp = min(0.0, 1.0 - (len(ref) + k) / len(hyp))
+        return math.exp(log_p + bp)
+    from sacrebleu.metrics.bleu import BLEU
+
+    score = BLEU.compute_bleu(correct, total, len(hyp), len(ref), smooth_method=method,
+                              smooth_value=smooth_value, effective_order=True,
+                              max_ngram_order=order)
+    return score.score / 100.0
+
+
+@dataclass(frozen=True)
+class Bleu(Filter):
+    name = "bleu"
+    parallel = True
+    method: str = "nakov"
+    smooth_value: float | None = None
+    lowercase: bool = True
+
+    def __post_init__(self):
+        if self.method not in METHODS:
+            raise ValueError(f"filters.bleu.method must be one of {METHODS}, not {self.method!r}")
+
+    def columns(self) -> list[Column]:
+        return [Column("bleu", Direction.RANGE, f"smoothed sentence BLEU ({self.method}), 0-1")]
+
+    def score(self, batch: Batch) -> dict[str, Any]:
+        refs = batch.ref_tokens_lower if self.lowercase else batch.ref_tokens
+        cands = batch.candidate_tokens_lower if self.lowercase else batch.candidate_tokens
+        return {"bleu": [sentence_bleu(c, r, self.method, self.smooth_value)
+                         for r, c in zip(refs, cands)]}

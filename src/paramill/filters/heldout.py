@@ -1,0 +1,91 @@
+"""Held-out reference/translation pairs: training data of the KenLM, classifier and
+bootstrapped paraphrase-score models (Wieting 2017 §5.5: 40k train, 5k valid, 5k test).
+
+A seeded hash of ``pair_id`` picks the pairs, one pass over the candidate shards keeping a
+heap of the ``size`` smallest hashes, so memory is bounded by ``size`` whatever the corpus.
+Only best candidates (rank 1) that differ from their reference are eligible. Selection
+leaves held-out pairs out of the released corpus (``select.exclude_heldout``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import heapq
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+import pyarrow as pa
+
+from paramill.config import Settings
+from paramill.io import TableWriter, atomic_output, iter_parquet_batches, parquet_rows
+from paramill.progress import progress
+from paramill.provenance import Run, prov_path
+
+HELDOUT = pa.schema([
+    pa.field("pair_id", pa.string(), nullable=False),
+    pa.field("candidate_id", pa.string(), nullable=False),
+    pa.field("en_ref", pa.string(), nullable=False),
+    pa.field("candidate", pa.string(), nullable=False),
+    pa.field("split", pa.string(), nullable=False),  # train | valid | test
+])
+
+
+@dataclass(frozen=True)
+class HeldoutSettings(Settings):
+    size: int = 50000
+    valid: float = 0.1
+    test: float = 0.1
+    seed: int = 13
+
+
+def pair_hash(pair_id: str, seed: int) -> int:
+    return int.from_bytes(hashlib.blake2b(f"{seed}:{pair_id}".encode(), digest_size=8).digest(), "big")
+
+
+def select_heldout(candidate_files: list[str | Path], out: str | Path,
+                   settings: HeldoutSettings = HeldoutSettings(), rule: str = "heldout"
+                   ) -> dict[str, Any]:
+    if settings.valid + settings.test >= 1:
+        raise ValueError("heldout valid + test fractions must leave some training pairs")
+    run = Run(rule=rule, params=asdict(settings), inputs=list(candidate_files))
+    heap: list[tuple[int, str, str, str, str]] = []  # max-heap by -hash of the kept pairs
+    eligible = 0
+    bar = progress("heldout", unit="pairs", total=parquet_rows(candidate_files))
+    for batch in iter_parquet_batches(candidate_files, columns=["pair_id", "candidate_id", "en_ref",
+                                                                "candidate", "rank"]):
+        frame = pl.from_arrow(batch).filter((pl.col("rank") == 1)
+                                            & (pl.col("en_ref") != pl.col("candidate")))
+        for pid, cid, ref, cand in frame.select("pair_id", "candidate_id", "en_ref",
+                                                "candidate").iter_rows():
+            eligible += 1
+            h = pair_hash(pid, settings.seed)
+            item = (-h, pid, cid, ref, cand)
+            if len(heap) < settings.size:
+                heapq.heappush(heap, item)
+            elif -heap[0][0] > h:
+                heapq.heapreplace(heap, item)
+        bar.update(batch.num_rows)
+    bar.close()
+    chosen = sorted(heap, reverse=True)  # smallest hash first
+    n = len(chosen)
+    n_test = round(n * settings.test)
+    n_valid = round(n * settings.valid)
+    splits = ["train"] * (n - n_valid - n_test) + ["valid"] * n_valid + ["test"] * n_test
+    rows = [{"pair_id": p, "candidate_id": c, "en_ref": r, "candidate": t, "split": s}
+            for (_, p, c, r, t), s in zip(chosen, splits)]
+    with atomic_output(out, prov_path(out)) as (tmp, tmp_prov):
+        writer = TableWriter(tmp, HELDOUT)
+        writer.write(pa.Table.from_pylist(rows, schema=HELDOUT))
+        writer.close()
+        counts = {s: splits.count(s) for s in ("train", "valid", "test")}
+        run.write({out: tmp}, {out: tmp_prov}, rows_in=eligible, rows_out=n,
+                  extra={"splits": counts})
+    return {"eligible": eligible, "heldout": n, **counts}
+
+
+def heldout_texts(path: str | Path, split: str, column: str) -> list[str]:
+    """One column of one split of a held-out table (held-out tables are small)."""
+    return (pl.scan_parquet(path).filter(pl.col("split") == split)
+            .select(column).collect().get_column(column).to_list())

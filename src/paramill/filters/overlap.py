@@ -1,0 +1,48 @@
+"""n-gram overlap of reference and candidate (Wieting 2017 §5.6).
+
+"counting n-grams of a given order in both the reference and translation, then dividing
+the number of shared n-grams by the total number of n-grams in the reference or
+translation, whichever has fewer." Shared n-grams are clipped counts (an n-gram seen twice
+on one side and once on the other is shared once). A side too short to have an n-gram of
+the order gives 0. Tokens are lower-cased by default. Bounds tuned: lower {0,.1,.2,.3}
+x upper {.6,...,1.0}.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from paramill.filters.base import Batch, Column, Direction, Filter
+from paramill.filters.ngrams import matches, ngram_counts
+
+
+def ngram_overlap(a: list[str], b: list[str], n: int) -> float:
+    """Shared order-``n`` n-grams over the n-gram count of the side with fewer."""
+    fewer = min(len(a), len(b)) - n + 1
+    if fewer <= 0:
+        return 0.0
+    return matches(ngram_counts(a, n), ngram_counts(b, n)) / fewer
+
+
+@dataclass(frozen=True)
+class Overlap(Filter):
+    name = "overlap"
+    parallel = True
+    orders: tuple[int, ...] = field(default=(1, 2, 3))
+    lowercase: bool = True
+
+    def __post_init__(self):
+        if not self.orders or min(self.orders) < 1:
+            raise ValueError(f"overlap orders must be positive integers, not {list(self.orders)}")
+        object.__setattr__(self, "orders", tuple(self.orders))
+
+    def columns(self) -> list[Column]:
+        return [Column(f"overlap_{n}", Direction.RANGE,
+                       f"shared {n}-grams / {n}-grams of the shorter side") for n in self.orders]
+
+    def score(self, batch: Batch) -> dict[str, Any]:
+        refs = batch.ref_tokens_lower if self.lowercase else batch.ref_tokens
+        cands = batch.candidate_tokens_lower if self.lowercase else batch.candidate_tokens
+        return {f"overlap_{n}": [ngram_overlap(r, c, n) for r, c in zip(refs, cands)]
+                for n in self.orders}

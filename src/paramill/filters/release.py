@@ -1,0 +1,128 @@
+"""The released corpus's companions: ``stats.json``, ``annotation.tsv``, the score
+histograms and ``datasheet.md`` (sources, filters and bounds, counts at each step, stats,
+licence)."""
+
+from __future__ import annotations
+
+import datetime as _dt
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from paramill import __version__
+from paramill.filters.analysis import AnalysisSettings, analyse, annotation_sample
+from paramill.filters.select import iter_scored
+from paramill.io import atomic_output, parquet_rows, read_json, write_json
+from paramill.provenance import Run, code_version, prov_path
+
+LICENCE = """\
+The pairs are derived from the bitext listed under Sources and inherit its terms. Data
+derived from CzEng (any version) inherits CzEng's licence: CzEng is distributed by ÚFAL,
+Charles University, for non-commercial research and educational use under its licence
+agreement; redistribution of CzEng-derived text requires that agreement's permission.
+Check the licence of every other source before sharing this corpus."""
+
+
+def _fmt(value: Any) -> str:
+    if value is None:
+        return "–"
+    if isinstance(value, float):
+        return f"{value:.4g}"
+    return str(value)
+
+
+def _table(rows: list[dict[str, Any]], columns: list[str]) -> str:
+    lines = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
+    lines += ["| " + " | ".join(_fmt(r.get(c)) for c in columns) + " |" for r in rows]
+    return "\n".join(lines)
+
+
+def datasheet(name: str, selection: dict[str, Any], stats: dict[str, Any],
+              sources: dict[str, Any]) -> str:
+    settings = selection["settings"]
+    code = code_version()
+    out = [f"# Paraphrase corpus `{name}`", "",
+           f"Made by paramill {__version__} (commit {code.get('commit') or 'unknown'}"
+           f"{', modified' if code.get('dirty') else ''}) on "
+           f"{_dt.date.today().isoformat()}. {selection['rows']} pairs.", "",
+           "Files: `corpus.tsv` (reference `\\t` paraphrase, one pair a line, no quoting), "
+           "`corpus.parquet` (the same pairs with `pair_id` back to the source file and line, "
+           "and every filter score), `stats.json`, `annotation.tsv` (pairs per paraphrase-score "
+           "range for human judgement), `scores.png`. Each has a `.prov.json` provenance record.",
+           "", "## Sources", ""]
+    corpora = sources.get("corpora", {})
+    out += [_table([{"corpus": k, **{f: v.get(f) for f in ("format", "path", "cs", "en")}}
+                    for k, v in corpora.items()], ["corpus", "format", "path", "cs", "en"])
+            if corpora else "(not given)"]
+    if sources.get("generation"):
+        out += ["", f"Candidates: {sources['generation']}"]
+    out += ["", "## Filters and bounds", "",
+            "Every candidate was scored by each filter; selection applied these bounds "
+            "(inclusive; – is open).", ""]
+    bounds = settings.get("bounds", {})
+    out.append(_table([{"score": c, "direction": d,
+                        "lower": (bounds.get(c) or [None, None])[0],
+                        "upper": (bounds.get(c) or [None, None])[1]}
+                       for c, d in selection["score_columns"].items()],
+                      ["score", "direction", "lower", "upper"]))
+    out += ["", f"Both sides at most {settings['max_tokens'] or '∞'} tokens; identical pairs "
+            f"{'dropped' if settings['drop_identical'] else 'kept'}; held-out pairs "
+            f"{'excluded' if settings['exclude_heldout'] else 'kept'}"
+            + (f"; ranked by `{settings['rank_by']}` into {settings['n_folds']} folds, kept "
+               f"{settings['folds']}" if settings.get("rank_by") else "")
+            + (f"; sample of {settings['size']} (seed {settings['seed']})" if settings["size"] else "")
+            + ".", "", "## Counts at each step", ""]
+    out.append(_table([{"step": r["step"], "pairs left": r["pairs"]} for r in selection["steps"]],
+                      ["step", "pairs left"]))
+    corpus = stats.get("corpus", {})
+    out += ["", "## Statistics (ParaNMT Table 1)", "",
+            _table([{"measure": k, "value": v} for k, v in corpus.items()], ["measure", "value"]),
+            "", f"IDF from {stats.get('idf_corpus')}."]
+    if stats.get("parascore_ranges"):
+        out += ["", "## Pairs per paraphrase-score range, all scored candidates (ParaNMT Table 3)", "",
+                _table(stats["parascore_ranges"], ["range", "pairs", "trigram_overlap_mean",
+                                                   "trigram_overlap_std"])]
+    if stats.get("references_vs_translations"):
+        out += ["", f"## References vs translations, sample of {stats['sample']} (Wieting 2017 Table 9)", "",
+                _table([{"measure": k, **v} for k, v in stats["references_vs_translations"].items()],
+                       ["measure", "references", "translations", "difference"])]
+    if stats.get("classifier_correlations"):
+        out += ["", "## Spearman ×100 with the classifier's P(reference) (Wieting 2017 Table 10)", "",
+                _table([{"measure": k, "rho": v} for k, v in stats["classifier_correlations"].items()],
+                       ["measure", "rho"])]
+    out += ["", "## Licence", "", LICENCE, ""]
+    return "\n".join(out)
+
+
+def write_release_docs(name: str, candidate_files: list[str | Path], score_files: list[str | Path],
+                       corpus: str | Path, selection_json: str | Path, out_dir: str | Path,
+                       settings: AnalysisSettings = AnalysisSettings(),
+                       sources: dict[str, Any] | None = None,
+                       plot: Callable[[pl.DataFrame, list[str], Path], int] | None = None,
+                       rule: str = "corpus_analysis") -> dict[str, Any]:
+    """Write stats.json, annotation.tsv, datasheet.md (and scores.png via ``plot``)."""
+    out_dir = Path(out_dir)
+    selection = read_json(selection_json)
+    inputs = [corpus, selection_json, *candidate_files, *score_files]
+    if settings.idf_corpus:
+        inputs.append(settings.idf_corpus)
+    run = Run(rule=rule, params={"selection": name, **settings.__dict__}, inputs=inputs)
+    total = parquet_rows(candidate_files)
+    stats, sample = analyse((f for _, f in iter_scored(candidate_files, score_files)), total,
+                            corpus, settings)
+    annotation = annotation_sample(sample, list(settings.parascore_edges), settings.annotate,
+                                   settings.seed)
+    names = ["stats.json", "annotation.tsv", "datasheet.md"] + (["scores.png"] if plot else [])
+    finals = [out_dir / n for n in names]
+    with atomic_output(*finals, *[prov_path(f) for f in finals]) as tmps:
+        files, provs = tmps[:len(finals)], tmps[len(finals):]
+        write_json(files[0], stats)
+        annotation.write_csv(files[1], separator="\t", quote_style="never")
+        files[2].write_text(datasheet(name, selection, stats, sources or {}), encoding="utf-8")
+        if plot:
+            plot(sample, list(selection["score_columns"]), files[3])
+        for final, tmp, prov in zip(finals, files, provs):
+            run.write({final: tmp}, {final: prov}, rows_in=total, rows_out=selection["rows"])
+    return stats

@@ -1,0 +1,226 @@
+"""Selection: bounds on score columns, a length limit, ParaNMT's ranking into folds, and a
+seeded sample of a target size; writes the released corpus (TSV ``s1\\ts2`` and Parquet with
+every score) and ``selection.json`` with the count left after each step.
+
+Scoring never drops rows; selection does, in this order: held-out pairs (used to train the
+filter models), identical pairs, the length limit (both sides at most ``max_tokens``), each
+bound in config order (inclusive; ``null`` leaves a side open), the folds (pairs ranked by
+``rank_by`` cut into ``n_folds`` equal parts, fold 1 the best, kept folds in ``folds``), and
+a sample of ``size`` pairs chosen by a seeded hash of ``candidate_id`` (0 keeps all).
+
+Memory: one shard's candidates and scores at a time; the fold cut points need the ranked
+column of the surviving pairs (8 bytes a pair), the sample its hashes.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from collections import defaultdict
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+import pyarrow as pa
+
+from paramill.config import Settings
+from paramill.filters.base import Direction, score_directions
+from paramill.io import TableWriter, atomic_output, write_json
+from paramill.progress import progress
+from paramill.provenance import Run, prov_path
+from paramill.text import token_count_expr
+
+CANDIDATE_KEEP = ["pair_id", "candidate_id", "en_ref", "candidate", "method", "rank"]
+
+
+@dataclass(frozen=True)
+class SelectSettings(Settings):
+    bounds: dict[str, list[float | None]] = field(default_factory=dict)
+    max_tokens: int = 30
+    drop_identical: bool = True
+    exclude_heldout: bool = True
+    rank_by: str | None = None
+    n_folds: int = 10
+    folds: list[int] = field(default_factory=lambda: [1, 2])
+    size: int = 0
+    seed: int = 13
+
+
+def shard_key(path: str | Path) -> str:
+    """``corpus/shard`` of a candidate or score file (its last two path parts)."""
+    p = Path(path)
+    return f"{p.parent.name}/{p.stem}"
+
+
+def group_scores(candidate_files: list[str | Path], score_files: list[str | Path]
+                 ) -> tuple[dict[str, list[Path]], dict[str, Direction]]:
+    """Score files by shard key, and every score column's direction. Each candidate shard
+    must have the same set of score columns."""
+    by_key: dict[str, list[Path]] = defaultdict(list)
+    directions: dict[str, Direction] = {}
+    for path in map(Path, score_files):
+        by_key[shard_key(path)].append(path)
+        directions.update(score_directions(path))
+    for cand in candidate_files:
+        if shard_key(cand) not in by_key and score_files:
+            raise ValueError(f"{cand}: no score files for shard {shard_key(cand)}")
+    return by_key, directions
+
+
+def scored_shard(candidates: str | Path, score_files: list[Path]) -> pl.DataFrame:
+    """One shard's candidates with every score column joined (by ``candidate_id``)."""
+    frame = pl.read_parquet(candidates, columns=CANDIDATE_KEEP)
+    for path in score_files:
+        scores = pl.read_parquet(path).drop("pair_id")
+        if scores.height != frame.height:
+            raise ValueError(f"{path}: {scores.height} scores for {frame.height} candidates in "
+                             f"{candidates} (stale score file?)")
+        frame = frame.join(scores, on="candidate_id", how="left", maintain_order="left")
+    return frame
+
+
+def iter_scored(candidate_files: list[str | Path], score_files: list[str | Path]):
+    by_key, _ = group_scores(candidate_files, score_files)
+    for cand in candidate_files:
+        yield cand, scored_shard(cand, by_key.get(shard_key(cand), []))
+
+
+def _check_settings(settings: SelectSettings, directions: dict[str, Direction]) -> None:
+    for name, bound in settings.bounds.items():
+        if name not in directions:
+            raise ValueError(f"select.bounds.{name}: no such score column; scored: {sorted(directions)}")
+        if not isinstance(bound, (list, tuple)) or len(bound) != 2:
+            raise ValueError(f"select.bounds.{name}: give [lower, upper] (null for open), not {bound!r}")
+    if settings.rank_by is not None and settings.rank_by not in directions:
+        raise ValueError(f"select.rank_by: no such score column {settings.rank_by!r}; "
+                         f"scored: {sorted(directions)}")
+    if settings.rank_by is not None and not all(1 <= f <= settings.n_folds for f in settings.folds):
+        raise ValueError(f"select.folds must lie in 1..{settings.n_folds}, not {settings.folds}")
+
+
+def _steps(settings: SelectSettings, heldout_ids: pl.Series | None) -> list[tuple[str, pl.Expr]]:
+    steps: list[tuple[str, pl.Expr]] = []
+    if heldout_ids is not None:
+        steps.append(("heldout", ~pl.col("pair_id").is_in(heldout_ids.implode())))
+    if settings.drop_identical:
+        steps.append(("identical", pl.col("en_ref") != pl.col("candidate")))
+    if settings.max_tokens:
+        steps.append((f"max_tokens {settings.max_tokens}",
+                      (token_count_expr(pl.col("en_ref")) <= settings.max_tokens)
+                      & (token_count_expr(pl.col("candidate")) <= settings.max_tokens)))
+    for name, (lo, hi) in settings.bounds.items():
+        expr = pl.lit(True)
+        if lo is not None:
+            expr = expr & (pl.col(name) >= lo)
+        if hi is not None:
+            expr = expr & (pl.col(name) <= hi)
+        label = f"{name} in [{'-inf' if lo is None else lo}, {'inf' if hi is None else hi}]"
+        steps.append((label, expr.fill_null(False)))
+    return steps
+
+
+def fold_cuts(parts: list[Path], column: str, n_folds: int) -> list[float]:
+    qs = [i / n_folds for i in range(1, n_folds)]
+    row = (pl.scan_parquet(parts).select([pl.col(column).quantile(q, "linear").alias(str(q)) for q in qs])
+           .collect().row(0))
+    return [float("nan") if v is None else float(v) for v in row]
+
+
+def fold_expr(column: str, cuts: list[float], direction: Direction) -> pl.Expr:
+    """Fold 1..n of each row: 1 holds the best tenth (highest, or lowest when lower is better)."""
+    bucket = pl.lit(0, dtype=pl.Int32)
+    for cut in cuts:
+        bucket = bucket + (pl.col(column) > cut).cast(pl.Int32)
+    n = len(cuts) + 1
+    return (pl.lit(n, dtype=pl.Int32) - bucket) if direction != Direction.LOWER else bucket + 1
+
+
+def select(candidate_files: list[str | Path], score_files: list[str | Path],
+           out_parquet: str | Path, out_tsv: str | Path, out_json: str | Path,
+           settings: SelectSettings = SelectSettings(), heldout: str | Path | None = None,
+           name: str = "default", rule: str = "select") -> dict[str, Any]:
+    candidate_files = [Path(p) for p in candidate_files]
+    by_key, directions = group_scores(candidate_files, score_files)
+    _check_settings(settings, directions)
+    inputs = [*candidate_files, *score_files, *([heldout] if heldout else [])]
+    run = Run(rule=rule, params={"selection": name, **asdict(settings)}, inputs=inputs)
+    heldout_ids = None
+    if heldout is not None and settings.exclude_heldout:
+        heldout_ids = pl.read_parquet(heldout, columns=["pair_id"]).get_column("pair_id")
+    steps = _steps(settings, heldout_ids)
+    counts: dict[str, int] = {"candidates": 0, **{label: 0 for label, _ in steps}}
+    out_parquet = Path(out_parquet)
+    out_parquet.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="select-", dir=out_parquet.parent) as work:
+        parts: list[Path] = []
+        bar = progress(f"select {name}", unit="shards", total=len(candidate_files))
+        for i, cand in enumerate(candidate_files):  # pass 1: per-row steps, shard by shard
+            frame = scored_shard(cand, by_key.get(shard_key(cand), []))
+            counts["candidates"] += frame.height
+            for label, expr in steps:
+                frame = frame.filter(expr)
+                counts[label] += frame.height
+            frame = frame.with_columns(_h=pl.col("candidate_id").hash(settings.seed))
+            part = Path(work) / f"part-{i:06d}.parquet"
+            frame.write_parquet(part)
+            parts.append(part)
+            bar.update(1)
+        bar.close()
+        survivors = sum(pl.scan_parquet(p).select(pl.len()).collect().item() for p in parts)
+        fold = None
+        if settings.rank_by is not None and survivors:
+            cuts = fold_cuts(parts, settings.rank_by, settings.n_folds)
+            fold = fold_expr(settings.rank_by, cuts, directions[settings.rank_by])
+            kept = (pl.scan_parquet(parts).select(fold.is_in(settings.folds).sum()).collect().item())
+            counts[f"folds {settings.folds} of {settings.n_folds} by {settings.rank_by}"] = kept
+            survivors = kept
+        threshold = None
+        if settings.size and survivors > settings.size:
+            lazy = pl.scan_parquet(parts)
+            if fold is not None:
+                lazy = lazy.filter(fold.is_in(settings.folds))
+            threshold = lazy.select(pl.col("_h").bottom_k(settings.size).max()).collect().item()
+        n_out = 0
+        with atomic_output(out_parquet, out_tsv, out_json, prov_path(out_parquet),
+                           prov_path(out_tsv), prov_path(out_json)) as tmps:
+            tmp_parquet, tmp_tsv, tmp_json, prov_parquet, prov_tsv, prov_json = tmps
+            writer: TableWriter | None = None
+            score_columns = [c for c in directions if c not in ("pair_id", "candidate_id")]
+            with open(tmp_tsv, "w", encoding="utf-8") as tsv:
+                for part in parts:  # pass 2: folds and sample, write in shard order
+                    frame = pl.read_parquet(part)
+                    if fold is not None:
+                        frame = frame.with_columns(fold=fold).filter(pl.col("fold").is_in(settings.folds))
+                    if threshold is not None:
+                        frame = frame.filter(pl.col("_h") <= threshold)
+                    frame = frame.select(
+                        s1=pl.col("en_ref"), s2=pl.col("candidate"),
+                        *[c for c in ("pair_id", "candidate_id", "method", "rank", "fold")
+                          if c in frame.columns],
+                        *[c for c in score_columns if c in frame.columns])
+                    if writer is None:
+                        writer = TableWriter(tmp_parquet, frame.to_arrow().schema)
+                    writer.write(frame.to_arrow())
+                    for s1, s2 in frame.select("s1", "s2").iter_rows():
+                        tsv.write(f"{_one_line(s1)}\t{_one_line(s2)}\n")
+                    n_out += frame.height
+            if writer is None:
+                TableWriter(tmp_parquet, pa.schema([("s1", pa.string()), ("s2", pa.string())])).close()
+            else:
+                writer.close()
+            if settings.size:
+                counts[f"sample of {settings.size} (seed {settings.seed})"] = n_out
+            steps_out = [{"step": k, "pairs": v} for k, v in counts.items()]  # in order
+            summary = {"selection": name, "settings": asdict(settings), "steps": steps_out,
+                       "rows": n_out, "score_columns": {c: d.value for c, d in directions.items()},
+                       "shards": len(candidate_files)}
+            write_json(tmp_json, summary)
+            for final, tmp, prov in ((out_parquet, tmp_parquet, prov_parquet),
+                                     (out_tsv, tmp_tsv, prov_tsv), (out_json, tmp_json, prov_json)):
+                run.write({final: tmp}, {final: prov}, rows_in=counts["candidates"], rows_out=n_out,
+                          extra={"steps": steps_out})
+    return summary
+
+
+def _one_line(text: str) -> str:
+    return text.replace("\t", " ").replace("\n", " ").replace("\r", " ")

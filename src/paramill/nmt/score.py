@@ -1,0 +1,34 @@
+"""Forced-decoding scores: the NLL of given target sentences under a CTranslate2 model.
+
+Used for dual scoring (ParaBank 2) and dual cross-entropy filtering (Junczys-Dowmunt 2018):
+``score_batch`` returns one log-probability per target piece plus end-of-sentence, and the
+cost is their negated mean (per target subword, EOS included, like ``fwd_nll``).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from paramill import device
+
+
+def load_scorer(model_dir: str | Path, device_name: str = "auto", threads: int = 1):
+    """A CTranslate2 translator for scoring (CPU: one batch per thread)."""
+    import ctranslate2
+
+    dev = device.pick(device_name)
+    if dev == "cpu":
+        return ctranslate2.Translator(str(model_dir), device="cpu", inter_threads=max(1, threads),
+                                      intra_threads=1)
+    return ctranslate2.Translator(str(model_dir), device=dev)
+
+
+def nll_per_token(scorer, sources: list[list[str]], targets: list[list[str]],
+                  batch_size: int = 32) -> list[float]:
+    """Mean negative log-probability of each target (pieces) given its source (pieces)."""
+    if len(sources) != len(targets):
+        raise ValueError(f"{len(sources)} sources but {len(targets)} targets")
+    if not sources:
+        return []
+    results = scorer.score_batch(sources, targets, max_batch_size=batch_size)
+    return [-sum(r.log_probs) / len(r.log_probs) for r in results]
