@@ -100,6 +100,12 @@ def all_candidates(wildcards):
     return [f"{WORK}/candidates/{c}/{s}.parquet" for c in CORPORA for s in corpus_shards(c)]
 
 
+def heldout_candidates(wildcards):
+    """Candidate tables the held-out pairs are drawn from (filters.heldout.corpora)."""
+    names = config["filters"]["heldout"]["corpora"] or CORPORA
+    return [f"{WORK}/candidates/{c}/{s}.parquet" for c in names for s in corpus_shards(c)]
+
+
 def own_model(direction):
     return config["nmt"]["models"].get(direction)
 

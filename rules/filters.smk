@@ -5,7 +5,7 @@
 
 rule heldout:
     input:
-        all_candidates,
+        heldout_candidates,
     output:
         f"{WORK}/filters/heldout.parquet",
     params:

@@ -1,4 +1,11 @@
 from dataclasses import asdict
+
+from paramill.filters import filter_class
+from paramill.filters.analysis import AnalysisSettings
+from paramill.filters.classifier import ClassifierSettings
+from paramill.filters.heldout import HeldoutSettings
+from paramill.filters.kenlm import KenlmSettings
+from paramill.filters.select import SelectSettings
 from pathlib import Path
 
 import pytest
@@ -24,6 +31,26 @@ def test_schema_defaults_are_the_library_defaults():
     assert config.defaults("nmt", "translate") == asdict(TranslateSettings())
     assert config.defaults("embed", "model") == {**asdict(ModelSpec()), "components": ["word"]}
     assert config.defaults("embed", "train") == asdict(EmbedTrainSettings())
+    assert config.defaults("filters", "heldout") == asdict(HeldoutSettings())
+    assert config.defaults("filters", "kenlm") == asdict(KenlmSettings())
+    assert config.defaults("filters", "classifier") == asdict(ClassifierSettings())
+    assert config.defaults("filters", "select") == asdict(SelectSettings())
+    assert config.defaults("filters", "analysis") == asdict(AnalysisSettings())
+    for name in ("overlap", "bleu"):
+        cls = filter_class(name)
+        fields = {k: f.default for k, f in cls.__dataclass_fields__.items() if not k.startswith("_")}
+        assert config.defaults("filters", name) == {k: list(v) if isinstance(v, tuple) else v
+                                                    for k, v in fields.items()}
+
+
+def test_named_variants_override_only_what_they_give():
+    resolved = config.resolve({"filters": {"select": {"max_tokens": 20},
+                                           "selections": {"strict": {"size": 5}}},
+                               "embed": {"model": {"dim": 50}, "models": {"w": {"components": ["word"]}}}})
+    assert resolved["filters"]["selections"] == {"strict": {"size": 5}}
+    assert resolved["embed"]["models"]["w"] == {"components": ["word"]}
+    with pytest.raises(config.ConfigError, match="filters.selections"):
+        config.resolve({"filters": {"selections": {"default": {}}}})
 
 
 def test_every_schema_property_is_described_and_typed():

@@ -4,6 +4,7 @@ import json
 import math
 
 import polars as pl
+import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
@@ -196,3 +197,40 @@ def test_device_switch():
     if device.cuda_count() == 0:
         with pytest.raises(ValueError, match="no GPU is visible"):
             device.pick("cuda")
+
+
+def test_dual_cross_entropy_is_built_from_the_models_own_scores(tiny, shard, tmp_path):
+    """dual_xent = |H_f - H_b| + (H_f + H_b)/2 with each H the model's own mean NLL
+    (score_batch, EOS included). The tiny CS->EN model stands in for both directions."""
+    import ctranslate2
+
+    from paramill.filters.base import score_shard
+    from paramill.filters.dual_xent import DualXent
+    from paramill.nmt.score import load_scorer, nll_per_token
+
+    cs_spm, en_spm = tiny["spm"]
+    ct2 = str(tiny["root"] / "ct2")
+    filt = DualXent(cs_en=ct2, en_cs=ct2, cs_spm=str(cs_spm), en_spm=str(en_spm), device="cpu")
+    rows = pl.read_parquet(shard).head(6)
+    cs, en = rows["cs"].to_list(), rows["en"].to_list()
+    got = filt.pair_scores(cs, en)
+    model = ctranslate2.Translator(ct2, device="cpu")
+    cs_p, en_p = Segmenter(cs_spm).encode(cs), Segmenter(en_spm).encode(en)
+    for i, (h_f, h_b, score) in enumerate(got):
+        fwd = model.score_batch([cs_p[i]], [en_p[i]])[0].log_probs
+        bwd = model.score_batch([en_p[i]], [cs_p[i]])[0].log_probs
+        assert len(fwd) == len(en_p[i]) + 1  # EOS scored
+        assert h_f == pytest.approx(-sum(fwd) / len(fwd), rel=1e-5)
+        assert h_b == pytest.approx(-sum(bwd) / len(bwd), rel=1e-5)
+        assert score == pytest.approx(abs(h_f - h_b) + (h_f + h_b) / 2)
+    assert nll_per_token(load_scorer(ct2, "cpu"), [], []) == []
+    # per shard: every candidate of a pair carries its pair's score
+    candidates = tmp_path / "cand.parquet"
+    pq.write_table(pa.Table.from_pylist([
+        {"pair_id": pid, "candidate_id": f"{pid}:beam:{r}", "en_ref": ref, "candidate": ref,
+         "method": "beam", "rank": r, "fwd_nll": 0.1, "bwd_nll": None, "n_tokens": 1,
+         "constraint_set": None, "cluster": None}
+        for pid, ref in zip(rows["pair_id"], en) for r in (1, 2)], schema=CANDIDATES), candidates)
+    score_shard(filt, candidates, tmp_path / "dx.parquet", source_shard=shard)
+    scores = pl.read_parquet(tmp_path / "dx.parquet")["dual_xent"].to_list()
+    assert scores == pytest.approx([s for _, _, s in got for _ in (1, 2)], rel=1e-5)

@@ -54,13 +54,31 @@ def executed(proc: subprocess.CompletedProcess) -> Counter:
 
 TINY_NMT = ["--configfile", "config.yaml", str(Path(__file__).with_name("tiny-nmt.yaml"))]
 
-#: Every job of the default DAG on the sample (4 cleaned shards).
-FULL_DAG = {"ingest": 2, "clean": 2, "bitext_stats": 1, "plot_bitext_outcomes": 1,
-            "provenance_summary": 1, "spm_train": 2, "nmt_data": 1, "nmt_train": 2,
-            "nmt_convert": 2, "back_translate": 4, "backtranslation_stats": 1,
-            "embed_train": 2, "sts_eval": 2}
-#: The jobs that follow any change of the back-translated pairs.
+ALL_FILTERS = ["length", "cost", "overlap", "bleu", "kenlm", "classifier", "parascore", "dual_xent"]
+#: filters.enabled in tiny-nmt.yaml (the DAG tests need fewer score jobs)
+TINY_FILTERS = ["length", "overlap", "kenlm", "parascore"]
+#: The jobs that follow any change of the released corpora (2 selections).
 EMBED = {"embed_train": 2, "sts_eval": 2}
+SELECT = {"select": 2, "corpus_analysis": 2}
+
+
+def after_candidates(filters, shards):
+    """The jobs that follow a change of every back-translated shard."""
+    jobs = {"heldout": 1, **{f"score_{f}": shards for f in filters}, **SELECT, **EMBED}
+    for name, rule in (("kenlm", "kenlm_train"), ("classifier", "classifier_train"),
+                       ("parascore", "parascore_model")):
+        if name in filters:
+            jobs[rule] = 1
+    return jobs
+
+
+_BITEXT_NMT = {"ingest": 2, "clean": 2, "bitext_stats": 1, "plot_bitext_outcomes": 1,
+               "provenance_summary": 1, "spm_train": 2, "nmt_data": 1, "nmt_train": 2,
+               "nmt_convert": 2, "back_translate": 4, "backtranslation_stats": 1}
+#: Every job of the default DAG on the sample (4 cleaned shards).
+FULL_DAG = {**_BITEXT_NMT, **after_candidates(ALL_FILTERS, 4)}
+#: The same with the tiny overlay's filters.
+TINY_DAG = {**_BITEXT_NMT, **after_candidates(TINY_FILTERS, 4)}
 
 
 @pytest.fixture(scope="module")

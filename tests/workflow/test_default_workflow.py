@@ -84,6 +84,38 @@ def test_embeddings_score_the_sample_sts_sets(finished):
     assert model["training"]["history"][-1]["loss"] < model["training"]["history"][0]["loss"]
 
 
+def test_the_released_corpus_its_scores_and_datasheet(finished):
+    project, _ = finished
+    out = project / "results/corpus/default"
+    selection = json.loads((out / "selection.json").read_text())
+    corpus = pl.read_parquet(out / "corpus.parquet")
+    lines = (out / "corpus.tsv").read_text().splitlines()
+    assert corpus.height == len(lines) == selection["rows"] > 1000
+    assert [tuple(line.split("\t")) for line in lines[:5]] == corpus.select("s1", "s2").head(5).rows()
+    scores = {"length_ref", "length_cand", "cost", "overlap_1", "overlap_2", "overlap_3", "bleu",
+              "kenlm_ppl", "classifier", "parascore", "dual_xent"}
+    assert scores <= set(corpus.columns) and set(selection["score_columns"]) == scores
+    assert all(v == 0 for v in corpus.select(pl.col(sorted(scores)).null_count()).row(0))
+    counts = [r["pairs"] for r in selection["steps"]]
+    assert counts == sorted(counts, reverse=True) and counts[-1] == corpus.height
+    assert (corpus["overlap_1"] <= 0.9).all() and (corpus["length_ref"] <= 30).all()
+    heldout = set(pl.read_parquet(project / "work/filters/heldout.parquet")["pair_id"])
+    assert len(heldout) == 600 and not heldout & set(corpus["pair_id"])
+    # scores mean what they say on this sample
+    assert corpus["parascore"].mean() > 0.5 and corpus["kenlm_ppl"].median() < 100
+    sheet = (out / "datasheet.md").read_text()
+    for section in ("## Sources", "## Filters and bounds", "## Counts at each step",
+                    "(ParaNMT Table 1)", "(ParaNMT Table 3)", "(Wieting 2017 Table 9)",
+                    "(Wieting 2017 Table 10)", "## Licence", "grammar-b"):
+        assert section in sheet, section
+    annotation = pl.read_csv(out / "annotation.tsv", separator="\t", quote_char=None)
+    assert annotation.height > 20 and annotation.group_by("range").len()["len"].max() <= 20
+    top = pl.read_parquet(project / "results/corpus/top-half/corpus.parquet")
+    assert set(top["fold"]) <= {1, 2, 3, 4, 5} and top["parascore"].min() >= corpus["parascore"].median() - 0.2
+    classifier = json.loads((project / "work/filters/classifier/model.pt.prov.json").read_text())
+    assert classifier["summary"]["test_accuracy"] > 0.5
+
+
 def test_outputs_carry_verifiable_provenance(finished):
     project, _ = finished
     cwd = os.getcwd()
@@ -92,6 +124,7 @@ def test_outputs_carry_verifiable_provenance(finished):
         assert verify("results/bitext/stats.json") == []
         assert verify("results/nmt/backtranslation.json") == []
         assert verify("work/shards/grammar") == []
+        assert verify("results/corpus/default/datasheet.md") == []
     finally:
         os.chdir(cwd)
     record = json.loads((project / "results/bitext/stats.json.prov.json").read_text())

@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from .conftest import EMBED, FULL_DAG, TINY_NMT, copy_project, executed
+from .conftest import EMBED, SELECT, TINY_DAG, TINY_FILTERS, TINY_NMT, after_candidates, copy_project, executed
 from .conftest import snakemake as run_snakemake
 
 pytestmark = pytest.mark.slow
@@ -27,7 +27,7 @@ def shards(root):
 def project(tmp_path_factory):
     root = copy_project(tmp_path_factory.mktemp("incremental"))
     first = snakemake(root)
-    assert executed(first) == FULL_DAG
+    assert executed(first) == TINY_DAG
     return root
 
 
@@ -44,8 +44,9 @@ def test_a_no_op_rerun_runs_nothing(project):
 def test_b_changed_cleaning_threshold_reruns_clean_and_what_follows_only(project):
     edit(project / "config.yaml", "max_tokens: 100", "max_tokens: 12")
     proc = snakemake(project)
-    assert executed(proc) == {"clean": 2, **DOWNSTREAM, **RETRAIN, **EMBED,
-                              "back_translate": shards(project), "backtranslation_stats": 1}
+    assert executed(proc) == {"clean": 2, **DOWNSTREAM, **RETRAIN, "back_translate": shards(project),
+                              "backtranslation_stats": 1,
+                              **after_candidates(TINY_FILTERS, shards(project))}
     stats = json.loads((project / "results/bitext/stats.json").read_text())
     assert stats["rejected"]["too_long"] > 100  # the new bound took effect
     assert executed(snakemake(project)) == {}
@@ -61,9 +62,11 @@ def test_c_a_new_corpus_processes_only_its_own_shards(project):
          "    extra:\n      format: moses\n      cs: data/sample/bitext/extra.cs.gz\n"
          "      en: data/sample/bitext/extra.en.gz\n  ingest:\n")
     proc = snakemake(project)
-    # the models are trained on the corpora named in nmt.train_corpora: no retraining
+    # the NMT and filter models are trained on the corpora named in config: no retraining,
+    # and only the new shard is translated and scored
     assert executed(proc) == {"ingest": 1, "clean": 1, "back_translate": 1,
-                              "backtranslation_stats": 1, **EMBED, **DOWNSTREAM}
+                              "backtranslation_stats": 1, **{f"score_{f}": 1 for f in TINY_FILTERS},
+                              **SELECT, **EMBED, **DOWNSTREAM}
     assert "extra" in (project / "logs/ingest/extra.log").read_text()
     stats = json.loads((project / "results/bitext/stats.json").read_text())
     assert stats["corpora"]["extra"]["kept"] == 2
@@ -81,13 +84,15 @@ def test_f_a_decoding_setting_retranslates_without_retraining(project):
     edit(project / "config.yaml", "    beam_size: 12", "    beam_size: 4")
     proc = snakemake(project)
     assert executed(proc) == {"back_translate": shards(project), "backtranslation_stats": 1,
-                              **EMBED, "provenance_summary": 1}
+                              **after_candidates(TINY_FILTERS, shards(project)),
+                              "provenance_summary": 1}
 
 
 def test_report_renders_the_registered_plots_and_tables(project):
     snakemake(project, "--report", "report.html")
     page = (project / "report.html").read_text()
-    for item in ("bitext_outcomes.png", "provenance.html", "outcomes.tsv", "stats.json"):
+    for item in ("bitext_outcomes.png", "provenance.html", "outcomes.tsv", "stats.json",
+                 "datasheet.md", "scores.png"):
         assert item in page, item
 
 
@@ -113,7 +118,8 @@ def test_g_own_models_replace_training(project, tmp_path):
          f" target_spm: {nmt}/spm/cs.model}}\n")
     proc = snakemake(other)
     assert executed(proc) == {"ingest": 2, "clean": 2, "nmt_convert": 1, "back_translate": shards(other),
-                              "backtranslation_stats": 1, **EMBED, **DOWNSTREAM}
+                              "backtranslation_stats": 1, **after_candidates(TINY_FILTERS, shards(other)),
+                              **DOWNSTREAM}
     assert not (other / "work/nmt/cs-en").exists()  # used in place, nothing trained or converted
     assert (other / "work/nmt/en-cs/ct2/model.bin").exists()
 
@@ -121,8 +127,30 @@ def test_g_own_models_replace_training(project, tmp_path):
 def test_h_the_sweep_target_collects_one_table(project):
     proc = snakemake(project, "sweep")
     ran = executed(proc)
-    assert ran["embed_train"] == ran["sts_eval"] == 6 and ran["sweep"] == 1
+    # components x megabatch x selection (default, top-half): 2 x 2 x 2 models
+    assert ran["embed_train"] == ran["sts_eval"] == 8 and ran["sweep"] == 1
     table = (project / "results/embed/sweep.tsv").read_text().splitlines()
     models = {line.split("\t")[0] for line in table[1:]}
-    assert models == {f"sweep-{i:02d}" for i in range(6)}
-    assert any('"components": ["lstm"], "megabatch": 4' in line for line in table)
+    assert models == {f"sweep-{i:02d}" for i in range(8)}
+    assert any('"components": ["lstm"], "megabatch": 4, "selection": "top-half"' in line
+               for line in table)
+
+
+def test_i_changing_a_filter_bound_reruns_selection_and_what_follows_only(project):
+    before = json.loads((project / "results/corpus/default/selection.json").read_text())
+    edit(project / "config.yaml", "      overlap_1: [0.0, 0.9]", "      overlap_1: [0.0, 0.7]")
+    proc = snakemake(project)
+    assert executed(proc) == {"select": 1, "corpus_analysis": 1, **EMBED, "provenance_summary": 1}
+    after = json.loads((project / "results/corpus/default/selection.json").read_text())
+    assert after["rows"] < before["rows"]
+    assert after["steps"][-1]["step"] == "overlap_1 in [0.0, 0.7]"
+    sheet = (project / "results/corpus/default/datasheet.md").read_text()
+    assert "| overlap_1 | range | 0 | 0.7 |" in sheet
+
+
+def test_j_a_filter_setting_rescores_that_filter_only(project):
+    edit(project / "config.yaml", "  classifier: {epochs: 5}",
+         "  classifier: {epochs: 5}\n  kenlm: {order: 2}")
+    proc = snakemake(project)
+    assert executed(proc) == {"kenlm_train": 1, "score_kenlm": shards(project), **SELECT, **EMBED,
+                              "provenance_summary": 1}

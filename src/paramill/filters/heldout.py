@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import heapq
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +34,7 @@ HELDOUT = pa.schema([
 
 @dataclass(frozen=True)
 class HeldoutSettings(Settings):
+    corpora: list[str] = field(default_factory=list)  # chosen by the workflow's inputs
     size: int = 50000
     valid: float = 0.1
     test: float = 0.1

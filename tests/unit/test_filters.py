@@ -1,0 +1,396 @@
+"""Filters, held-out pairs, selection and analysis on hand-made data."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import polars as pl
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+import sacrebleu
+
+from paramill import filters
+from paramill.filters.analysis import (
+    AnalysisSettings,
+    Idf,
+    analyse,
+    annotation_sample,
+    entropy,
+    range_labels,
+    repetition_rate,
+    repeats,
+)
+from paramill.filters.base import Direction, score_directions, score_shard
+from paramill.filters.bleu import bleu_counts, sentence_bleu
+from paramill.filters.classifier import (
+    ClassifierSettings,
+    load_classifier,
+    train_classifier,
+)
+from paramill.filters.heldout import HeldoutSettings, select_heldout
+from paramill.filters.kenlm import KenlmSettings, lm_text, train_lm
+from paramill.filters.overlap import ngram_overlap
+from paramill.filters.release import write_release_docs
+from paramill.filters.select import SelectSettings, fold_expr, iter_scored, select
+from paramill.nmt.schema import CANDIDATES
+from paramill.provenance import verify
+
+
+def write_candidates(path, rows):
+    """rows: (pair_id, en_ref, candidate, fwd_nll) -> a candidate table."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    table = pa.Table.from_pylist([
+        {"pair_id": p, "candidate_id": f"{p}:beam:1", "en_ref": r, "candidate": c, "method": "beam",
+         "rank": 1, "fwd_nll": nll, "bwd_nll": None, "n_tokens": len(c.split()),
+         "constraint_set": None, "cluster": None} for p, r, c, nll in rows], schema=CANDIDATES)
+    pq.write_table(table, path)
+    return path
+
+
+# -- overlap and BLEU ------------------------------------------------------------------
+
+def test_ngram_overlap_by_hand():
+    a = "the cat sat on the mat".split()
+    b = "the cat lay on a mat".split()
+    # unigrams shared (clipped): the, cat, on, mat = 4; both sides have 6 -> 4/6
+    assert ngram_overlap(a, b, 1) == pytest.approx(4 / 6)
+    # bigrams: a has 5, b has 5; shared: "the cat" -> 1/5
+    assert ngram_overlap(a, b, 2) == pytest.approx(1 / 5)
+    assert ngram_overlap(a, b, 3) == 0.0
+    # the side with fewer n-grams is the denominator: 2 shared of b's 2 unigrams
+    assert ngram_overlap(a, ["cat", "mat"], 1) == 1.0
+    # clipping: "the" twice in a, once in c
+    assert ngram_overlap(a, ["the", "the", "the", "dog"], 1) == pytest.approx(2 / 4)
+    assert ngram_overlap(["a"], ["a"], 2) == 0.0  # no bigrams on either side
+
+
+def test_bleu_counts_and_nakov_by_hand():
+    hyp = "the cat sat on the mat".split()
+    ref = "the cat is on the mat".split()
+    correct, total = bleu_counts(hyp, ref)
+    assert correct == [5, 3, 1, 0] and total == [6, 5, 4, 3]
+    expected = math.exp((math.log(6 / 7) + math.log(4 / 6) + math.log(2 / 5) + math.log(1 / 4)) / 4
+                        + min(0.0, 1 - 7 / 6))
+    assert sentence_bleu(hyp, ref, "nakov") == pytest.approx(expected)
+    assert sentence_bleu(ref, ref, "nakov") < 1.0  # smoothed brevity penalty: r+1 > c
+    assert sentence_bleu([], ref) == 0.0
+
+
+@pytest.mark.parametrize("method", ["exp", "add-k", "floor"])
+def test_sacrebleu_methods_equal_sacrebleu(method):
+    pairs = [("the cat sat on the mat", "the cat is on the mat"),
+             ("a b c d e f g", "a b x d e f y z"),
+             ("one", "one two three four five")]
+    for hyp, ref in pairs:
+        want = sacrebleu.sentence_bleu(hyp, [ref], tokenize="none", smooth_method=method).score / 100
+        assert sentence_bleu(hyp.split(), ref.split(), method) == pytest.approx(want)
+
+
+def test_unknown_bleu_method_is_an_error():
+    with pytest.raises(ValueError, match="smoothing"):
+        sentence_bleu(["a"], ["a"], "bogus")
+
+
+# -- the interface and score_shard ----------------------------------------------------
+
+ROWS = [("p1", "The cat sat on the mat.", "The cat is on the mat.", 0.3),
+        ("p2", "It rains today.", "Today it is raining.", 0.5),
+        ("p3", "Hello there.", "Hello there.", 0.1),
+        ("p4", "A very long sentence with many words in it .", "Short one.", 1.5)]
+
+
+@pytest.fixture
+def shard(tmp_path):
+    return write_candidates(tmp_path / "candidates" / "c" / "shard-00000.parquet", ROWS)
+
+
+def test_every_filter_declares_columns_with_directions():
+    for name in ("length", "cost", "overlap", "bleu"):
+        filt = filters.make(name)
+        assert filt.name == name and filt.columns()
+        assert all(isinstance(c.direction, Direction) for c in filt.columns())
+    with pytest.raises(ValueError, match="unknown filter"):
+        filters.make("nope")
+    with pytest.raises(ValueError, match="unknown settings"):
+        filters.make("overlap", order=[1])
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_score_shard_keeps_every_row_and_records_directions(shard, tmp_path, threads):
+    out = tmp_path / "scores" / "overlap" / "c" / "shard-00000.parquet"
+    stats = score_shard(filters.make("overlap"), shard, out, threads=threads, batch_size=2)
+    assert stats["rows"] == 4
+    table = pl.read_parquet(out)
+    assert table["candidate_id"].to_list() == [f"p{i}:beam:1" for i in range(1, 5)]
+    assert table["overlap_1"][2] == 1.0  # identical pair
+    assert table["overlap_1"][0] == pytest.approx(ngram_overlap(
+        "the cat sat on the mat .".split(), "the cat is on the mat .".split(), 1))
+    assert score_directions(out) == {f"overlap_{n}": Direction.RANGE for n in (1, 2, 3)}
+    assert verify(out) == []
+
+
+def test_length_and_cost_columns(shard, tmp_path):
+    score_shard(filters.make("length"), shard, tmp_path / "l.parquet")
+    score_shard(filters.make("cost"), shard, tmp_path / "c.parquet")
+    lengths = pl.read_parquet(tmp_path / "l.parquet")
+    assert lengths["length_ref"].to_list() == [7, 4, 3, 10]
+    assert lengths["length_cand"].to_list() == [7, 5, 3, 3]
+    assert pl.read_parquet(tmp_path / "c.parquet")["cost"].to_list() == pytest.approx([0.3, 0.5, 0.1, 1.5])
+
+
+def test_dual_xent_needs_the_source_shard(shard, tmp_path):
+    from paramill.filters.dual_xent import DualXent, dual_cross_entropy
+
+    assert dual_cross_entropy(2.0, 3.0) == pytest.approx(1.0 + 2.5)
+    filt = DualXent.__new__(DualXent)  # no models needed to check the guard
+    with pytest.raises(ValueError, match="needs the bitext shard"):
+        score_shard(filt, shard, tmp_path / "d.parquet")
+
+
+# -- KenLM ---------------------------------------------------------------------------
+
+LM_TEXT = ["the cat sat on the mat", "the dog sat on the rug", "a cat ate the fish",
+           "the dog ate a bone", "my cat sleeps on the mat"] * 4
+
+
+def test_kenlm_perplexity_equals_the_kenlm_modules_scores(tmp_path):
+    import kenlm
+
+    out = tmp_path / "lm" / "lm.binary"
+    train_lm(LM_TEXT, out, KenlmSettings(order=3))
+    assert verify(out) == []
+    model = kenlm.Model(str(out))
+    assert model.order == 3
+    filt = filters.make("kenlm", model=str(out))
+    sentences = ["The cat sat on the rug.", "fish bone mat"]
+    frame = pl.DataFrame({"en_ref": sentences, "candidate": sentences})
+    from paramill.filters.base import Batch
+
+    got = filt.score(Batch(frame))["kenlm_ppl"]
+    for sentence, ppl in zip(sentences, got):
+        text = lm_text(sentence)
+        log10 = sum(prob for prob, _, _ in model.full_scores(text))
+        words = len(text.split()) + 1  # </s>
+        assert ppl == pytest.approx(10 ** (-log10 / words))
+    assert got[0] < got[1]  # the fluent sentence is more likely
+
+
+def test_kenlm_needs_its_model():
+    with pytest.raises(FileNotFoundError):
+        filters.make("kenlm", model="/nonexistent/lm.binary")
+
+
+# -- classifier -----------------------------------------------------------------------
+
+def test_classifier_learns_a_separable_toy_set(tmp_path):
+    refs = [f"the {w} walked home slowly" for w in ("man", "woman", "child", "dog", "cat")] * 8
+    trans = [f"a {w} go house quick quick" for w in ("man", "woman", "child", "dog", "cat")] * 8
+    data = [(s, 1.0) for s in refs] + [(s, 0.0) for s in trans]
+    out = tmp_path / "clf.pt"
+    summary = train_classifier(data, data[::7], data[::5], out,
+                               ClassifierSettings(dim=16, epochs=15, batch_size=10))
+    assert summary["valid_accuracy"] == 1.0 and summary["test_accuracy"] == 1.0
+    model = load_classifier(out)
+    p = model.p_reference(["the bird walked home slowly", "a bird go house quick quick"])
+    assert p[0] > 0.5 > p[1]
+    assert verify(out) == []
+
+
+def test_classifier_lstm_variant_trains(tmp_path):
+    data = [("x y z", 1.0), ("z z z", 0.0)] * 10
+    summary = train_classifier(data, data, data, tmp_path / "lstm.pt",
+                               ClassifierSettings(encoder="lstm", dim=8, hidden=8, epochs=2))
+    assert 0.0 <= summary["test_accuracy"] <= 1.0
+    with pytest.raises(ValueError, match="word or lstm"):
+        train_classifier(data, data, data, tmp_path / "x.pt", ClassifierSettings(encoder="gran"))
+
+
+# -- held-out pairs -------------------------------------------------------------------
+
+def test_heldout_is_seeded_sized_and_split(tmp_path):
+    rows = [(f"p{i}", f"ref {i}", f"cand {i}", 0.1) for i in range(200)] + [("same", "x", "x", 0.1)]
+    files = [write_candidates(tmp_path / "c" / "a" / "shard-00000.parquet", rows[:120]),
+             write_candidates(tmp_path / "c" / "a" / "shard-00001.parquet", rows[120:])]
+    stats = select_heldout(files, tmp_path / "h1.parquet", HeldoutSettings(size=50, seed=3))
+    assert stats == {"eligible": 200, "heldout": 50, "train": 40, "valid": 5, "test": 5}
+    select_heldout(files, tmp_path / "h2.parquet", HeldoutSettings(size=50, seed=3))
+    one, two = pl.read_parquet(tmp_path / "h1.parquet"), pl.read_parquet(tmp_path / "h2.parquet")
+    assert one.equals(two)
+    assert "same" not in one["pair_id"].to_list()  # identical pairs are not eligible
+    other = pl.read_parquet(select_heldout(files, tmp_path / "h3.parquet",
+                                           HeldoutSettings(size=50, seed=4)) and tmp_path / "h3.parquet")
+    assert set(other["pair_id"]) != set(one["pair_id"])
+
+
+# -- selection ------------------------------------------------------------------------
+
+@pytest.fixture
+def scored(tmp_path):
+    """Two shards of 50 candidates with length/overlap/cost scores."""
+    rows = []
+    for i in range(100):
+        ref = f"sentence number {i} says words"
+        cand = ref if i % 10 == 0 else f"sentence {i} tells {'many ' * (i % 5)}words"
+        rows.append((f"p{i:03d}", ref, cand, i / 100))
+    cands = [write_candidates(tmp_path / "candidates" / "a" / f"shard-0000{k}.parquet",
+                              rows[50 * k:50 * (k + 1)]) for k in (0, 1)]
+    scores = []
+    for name in ("length", "overlap", "cost"):
+        for c in cands:
+            out = tmp_path / "scores" / name / "a" / c.name
+            score_shard(filters.make(name), c, out)
+            scores.append(out)
+    return cands, scores
+
+
+def run_select(tmp_path, scored, **settings):
+    cands, scores = scored
+    out = tmp_path / "sel"
+    summary = select(cands, scores, out / "corpus.parquet", out / "corpus.tsv", out / "selection.json",
+                     SelectSettings(**settings))
+    return summary, pl.read_parquet(out / "corpus.parquet"), (out / "corpus.tsv").read_text()
+
+
+def test_select_bounds_counts_and_outputs(tmp_path, scored):
+    summary, corpus, tsv = run_select(tmp_path, scored, bounds={"cost": [None, 0.5],
+                                                                "overlap_1": [0.2, None]})
+    steps = {r["step"]: r["pairs"] for r in summary["steps"]}
+    assert steps["candidates"] == 100
+    assert steps["identical"] == 90
+    assert steps["cost in [-inf, 0.5]"] == 45  # 0.00..0.50 minus the 5 identical ones
+    assert corpus.height == summary["rows"] == steps["overlap_1 in [0.2, inf]"]
+    assert (corpus["cost"] <= 0.5).all() and (corpus["overlap_1"] >= 0.2).all()
+    assert (corpus["s1"] != corpus["s2"]).all()
+    lines = tsv.splitlines()
+    assert len(lines) == corpus.height
+    assert lines[0].split("\t") == [corpus["s1"][0], corpus["s2"][0]]
+    assert {"pair_id", "candidate_id", "length_ref", "overlap_3", "cost"} <= set(corpus.columns)
+
+
+def test_select_folds_and_sample(tmp_path, scored):
+    summary, corpus, _ = run_select(tmp_path, scored, rank_by="cost", n_folds=10, folds=[1, 2],
+                                    drop_identical=False)
+    # cost is lower-is-better: folds 1-2 hold the cheapest fifth
+    assert corpus.height == 20 and corpus["cost"].max() < 0.2 + 1e-9
+    assert set(corpus["fold"]) == {1, 2}
+    summary, sample, _ = run_select(tmp_path, scored, size=30, seed=5)
+    again = run_select(tmp_path, scored, size=30, seed=5)[1]
+    assert sample.height == 30 and sample.equals(again)
+    assert summary["steps"][-1] == {"step": "sample of 30 (seed 5)", "pairs": 30}
+
+
+def test_fold_expr_directions():
+    frame = pl.DataFrame({"x": [0.05, 0.55, 0.95]})
+    cuts = [0.1 * i for i in range(1, 10)]
+    assert frame.select(fold_expr("x", cuts, Direction.HIGHER))["literal"].to_list() == [10, 5, 1]
+    assert frame.select(fold_expr("x", cuts, Direction.LOWER))["literal"].to_list() == [1, 6, 10]
+
+
+def test_select_errors_name_the_setting(tmp_path, scored):
+    with pytest.raises(ValueError, match="select.bounds.bleu"):
+        run_select(tmp_path, scored, bounds={"bleu": [0, 1]})
+    with pytest.raises(ValueError, match="select.rank_by"):
+        run_select(tmp_path, scored, rank_by="parascore")
+    assert not (tmp_path / "sel" / "corpus.parquet").exists()
+
+
+def test_select_excludes_heldout(tmp_path, scored):
+    cands, scores = scored
+    select_heldout(cands, tmp_path / "h.parquet", HeldoutSettings(size=10))
+    held = set(pl.read_parquet(tmp_path / "h.parquet")["pair_id"])
+    out = tmp_path / "s2"
+    summary = select(cands, scores, out / "c.parquet", out / "c.tsv", out / "s.json",
+                     SelectSettings(drop_identical=False), heldout=tmp_path / "h.parquet")
+    corpus = pl.read_parquet(out / "c.parquet")
+    assert corpus.height == 90 and not held & set(corpus["pair_id"])
+    assert summary["steps"][1] == {"step": "heldout", "pairs": 90}
+
+
+# -- analysis -------------------------------------------------------------------------
+
+def test_entropy_and_repetition_by_hand():
+    from collections import Counter
+
+    assert entropy(Counter({"a": 1, "b": 1})) == pytest.approx(1.0)
+    assert entropy(Counter({"a": 2, "b": 1, "c": 1})) == pytest.approx(1.5)
+    # unigrams of >= 3 chars: "the" "cat" "the" "cat" "sat" -> 2 repeats of 5
+    toks = "the cat the cat sat on".split()
+    assert repeats(toks, 1, min_chars=3) == (2, 5)
+    assert repetition_rate([toks], 1, min_chars=3) == pytest.approx(40.0)
+    # trigrams: (the cat the) (cat the cat) (the cat sat) (cat sat on): none repeats
+    assert repetition_rate([toks], 3) == 0.0
+    assert repetition_rate(["a b c a b c".split()], 3) == pytest.approx(100 * 1 / 4)
+
+
+def test_idf():
+    idf = Idf(["a b", "a c", "a"])
+    assert idf("a") == pytest.approx(0.0)
+    assert idf("b") == pytest.approx(math.log(3))
+    assert idf("unseen") == pytest.approx(math.log(3))
+    assert idf.mean(["a", "b"]) == pytest.approx(math.log(3) / 2)
+
+
+def test_range_labels_and_annotation_sample():
+    assert range_labels([0.5]) == ["(-inf, 0.5]", "(0.5, inf]"]
+    sample = pl.DataFrame({"candidate_id": [f"c{i}" for i in range(30)],
+                           "en_ref": ["r"] * 30, "candidate": ["c"] * 30,
+                           "parascore": [i / 30 for i in range(30)]})
+    out = annotation_sample(sample, [0.5], per_range=4, seed=1)
+    assert out.height == 8
+    assert out.group_by("range").len().sort("range")["len"].to_list() == [4, 4]
+    assert out.columns == ["range", "parascore", "s1", "s2", "candidate_id", "paraphrase", "fluency"]
+    assert out.equals(annotation_sample(sample, [0.5], per_range=4, seed=1))
+
+
+def test_release_docs(tmp_path, scored):
+    cands, scores = scored
+    out = tmp_path / "rel"
+    select(cands, scores, out / "corpus.parquet", out / "corpus.tsv", out / "selection.json",
+           SelectSettings(bounds={"overlap_1": [0.0, 0.9]}))
+    stats = write_release_docs("default", cands, scores, out / "corpus.parquet",
+                               out / "selection.json", out, AnalysisSettings(sample=60),
+                               sources={"corpora": {"a": {"format": "tsv", "path": "a.tsv"}}})
+    sheet = (out / "datasheet.md").read_text()
+    assert "| overlap_1 | range | 0 | 0.9 |" in sheet
+    assert "inherits CzEng's licence" in sheet and "| a | tsv | a.tsv |" in sheet
+    assert stats["corpus"]["pairs"] == json.loads((out / "selection.json").read_text())["rows"]
+    assert stats["corpus"]["avg_length_s1"] == pytest.approx(
+        pl.read_parquet(out / "corpus.parquet")["s1"].map_elements(lambda s: len(s.split()),
+                                                                    return_dtype=pl.Int64).mean())
+    t9 = stats["references_vs_translations"]
+    assert set(t9) == {"unigram_entropy", "trigram_entropy", "unigram_repetition", "trigram_repetition"}
+    assert t9["unigram_repetition"]["translations"] > t9["unigram_repetition"]["references"]
+    assert 40 <= stats["sample"] <= 100
+    for name in ("stats.json", "annotation.tsv", "datasheet.md"):
+        assert verify(out / name, recursive=False) == []
+
+
+def test_analyse_ranges_and_classifier_correlation(tmp_path):
+    frame = pl.DataFrame({"candidate_id": [f"c{i}" for i in range(40)], "rank": [1] * 40,
+                          "en_ref": ["the a b c d e"] * 40,
+                          "candidate": ["x " * (1 + i % 8) for i in range(40)],
+                          "parascore": [0.1 + 0.02 * i for i in range(40)],
+                          "overlap_3": [0.5] * 40,
+                          "classifier": [1.0 - (i % 8) / 8 for i in range(40)]})
+    corpus = tmp_path / "corpus.parquet"
+    pl.DataFrame({"s1": ["a b"], "s2": ["b c"], "parascore": [0.5]}).write_parquet(corpus)
+    stats, sample = analyse([frame], 40, corpus, AnalysisSettings())
+    assert sample.height == 40
+    ranges = {r["range"]: r for r in stats["parascore_ranges"]}
+    assert sum(r["pairs"] for r in ranges.values()) == 40
+    assert ranges["(0.2, 0.4]"]["trigram_overlap_mean"] == 0.5
+    corr = stats["classifier_correlations"]
+    assert corr["length"] == pytest.approx(-100.0)  # longer candidates, lower P(reference)
+    assert corr["unigram_repetition"] is None  # "x" is shorter than 3 characters
+    assert stats["corpus"]["avg_parascore"] == 0.5
+
+
+def test_iter_scored_joins_every_score(tmp_path, scored):
+    cands, scores = scored
+    shards = list(iter_scored(cands, scores))
+    assert len(shards) == 2
+    assert {"length_ref", "overlap_1", "cost"} <= set(shards[0][1].columns)
+    with pytest.raises(ValueError, match="no score files"):
+        list(iter_scored(cands, scores[:1]))
