@@ -68,3 +68,28 @@ rule sweep:
     shell:
         "paramill --rule sweep evaluate collect {input:q} --points {params.points:q}"
         " --out {output:q} > {log:q} 2>&1"
+
+
+# `snakemake sts_data` downloads the official archives (internet needed; sha256 pinned in
+# paramill.evaluate.download) into evaluate.download_dir; point evaluate.sts at the files.
+rule sts_download:
+    output:
+        directory(f"{config['evaluate']['download_dir']}/{{archive}}"),
+    log:
+        f"{LOGS}/embed/sts_download.{{archive}}.log",
+    benchmark:
+        f"{LOGS}/benchmarks/embed/sts_download.{{archive}}.tsv"
+    threads: 1
+    resources:
+        **rule_resources("sts_download", mem_mb=1000, runtime=30),
+    conda:
+        "../envs/cpu.yaml"
+    shell:
+        "paramill --rule sts_download evaluate download {wildcards.archive} --out {output:q}"
+        " > {log:q} 2>&1"
+
+
+rule sts_data:
+    input:
+        expand(f"{config['evaluate']['download_dir']}/{{archive}}",
+               archive=["stsbenchmark", "stscompanion", "sts2017"]),

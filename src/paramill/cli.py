@@ -267,6 +267,14 @@ def cmd_evaluate_sts(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_evaluate_download(args: argparse.Namespace) -> int:
+    from paramill.evaluate.download import download
+
+    result = download(args.name, args.out, rule=args.rule or "sts_download")
+    print(f"download {args.name}: {len(result['files'])} files in {args.out}", file=sys.stderr)
+    return 0
+
+
 def cmd_evaluate_collect(args: argparse.Namespace) -> int:
     from paramill.evaluate.sts import collect
 
@@ -521,6 +529,12 @@ def build_parser() -> argparse.ArgumentParser:
     q.add_argument("--tsv", required=True)
     q.add_argument("--json", required=True)
     q.set_defaults(func=cmd_evaluate_sts)
+    q = ev_sub.add_parser("download", help="fetch an official STS archive, check its sha256, unpack",
+                          description="Archives with pinned sha256: stsbenchmark, stscompanion, "
+                                      "sts2017. A download whose digest differs is refused.")
+    q.add_argument("name", help="stsbenchmark | stscompanion | sts2017")
+    q.add_argument("--out", required=True, help="directory to create")
+    q.set_defaults(func=cmd_evaluate_download)
     q = ev_sub.add_parser("collect", help="one table of several models' STS results")
     q.add_argument("results", nargs="+", help="sts.json files (the model name is their folder)")
     q.add_argument("--points", type=_json_arg, help="JSON {model: settings} labelling the rows")

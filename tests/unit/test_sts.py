@@ -98,3 +98,74 @@ def test_collect_builds_one_table(tmp_path):
                 {"sweep-00": {"megabatch": 1}, "sweep-01": {"megabatch": 4}}, tmp_path / "s.tsv")
     text = (tmp_path / "s.tsv").read_text()
     assert n == 4 and '{"megabatch": 4}' in text and "mean 2012" in text
+
+
+# -- download: against a loopback server, never the internet -------------------------
+
+def _serve(directory):
+    import functools
+    import http.server
+    import threading
+
+    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(directory))
+    handler.log_message = lambda *a, **k: None
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server
+
+
+def test_download_checks_the_pinned_sha256_and_unpacks(tmp_path):
+    import hashlib
+    import io
+    import tarfile
+
+    from paramill.evaluate.download import ARCHIVES, Archive, download
+    from paramill.provenance import verify
+
+    site = tmp_path / "site"
+    site.mkdir()
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w:gz") as tf:
+        for name, text in (("stsbenchmark/sts-dev.csv", "main-captions\tMSRvid\t2012test\t1\t5.0\ta\tb\n"),
+                           ("stsbenchmark/readme.txt", "hi\n")):
+            data = text.encode()
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            tf.addfile(info, io.BytesIO(data))
+    (site / "sts.tar.gz").write_bytes(buf.getvalue())
+    digest = hashlib.sha256(buf.getvalue()).hexdigest()
+    server = _serve(site)
+    url = f"http://127.0.0.1:{server.server_port}/sts.tar.gz"
+    try:
+        good = {"fake": [Archive(url, digest, len(buf.getvalue()))]}
+        result = download("fake", tmp_path / "out" / "fake", good)
+        assert result["files"] == ["readme.txt", "sts-dev.csv"]
+        assert (tmp_path / "out/fake/sts-dev.csv").read_text().startswith("main-captions")
+        assert verify(tmp_path / "out/fake") == []
+        bad = {"fake": [Archive(url, "0" * 64, 1)]}
+        with pytest.raises(ValueError, match="refusing"):
+            download("fake", tmp_path / "out" / "bad", bad)
+        assert not (tmp_path / "out" / "bad").exists()
+        assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["fake", "fake.prov.json"]
+    finally:
+        server.shutdown()
+    with pytest.raises(ValueError, match="unknown STS archive"):
+        download("sts2099", tmp_path / "x")
+    for archives in ARCHIVES.values():
+        assert all(len(a.sha256) == 64 and int(a.sha256, 16) for a in archives)
+
+
+def test_unpack_refuses_paths_outside_the_target(tmp_path):
+    import io
+    import tarfile
+
+    from paramill.evaluate.download import unpack
+
+    path = tmp_path / "evil.tar"
+    with tarfile.open(path, "w") as tf:
+        info = tarfile.TarInfo("top/../../escape.txt")
+        info.size = 1
+        tf.addfile(info, io.BytesIO(b"x"))
+    (tmp_path / "root").mkdir()
+    with pytest.raises(ValueError, match="outside"):
+        unpack(path, tmp_path / "root", strip=1)
