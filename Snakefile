@@ -20,6 +20,7 @@ rule all:
     input:
         f"{RESULTS}/bitext/stats.json",
         f"{RESULTS}/nmt/backtranslation.json",
+        optional_targets(),
         f"{WORK}/nmt/en-cs/ct2",
         expand(f"{RESULTS}/corpus/{{selection}}/datasheet.md", selection=selection_names()),
         expand(f"{RESULTS}/embed/{{model}}/sts.tsv", model=list(config["embed"]["models"])),

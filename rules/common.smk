@@ -216,6 +216,41 @@ def corpus_sources():
     }
 
 
+def sampling():
+    return config["nmt"]["translate"]["method"] == "sample"
+
+
+def back_translate_inputs(wildcards):
+    files = {
+        "shard": f"{WORK}/shards/{wildcards.corpus}/{wildcards.shard}.parquet",
+        "model": translation_model("cs-en"),
+        "src_spm": spm_model("cs-en", "source"),
+        "tgt_spm": spm_model("cs-en", "target"),
+    }
+    if sampling():  # dual scoring needs the reverse model
+        files["bwd"] = translation_model("en-cs")
+    return files
+
+
+def sample_args():
+    """back_translate's sampling options: only when sampling, so nmt.sample settings do
+    not re-run beam translation."""
+    if not sampling():
+        return ""
+
+    def args(wildcards, input):
+        return f"--bwd-model {shlex.quote(str(input.bwd))} --sample-settings " + shlex.quote(
+            as_json(config["nmt"]["sample"])
+        )
+
+    return args
+
+
+def optional_targets():
+    """Default targets that depend on settings: the diversity table when sampling."""
+    return [f"{RESULTS}/nmt/diversity.tsv"] if sampling() else []
+
+
 def sweep_points():
     """Models of the sweep target: one per point of `embed.sweep.grid`, named sweep-NN."""
     sweep = config["embed"]["sweep"]

@@ -103,14 +103,12 @@ rule nmt_convert:
 
 rule back_translate:
     input:
-        shard=f"{WORK}/shards/{{corpus}}/{{shard}}.parquet",
-        model=translation_model("cs-en"),
-        src_spm=spm_model("cs-en", "source"),
-        tgt_spm=spm_model("cs-en", "target"),
+        unpack(back_translate_inputs),
     output:
         f"{WORK}/candidates/{{corpus}}/{{shard}}.parquet",
     params:
         settings=as_json(config["nmt"]["translate"]),
+        sample=sample_args(),
     log:
         f"{LOGS}/nmt/back_translate/{{corpus}}/{{shard}}.log",
     benchmark:
@@ -123,7 +121,8 @@ rule back_translate:
     shell:
         "paramill --rule back_translate nmt translate --shard {input.shard:q}"
         " --model {input.model:q} --src-spm {input.src_spm:q} --tgt-spm {input.tgt_spm:q}"
-        " --out {output:q} --threads {threads} --settings {params.settings:q} > {log:q} 2>&1"
+        " --out {output:q} --threads {threads} --settings {params.settings:q} {params.sample}"
+        " > {log:q} 2>&1"
 
 
 rule backtranslation_stats:
@@ -143,3 +142,26 @@ rule backtranslation_stats:
     shell:
         "paramill --rule backtranslation_stats nmt stats {input:q} --out {output:q}"
         " > {log:q} 2>&1"
+
+
+rule diversity_stats:
+    input:
+        all_candidates,
+    output:
+        tsv=report(f"{RESULTS}/nmt/diversity.tsv", category="Back-translation",
+                   labels={"table": "diversity by rank"}),
+        json=f"{RESULTS}/nmt/diversity.json",
+        png=report(f"{RESULTS}/nmt/diversity.png", category="Back-translation",
+                   caption="../report/diversity.rst", labels={"figure": "diversity by rank"}),
+    log:
+        f"{LOGS}/nmt/diversity_stats.log",
+    benchmark:
+        f"{LOGS}/benchmarks/nmt/diversity_stats.tsv"
+    threads: rule_threads("diversity_stats")
+    resources:
+        **rule_resources("diversity_stats", mem_mb=4000, runtime=60),
+    conda:
+        "../envs/cpu.yaml"
+    shell:
+        "paramill --rule diversity_stats nmt diversity {input:q} --spm {WORK}/nmt/spm/en.model"
+        " --tsv {output.tsv:q} --json {output.json:q} --png {output.png:q} > {log:q} 2>&1"

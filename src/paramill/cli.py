@@ -134,9 +134,28 @@ def cmd_nmt_translate(args: argparse.Namespace) -> int:
         if found is None:
             raise ValueError(f"{args.model} holds no SentencePiece models: give --src-spm and --tgt-spm")
         src_spm, tgt_spm = found
-    stats = translate_shard(args.shard, args.model, src_spm, tgt_spm, args.out, settings,
-                            threads=args.threads, rule=args.rule or "back_translate")
+    if settings.method == "sample":  # ParaBank 2: constrained sampling, dual scoring, clusters
+        from paramill.nmt.diverse import SampleSettings, sample_shard
+
+        if not args.bwd_model:
+            raise ValueError("method sample needs --bwd-model (the EN->CS model, for dual scoring)")
+        sample = SampleSettings.from_dict(_settings(("nmt", "sample"), args.sample_settings))
+        stats = sample_shard(args.shard, args.model, args.bwd_model, src_spm, tgt_spm, args.out,
+                             sample, threads=args.threads, rule=args.rule or "back_translate")
+    else:
+        stats = translate_shard(args.shard, args.model, src_spm, tgt_spm, args.out, settings,
+                                threads=args.threads, rule=args.rule or "back_translate")
     print(f"translate {args.shard}: {stats}", file=sys.stderr)
+    return 0
+
+
+def cmd_nmt_diversity(args: argparse.Namespace) -> int:
+    from paramill.nmt.diversity import write_diversity
+    from paramill.report.plots import diversity_plot
+
+    result = write_diversity(args.candidates, args.spm, args.tsv, args.json, args.png,
+                             plot=diversity_plot, rule=args.rule or "diversity_stats")
+    print(f"diversity: {result['by_rank']} collective {result['collective']}", file=sys.stderr)
     return 0
 
 
@@ -427,16 +446,26 @@ def build_parser() -> argparse.ArgumentParser:
     q.add_argument("--quantization", help="int8, float16, ... (default: none)")
     q.set_defaults(func=cmd_nmt_convert)
     q = nmt_sub.add_parser("translate", help="back-translate one bitext shard with CTranslate2",
-                           description="Translate the Czech side of a shard into English (beam "
-                                       "or k-best) and write the candidate table with costs.")
+                           description="Translate the Czech side of a shard into English (beam, "
+                                       "k-best, or ParaBank 2's constrained sampling with dual "
+                                       "scoring and clustering) and write the candidate table.")
     q.add_argument("--shard", required=True)
     q.add_argument("--model", required=True, help="CTranslate2 model dir or paramill bundle")
+    q.add_argument("--bwd-model", help="EN->CS CTranslate2 model (method sample: dual scoring)")
+    q.add_argument("--sample-settings", type=_json_arg, help="nmt.sample settings (JSON)")
     q.add_argument("--src-spm", help="source SentencePiece model (default: from the bundle)")
     q.add_argument("--tgt-spm", help="target SentencePiece model (default: from the bundle)")
     q.add_argument("--out", required=True, help="output candidate table (Parquet)")
     q.add_argument("--threads", type=int, default=1, help="CPU threads (ignored on GPU)")
     q.add_argument("--settings", type=_json_arg, help="nmt.translate settings (JSON or @file)")
     q.set_defaults(func=cmd_nmt_translate)
+    q = nmt_sub.add_parser("diversity", help="diversity of paraphrases by rank (ParaBank 2 Tables 1-2)")
+    q.add_argument("candidates", nargs="+")
+    q.add_argument("--spm", required=True, help="English SentencePiece model (pieces for BLEU/bags)")
+    q.add_argument("--tsv", required=True)
+    q.add_argument("--json", required=True)
+    q.add_argument("--png", help="bar plot by rank")
+    q.set_defaults(func=cmd_nmt_diversity)
     q = nmt_sub.add_parser("stats", help="summarise candidate tables")
     q.add_argument("candidates", nargs="+")
     q.add_argument("--out", required=True, help="output JSON")

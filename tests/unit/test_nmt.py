@@ -234,3 +234,69 @@ def test_dual_cross_entropy_is_built_from_the_models_own_scores(tiny, shard, tmp
     score_shard(filt, candidates, tmp_path / "dx.parquet", source_shard=shard)
     scores = pl.read_parquet(tmp_path / "dx.parquet")["dual_xent"].to_list()
     assert scores == pytest.approx([s for _, _, s in got for _ in (1, 2)], rel=1e-5)
+
+
+def test_constrained_sampling_never_emits_a_suppressed_segmentation(tiny, shard):
+    import ctranslate2
+
+    from paramill.nmt.diverse import SampleSettings, constraint_tokens, contains, sample_set, suppressions
+
+    cs_spm, en_spm = tiny["spm"]
+    cs_seg, en_seg = Segmenter(cs_spm), Segmenter(en_spm)
+    translator = ctranslate2.Translator(str(tiny["root"] / "ct2"), device="cpu")
+    rows = pl.read_parquet(shard).head(5)
+    settings = SampleSettings(samples=20)
+    checked = free_hits = 0
+    for cs, en in zip(rows["cs"], rows["en"]):
+        src = cs_seg.encode([cs])[0]
+        # unconstrained, the model emits the reference's pieces; constrained, never
+        free = sample_set(translator, src, [], settings)
+        for tokens in constraint_tokens(en, 3, 0.5, 1, cs):
+            banned = suppressions(tokens, en_seg)
+            assert banned and all(b[0].startswith("\u2581") for b in banned)
+            free_hits += sum(contains(h, b) for h in free for b in banned)
+            for hyp in sample_set(translator, src, banned, settings):
+                assert not any(contains(hyp, b) for b in banned), (hyp, banned)
+                checked += 1
+        assert len(free) == 20
+    assert checked == 5 * 3 * 20
+    assert free_hits > 0  # unconstrained, the model does emit those sequences
+
+
+def test_sampled_shard_dual_scores_determinism_and_ranks(tiny, shard, tmp_path):
+    from paramill.nmt.diverse import SampleSettings, sample_shard
+    from paramill.nmt.score import load_scorer, nll_per_token
+
+    cs_spm, en_spm = tiny["spm"]
+    ct2 = str(tiny["root"] / "ct2")  # stands in for the EN->CS model too
+    small = tmp_path / "small.parquet"
+    pl.read_parquet(shard).head(12).write_parquet(small)
+    settings = SampleSettings(samples=10, constraint_sets=3, block=5, threshold=100.0, n=5)
+    outs = []
+    for threads in (1, 2, 2):
+        out = tmp_path / f"s{len(outs)}.parquet"
+        stats = sample_shard(small, ct2, ct2, cs_spm, en_spm, out, settings, threads=threads)
+        outs.append(pl.read_parquet(out))
+    assert outs[0].equals(outs[1]) and outs[1].equals(outs[2])  # seeded, whatever the threads
+    table = outs[0]
+    assert stats["sources"] == 12 and stats["sampled"] == 12 * 3 * 10
+    assert table.group_by("pair_id").len()["len"].max() <= 5
+    assert table["method"].unique().to_list() == ["sample"]
+    for _, group in table.group_by("pair_id"):
+        assert group["rank"].to_list() == list(range(1, group.height + 1))
+        assert group["cluster"].n_unique() == group.height  # one per cluster
+        assert (group["cluster"] > 0).all()  # never the reference's cluster
+        total = (group["fwd_nll"] + group["bwd_nll"]).to_list()
+        assert total == sorted(total)  # ranked by the dual score
+    # the dual score is the sum of the two models' own per-token NLLs
+    scorer = load_scorer(ct2, "cpu")
+    cs_seg, en_seg = Segmenter(cs_spm), Segmenter(en_spm)
+    sources = dict(zip(*pl.read_parquet(small).select("pair_id", "cs")))
+    row = table.row(0, named=True)
+    src, hyp = cs_seg.encode([sources[row["pair_id"]]])[0], en_seg.encode([row["candidate"]])[0]
+    assert row["fwd_nll"] == pytest.approx(nll_per_token(scorer, [src], [hyp])[0], rel=1e-4)
+    assert row["bwd_nll"] == pytest.approx(nll_per_token(scorer, [hyp], [src])[0], rel=1e-4)
+    # the threshold drops candidates
+    strict = sample_shard(small, ct2, ct2, cs_spm, en_spm, tmp_path / "strict.parquet",
+                          SampleSettings(samples=10, constraint_sets=3, block=5, threshold=0.0))
+    assert strict["below_threshold"] == 0 and strict["output"] == 0

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import enum
 import json
+import multiprocessing
 import functools
 import time
 from abc import ABC, abstractmethod
@@ -179,7 +180,8 @@ def score_shard(filt: Filter, candidates: str | Path, out: str | Path,
         writer = TableWriter(tmp, score_schema(filt))
         bar = progress(f"{filt.name} {Path(candidates).name}", unit="pairs", total=n_in)
         if filt.parallel and threads > 1:
-            with ProcessPoolExecutor(threads) as pool:
+            # spawn, not fork: forking a process that holds polars' or torch's threads can hang
+            with ProcessPoolExecutor(threads, mp_context=multiprocessing.get_context("spawn")) as pool:
                 tables: Iterator[pa.Table] = pool.map(functools.partial(_score_table, filt), frames)
                 for table in tables:
                     writer.write(table)

@@ -30,7 +30,7 @@ from paramill.nmt.subwords import Segmenter
 from paramill.progress import progress
 from paramill.provenance import Run, prov_path
 
-METHODS = ("beam", "kbest")
+METHODS = ("beam", "kbest")  # "sample" is paramill.nmt.diverse
 
 
 @dataclass(frozen=True)

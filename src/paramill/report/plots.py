@@ -77,3 +77,21 @@ def score_histograms(sample: pl.DataFrame, columns: list[str], path: str | Path,
     fig.savefig(path, format="png", dpi=100)
     plt.close(fig)
     return len(columns)
+
+
+def diversity_plot(result: dict, path: str | Path) -> None:
+    """Bars per rank: 1 − BLEU and bag-of-pieces IoU against the reference, length ratio."""
+    rows = result["by_rank"]
+    ranks = [r["rank"] for r in rows]
+    fig, axes = plt.subplots(1, 3, figsize=(11, 3.2))
+    for ax, key, title in zip(axes, ("one_minus_bleu", "bag_iou", "length_ratio"),
+                              ("1 − BLEU vs reference", "bag-of-pieces IoU", "length ratio")):
+        ax.bar([str(r) for r in ranks], [r[key] for r in rows], color="#4878a8")
+        ax.set_title(title, fontsize=10)
+        ax.set_xlabel("rank")
+    if result.get("collective"):
+        fig.suptitle(f"between a source's own paraphrases: 1 − BLEU {result['collective']['one_minus_bleu']}, "
+                     f"IoU {result['collective']['bag_iou']}", fontsize=9)
+    fig.tight_layout()
+    fig.savefig(path, format="png", dpi=100)
+    plt.close(fig)

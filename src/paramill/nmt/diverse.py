@@ -1,0 +1,239 @@
+"""Diverse paraphrases (ParaBank 2 §2, §3.3): constrained top-k sampling, dual scoring,
+Levenshtein clustering.
+
+For each Czech source with English reference:
+
+1. **Constraints.** ``constraint_sets`` (5) random subsets of the reference's word tokens
+   (``constraint_fraction`` of them, at least one), seeded per pair; each token becomes its
+   SentencePiece Viterbi segmentation, passed to CTranslate2 as ``suppress_sequences``.
+   Because that option holds for a whole ``translate_batch`` call, every (source, set) is
+   its own call: ``per_call`` asks for ``samples`` hypotheses of one source, ``replicate``
+   repeats the source ``samples`` times with one hypothesis each (benchmarks/diverse.py
+   measures both; ``per_call`` is the default).
+2. **Sampling.** ``beam_size=1``, ``sampling_topk`` = ``k`` (10), ``samples`` (30) per set:
+   150 candidates per source; identical strings are kept once (the best-scored copy).
+3. **Dual scoring.** ``fwd_nll`` (CS→EN) and ``bwd_nll`` (EN→CS: the Czech source given the
+   candidate), each the model's own mean NLL per token with EOS (``score_batch``); the
+   score is their sum; candidates above ``threshold`` (3.5) are dropped.
+4. **Clustering.** :mod:`paramill.nmt.cluster`: ``clusters`` (8) centres furthest-first
+   plus the reference's cluster; the best-scored candidate of each non-reference cluster,
+   ranked, top ``n`` (5), with its cluster id.
+
+Determinism: CTranslate2 seeds the random generator of a translator's worker thread when the
+thread starts, so each block of ``block`` sources gets a translator of its own, created just
+after ``set_random_seed(seed of the block)`` (the seed hashes ``seed`` and the block's first
+``pair_id``). Blocks run in worker processes (``threads``), so the output does not depend
+on how many run at once. On a GPU one process runs the blocks in turn.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import multiprocessing
+import random
+import re
+import time
+from collections.abc import Iterator
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+
+from paramill import device
+from paramill.config import Settings
+from paramill.io import TableWriter, atomic_output, iter_parquet_batches, parquet_rows
+from paramill.nmt.cluster import best_per_cluster, cluster_units, kmedoids
+from paramill.nmt.schema import CANDIDATES
+from paramill.nmt.score import load_scorer, nll_per_token
+from paramill.nmt.subwords import Segmenter
+from paramill.progress import progress
+from paramill.provenance import Run, prov_path
+from paramill.text import tokenize
+
+STRATEGIES = ("per_call", "replicate")
+_WORD = re.compile(r"\w")
+
+
+@dataclass(frozen=True)
+class SampleSettings(Settings):
+    constraint_sets: int = 5
+    constraint_fraction: float = 0.3
+    k: int = 10
+    samples: int = 30
+    threshold: float = 3.5
+    clusters: int = 8
+    n: int = 5
+    max_iter: int = 20
+    strategy: str = "per_call"
+    block: int = 256
+    batch_size: int = 64
+    max_decoding_length: int = 256
+    seed: int = 13
+    device: str = "auto"
+
+
+def _seed(*parts: object) -> int:
+    return int.from_bytes(hashlib.blake2b(":".join(map(str, parts)).encode(), digest_size=4).digest(), "big")
+
+
+def constraint_tokens(reference: str, n_sets: int, fraction: float, seed: int, pair_id: str
+                      ) -> list[list[str]]:
+    """``n_sets`` seeded random subsets of the reference's word tokens (punctuation never)."""
+    words = list(dict.fromkeys(t for t in tokenize(reference) if _WORD.search(t)))
+    rng = random.Random(_seed(seed, pair_id, "constraints"))
+    sets = []
+    for _ in range(n_sets):
+        if not words:
+            sets.append([])
+            continue
+        size = max(1, round(fraction * len(words)))
+        sets.append(sorted(rng.sample(words, min(size, len(words))), key=words.index))
+    return sets
+
+
+def suppressions(tokens: list[str], segmenter: Segmenter) -> list[list[str]]:
+    """Viterbi segmentations of the constraint tokens, as they appear inside a sentence
+    (word-initial, with the ``▁`` mark) — the sequences CTranslate2 must not produce."""
+    return [pieces for pieces in segmenter.encode(tokens) if pieces]
+
+
+def contains(pieces: list[str], sequence: list[str]) -> bool:
+    m = len(sequence)
+    return any(pieces[i:i + m] == sequence for i in range(len(pieces) - m + 1))
+
+
+def sample_set(translator, source: list[str], suppress: list[list[str]], settings: SampleSettings
+               ) -> list[list[str]]:
+    """``samples`` top-k samples (target pieces) of one source under one constraint set."""
+    common = dict(beam_size=1, sampling_topk=settings.k, suppress_sequences=suppress or None,
+                  max_decoding_length=settings.max_decoding_length, return_scores=False)
+    if settings.strategy == "per_call":
+        result = translator.translate_batch([source], num_hypotheses=settings.samples, **common)
+        return [h for h in result[0].hypotheses]
+    if settings.strategy == "replicate":
+        results = translator.translate_batch([source] * settings.samples, num_hypotheses=1,
+                                             max_batch_size=settings.batch_size, **common)
+        return [r.hypotheses[0] for r in results]
+    raise ValueError(f"nmt.sample.strategy must be one of {STRATEGIES}, not {settings.strategy!r}")
+
+
+@dataclass
+class _Models:
+    fwd: str
+    bwd: str
+    cs_spm: str
+    en_spm: str
+
+
+_STATE: dict[str, Any] = {}
+
+
+def _init(models: _Models, settings: SampleSettings) -> None:
+    _STATE.update(models=models, settings=settings, cs=Segmenter(models.cs_spm),
+                  en=Segmenter(models.en_spm), dev=device.pick(settings.device),
+                  fwd_scorer=load_scorer(models.fwd, settings.device),
+                  bwd_scorer=load_scorer(models.bwd, settings.device))
+
+
+def process_block(block: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], dict[str, int]]:
+    """Sample, score and cluster one block of sources (in a worker process)."""
+    import ctranslate2
+
+    models: _Models = _STATE["models"]
+    settings: SampleSettings = _STATE["settings"]
+    cs_seg: Segmenter = _STATE["cs"]
+    en_seg: Segmenter = _STATE["en"]
+    ctranslate2.set_random_seed(_seed(settings.seed, block[0]["pair_id"], "sample") or 1)
+    dev = _STATE["dev"]
+    translator = (ctranslate2.Translator(models.fwd, device="cpu", inter_threads=1, intra_threads=1)
+                  if dev == "cpu" else ctranslate2.Translator(models.fwd, device=dev))
+    stats = {"sources": 0, "sampled": 0, "unique": 0, "below_threshold": 0, "output": 0}
+    rows: list[dict[str, Any]] = []
+    for row in block:
+        stats["sources"] += 1
+        src = cs_seg.encode([row["cs"]])[0]
+        sets = constraint_tokens(row["en"], settings.constraint_sets, settings.constraint_fraction,
+                                 settings.seed, row["pair_id"])
+        found: dict[str, tuple[list[str], int]] = {}
+        for set_id, tokens in enumerate(sets):
+            for hyp in sample_set(translator, src, suppressions(tokens, en_seg), settings):
+                stats["sampled"] += 1
+                text = en_seg.decode([hyp])[0] if hyp else ""
+                if text.strip() and text not in found:
+                    found[text] = (hyp, set_id)
+        if not found:
+            continue
+        texts = list(found)
+        stats["unique"] += len(texts)
+        hyps = [found[t][0] for t in texts]
+        fwd = nll_per_token(_STATE["fwd_scorer"], [src] * len(hyps), hyps, settings.batch_size)
+        bwd = nll_per_token(_STATE["bwd_scorer"], hyps, [src] * len(hyps), settings.batch_size)
+        keep = [i for i in range(len(texts)) if fwd[i] + bwd[i] <= settings.threshold]
+        stats["below_threshold"] += len(keep)
+        if not keep:
+            continue
+        units = [cluster_units(en_seg.encode([texts[i].lower()])[0]) for i in keep]
+        reference = cluster_units(en_seg.encode([row["en"].lower()])[0])
+        clustering = kmedoids(units, reference, settings.clusters, settings.max_iter)
+        scores = [fwd[i] + bwd[i] for i in keep]
+        for rank, (j, cluster) in enumerate(best_per_cluster(clustering, scores, settings.n), start=1):
+            i = keep[j]
+            rows.append({"pair_id": row["pair_id"], "candidate_id": f"{row['pair_id']}:sample:{rank}",
+                         "en_ref": row["en"], "candidate": texts[i], "method": "sample", "rank": rank,
+                         "fwd_nll": fwd[i], "bwd_nll": bwd[i], "n_tokens": len(hyps[i]),
+                         "constraint_set": found[texts[i]][1], "cluster": cluster})
+        stats["output"] += 0
+    stats["output"] = len(rows)
+    return rows, stats
+
+
+def _blocks(shard: str | Path, size: int) -> Iterator[list[dict[str, Any]]]:
+    for batch in iter_parquet_batches([shard], batch_size=size, columns=["pair_id", "cs", "en"]):
+        yield batch.to_pylist()
+
+
+def sample_shard(shard: str | Path, fwd_model: str | Path, bwd_model: str | Path,
+                 cs_spm: str | Path, en_spm: str | Path, out: str | Path,
+                 settings: SampleSettings = SampleSettings(), threads: int = 1,
+                 rule: str = "back_translate") -> dict[str, Any]:
+    """The diverse candidate table (up to ``n`` per source) of one bitext shard."""
+    if settings.strategy not in STRATEGIES:
+        raise ValueError(f"nmt.sample.strategy must be one of {STRATEGIES}, not {settings.strategy!r}")
+    models = _Models(str(fwd_model), str(bwd_model), str(cs_spm), str(en_spm))
+    n_in = parquet_rows([shard])
+    run = Run(rule=rule, params={**asdict(settings), "threads": threads},
+              inputs=[shard, fwd_model, bwd_model, cs_spm, en_spm])
+    workers = 1 if device.pick(settings.device) != "cpu" else max(1, threads)
+    totals = {"sources": 0, "sampled": 0, "unique": 0, "below_threshold": 0, "output": 0}
+    start = time.perf_counter()
+    with atomic_output(out, prov_path(out)) as (tmp, tmp_prov):
+        writer = TableWriter(tmp, CANDIDATES)
+        bar = progress(f"sample {Path(shard).name}", unit="sent", total=n_in)
+        if workers == 1:
+            _init(models, settings)
+            results: Iterator = map(process_block, _blocks(shard, settings.block))
+            pool = None
+        else:
+            # spawn, not fork: a forked child of a process that already ran CTranslate2 or
+            # torch threads can hang
+            pool = ProcessPoolExecutor(workers, initializer=_init, initargs=(models, settings),
+                                       mp_context=multiprocessing.get_context("spawn"))
+            results = pool.map(process_block, _blocks(shard, settings.block))
+        try:
+            for rows, stats in results:
+                writer.write(pa.Table.from_pylist(rows, schema=CANDIDATES))
+                for key, value in stats.items():
+                    totals[key] += value
+                bar.update(stats["sources"])
+        finally:
+            if pool is not None:
+                pool.shutdown()
+        bar.close()
+        writer.close()
+        seconds = time.perf_counter() - start
+        totals["seconds"] = round(seconds, 2)
+        run.write({out: tmp}, {out: tmp_prov}, rows_in=n_in, rows_out=totals["output"],
+                  extra={"sampling": totals})
+    return totals
