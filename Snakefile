@@ -12,6 +12,7 @@ include: "rules/bitext.smk"
 include: "rules/nmt.smk"
 include: "rules/filters.smk"
 include: "rules/embed.smk"
+include: "rules/twitter.smk"
 include: "rules/report.smk"
 
 

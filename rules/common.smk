@@ -20,7 +20,7 @@ def _resolve(cfg):
     """Validate the config with paramill's schema, fill defaults; errors name the key."""
     proc = subprocess.run(
         ["paramill", "config", "resolve", "--with-digest", "-"],
-        input=json.dumps(cfg),
+        input=json.dumps(cfg, default=str),  # YAML dates (2026-11-22) as strings
         capture_output=True,
         text=True,
     )
@@ -48,6 +48,8 @@ wildcard_constraints:
     lang="cs|en",
     model="[A-Za-z0-9][A-Za-z0-9_-]*",
     selection="[A-Za-z0-9][A-Za-z0-9_-]*",
+    date="[0-9]{4}-[0-9]{2}-[0-9]{2}",
+    month="[0-9]{4}-[0-9]{2}",
 
 
 def as_json(value):
@@ -247,8 +249,36 @@ def sample_args():
 
 
 def optional_targets():
-    """Default targets that depend on settings: the diversity table when sampling."""
-    return [f"{RESULTS}/nmt/diversity.tsv"] if sampling() else []
+    """Default targets that depend on settings: the diversity table when sampling, the
+    Twitter branch when enabled."""
+    targets = [f"{RESULTS}/nmt/diversity.tsv"] if sampling() else []
+    if config["twitter"]["enabled"]:
+        targets += [f"{RESULTS}/twitter/growth.tsv", f"{RESULTS}/twitter/paraid.json"]
+    return targets
+
+
+def twitter_months():
+    """Months of the configured dates and of the days already harvested."""
+    days = set(config["twitter"]["dates"])
+    days |= {p.stem for p in Path(f"{WORK}/twitter/harvest").glob("*.parquet")}
+    return sorted({d[:7] for d in days})
+
+
+def month_days(wildcards):
+    """The month's configured dates and its days already harvested (periodic runs)."""
+    days = {d for d in config["twitter"]["dates"] if d.startswith(wildcards.month)}
+    days |= {p.stem for p in Path(f"{WORK}/twitter/harvest").glob(f"{wildcards.month}-*.parquet")}
+    return [f"{WORK}/twitter/harvest/{d}.parquet" for d in sorted(days)]
+
+
+def paraid_embed_model():
+    """The identifier's embedding model: a name in embed.models, a path, or none."""
+    name = config["twitter"]["identify"]["embed_model"]
+    if not name:
+        return []
+    if name in config["embed"]["models"]:
+        return f"{WORK}/embed/{name}/model.pt"
+    return ancient(name)
 
 
 def sweep_points():

@@ -276,6 +276,57 @@ def cmd_filter_analyse(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_twitter_harvest(args: argparse.Namespace) -> int:
+    from paramill.twitter.harvest import HarvestError, HarvestSettings, harvest_day
+
+    settings = HarvestSettings.from_dict(_settings(("twitter", "harvest"), args.settings))
+    try:
+        stats = harvest_day(args.date, args.out, settings, source=args.source, raw_dir=args.raw_dir,
+                            state_path=args.state, archive=args.archive, url_cache=args.url_cache,
+                            rule=args.rule or "harvest")
+    except HarvestError as exc:
+        print(f"paramill twitter harvest: {exc}", file=sys.stderr)
+        return 3
+    print(f"harvest {args.date}: {stats}", file=sys.stderr)
+    return 0
+
+
+def cmd_twitter_train(args: argparse.Namespace) -> int:
+    from paramill.twitter.identify import IdentifySettings
+    from paramill.twitter.month import train_identifier
+
+    settings = IdentifySettings.from_dict({k: v for k, v in _settings(("twitter", "identify"), args.settings).items()
+                                           if k not in ("train", "evaluate")})
+    if args.embed_model is not None:
+        settings = IdentifySettings.from_dict({**settings.__dict__, "embed_model": args.embed_model or None})
+    result = train_identifier(args.train, args.evaluate or [], args.out, args.report, settings,
+                              rule=args.rule or "paraid_train")
+    for ev in result["evaluations"]:
+        print(f"{ev['data']}: LR F1 {ev['lr']['f1']}, extended F1 {ev['extended']['f1']}", file=sys.stderr)
+    return 0
+
+
+def cmd_twitter_month(args: argparse.Namespace) -> int:
+    from paramill.twitter.month import load_cards, score_month
+    from paramill.twitter.pairs import PairSettings
+
+    settings = PairSettings.from_dict(_settings(("twitter", "pairs"), args.settings))
+    stats = score_month(args.days, args.model, args.accounts, args.pairs, args.tsv, args.stats,
+                        args.month, settings, args.threshold, load_cards(args.cards),
+                        rule=args.rule or "twitter_month")
+    print(f"month {args.month}: {stats}", file=sys.stderr)
+    return 0
+
+
+def cmd_twitter_growth(args: argparse.Namespace) -> int:
+    from paramill.report.plots import growth_plot
+    from paramill.twitter.month import growth
+
+    rows = growth(args.stats, args.tsv, args.png, plot=growth_plot, rule=args.rule or "twitter_growth")
+    print(f"growth: {rows}", file=sys.stderr)
+    return 0
+
+
 def cmd_evaluate_sts(args: argparse.Namespace) -> int:
     from paramill.evaluate.sts import evaluate
 
@@ -548,6 +599,49 @@ def build_parser() -> argparse.ArgumentParser:
     q.add_argument("--settings", type=_json_arg, help="filters.analysis settings (JSON)")
     q.add_argument("--out-dir", required=True)
     q.set_defaults(func=cmd_filter_analyse)
+
+    p = sub.add_parser("twitter", help="tweets sharing news URLs: harvest, pairs, identification")
+    tw_sub = p.add_subparsers(dest="what", required=True, metavar="STEP")
+    q = tw_sub.add_parser("harvest", help="harvest (or replay from archives) one day of tweets",
+                          description="Live: news accounts' timelines since the last harvested id, "
+                                      "then a recent search per new URL (X API v2 via tweepy; "
+                                      "credentials from the environment variables named in "
+                                      "twitter.harvest). Archive: JSONL of v1.1/v2 tweet objects. "
+                                      "Exit 3 when the API refuses (e.g. the free tier).")
+    q.add_argument("--date", required=True, help="YYYY-MM-DD")
+    q.add_argument("--out", required=True, help="the day's tweet table (Parquet)")
+    q.add_argument("--source", choices=["live", "archive"], default="live")
+    q.add_argument("--archive", nargs="*", help="JSONL files to replay (source archive)")
+    q.add_argument("--raw-dir", default="data/twitter/raw", help="raw API pages, per day")
+    q.add_argument("--state", default="data/twitter/state.json", help="since_id/cursor state file")
+    q.add_argument("--url-cache", help="URL expansion cache (JSON)")
+    q.add_argument("--settings", type=_json_arg, help="twitter.harvest settings (JSON)")
+    q.set_defaults(func=cmd_twitter_harvest)
+    q = tw_sub.add_parser("train", help="train the paraphrase identifier (LR and extended)")
+    q.add_argument("--train", type=_json_arg, required=True, help='JSON [{"path", "format"}]')
+    q.add_argument("--evaluate", type=_json_arg, help='JSON [{"path", "format"}] (default: 5-fold CV)')
+    q.add_argument("--embed-model", help="embedding model for the cosine feature ('' = none)")
+    q.add_argument("--settings", type=_json_arg, help="twitter.identify settings (JSON)")
+    q.add_argument("--out", required=True, help="model file")
+    q.add_argument("--report", required=True, help="evaluation JSON (max F1, P, R)")
+    q.set_defaults(func=cmd_twitter_train)
+    q = tw_sub.add_parser("month", help="pairs of a month's tweets with p_paraphrase")
+    q.add_argument("days", nargs="*", help="day tables of the month")
+    q.add_argument("--month", required=True)
+    q.add_argument("--model", required=True)
+    q.add_argument("--accounts", nargs="+", required=True, help="news accounts (lower-case)")
+    q.add_argument("--threshold", type=float, default=0.5)
+    q.add_argument("--cards", help="JSON {url: {title, description}} of linked pages")
+    q.add_argument("--settings", type=_json_arg, help="twitter.pairs settings (JSON)")
+    q.add_argument("--pairs", required=True)
+    q.add_argument("--tsv", required=True, help="accepted: s1, s2, tweet_a, tweet_b, p")
+    q.add_argument("--stats", required=True)
+    q.set_defaults(func=cmd_twitter_month)
+    q = tw_sub.add_parser("growth", help="tweets, pairs and paraphrases per month")
+    q.add_argument("stats", nargs="+")
+    q.add_argument("--tsv", required=True)
+    q.add_argument("--png")
+    q.set_defaults(func=cmd_twitter_growth)
 
     p = sub.add_parser("evaluate", help="evaluate models")
     ev_sub = p.add_subparsers(dest="what", required=True, metavar="WHAT")

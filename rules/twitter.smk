@@ -1,0 +1,108 @@
+# Twitter URL paraphrases (Lan et al. 2017): one harvest job per day, the identifier, one
+# job per month (pairs, p_paraphrase, accepted paraphrases), and growth over months.
+# `snakemake work/twitter/harvest/2026-11-22.parquet` harvests that day (scripts/harvest.sh).
+
+
+rule harvest:
+    input:
+        archive=ancient(config["twitter"]["archive"]) if config["twitter"]["source"] == "archive" else [],
+    output:
+        f"{WORK}/twitter/harvest/{{date}}.parquet",
+    params:
+        settings=as_json(config["twitter"]["harvest"]),
+        source=config["twitter"]["source"],
+        raw_dir=config["twitter"]["raw_dir"],
+        state=config["twitter"]["state"],
+        url_cache=f"{WORK}/twitter/url-cache.json",
+    log:
+        f"{LOGS}/twitter/harvest/{{date}}.log",
+    benchmark:
+        f"{LOGS}/benchmarks/twitter/harvest/{{date}}.tsv"
+    threads: 1
+    resources:
+        **rule_resources("harvest", mem_mb=2000, runtime=240),
+    conda:
+        "../envs/cpu.yaml"
+    shell:
+        "paramill --rule harvest twitter harvest --date {wildcards.date} --out {output:q}"
+        " --source {params.source} --archive {input.archive:q} --raw-dir {params.raw_dir:q}"
+        " --state {params.state:q} --url-cache {params.url_cache:q}"
+        " --settings {params.settings:q} > {log:q} 2>&1"
+
+
+rule paraid_train:
+    input:
+        labelled=[d["path"] for d in config["twitter"]["identify"]["train"] + config["twitter"]["identify"]["evaluate"]],
+        embed=paraid_embed_model(),
+    output:
+        model=f"{WORK}/twitter/paraid.pkl",
+        report=report(f"{RESULTS}/twitter/paraid.json", category="Twitter",
+                      labels={"table": "paraphrase identification"}),
+    params:
+        settings=as_json({k: v for k, v in config["twitter"]["identify"].items() if k not in ("train", "evaluate")}),
+        train=as_json(config["twitter"]["identify"]["train"]),
+        evaluate=as_json(config["twitter"]["identify"]["evaluate"]),
+        embed=lambda w, input: input.embed if input.embed else "",
+    log:
+        f"{LOGS}/twitter/paraid_train.log",
+    benchmark:
+        f"{LOGS}/benchmarks/twitter/paraid_train.tsv"
+    threads: rule_threads("paraid_train")
+    resources:
+        **rule_resources("paraid_train", mem_mb=4000, runtime=120),
+    conda:
+        "../envs/cpu.yaml"
+    shell:
+        "paramill --rule paraid_train twitter train --train {params.train:q}"
+        " --evaluate {params.evaluate:q} --embed-model={params.embed:q}"
+        " --settings {params.settings:q} --out {output.model:q} --report {output.report:q}"
+        " > {log:q} 2>&1"
+
+
+rule twitter_month:
+    input:
+        days=month_days,
+        model=f"{WORK}/twitter/paraid.pkl",
+    output:
+        pairs=f"{RESULTS}/twitter/{{month}}/pairs.parquet",
+        tsv=f"{RESULTS}/twitter/{{month}}/paraphrases.tsv",
+        stats=f"{RESULTS}/twitter/{{month}}/stats.json",
+    params:
+        settings=as_json(config["twitter"]["pairs"]),
+        accounts=" ".join(a.lower() for a in config["twitter"]["harvest"]["accounts"]),
+        threshold=config["twitter"]["identify"]["threshold"],
+    log:
+        f"{LOGS}/twitter/twitter_month.{{month}}.log",
+    benchmark:
+        f"{LOGS}/benchmarks/twitter/twitter_month.{{month}}.tsv"
+    threads: rule_threads("twitter_month")
+    resources:
+        **rule_resources("twitter_month", mem_mb=8000, runtime=120),
+    conda:
+        "../envs/cpu.yaml"
+    shell:
+        "paramill --rule twitter_month twitter month {input.days:q} --month {wildcards.month}"
+        " --model {input.model:q} --accounts {params.accounts} --threshold {params.threshold}"
+        " --settings {params.settings:q} --pairs {output.pairs:q} --tsv {output.tsv:q}"
+        " --stats {output.stats:q} > {log:q} 2>&1"
+
+
+rule twitter_growth:
+    input:
+        expand(f"{RESULTS}/twitter/{{month}}/stats.json", month=twitter_months()),
+    output:
+        tsv=report(f"{RESULTS}/twitter/growth.tsv", category="Twitter", labels={"table": "growth"}),
+        png=report(f"{RESULTS}/twitter/growth.png", category="Twitter",
+                   caption="../report/growth.rst", labels={"figure": "growth"}),
+    log:
+        f"{LOGS}/twitter/twitter_growth.log",
+    benchmark:
+        f"{LOGS}/benchmarks/twitter/twitter_growth.tsv"
+    threads: 1
+    resources:
+        **rule_resources("twitter_growth", mem_mb=1000, runtime=10),
+    conda:
+        "../envs/cpu.yaml"
+    shell:
+        "paramill --rule twitter_growth twitter growth {input:q} --tsv {output.tsv:q}"
+        " --png {output.png:q} > {log:q} 2>&1"

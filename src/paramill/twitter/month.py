@@ -1,0 +1,126 @@
+"""A month of harvested days: training the identifier, pairs with ``p_paraphrase``, the
+accepted paraphrases with their tweet ids, and growth over months."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+import pyarrow as pa
+
+from paramill.io import TableWriter, atomic_output, read_json, write_json
+from paramill.provenance import Run, prov_path
+from paramill.twitter.identify import (
+    Identifier,
+    IdentifySettings,
+    cross_validate,
+    features,
+    fit,
+    max_f1,
+    read_labelled,
+)
+from paramill.twitter.pairs import PAIRS, PairSettings, build_pairs
+
+SCORED = pa.schema(list(PAIRS) + [pa.field("p_paraphrase", pa.float64())])
+
+
+def train_identifier(train: list[dict[str, str]], evaluate: list[dict[str, str]], out: str | Path,
+                     report: str | Path, settings: IdentifySettings, rule: str = "paraid_train"
+                     ) -> dict[str, Any]:
+    """Fit LR (18 features) and the extended model on ``train`` ([{path, format}]); report
+    max F1 of both on each ``evaluate`` set, or by 5-fold cross-validation without one."""
+    inputs = [d["path"] for d in train + evaluate] + ([settings.embed_model] if settings.embed_model else [])
+    run = Run(rule=rule, params={"train": train, "evaluate": evaluate, **asdict(settings)}, inputs=inputs)
+    pairs, labels, dropped = [], [], 0
+    for d in train:
+        p, y, n = read_labelled(d["path"], d["format"])
+        pairs += p
+        labels += y
+        dropped += n
+    if len(set(labels)) < 2:
+        raise ValueError("the identifier's training data needs both paraphrases and non-paraphrases")
+    ident = Identifier(None, None, settings, settings.embed_model)
+    encoder = ident.encoder()
+    ident.lr = fit(features(pairs, False), labels, settings)
+    ident.extended = fit(features(pairs, True, encoder), labels, settings)
+    results: dict[str, Any] = {"train_pairs": len(pairs), "train_dropped": dropped,
+                               "positive": int(sum(labels)), "evaluations": []}
+    if not evaluate:
+        results["evaluations"].append({
+            "data": "5-fold cross-validation on the training data",
+            "lr": cross_validate(pairs, labels, False, settings, 5),
+            "extended": cross_validate(pairs, labels, True, settings, 5, encoder)})
+    for d in evaluate:
+        p, y, n = read_labelled(d["path"], d["format"])
+        results["evaluations"].append({"data": d["path"], "pairs": len(p), "dropped": n,
+                                       "lr": max_f1(y, ident.score(p, "lr")),
+                                       "extended": max_f1(y, ident.score(p, "extended"))})
+    with atomic_output(out, report, prov_path(out), prov_path(report)) as (tmp, tmp_rep, prov, prov_rep):
+        ident.save(tmp)
+        write_json(tmp_rep, results)
+        for final, t, pv in ((out, tmp, prov), (report, tmp_rep, prov_rep)):
+            run.write({final: t}, {final: pv}, rows_in=len(pairs), rows_out=None,
+                      extra={"evaluations": results["evaluations"]})
+    return results
+
+
+def score_month(days: list[str | Path], model: str | Path, accounts: list[str], out_pairs: str | Path,
+                out_tsv: str | Path, out_stats: str | Path, month: str,
+                pair_settings: PairSettings = PairSettings(), threshold: float = 0.5,
+                cards: dict[str, dict[str, str]] | None = None, rule: str = "twitter_month"
+                ) -> dict[str, Any]:
+    """Pairs of a month's tweets, ``p_paraphrase`` for each, and the accepted ones."""
+    run = Run(rule=rule, params={"month": month, "threshold": threshold, "accounts": accounts,
+                                 **asdict(pair_settings)}, inputs=[*days, model])
+    tweets = (pl.concat([pl.read_parquet(d) for d in days], how="vertical_relaxed")
+              .unique("tweet_id", keep="first", maintain_order=True)) if days else None
+    pairs, reasons = build_pairs(tweets, accounts, pair_settings, cards) if tweets is not None else ([], {})
+    ident = Identifier.load(model)
+    probs = ident.score([(p["s1"], p["s2"]) for p in pairs]) if pairs else []
+    for p, prob in zip(pairs, probs):
+        p["p_paraphrase"] = float(prob)
+    accepted = [p for p in pairs if p["p_paraphrase"] >= threshold]
+    stats = {"month": month, "days": len(days), "tweets": 0 if tweets is None else tweets.height,
+             "news_tweets": 0 if tweets is None else int(tweets["author"].is_in(
+                 [a.lower() for a in accounts]).sum()),
+             "urls": 0 if tweets is None else int(tweets.explode("canonical_urls")["canonical_urls"].n_unique()),
+             "pairs": len(pairs), "accepted": len(accepted), "filtered": dict(reasons),
+             "model": ident.settings.model, "threshold": threshold}
+    with atomic_output(out_pairs, out_tsv, out_stats, prov_path(out_pairs), prov_path(out_tsv),
+                       prov_path(out_stats)) as tmps:
+        t_pairs, t_tsv, t_stats, p_pairs, p_tsv, p_stats = tmps
+        writer = TableWriter(t_pairs, SCORED)
+        writer.write(pa.Table.from_pylist(pairs, schema=SCORED))
+        writer.close()
+        with open(t_tsv, "w", encoding="utf-8") as fh:
+            for p in accepted:
+                fh.write(f"{p['s1']}\t{p['s2']}\t{p['tweet_a']}\t{p['tweet_b']}\t{p['p_paraphrase']:.4f}\n")
+        write_json(t_stats, stats)
+        for final, t, pv in ((out_pairs, t_pairs, p_pairs), (out_tsv, t_tsv, p_tsv), (out_stats, t_stats, p_stats)):
+            run.write({final: t}, {final: pv}, rows_in=stats["tweets"], rows_out=len(accepted),
+                      extra={"stats": stats})
+    return stats
+
+
+def growth(stats_files: list[str | Path], tsv: str | Path, png: str | Path | None, plot=None,
+           rule: str = "twitter_growth") -> list[dict[str, Any]]:
+    run = Run(rule=rule, params={}, inputs=list(stats_files))
+    rows = sorted((read_json(p) for p in stats_files), key=lambda s: s["month"])
+    table = [{k: r[k] for k in ("month", "days", "tweets", "news_tweets", "urls", "pairs", "accepted")}
+             for r in rows]
+    outs = [tsv] + ([png] if png else [])
+    with atomic_output(*outs, *[prov_path(o) for o in outs]) as tmps:
+        files, provs = tmps[:len(outs)], tmps[len(outs):]
+        pl.DataFrame(table).write_csv(files[0], separator="\t")
+        if png:
+            plot(table, files[1])
+        for final, t, pv in zip(outs, files, provs):
+            run.write({final: t}, {final: pv}, rows_in=len(rows), rows_out=len(table))
+    return table
+
+
+def load_cards(path: str | Path | None) -> dict[str, dict[str, str]]:
+    return json.loads(Path(path).read_text()) if path and Path(path).exists() else {}

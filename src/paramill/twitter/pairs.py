@@ -1,0 +1,81 @@
+"""Candidate pairs (Lan et al. 2017): each news account's tweet paired with every other
+tweet that shares its URL, after dropping retweets and near-copies.
+
+Dropped, counted by reason: automatic retweets (the API marks them), manual retweets (after
+:func:`paramill.twitter.text.clean` and :func:`comparable`, one text is a substring of the
+other — which covers texts that differ only in punctuation), texts equal to the linked
+page's ``twitter:title``/``twitter:description`` (when fetched), and texts shorter than
+``min_tokens`` (7, as the original code) tokens.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+from typing import Any
+
+import polars as pl
+import pyarrow as pa
+
+from paramill.config import Settings
+from paramill.twitter.text import clean, comparable, tokenize
+
+PAIRS = pa.schema([
+    pa.field("url", pa.string(), nullable=False),
+    pa.field("tweet_a", pa.string(), nullable=False),  # the news account's tweet
+    pa.field("tweet_b", pa.string(), nullable=False),
+    pa.field("author_a", pa.string()),
+    pa.field("author_b", pa.string()),
+    pa.field("s1", pa.string()),  # cleaned texts
+    pa.field("s2", pa.string()),
+])
+
+
+@dataclass(frozen=True)
+class PairSettings(Settings):
+    min_tokens: int = 7
+    fetch_cards: bool = False
+
+
+def reject_reason(a: str, b: str, card: dict[str, str] | None, min_tokens: int) -> str | None:
+    """Why the cleaned pair (a, b) is not a candidate, or None."""
+    ca, cb = comparable(a), comparable(b)
+    if not ca or not cb:
+        return "empty"
+    if ca in cb or cb in ca:
+        return "manual_retweet"
+    if card and any(comparable(v) in (ca, cb) for v in card.values() if v):
+        return "page_title"
+    if len(tokenize(a)) < min_tokens or len(tokenize(b)) < min_tokens:
+        return "too_short"
+    return None
+
+
+def build_pairs(tweets: pl.DataFrame, accounts: list[str], settings: PairSettings,
+                cards: dict[str, dict[str, str]] | None = None
+                ) -> tuple[list[dict[str, Any]], Counter]:
+    """Pairs from a tweet table (one row a tweet, ``canonical_urls`` filled)."""
+    reasons: Counter = Counter()
+    news_set = {a.lower() for a in accounts}
+    by_url = (tweets.filter(~pl.col("is_retweet"))
+              .explode("canonical_urls").drop_nulls("canonical_urls")
+              .rename({"canonical_urls": "url"}))
+    reasons["auto_retweet"] = int(tweets["is_retweet"].sum())
+    pairs = []
+    for (url,), group in by_url.group_by(["url"], maintain_order=True):
+        rows = group.sort("tweet_id").to_dicts()
+        news = [r for r in rows if (r["author"] or "") in news_set]
+        for a in news:
+            s1 = clean(a["text"])
+            for b in rows:
+                if b["tweet_id"] == a["tweet_id"] or b["author"] == a["author"]:
+                    continue
+                s2 = clean(b["text"])
+                reason = reject_reason(s1, s2, (cards or {}).get(url), settings.min_tokens)
+                if reason:
+                    reasons[reason] += 1
+                    continue
+                pairs.append({"url": url, "tweet_a": a["tweet_id"], "tweet_b": b["tweet_id"],
+                              "author_a": a["author"], "author_b": b["author"], "s1": s1, "s2": s2})
+    reasons["pairs"] = len(pairs)
+    return pairs, reasons

@@ -1,0 +1,117 @@
+"""URLs of tweets: canonical form, and expansion of shortened links over HTTP.
+
+Canonical form: lower-case scheme and host, no default port, no fragment, no tracking
+parameters (utm_*, fbclid, gclid, ...), the remaining query parameters sorted, no
+trailing slash on a non-root path. The API's ``unwound_url``/``expanded_url`` is used when
+present; other links on known shortener hosts (or every link, with ``expand_all``) are
+followed with HEAD (then GET when HEAD is refused) through redirects, with a timeout,
+a redirect limit (loops end there), bounded concurrency, and a persistent cache.
+Optionally the linked page's ``twitter:title``/``twitter:description`` are read.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import re
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+
+import requests
+
+TRACKING = re.compile(r"^(utm_\w+|fbclid|gclid|dclid|mc_cid|mc_eid|cmpid|ocid|ref|ref_src|"
+                      r"smid|smtyp|s_cid|share|taid|at_medium|at_campaign|__twitter_impression)$", re.I)
+SHORTENERS = {"t.co", "bit.ly", "ow.ly", "buff.ly", "trib.al", "dlvr.it", "tinyurl.com",
+              "goo.gl", "fb.me", "ift.tt", "j.mp", "nyti.ms", "wapo.st", "cnn.it", "bbc.in",
+              "reut.rs", "apne.ws", "econ.st", "on.ft.com", "gu.com", "lnkd.in", "amzn.to"}
+
+
+def canonical(url: str) -> str:
+    parts = urlsplit(url.strip())
+    scheme = (parts.scheme or "http").lower()
+    host = (parts.hostname or "").lower()
+    if host.startswith("www."):
+        host = host[4:]
+    port = parts.port
+    netloc = host if port is None or (scheme, port) in (("http", 80), ("https", 443)) else f"{host}:{port}"
+    query = sorted((k, v) for k, v in parse_qsl(parts.query, keep_blank_values=True)
+                   if not TRACKING.match(k))
+    path = parts.path or "/"
+    if len(path) > 1:
+        path = path.rstrip("/")
+    return urlunsplit(("https" if scheme in ("http", "https") else scheme, netloc, path,
+                       urlencode(query), ""))
+
+
+def is_short(url: str) -> bool:
+    return (urlsplit(url).hostname or "").lower() in SHORTENERS
+
+
+class Expander:
+    """Follows redirects of URLs, with a JSON cache file (``None`` = in memory only)."""
+
+    def __init__(self, cache: str | Path | None = None, timeout: float = 5.0,
+                 max_redirects: int = 10, workers: int = 8, session: requests.Session | None = None):
+        self.cache_path = Path(cache) if cache else None
+        self.cache: dict[str, str] = {}
+        if self.cache_path and self.cache_path.exists():
+            self.cache = json.loads(self.cache_path.read_text())
+        self.timeout = timeout
+        self.workers = workers
+        self.session = session or requests.Session()
+        self.session.max_redirects = max_redirects
+        self._lock = threading.Lock()
+
+    def _resolve(self, url: str) -> str:
+        for method in ("head", "get"):
+            try:
+                resp = self.session.request(method, url, allow_redirects=True, timeout=self.timeout,
+                                            stream=(method == "get"))
+                resp.close()
+                if resp.status_code < 400 or method == "get":
+                    return resp.url
+            except requests.TooManyRedirects as exc:  # a loop or a very long chain
+                return exc.response.url if exc.response is not None else url
+            except requests.RequestException:
+                if method == "get":
+                    return url
+        return url
+
+    def expand(self, urls: list[str]) -> dict[str, str]:
+        """url -> final URL after redirects (the URL itself when it cannot be followed)."""
+        todo = [u for u in dict.fromkeys(urls) if u not in self.cache]
+        if todo:
+            with ThreadPoolExecutor(self.workers) as pool:
+                for url, final in zip(todo, pool.map(self._resolve, todo)):
+                    with self._lock:
+                        self.cache[url] = final
+            self.save()
+        return {u: self.cache[u] for u in urls}
+
+    def save(self) -> None:
+        if self.cache_path:
+            from paramill.io import atomic_output
+
+            with atomic_output(self.cache_path) as (tmp,):
+                tmp.write_text(json.dumps(self.cache, sort_keys=True))
+
+
+_META = re.compile(r"""<meta\s+[^>]*?(?:name|property)\s*=\s*["'](twitter:(?:title|description))["'][^>]*?content\s*=\s*["']([^"']*)["']""", re.I)
+_META_REV = re.compile(r"""<meta\s+[^>]*?content\s*=\s*["']([^"']*)["'][^>]*?(?:name|property)\s*=\s*["'](twitter:(?:title|description))["']""", re.I)
+
+
+def page_card(url: str, session: requests.Session | None = None, timeout: float = 5.0,
+              limit: int = 200_000) -> dict[str, str]:
+    """``twitter:title``/``twitter:description`` of a page (empty when unavailable)."""
+    session = session or requests.Session()
+    try:
+        resp = session.get(url, timeout=timeout, stream=True)
+        body = resp.raw.read(limit, decode_content=True).decode(resp.encoding or "utf-8", "replace")
+        resp.close()
+    except (requests.RequestException, OSError):
+        return {}
+    found = {k.lower(): html.unescape(v) for k, v in _META.findall(body)}
+    found.update({k.lower(): html.unescape(v) for v, k in _META_REV.findall(body)})
+    return {k.split(":")[1]: v for k, v in found.items()}

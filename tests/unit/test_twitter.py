@@ -1,0 +1,449 @@
+"""Twitter harvest, URLs, pairs and identification, against loopback servers only: a fake
+X API v2 (tweepy's session is pointed at it) and a fake web for URL expansion."""
+
+from __future__ import annotations
+
+import gzip
+import http.server
+import json
+import threading
+import time
+from urllib.parse import parse_qs, unquote, urlsplit
+
+import numpy as np
+import polars as pl
+import pytest
+import requests
+import tweepy
+from requests.adapters import HTTPAdapter
+
+from paramill.io import InputError
+from paramill.twitter import identify
+from paramill.twitter.harvest import HarvestError, HarvestSettings, harvest_day
+from paramill.twitter.pairs import PairSettings, build_pairs, reject_reason
+from paramill.twitter.text import clean, comparable, tokenize
+from paramill.twitter.tweets import from_object, read_archive
+from paramill.twitter.urls import Expander, canonical, page_card
+
+TOKEN = "SECRET-BEARER-TOKEN-0123456789"
+
+
+# -- text and URLs -------------------------------------------------------------------
+
+def test_tweet_tokenizer_and_clean_up():
+    assert tokenize("RT @cnn: Storm hits #Florida :) http://t.co/abc it's 3,000 homes!") == [
+        "RT", "@cnn", ":", "Storm", "hits", "#Florida", ":)", "http://t.co/abc", "it's", "3,000", "homes", "!"]
+    assert clean("RT @cnn: Storm hits Florida http://t.co/abc via @reuters") == "Storm hits Florida"
+    assert clean("@bob #breaking Storm hits Florida https://x.co/1") == "Storm hits Florida"
+    assert comparable("Storm, hits Florida!!") == comparable("storm hits florida") == "storm hits florida"
+
+
+def test_canonical_urls():
+    assert canonical("HTTP://WWW.Example.com:80/a/b/?utm_source=tw&id=3&fbclid=x#top") == "https://example.com/a/b?id=3"
+    assert canonical("https://example.com/?b=2&a=1") == "https://example.com/?a=1&b=2"
+    assert canonical("https://example.com") == "https://example.com/"
+    assert canonical("https://example.com:8443/x") == "https://example.com:8443/x"
+
+
+class Web(http.server.BaseHTTPRequestHandler):
+    """Redirect chains, a loop, a slow page, and a page with a Twitter card."""
+
+    def do_HEAD(self):
+        self._serve(body=False)
+
+    def do_GET(self):
+        self._serve(body=True)
+
+    def _serve(self, body):
+        path = self.path
+        if path.startswith("/short/"):
+            n = int(path.rsplit("/", 1)[1])
+            self._redirect(f"/short/{n - 1}" if n > 1 else "/article?utm_source=x")
+        elif path == "/loop/a":
+            self._redirect("/loop/b")
+        elif path == "/loop/b":
+            self._redirect("/loop/a")
+        elif path == "/slow":
+            time.sleep(2)
+            self._redirect("/article")
+        elif path == "/nohead" and self.command == "HEAD":
+            self.send_response(405)
+            self.end_headers()
+        elif path == "/nohead":
+            self._redirect("/article")
+        else:
+            page = (b'<html><head><meta name="twitter:title" content="Storm hits Florida">'
+                    b'<meta content="Thousands lose power" property="twitter:description"></head></html>')
+            self.send_response(200)
+            self.send_header("Content-Type", "text/html")
+            self.send_header("Content-Length", str(len(page)))
+            self.end_headers()
+            if body:
+                self.wfile.write(page)
+
+    def _redirect(self, to):
+        self.send_response(301)
+        self.send_header("Location", to)
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture
+def web():
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Web)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{server.server_port}"
+    server.shutdown()
+
+
+def test_url_expansion_follows_chains_stops_loops_and_timeouts(web, tmp_path):
+    cache = tmp_path / "cache.json"
+    exp = Expander(cache, timeout=0.5, max_redirects=5, workers=4)
+    urls = [f"{web}/short/3", f"{web}/loop/a", f"{web}/slow", f"{web}/nohead", f"{web}/article"]
+    out = exp.expand(urls)
+    assert out[f"{web}/short/3"] == f"{web}/article?utm_source=x"
+    assert out[f"{web}/loop/a"].startswith(f"{web}/loop/")  # the loop ends at the redirect limit
+    assert out[f"{web}/slow"] == f"{web}/slow"  # timed out: kept as it is
+    assert out[f"{web}/nohead"] == f"{web}/article"  # HEAD refused, GET followed
+    assert canonical(out[f"{web}/short/3"]) == canonical(f"{web}/article")
+    # cached on disk: a new expander answers without the network
+    again = Expander(cache, session=None).expand([f"{web}/short/3"])
+    assert again == {f"{web}/short/3": f"{web}/article?utm_source=x"}
+    assert page_card(f"{web}/article") == {"title": "Storm hits Florida", "description": "Thousands lose power"}
+    assert page_card("http://127.0.0.1:9/none", timeout=0.2) == {}
+
+
+# -- tweet objects ---------------------------------------------------------------------
+
+def test_v1_and_v2_objects_and_archive_errors(tmp_path):
+    v2 = {"data": [{"id": "5", "author_id": "9", "text": "Hi https://t.co/x", "created_at": "2026-11-02T10:00:00.000Z",
+                    "entities": {"urls": [{"url": "https://t.co/x", "expanded_url": "https://a.com/1",
+                                           "unwound_url": "https://a.com/1?x=1"}]},
+                    "referenced_tweets": [{"type": "retweeted", "id": "4"}]}],
+          "includes": {"users": [{"id": "9", "username": "CNN"}]}}
+    (row,) = from_object(v2, "timeline")
+    assert row["author"] == "cnn" and row["urls"] == ["https://a.com/1?x=1"] and row["is_retweet"]
+    v1 = {"id_str": "7", "created_at": "Mon Nov 02 10:00:00 +0000 2026", "full_text": "Yo",
+          "user": {"screen_name": "Bob", "id_str": "3"}, "entities": {"urls": [{"url": "https://t.co/y"}]}}
+    (row,) = from_object(v1, "archive")
+    assert row["created_at"] == "2026-11-02T10:00:00Z" and row["short_urls"] == ["https://t.co/y"]
+    assert not row["is_retweet"] and row["author"] == "bob"
+    bad = tmp_path / "bad.jsonl.gz"
+    with gzip.open(bad, "wt") as fh:
+        fh.write(json.dumps(v1) + "\n\n{broken\n")
+    with pytest.raises(InputError, match="bad.jsonl.gz:3"):
+        list(read_archive([bad]))
+
+
+# -- the fake X API ---------------------------------------------------------------------
+
+def tweet(tid, author_id, text, url=None, rt=None):
+    t = {"id": str(tid), "author_id": str(author_id), "text": text,
+         "created_at": "2026-11-02T10:00:00.000Z", "lang": "en"}
+    if url:
+        t["entities"] = {"urls": [{"url": "https://t.co/z", "expanded_url": url}]}
+    if rt:
+        t["referenced_tweets"] = [{"type": "retweeted", "id": str(rt)}]
+    return t
+
+
+class FakeX:
+    """Users, their tweets, and the tweets found by URL search; faults served in order."""
+
+    def __init__(self):
+        self.users = {"newsa": "100", "newsb": "200"}
+        self.names = {v: k for k, v in self.users.items()} | {"300": "reader"}
+        self.timelines = {"100": [], "200": []}
+        self.searchable = []
+        self.faults = []  # (path prefix, kind) consumed by the first matching request
+        self.requests = []
+        self.lock = threading.Lock()
+
+    def fault_for(self, path):
+        with self.lock:
+            for i, (prefix, kind) in enumerate(self.faults):
+                if path.startswith(prefix):
+                    del self.faults[i]
+                    return kind
+        return None
+
+    def page(self, tweets, query):
+        since = int(query.get("since_id", ["0"])[0] or 0)
+        size = int(query.get("max_results", ["100"])[0])
+        start = int(query.get("pagination_token", query.get("next_token", ["0"]))[0])
+        fresh = sorted((t for t in tweets if int(t["id"]) > since), key=lambda t: -int(t["id"]))
+        chunk = fresh[start:start + size]
+        body = {"data": chunk, "includes": {"users": [{"id": t["author_id"], "username": self.names[t["author_id"]]}
+                                                      for t in chunk]},
+                "meta": {"result_count": len(chunk)}}
+        if start + size < len(fresh):
+            body["meta"]["next_token"] = str(start + size)
+        if not chunk:
+            body = {"meta": {"result_count": 0}}
+        return body
+
+
+def handler_for(fake: FakeX):
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):
+            parts = urlsplit(self.path)
+            query = parse_qs(parts.query)
+            fake.requests.append((parts.path, query, dict(self.headers)))
+            fault = fake.fault_for(parts.path)
+            if fault == "429":
+                return self.reply(429, {"title": "Too Many Requests"},
+                                  {"x-rate-limit-reset": str(int(time.time()) + 1)})
+            if fault == "503":
+                return self.reply(503, {"title": "Service Unavailable"})
+            if fault == "malformed":
+                return self.reply(200, None, raw=b'{"data": [ {"id": ')
+            if fault == "free":
+                return self.reply(403, {"title": "Client Forbidden", "reason": "client-not-enrolled",
+                                        "detail": "When authenticating requests to the Twitter API v2 "
+                                                  "endpoints, you must use keys and tokens from a Twitter "
+                                                  "developer App that is attached to a Project."})
+            if parts.path.startswith("/2/users/by/username/"):
+                name = parts.path.rsplit("/", 1)[1]
+                if name not in fake.users:
+                    return self.reply(404, {"title": "Not Found Error"})
+                return self.reply(200, {"data": {"id": fake.users[name], "username": name}})
+            if parts.path.startswith("/2/users/") and parts.path.endswith("/tweets"):
+                uid = parts.path.split("/")[3]
+                return self.reply(200, fake.page(fake.timelines[uid], query))
+            if parts.path == "/2/tweets/search/recent":
+                url = unquote(query["query"][0]).removeprefix('url:"').removesuffix('"')
+                hits = [t for t in fake.searchable if canonical(t["entities"]["urls"][0]["expanded_url"]) == url]
+                return self.reply(200, fake.page(hits, query))
+            return self.reply(404, {"title": "Not Found Error"})
+
+        def reply(self, code, body, headers=None, raw=None):
+            data = raw if raw is not None else json.dumps(body).encode()
+            self.send_response(code)
+            self.send_header("Content-Type", "application/json")
+            for k, v in (headers or {}).items():
+                self.send_header(k, v)
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def log_message(self, *args):
+            pass
+
+    return Handler
+
+
+class Loopback(HTTPAdapter):
+    def __init__(self, base):
+        super().__init__()
+        self.base = base
+
+    def send(self, request, **kwargs):
+        request.url = request.url.replace("https://api.twitter.com", self.base, 1)
+        return super().send(request, **kwargs)
+
+
+@pytest.fixture
+def fake_x():
+    fake = FakeX()
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler_for(fake))
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    fake.base = f"http://127.0.0.1:{server.server_port}"
+    yield fake
+    server.shutdown()
+
+
+def client_for(fake):
+    client = tweepy.Client(bearer_token=TOKEN, wait_on_rate_limit=True, return_type=dict)
+    client.session.mount("https://api.twitter.com", Loopback(fake.base))
+    return client
+
+
+def populate(fake, start=1000, stories=3, replies=4):
+    for s in range(stories):
+        url = f"https://news.example.com/story-{start}-{s}?utm_source=tw"
+        author = "100" if s % 2 == 0 else "200"
+        fake.timelines[author].append(tweet(start + 100 * s, author, f"Big story number {s} happens today in the city {url}", url))
+        for r in range(replies):
+            fake.searchable.append(tweet(start + 100 * s + r + 1, "300", f"people say story {s} variant {r} is happening now {url}", url))
+        fake.searchable.append(tweet(start + 100 * s + 50, "300", f"RT @newsa: Big story number {s}", url, rt=start + 100 * s))
+
+
+SETTINGS = HarvestSettings(accounts=["newsa", "newsb", "nobody"], max_results=5, max_pages=10,
+                           retries=3, backoff=0.0)
+
+
+def harvest(fake, tmp_path, date="2026-11-02", settings=SETTINGS, **kw):
+    out = tmp_path / "days" / f"{date}.parquet"
+    stats = harvest_day(date, out, settings, source="live", raw_dir=tmp_path / "raw",
+                        state_path=tmp_path / "state.json", url_cache=tmp_path / "urls.json",
+                        client=client_for(fake), sleep=lambda s: None, **kw)
+    return stats, pl.read_parquet(out)
+
+
+def expected_ids(fake):
+    return {t["id"] for ts in fake.timelines.values() for t in ts} | {t["id"] for t in fake.searchable}
+
+
+def test_harvest_finds_every_tweet_with_paging_and_survives_faults(fake_x, tmp_path):
+    populate(fake_x, stories=3, replies=12)  # 13 tweets a URL: two search pages of 10
+    fake_x.faults = [("/2/users/100/tweets", "429"), ("/2/tweets/search/recent", "503"),
+                     ("/2/tweets/search/recent", "malformed")]
+    stats, table = harvest(fake_x, tmp_path)
+    assert set(table["tweet_id"]) == expected_ids(fake_x)
+    assert table["tweet_id"].n_unique() == table.height
+    assert stats["search_pages"] >= 6 and not fake_x.faults  # every fault was served
+    assert any("pagination_token" in q or "next_token" in q for _, q, _ in fake_x.requests)
+    state = json.loads((tmp_path / "state.json").read_text())
+    assert state["since"] == {"newsa": "1200", "newsb": "1100"}
+    assert all(v["next_token"] is None for v in state["urls"].values())
+    assert table.filter(pl.col("is_retweet")).height == 3
+    # credentials never in the saved JSON, state, table or provenance
+    for path in tmp_path.rglob("*"):
+        if path.is_file():
+            data = gzip.decompress(path.read_bytes()) if path.suffix == ".gz" else path.read_bytes()
+            assert TOKEN.encode() not in data, path
+    assert all(h.get("Authorization") == f"Bearer {TOKEN}" for _, _, h in fake_x.requests)
+
+
+def test_second_run_same_day_is_idempotent_and_next_day_gets_only_new(fake_x, tmp_path):
+    populate(fake_x)
+    _, first = harvest(fake_x, tmp_path)
+    before = len(fake_x.requests)
+    _, again = harvest(fake_x, tmp_path)
+    assert again.equals(first)
+    since_used = [q.get("since_id") for p, q, _ in fake_x.requests[before:] if p.endswith("/tweets")]
+    assert since_used and all(s for s in since_used)  # asked only for newer tweets
+    populate(fake_x, start=5000, stories=2)
+    _, nxt = harvest(fake_x, tmp_path, date="2026-11-03")
+    assert set(nxt["tweet_id"]) == expected_ids(fake_x) - set(first["tweet_id"])
+
+
+def test_a_killed_harvest_rerun_loses_nothing_and_duplicates_nothing(fake_x, tmp_path):
+    populate(fake_x, stories=3, replies=7)
+    # the job is killed in the middle of the URL searches
+    calls = {"n": 0}
+    original = tweepy.Client.search_recent_tweets
+
+    def dying(self, *a, **k):
+        calls["n"] += 1
+        if calls["n"] == 3:
+            raise KeyboardInterrupt  # killed
+        return original(self, *a, **k)
+
+    tweepy.Client.search_recent_tweets = dying
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            harvest(fake_x, tmp_path)
+    finally:
+        tweepy.Client.search_recent_tweets = original
+    assert not (tmp_path / "days" / "2026-11-02.parquet").exists()  # nothing half-written
+    _, table = harvest(fake_x, tmp_path)
+    assert set(table["tweet_id"]) == expected_ids(fake_x)
+    assert table["tweet_id"].n_unique() == table.height
+
+
+def test_free_tier_refusal_is_one_clear_message(fake_x, tmp_path):
+    populate(fake_x)
+    fake_x.faults = [("/2/users/by/username/", "free")]
+    with pytest.raises(HarvestError, match="Basic access tier or higher.*free") as info:
+        harvest(fake_x, tmp_path)
+    assert "attached to a Project" in str(info.value) and TOKEN not in str(info.value)
+
+
+def test_missing_credentials_and_persistent_server_errors(fake_x, tmp_path, monkeypatch):
+    from paramill.twitter.harvest import make_client
+
+    monkeypatch.delenv("X_BEARER_TOKEN", raising=False)
+    with pytest.raises(HarvestError, match="X_BEARER_TOKEN"):
+        make_client(HarvestSettings())
+    monkeypatch.setenv("X_BEARER_TOKEN", TOKEN)
+    assert make_client(HarvestSettings()).bearer_token == TOKEN
+    populate(fake_x)
+    fake_x.faults = [("/2/users/by/username/", "503")] * 4
+    with pytest.raises(HarvestError, match="after 3 retries"):
+        harvest(fake_x, tmp_path)
+
+
+def test_archive_replay_keeps_the_day(tmp_path):
+    path = tmp_path / "a.jsonl"
+    rows = [tweet(1, 9, "x https://a.com/1", "https://a.com/1"), tweet(2, 9, "y")]
+    rows[1]["created_at"] = "2026-11-03T01:00:00Z"
+    path.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+    out = tmp_path / "d.parquet"
+    stats = harvest_day("2026-11-02", out, SETTINGS, source="archive", archive=[str(path)])
+    table = pl.read_parquet(out)
+    assert stats["tweets"] == 1 and table["canonical_urls"].to_list() == [["https://a.com/1"]]
+
+
+# -- pairs ---------------------------------------------------------------------------------
+
+def test_pairs_drop_retweets_copies_titles_and_short_tweets():
+    url = "https://n.com/1"
+    t = pl.DataFrame([
+        {"tweet_id": "1", "author": "news", "text": "Storm knocks out power to thousands of homes in Florida", "canonical_urls": [url], "is_retweet": False},
+        {"tweet_id": "2", "author": "ann", "text": "Thousands of Florida homes lost electricity after the storm hit", "canonical_urls": [url], "is_retweet": False},
+        {"tweet_id": "3", "author": "bob", "text": "RT @news: Storm knocks out power", "canonical_urls": [url], "is_retweet": True},
+        {"tweet_id": "4", "author": "cid", "text": "Storm knocks out power to thousands of homes in Florida!!! via @news", "canonical_urls": [url], "is_retweet": False},
+        {"tweet_id": "5", "author": "dan", "text": "so sad", "canonical_urls": [url], "is_retweet": False},
+        {"tweet_id": "6", "author": "eve", "text": "Hurricane season brings a record storm to the Florida coast", "canonical_urls": [url], "is_retweet": False},
+        {"tweet_id": "7", "author": "fay", "text": "Another tweet on another link entirely here", "canonical_urls": ["https://n.com/2"], "is_retweet": False},
+    ])
+    cards = {url: {"title": "Hurricane season brings a record storm to the Florida coast"}}
+    pairs, reasons = build_pairs(t, ["news"], PairSettings(), cards)
+    assert [(p["tweet_a"], p["tweet_b"]) for p in pairs] == [("1", "2")]
+    assert reasons == {"auto_retweet": 1, "manual_retweet": 1, "too_short": 1, "page_title": 1, "pairs": 1}
+    assert reject_reason("A b c, d!", "a b c d", None, 1) == "manual_retweet"  # punctuation only
+
+
+# -- identification ---------------------------------------------------------------------
+
+def test_overlap_features_by_hand():
+    p, r, f = identify.prf("a b c d".split(), "a b x".split(), 1)
+    assert (p, r) == (2 / 4, 2 / 3) and f == pytest.approx(2 * p * r / (p + r))
+    assert identify.prf(["a"], ["a"], 2) == (0.0, 0.0, 0.0)
+    feats = identify.baseline_features("Running dogs run", "The dog runs")
+    assert len(feats) == 18 == len(identify.BASELINE)
+    assert feats[0] == 0.0  # no shared token
+    assert feats[9] > 0.0  # stems: run, dog shared
+    assert identify.features([("a b", "a b")], True).shape == (1, 22)
+
+
+def test_readers(tmp_path):
+    raw = tmp_path / "raw.tsv"
+    raw.write_text("a b\tc d\t(5,6)\thttp://u\ne f\tg h\t(3,6)\thttp://u\ni j\tk l\t(1,6)\thttp://u\n")
+    pairs, labels, dropped = identify.read_labelled(raw, "url_raw")
+    assert labels == [1, 0] and dropped == 1 and pairs[0] == ("a b", "c d")
+    pit = tmp_path / "pit.tsv"
+    pit.write_text("1\tT\ts1\ts2\t(3, 2)\tx\ty\n1\tT\ts3\ts4\t(2, 3)\tx\ty\n1\tT\ts5\ts6\t(0, 5)\tx\ty\n")
+    assert identify.read_labelled(pit, "pit2015")[1:] == ([1, 0], 1)
+    toks = tmp_path / "toks"
+    toks.mkdir()
+    for name, text in (("a.toks", "x\ny\n"), ("b.toks", "x\nz\n"), ("sim.txt", "1\n0\n")):
+        (toks / name).write_text(text)
+    assert identify.read_labelled(toks, "toks")[1] == [1, 0]
+    raw.write_text("a\tb\tfive\n")
+    with pytest.raises(InputError, match="raw.tsv:1"):
+        identify.read_labelled(raw, "url_raw")
+
+
+def test_max_f1_and_lr_learn_a_toy_set(tmp_path):
+    result = identify.max_f1([0, 0, 1, 1], np.array([0.1, 0.4, 0.35, 0.8]))
+    assert result["f1"] == pytest.approx(0.8) and result["recall"] == 1.0
+    pos = [(f"the storm hits town number {i} today", f"today the storm hit town number {i}") for i in range(30)]
+    neg = [(f"the storm hits town number {i} today", f"my cat likes fish {i} very much") for i in range(30)]
+    settings = identify.IdentifySettings()
+    cv = identify.cross_validate(pos + neg, [1] * 30 + [0] * 30, False, settings)
+    assert cv["f1"] == 1.0
+    from paramill.twitter.month import train_identifier
+
+    data = tmp_path / "l.tsv"
+    data.write_text("".join(f"{a}\t{b}\t({5 if k < 30 else 0},6)\tu\n" for k, (a, b) in enumerate(pos + neg)))
+    result = train_identifier([{"path": str(data), "format": "url_raw"}], [], tmp_path / "m.pkl",
+                              tmp_path / "r.json", settings)
+    assert result["evaluations"][0]["lr"]["f1"] == 1.0
+    model = identify.Identifier.load(tmp_path / "m.pkl")
+    p = model.score([pos[0], neg[0]])
+    assert p[0] > 0.5 > p[1]
