@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from .conftest import EMBED, SELECT, TINY_DAG, TINY_FILTERS, TINY_NMT, after_candidates, copy_project, executed
+from .conftest import EMBED, SELECT, TINY_DAG, TWITTER, TINY_FILTERS, TINY_NMT, after_candidates, copy_project, executed
 from .conftest import snakemake as run_snakemake
 
 pytestmark = pytest.mark.slow
@@ -119,7 +119,7 @@ def test_g_own_models_replace_training(project, tmp_path):
     proc = snakemake(other)
     assert executed(proc) == {"ingest": 2, "clean": 2, "nmt_convert": 1, "back_translate": shards(other),
                               "backtranslation_stats": 1, **after_candidates(TINY_FILTERS, shards(other)),
-                              **DOWNSTREAM}
+                              **DOWNSTREAM, **TWITTER}
     assert not (other / "work/nmt/cs-en").exists()  # used in place, nothing trained or converted
     assert (other / "work/nmt/en-cs/ct2/model.bin").exists()
 

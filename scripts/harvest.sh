@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Periodic Twitter harvest: harvest one day (default: today, UTC) from the live X API, then
+# rebuild that month's pairs and the growth table. For cron or SLURM scrontab:
+#
+#   # crontab -e   (every day at 02:30 UTC)
+#   30 2 * * *  cd /path/to/paramill && X_BEARER_TOKEN=... scripts/harvest.sh >> logs/harvest.cron.log 2>&1
+#
+#   # scrontab -e  (SLURM)
+#   #SCRON -t 02:00:00 -c 2 --mem=4G
+#   30 2 * * *  cd /path/to/paramill && scripts/harvest.sh
+#
+# Credentials come from the environment variables named in twitter.harvest (never stored).
+# Extra arguments go to snakemake (e.g. --profile slurm, --configfile my-twitter.yaml).
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+DAY="${HARVEST_DATE:-$(date -u +%F)}"
+MONTH="${DAY:0:7}"
+SNAKEMAKE="${SNAKEMAKE:-.venv/bin/snakemake}"
+CONFIG=(--configfile config.yaml "${TWITTER_CONFIG:-configs/twitter.yaml}")
+# a day's harvest is never re-done by Snakemake once its table exists (re-running the
+# harvest command for a day is safe: it only adds what is new)
+"$SNAKEMAKE" --cores "${CORES:-2}" "$@" "work/twitter/harvest/${DAY}.parquet" "${CONFIG[@]}"
+"$SNAKEMAKE" --cores "${CORES:-2}" "$@" "results/twitter/${MONTH}/paraphrases.tsv" \
+  results/twitter/growth.tsv "${CONFIG[@]}"
