@@ -13,6 +13,7 @@ include: "rules/nmt.smk"
 include: "rules/filters.smk"
 include: "rules/embed.smk"
 include: "rules/twitter.smk"
+include: "rules/lexicon.smk"
 include: "rules/report.smk"
 
 

@@ -13,7 +13,7 @@ from snakemake.exceptions import WorkflowError
 # The `paramill` command sits beside the Python that runs Snakemake (.venv/bin).
 _bin = str(Path(sys.executable).parent)
 if _bin not in os.environ.get("PATH", "").split(os.pathsep):
-    os.environ.update(PATH=_bin + os.pathsep + os.environ.get("PATH", ""))
+    os.environ.update(PATH=os.pathsep.join([_bin, os.environ.get("PATH", "")]))
 
 
 def _resolve(cfg):
@@ -250,8 +250,10 @@ def sample_args():
 
 def optional_targets():
     """Default targets that depend on settings: the diversity table when sampling, the
-    Twitter branch when enabled."""
+    lexicon (with SimLex when given), the Twitter branch when enabled."""
     targets = [f"{RESULTS}/nmt/diversity.tsv"] if sampling() else []
+    targets.append(f"{RESULTS}/lexicon/simlex.tsv" if config["lexicon"]["simlex"]
+                   else f"{RESULTS}/lexicon/lexicon.tsv")
     if config["twitter"]["enabled"]:
         targets += [f"{RESULTS}/twitter/growth.tsv", f"{RESULTS}/twitter/paraid.json"]
     return targets
@@ -340,4 +342,5 @@ def provenance_outputs(wildcards):
         outs += [f"{RESULTS}/corpus/{sel}/{n}" for n in ("corpus.parquet", "datasheet.md")]
     for name in config["embed"]["models"]:
         outs += [f"{WORK}/embed/{name}/model.pt", f"{RESULTS}/embed/{name}/sts.json"]
+    outs += [f"{RESULTS}/lexicon/lexicon.tsv"]
     return outs + all_candidates(wildcards) + score_files(wildcards)

@@ -101,6 +101,7 @@ for _filter in FILTERS:
             f"{WORK}/scores/{_filter}/{{corpus}}/{{shard}}.parquet",
         params:
             filter=_filter,
+            rule=f"score_{_filter}",
             settings=as_json(config["filters"][_filter]),
             models=filter_model_args(_filter),
         log:
@@ -113,7 +114,7 @@ for _filter in FILTERS:
         conda:
             "../envs/nmt-gpu.yaml"
         shell:
-            "OMP_NUM_THREADS={threads} paramill --rule {rule} filter score --filter {params.filter}"
+            "OMP_NUM_THREADS={threads} paramill --rule {params.rule} filter score --filter {params.filter}"
             " --candidates {input.candidates:q} --out {output:q} --settings {params.settings:q}"
             " --threads {threads} {params.models} > {log:q} 2>&1"
 

@@ -146,7 +146,8 @@ rule backtranslation_stats:
 
 rule diversity_stats:
     input:
-        all_candidates,
+        candidates=all_candidates,
+        spm=spm_model("cs-en", "target"),
     output:
         tsv=report(f"{RESULTS}/nmt/diversity.tsv", category="Back-translation",
                    labels={"table": "diversity by rank"}),
@@ -163,5 +164,5 @@ rule diversity_stats:
     conda:
         "../envs/cpu.yaml"
     shell:
-        "paramill --rule diversity_stats nmt diversity {input:q} --spm {WORK}/nmt/spm/en.model"
+        "paramill --rule diversity_stats nmt diversity {input.candidates:q} --spm {input.spm:q}"
         " --tsv {output.tsv:q} --json {output.json:q} --png {output.png:q} > {log:q} 2>&1"

@@ -327,6 +327,25 @@ def cmd_twitter_growth(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_lexicon_build(args: argparse.Namespace) -> int:
+    from paramill.lexicon.pmi import LexiconSettings, count_and_score
+
+    settings = LexiconSettings.from_dict({k: v for k, v in _settings(("lexicon",), args.settings).items()
+                                          if k not in ("simlex", "selection")})
+    stats = count_and_score(args.corpus, args.tsv, args.neighbours, args.stats, settings,
+                            rule=args.rule or "lexicon")
+    print(f"lexicon: {stats}", file=sys.stderr)
+    return 0
+
+
+def cmd_lexicon_simlex(args: argparse.Namespace) -> int:
+    from paramill.lexicon.simlex import evaluate
+
+    result = evaluate(args.lexicon, args.simlex, args.tsv, args.json, rule=args.rule or "lexicon_simlex")
+    print(f"simlex: {result['results']}", file=sys.stderr)
+    return 0
+
+
 def cmd_evaluate_sts(args: argparse.Namespace) -> int:
     from paramill.evaluate.sts import evaluate
 
@@ -642,6 +661,24 @@ def build_parser() -> argparse.ArgumentParser:
     q.add_argument("--tsv", required=True)
     q.add_argument("--png")
     q.set_defaults(func=cmd_twitter_growth)
+
+    p = sub.add_parser("lexicon", help="paraphrase lexicon with cross-sentence and adjusted PMI")
+    lx_sub = p.add_subparsers(dest="what", required=True, metavar="STEP")
+    q = lx_sub.add_parser("build", help="count word pairs in a corpus and score them",
+                          description="ParaNMT appendix A.1: pairs with parascore >= min_parascore "
+                                      "and both sides <= max_tokens; counts partitioned on disk.")
+    q.add_argument("corpus", nargs="+", help="corpus Parquet files (s1, s2[, parascore])")
+    q.add_argument("--settings", type=_json_arg, help="lexicon settings (JSON)")
+    q.add_argument("--tsv", required=True, help="lexicon.tsv: u, v, count, pmi_cross, pmi_adjusted")
+    q.add_argument("--neighbours", required=True, help="top-k neighbours of each word (TSV)")
+    q.add_argument("--stats", required=True)
+    q.set_defaults(func=cmd_lexicon_build)
+    q = lx_sub.add_parser("simlex", help="Spearman of the lexicon's scores on SimLex-999")
+    q.add_argument("--lexicon", required=True)
+    q.add_argument("--simlex", required=True, help="SimLex-999.txt (or a file in its format)")
+    q.add_argument("--tsv", required=True)
+    q.add_argument("--json", required=True)
+    q.set_defaults(func=cmd_lexicon_simlex)
 
     p = sub.add_parser("evaluate", help="evaluate models")
     ev_sub = p.add_subparsers(dest="what", required=True, metavar="WHAT")

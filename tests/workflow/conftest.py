@@ -60,11 +60,13 @@ TINY_FILTERS = ["length", "overlap", "kenlm", "parascore"]
 #: The jobs that follow any change of the released corpora (2 selections).
 EMBED = {"embed_train": 2, "sts_eval": 2}
 SELECT = {"select": 2, "corpus_analysis": 2}
+#: the lexicon of the default selection and its SimLex evaluation
+LEXICON = {"lexicon": 1, "lexicon_simlex": 1}
 
 
 def after_candidates(filters, shards):
     """The jobs that follow a change of every back-translated shard."""
-    jobs = {"heldout": 1, **{f"score_{f}": shards for f in filters}, **SELECT, **EMBED}
+    jobs = {"heldout": 1, **{f"score_{f}": shards for f in filters}, **SELECT, **EMBED, **LEXICON}
     for name, rule in (("kenlm", "kenlm_train"), ("classifier", "classifier_train"),
                        ("parascore", "parascore_model")):
         if name in filters:

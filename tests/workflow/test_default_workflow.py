@@ -116,6 +116,32 @@ def test_the_released_corpus_its_scores_and_datasheet(finished):
     assert classifier["summary"]["test_accuracy"] > 0.5
 
 
+def test_twitter_branch_pairs_identifies_and_grows(finished):
+    project, _ = finished
+    growth = pl.read_csv(project / "results/twitter/growth.tsv", separator="\t")
+    assert growth["month"].to_list() == ["2026-10", "2026-11"]
+    assert growth["tweets"].sum() == 320 and (growth["accepted"] > 0).all()
+    assert (growth["accepted"] < growth["pairs"]).all()  # the comments were rejected
+    pairs = pl.read_parquet(project / "results/twitter/2026-10/pairs.parquet")
+    accepted = (project / "results/twitter/2026-10/paraphrases.tsv").read_text().splitlines()
+    assert len(accepted) == pairs.filter(pl.col("p_paraphrase") >= 0.5).height
+    tweets = pl.read_parquet(project / "work/twitter/harvest/2026-10-05.parquet")
+    ids = set(tweets["tweet_id"])
+    assert all(line.split("\t")[2] in ids or line.split("\t")[3] in ids for line in accepted[:20])
+    report = json.loads((project / "results/twitter/paraid.json").read_text())
+    assert report["train_pairs"] == 200 and report["evaluations"][0]["lr"]["f1"] > 0.8
+    stats = json.loads((project / "results/twitter/2026-10/stats.json").read_text())
+    assert stats["filtered"]["auto_retweet"] > 0 and stats["filtered"]["manual_retweet"] > 0
+
+
+def test_lexicon_finds_the_samples_synonyms(finished):
+    project, _ = finished
+    neighbours = dict(pl.read_csv(project / "results/lexicon/neighbours.tsv", separator="\t").iter_rows())
+    assert neighbours["big"].split()[0] == "large" and "physician" in neighbours["doctor"].split()[:3]
+    simlex = {r["score"]: r for r in json.loads((project / "results/lexicon/simlex.json").read_text())["results"]}
+    assert simlex["pmi_adjusted"]["spearman"] > 40 and simlex["pmi_adjusted"]["coverage"] > 0.4
+
+
 def test_outputs_carry_verifiable_provenance(finished):
     project, _ = finished
     cwd = os.getcwd()

@@ -5,7 +5,18 @@ import json
 
 import pytest
 
-from .conftest import EMBED, SELECT, TINY_DAG, TWITTER, TINY_FILTERS, TINY_NMT, after_candidates, copy_project, executed
+from .conftest import (
+    EMBED,
+    LEXICON,
+    SELECT,
+    TINY_DAG,
+    TINY_FILTERS,
+    TINY_NMT,
+    TWITTER,
+    after_candidates,
+    copy_project,
+    executed,
+)
 from .conftest import snakemake as run_snakemake
 
 pytestmark = pytest.mark.slow
@@ -66,7 +77,7 @@ def test_c_a_new_corpus_processes_only_its_own_shards(project):
     # and only the new shard is translated and scored
     assert executed(proc) == {"ingest": 1, "clean": 1, "back_translate": 1,
                               "backtranslation_stats": 1, **{f"score_{f}": 1 for f in TINY_FILTERS},
-                              **SELECT, **EMBED, **DOWNSTREAM}
+                              **SELECT, **EMBED, **LEXICON, **DOWNSTREAM}
     assert "extra" in (project / "logs/ingest/extra.log").read_text()
     stats = json.loads((project / "results/bitext/stats.json").read_text())
     assert stats["corpora"]["extra"]["kept"] == 2
@@ -141,7 +152,7 @@ def test_i_changing_a_filter_bound_reruns_selection_and_what_follows_only(projec
     edit(project / "config.yaml", "      overlap_1: [0.0, 0.9]", "      overlap_1: [0.0, 0.7]")
     proc = snakemake(project)
     # both selections: top-half takes its bounds from filters.select
-    assert executed(proc) == {**SELECT, **EMBED, "provenance_summary": 1}
+    assert executed(proc) == {**SELECT, **EMBED, **LEXICON, "provenance_summary": 1}
     after = json.loads((project / "results/corpus/default/selection.json").read_text())
     assert after["rows"] < before["rows"]
     assert after["steps"][-1]["step"] == "overlap_1 in [0.0, 0.7]"
@@ -154,4 +165,4 @@ def test_j_a_filter_setting_rescores_that_filter_only(project):
          "  classifier: {epochs: 5}\n  kenlm: {order: 2}")
     proc = snakemake(project)
     assert executed(proc) == {"kenlm_train": 1, "score_kenlm": shards(project), **SELECT, **EMBED,
-                              "provenance_summary": 1}
+                              **LEXICON, "provenance_summary": 1}

@@ -1,0 +1,117 @@
+#!/usr/bin/env python3
+"""The paraphrase lexicon: SimLex-999 Spearman on a real corpus, and time and peak memory at
+scale.
+
+1. Real data: the positive pairs (label 1) of the Twitter URL corpus train split
+   (castorini tokenised form) as the corpus (no paraphrase-score filter; both sides <= 30
+   tokens), lexicon with min_count 10 (and 2, the corpus being small), Spearman x100 of
+   cross and adjusted PMI on SimLex-999 with the pair coverage. ParaNMT-50M's adjusted PMI
+   reached 61.59 (50M pairs).
+2. Scale: synthetic pairs (Zipf vocabulary of 50k words, 5-30 tokens) at the sizes given
+   (default 1M and 5M), each run in a fresh process; wall time and peak RSS.
+
+    python benchmarks/lexicon.py --out benchmarks/out/lexicon.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from _report import emit  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "src"))
+SHARED = ROOT.parent / "shared" / "data"
+
+SCALE = r"""
+import json, os, random, resource, sys, time
+sys.path.insert(0, {src!r})
+import numpy as np, polars as pl
+from paramill.lexicon.pmi import LexiconSettings, count_and_score
+n, root = {n}, {root!r}
+rng = np.random.default_rng(5)
+vocab = np.array([f"w{{i}}" for i in range(50000)])
+p = 1.0 / np.arange(1, 50001); p /= p.sum()
+path = os.path.join(root, "corpus.parquet")
+writer = None
+import pyarrow as pa, pyarrow.parquet as pq
+for start in range(0, n, 500000):
+    m = min(500000, n - start)
+    lens = rng.integers(5, 31, size=m)
+    words = rng.choice(vocab, size=int(lens.sum()), p=p)
+    cuts = np.cumsum(lens)[:-1]
+    s1 = [" ".join(x) for x in np.split(words, cuts)]
+    swap = rng.choice(vocab, size=int(lens.sum()), p=p)
+    mask = rng.random(int(lens.sum())) < 0.3
+    s2w = np.where(mask, swap, words)
+    s2 = [" ".join(x) for x in np.split(s2w, cuts)]
+    table = pa.table({{"s1": s1, "s2": s2}})
+    writer = writer or pq.ParquetWriter(path, table.schema)
+    writer.write_table(table)
+writer.close()
+del words, swap, s1, s2, table
+start = time.perf_counter()
+stats = count_and_score([path], os.path.join(root, "lex.tsv"), os.path.join(root, "nb.tsv"),
+                        os.path.join(root, "stats.json"), LexiconSettings(min_parascore=None))
+seconds = time.perf_counter() - start
+peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+print(json.dumps({{"pairs": n, "seconds": round(seconds, 1), "peak_rss_mb": round(peak),
+                  "lexicon_pairs": stats["lexicon_pairs"], "cross_total": stats["cross_total"]}}))
+"""
+
+
+def real(args) -> dict:
+    import polars as pl
+
+    from paramill.lexicon.pmi import LexiconSettings, count_and_score
+    from paramill.lexicon.simlex import evaluate
+
+    d = Path(args.train)
+    a = (d / "a.toks").read_text().splitlines()
+    b = (d / "b.toks").read_text().splitlines()
+    y = (d / "sim.txt").read_text().splitlines()
+    pairs = [(x, z) for x, z, s in zip(a, b, y) if s.strip() == "1"]
+    out = {"corpus": "twitter-url-corpus train positives", "pairs": len(pairs), "results": {}}
+    with tempfile.TemporaryDirectory() as tmp:
+        corpus = Path(tmp) / "c.parquet"
+        pl.DataFrame({"s1": [p[0] for p in pairs], "s2": [p[1] for p in pairs]}).write_parquet(corpus)
+        for min_count in (10, 2):
+            settings = LexiconSettings(min_parascore=None, min_count=min_count)
+            stats = count_and_score([corpus], Path(tmp) / "l.tsv", Path(tmp) / "n.tsv", Path(tmp) / "s.json", settings)
+            result = evaluate(Path(tmp) / "l.tsv", args.simlex, Path(tmp) / "r.tsv", Path(tmp) / "r.json")
+            out["results"][f"min_count_{min_count}"] = {"lexicon_pairs": stats["lexicon_pairs"],
+                                                        "simlex": result["results"]}
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--train", default=str(SHARED / "twitter-url-corpus/castorini-twitterPPDB/train"))
+    parser.add_argument("--simlex", default=str(SHARED / "simlex-999/SimLex-999.txt"))
+    parser.add_argument("--sizes", type=int, nargs="*", default=[1_000_000, 5_000_000])
+    parser.add_argument("--out")
+    args = parser.parse_args()
+    os.environ["PARAMILL_PROGRESS"] = "0"
+    report = {"benchmark": "paraphrase lexicon", "machine": {"cpus": os.cpu_count(),
+                                                             "python": platform.python_version()},
+              "real": real(args), "scale": []}
+    for n in args.sizes:
+        with tempfile.TemporaryDirectory() as tmp:
+            code = SCALE.format(src=str(ROOT / "src"), n=n, root=tmp)
+            proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                                  env={**os.environ, "PARAMILL_PROGRESS": "0"})
+            if proc.returncode != 0:
+                raise SystemExit(proc.stderr[-3000:])
+            report["scale"].append(json.loads(proc.stdout.strip().splitlines()[-1]))
+    emit(report, args.out)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,47 @@
+# Paraphrase lexicon (ParaNMT appendix A.1) from a released corpus, evaluated on SimLex.
+
+
+rule lexicon:
+    input:
+        f"{RESULTS}/corpus/{config['lexicon']['selection']}/corpus.parquet",
+    output:
+        tsv=f"{RESULTS}/lexicon/lexicon.tsv",
+        neighbours=report(f"{RESULTS}/lexicon/neighbours.tsv", category="Lexicon",
+                          labels={"table": "top neighbours"}),
+        stats=f"{RESULTS}/lexicon/stats.json",
+    params:
+        settings=as_json({k: v for k, v in config["lexicon"].items() if k not in ("simlex", "selection")}),
+    log:
+        f"{LOGS}/lexicon/lexicon.log",
+    benchmark:
+        f"{LOGS}/benchmarks/lexicon/lexicon.tsv"
+    threads: rule_threads("lexicon", 2)
+    resources:
+        **rule_resources("lexicon", mem_mb=8000, runtime=120),
+    conda:
+        "../envs/cpu.yaml"
+    shell:
+        "POLARS_MAX_THREADS={threads} paramill --rule lexicon lexicon build {input:q}"
+        " --settings {params.settings:q} --tsv {output.tsv:q} --neighbours {output.neighbours:q}"
+        " --stats {output.stats:q} > {log:q} 2>&1"
+
+
+rule lexicon_simlex:
+    input:
+        lexicon=f"{RESULTS}/lexicon/lexicon.tsv",
+        simlex=ancient(config["lexicon"]["simlex"] or []),
+    output:
+        tsv=report(f"{RESULTS}/lexicon/simlex.tsv", category="Lexicon", labels={"table": "SimLex"}),
+        json=f"{RESULTS}/lexicon/simlex.json",
+    log:
+        f"{LOGS}/lexicon/lexicon_simlex.log",
+    benchmark:
+        f"{LOGS}/benchmarks/lexicon/lexicon_simlex.tsv"
+    threads: 1
+    resources:
+        **rule_resources("lexicon_simlex", mem_mb=2000, runtime=20),
+    conda:
+        "../envs/cpu.yaml"
+    shell:
+        "paramill --rule lexicon_simlex lexicon simlex --lexicon {input.lexicon:q}"
+        " --simlex {input.simlex:q} --tsv {output.tsv:q} --json {output.json:q} > {log:q} 2>&1"

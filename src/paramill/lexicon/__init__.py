@@ -1,0 +1,1 @@
+"""Paraphrase lexicon with cross-sentence and adjusted PMI (ParaNMT appendix A.1)."""

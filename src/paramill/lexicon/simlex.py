@@ -1,0 +1,64 @@
+"""SimLex-999 evaluation of a lexicon: Spearman's rho x100 of each score against the gold
+similarity, an unseen pair scoring 0, both orderings (u, v) and (v, u) averaged."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from paramill.io import InputError, atomic_output, write_json
+from paramill.provenance import Run, prov_path
+
+
+def read_simlex(path: str | Path) -> list[tuple[str, str, float]]:
+    """(word1, word2, score) from SimLex-999's TSV (header ``word1 word2 POS SimLex999 ...``)."""
+    rows = []
+    with open(path, encoding="utf-8") as fh:
+        header = fh.readline().rstrip("\n").split("\t")
+        try:
+            i1, i2, i_s = header.index("word1"), header.index("word2"), header.index("SimLex999")
+        except ValueError:
+            raise InputError(path, 1, f"header must name word1, word2 and SimLex999, not {header[:4]}") from None
+        for line_no, line in enumerate(fh, 2):
+            fields = line.rstrip("\n").split("\t")
+            if not line.strip():
+                continue
+            try:
+                rows.append((fields[i1].lower(), fields[i2].lower(), float(fields[i_s])))
+            except (IndexError, ValueError):
+                raise InputError(path, line_no, f"expected word1, word2 and a SimLex999 score: {line.strip()[:80]!r}") from None
+    return rows
+
+
+def evaluate(lexicon_tsv: str | Path, simlex: str | Path, out_tsv: str | Path, out_json: str | Path,
+             rule: str = "lexicon_simlex") -> dict[str, Any]:
+    from scipy.stats import spearmanr
+
+    run = Run(rule=rule, params={}, inputs=[lexicon_tsv, simlex])
+    gold = read_simlex(simlex)
+    wanted = {w for a, b, _ in gold for w in (a, b)}
+    lex = (pl.scan_csv(lexicon_tsv, separator="\t", quote_char=None, schema_overrides={"u": pl.String, "v": pl.String})
+           .filter(pl.col("u").is_in(wanted) & pl.col("v").is_in(wanted)).collect())
+    scores = {(u, v): (c, a) for u, v, c, a in lex.select("u", "v", "pmi_cross", "pmi_adjusted").iter_rows()}
+    rows, seen = [], 0
+    results = []
+    columns = {"pmi_cross": 0, "pmi_adjusted": 1}
+    per_pair = []
+    for a, b, g in gold:
+        found = [scores.get((a, b)), scores.get((b, a))]
+        if any(found):
+            seen += 1
+        per_pair.append((a, b, g, [sum((f[i] if f else 0.0) for f in found) / 2 for i in (0, 1)]))
+    for name, i in columns.items():
+        rho = spearmanr([g for _, _, g, _ in per_pair], [s[i] for *_, s in per_pair]).statistic
+        results.append({"score": name, "spearman": round(100 * float(rho), 2) if rho == rho else None,
+                        "pairs": len(gold), "seen": seen, "coverage": round(seen / len(gold), 4) if gold else 0.0})
+        rows.append(results[-1])
+    with atomic_output(out_tsv, out_json, prov_path(out_tsv), prov_path(out_json)) as (t1, t2, p1, p2):
+        pl.DataFrame(rows).write_csv(t1, separator="\t")
+        write_json(t2, {"simlex": str(simlex), "results": results})
+        for final, t, pv in ((out_tsv, t1, p1), (out_json, t2, p2)):
+            run.write({final: t}, {final: pv}, rows_in=len(gold), rows_out=len(results))
+    return {"results": results}

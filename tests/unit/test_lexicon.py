@@ -1,0 +1,82 @@
+"""Lexicon counts and PMI by hand, the Hong Kong effect, SimLex reading and scoring."""
+
+import math
+
+import polars as pl
+import pytest
+
+from paramill.io import InputError
+from paramill.lexicon.pmi import LexiconSettings, count_and_score
+from paramill.lexicon.simlex import evaluate, read_simlex
+from paramill.provenance import verify
+
+PAIRS = [("hong kong big", "hong kong large"), ("big house", "large house")]
+PLAIN = LexiconSettings(min_parascore=None, stopwords=False, min_count=1, smoothing=1.0, partitions=3)
+
+
+def build(tmp_path, pairs, settings=PLAIN, **extra):
+    corpus = tmp_path / "corpus.parquet"
+    pl.DataFrame({"s1": [a for a, _ in pairs], "s2": [b for _, b in pairs], **extra}).write_parquet(corpus)
+    stats = count_and_score([corpus], tmp_path / "lex.tsv", tmp_path / "nb.tsv", tmp_path / "stats.json", settings)
+    table = pl.read_csv(tmp_path / "lex.tsv", separator="\t")
+    return stats, {(u, v): r for u, v, *r in table.iter_rows()}
+
+
+def test_pmi_by_hand_and_the_hong_kong_effect(tmp_path):
+    stats, lex = build(tmp_path, PAIRS)
+    # cross pairs (u in one side, v in the other, both directions, u != v): 7+3+7+3
+    assert stats["cross_total"] == 20
+    assert stats["within_ref_total"] == 8 and stats["within_trans_total"] == 8
+    count, cross, adjusted = lex[("big", "large")]
+    assert count == 2 and cross == pytest.approx(math.log(2 * 20 / (2 * 2)), abs=1e-4)
+    # big and large never share a sentence on a side where both occur: no ordinary PMI
+    assert adjusted == pytest.approx(cross, abs=1e-4)
+    count, cross, adjusted = lex[("hong", "kong")]
+    assert count == 2 and cross == pytest.approx(math.log(10), abs=1e-4)
+    # within each side hong and kong share one sentence: ordinary = log((1+1) * 8 / (1 * 1))
+    assert adjusted == pytest.approx(math.log(10) - math.log(16), abs=1e-4)
+    assert adjusted < cross and lex[("big", "large")][2] > adjusted  # Hong Kong drops below big/large
+    assert lex[("large", "big")] == lex[("big", "large")]  # symmetric
+    assert ("house", "house") not in lex
+    neighbours = dict(pl.read_csv(tmp_path / "nb.tsv", separator="\t").iter_rows())
+    assert neighbours["big"].split()[0] == "large"
+    assert verify(tmp_path / "lex.tsv", recursive=False) == []
+
+
+def test_filters_min_count_and_stop_words(tmp_path):
+    pairs = PAIRS + [("the big house", "a large house")] * 3
+    settings = LexiconSettings(min_parascore=0.35, stopwords=True, min_count=4, partitions=2)
+    stats, lex = build(tmp_path, pairs, settings, parascore=[0.9, 0.1, 0.5, 0.5, 0.5])
+    assert stats["pairs_read"] == 5 and stats["pairs_used"] == 4  # one pair below 0.35
+    # big/large: 1 (first pair) + 3; big/house only 3; "the" and "a" are stop words
+    assert set(lex) == {("big", "large"), ("large", "big")} and lex[("big", "large")][0] == 4
+    long = [(" ".join(["w"] * 31), "x y")]
+    stats, _ = build(tmp_path, long, LexiconSettings(min_parascore=None, min_count=1))
+    assert stats["pairs_used"] == 0
+    with pytest.raises(ValueError, match="no parascore column"):
+        build(tmp_path, PAIRS, LexiconSettings())
+
+
+def test_simlex_reader_and_scores(tmp_path):
+    simlex = tmp_path / "simlex.txt"
+    simlex.write_text("word1\tword2\tPOS\tSimLex999\tconc(w1)\n"
+                      "Big\tlarge\tA\t9.5\t1\nhong\tkong\tN\t1.0\t1\nbig\thouse\tN\t2.0\t1\nsea\tsky\tN\t0.5\t1\n")
+    assert read_simlex(simlex)[0] == ("big", "large", 9.5)
+    build(tmp_path, PAIRS)
+    result = evaluate(tmp_path / "lex.tsv", simlex, tmp_path / "s.tsv", tmp_path / "s.json")
+    by = {r["score"]: r for r in result["results"]}
+    assert by["pmi_cross"]["seen"] == 3 and by["pmi_cross"]["coverage"] == 0.75
+    from scipy.stats import spearmanr
+
+    gold = [9.5, 1.0, 2.0, 0.5]  # big/large, hong/kong, big/house, sea/sky (unseen: 0)
+    cross = [math.log(10), math.log(10), math.log(5), 0.0]
+    adjusted = [round(x, 4) for x in (math.log(10), math.log(10 / 16), math.log(5) - math.log(8), 0.0)]
+    assert by["pmi_cross"]["spearman"] == pytest.approx(100 * spearmanr(gold, cross).statistic, abs=0.01)
+    assert by["pmi_adjusted"]["spearman"] == pytest.approx(100 * spearmanr(gold, adjusted).statistic, abs=0.01)
+    bad = tmp_path / "bad.txt"
+    bad.write_text("a\tb\tc\n")
+    with pytest.raises(InputError, match="word1, word2 and SimLex999"):
+        read_simlex(bad)
+    bad.write_text("word1\tword2\tSimLex999\nx\ty\tnan-ish\n")
+    with pytest.raises(InputError, match="bad.txt:2"):
+        read_simlex(bad)
