@@ -241,9 +241,8 @@ def sample_args():
         return ""
 
     def args(wildcards, input):
-        return f"--bwd-model {shlex.quote(str(input.bwd))} --sample-settings " + shlex.quote(
-            as_json(config["nmt"]["sample"])
-        )
+        settings = shlex.quote(as_json(config["nmt"]["sample"]))
+        return f"--bwd-model {shlex.quote(str(input.bwd))} --sample-settings {settings}"
 
     return args
 
