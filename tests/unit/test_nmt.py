@@ -292,10 +292,11 @@ def test_sampled_shard_dual_scores_determinism_and_ranks(tiny, shard, tmp_path):
     scorer = load_scorer(ct2, "cpu")
     cs_seg, en_seg = Segmenter(cs_spm), Segmenter(en_spm)
     sources = dict(zip(*pl.read_parquet(small).select("pair_id", "cs")))
-    row = table.row(0, named=True)
-    src, hyp = cs_seg.encode([sources[row["pair_id"]]])[0], en_seg.encode([row["candidate"]])[0]
-    assert row["fwd_nll"] == pytest.approx(nll_per_token(scorer, [src], [hyp])[0], rel=1e-4)
-    assert row["bwd_nll"] == pytest.approx(nll_per_token(scorer, [hyp], [src])[0], rel=1e-4)
+    for row in table.iter_rows(named=True):  # scored on the candidate's Viterbi segmentation
+        src, hyp = cs_seg.encode([sources[row["pair_id"]]])[0], en_seg.encode([row["candidate"]])[0]
+        assert row["n_tokens"] == len(hyp)
+        assert row["fwd_nll"] == pytest.approx(nll_per_token(scorer, [src], [hyp])[0], rel=1e-4)
+        assert row["bwd_nll"] == pytest.approx(nll_per_token(scorer, [hyp], [src])[0], rel=1e-4)
     # the threshold drops candidates
     strict = sample_shard(small, ct2, ct2, cs_spm, en_spm, tmp_path / "strict.parquet",
                           SampleSettings(samples=10, constraint_sets=3, block=5, threshold=0.0))

@@ -13,8 +13,9 @@ For each Czech source with English reference:
 2. **Sampling.** ``beam_size=1``, ``sampling_topk`` = ``k`` (10), ``samples`` (30) per set:
    150 candidates per source; identical strings are kept once (the best-scored copy).
 3. **Dual scoring.** ``fwd_nll`` (CS→EN) and ``bwd_nll`` (EN→CS: the Czech source given the
-   candidate), each the model's own mean NLL per token with EOS (``score_batch``); the
-   score is their sum; candidates above ``threshold`` (3.5) are dropped.
+   candidate), each the model's own mean NLL per token with EOS (``score_batch``) of the
+   candidate's Viterbi segmentation; the score is their sum; candidates above
+   ``threshold`` (3.5) are dropped.
 4. **Clustering.** :mod:`paramill.nmt.cluster`: ``clusters`` (8) centres furthest-first
    plus the reference's cluster; the best-scored candidate of each non-reference cluster,
    ranked, top ``n`` (5), with its cluster id.
@@ -167,7 +168,9 @@ def process_block(block: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], di
             continue
         texts = list(found)
         stats["unique"] += len(texts)
-        hyps = [found[t][0] for t in texts]
+        # scored on the Viterbi segmentation of the text, so a candidate's score depends on
+        # its text only (not on which segmentation the sampler happened to produce first)
+        hyps = en_seg.encode(texts)
         fwd = nll_per_token(_STATE["fwd_scorer"], [src] * len(hyps), hyps, settings.batch_size)
         bwd = nll_per_token(_STATE["bwd_scorer"], hyps, [src] * len(hyps), settings.batch_size)
         keep = [i for i in range(len(texts)) if fwd[i] + bwd[i] <= settings.threshold]
