@@ -394,3 +394,34 @@ def test_iter_scored_joins_every_score(tmp_path, scored):
     assert {"length_ref", "overlap_1", "cost"} <= set(shards[0][1].columns)
     with pytest.raises(ValueError, match="no score files"):
         list(iter_scored(cands, scores[:1]))
+
+
+def test_batch_scores_equal_the_pair_by_pair_reference():
+    """The vectorised overlap/BLEU/length equal the per-pair functions on varied text."""
+    import random
+
+    from paramill.filters.base import Batch
+    from paramill.text import tokenize
+
+    rng = random.Random(3)
+    words = ["the", "The", "cat", "sat", "on", "mat", ".", ",", "Ünïcode", "dog", "a", "it's", "3,5"]
+    refs, cands = [], []
+    for _ in range(300):
+        ref = " ".join(rng.choice(words) for _ in range(rng.randint(0, 12)))
+        cand = " ".join(rng.choice(words) for _ in range(rng.randint(0, 12)))
+        refs.append(ref)
+        cands.append(cand)
+    frame = pl.DataFrame({"en_ref": refs, "candidate": cands})
+    overlap = filters.make("overlap").score(Batch(frame))
+    length = filters.make("length").score(Batch(frame))
+    for method in ("nakov", "exp", "add-k"):
+        bleu = filters.make("bleu", method=method).score(Batch(frame))["bleu"]
+        for r, c, got in zip(refs, cands, bleu):
+            assert got == pytest.approx(sentence_bleu(tokenize(c.lower()), tokenize(r.lower()), method), abs=1e-9)
+    for i, (r, c) in enumerate(zip(refs, cands)):
+        rt, ct = tokenize(r.lower()), tokenize(c.lower())
+        assert length["length_ref"][i] == len(tokenize(r)) and length["length_cand"][i] == len(tokenize(c))
+        for n in (1, 2, 3):
+            assert overlap[f"overlap_{n}"][i] == pytest.approx(ngram_overlap(rt, ct, n))
+    cased = filters.make("overlap", lowercase=False).score(Batch(frame))
+    assert any(a != b for a, b in zip(cased["overlap_1"], overlap["overlap_1"]))

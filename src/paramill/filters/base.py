@@ -32,7 +32,6 @@ import pyarrow as pa
 from paramill.io import TableWriter, atomic_output, iter_parquet_batches, parquet_rows
 from paramill.progress import progress
 from paramill.provenance import Run, prov_path
-from paramill.text import tokenize
 
 
 class Direction(str, enum.Enum):
@@ -55,7 +54,7 @@ CANDIDATE_COLUMNS = ("pair_id", "candidate_id", "en_ref", "candidate", "fwd_nll"
 
 
 class Batch:
-    """Candidates of one batch, with tokens computed once and shared by the filters."""
+    """Candidates of one batch; n-gram counts are computed once and shared by the filters."""
 
     def __init__(self, frame: pl.DataFrame):
         self.frame = frame
@@ -74,21 +73,16 @@ class Batch:
     def candidates(self) -> list[str]:
         return self.column("candidate")
 
-    @functools.cached_property
-    def ref_tokens(self) -> list[list[str]]:
-        return [tokenize(s) for s in self.refs]
+    def matches(self, max_order: int, lowercase: bool):
+        """Shared n-grams per order 1..max_order and token counts (see ngrams.batch_matches)."""
+        key = (max_order, lowercase)
+        cache = self.__dict__.setdefault("_matches", {})
+        if key not in cache:
+            from paramill.filters.ngrams import batch_matches
 
-    @functools.cached_property
-    def candidate_tokens(self) -> list[list[str]]:
-        return [tokenize(s) for s in self.candidates]
-
-    @functools.cached_property
-    def ref_tokens_lower(self) -> list[list[str]]:
-        return [tokenize(s.lower()) for s in self.refs]
-
-    @functools.cached_property
-    def candidate_tokens_lower(self) -> list[list[str]]:
-        return [tokenize(s.lower()) for s in self.candidates]
+            cache[key] = batch_matches(self.frame.get_column("en_ref"), self.frame.get_column("candidate"),
+                                       range(1, max_order + 1), lowercase)
+        return cache[key]
 
 
 class Filter(ABC):

@@ -6,7 +6,9 @@ default) adds 1 to the matches and to the n-gram count of every order 1..4 and 1
 reference length in the brevity penalty, BP = exp(min(0, 1 - (r+1)/c)). The other methods
 (``exp``, ``add-k``, ``floor``, ``none``) are sacrebleu's own, computed by sacrebleu's
 ``BLEU.compute_bleu`` from the same counts (so they equal ``sacrebleu.sentence_bleu`` with
-``tokenize="none"`` on the project's tokens). Scores are in [0, 1].
+``tokenize="none"`` on the project's tokens). Scores are in [0, 1]. The filter counts a
+whole batch at once; :func:`sentence_bleu` is the pair-by-pair definition it is tested
+against.
 """
 
 from __future__ import annotations
@@ -15,10 +17,13 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 from paramill.filters.base import Batch, Column, Direction, Filter
 from paramill.filters.ngrams import matches, ngram_counts
 
 METHODS = ("nakov", "exp", "add-k", "floor", "none")
+ORDER = 4
 
 
 def bleu_counts(hyp: list[str], ref: list[str], order: int = 4) -> tuple[list[int], list[int]]:
@@ -68,7 +73,24 @@ class Bleu(Filter):
         return [Column("bleu", Direction.RANGE, f"smoothed sentence BLEU ({self.method}), 0-1")]
 
     def score(self, batch: Batch) -> dict[str, Any]:
-        refs = batch.ref_tokens_lower if self.lowercase else batch.ref_tokens
-        cands = batch.candidate_tokens_lower if self.lowercase else batch.candidate_tokens
-        return {"bleu": [sentence_bleu(c, r, self.method, self.smooth_value)
-                         for r, c in zip(refs, cands)]}
+        shared, len_ref, len_cand = batch.matches(ORDER, self.lowercase)
+        totals = {n: np.maximum(len_cand - n + 1, 0) for n in range(1, ORDER + 1)}
+        if self.method == "nakov":
+            k = 1.0 if self.smooth_value is None else self.smooth_value
+            log_p = sum(np.log((shared[n] + k) / (totals[n] + k)) for n in totals) / ORDER
+            safe = np.maximum(len_cand, 1)
+            bp = np.minimum(0.0, 1.0 - (len_ref + k) / safe)
+            return {"bleu": np.where(len_cand > 0, np.exp(log_p + bp), 0.0)}
+        from sacrebleu.metrics.bleu import BLEU
+
+        out = []
+        for i in range(len(len_cand)):
+            if len_cand[i] == 0:
+                out.append(0.0)
+                continue
+            correct = [int(shared[n][i]) for n in totals]
+            total = [int(totals[n][i]) for n in totals]
+            out.append(BLEU.compute_bleu(correct, total, int(len_cand[i]), int(len_ref[i]),
+                                         smooth_method=self.method, smooth_value=self.smooth_value,
+                                         effective_order=True, max_ngram_order=ORDER).score / 100.0)
+        return {"bleu": out}

@@ -9,9 +9,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+import polars as pl
 import pyarrow as pa
 
 from paramill.filters.base import Batch, Column, Direction, Filter
+from paramill.text import token_count_expr
 
 
 @dataclass(frozen=True)
@@ -24,5 +26,6 @@ class Length(Filter):
                 Column("length_cand", Direction.RANGE, "tokens in the candidate", pa.int32())]
 
     def score(self, batch: Batch) -> dict[str, Any]:
-        return {"length_ref": [len(t) for t in batch.ref_tokens],
-                "length_cand": [len(t) for t in batch.candidate_tokens]}
+        counts = batch.frame.select(r=token_count_expr(pl.col("en_ref")),
+                                    c=token_count_expr(pl.col("candidate")))
+        return {"length_ref": counts["r"].to_numpy(), "length_cand": counts["c"].to_numpy()}

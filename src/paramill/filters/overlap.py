@@ -6,12 +6,17 @@ translation, whichever has fewer." Shared n-grams are clipped counts (an n-gram 
 on one side and once on the other is shared once). A side too short to have an n-gram of
 the order gives 0. Tokens are lower-cased by default. Bounds tuned: lower {0,.1,.2,.3}
 x upper {.6,...,1.0}.
+
+The filter counts a whole batch at once (:func:`paramill.filters.ngrams.batch_matches`);
+:func:`ngram_overlap` is the pair-by-pair definition it is tested against.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Any
+
+import numpy as np
 
 from paramill.filters.base import Batch, Column, Direction, Filter
 from paramill.filters.ngrams import matches, ngram_counts
@@ -42,7 +47,9 @@ class Overlap(Filter):
                        f"shared {n}-grams / {n}-grams of the shorter side") for n in self.orders]
 
     def score(self, batch: Batch) -> dict[str, Any]:
-        refs = batch.ref_tokens_lower if self.lowercase else batch.ref_tokens
-        cands = batch.candidate_tokens_lower if self.lowercase else batch.candidate_tokens
-        return {f"overlap_{n}": [ngram_overlap(r, c, n) for r, c in zip(refs, cands)]
-                for n in self.orders}
+        shared, len_ref, len_cand = batch.matches(max(self.orders), self.lowercase)
+        out = {}
+        for n in self.orders:
+            fewer = np.minimum(len_ref, len_cand) - n + 1
+            out[f"overlap_{n}"] = np.divide(shared[n], fewer, out=np.zeros(len(fewer)), where=fewer > 0)
+        return out
