@@ -18,9 +18,12 @@ where W is the side's within-sentence total and m its marginals; ``k`` (``smooth
 default 1) keeps the ordinary PMI finite for pairs that never share a sentence — most true
 paraphrases. A side on which u or v never occurs is left out of the mean.
 
-Scale: pairs are read in chunks; each chunk's word-pair counts are aggregated with polars
-and spilled to ``partitions`` files by hash of u; each partition is then summed on its own.
-Memory is bounded by the chunk size and one partition, not by the corpus.
+Scale: two passes over the corpus. The first counts the marginals and keeps the words seen
+in at least ``min_count`` sentences (no pair is seen more often than its rarer word), each
+given an integer id. The second reads pairs in chunks; each chunk's word-pair counts are
+aggregated with polars as 64-bit keys (u << 32 | v) and spilled to ``partitions`` files by
+u; each partition is then summed on its own. Memory is bounded by the vocabulary, the
+chunk size and one partition, not by the corpus.
 """
 
 from __future__ import annotations
@@ -55,7 +58,7 @@ class LexiconSettings(Settings):
     stoplist: str | None = None
     min_count: int = 10
     smoothing: float = 1.0
-    chunk_pairs: int = 100_000
+    chunk_pairs: int = 20_000
     partitions: int = 16
     top_k: int = 10
     word_pattern: str = r"^\w[\w'-]*$"  # tokens that are words (punctuation and symbols out)
@@ -102,24 +105,43 @@ def read_pairs(paths: list[str | Path], settings: LexiconSettings):
                                        b=_word_lists("s2", settings, stop))
 
 
-def _within(lists: pl.Series) -> pl.DataFrame:
-    """(u, v) of distinct words sharing a sentence, u ≠ v, counted."""
-    frame = pl.DataFrame({"u": lists}).with_row_index("s").with_columns(v=pl.col("u"))
-    return (frame.explode("u").explode("v").drop_nulls().filter(pl.col("u") != pl.col("v"))
-            .group_by("u", "v").len("n"))
+def _long(lists: pl.Series, vocab: pl.DataFrame) -> pl.DataFrame:
+    """(row, id) of every kept word of every sentence (words under min_count dropped)."""
+    frame = pl.DataFrame({"w": lists}).with_row_index("row").explode("w").drop_nulls()
+    return frame.join(vocab, on="w", how="inner").select("row", "id")
 
 
-def _cross(a: pl.Series, b: pl.Series) -> pl.DataFrame:
-    frame = pl.DataFrame({"u": a, "v": b})
-    one = frame.explode("u").explode("v").drop_nulls()
-    both = pl.concat([one, one.select(u=pl.col("v"), v=pl.col("u"))])
-    return both.filter(pl.col("u") != pl.col("v")).group_by("u", "v").len("n")
+def _pair_keys(left: pl.DataFrame, right: pl.DataFrame, symmetric: bool) -> pl.DataFrame:
+    """Counts of (u, v), u != v, co-occurring in a row, as 64-bit keys u << 32 | v."""
+    joined = left.join(right, on="row", suffix="_v").filter(pl.col("id") != pl.col("id_v"))
+    keys = (pl.col("id").cast(pl.UInt64) * (1 << 32) + pl.col("id_v").cast(pl.UInt64)).alias("k")
+    counts = joined.select(keys).group_by("k").len("n")
+    if symmetric:  # add (v, u) for every (u, v): transpose the (smaller) aggregated table
+        back = counts.select(k=(pl.col("k") % (1 << 32)) * (1 << 32) + pl.col("k") // (1 << 32), n="n")
+        counts = pl.concat([counts, back]).group_by("k").agg(pl.col("n").sum())
+    return counts
 
 
 def _spill(frame: pl.DataFrame, root: Path, kind: str, chunk: int, partitions: int) -> None:
-    part = frame.with_columns(p=(pl.col("u").hash(7) % partitions).cast(pl.Int32))
+    part = frame.with_columns(p=((pl.col("k") // (1 << 32)) % partitions).cast(pl.Int32))
     for (p,), group in part.group_by(["p"]):
         group.drop("p").write_parquet(root / f"{kind}-p{p:03d}-c{chunk:06d}.parquet")
+
+
+def _marginals(corpus: list[str | Path], settings: LexiconSettings) -> tuple[pl.DataFrame, pl.DataFrame, int, int]:
+    """Sentences containing each word, on references (s1) and translations (s2)."""
+    ref, trans, read, used = [], [], 0, 0
+    for n_read, lists in read_pairs(corpus, settings):
+        read += n_read
+        used += lists.height
+        ref.append(lists["a"].explode().drop_nulls().value_counts(name="n").rename({"a": "w"}))
+        trans.append(lists["b"].explode().drop_nulls().value_counts(name="n").rename({"b": "w"}))
+        if len(ref) > 20:  # keep them compact
+            ref = [pl.concat(ref).group_by("w").agg(pl.col("n").sum())]
+            trans = [pl.concat(trans).group_by("w").agg(pl.col("n").sum())]
+    empty = pl.DataFrame(schema={"w": pl.String, "n": pl.UInt32})
+    total = [pl.concat(x).group_by("w").agg(pl.col("n").sum()) if x else empty for x in (ref, trans)]
+    return total[0], total[1], read, used
 
 
 def count_and_score(corpus: list[str | Path], out_tsv: str | Path, out_neighbours: str | Path,
@@ -131,68 +153,65 @@ def count_and_score(corpus: list[str | Path], out_tsv: str | Path, out_neighbour
     out_tsv.parent.mkdir(parents=True, exist_ok=True)
     totals = {"pairs_read": 0, "pairs_used": 0, "cross_total": 0, "within_ref_total": 0,
               "within_trans_total": 0}
+    m_ref, m_trans, totals["pairs_read"], totals["pairs_used"] = _marginals(corpus, settings)
+    m_all = pl.concat([m_ref, m_trans]).group_by("w").agg(n=pl.col("n").sum())
+    # a pair is never seen more often than its rarer word: words under min_count cannot pair
+    vocab = (m_all.filter(pl.col("n") >= settings.min_count).sort("w")
+             .with_row_index("id").select("w", pl.col("id").cast(pl.UInt32)))
+    ids = {name: vocab.join(m.rename({"n": name}), on="w", how="left").select("id", name)
+           for name, m in (("m_ref", m_ref), ("m_trans", m_trans), ("m_all", m_all))}
     with tempfile.TemporaryDirectory(prefix="lexicon-", dir=out_tsv.parent) as tmp:
         root = Path(tmp)
-        marg = {"all": [], "ref": [], "trans": []}
-        bar = progress("lexicon counts", unit="pairs")
-        for chunk, (n_read, lists) in enumerate(read_pairs(corpus, settings)):
-            totals["pairs_read"] += n_read
-            totals["pairs_used"] += lists.height
+        bar = progress("lexicon counts", unit="pairs", total=totals["pairs_used"])
+        for chunk, (_, lists) in enumerate(read_pairs(corpus, settings)):
             if not lists.height:
                 continue
-            a, b = lists["a"], lists["b"]
-            cross = _cross(a, b)
-            w_ref, w_trans = _within(a), _within(b)
-            totals["cross_total"] += int(cross["n"].sum())
-            totals["within_ref_total"] += int(w_ref["n"].sum())
-            totals["within_trans_total"] += int(w_trans["n"].sum())
-            for kind, frame in (("cross", cross), ("ref", w_ref), ("trans", w_trans)):
-                _spill(frame, root, kind, chunk, settings.partitions)
-            ma = a.explode().drop_nulls().value_counts(name="n").rename({"a": "u"})
-            mb = b.explode().drop_nulls().value_counts(name="n").rename({"b": "u"})
-            marg["ref"].append(ma)
-            marg["trans"].append(mb)
-            if sum(m.height for m in marg["ref"]) > 5_000_000:  # keep marginals compact
-                for k in ("ref", "trans"):
-                    marg[k] = [pl.concat(marg[k]).group_by("u").agg(pl.col("n").sum())]
+            a, b = _long(lists["a"], vocab), _long(lists["b"], vocab)
+            counts = {"cross": _pair_keys(a, b, symmetric=True), "ref": _pair_keys(a, a, symmetric=False),
+                      "trans": _pair_keys(b, b, symmetric=False)}
+            for kind, key in (("cross", "cross_total"), ("ref", "within_ref_total"), ("trans", "within_trans_total")):
+                totals[key] += int(counts[kind]["n"].sum())
+                _spill(counts[kind], root, kind, chunk, settings.partitions)
             bar.update(lists.height)
         bar.close()
-        m_ref = pl.concat(marg["ref"]).group_by("u").agg(n=pl.col("n").sum()) if marg["ref"] else \
-            pl.DataFrame(schema={"u": pl.String, "n": pl.UInt32})
-        m_trans = pl.concat(marg["trans"]).group_by("u").agg(n=pl.col("n").sum()) if marg["trans"] else m_ref.clear()
-        m_all = (pl.concat([m_ref, m_trans]).group_by("u").agg(n=pl.col("n").sum()))
-        n_sentences = 2 * totals["pairs_used"]
         k = settings.smoothing
         scored_parts = []
         for p in range(settings.partitions):
             files = {kind: sorted(root.glob(f"{kind}-p{p:03d}-*.parquet")) for kind in ("cross", "ref", "trans")}
             if not files["cross"]:
                 continue
-            cross = (pl.scan_parquet(files["cross"]).group_by("u", "v").agg(count=pl.col("n").sum())
+            frame = (pl.scan_parquet(files["cross"]).group_by("k").agg(count=pl.col("n").sum())
                      .filter(pl.col("count") >= settings.min_count).collect())
-            if not cross.height:
+            if not frame.height:
                 continue
-            frame = cross
-            for side, m_side, total_key in (("ref", m_ref, "within_ref_total"),
-                                            ("trans", m_trans, "within_trans_total")):
-                w = (pl.scan_parquet(files[side]).group_by("u", "v").agg(w=pl.col("n").sum()).collect()
-                     if files[side] else pl.DataFrame(schema={"u": pl.String, "v": pl.String, "w": pl.UInt32}))
-                frame = (frame.join(w.rename({"w": f"w_{side}"}), on=["u", "v"], how="left")
-                         .join(m_side.rename({"n": f"mu_{side}"}), on="u", how="left")
-                         .join(m_side.rename({"u": "v", "n": f"mv_{side}"}), on="v", how="left"))
+            frame = frame.with_columns(u=(pl.col("k") // (1 << 32)).cast(pl.UInt32),
+                                       v=(pl.col("k") % (1 << 32)).cast(pl.UInt32))
+            for side, total_key in (("ref", "within_ref_total"), ("trans", "within_trans_total")):
+                w = (pl.scan_parquet(files[side]).group_by("k").agg(pl.col("n").sum().alias(f"w_{side}")).collect()
+                     if files[side] else pl.DataFrame(schema={"k": pl.UInt64, f"w_{side}": pl.UInt32}))
+                m = ids[f"m_{side}"]
+                frame = (frame.join(w, on="k", how="left")
+                         .join(m.rename({"id": "u", f"m_{side}": f"mu_{side}"}), on="u", how="left")
+                         .join(m.rename({"id": "v", f"m_{side}": f"mv_{side}"}), on="v", how="left"))
                 total = max(totals[total_key], 1)
                 frame = frame.with_columns(
                     pl.when((pl.col(f"mu_{side}") > 0) & (pl.col(f"mv_{side}") > 0))
                     .then(((pl.col(f"w_{side}").fill_null(0) + k) * total
                            / (pl.col(f"mu_{side}") * pl.col(f"mv_{side}"))).log())
                     .otherwise(None).alias(f"pmi_{side}"))
-            frame = (frame.join(m_all.rename({"n": "mu"}), on="u").join(m_all.rename({"u": "v", "n": "mv"}), on="v")
+            m = ids["m_all"]
+            frame = (frame.join(m.rename({"id": "u", "m_all": "mu"}), on="u")
+                     .join(m.rename({"id": "v", "m_all": "mv"}), on="v")
                      .with_columns(pmi_cross=(pl.col("count") * totals["cross_total"]
                                               / (pl.col("mu") * pl.col("mv"))).log(),
                                    pmi_ordinary=pl.mean_horizontal("pmi_ref", "pmi_trans")))
-            frame = frame.with_columns(pmi_adjusted=pl.col("pmi_cross") - pl.col("pmi_ordinary").fill_null(0.0))
+            frame = (frame.with_columns(pmi_adjusted=pl.col("pmi_cross") - pl.col("pmi_ordinary").fill_null(0.0))
+                     .join(vocab.rename({"id": "u", "w": "u_w"}), on="u")
+                     .join(vocab.rename({"id": "v", "w": "v_w"}), on="v")
+                     .select(u="u_w", v="v_w", count="count", pmi_cross="pmi_cross",
+                             pmi_adjusted="pmi_adjusted", pmi_ordinary="pmi_ordinary"))
             part = root / f"scored-{p:03d}.parquet"
-            frame.select("u", "v", "count", "pmi_cross", "pmi_adjusted", "pmi_ordinary").write_parquet(part)
+            frame.write_parquet(part)
             scored_parts.append(part)
         lexicon = (pl.scan_parquet(scored_parts) if scored_parts else
                    pl.LazyFrame(schema={"u": pl.String, "v": pl.String, "count": pl.UInt32,
@@ -208,7 +227,8 @@ def count_and_score(corpus: list[str | Path], out_tsv: str | Path, out_neighbour
             neighbours = (table.group_by("u", maintain_order=True)
                           .agg(neighbours=pl.col("v").head(settings.top_k).str.join(" ")))
             neighbours.write_csv(t_nb, separator="\t")
-            stats = {**totals, "vocabulary": m_all.height, "sentences": n_sentences,
+            stats = {**totals, "vocabulary": m_all.height, "vocabulary_kept": vocab.height,
+                     "sentences": 2 * totals["pairs_used"],
                      "lexicon_pairs": table.height, "words_with_neighbours": neighbours.height,
                      "seconds": round(time.perf_counter() - start, 1)}
             write_json(t_stats, stats)
