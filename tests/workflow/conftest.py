@@ -56,7 +56,7 @@ TINY_NMT = ["--configfile", "config.yaml", str(Path(__file__).with_name("tiny-nm
 
 ALL_FILTERS = ["length", "cost", "overlap", "bleu", "kenlm", "classifier", "parascore", "dual_xent"]
 #: filters.enabled in tiny-nmt.yaml (the DAG tests need fewer score jobs)
-TINY_FILTERS = ["length", "overlap", "kenlm", "parascore"]
+TINY_FILTERS = ["overlap", "parascore"]
 #: The jobs that follow any change of the released corpora (2 selections).
 EMBED = {"embed_train": 2, "sts_eval": 2}
 SELECT = {"select": 2, "corpus_analysis": 2}

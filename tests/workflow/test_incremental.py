@@ -2,7 +2,9 @@
 
 import gzip
 import json
+from pathlib import Path
 
+import polars as pl
 import pytest
 
 from .conftest import (
@@ -25,9 +27,9 @@ DOWNSTREAM = {"bitext_stats": 1, "plot_bitext_outcomes": 1, "provenance_summary"
 RETRAIN = {"spm_train": 2, "nmt_data": 1, "nmt_train": 2, "nmt_convert": 2}
 
 
-def snakemake(root, *args):
+def snakemake(root, *args, overlays=()):
     # targets and options first: --configfile takes every word after it
-    return run_snakemake(root, *args, *TINY_NMT)
+    return run_snakemake(root, *args, *TINY_NMT, *map(str, overlays))
 
 
 def shards(root):
@@ -135,14 +137,16 @@ def test_g_own_models_replace_training(project, tmp_path):
     assert (other / "work/nmt/en-cs/ct2/model.bin").exists()
 
 
-def test_h_the_sweep_target_collects_one_table(project):
-    proc = snakemake(project, "sweep")
+def test_h_the_sweep_target_collects_one_table(project, tmp_path):
+    grid = tmp_path / "grid.yaml"  # 2 component lists x 2 selections (config.yaml crosses M too)
+    grid.write_text("embed:\n  sweep:\n    grid:\n      components: [[word], [lstm]]\n"
+                    "      megabatch: [4]\n      selection: [default, top-half]\n")
+    proc = snakemake(project, "sweep", overlays=[grid])
     ran = executed(proc)
-    # components x megabatch x selection (default, top-half): 2 x 2 x 2 models
-    assert ran["embed_train"] == ran["sts_eval"] == 8 and ran["sweep"] == 1
+    assert ran["embed_train"] == ran["sts_eval"] == 4 and ran["sweep"] == 1
     table = (project / "results/embed/sweep.tsv").read_text().splitlines()
     models = {line.split("\t")[0] for line in table[1:]}
-    assert models == {f"sweep-{i:02d}" for i in range(8)}
+    assert models == {f"sweep-{i:02d}" for i in range(4)}
     assert any('"components": ["lstm"], "megabatch": 4, "selection": "top-half"' in line
                for line in table)
 
@@ -162,7 +166,33 @@ def test_i_changing_a_filter_bound_reruns_selection_and_what_follows_only(projec
 
 def test_j_a_filter_setting_rescores_that_filter_only(project):
     edit(project / "config.yaml", "  classifier: {epochs: 5}",
-         "  classifier: {epochs: 5}\n  kenlm: {order: 2}")
+         "  classifier: {epochs: 5}\n  overlap: {orders: [1, 2]}")
     proc = snakemake(project)
-    assert executed(proc) == {"kenlm_train": 1, "score_kenlm": shards(project), **SELECT, **EMBED,
-                              **LEXICON, "provenance_summary": 1}
+    assert executed(proc) == {"score_overlap": shards(project), **SELECT, **EMBED, **LEXICON,
+                              "provenance_summary": 1}
+    corpus = pl.read_parquet(project / "results/corpus/default/corpus.parquet")
+    assert "overlap_2" in corpus.columns and "overlap_3" not in corpus.columns
+
+
+def test_k_sampling_instead_of_beam_search_reuses_the_trained_models(project):
+    """ParaBank 2's sample-score-cluster branch: no retraining, up to 5 paraphrases a source."""
+    overlay = str(Path(__file__).with_name("sample.yaml"))
+    proc = snakemake(project, "results/nmt/diversity.tsv", overlays=[overlay])
+    ran = executed(proc)
+    assert ran == {"back_translate": shards(project), "diversity_stats": 1}
+    cands = pl.scan_parquet(project / "work/candidates/*/shard-*.parquet").collect()
+    shards_ = pl.scan_parquet(project / "work/shards/*/shard-*.parquet").collect()
+    per_source = cands.group_by("pair_id").len()["len"]
+    assert per_source.max() <= 5 and per_source.mean() > 2
+    assert cands["pair_id"].n_unique() > 0.8 * shards_.height
+    assert cands["method"].unique().to_list() == ["sample"]
+    assert cands.select(pl.col("bwd_nll").is_null().sum()).item() == 0
+    assert ((cands["fwd_nll"] + cands["bwd_nll"]) <= 8.0).all()
+    assert (cands["cluster"] > 0).all() and cands["constraint_set"].is_between(0, 1).all()
+    diversity = json.loads((project / "results/nmt/diversity.json").read_text())
+    assert [r["rank"] for r in diversity["by_rank"]] == [1, 2, 3, 4, 5]
+    assert all(0 <= r["one_minus_bleu"] <= 1 for r in diversity["by_rank"])
+    assert diversity["collective"]["bag_iou"] < 1.0
+    record = json.loads((project / "work/candidates/grammar/shard-00000.parquet.prov.json").read_text())
+    assert record["sampling"]["sampled"] == record["sampling"]["sources"] * 2 * 6
+    assert (project / "results/nmt/diversity.png").stat().st_size > 1000
