@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Filter throughput on synthetic pairs: pairs/s per filter on N pairs (default 1M) in
-100k-pair shards, with the given worker processes (default 2), and peak RSS.
+100k-pair shards, one process per filter as in the pipeline (polars and torch use the
+cores given by --threads), and peak RSS.
 
 Length, overlap and BLEU are the cheap text filters (goal: >= 100k pairs/s together on 2
 cores); KenLM and the classifier are reported separately, on a subset (default 200k) since
@@ -90,7 +91,8 @@ def run_filter(name, options, shards, threads, root: Path) -> dict:
     out.mkdir(parents=True, exist_ok=True)
     code = RUN.format(src=str(SRC), name=name, options=options, shards=shards, out=str(out),
                       threads=threads)
-    env = {**os.environ, "PARAMILL_PROGRESS": "0", "OMP_NUM_THREADS": str(threads)}
+    env = {**os.environ, "PARAMILL_PROGRESS": "0", "OMP_NUM_THREADS": str(threads),
+           "POLARS_MAX_THREADS": str(threads)}
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
     if proc.returncode != 0:
         raise SystemExit(f"{name} failed:\n{proc.stderr[-3000:]}")
@@ -120,7 +122,7 @@ def main() -> None:
         shards = write_shards(pairs, root, 100_000)
         report = {"benchmark": "filter scoring throughput (synthetic pairs)",
                   "machine": {"cpus": os.cpu_count(), "python": platform.python_version()},
-                  "pairs": args.pairs, "processes": args.threads, "filters": {}}
+                  "pairs": args.pairs, "threads": args.threads, "filters": {}}
         for name in ("length", "overlap", "bleu"):
             report["filters"][name] = run_filter(name, {}, shards, args.threads, root)
         cheap = sum(report["filters"][n]["seconds"] for n in ("length", "overlap", "bleu"))

@@ -15,12 +15,10 @@ from __future__ import annotations
 
 import enum
 import json
-import multiprocessing
 import functools
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Iterator
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
@@ -90,8 +88,6 @@ class Filter(ABC):
     name: ClassVar[str]
     #: extra inputs: ``cs`` (the Czech source, joined from the bitext shard)
     needs_source: ClassVar[bool] = False
-    #: pure-Python scoring that may be spread over processes (no loaded model)
-    parallel: ClassVar[bool] = False
 
     @abstractmethod
     def columns(self) -> list[Column]:
@@ -133,8 +129,7 @@ def _score_table(filt: Filter, frame: pl.DataFrame) -> pa.Table:
         if len(column) != frame.height:
             raise RuntimeError(f"filter {filt.name} gave {len(column)} values of {col.name} "
                                f"for {frame.height} candidates")
-        columns[col.name] = pa.array(np.asarray(column).tolist() if isinstance(column, np.ndarray)
-                                     else column, type=col.dtype, from_pandas=True)
+        columns[col.name] = pa.array(column, type=col.dtype, from_pandas=True)
     return pa.table(columns, schema=score_schema(filt))
 
 
@@ -173,20 +168,11 @@ def score_shard(filt: Filter, candidates: str | Path, out: str | Path,
     with atomic_output(out, prov_path(out)) as (tmp, tmp_prov):
         writer = TableWriter(tmp, score_schema(filt))
         bar = progress(f"{filt.name} {Path(candidates).name}", unit="pairs", total=n_in)
-        if filt.parallel and threads > 1:
-            # spawn, not fork: forking a process that holds polars' or torch's threads can hang
-            with ProcessPoolExecutor(threads, mp_context=multiprocessing.get_context("spawn")) as pool:
-                tables: Iterator[pa.Table] = pool.map(functools.partial(_score_table, filt), frames)
-                for table in tables:
-                    writer.write(table)
-                    rows += table.num_rows
-                    bar.update(table.num_rows)
-        else:
-            for frame in frames:
-                table = _score_table(filt, frame)
-                writer.write(table)
-                rows += table.num_rows
-                bar.update(table.num_rows)
+        for frame in frames:  # length/overlap/BLEU are vectorised (polars threads); models batch
+            table = _score_table(filt, frame)
+            writer.write(table)
+            rows += table.num_rows
+            bar.update(table.num_rows)
         bar.close()
         writer.close()
         if rows != n_in:

@@ -60,7 +60,6 @@ def sentence_bleu(hyp: list[str], ref: list[str], method: str = "nakov",
 @dataclass(frozen=True)
 class Bleu(Filter):
     name = "bleu"
-    parallel = True
     method: str = "nakov"
     smooth_value: float | None = None
     lowercase: bool = True

@@ -13,7 +13,6 @@ from paramill.filters.base import Batch, Column, Direction, Filter
 @dataclass(frozen=True)
 class Cost(Filter):
     name = "cost"
-    parallel = True
 
     def columns(self) -> list[Column]:
         return [Column("cost", Direction.LOWER, "translation NLL per target subword (fwd_nll)")]

@@ -19,7 +19,6 @@ from paramill.text import token_count_expr
 @dataclass(frozen=True)
 class Length(Filter):
     name = "length"
-    parallel = True
 
     def columns(self) -> list[Column]:
         return [Column("length_ref", Direction.RANGE, "tokens in the reference", pa.int32()),

@@ -33,7 +33,6 @@ def ngram_overlap(a: list[str], b: list[str], n: int) -> float:
 @dataclass(frozen=True)
 class Overlap(Filter):
     name = "overlap"
-    parallel = True
     orders: tuple[int, ...] = field(default=(1, 2, 3))
     lowercase: bool = True
 
