@@ -76,12 +76,12 @@ def after_candidates(filters, shards):
 
 #: the Twitter branch on the sample (5 days, 2 months)
 TWITTER = {"harvest": 5, "paraid_train": 1, "twitter_month": 2, "twitter_growth": 1}
-_BITEXT_NMT = {**TWITTER, "ingest": 2, "clean": 2, "bitext_stats": 1, "plot_bitext_outcomes": 1,
+_BITEXT_NMT = {"ingest": 2, "clean": 2, "bitext_stats": 1, "plot_bitext_outcomes": 1,
                "provenance_summary": 1, "spm_train": 2, "nmt_data": 1, "nmt_train": 2,
                "nmt_convert": 2, "back_translate": 4, "backtranslation_stats": 1}
 #: Every job of the default DAG on the sample (4 cleaned shards).
-FULL_DAG = {**_BITEXT_NMT, **after_candidates(ALL_FILTERS, 4)}
-#: The same with the tiny overlay's filters.
+FULL_DAG = {**_BITEXT_NMT, **after_candidates(ALL_FILTERS, 4), **TWITTER}
+#: The same with the tiny overlay's filters and no Twitter branch.
 TINY_DAG = {**_BITEXT_NMT, **after_candidates(TINY_FILTERS, 4)}
 
 
