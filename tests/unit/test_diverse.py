@@ -20,6 +20,20 @@ def test_constraints_are_seeded_word_subsets():
     assert constraint_tokens("one", 1, 0.01, 1, "p") == [["one"]]  # at least one
 
 
+def test_suppressions_leave_out_pieces_the_model_cannot_produce(tmp_path):
+    from paramill.nmt.diverse import suppressions, target_vocabulary
+
+    class Seg:
+        def encode(self, tokens):
+            return [["\u2581" + t[:2], t[2:]] if len(t) > 2 else ["\u2581" + t] for t in tokens]
+
+    (tmp_path / "target_vocabulary.json").write_text('["<unk>", "\u2581bo", "ok", "\u2581a"]')
+    vocab = target_vocabulary(tmp_path)
+    assert suppressions(["book", "a", "cat"], Seg(), vocab) == [["\u2581bo", "ok"], ["\u2581a"]]
+    assert len(suppressions(["book", "a", "cat"], Seg())) == 3
+    assert target_vocabulary(tmp_path / "none") is None
+
+
 def test_contains():
     assert contains(["▁a", "▁b", "c"], ["▁b", "c"])
     assert not contains(["▁a", "▁b", "c"], ["▁a", "c"])

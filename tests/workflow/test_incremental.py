@@ -151,15 +151,17 @@ def test_h_the_sweep_target_collects_one_table(project, tmp_path):
 
 def test_i_changing_a_filter_bound_reruns_selection_and_what_follows_only(project):
     before = json.loads((project / "results/corpus/default/selection.json").read_text())
-    edit(project / "config.yaml", "      overlap_1: [0.0, 0.9]", "      overlap_1: [0.0, 0.7]")
+    corpus = pl.read_parquet(project / "results/corpus/default/corpus.parquet")
+    upper = round(float(corpus["overlap_1"].median()), 2)  # a bound that surely cuts
+    edit(project / "config.yaml", "      overlap_1: [0.0, 0.9]", f"      overlap_1: [0.0, {upper}]")
     proc = snakemake(project)
     # both selections: top-half takes its bounds from filters.select
     assert executed(proc) == {**SELECT, **EMBED, **LEXICON, "provenance_summary": 1}
     after = json.loads((project / "results/corpus/default/selection.json").read_text())
-    assert after["rows"] < before["rows"]
-    assert after["steps"][-1]["step"] == "overlap_1 in [0.0, 0.7]"
+    assert 0 < after["rows"] < before["rows"]
+    assert after["steps"][-1]["step"] == f"overlap_1 in [0.0, {upper}]"
     sheet = (project / "results/corpus/default/datasheet.md").read_text()
-    assert "| overlap_1 | range | 0 | 0.7 |" in sheet
+    assert f"| overlap_1 | range | 0 | {upper:.4g} |" in sheet
 
 
 def test_j_a_filter_setting_rescores_that_filter_only(project):

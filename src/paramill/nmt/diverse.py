@@ -30,6 +30,7 @@ on how many run at once. On a GPU one process runs the blocks in turn.
 from __future__ import annotations
 
 import hashlib
+import json
 import multiprocessing
 import random
 import re
@@ -94,10 +95,27 @@ def constraint_tokens(reference: str, n_sets: int, fraction: float, seed: int, p
     return sets
 
 
-def suppressions(tokens: list[str], segmenter: Segmenter) -> list[list[str]]:
+def suppressions(tokens: list[str], segmenter: Segmenter, vocabulary: set[str] | None = None
+                 ) -> list[list[str]]:
     """Viterbi segmentations of the constraint tokens, as they appear inside a sentence
-    (word-initial, with the ``▁`` mark) — the sequences CTranslate2 must not produce."""
-    return [pieces for pieces in segmenter.encode(tokens) if pieces]
+    (word-initial, with the ``▁`` mark) — the sequences CTranslate2 must not produce. A
+    segmentation with a piece outside the model's target vocabulary cannot be produced
+    anyway (and CTranslate2 refuses it), so it is left out."""
+    out = [pieces for pieces in segmenter.encode(tokens) if pieces]
+    if vocabulary is not None:
+        out = [pieces for pieces in out if all(p in vocabulary for p in pieces)]
+    return out
+
+
+def target_vocabulary(model_dir: str | Path) -> set[str] | None:
+    """The target (or shared) vocabulary of a CTranslate2 model directory."""
+    for name in ("target_vocabulary", "shared_vocabulary", "vocabulary"):
+        for ext, load in ((".json", lambda p: json.loads(p.read_text(encoding="utf-8"))),
+                          (".txt", lambda p: p.read_text(encoding="utf-8").splitlines())):
+            path = Path(model_dir) / f"{name}{ext}"
+            if path.exists():
+                return set(load(path))
+    return None
 
 
 def contains(pieces: list[str], sequence: list[str]) -> bool:
@@ -133,6 +151,7 @@ _STATE: dict[str, Any] = {}
 
 def _init(models: _Models, settings: SampleSettings) -> None:
     _STATE.update(models=models, settings=settings, cs=Segmenter(models.cs_spm),
+                  vocabulary=target_vocabulary(models.fwd),
                   en=Segmenter(models.en_spm), dev=device.pick(settings.device),
                   fwd_scorer=load_scorer(models.fwd, settings.device),
                   bwd_scorer=load_scorer(models.bwd, settings.device))
@@ -159,7 +178,8 @@ def process_block(block: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], di
                                  settings.seed, row["pair_id"])
         found: dict[str, tuple[list[str], int]] = {}
         for set_id, tokens in enumerate(sets):
-            for hyp in sample_set(translator, src, suppressions(tokens, en_seg), settings):
+            banned = suppressions(tokens, en_seg, _STATE["vocabulary"])
+            for hyp in sample_set(translator, src, banned, settings):
                 stats["sampled"] += 1
                 text = en_seg.decode([hyp])[0] if hyp else ""
                 if text.strip() and text not in found:
