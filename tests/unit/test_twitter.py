@@ -114,6 +114,10 @@ def test_url_expansion_follows_chains_stops_loops_and_timeouts(web, tmp_path):
     assert again == {f"{web}/short/3": f"{web}/article?utm_source=x"}
     assert page_card(f"{web}/article") == {"title": "Storm hits Florida", "description": "Thousands lose power"}
     assert page_card("http://127.0.0.1:9/none", timeout=0.2) == {}
+    from paramill.twitter.urls import fetch_cards
+
+    cards = fetch_cards([f"{web}/article", f"{web}/article", "http://127.0.0.1:9/x"], timeout=0.5)
+    assert cards == {f"{web}/article": {"title": "Storm hits Florida", "description": "Thousands lose power"}}
 
 
 # -- tweet objects ---------------------------------------------------------------------

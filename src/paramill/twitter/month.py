@@ -77,6 +77,11 @@ def score_month(days: list[str | Path], model: str | Path, accounts: list[str], 
                                  **asdict(pair_settings)}, inputs=[*days, model])
     tweets = (pl.concat([pl.read_parquet(d) for d in days], how="vertical_relaxed")
               .unique("tweet_id", keep="first", maintain_order=True)) if days else None
+    if pair_settings.fetch_cards and tweets is not None and not cards:
+        from paramill.twitter.urls import fetch_cards
+
+        news = tweets.filter(pl.col("author").is_in([a.lower() for a in accounts]))
+        cards = fetch_cards(news.explode("canonical_urls")["canonical_urls"].drop_nulls().to_list())
     pairs, reasons = build_pairs(tweets, accounts, pair_settings, cards) if tweets is not None else ([], {})
     ident = Identifier.load(model)
     probs = ident.score([(p["s1"], p["s2"]) for p in pairs]) if pairs else []

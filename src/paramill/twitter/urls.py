@@ -115,3 +115,12 @@ def page_card(url: str, session: requests.Session | None = None, timeout: float 
     found = {k.lower(): html.unescape(v) for k, v in _META.findall(body)}
     found.update({k.lower(): html.unescape(v) for v, k in _META_REV.findall(body)})
     return {k.split(":")[1]: v for k, v in found.items()}
+
+
+def fetch_cards(urls: list[str], workers: int = 8, timeout: float = 5.0) -> dict[str, dict[str, str]]:
+    """``page_card`` of each URL, with bounded concurrency (pages without a card left out)."""
+    session = requests.Session()
+    unique = list(dict.fromkeys(urls))
+    with ThreadPoolExecutor(workers) as pool:
+        cards = pool.map(lambda u: page_card(u, session, timeout), unique)
+    return {u: c for u, c in zip(unique, cards) if c}
