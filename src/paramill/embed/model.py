@@ -226,6 +226,13 @@ def load_word_vectors(model: SentenceEncoder, path: str | Path) -> int:
     return found
 
 
+def cosine_rows(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Row-wise cosine similarity (0 where a vector is zero)."""
+    num = (a * b).sum(axis=1)
+    den = np.linalg.norm(a, axis=1) * np.linalg.norm(b, axis=1)
+    return np.divide(num, den, out=np.zeros_like(num), where=den > 0)
+
+
 def load_model(path: str | Path, map_device: str = "auto") -> SentenceEncoder:
     """Load a trained encoder (on CUDA when present, else CPU)."""
     data = torch.load(path, map_location="cpu", weights_only=True)

@@ -30,7 +30,7 @@ import polars as pl
 
 from paramill.config import Settings
 from paramill.filters.ngrams import ngram_counts
-from paramill.io import iter_parquet_batches, parquet_rows
+from paramill.io import iter_parquet_batches
 from paramill.text import tokenize
 
 
@@ -272,6 +272,3 @@ def annotation_sample(sample: pl.DataFrame, edges: list[float], per_range: int, 
     return out.select("range", "parascore", s1=pl.col("en_ref"), s2=pl.col("candidate"),
                       candidate_id=pl.col("candidate_id"), paraphrase=pl.lit(""), fluency=pl.lit(""))
 
-
-def total_candidates(candidate_files: list[str | Path]) -> int:
-    return parquet_rows(candidate_files)

@@ -11,14 +11,8 @@ from typing import Any
 
 import numpy as np
 
+from paramill.embed.model import cosine_rows
 from paramill.filters.base import Batch, Column, Direction, Filter
-
-
-def cosine_rows(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """Row-wise cosine similarity (0 where a vector is zero)."""
-    num = (a * b).sum(axis=1)
-    den = np.linalg.norm(a, axis=1) * np.linalg.norm(b, axis=1)
-    return np.divide(num, den, out=np.zeros_like(num), where=den > 0)
 
 
 @dataclass(frozen=True)

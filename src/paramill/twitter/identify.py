@@ -149,11 +149,10 @@ def features(pairs: list[tuple[str, str]], extended: bool, encoder=None) -> np.n
     if extended:
         cos = np.zeros((len(pairs), 1))
         if encoder is not None and pairs:
-            va = encoder.encode([x for x, _ in pairs]).astype(np.float64)
-            vb = encoder.encode([y for _, y in pairs]).astype(np.float64)
-            num = (va * vb).sum(1)
-            den = np.linalg.norm(va, axis=1) * np.linalg.norm(vb, axis=1)
-            cos[:, 0] = np.divide(num, den, out=np.zeros_like(num), where=den > 0)
+            from paramill.embed.model import cosine_rows
+
+            cos[:, 0] = cosine_rows(encoder.encode([x for x, _ in pairs]).astype(np.float64),
+                                    encoder.encode([y for _, y in pairs]).astype(np.float64))
         matrix = np.hstack([matrix, cos])
     return matrix
 
