@@ -20,10 +20,13 @@ paraphrases. A side on which u or v never occurs is left out of the mean.
 
 Scale: two passes over the corpus. The first counts the marginals and keeps the words seen
 in at least ``min_count`` sentences (no pair is seen more often than its rarer word), each
-given an integer id. The second reads pairs in chunks; each chunk's word-pair counts are
-aggregated with polars as 64-bit keys (u << 32 | v) and spilled to ``partitions`` files by
-u; each partition is then summed on its own. Memory is bounded by the vocabulary, the
-chunk size and one partition, not by the corpus.
+given an integer id (in the words' sort order). The second reads pairs in chunks; each
+chunk's counts of unordered pairs are aggregated with polars as 64-bit keys
+(min << 32 | max; both counts are symmetric, so half the ordered table) and spilled to
+``partitions`` files by key. Each partition is then summed on its own, its within-sentence
+rows filtered to the keys that made the lexicon before summing, and its scored pairs are
+written in both orders to ranges of u, which are sorted one at a time into the TSV. Memory
+is bounded by the vocabulary, the chunk size and one partition, not by the corpus.
 """
 
 from __future__ import annotations
@@ -111,21 +114,30 @@ def _long(lists: pl.Series, vocab: pl.DataFrame) -> pl.DataFrame:
     return frame.join(vocab, on="w", how="inner").select("row", "id")
 
 
-def _pair_keys(left: pl.DataFrame, right: pl.DataFrame, symmetric: bool) -> pl.DataFrame:
-    """Counts of (u, v), u != v, co-occurring in a row, as 64-bit keys u << 32 | v."""
-    joined = left.join(right, on="row", suffix="_v").filter(pl.col("id") != pl.col("id_v"))
-    keys = (pl.col("id").cast(pl.UInt64) * (1 << 32) + pl.col("id_v").cast(pl.UInt64)).alias("k")
-    counts = joined.select(keys).group_by("k").len("n")
-    if symmetric:  # add (v, u) for every (u, v): transpose the (smaller) aggregated table
-        back = counts.select(k=(pl.col("k") % (1 << 32)) * (1 << 32) + pl.col("k") // (1 << 32), n="n")
-        counts = pl.concat([counts, back]).group_by("k").agg(pl.col("n").sum())
-    return counts
+SHIFT = 1 << 32
+
+
+def _pair_keys(left: pl.DataFrame, right: pl.DataFrame, within: bool) -> pl.DataFrame:
+    """Counts of unordered word pairs {u, v}, u != v, as keys min << 32 | max.
+
+    Cross (``left`` a chunk's s1 words, ``right`` its s2 words): the count of {u, v} is
+    #{u in s1, v in s2} + #{v in s1, u in s2}, which is the symmetric #(u, v) itself, so the
+    table is half the size of the ordered one. Within a sentence (``left`` is ``right``)
+    each unordered pair is joined twice; only u < v is kept.
+    """
+    joined = left.join(right, on="row", suffix="_v")
+    joined = joined.filter(pl.col("id") < pl.col("id_v")) if within else joined.filter(pl.col("id") != pl.col("id_v"))
+    lo = pl.min_horizontal("id", "id_v").cast(pl.UInt64)
+    hi = pl.max_horizontal("id", "id_v").cast(pl.UInt64)
+    return joined.select(k=lo * SHIFT + hi).group_by("k").len("n")
 
 
 def _spill(frame: pl.DataFrame, root: Path, kind: str, chunk: int, partitions: int) -> None:
-    part = frame.with_columns(p=((pl.col("k") // (1 << 32)) % partitions).cast(pl.Int32))
-    for (p,), group in part.group_by(["p"]):
-        group.drop("p").write_parquet(root / f"{kind}-p{p:03d}-c{chunk:06d}.parquet")
+    """Write a chunk's counts to one file a partition (by a mix of both ids of the key)."""
+    part = frame.with_columns(p=((pl.col("k") // SHIFT + pl.col("k") % SHIFT) % partitions).cast(pl.Int32))
+    for (p,), group in part.partition_by("p", as_dict=True, include_key=False).items():
+        # lz4 without statistics: a third of zstd's time for these short-lived files
+        group.write_parquet(root / f"{kind}-p{p:03d}-c{chunk:06d}.parquet", compression="lz4", statistics=False)
 
 
 def _marginals(corpus: list[str | Path], settings: LexiconSettings) -> tuple[pl.DataFrame, pl.DataFrame, int, int]:
@@ -144,6 +156,65 @@ def _marginals(corpus: list[str | Path], settings: LexiconSettings) -> tuple[pl.
     return total[0], total[1], read, used
 
 
+def _count(corpus: list[str | Path], vocab: pl.DataFrame, root: Path, settings: LexiconSettings,
+           pairs_used: int) -> dict[str, int]:
+    """Second pass: spill each chunk's cross and within-sentence counts to ``root``.
+
+    Totals are over ordered pairs (each unordered pair twice), as the PMI formulas use them.
+    """
+    totals = {"cross_total": 0, "within_ref_total": 0, "within_trans_total": 0}
+    bar = progress("lexicon counts", unit="pairs", total=pairs_used)
+    for chunk, (_, lists) in enumerate(read_pairs(corpus, settings)):
+        if not lists.height:
+            continue
+        a, b = _long(lists["a"], vocab), _long(lists["b"], vocab)
+        for kind, key, left, right in (("cross", "cross_total", a, b), ("ref", "within_ref_total", a, a),
+                                       ("trans", "within_trans_total", b, b)):
+            counts = _pair_keys(left, right, within=kind != "cross")
+            totals[key] += 2 * int(counts["n"].sum())
+            _spill(counts, root, kind, chunk, settings.partitions)
+        bar.update(lists.height)
+    bar.close()
+    return totals
+
+
+def _score_partition(root: Path, p: int, ids: dict[str, pl.DataFrame], totals: dict[str, int],
+                     settings: LexiconSettings) -> pl.DataFrame | None:
+    """Sum one partition's counts; PMIs of its unordered pairs seen ``min_count`` times."""
+    files = {kind: sorted(root.glob(f"{kind}-p{p:03d}-*.parquet")) for kind in ("cross", "ref", "trans")}
+    if not files["cross"]:
+        return None
+    frame = (pl.scan_parquet(files["cross"]).group_by("k").agg(count=pl.col("n").sum())
+             .filter(pl.col("count") >= settings.min_count).collect())
+    if not frame.height:
+        return None
+    frame = frame.with_columns(u=(pl.col("k") // SHIFT).cast(pl.UInt32), v=(pl.col("k") % SHIFT).cast(pl.UInt32))
+    keys = frame.select("k")
+    k = settings.smoothing
+    for side, total_key in (("ref", "within_ref_total"), ("trans", "within_trans_total")):
+        # only the keys that made the lexicon: filter the spilled rows before summing them
+        w = (pl.scan_parquet(files[side]).join(keys.lazy(), on="k", how="semi")
+             .group_by("k").agg(pl.col("n").sum().alias(f"w_{side}")).collect()
+             if files[side] else pl.DataFrame(schema={"k": pl.UInt64, f"w_{side}": pl.UInt32}))
+        m = ids[f"m_{side}"]
+        frame = (frame.join(w, on="k", how="left")
+                 .join(m.rename({"id": "u", f"m_{side}": f"mu_{side}"}), on="u", how="left")
+                 .join(m.rename({"id": "v", f"m_{side}": f"mv_{side}"}), on="v", how="left"))
+        total = max(totals[total_key], 1)
+        frame = frame.with_columns(
+            pl.when((pl.col(f"mu_{side}") > 0) & (pl.col(f"mv_{side}") > 0))
+            .then(((pl.col(f"w_{side}").fill_null(0) + k) * total
+                   / (pl.col(f"mu_{side}") * pl.col(f"mv_{side}"))).log())
+            .otherwise(None).alias(f"pmi_{side}"))
+    m = ids["m_all"]
+    frame = (frame.join(m.rename({"id": "u", "m_all": "mu"}), on="u")
+             .join(m.rename({"id": "v", "m_all": "mv"}), on="v")
+             .with_columns(pmi_cross=(pl.col("count") * totals["cross_total"] / (pl.col("mu") * pl.col("mv"))).log(),
+                           pmi_ordinary=pl.mean_horizontal("pmi_ref", "pmi_trans")))
+    return frame.select("u", "v", pl.col("count").cast(pl.UInt32), pl.col("pmi_cross").round(4),
+                        (pl.col("pmi_cross") - pl.col("pmi_ordinary").fill_null(0.0)).round(4).alias("pmi_adjusted"))
+
+
 def count_and_score(corpus: list[str | Path], out_tsv: str | Path, out_neighbours: str | Path,
                     out_stats: str | Path, settings: LexiconSettings = LexiconSettings(),
                     rule: str = "lexicon") -> dict[str, Any]:
@@ -151,89 +222,58 @@ def count_and_score(corpus: list[str | Path], out_tsv: str | Path, out_neighbour
     start = time.perf_counter()
     out_tsv = Path(out_tsv)
     out_tsv.parent.mkdir(parents=True, exist_ok=True)
-    totals = {"pairs_read": 0, "pairs_used": 0, "cross_total": 0, "within_ref_total": 0,
-              "within_trans_total": 0}
-    m_ref, m_trans, totals["pairs_read"], totals["pairs_used"] = _marginals(corpus, settings)
+    m_ref, m_trans, pairs_read, pairs_used = _marginals(corpus, settings)
     m_all = pl.concat([m_ref, m_trans]).group_by("w").agg(n=pl.col("n").sum())
-    # a pair is never seen more often than its rarer word: words under min_count cannot pair
+    # a pair is never seen more often than its rarer word: words under min_count cannot pair.
+    # Ids follow the words' sort order, so sorting by id sorts by word.
     vocab = (m_all.filter(pl.col("n") >= settings.min_count).sort("w")
              .with_row_index("id").select("w", pl.col("id").cast(pl.UInt32)))
     ids = {name: vocab.join(m.rename({"n": name}), on="w", how="left").select("id", name)
            for name, m in (("m_ref", m_ref), ("m_trans", m_trans), ("m_all", m_all))}
     with tempfile.TemporaryDirectory(prefix="lexicon-", dir=out_tsv.parent) as tmp:
         root = Path(tmp)
-        bar = progress("lexicon counts", unit="pairs", total=totals["pairs_used"])
-        for chunk, (_, lists) in enumerate(read_pairs(corpus, settings)):
-            if not lists.height:
-                continue
-            a, b = _long(lists["a"], vocab), _long(lists["b"], vocab)
-            counts = {"cross": _pair_keys(a, b, symmetric=True), "ref": _pair_keys(a, a, symmetric=False),
-                      "trans": _pair_keys(b, b, symmetric=False)}
-            for kind, key in (("cross", "cross_total"), ("ref", "within_ref_total"), ("trans", "within_trans_total")):
-                totals[key] += int(counts[kind]["n"].sum())
-                _spill(counts[kind], root, kind, chunk, settings.partitions)
-            bar.update(lists.height)
-        bar.close()
-        k = settings.smoothing
-        scored_parts = []
+        totals = {"pairs_read": pairs_read, "pairs_used": pairs_used,
+                  **_count(corpus, vocab, root, settings, pairs_used)}
+        # score each hash partition; write both orders of each pair to ranges of u, so each
+        # range sorted on its own gives the file sorted by u
+        ranges = settings.partitions
+        span = max(vocab.height, 1)
         for p in range(settings.partitions):
-            files = {kind: sorted(root.glob(f"{kind}-p{p:03d}-*.parquet")) for kind in ("cross", "ref", "trans")}
-            if not files["cross"]:
+            scored = _score_partition(root, p, ids, totals, settings)
+            if scored is None:
                 continue
-            frame = (pl.scan_parquet(files["cross"]).group_by("k").agg(count=pl.col("n").sum())
-                     .filter(pl.col("count") >= settings.min_count).collect())
-            if not frame.height:
-                continue
-            frame = frame.with_columns(u=(pl.col("k") // (1 << 32)).cast(pl.UInt32),
-                                       v=(pl.col("k") % (1 << 32)).cast(pl.UInt32))
-            for side, total_key in (("ref", "within_ref_total"), ("trans", "within_trans_total")):
-                w = (pl.scan_parquet(files[side]).group_by("k").agg(pl.col("n").sum().alias(f"w_{side}")).collect()
-                     if files[side] else pl.DataFrame(schema={"k": pl.UInt64, f"w_{side}": pl.UInt32}))
-                m = ids[f"m_{side}"]
-                frame = (frame.join(w, on="k", how="left")
-                         .join(m.rename({"id": "u", f"m_{side}": f"mu_{side}"}), on="u", how="left")
-                         .join(m.rename({"id": "v", f"m_{side}": f"mv_{side}"}), on="v", how="left"))
-                total = max(totals[total_key], 1)
-                frame = frame.with_columns(
-                    pl.when((pl.col(f"mu_{side}") > 0) & (pl.col(f"mv_{side}") > 0))
-                    .then(((pl.col(f"w_{side}").fill_null(0) + k) * total
-                           / (pl.col(f"mu_{side}") * pl.col(f"mv_{side}"))).log())
-                    .otherwise(None).alias(f"pmi_{side}"))
-            m = ids["m_all"]
-            frame = (frame.join(m.rename({"id": "u", "m_all": "mu"}), on="u")
-                     .join(m.rename({"id": "v", "m_all": "mv"}), on="v")
-                     .with_columns(pmi_cross=(pl.col("count") * totals["cross_total"]
-                                              / (pl.col("mu") * pl.col("mv"))).log(),
-                                   pmi_ordinary=pl.mean_horizontal("pmi_ref", "pmi_trans")))
-            frame = (frame.with_columns(pmi_adjusted=pl.col("pmi_cross") - pl.col("pmi_ordinary").fill_null(0.0))
-                     .join(vocab.rename({"id": "u", "w": "u_w"}), on="u")
-                     .join(vocab.rename({"id": "v", "w": "v_w"}), on="v")
-                     .select(u="u_w", v="v_w", count="count", pmi_cross="pmi_cross",
-                             pmi_adjusted="pmi_adjusted", pmi_ordinary="pmi_ordinary"))
-            part = root / f"scored-{p:03d}.parquet"
-            frame.write_parquet(part)
-            scored_parts.append(part)
-        lexicon = (pl.scan_parquet(scored_parts) if scored_parts else
-                   pl.LazyFrame(schema={"u": pl.String, "v": pl.String, "count": pl.UInt32,
-                                        "pmi_cross": pl.Float64, "pmi_adjusted": pl.Float64,
-                                        "pmi_ordinary": pl.Float64}))
-        lexicon = lexicon.sort(["u", "pmi_adjusted", "v"], descending=[False, True, False])
+            both = pl.concat([scored, scored.select(u="v", v="u", count="count", pmi_cross="pmi_cross",
+                                                    pmi_adjusted="pmi_adjusted")])
+            both = both.with_columns(r=(pl.col("u").cast(pl.UInt64) * ranges // span).cast(pl.Int32))
+            for (r,), group in both.group_by(["r"]):
+                group.drop("r").write_parquet(root / f"scored-r{r:03d}-p{p:03d}.parquet")
+        words = vocab["w"]
+        lexicon_pairs = words_with_neighbours = 0
         with atomic_output(out_tsv, out_neighbours, out_stats, prov_path(out_tsv),
                            prov_path(out_neighbours), prov_path(out_stats)) as tmps:
             t_tsv, t_nb, t_stats, p_tsv, p_nb, p_stats = tmps
-            table = lexicon.select("u", "v", "count", pl.col("pmi_cross").round(4),
-                                   pl.col("pmi_adjusted").round(4)).collect()
-            table.write_csv(t_tsv, separator="\t")
-            neighbours = (table.group_by("u", maintain_order=True)
-                          .agg(neighbours=pl.col("v").head(settings.top_k).str.join(" ")))
-            neighbours.write_csv(t_nb, separator="\t")
+            with open(t_tsv, "w", encoding="utf-8") as f_tsv, open(t_nb, "w", encoding="utf-8") as f_nb:
+                f_tsv.write("u\tv\tcount\tpmi_cross\tpmi_adjusted\n")
+                f_nb.write("u\tneighbours\n")
+                for r in range(ranges):
+                    files = sorted(root.glob(f"scored-r{r:03d}-*.parquet"))
+                    if not files:
+                        continue
+                    table = (pl.read_parquet(files)
+                             .sort(["u", "pmi_adjusted", "v"], descending=[False, True, False]))
+                    table = table.with_columns(u=words.gather(table["u"]), v=words.gather(table["v"]))
+                    table.write_csv(f_tsv, separator="\t", include_header=False)
+                    neighbours = (table.group_by("u", maintain_order=True)
+                                  .agg(neighbours=pl.col("v").head(settings.top_k).str.join(" ")))
+                    neighbours.write_csv(f_nb, separator="\t", include_header=False)
+                    lexicon_pairs += table.height
+                    words_with_neighbours += neighbours.height
             stats = {**totals, "vocabulary": m_all.height, "vocabulary_kept": vocab.height,
-                     "sentences": 2 * totals["pairs_used"],
-                     "lexicon_pairs": table.height, "words_with_neighbours": neighbours.height,
+                     "sentences": 2 * totals["pairs_used"], "lexicon_pairs": lexicon_pairs,
+                     "words_with_neighbours": words_with_neighbours,
                      "seconds": round(time.perf_counter() - start, 1)}
             write_json(t_stats, stats)
             for final, t, pv in ((out_tsv, t_tsv, p_tsv), (out_neighbours, t_nb, p_nb), (out_stats, t_stats, p_stats)):
-                run.write({final: t}, {final: pv}, rows_in=totals["pairs_read"], rows_out=table.height,
+                run.write({final: t}, {final: pv}, rows_in=totals["pairs_read"], rows_out=lexicon_pairs,
                           extra={"stats": stats})
     return stats
-
