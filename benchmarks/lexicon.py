@@ -8,7 +8,8 @@ scale.
    cross and adjusted PMI on SimLex-999 with the pair coverage. ParaNMT-50M's adjusted PMI
    reached 61.59 (50M pairs).
 2. Scale: synthetic pairs (Zipf vocabulary of 50k words, 5-30 tokens) at the sizes given
-   (default 1M and 5M), each run in a fresh process; wall time and peak RSS.
+   (default 1M and 5M), each counted in a fresh process; wall time, peak RSS and the peak
+   disk use of the spill (with the corpus file).
 
     python benchmarks/lexicon.py --out benchmarks/out/lexicon.json
 """
@@ -30,18 +31,13 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 SHARED = ROOT.parent / "shared" / "data"
 
-SCALE = r"""
-import json, os, random, resource, sys, time
-sys.path.insert(0, {src!r})
-import numpy as np, polars as pl
-from paramill.lexicon.pmi import LexiconSettings, count_and_score
-n, root = {n}, {root!r}
+GENERATE = r"""
+import os, numpy as np, pyarrow as pa, pyarrow.parquet as pq
+n, path = {n}, {path!r}
 rng = np.random.default_rng(5)
 vocab = np.array([f"w{{i}}" for i in range(50000)])
 p = 1.0 / np.arange(1, 50001); p /= p.sum()
-path = os.path.join(root, "corpus.parquet")
 writer = None
-import pyarrow as pa, pyarrow.parquet as pq
 for start in range(0, n, 500000):
     m = min(500000, n - start)
     lens = rng.integers(5, 31, size=m)
@@ -56,14 +52,37 @@ for start in range(0, n, 500000):
     writer = writer or pq.ParquetWriter(path, table.schema)
     writer.write_table(table)
 writer.close()
-del words, swap, s1, s2, table
+"""
+
+# the count runs in its own process: peak RSS is the lexicon's alone; a thread samples
+# the size of the spill directory for the peak disk use
+SCALE = r"""
+import json, os, resource, sys, threading, time
+sys.path.insert(0, {src!r})
+from paramill.lexicon.pmi import LexiconSettings, count_and_score
+root = {root!r}
+peak_disk, done = [0], threading.Event()
+def watch():
+    while not done.wait(2.0):
+        size = 0
+        for d, _, files in os.walk(root):
+            for f in files:
+                try:
+                    size += os.path.getsize(os.path.join(d, f))
+                except OSError:
+                    pass
+        peak_disk[0] = max(peak_disk[0], size)
+threading.Thread(target=watch, daemon=True).start()
 start = time.perf_counter()
-stats = count_and_score([path], os.path.join(root, "lex.tsv"), os.path.join(root, "nb.tsv"),
-                        os.path.join(root, "stats.json"), LexiconSettings(min_parascore=None))
+stats = count_and_score([os.path.join(root, "corpus.parquet")], os.path.join(root, "lex.tsv"),
+                        os.path.join(root, "nb.tsv"), os.path.join(root, "stats.json"),
+                        LexiconSettings(min_parascore=None))
 seconds = time.perf_counter() - start
+done.set()
 peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-print(json.dumps({{"pairs": n, "seconds": round(seconds, 1), "peak_rss_mb": round(peak),
-                  "lexicon_pairs": stats["lexicon_pairs"], "cross_total": stats["cross_total"]}}))
+print(json.dumps({{"pairs": {n}, "seconds": round(seconds, 1), "peak_rss_mb": round(peak),
+                  "peak_disk_mb": round(peak_disk[0] / 2**20), "lexicon_pairs": stats["lexicon_pairs"],
+                  "cross_total": stats["cross_total"]}}))
 """
 
 
@@ -104,9 +123,13 @@ def main() -> None:
               "real": real(args), "scale": []}
     for n in args.sizes:
         with tempfile.TemporaryDirectory() as tmp:
-            code = SCALE.format(src=str(ROOT / "src"), n=n, root=tmp)
-            proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                                  env={**os.environ, "PARAMILL_PROGRESS": "0"})
+            env = {**os.environ, "PARAMILL_PROGRESS": "0"}
+            gen = subprocess.run([sys.executable, "-c", GENERATE.format(n=n, path=os.path.join(tmp, "corpus.parquet"))],
+                                 capture_output=True, text=True, env=env)
+            if gen.returncode != 0:
+                raise SystemExit(gen.stderr[-3000:])
+            proc = subprocess.run([sys.executable, "-c", SCALE.format(src=str(ROOT / "src"), n=n, root=tmp)],
+                                  capture_output=True, text=True, env=env)
             if proc.returncode != 0:
                 raise SystemExit(proc.stderr[-3000:])
             report["scale"].append(json.loads(proc.stdout.strip().splitlines()[-1]))

@@ -11,6 +11,7 @@ rule lexicon:
         stats=f"{RESULTS}/lexicon/stats.json",
     params:
         settings=as_json({k: v for k, v in config["lexicon"].items() if k not in ("simlex", "selection")}),
+        spill=f"{WORK}/lexicon",
     log:
         f"{LOGS}/lexicon/lexicon.log",
     benchmark:
@@ -23,7 +24,7 @@ rule lexicon:
     shell:
         "POLARS_MAX_THREADS={threads} paramill --rule lexicon lexicon build {input:q}"
         " --settings {params.settings:q} --tsv {output.tsv:q} --neighbours {output.neighbours:q}"
-        " --stats {output.stats:q} > {log:q} 2>&1"
+        " --stats {output.stats:q} --spill-dir {params.spill:q} > {log:q} 2>&1"
 
 
 rule lexicon_simlex:

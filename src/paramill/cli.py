@@ -333,7 +333,7 @@ def cmd_lexicon_build(args: argparse.Namespace) -> int:
     settings = LexiconSettings.from_dict({k: v for k, v in _settings(("lexicon",), args.settings).items()
                                           if k not in ("simlex", "selection")})
     stats = count_and_score(args.corpus, args.tsv, args.neighbours, args.stats, settings,
-                            rule=args.rule or "lexicon")
+                            rule=args.rule or "lexicon", spill_dir=args.spill_dir)
     print(f"lexicon: {stats}", file=sys.stderr)
     return 0
 
@@ -672,6 +672,8 @@ def build_parser() -> argparse.ArgumentParser:
     q.add_argument("--tsv", required=True, help="lexicon.tsv: u, v, count, pmi_cross, pmi_adjusted")
     q.add_argument("--neighbours", required=True, help="top-k neighbours of each word (TSV)")
     q.add_argument("--stats", required=True)
+    q.add_argument("--spill-dir", help="where the partitioned counts go while they are summed "
+                                       "(removed at the end; default: beside --tsv)")
     q.set_defaults(func=cmd_lexicon_build)
     q = lx_sub.add_parser("simlex", help="Spearman of the lexicon's scores on SimLex-999")
     q.add_argument("--lexicon", required=True)

@@ -80,3 +80,32 @@ def test_simlex_reader_and_scores(tmp_path):
     bad.write_text("word1\tword2\tSimLex999\nx\ty\tnan-ish\n")
     with pytest.raises(InputError, match="bad.txt:2"):
         read_simlex(bad)
+
+
+def test_partitions_and_chunks_do_not_change_the_lexicon(tmp_path):
+    import random
+
+    rng = random.Random(3)
+    words = [f"w{i:02d}" for i in range(40)]
+    pairs = []
+    for _ in range(300):
+        s1 = rng.choices(words, weights=range(40, 0, -1), k=rng.randint(3, 9))
+        s2 = [w if rng.random() < 0.7 else rng.choice(words) for w in s1]
+        pairs.append((" ".join(s1), " ".join(s2)))
+    tables = []
+    for i, (chunk, parts) in enumerate(((1000, 1), (7, 5), (50, 16))):
+        d = tmp_path / str(i)
+        d.mkdir()
+        settings = LexiconSettings(min_parascore=None, stopwords=False, min_count=3, chunk_pairs=chunk,
+                                   partitions=parts)
+        build(d, pairs, settings)
+        tables.append((d / "lex.tsv").read_text())
+    assert tables[0] == tables[1] == tables[2]
+    table = pl.read_csv(tmp_path / "1" / "lex.tsv", separator="\t")
+    assert table.height > 100
+    # sorted by u, then adjusted PMI from the highest, then v
+    assert table.rows() == table.sort(["u", "pmi_adjusted", "v"], descending=[False, True, False]).rows()
+    # symmetric: (u, v) and (v, u) both listed with the same numbers
+    rows = {(u, v): rest for u, v, *rest in table.iter_rows()}
+    assert all(rows[(v, u)] == rest for (u, v), rest in rows.items())
+    assert all(c >= 3 for c in table["count"])

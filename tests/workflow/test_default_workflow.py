@@ -140,6 +140,9 @@ def test_lexicon_finds_the_samples_synonyms(finished):
     assert neighbours["big"].split()[0] == "large" and "physician" in neighbours["doctor"].split()[:3]
     simlex = {r["score"]: r for r in json.loads((project / "results/lexicon/simlex.json").read_text())["results"]}
     assert simlex["pmi_adjusted"]["spearman"] > 40 and simlex["pmi_adjusted"]["coverage"] > 0.4
+    # the counts were spilled under work/lexicon/ and removed; nothing extra in results/lexicon/
+    assert (project / "work/lexicon").is_dir() and not list((project / "work/lexicon").iterdir())
+    assert not list((project / "results/lexicon").glob("lexicon-*"))
 
 
 def test_outputs_carry_verifiable_provenance(finished):

@@ -217,7 +217,9 @@ def _score_partition(root: Path, p: int, ids: dict[str, pl.DataFrame], totals: d
 
 def count_and_score(corpus: list[str | Path], out_tsv: str | Path, out_neighbours: str | Path,
                     out_stats: str | Path, settings: LexiconSettings = LexiconSettings(),
-                    rule: str = "lexicon") -> dict[str, Any]:
+                    rule: str = "lexicon", spill_dir: str | Path | None = None) -> dict[str, Any]:
+    """Count, score and write the lexicon; the spill goes to a temporary directory under
+    ``spill_dir`` (default: the TSV's directory) and is removed when done or failed."""
     run = Run(rule=rule, params=asdict(settings), inputs=[*corpus, *([settings.stoplist] if settings.stoplist else [])])
     start = time.perf_counter()
     out_tsv = Path(out_tsv)
@@ -230,7 +232,9 @@ def count_and_score(corpus: list[str | Path], out_tsv: str | Path, out_neighbour
              .with_row_index("id").select("w", pl.col("id").cast(pl.UInt32)))
     ids = {name: vocab.join(m.rename({"n": name}), on="w", how="left").select("id", name)
            for name, m in (("m_ref", m_ref), ("m_trans", m_trans), ("m_all", m_all))}
-    with tempfile.TemporaryDirectory(prefix="lexicon-", dir=out_tsv.parent) as tmp:
+    spill = Path(spill_dir) if spill_dir else out_tsv.parent
+    spill.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="lexicon-", dir=spill) as tmp:
         root = Path(tmp)
         totals = {"pairs_read": pairs_read, "pairs_used": pairs_used,
                   **_count(corpus, vocab, root, settings, pairs_used)}
@@ -238,8 +242,10 @@ def count_and_score(corpus: list[str | Path], out_tsv: str | Path, out_neighbour
         # range sorted on its own gives the file sorted by u
         ranges = settings.partitions
         span = max(vocab.height, 1)
+        bar = progress("lexicon scores", unit="partitions", total=settings.partitions)
         for p in range(settings.partitions):
             scored = _score_partition(root, p, ids, totals, settings)
+            bar.update(1)
             if scored is None:
                 continue
             both = pl.concat([scored, scored.select(u="v", v="u", count="count", pmi_cross="pmi_cross",
@@ -247,6 +253,7 @@ def count_and_score(corpus: list[str | Path], out_tsv: str | Path, out_neighbour
             both = both.with_columns(r=(pl.col("u").cast(pl.UInt64) * ranges // span).cast(pl.Int32))
             for (r,), group in both.group_by(["r"]):
                 group.drop("r").write_parquet(root / f"scored-r{r:03d}-p{p:03d}.parquet")
+        bar.close()
         words = vocab["w"]
         lexicon_pairs = words_with_neighbours = 0
         with atomic_output(out_tsv, out_neighbours, out_stats, prov_path(out_tsv),
