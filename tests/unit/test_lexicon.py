@@ -109,3 +109,22 @@ def test_partitions_and_chunks_do_not_change_the_lexicon(tmp_path):
     rows = {(u, v): rest for u, v, *rest in table.iter_rows()}
     assert all(rows[(v, u)] == rest for (u, v), rest in rows.items())
     assert all(c >= 3 for c in table["count"])
+
+
+def test_token_pattern_is_configurable_and_checked(tmp_path):
+    pairs = [("don't go to x-ray", "do not visit x-ray")] * 2
+    plain = LexiconSettings(min_parascore=None, stopwords=False, min_count=1, partitions=2)
+    _, default = build(tmp_path, pairs, plain)
+    assert ("don", "not") in default and ("x", "ray") in default  # split at ' and -
+    assert not any("x-ray" in pair or "don't" in pair for pair in default)
+    whole = LexiconSettings(**{**plain.__dict__, "token_pattern": r"[\w'-]+|[^\w\s]"})
+    _, lex = build(tmp_path, pairs, whole)
+    assert ("don't", "not") in lex and ("x-ray", "visit") in lex
+    assert ("don", "not") not in lex and ("x", "ray") not in lex
+    (tmp_path / "bad").mkdir()
+    for bad in ({"token_pattern": "(unclosed"}, {"word_pattern": "[z-a]"}):
+        with pytest.raises(ValueError, match="not a valid regex"):
+            build(tmp_path / "bad", pairs, LexiconSettings(**{**plain.__dict__, **bad}))
+        assert not (tmp_path / "bad" / "lex.tsv").exists()
+    with pytest.raises(ValueError, match="no such file"):
+        build(tmp_path, pairs, LexiconSettings(**{**plain.__dict__, "stoplist": str(tmp_path / "none.txt")}))

@@ -64,7 +64,21 @@ class LexiconSettings(Settings):
     chunk_pairs: int = 20_000
     partitions: int = 16
     top_k: int = 10
+    #: how sentences split into tokens (regex of a token; default: paramill's tokeniser, the
+    #: one max_tokens counts with); e.g. r"[\w'-]+|[^\w\s]" keeps "don't" and "x-ray" whole
+    token_pattern: str = TOKEN_PATTERN
     word_pattern: str = r"^\w[\w'-]*$"  # tokens that are words (punctuation and symbols out)
+
+
+def check_settings(settings: LexiconSettings) -> None:
+    """Refuse patterns polars' regex engine cannot compile, before anything is read."""
+    for key in ("token_pattern", "word_pattern"):
+        try:
+            pl.Series([""]).str.contains(getattr(settings, key))
+        except pl.exceptions.ComputeError as err:
+            raise ValueError(f"lexicon.{key} {getattr(settings, key)!r} is not a valid regex: {err}") from None
+    if settings.stoplist and not Path(settings.stoplist).is_file():
+        raise ValueError(f"lexicon.stoplist {settings.stoplist}: no such file")
 
 
 def _stopwords(settings: LexiconSettings) -> list[str]:
@@ -78,7 +92,7 @@ def _word_lists(col: str, settings: LexiconSettings, stop: list[str]) -> pl.Expr
     expr = pl.col(col)
     if settings.lowercase:
         expr = expr.str.to_lowercase()
-    words = expr.str.extract_all(TOKEN_PATTERN).list.eval(
+    words = expr.str.extract_all(settings.token_pattern).list.eval(
         pl.element().filter(pl.element().str.contains(settings.word_pattern)
                             & ~pl.element().is_in(stop))).list.unique()
     return words
@@ -220,6 +234,7 @@ def count_and_score(corpus: list[str | Path], out_tsv: str | Path, out_neighbour
                     rule: str = "lexicon", spill_dir: str | Path | None = None) -> dict[str, Any]:
     """Count, score and write the lexicon; the spill goes to a temporary directory under
     ``spill_dir`` (default: the TSV's directory) and is removed when done or failed."""
+    check_settings(settings)
     run = Run(rule=rule, params=asdict(settings), inputs=[*corpus, *([settings.stoplist] if settings.stoplist else [])])
     start = time.perf_counter()
     out_tsv = Path(out_tsv)
