@@ -325,6 +325,30 @@ def test_second_run_same_day_is_idempotent_and_next_day_gets_only_new(fake_x, tm
     assert set(nxt["tweet_id"]) == expected_ids(fake_x) - set(first["tweet_id"])
 
 
+def test_urls_are_searched_for_search_days_then_dropped(fake_x, tmp_path):
+    populate(fake_x, stories=2)
+
+    def searched(since):
+        return {unquote(q["query"][0]) for p, q, _ in fake_x.requests[since:] if p == "/2/tweets/search/recent"}
+
+    harvest(fake_x, tmp_path, date="2026-11-02")
+    first = set(json.loads((tmp_path / "state.json").read_text())["urls"])
+    assert len(first) == 2
+    before = len(fake_x.requests)
+    stats, _ = harvest(fake_x, tmp_path, date="2026-11-09")  # 7 days on: still searched
+    assert searched(before) == {f'url:"{u}"' for u in first} and stats["urls_dropped"] == 0
+    populate(fake_x, start=5000, stories=1)
+    before = len(fake_x.requests)
+    stats, table = harvest(fake_x, tmp_path, date="2026-11-10")  # 8 days: dropped
+    state = json.loads((tmp_path / "state.json").read_text())["urls"]
+    assert stats["urls_dropped"] == 2 and not set(state) & first and len(state) == 1
+    assert searched(before) == {f'url:"{u}"' for u in state}
+    assert all(e["first_seen"] == "2026-11-10" for e in state.values())
+    assert table.height == 1 + 4 + 1  # the new story, its 4 replies and its retweet
+    with pytest.raises(ValueError, match="not a date"):
+        harvest(fake_x, tmp_path, date="10/11/2026")
+
+
 def test_a_killed_harvest_rerun_loses_nothing_and_duplicates_nothing(fake_x, tmp_path):
     populate(fake_x, stories=3, replies=7)
     # the job is killed in the middle of the URL searches

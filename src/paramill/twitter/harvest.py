@@ -20,6 +20,7 @@ search (the free tier) ends the harvest with one message.
 
 from __future__ import annotations
 
+import datetime
 import gzip
 import json
 import os
@@ -63,6 +64,9 @@ class HarvestSettings(Settings):
     expand_all: bool = False
     url_timeout: float = 5.0
     url_workers: int = 8
+    #: a URL is searched again on harvests up to this many days after the one that first saw
+    #: it, then dropped from the state (recent search reaches back 7 days)
+    search_days: int = 7
 
 
 def make_client(settings: HarvestSettings):
@@ -165,10 +169,28 @@ def _newest(ids: Iterable[str], current: str | None) -> str | None:
     return str(best) if best else current
 
 
+def prune_urls(state: State, date: str, days: int) -> int:
+    """Drop the URLs first seen more than ``days`` days before ``date``; the number dropped.
+    URLs from a state without first-seen dates count as first seen on ``date``."""
+    day = datetime.date.fromisoformat(date)
+    old = []
+    for url, entry in state.urls.items():
+        first = entry.setdefault("first_seen", date)
+        if (day - datetime.date.fromisoformat(first)).days > days:
+            old.append(url)
+    for url in old:
+        del state.urls[url]
+    return len(old)
+
+
 def harvest_live(client, store: PageStore, state: State, settings: HarvestSettings,
-                 expander: Expander, sleep: Callable[[float], None] = time.sleep) -> dict[str, int]:
-    """Fetch timelines since the last ids, then search every new URL; update the state."""
-    counts = {"timeline_pages": 0, "search_pages": 0, "urls_searched": 0}
+                 expander: Expander, sleep: Callable[[float], None] = time.sleep,
+                 date: str | None = None) -> dict[str, int]:
+    """Fetch timelines since the last ids, then search every URL seen within
+    ``search_days`` of ``date`` (default today); update the state."""
+    date = date or datetime.date.today().isoformat()
+    counts = {"timeline_pages": 0, "search_pages": 0, "urls_searched": 0,
+              "urls_dropped": prune_urls(state, date, settings.search_days)}
     news_urls: list[str] = []
     for account in settings.accounts:
         if account not in state.users:
@@ -200,7 +222,7 @@ def harvest_live(client, store: PageStore, state: State, settings: HarvestSettin
     # every URL seen in the news tweets of this and earlier runs that is not finished
     expanded = expander.expand([u for u in news_urls if is_short(u) or settings.expand_all])
     for url in dict.fromkeys(canonical(expanded.get(u, u)) for u in news_urls):
-        state.urls.setdefault(url, {"since_id": None, "next_token": None})
+        state.urls.setdefault(url, {"since_id": None, "next_token": None, "first_seen": date})
     state.save()
     for url, entry in state.urls.items():
         if entry.get("done_run"):
@@ -262,6 +284,10 @@ def harvest_day(date: str, out: str | Path, settings: HarvestSettings, source: s
                 client=None, rule: str = "harvest", sleep: Callable[[float], None] = time.sleep
                 ) -> dict[str, Any]:
     """Harvest (or replay) one day into the tweet table ``out``."""
+    try:
+        datetime.date.fromisoformat(date)
+    except ValueError:
+        raise ValueError(f"harvest date {date!r} is not a date (YYYY-MM-DD)") from None
     params = {k: v for k, v in asdict(settings).items()}  # env var names only, never values
     expander = Expander(url_cache, timeout=settings.url_timeout, workers=settings.url_workers)
     if source == "archive":
@@ -278,7 +304,7 @@ def harvest_day(date: str, out: str | Path, settings: HarvestSettings, source: s
     state = State(state_path)
     run = Run(rule=rule, params={"date": date, "source": source, **params}, inputs=[])
     client = client or make_client(settings)
-    counts = harvest_live(client, store, state, settings, expander, sleep)
+    counts = harvest_live(client, store, state, settings, expander, sleep, date=date)
     rows = [t for kind, page in store.pages() for t in from_page(page, kind)]
     table = day_table(rows, expander, settings)
     write_day(table, out, run, {**counts, "tweets": len(table), "raw_pages": store.count})
