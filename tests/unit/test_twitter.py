@@ -373,6 +373,26 @@ def test_a_killed_harvest_rerun_loses_nothing_and_duplicates_nothing(fake_x, tmp
     assert table["tweet_id"].n_unique() == table.height
 
 
+def test_debug_logging_never_prints_the_credentials(fake_x, tmp_path, monkeypatch, caplog):
+    import logging
+
+    from paramill.twitter.harvest import make_client
+
+    populate(fake_x, stories=1)
+    monkeypatch.setenv("X_BEARER_TOKEN", TOKEN)
+    client = make_client(SETTINGS)
+    client.session.mount("https://api.twitter.com", Loopback(fake_x.base))
+    logging.getLogger("tweepy.client").setLevel(logging.DEBUG)  # a user's DEBUG config
+    try:
+        with caplog.at_level(logging.DEBUG, logger="tweepy.client"):
+            client.get_user(username="newsa")
+    finally:
+        logging.getLogger("tweepy.client").setLevel(logging.NOTSET)
+    text = "\n".join(r.getMessage() for r in caplog.records)
+    assert "Making API request" in text and "Authorization': '[redacted]" in text
+    assert TOKEN not in text and fake_x.requests[-1][2]["Authorization"] == f"Bearer {TOKEN}"
+
+
 def test_free_tier_refusal_is_one_clear_message(fake_x, tmp_path):
     populate(fake_x)
     fake_x.faults = [("/2/users/by/username/", "free")]

@@ -23,7 +23,9 @@ from __future__ import annotations
 import datetime
 import gzip
 import json
+import logging
 import os
+import re
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field
@@ -69,17 +71,37 @@ class HarvestSettings(Settings):
     search_days: int = 7
 
 
+class _Redact(logging.Filter):
+    """Blanks the Authorization header and the given secrets in a record's message."""
+
+    HEADER = re.compile(r"""(['"]?Authorization['"]?\s*[:=]\s*)(['"]?)[^'",}\n]*""", re.IGNORECASE)
+
+    def __init__(self, secrets: list[str]):
+        super().__init__()
+        self.secrets = [x for x in secrets if x]
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        text = self.HEADER.sub(r"\1\2[redacted]", record.getMessage())
+        for secret in self.secrets:
+            text = text.replace(secret, "[redacted]")
+        record.msg, record.args = text, None
+        return True
+
+
 def make_client(settings: HarvestSettings):
     """A tweepy Client from the environment variables the settings name."""
-    import logging
-
     import tweepy
 
-    # tweepy's DEBUG records print the Authorization header: never let them through
-    logging.getLogger("tweepy").setLevel(logging.INFO)
     token = os.environ.get(settings.bearer_token_env)
     keys = [os.environ.get(getattr(settings, k)) for k in
             ("consumer_key_env", "consumer_secret_env", "access_token_env", "access_token_secret_env")]
+    # tweepy's DEBUG records print the request headers: pinned at INFO, and should a logging
+    # config turn DEBUG on, the Authorization header and the credentials are blanked
+    logging.getLogger("tweepy").setLevel(logging.INFO)
+    client_log = logging.getLogger("tweepy.client")
+    for old in [f for f in client_log.filters if isinstance(f, _Redact)]:
+        client_log.removeFilter(old)
+    client_log.addFilter(_Redact([token or "", *[k or "" for k in keys]]))
     if token:
         return tweepy.Client(bearer_token=token, wait_on_rate_limit=True, return_type=dict)
     if all(keys):
