@@ -50,6 +50,9 @@ def test_filters_min_count_and_stop_words(tmp_path):
     assert stats["pairs_read"] == 5 and stats["pairs_used"] == 4  # one pair below 0.35
     # big/large: 1 (first pair) + 3; big/house only 3; "the" and "a" are stop words
     assert set(lex) == {("big", "large"), ("large", "big")} and lex[("big", "large")][0] == 4
+    stats, lex = build(tmp_path, [("he doesn't like it", "he does not like it")] * 2,
+                       LexiconSettings(min_parascore=None, min_count=1))
+    assert set(lex) == set() and stats["vocabulary_kept"] == 1  # only "like": no pair
     long = [(" ".join(["w"] * 31), "x y")]
     stats, _ = build(tmp_path, long, LexiconSettings(min_parascore=None, min_count=1))
     assert stats["pairs_used"] == 0

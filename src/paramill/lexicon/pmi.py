@@ -45,11 +45,14 @@ from paramill.progress import progress
 from paramill.provenance import Run, prov_path
 from paramill.text import TOKEN_PATTERN
 
-#: a short English stop-list (function words); replace it with `stoplist` (one word a line)
+#: a short English stop-list (function words, and the pieces the tokeniser cuts contractions
+#: into: "doesn't" -> doesn, t); replace it with `stoplist` (one word a line)
 STOPWORDS = frozenset("""a an the and or but if of to in on at by for with from as is are was were be been
 being it its this that these those he she they we you i me him her them us my your his our their
 not no do does did have has had will would can could shall should may might must there here so
-than then too very just also into onto over under about up down out off again further once""".split())
+than then too very just also into onto over under about up down out off again further once
+s t d ll m re ve don doesn didn isn aren wasn weren haven hasn hadn won wouldn couldn shouldn
+mustn needn shan""".split())
 
 
 @dataclass(frozen=True)
