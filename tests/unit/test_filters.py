@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import math
 
+import numpy as np
 import polars as pl
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -406,12 +407,22 @@ def test_batch_scores_equal_the_pair_by_pair_reference():
     rng = random.Random(3)
     words = ["the", "The", "cat", "sat", "on", "mat", ".", ",", "Ünïcode", "dog", "a", "it's", "3,5"]
     refs, cands = [], []
-    for _ in range(300):
-        ref = " ".join(rng.choice(words) for _ in range(rng.randint(0, 12)))
-        cand = " ".join(rng.choice(words) for _ in range(rng.randint(0, 12)))
+    for _ in range(300):  # lengths across every pad width and past it (the hashed path)
+        ref = " ".join(rng.choice(words) for _ in range(rng.randint(0, rng.choice((12, 12, 30, 70)))))
+        cand = " ".join(rng.choice(words) for _ in range(rng.randint(0, rng.choice((12, 12, 30, 70)))))
         refs.append(ref)
         cands.append(cand)
     frame = pl.DataFrame({"en_ref": refs, "candidate": cands})
+    lengths = [max(len(tokenize(r)), len(tokenize(c))) for r, c in zip(refs, cands)]
+    assert min(lengths) <= 8 and any(40 < n <= 64 for n in lengths) and max(lengths) > 64
+    # the dense path (any thread count) and the hashed path give the same counts
+    from paramill.filters.ngrams import _hashed, _side, batch_matches
+
+    one, _, _ = batch_matches(frame["en_ref"], frame["candidate"], range(1, 5), threads=1)
+    two, _, _ = batch_matches(frame["en_ref"], frame["candidate"], range(1, 5), threads=2)
+    hashed = _hashed(_side(frame["en_ref"], True), _side(frame["candidate"], True), range(1, 5), len(refs))
+    for n in range(1, 5):
+        assert np.array_equal(one[n], hashed[n]) and np.array_equal(two[n], hashed[n])
     overlap = filters.make("overlap").score(Batch(frame))
     length = filters.make("length").score(Batch(frame))
     for method in ("nakov", "exp", "add-k"):

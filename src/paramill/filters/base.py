@@ -54,8 +54,9 @@ CANDIDATE_COLUMNS = ("pair_id", "candidate_id", "en_ref", "candidate", "fwd_nll"
 class Batch:
     """Candidates of one batch; n-gram counts are computed once and shared by the filters."""
 
-    def __init__(self, frame: pl.DataFrame):
+    def __init__(self, frame: pl.DataFrame, threads: int | None = None):
         self.frame = frame
+        self.threads = threads  # for the n-gram counts (None: polars' pool size)
 
     def __len__(self) -> int:
         return self.frame.height
@@ -79,7 +80,7 @@ class Batch:
             from paramill.filters.ngrams import batch_matches
 
             cache[key] = batch_matches(self.frame.get_column("en_ref"), self.frame.get_column("candidate"),
-                                       range(1, max_order + 1), lowercase)
+                                       range(1, max_order + 1), lowercase, threads=self.threads)
         return cache[key]
 
 
@@ -120,8 +121,8 @@ def score_directions(path: str | Path) -> dict[str, Direction]:
     return {k: Direction(v) for k, v in json.loads(meta[DIRECTIONS_KEY]).items()}
 
 
-def _score_table(filt: Filter, frame: pl.DataFrame) -> pa.Table:
-    values = filt.score(Batch(frame))
+def _score_table(filt: Filter, frame: pl.DataFrame, threads: int | None = None) -> pa.Table:
+    values = filt.score(Batch(frame, threads))
     columns = {"pair_id": frame.get_column("pair_id").to_arrow(),
                "candidate_id": frame.get_column("candidate_id").to_arrow()}
     for col in filt.columns():
@@ -168,8 +169,8 @@ def score_shard(filt: Filter, candidates: str | Path, out: str | Path,
     with atomic_output(out, prov_path(out)) as (tmp, tmp_prov):
         writer = TableWriter(tmp, score_schema(filt))
         bar = progress(f"{filt.name} {Path(candidates).name}", unit="pairs", total=n_in)
-        for frame in frames:  # length/overlap/BLEU are vectorised (polars threads); models batch
-            table = _score_table(filt, frame)
+        for frame in frames:  # length/overlap/BLEU vectorised over `threads`; models batch
+            table = _score_table(filt, frame, threads)
             writer.write(table)
             rows += table.num_rows
             bar.update(table.num_rows)
