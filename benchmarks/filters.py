@@ -111,6 +111,7 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--out")
     args = parser.parse_args()
+    os.environ["PARAMILL_PROGRESS"] = "0"  # training bars would flood the JSON output
     from paramill.filters.bleu import sentence_bleu
     from paramill.filters.classifier import ClassifierSettings, train_classifier
     from paramill.filters.kenlm import KenlmSettings, train_lm

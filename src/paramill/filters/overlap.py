@@ -7,7 +7,8 @@ on one side and once on the other is shared once). A side too short to have an n
 the order gives 0. Tokens are lower-cased by default. Bounds tuned: lower {0,.1,.2,.3}
 x upper {.6,...,1.0}.
 
-The filter counts a whole batch at once (:func:`paramill.filters.ngrams.batch_matches`);
+The filter counts a whole batch at once (:func:`paramill.filters.ngrams.batch_matches`, over
+the job's threads);
 :func:`ngram_overlap` is the pair-by-pair definition it is tested against.
 """
 
