@@ -475,6 +475,14 @@ def test_readers(tmp_path):
     raw.write_text("a\tb\tfive\n")
     with pytest.raises(InputError, match="raw.tsv:1"):
         identify.read_labelled(raw, "url_raw")
+    # the boundaries: url_raw n = 2 no, 4 yes; PIT pos = 1 no, 3 yes
+    raw.write_text("a\tb\t(4,6)\tu\nc\td\t(2,6)\tu\n")
+    assert identify.read_labelled(raw, "url_raw")[1:] == ([1, 0], 0)
+    pit.write_text("1\tT\ts1\ts2\t(1, 4)\tx\ty\n1\tT\ts3\n")
+    with pytest.raises(InputError, match="pit.tsv:2: expected PIT-2015 fields"):
+        identify.read_labelled(pit, "pit2015")
+    pit.write_text("1\tT\ts1\ts2\t(1, 4)\tx\ty\n")
+    assert identify.read_labelled(pit, "pit2015")[1:] == ([0], 0)
 
 
 def test_max_f1_and_lr_learn_a_toy_set(tmp_path):

@@ -68,24 +68,19 @@ def read_labelled(path: str | Path, fmt: str) -> tuple[list[tuple[str, str]], li
             if not line.strip():
                 continue
             fields = line.split("\t")
-            if fmt == "url_raw":
-                if len(fields) < 3:
-                    raise InputError(path, line_no, f"expected s1, s2, (n,6), url; got {len(fields)} fields")
-                s1, s2, votes = fields[0], fields[1], fields[2]
-                m = _VOTES.match(votes.strip())
-                if not m:
-                    raise InputError(path, line_no, f"votes must look like (n,6), not {votes!r}")
-                n = int(m.group(1))
-                label = None if n == 3 else int(n >= 4)
-            else:
-                if len(fields) < 5:
-                    raise InputError(path, line_no, f"expected PIT-2015 fields, got {len(fields)}")
-                s1, s2, votes = fields[2], fields[3], fields[4]
-                m = _VOTES.match(votes.strip())
-                if not m:
-                    raise InputError(path, line_no, f"label must look like (pos, neg), not {votes!r}")
-                pos = int(m.group(1))
-                label = None if pos == 2 else int(pos >= 3)
+            # url_raw: s1, s2, (n,6), url — n <= 2 no, n >= 4 yes, 3 dropped;
+            # pit2015: topic id, topic, s1, s2, (pos, neg) — pos <= 1 no, pos >= 3 yes, 2 dropped
+            first, want, what, undecided = ((0, 3, "s1, s2, (n,6), url", 3) if fmt == "url_raw"
+                                            else (2, 5, "PIT-2015 fields", 2))
+            if len(fields) < want:
+                raise InputError(path, line_no, f"expected {what}; got {len(fields)} fields")
+            s1, s2, votes = fields[first], fields[first + 1], fields[first + 2]
+            m = _VOTES.match(votes.strip())
+            if not m:
+                raise InputError(path, line_no, f"votes must look like {'(n,6)' if fmt == 'url_raw' else '(pos, neg)'}, "
+                                                f"not {votes!r}")
+            n = int(m.group(1))
+            label = None if n == undecided else int(n > undecided)
             if label is None:
                 dropped += 1
                 continue
