@@ -61,27 +61,30 @@ import json, os, resource, sys, threading, time
 sys.path.insert(0, {src!r})
 from paramill.lexicon.pmi import LexiconSettings, count_and_score
 root = {root!r}
-peak_disk, done = [0], threading.Event()
+peak_disk, peak_files, done = [0], [0], threading.Event()
 def watch():
     while not done.wait(2.0):
-        size = 0
+        size = count = 0
         for d, _, files in os.walk(root):
+            count += len(files)
             for f in files:
                 try:
                     size += os.path.getsize(os.path.join(d, f))
                 except OSError:
                     pass
         peak_disk[0] = max(peak_disk[0], size)
+        peak_files[0] = max(peak_files[0], count)
 threading.Thread(target=watch, daemon=True).start()
 start = time.perf_counter()
 stats = count_and_score([os.path.join(root, "corpus.parquet")], os.path.join(root, "lex.tsv"),
                         os.path.join(root, "nb.tsv"), os.path.join(root, "stats.json"),
-                        LexiconSettings(min_parascore=None))
+                        LexiconSettings(min_parascore=None, **{settings}))
 seconds = time.perf_counter() - start
 done.set()
 peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 print(json.dumps({{"pairs": {n}, "seconds": round(seconds, 1), "peak_rss_mb": round(peak),
-                  "peak_disk_mb": round(peak_disk[0] / 2**20), "lexicon_pairs": stats["lexicon_pairs"],
+                  "peak_disk_mb": round(peak_disk[0] / 2**20), "peak_files": peak_files[0],
+                  "settings": {settings}, "lexicon_pairs": stats["lexicon_pairs"],
                   "cross_total": stats["cross_total"]}}))
 """
 
@@ -115,12 +118,15 @@ def main() -> None:
     parser.add_argument("--train", default=str(SHARED / "twitter-url-corpus/castorini-twitterPPDB/train"))
     parser.add_argument("--simlex", default=str(SHARED / "simlex-999/SimLex-999.txt"))
     parser.add_argument("--sizes", type=int, nargs="*", default=[1_000_000, 5_000_000])
+    parser.add_argument("--spill-rows", type=int, help="lexicon.spill_rows (default: the setting's)")
+    parser.add_argument("--skip-real", action="store_true", help="only the scale runs")
     parser.add_argument("--out")
     args = parser.parse_args()
     os.environ["PARAMILL_PROGRESS"] = "0"
     report = {"benchmark": "paraphrase lexicon", "machine": {"cpus": os.cpu_count(),
                                                              "python": platform.python_version()},
-              "real": real(args), "scale": []}
+              "real": None if args.skip_real else real(args), "scale": []}
+    settings = {} if args.spill_rows is None else {"spill_rows": args.spill_rows}
     for n in args.sizes:
         with tempfile.TemporaryDirectory() as tmp:
             env = {**os.environ, "PARAMILL_PROGRESS": "0"}
@@ -128,7 +134,7 @@ def main() -> None:
                                  capture_output=True, text=True, env=env)
             if gen.returncode != 0:
                 raise SystemExit(gen.stderr[-3000:])
-            proc = subprocess.run([sys.executable, "-c", SCALE.format(src=str(ROOT / "src"), n=n, root=tmp)],
+            proc = subprocess.run([sys.executable, "-c", SCALE.format(src=str(ROOT / "src"), n=n, root=tmp, settings=settings)],
                                   capture_output=True, text=True, env=env)
             if proc.returncode != 0:
                 raise SystemExit(proc.stderr[-3000:])

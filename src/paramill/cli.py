@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import signal
 import sys
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -748,17 +750,28 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _terminated(signum: int, frame: Any) -> None:
+    # SLURM (time limit, scancel) and snakemake stop a job with SIGTERM; as an exception
+    # it unwinds like any failure, so temporaries and scratch space are removed
+    raise SystemExit(128 + signum)
+
+
 def main(argv: list[str] | None = None) -> int:
     from paramill.config import ConfigError
     from paramill.io import InputError
 
     parser = build_parser()
     args = parser.parse_args(argv)
+    main_thread = threading.current_thread() is threading.main_thread()
+    previous = signal.signal(signal.SIGTERM, _terminated) if main_thread else None
     try:
         return args.func(args)
     except (InputError, ConfigError, ValueError, FileNotFoundError) as exc:
         print(f"paramill {args.command}: error: {exc}", file=sys.stderr)
         return EXIT_INPUT_ERROR
+    finally:
+        if main_thread:
+            signal.signal(signal.SIGTERM, previous)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -2,7 +2,13 @@
 
 Every stage reads inputs through :func:`open_compressed` and writes outputs through
 :func:`atomic_output`, so a killed job never leaves a half-written file under a final
-name and every compressed format is handled the same way everywhere.
+name and every compressed format is handled the same way everywhere. Scratch space goes
+through :func:`scratch_dir`.
+
+Temporaries carry their owner as ``pid@host``. A job killed outright (SIGKILL, a node
+lost) cannot clean up after itself, so the next job writing the same output, or using
+the same scratch prefix, removes the temporaries whose owner was on this host and no
+longer runs. Those on other hosts, or whose process is alive, are left alone.
 """
 
 from __future__ import annotations
@@ -15,6 +21,9 @@ import json
 import lzma
 import os
 import shutil
+import socket
+import sys
+import tempfile
 import uuid
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -103,8 +112,50 @@ def sha256_file(path: str | os.PathLike, chunk: int = 1 << 20) -> str:
     return digest.hexdigest()
 
 
+def _owner() -> str:
+    return f"{os.getpid()}@{socket.gethostname()}"
+
+
+def owner_is_gone(owner: str) -> bool:
+    """True when ``owner`` (``pid@host``) names this host and a process that has ended."""
+    pid, _, host = owner.partition("@")
+    if host != socket.gethostname() or not pid.isdigit():
+        return False
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return True
+    except (PermissionError, OverflowError):
+        return False
+    return False
+
+
+def sweep_leftovers(directory: str | os.PathLike, prefix: str) -> list[Path]:
+    """Remove the entries ``<prefix><pid@host>-<suffix>`` in ``directory`` left by ended
+    processes of this host; return what was removed (each is reported on stderr)."""
+    directory = Path(directory)
+    removed = []
+    if not directory.is_dir():
+        return removed
+    for entry in sorted(directory.glob(f"{glob_escape(prefix)}*")):
+        owner = entry.name[len(prefix):].rpartition("-")[0]
+        if owner and owner_is_gone(owner):
+            _remove(entry)
+            removed.append(entry)
+            print(f"paramill: removed {entry}, left by a job that was killed", file=sys.stderr)
+    return removed
+
+
+def glob_escape(text: str) -> str:
+    return "".join(f"[{c}]" if c in "*?[" else c for c in text)
+
+
+def _temp_prefix(path: Path) -> str:
+    return f".{path.name}.tmp-"
+
+
 def _temp_sibling(path: Path) -> Path:
-    return path.with_name(f".{path.name}.tmp-{os.getpid()}-{uuid.uuid4().hex[:8]}")
+    return path.with_name(f"{_temp_prefix(path)}{_owner()}-{uuid.uuid4().hex[:8]}")
 
 
 def _remove(path: Path) -> None:
@@ -126,6 +177,7 @@ def atomic_output(*paths: str | os.PathLike) -> Iterator[list[Path]]:
     temps = [_temp_sibling(p) for p in finals]
     for final in finals:
         final.parent.mkdir(parents=True, exist_ok=True)
+        sweep_leftovers(final.parent, _temp_prefix(final))
     try:
         yield temps
     except BaseException:
@@ -138,6 +190,17 @@ def atomic_output(*paths: str | os.PathLike) -> Iterator[list[Path]]:
         if final.exists() or final.is_symlink():
             _remove(final)
         os.replace(tmp, final)
+
+
+@contextlib.contextmanager
+def scratch_dir(directory: str | os.PathLike, prefix: str) -> Iterator[Path]:
+    """A scratch directory ``<prefix><pid@host>-<random>`` in ``directory``, removed when the
+    block ends (also on an exception or SIGTERM; see :func:`sweep_leftovers` for SIGKILL)."""
+    directory = Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    sweep_leftovers(directory, prefix)
+    with tempfile.TemporaryDirectory(prefix=f"{prefix}{_owner()}-", dir=directory) as tmp:
+        yield Path(tmp)
 
 
 def write_json(path: str | os.PathLike, obj: Any) -> None:

@@ -1,11 +1,15 @@
 import os
+import signal
+import socket
+import subprocess
+import sys
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
 from paramill.io import (ShardWriter, atomic_output, compression_of, open_compressed,
-                         parquet_rows, sha256_file)
+                         owner_is_gone, parquet_rows, scratch_dir, sha256_file, sweep_leftovers)
 
 LINES = ["první řádek", "second line", "třetí"]
 
@@ -67,3 +71,96 @@ def test_shard_writer_splits_rows_into_shards(tmp_path):
                                        "shard-00002.parquet"]
     assert [parquet_rows([p]) for p in paths] == [4, 4, 3]
     assert pq.read_table(paths[1])["n"].to_pylist() == [4, 5, 6, 7]
+
+
+def _ended_pid() -> int:
+    proc = subprocess.Popen([sys.executable, "-c", "pass"])
+    proc.wait()
+    return proc.pid
+
+
+def test_sweep_removes_only_what_ended_processes_of_this_host_left(tmp_path, capsys):
+    host = socket.gethostname()
+    dead, alive = _ended_pid(), os.getpid()
+    (tmp_path / f"lexicon-{dead}@{host}-abc123").mkdir()           # killed job: goes
+    (tmp_path / f"lexicon-{dead}@{host}-abc123" / "part.parquet").write_bytes(b"x")
+    (tmp_path / f"lexicon-{dead}@{host}-x_y9").write_text("")      # a file too: goes
+    (tmp_path / f"lexicon-{alive}@{host}-def456").mkdir()          # running job: stays
+    (tmp_path / f"lexicon-{dead}@other-node-1-ghi789").mkdir()     # another host: stays
+    (tmp_path / f"select-{dead}@{host}-jkl012").mkdir()            # another prefix: stays
+    (tmp_path / "lexicon-tmpabcd").mkdir()                         # no owner: stays
+    removed = sweep_leftovers(tmp_path, "lexicon-")
+    assert sorted(p.name for p in removed) == [f"lexicon-{dead}@{host}-abc123",
+                                               f"lexicon-{dead}@{host}-x_y9"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
+        ["lexicon-tmpabcd", f"lexicon-{alive}@{host}-def456",
+         f"lexicon-{dead}@other-node-1-ghi789", f"select-{dead}@{host}-jkl012"])
+    assert "left by a job that was killed" in capsys.readouterr().err
+    assert owner_is_gone(f"{dead}@{host}") and not owner_is_gone(f"{alive}@{host}")
+    assert not owner_is_gone(f"{dead}@other-node") and not owner_is_gone("garbage")
+
+
+def test_scratch_dir_is_named_for_its_owner_and_removed(tmp_path):
+    host = socket.gethostname()
+    (tmp_path / f"kenlm-{_ended_pid()}@{host}-zzz").mkdir()
+    with scratch_dir(tmp_path / "work", "kenlm-") as first:
+        assert first.name.startswith(f"kenlm-{os.getpid()}@{host}-") and first.is_dir()
+    assert not first.exists()
+    with scratch_dir(tmp_path, "kenlm-") as second:
+        assert [p.name for p in tmp_path.iterdir() if p.name.startswith("kenlm-")] == [second.name]
+    with pytest.raises(RuntimeError), scratch_dir(tmp_path, "kenlm-") as third:
+        raise RuntimeError("stage failed")
+    assert not third.exists()
+
+
+HOLD = """
+import sys, time
+from paramill import cli
+from paramill.io import atomic_output, scratch_dir
+
+def hold(args):
+    with scratch_dir(args.dir, "job-") as work, atomic_output(args.out) as (tmp,):
+        (work / "spill").write_text("partial")
+        tmp.write_text("partial")
+        print("ready", flush=True)
+        time.sleep(60)
+    return 0
+
+parser = cli.build_parser()
+sub = parser._subparsers._group_actions[0]
+hold_parser = sub.add_parser("hold")
+hold_parser.add_argument("out")
+hold_parser.add_argument("dir")
+hold_parser.set_defaults(func=hold)
+cli.build_parser = lambda: parser
+sys.exit(cli.main(["hold", sys.argv[1], sys.argv[2]]))
+"""
+
+
+def _start_holding_job(tmp_path):
+    out, work = tmp_path / "out.txt", tmp_path / "work"
+    proc = subprocess.Popen([sys.executable, "-c", HOLD, str(out), str(work)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert proc.stdout.readline().strip() == "ready", proc.stderr.read()
+    assert len(list(tmp_path.glob(".out.txt.tmp-*"))) == 1 and len(list(work.iterdir())) == 1
+    return proc, out, work
+
+
+def test_a_terminated_job_removes_its_temporaries(tmp_path):
+    # SLURM's time limit and scancel, and snakemake stopping a run, send SIGTERM
+    proc, out, work = _start_holding_job(tmp_path)
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(timeout=30) == 128 + signal.SIGTERM
+    assert not out.exists() and not list(tmp_path.glob(".out.txt.tmp-*"))
+    assert list(work.iterdir()) == []
+
+
+def test_what_a_killed_job_left_is_removed_by_the_next_one(tmp_path):
+    proc, out, work = _start_holding_job(tmp_path)
+    proc.kill()  # SIGKILL: no chance to clean up
+    proc.wait(timeout=30)
+    assert len(list(tmp_path.glob(".out.txt.tmp-*"))) == 1 and len(list(work.iterdir())) == 1
+    with scratch_dir(work, "job-") as fresh, atomic_output(out) as (tmp,):
+        assert list(work.iterdir()) == [fresh]
+        tmp.write_text("complete")
+    assert out.read_text() == "complete" and not list(tmp_path.glob(".out.txt.tmp-*"))

@@ -3,10 +3,11 @@
 import math
 
 import polars as pl
+import pyarrow.parquet as pq
 import pytest
 
 from paramill.io import InputError
-from paramill.lexicon.pmi import LexiconSettings, count_and_score
+from paramill.lexicon.pmi import _SpillBuffer, LexiconSettings, count_and_score
 from paramill.lexicon.simlex import evaluate, read_simlex
 from paramill.provenance import verify
 
@@ -96,11 +97,12 @@ def test_partitions_and_chunks_do_not_change_the_lexicon(tmp_path):
         s2 = [w if rng.random() < 0.7 else rng.choice(words) for w in s1]
         pairs.append((" ".join(s1), " ".join(s2)))
     tables = []
-    for i, (chunk, parts) in enumerate(((1000, 1), (7, 5), (50, 16))):
+    # one chunk and one spill; a spill per chunk; several chunks summed into each spill
+    for i, (chunk, parts, spill) in enumerate(((1000, 1, 10**6), (7, 5, 1), (50, 16, 200))):
         d = tmp_path / str(i)
         d.mkdir()
         settings = LexiconSettings(min_parascore=None, stopwords=False, min_count=3, chunk_pairs=chunk,
-                                   partitions=parts)
+                                   partitions=parts, spill_rows=spill)
         build(d, pairs, settings)
         tables.append((d / "lex.tsv").read_text())
     assert tables[0] == tables[1] == tables[2]
@@ -131,3 +133,26 @@ def test_token_pattern_is_configurable_and_checked(tmp_path):
         assert not (tmp_path / "bad" / "lex.tsv").exists()
     with pytest.raises(ValueError, match="no such file"):
         build(tmp_path, pairs, LexiconSettings(**{**plain.__dict__, "stoplist": str(tmp_path / "none.txt")}))
+
+
+def test_spill_buffer_sums_chunks_and_appends_to_one_file_a_partition(tmp_path):
+    settings = LexiconSettings(spill_rows=5, partitions=2)
+    buffer = _SpillBuffer(tmp_path, "cross", settings)
+    chunk = lambda keys: pl.DataFrame({"k": keys, "n": [1] * len(keys)},  # noqa: E731
+                                      schema={"k": pl.UInt64, "n": pl.UInt32})
+    buffer.add(chunk([1, 2]))
+    buffer.add(chunk([2, 3]))
+    assert list(tmp_path.iterdir()) == [] and buffer.rows == 4
+    buffer.add(chunk([3]))  # 5 rows: one spill of the three chunks, summed
+    assert buffer.spills == 1 and buffer.rows == 0
+    buffer.add(chunk([7, 2]))
+    buffer.close()
+    buffer.close()  # nothing left: no empty spill
+    assert buffer.spills == 2
+    # partition = (u + v) % 2 of key u << 32 | v: keys 1, 3 and 7 in p001, 2 in p000
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["cross-p000.parquet", "cross-p001.parquet"]
+    assert pq.ParquetFile(tmp_path / "cross-p000.parquet").num_row_groups == 2  # one per spill
+    p0 = pl.read_parquet(tmp_path / "cross-p000.parquet")
+    p1 = pl.read_parquet(tmp_path / "cross-p001.parquet")
+    assert p0.rows() == [(2, 2), (2, 1)]
+    assert sorted(p1.rows()) == [(1, 1), (3, 2), (7, 1)]

@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import hashlib
 import math
-import tempfile
 from collections import Counter
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -38,7 +37,7 @@ from paramill import text
 from paramill.bitext.ingest import REJECTED_NAME, STATS_NAME
 from paramill.bitext.schema import BITEXT, KEYS, REJECTED
 from paramill.io import (ShardWriter, TableWriter, atomic_output, iter_parquet_batches,
-                         parquet_rows, read_json, write_json)
+                         parquet_rows, read_json, scratch_dir, write_json)
 from paramill.progress import progress
 from paramill.config import Settings
 from paramill.provenance import Run, prov_path
@@ -166,7 +165,7 @@ def clean(corpus: str, ingest_dir: str | Path, shards_dir: str | Path, rejected_
     records = [prov_path(p) for p in outputs]
     sums = {"cs_tokens": 0, "en_tokens": 0}
     with atomic_output(*outputs, *records) as temps, \
-            tempfile.TemporaryDirectory(prefix="paramill-clean-", dir=Path(keys_path).parent) as spill:
+            scratch_dir(Path(keys_path).parent, "paramill-clean-") as spill:
         t_shards, t_rejected, t_keys, t_stats = temps[:4]
         spill = Path(spill)
         rejected = TableWriter(t_rejected, REJECTED)

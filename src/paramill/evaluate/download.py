@@ -13,14 +13,13 @@ from __future__ import annotations
 import hashlib
 import shutil
 import tarfile
-import tempfile
 import urllib.request
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from paramill.io import atomic_output
+from paramill.io import atomic_output, scratch_dir
 from paramill.provenance import Run, prov_path
 
 
@@ -111,7 +110,7 @@ def download(name: str, out: str | Path, archives: dict[str, list[Archive]] | No
     out.parent.mkdir(parents=True, exist_ok=True)
     run = Run(rule=rule, params={"name": name, "archives": [a.__dict__ for a in catalogue[name]]},
               inputs=[])
-    with tempfile.TemporaryDirectory(dir=out.parent) as tmp, \
+    with scratch_dir(out.parent, "sts-download-") as tmp, \
             atomic_output(out, prov_path(out)) as (tmp_out, tmp_prov):
         tmp_out.mkdir(parents=True)
         files: list[str] = []

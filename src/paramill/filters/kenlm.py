@@ -14,7 +14,6 @@ from __future__ import annotations
 import shutil
 import subprocess
 import sys
-import tempfile
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -22,7 +21,7 @@ from typing import Any
 from paramill.config import Settings
 from paramill.filters.base import Batch, Column, Direction, Filter
 from paramill.filters.heldout import heldout_texts
-from paramill.io import atomic_output
+from paramill.io import atomic_output, scratch_dir
 from paramill.provenance import Run, prov_path
 from paramill.text import tokenize
 
@@ -59,7 +58,7 @@ def train_lm(sentences: list[str], out: str | Path, settings: KenlmSettings = Ke
     run = Run(rule=rule, params=asdict(settings), inputs=list(inputs or []))
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(prefix="kenlm-", dir=out.parent) as work:
+    with scratch_dir(out.parent, "kenlm-") as work:
         text = Path(work) / "train.txt"
         text.write_text("".join(lm_text(s, settings.lowercase) + "\n" for s in sentences),
                         encoding="utf-8")

@@ -14,7 +14,6 @@ column of the surviving pairs (8 bytes a pair), the sample its hashes.
 
 from __future__ import annotations
 
-import tempfile
 from collections import defaultdict
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -25,7 +24,7 @@ import pyarrow as pa
 
 from paramill.config import Settings
 from paramill.filters.base import Direction, score_directions
-from paramill.io import TableWriter, atomic_output, write_json
+from paramill.io import TableWriter, atomic_output, scratch_dir, write_json
 from paramill.progress import progress
 from paramill.provenance import Run, prov_path
 from paramill.text import token_count_expr
@@ -151,7 +150,7 @@ def select(candidate_files: list[str | Path], score_files: list[str | Path],
     counts: dict[str, int] = {"candidates": 0, **{label: 0 for label, _ in steps}}
     out_parquet = Path(out_parquet)
     out_parquet.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(prefix="select-", dir=out_parquet.parent) as work:
+    with scratch_dir(out_parquet.parent, "select-") as work:
         parts: list[Path] = []
         bar = progress(f"select {name}", unit="shards", total=len(candidate_files))
         for i, cand in enumerate(candidate_files):  # pass 1: per-row steps, shard by shard

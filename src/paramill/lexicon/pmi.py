@@ -22,8 +22,9 @@ Scale: two passes over the corpus. The first counts the marginals and keeps the 
 in at least ``min_count`` sentences (no pair is seen more often than its rarer word), each
 given an integer id (in the words' sort order). The second reads pairs in chunks; each
 chunk's counts of unordered pairs are aggregated with polars as 64-bit keys
-(min << 32 | max; both counts are symmetric, so half the ordered table) and spilled to
-``partitions`` files by key. Each partition is then summed on its own, its within-sentence
+(min << 32 | max; both counts are symmetric, so half the ordered table), summed in memory
+over chunks up to ``spill_rows`` rows and appended to ``partitions`` files by key (one
+file a partition and kind, however many spills). Each partition is then summed on its own, its within-sentence
 rows filtered to the keys that made the lexicon before summing, and its scored pairs are
 written in both orders to ranges of u, which are sorted one at a time into the TSV. Memory
 is bounded by the vocabulary, the chunk size and one partition, not by the corpus.
@@ -31,16 +32,16 @@ is bounded by the vocabulary, the chunk size and one partition, not by the corpu
 
 from __future__ import annotations
 
-import tempfile
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
 import polars as pl
+import pyarrow.parquet as pq
 
 from paramill.config import Settings
-from paramill.io import atomic_output, iter_parquet_batches, write_json
+from paramill.io import atomic_output, iter_parquet_batches, scratch_dir, write_json
 from paramill.progress import progress
 from paramill.provenance import Run, prov_path
 from paramill.text import TOKEN_PATTERN
@@ -66,6 +67,10 @@ class LexiconSettings(Settings):
     smoothing: float = 1.0
     chunk_pairs: int = 20_000
     partitions: int = 16
+    #: counts of several chunks are summed in memory up to this many rows (per kind: cross,
+    #: within references, within translations) before they are spilled (appended to the
+    #: kind's partition files): fewer repeated keys on disk, more memory
+    spill_rows: int = 2_000_000
     top_k: int = 10
     #: how sentences split into tokens (regex of a token; default: paramill's tokeniser, the
     #: one max_tokens counts with); e.g. r"[\w'-]+|[^\w\s]" keeps "don't" and "x-ray" whole
@@ -149,12 +154,46 @@ def _pair_keys(left: pl.DataFrame, right: pl.DataFrame, within: bool) -> pl.Data
     return joined.select(k=lo * SHIFT + hi).group_by("k").len("n")
 
 
-def _spill(frame: pl.DataFrame, root: Path, kind: str, chunk: int, partitions: int) -> None:
-    """Write a chunk's counts to one file a partition (by a mix of both ids of the key)."""
-    part = frame.with_columns(p=((pl.col("k") // SHIFT + pl.col("k") % SHIFT) % partitions).cast(pl.Int32))
-    for (p,), group in part.partition_by("p", as_dict=True, include_key=False).items():
-        # lz4 without statistics: a third of zstd's time for these short-lived files
-        group.write_parquet(root / f"{kind}-p{p:03d}-c{chunk:06d}.parquet", compression="lz4", statistics=False)
+class _SpillBuffer:
+    """Counts of one kind, summed in memory over chunks up to ``spill_rows`` rows, then
+    appended by partition (a mix of both ids of the key) to one open Parquet file a
+    partition, ``<kind>-p<partition>.parquet``: the files on disk stay at ``partitions``
+    per kind however large the corpus. Close it before reading the files."""
+
+    def __init__(self, root: Path, kind: str, settings: LexiconSettings):
+        self.root, self.kind, self.settings = root, kind, settings
+        self.frames: list[pl.DataFrame] = []
+        self.rows = self.spills = 0
+        self.writers: dict[int, pq.ParquetWriter] = {}
+
+    def add(self, counts: pl.DataFrame) -> None:
+        self.frames.append(counts)
+        self.rows += counts.height
+        if self.rows >= self.settings.spill_rows:
+            self.flush()
+
+    def flush(self) -> None:
+        if not self.frames:
+            return
+        summed = (pl.concat(self.frames).group_by("k").agg(pl.col("n").sum())
+                  if len(self.frames) > 1 else self.frames[0])
+        parts = self.settings.partitions
+        summed = summed.select("k", pl.col("n").cast(pl.UInt32),
+                               p=((pl.col("k") // SHIFT + pl.col("k") % SHIFT) % parts).cast(pl.Int32))
+        for (p,), group in summed.partition_by("p", as_dict=True, include_key=False).items():
+            table = group.to_arrow()
+            if p not in self.writers:
+                # lz4 without statistics: a third of zstd's time for these short-lived files
+                self.writers[p] = pq.ParquetWriter(self.root / f"{self.kind}-p{p:03d}.parquet", table.schema,
+                                                   compression="lz4", write_statistics=False)
+            self.writers[p].write_table(table)
+        self.frames, self.rows, self.spills = [], 0, self.spills + 1
+
+    def close(self) -> None:
+        self.flush()
+        for writer in self.writers.values():
+            writer.close()
+        self.writers = {}
 
 
 def _marginals(corpus: list[str | Path], settings: LexiconSettings) -> tuple[pl.DataFrame, pl.DataFrame, int, int]:
@@ -180,25 +219,30 @@ def _count(corpus: list[str | Path], vocab: pl.DataFrame, root: Path, settings: 
     Totals are over ordered pairs (each unordered pair twice), as the PMI formulas use them.
     """
     totals = {"cross_total": 0, "within_ref_total": 0, "within_trans_total": 0}
+    buffers = {kind: _SpillBuffer(root, kind, settings) for kind in ("cross", "ref", "trans")}
     bar = progress("lexicon counts", unit="pairs", total=pairs_used)
-    for chunk, (_, lists) in enumerate(read_pairs(corpus, settings)):
-        if not lists.height:
-            continue
-        a, b = _long(lists["a"], vocab), _long(lists["b"], vocab)
-        for kind, key, left, right in (("cross", "cross_total", a, b), ("ref", "within_ref_total", a, a),
-                                       ("trans", "within_trans_total", b, b)):
-            counts = _pair_keys(left, right, within=kind != "cross")
-            totals[key] += 2 * int(counts["n"].sum())
-            _spill(counts, root, kind, chunk, settings.partitions)
-        bar.update(lists.height)
-    bar.close()
+    try:
+        for _, lists in read_pairs(corpus, settings):
+            if not lists.height:
+                continue
+            a, b = _long(lists["a"], vocab), _long(lists["b"], vocab)
+            for kind, key, left, right in (("cross", "cross_total", a, b), ("ref", "within_ref_total", a, a),
+                                           ("trans", "within_trans_total", b, b)):
+                counts = _pair_keys(left, right, within=kind != "cross")
+                totals[key] += 2 * int(counts["n"].sum())
+                buffers[kind].add(counts)
+            bar.update(lists.height)
+    finally:
+        for buffer in buffers.values():
+            buffer.close()
+        bar.close()
     return totals
 
 
 def _score_partition(root: Path, p: int, ids: dict[str, pl.DataFrame], totals: dict[str, int],
                      settings: LexiconSettings) -> pl.DataFrame | None:
     """Sum one partition's counts; PMIs of its unordered pairs seen ``min_count`` times."""
-    files = {kind: sorted(root.glob(f"{kind}-p{p:03d}-*.parquet")) for kind in ("cross", "ref", "trans")}
+    files = {kind: sorted(root.glob(f"{kind}-p{p:03d}.parquet")) for kind in ("cross", "ref", "trans")}
     if not files["cross"]:
         return None
     frame = (pl.scan_parquet(files["cross"]).group_by("k").agg(count=pl.col("n").sum())
@@ -252,7 +296,7 @@ def count_and_score(corpus: list[str | Path], out_tsv: str | Path, out_neighbour
            for name, m in (("m_ref", m_ref), ("m_trans", m_trans), ("m_all", m_all))}
     spill = Path(spill_dir) if spill_dir else out_tsv.parent
     spill.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(prefix="lexicon-", dir=spill) as tmp:
+    with scratch_dir(spill, "lexicon-") as tmp:
         root = Path(tmp)
         totals = {"pairs_read": pairs_read, "pairs_used": pairs_used,
                   **_count(corpus, vocab, root, settings, pairs_used)}
