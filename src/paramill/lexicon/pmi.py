@@ -185,7 +185,8 @@ class _SpillBuffer:
             if p not in self.writers:
                 # lz4 without statistics: a third of zstd's time for these short-lived files
                 self.writers[p] = pq.ParquetWriter(self.root / f"{self.kind}-p{p:03d}.parquet", table.schema,
-                                                   compression="lz4", write_statistics=False)
+                                                   compression="lz4", write_statistics=False,
+                                                   use_dictionary=False)
             self.writers[p].write_table(table)
         self.frames, self.rows, self.spills = [], 0, self.spills + 1
 
