@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import bz2
 import contextlib
+import glob
 import gzip
 import hashlib
 import json
@@ -125,8 +126,8 @@ def owner_is_gone(owner: str) -> bool:
         os.kill(int(pid), 0)
     except ProcessLookupError:
         return True
-    except (PermissionError, OverflowError):
-        return False
+    except (PermissionError, OverflowError):  # someone else's process; not a pid here
+        pass
     return False
 
 
@@ -137,17 +138,13 @@ def sweep_leftovers(directory: str | os.PathLike, prefix: str) -> list[Path]:
     removed = []
     if not directory.is_dir():
         return removed
-    for entry in sorted(directory.glob(f"{glob_escape(prefix)}*")):
+    for entry in sorted(directory.glob(f"{glob.escape(prefix)}*")):
         owner = entry.name[len(prefix):].rpartition("-")[0]
         if owner and owner_is_gone(owner):
             _remove(entry)
             removed.append(entry)
             print(f"paramill: removed {entry}, left by a job that was killed", file=sys.stderr)
     return removed
-
-
-def glob_escape(text: str) -> str:
-    return "".join(f"[{c}]" if c in "*?[" else c for c in text)
 
 
 def _temp_prefix(path: Path) -> str:

@@ -167,7 +167,6 @@ def clean(corpus: str, ingest_dir: str | Path, shards_dir: str | Path, rejected_
     with atomic_output(*outputs, *records) as temps, \
             scratch_dir(Path(keys_path).parent, "paramill-clean-") as spill:
         t_shards, t_rejected, t_keys, t_stats = temps[:4]
-        spill = Path(spill)
         rejected = TableWriter(t_rejected, REJECTED)
         # ingest's own rejected rows come first, so one table holds every dropped row
         for batch in iter_parquet_batches([ingest_dir / REJECTED_NAME], batch_rows):

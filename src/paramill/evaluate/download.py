@@ -115,7 +115,7 @@ def download(name: str, out: str | Path, archives: dict[str, list[Archive]] | No
         tmp_out.mkdir(parents=True)
         files: list[str] = []
         for i, archive in enumerate(catalogue[name]):
-            files += unpack(fetch(archive, Path(tmp) / f"archive-{i}"), tmp_out, archive.strip)
+            files += unpack(fetch(archive, tmp / f"archive-{i}"), tmp_out, archive.strip)
         run.write({out: tmp_out}, {out: tmp_prov}, rows_in=None, rows_out=len(files),
                   extra={"sha256_checked": [a.sha256 for a in catalogue[name]]})
     return {"name": name, "files": sorted(files)}

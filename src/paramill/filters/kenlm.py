@@ -59,10 +59,10 @@ def train_lm(sentences: list[str], out: str | Path, settings: KenlmSettings = Ke
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
     with scratch_dir(out.parent, "kenlm-") as work:
-        text = Path(work) / "train.txt"
+        text = work / "train.txt"
         text.write_text("".join(lm_text(s, settings.lowercase) + "\n" for s in sentences),
                         encoding="utf-8")
-        arpa = Path(work) / "lm.arpa"
+        arpa = work / "lm.arpa"
         cmd = [kenlm_tool("lmplz"), "-o", str(settings.order), "-S", settings.memory,
                "-T", work]
         if settings.discount_fallback:

@@ -160,7 +160,7 @@ def select(candidate_files: list[str | Path], score_files: list[str | Path],
                 frame = frame.filter(expr)
                 counts[label] += frame.height
             frame = frame.with_columns(_h=pl.col("candidate_id").hash(settings.seed))
-            part = Path(work) / f"part-{i:06d}.parquet"
+            part = work / f"part-{i:06d}.parquet"
             frame.write_parquet(part)
             parts.append(part)
             bar.update(1)

@@ -24,10 +24,11 @@ given an integer id (in the words' sort order). The second reads pairs in chunks
 chunk's counts of unordered pairs are aggregated with polars as 64-bit keys
 (min << 32 | max; both counts are symmetric, so half the ordered table), summed in memory
 over chunks up to ``spill_rows`` rows and appended to ``partitions`` files by key (one
-file a partition and kind, however many spills). Each partition is then summed on its own, its within-sentence
-rows filtered to the keys that made the lexicon before summing, and its scored pairs are
-written in both orders to ranges of u, which are sorted one at a time into the TSV. Memory
-is bounded by the vocabulary, the chunk size and one partition, not by the corpus.
+file a partition and kind, however many spills). Each partition is then summed on its
+own, its within-sentence rows filtered to the keys that made the lexicon before summing,
+and its scored pairs are written in both orders to ranges of u, which are sorted one at
+a time into the TSV. Memory is bounded by the vocabulary, the chunk size, ``spill_rows``
+and one partition, not by the corpus.
 """
 
 from __future__ import annotations
@@ -243,7 +244,8 @@ def _count(corpus: list[str | Path], vocab: pl.DataFrame, root: Path, settings: 
 def _score_partition(root: Path, p: int, ids: dict[str, pl.DataFrame], totals: dict[str, int],
                      settings: LexiconSettings) -> pl.DataFrame | None:
     """Sum one partition's counts; PMIs of its unordered pairs seen ``min_count`` times."""
-    files = {kind: sorted(root.glob(f"{kind}-p{p:03d}.parquet")) for kind in ("cross", "ref", "trans")}
+    files = {kind: [f] if (f := root / f"{kind}-p{p:03d}.parquet").exists() else []
+             for kind in ("cross", "ref", "trans")}
     if not files["cross"]:
         return None
     frame = (pl.scan_parquet(files["cross"]).group_by("k").agg(count=pl.col("n").sum())
@@ -295,10 +297,7 @@ def count_and_score(corpus: list[str | Path], out_tsv: str | Path, out_neighbour
              .with_row_index("id").select("w", pl.col("id").cast(pl.UInt32)))
     ids = {name: vocab.join(m.rename({"n": name}), on="w", how="left").select("id", name)
            for name, m in (("m_ref", m_ref), ("m_trans", m_trans), ("m_all", m_all))}
-    spill = Path(spill_dir) if spill_dir else out_tsv.parent
-    spill.mkdir(parents=True, exist_ok=True)
-    with scratch_dir(spill, "lexicon-") as tmp:
-        root = Path(tmp)
+    with scratch_dir(spill_dir or out_tsv.parent, "lexicon-") as root:
         totals = {"pairs_read": pairs_read, "pairs_used": pairs_used,
                   **_count(corpus, vocab, root, settings, pairs_used)}
         # score each hash partition; write both orders of each pair to ranges of u, so each
