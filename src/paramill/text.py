@@ -50,8 +50,14 @@ PUNCTUATION_MAP: dict[str, str] = {
     "\u00ad": "",  # soft hyphen
 }
 
-#: Control characters other than tab/newline are removed; runs of white space folded.
-_CONTROL = r"[\x00-\x08\x0b-\x1f\x7f-\x9f]"
+#: Control characters that separate words (tab, line feed, vertical tab, form feed, a lone
+#: carriage return, the information separators U+001C-U+001F, NEL, the line and paragraph
+#: separators) become a space *before* the other control characters are removed, so
+#: ``The\x0cdog`` stays two words. Listed explicitly: Python's ``\s`` and polars' (Rust)
+#: ``\s`` disagree on U+001C-U+001F.
+_SPACE_CONTROL = r"[\t\n\x0b\x0c\r\x1c-\x1f\x85\u2028\u2029]"
+#: The remaining control characters are removed; runs of white space folded.
+_CONTROL = r"[\x00-\x08\x0e-\x1b\x7f-\x84\x86-\x9f]"
 _SPACES = r"\s+"
 
 #: The tokeniser: runs of word characters, or single other non-space characters.
@@ -66,11 +72,12 @@ NOT_LATIN2_PATTERN = "[^\\x00-\\x{9f}" + "".join(re.escape(c) for c in _LATIN2_U
 
 
 def normalize(text: str, punctuation: bool = True) -> str:
-    """NFC, punctuation mapped to ASCII (optional), control characters dropped, spaces folded."""
+    """NFC, punctuation mapped to ASCII (optional), separating controls made spaces, other
+    control characters dropped, spaces folded."""
     text = unicodedata.normalize("NFC", text)
     if punctuation:
         text = "".join(PUNCTUATION_MAP.get(ch, ch) for ch in text)
-    text = re.sub(_CONTROL, "", text)
+    text = re.sub(_CONTROL, "", re.sub(_SPACE_CONTROL, " ", text))
     return re.sub(_SPACES, " ", text).strip()
 
 
@@ -79,7 +86,8 @@ def normalize_expr(expr: pl.Expr, punctuation: bool = True) -> pl.Expr:
     expr = expr.str.normalize("NFC")
     if punctuation:
         expr = expr.str.replace_many(PUNCTUATION_MAP)
-    return expr.str.replace_all(_CONTROL, "").str.replace_all(_SPACES, " ").str.strip_chars()
+    expr = expr.str.replace_all(_SPACE_CONTROL, " ").str.replace_all(_CONTROL, "")
+    return expr.str.replace_all(_SPACES, " ").str.strip_chars()
 
 
 def tokenize(text: str) -> list[str]:

@@ -15,11 +15,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from paramill.io import DECOMPRESS_ERRORS, InputError, open_compressed
+from paramill.io import CorruptInput, InputError, open_compressed
 
 FORMATS = ("czeng1", "czeng2", "moses", "tsv")
 #: Text kept of a rejected line, so a 1 MB line does not become a 1 MB rejected row.
 REJECTED_TEXT_CHARS = 1000
+#: A UTF-8 byte order mark at the start of a file is not text (nor part of a header name).
+_BOM = b"\xef\xbb\xbf"
 
 
 @dataclass(frozen=True)
@@ -90,27 +92,25 @@ class LineStream:
         try:
             with open_compressed(self.path) as fh:
                 while True:
-                    line = fh.readline(limit + 1)
+                    # room for the limit, CR and LF: a line is measured without its ending
+                    line = fh.readline(limit + 2)
                     if not line:
                         break
                     self.lines += 1
-                    if len(line) > limit and not line.endswith(b"\n"):
-                        while True:  # skip the rest of an over-long line
+                    complete = line.endswith(b"\n")
+                    if complete:
+                        line = line[:-2] if line.endswith(b"\r\n") else line[:-1]
+                    if self.lines == 1 and line.startswith(_BOM):
+                        line = line[len(_BOM):]
+                    if len(line) > limit:
+                        while not complete:  # skip the rest of an over-long line
                             rest = fh.readline(1 << 20)
-                            if not rest or rest.endswith(b"\n"):
-                                break
+                            complete = not rest or rest.endswith(b"\n")
                         yield self.lines, None
                         continue
-                    if line.endswith(b"\n"):
-                        line = line[:-1]
-                        if line.endswith(b"\r"):
-                            line = line[:-1]
                     yield self.lines, line
-        except FileNotFoundError:
-            raise InputError(self.path, None, "file not found") from None
-        except DECOMPRESS_ERRORS as exc:
-            raise InputError(self.path, self.lines + 1,
-                             f"compressed data is truncated or corrupt ({exc})") from None
+        except CorruptInput as exc:  # where the stream broke: the line being read then
+            raise CorruptInput(self.path, self.lines + 1, exc.message) from None
         if self.lines == 0:
             raise InputError(self.path, None, "file is empty")
 

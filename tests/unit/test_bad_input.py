@@ -1,0 +1,192 @@
+"""Hostile-but-ordinary inputs: cut and corrupt compressed files, files that are not files,
+byte order marks, CRLF line limits and control characters that separate words.
+
+The property every codec must hold: a stream that ends before its end-of-stream marker,
+or is corrupt, raises InputError naming the file; it never yields *different* data
+quietly (a corrupt byte in a field no check covers, such as gzip's mtime, may leave the
+data as it was, which is fine).
+"""
+
+from __future__ import annotations
+
+import bz2
+import gzip
+import lzma
+import os
+import subprocess
+import sys
+
+import pytest
+import zstandard
+
+from paramill.bitext.readers import LineStream, read_tsv
+from paramill.io import InputError, open_compressed
+from paramill.text import normalize, normalize_expr
+
+#: ~20 KB of text: several blocks/frames' worth for every codec at its defaults
+DATA = b"".join(b"%d\tV\xc3\xbdzkum %d ukazuje.\tResearch %d shows it.\n" % (i, i * 7, i * 13)
+                for i in range(600))
+
+
+def _zstd(data: bytes) -> bytes:
+    # as the zstd command line writes it: content checksum on
+    return zstandard.ZstdCompressor(write_checksum=True).compress(data)
+
+
+CODECS = {
+    "gz": lambda d: gzip.compress(d, mtime=0),
+    "xz": lzma.compress,
+    "bz2": bz2.compress,
+    "zst": _zstd,
+}
+
+
+def _offsets(size: int) -> list[int]:
+    """Every offset near the start (headers) and the end (footers), a stride in between."""
+    edge = set(range(0, min(size, 80))) | set(range(max(0, size - 80), size))
+    return sorted(edge | set(range(80, size, 97)))
+
+
+def _read_all(path) -> bytes:
+    with open_compressed(path) as fh:
+        return fh.read()
+
+
+@pytest.mark.parametrize("codec", sorted(CODECS))
+def test_every_truncation_of_every_codec_is_an_error_naming_the_file(tmp_path, codec):
+    packed = CODECS[codec](DATA)
+    path = tmp_path / f"corpus.tsv.{codec}"
+    assert len(_offsets(len(packed))) > 100
+    for cut in _offsets(len(packed)):
+        path.write_bytes(packed[:cut])
+        with pytest.raises(InputError) as info:
+            _read_all(path)
+        assert str(path) in str(info.value), (cut, info.value)
+        # the line readers name the line where the stream broke (or the empty file)
+        with pytest.raises(InputError, match=str(path)):
+            list(LineStream(str(path), 65536))
+    path.write_bytes(packed)
+    assert _read_all(path) == DATA
+
+
+@pytest.mark.parametrize("codec", sorted(CODECS))
+def test_a_corrupt_byte_is_an_error_or_changes_nothing(tmp_path, codec):
+    packed = CODECS[codec](DATA)
+    path = tmp_path / f"corpus.{codec}"
+    errors = 0
+    for at in _offsets(len(packed)):
+        bad = bytearray(packed)
+        bad[at] ^= 0x5A
+        path.write_bytes(bytes(bad))
+        try:
+            got = _read_all(path)
+        except InputError as exc:
+            assert str(path) in str(exc)
+            errors += 1
+            continue
+        assert got == DATA, f"byte {at} changed the data without an error"
+    assert errors > len(_offsets(len(packed))) * 0.8
+
+
+def test_zstd_reads_every_frame_and_a_cut_second_frame_is_an_error(tmp_path):
+    first, second = DATA[:7000], DATA[7000:]
+    packed = _zstd(first) + _zstd(second)
+    path = tmp_path / "two-frames.zst"
+    path.write_bytes(packed)
+    assert _read_all(path) == DATA
+    path.write_bytes(packed[:-3])
+    with pytest.raises(InputError, match="zstd data is truncated"):
+        _read_all(path)
+
+
+def test_the_line_where_a_stream_broke_is_named(tmp_path):
+    packed = gzip.compress(DATA, mtime=0)
+    path = tmp_path / "c.gz"
+    path.write_bytes(packed[: len(packed) // 2])
+    with pytest.raises(InputError, match=r"c\.gz:\d+: gzip data is truncated") as info:
+        list(LineStream(str(path), 65536))
+    assert info.value.line > 1
+
+
+def test_a_compressed_name_without_its_magic_is_refused(tmp_path):
+    path = tmp_path / "cut.zst"
+    path.write_bytes(_zstd(DATA)[:2])  # cut inside the 4-byte magic
+    with pytest.raises(InputError, match=r"cut\.zst: named \.zst but is not zstd data"):
+        _read_all(path)
+
+
+def test_files_that_are_not_regular_files_are_one_clear_error(tmp_path):
+    (tmp_path / "dir.tsv").mkdir()
+    loop = tmp_path / "loop.tsv"
+    loop.symlink_to(loop)
+    fifo = tmp_path / "fifo.tsv"
+    os.mkfifo(fifo)
+    cases = {tmp_path / "dir.tsv": "is a directory", loop: "cannot be read",
+             fifo: "not a regular file", "/dev/zero": "not a regular file",
+             tmp_path / "missing.tsv": "file not found"}
+    for path, message in cases.items():
+        with pytest.raises(InputError, match=message):
+            list(LineStream(str(path), 100))
+
+
+def test_an_unreadable_file_is_refused_for_a_user_without_override(tmp_path):
+    """Run as an unprivileged user where we are root (root reads any file)."""
+    import shutil
+    import tempfile
+
+    where = tempfile.mkdtemp(dir="/tmp")  # pytest's own folders are not open to others
+    os.chmod(where, 0o755)
+    request_cleanup = shutil.rmtree
+    path = __import__("pathlib").Path(where) / "secret.tsv"
+    path.write_text("a\tb\n")
+    path.chmod(0)
+    code = ("import sys; from paramill.bitext.readers import LineStream\n"
+            "from paramill.io import InputError\n"
+            f"try:\n    list(LineStream({str(path)!r}, 100))\n"
+            "except InputError as e:\n    print(e); sys.exit(0)\nsys.exit(1)\n")
+    if os.geteuid() == 0:
+        cmd = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", sys.executable, "-c", code]
+    else:
+        cmd = [sys.executable, "-c", code]
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
+    except FileNotFoundError:
+        pytest.skip("setpriv (util-linux) is not installed")
+    finally:
+        request_cleanup(where, ignore_errors=True)
+    assert proc.returncode == 0, proc.stderr
+    assert "secret.tsv: permission denied" in proc.stdout
+
+
+def test_a_bom_before_a_tsv_header_is_not_part_of_the_first_name(tmp_path):
+    path = tmp_path / "h.tsv"
+    path.write_bytes(b"\xef\xbb\xbfcs\ten\nAhoj.\tHello.\n")
+    assert [(r.cs, r.en) for r in read_tsv(str(path), header=True)] == [("Ahoj.", "Hello.")]
+    plain = tmp_path / "p.tsv"
+    plain.write_bytes(b"\xef\xbb\xbfAhoj.\tHello.\n")
+    assert [(r.cs, r.en) for r in read_tsv(str(plain))] == [("Ahoj.", "Hello.")]
+
+
+@pytest.mark.parametrize("ending", [b"\n", b"\r\n"])
+def test_max_line_bytes_counts_the_content_whatever_the_line_ending(tmp_path, ending):
+    limit = 40
+    exact, over = b"x" * (limit - 3) + b"\tyz", b"x" * (limit - 2) + b"\tyz"
+    path = tmp_path / "l.tsv"
+    path.write_bytes(exact + ending + over + ending + b"a\tb" + ending)
+    rows = list(read_tsv(str(path), max_line_bytes=limit))
+    assert [(r.line_no, r.reason) for r in rows] == [(1, None), (2, "line_too_long"), (3, None)]
+    assert rows[0].en == "yz" and rows[2].en == "b"
+
+
+SEPARATORS = ["\t", "\n", "\x0b", "\x0c", "\r", "\x1c", "\x1d", "\x1e", "\x1f", "\x85",
+              "\u2028", "\u2029"]
+
+
+@pytest.mark.parametrize("sep", SEPARATORS, ids=[f"U+{ord(s):04X}" for s in SEPARATORS])
+def test_separating_control_characters_become_a_space_in_both_normalisers(sep):
+    import polars as pl
+
+    text = f"The{sep}dog\x00 barks{sep}{sep}loudly\x07."
+    expected = "The dog barks loudly."
+    assert normalize(text) == expected
+    assert pl.select(normalize_expr(pl.lit(text))).item() == expected
