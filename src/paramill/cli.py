@@ -766,8 +766,12 @@ def main(argv: list[str] | None = None) -> int:
     previous = signal.signal(signal.SIGTERM, _terminated) if main_thread else None
     try:
         return args.func(args)
-    except (InputError, ConfigError, ValueError, FileNotFoundError) as exc:
+    except (InputError, ConfigError, ValueError) as exc:
         print(f"paramill {args.command}: error: {exc}", file=sys.stderr)
+        return EXIT_INPUT_ERROR
+    except OSError as exc:  # a disk full (ENOSPC), a file that cannot be opened or written
+        where = f"{exc.filename}: " if exc.filename else ""
+        print(f"paramill {args.command}: error: {where}{exc.strerror or exc}", file=sys.stderr)
         return EXIT_INPUT_ERROR
     finally:
         if main_thread:

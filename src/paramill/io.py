@@ -228,7 +228,11 @@ DECOMPRESS_ERRORS = _decompress_errors()
 
 
 def sha256_file(path: str | os.PathLike, chunk: int = 1 << 20) -> str:
-    """Hex sha256 of a file's bytes, as stored (compressed files are hashed compressed)."""
+    """Hex sha256 of a file's bytes, as stored (compressed files are hashed compressed).
+
+    Only a regular file is read (:func:`check_regular_file`): a device or FIFO never ends.
+    """
+    check_regular_file(path)
     digest = hashlib.sha256()
     with open(path, "rb") as fh:
         while block := fh.read(chunk):

@@ -17,6 +17,7 @@ import importlib.metadata
 import os
 import platform
 import socket
+import stat
 import subprocess
 import sys
 from collections.abc import Iterable
@@ -28,7 +29,7 @@ from paramill import __version__
 from paramill.io import read_json, sha256_file, write_json
 
 PROV_SUFFIX = ".prov.json"
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 #: Distributions whose version is recorded when their module is loaded in the process.
 _TRACKED = {
@@ -135,7 +136,9 @@ class Run:
             "schema": SCHEMA_VERSION,
             "rule": self.rule,
             "command": sys.argv,
+            "cwd": os.getcwd(),
             "inputs": hash_entries(self.inputs, self.known_digests),
+            "input_records": input_records(self.inputs),
             "outputs": out_entries,
             "params": self.params,
             "config_digest": os.environ.get("PARAMILL_CONFIG_DIGEST"),
@@ -157,7 +160,21 @@ class Run:
         (final -> where to write its record now, usually a temporary from atomic_output)."""
         record = self.record(outputs, rows_in, rows_out, extra)
         for final in outputs:
-            write_json(records[final], record)
+            # the record's own name, as the outputs are named: verify finds the folder the
+            # relative names were written from, wherever the tree is now
+            write_json(records[final], {**record, "record": str(prov_path(final))})
+
+
+def input_records(inputs: Iterable[str | os.PathLike]) -> list[dict[str, str]]:
+    """The records of the inputs that have one (outputs of earlier steps), with the
+    sha256 of each record: ``verify`` then knows which links the chain must have."""
+    found: dict[str, dict[str, str]] = {}
+    for path in inputs:
+        owner = _record_owner(Path(path))
+        record = prov_path(owner)
+        if record.is_file() and str(owner) not in found:
+            found[str(owner)] = {"output": str(owner), "sha256": sha256_file(record)}
+    return list(found.values())
 
 
 @dataclass
@@ -169,46 +186,121 @@ class Finding:
         return f"{self.path}: {self.problem}"
 
 
+class _Malformed(Exception):
+    pass
+
+
+def _load_record(record_path: Path) -> dict[str, Any]:
+    try:
+        record = read_json(record_path)
+    except (OSError, UnicodeDecodeError) as exc:
+        raise _Malformed(f"unreadable record: {getattr(exc, 'strerror', None) or exc}") from None
+    except ValueError as exc:
+        raise _Malformed(f"malformed record (not JSON: {exc})") from None
+    if not isinstance(record, dict):
+        raise _Malformed("malformed record (not a JSON object)")
+    for kind in ("inputs", "outputs", "input_records"):
+        entries = record.get(kind, [])
+        if not isinstance(entries, list) or not all(
+                isinstance(e, dict) and isinstance(e.get("path" if kind != "input_records" else "output"), str)
+                and isinstance(e.get("sha256"), str) for e in entries):
+            raise _Malformed(f"malformed record (`{kind}` is not a list of path/sha256 entries)")
+    return record
+
+
+def _base(record: dict[str, Any], record_path: Path) -> Path:
+    """The folder a record's relative paths are relative to: found from where the record
+    is now and the name it was written under, so the answer is the same from any working
+    directory and after the tree was moved; else the recorded working directory."""
+    named = record.get("record")
+    here = record_path.absolute()
+    if isinstance(named, str) and not Path(named).is_absolute():
+        parts = Path(named).parts
+        if ".." not in parts and here.parts[-len(parts):] == parts:
+            return Path(*here.parts[:-len(parts)])
+    cwd = record.get("cwd")
+    return Path(cwd) if isinstance(cwd, str) else Path.cwd()
+
+
+def _check_file(path: Path, digest: str, kind: str, shown: str) -> Finding | None:
+    try:
+        info = path.stat()
+    except FileNotFoundError:
+        return Finding(shown, f"{kind} is missing")
+    except OSError as exc:
+        return Finding(shown, f"{kind} cannot be read: {exc.strerror or exc}")
+    if not stat.S_ISREG(info.st_mode):
+        return Finding(shown, f"{kind} is not a regular file (recorded as one)")
+    try:
+        actual = sha256_file(path)
+    except OSError as exc:
+        return Finding(shown, f"{kind} cannot be read: {exc.strerror or exc}")
+    if actual != digest:
+        return Finding(shown, f"{kind} changed since the record (sha256 differs from {digest[:12]}…)")
+    return None
+
+
 def verify(output: str | os.PathLike, recursive: bool = True,
            _seen: set[str] | None = None) -> list[Finding]:
     """Check the record of ``output``: its outputs and inputs still hash as recorded.
 
-    With ``recursive`` the inputs' own records are checked too. Returns the problems
-    found (an empty list means the chain holds).
+    With ``recursive`` the inputs' own records are checked too, and every input that had
+    a record when this one was written must still have it, unchanged: a deleted or edited
+    link breaks the chain. A missing, unreadable or malformed record, and a recorded file
+    that is now a FIFO, device or directory, are problems too (never hashed, never a hang).
+    Relative paths are resolved against the tree the record was written in (see
+    ``_base``), so the answer does not depend on the working directory. Returns the
+    problems found (an empty list means the chain holds).
     """
     seen = _seen if _seen is not None else set()
     output = Path(output)
-    key = str(output.resolve())
+    key = str(output.absolute())
     if key in seen:
         return []
     seen.add(key)
     record_path = prov_path(output)
-    if not record_path.exists():
-        return [Finding(str(output), f"no provenance record ({record_path.name})")]
+    if not record_path.is_file():
+        problem = "no provenance record" if not record_path.exists() else "record is not a file"
+        return [Finding(str(output), f"{problem} ({record_path.name})")]
     try:
-        record = read_json(record_path)
-    except ValueError as exc:
-        return [Finding(str(record_path), f"unreadable record: {exc}")]
+        record = _load_record(record_path)
+    except _Malformed as exc:
+        return [Finding(str(record_path), str(exc))]
+    base = _base(record, record_path)
+
+    def where(name: str) -> Path:
+        return base / name  # an absolute name stays as it is
+
     findings: list[Finding] = []
     for kind in ("outputs", "inputs"):
         for entry in record.get(kind, []):
-            path = Path(entry["path"])
-            if not path.exists():
-                findings.append(Finding(str(path), f"{kind[:-1]} is missing"))
-            elif sha256_file(path) != entry["sha256"]:
-                findings.append(Finding(str(path), f"{kind[:-1]} changed since the record "
-                                        f"(sha256 differs from {entry['sha256'][:12]}…)"))
-    # outputs recorded for this path but created later than the record are also a problem
+            problem = _check_file(where(entry["path"]), entry["sha256"], kind[:-1], entry["path"])
+            if problem:
+                findings.append(problem)
+    # files that appeared in a directory output since the record are a problem too
     if output.is_dir():
-        recorded = {e["path"] for e in record.get("outputs", [])}
+        recorded = {str(where(e["path"]).absolute()) for e in record.get("outputs", [])}
         for file in _files_of(output):
-            if str(file) not in recorded:
+            if str(file.absolute()) not in recorded:
                 findings.append(Finding(str(file), "file not in the record"))
-    if recursive:
-        parents = {str(_record_owner(Path(e["path"]))) for e in record.get("inputs", [])}
-        for parent in sorted(parents):
-            if prov_path(parent).exists():
-                findings += verify(parent, recursive=True, _seen=seen)
+    if not recursive:
+        return findings
+    links = record.get("input_records")
+    if links is None:  # a schema-1 record: follow the records that are there
+        parents = {str(_record_owner(where(e["path"]))) for e in record.get("inputs", [])}
+        links = [{"output": p} for p in sorted(parents) if prov_path(p).exists()]
+    for link in links:
+        parent = where(link["output"])
+        parent_record = prov_path(parent)
+        if not parent_record.exists():
+            findings.append(Finding(str(parent_record), "record is missing: the chain is broken "
+                                    f"here ({link['output']} was made by an earlier step)"))
+            continue
+        if "sha256" in link:
+            problem = _check_file(parent_record, link["sha256"], "record", str(parent_record))
+            if problem:
+                findings.append(problem)
+        findings += verify(parent, recursive=True, _seen=seen)
     return findings
 
 

@@ -64,3 +64,57 @@ def test_bad_settings_json_is_a_usage_error(capsys):
               "--settings", "{not json"])
     assert done.value.code == 2
     assert "not valid JSON" in capsys.readouterr().err
+
+
+def _paramill(*args, cwd=None, env=None):
+    import os
+    import subprocess
+    import sys
+
+    return subprocess.run([sys.executable, "-m", "paramill.cli", *args], capture_output=True,
+                          text=True, timeout=120, cwd=cwd, env={**os.environ, **(env or {})})
+
+
+@pytest.mark.timeout(300)
+def test_unusable_inputs_are_one_line_and_exit_2_never_a_traceback_or_a_hang(tmp_path):
+    (tmp_path / "adir").mkdir()
+    (tmp_path / "loop").symlink_to(tmp_path / "loop")
+    cases = {str(tmp_path / "adir"): "is a directory", str(tmp_path / "loop"): "cannot be read",
+             "/dev/zero": "not a regular file"}
+    for path, message in cases.items():
+        proc = _paramill("ingest", "--corpus", "c", "--format", "czeng1", "--path", path,
+                         "--out", str(tmp_path / "out"))
+        lines = proc.stderr.strip().splitlines()
+        assert proc.returncode == 2 and len(lines) == 1, proc.stderr
+        assert lines[0].startswith(f"paramill ingest: error: {path}: ") and message in lines[0]
+        assert not (tmp_path / "out").exists()
+    (tmp_path / "x.prov.json").write_text("{broken")
+    (tmp_path / "x").write_text("x")
+    proc = _paramill("provenance", "show", str(tmp_path / "x"))
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1
+
+
+def test_a_full_disk_is_one_line_exit_2_and_nothing_half_written(tmp_path, capsys, monkeypatch):
+    import errno
+
+    import pyarrow.parquet as pq
+
+    src = tmp_path / "c.tsv"
+    src.write_text("".join(f"{i}\t1\tradek {i}\tline {i}\n" for i in range(50)))
+    real = pq.ParquetWriter.write_table
+    calls = {"n": 0}
+
+    def full(self, *a, **k):
+        calls["n"] += 1
+        if calls["n"] == 2:
+            raise OSError(errno.ENOSPC, "No space left on device", str(tmp_path / "out"))
+        return real(self, *a, **k)
+
+    monkeypatch.setattr(pq.ParquetWriter, "write_table", full)
+    monkeypatch.setenv("PARAMILL_PROGRESS", "0")
+    code = main(["ingest", "--corpus", "c", "--format", "czeng1", "--path", str(src),
+                 "--out", str(tmp_path / "out"), "--settings", '{"shard_size": 10}'])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and err == [f"paramill ingest: error: {tmp_path / 'out'}: No space left on device"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["c.tsv"]

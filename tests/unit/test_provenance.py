@@ -1,5 +1,7 @@
 import json
 
+import pytest
+
 from paramill import provenance
 from paramill.io import atomic_output, sha256_file
 from paramill.provenance import Run, prov_path, verify
@@ -73,3 +75,100 @@ def test_directory_outputs_are_hashed_file_by_file(tmp_path):
     assert verify(out) == []
     (out / "extra.parquet").write_text("b")
     assert [f.problem for f in verify(out)] == ["file not in the record"]
+
+
+def _chain(tmp_path):
+    raw = tmp_path / "raw.txt"
+    raw.write_text("raw")
+    mid = make_step(tmp_path, "mid.txt", [raw], "mid")
+    return raw, mid, make_step(tmp_path, "final.txt", [mid], "final")
+
+
+def test_a_deleted_link_breaks_the_chain_even_when_nothing_else_changed(tmp_path):
+    raw, mid, final = _chain(tmp_path)
+    assert verify(final) == []
+    prov_path(mid).unlink()
+    raw.write_text("changed behind the missing record")
+    findings = verify(final)
+    assert [f.path for f in findings] == [str(prov_path(mid))]
+    assert "record is missing: the chain is broken" in findings[0].problem
+
+
+def test_an_edited_link_is_found(tmp_path):
+    _, mid, final = _chain(tmp_path)
+    record = json.loads(prov_path(mid).read_text())
+    record["inputs"] = []  # hide the raw input
+    prov_path(mid).write_text(json.dumps(record))
+    problems = [f.problem for f in verify(final)]
+    assert any(p.startswith("record changed since the record") for p in problems)
+
+
+def test_malformed_and_unreadable_records_are_one_finding_each(tmp_path):
+    _, mid, final = _chain(tmp_path)
+    for text, expected in [("{not json", "malformed record (not JSON"),
+                           ("[1, 2]", "malformed record (not a JSON object)"),
+                           ('{"inputs": [{"path": 3}]}', "malformed record (`inputs`"),
+                           ('{"outputs": "x"}', "malformed record (`outputs`"),
+                           (b"\xff\xfe{", "unreadable record")]:
+        if isinstance(text, bytes):
+            prov_path(final).write_bytes(text)
+        else:
+            prov_path(final).write_text(text)
+        findings = verify(final)
+        assert len(findings) == 1 and findings[0].problem.startswith(expected), findings
+    prov_path(final).unlink()
+    prov_path(final).mkdir()
+    assert verify(final)[0].problem.startswith("record is not a file")
+
+
+@pytest.mark.timeout(60)
+def test_a_fifo_or_device_where_a_file_was_recorded_is_a_finding_not_a_hang(tmp_path):
+    import os
+
+    raw, _, final = _chain(tmp_path)
+    raw.unlink()
+    os.mkfifo(raw)
+    findings = verify(final)
+    assert [(f.path, f.problem) for f in findings] == [
+        (str(raw), "input is not a regular file (recorded as one)")]
+    record = json.loads(prov_path(final).read_text())
+    record["inputs"][0]["path"] = "/dev/zero"
+    prov_path(final).write_text(json.dumps(record))
+    assert any("/dev/zero" in str(f) and "not a regular file" in f.problem
+               for f in verify(final, recursive=False))
+
+
+def test_verify_gives_the_same_answer_from_any_directory_and_after_a_move(tmp_path, monkeypatch):
+    import shutil
+
+    tree = tmp_path / "project"
+    (tree / "data").mkdir(parents=True)
+    monkeypatch.chdir(tree)
+    (tree / "data" / "raw.txt").write_text("raw")
+    from pathlib import Path
+
+    mid = make_step(Path("data"), "mid.txt", [Path("data/raw.txt")], "mid")
+    final = make_step(Path("data"), "final.txt", [mid], "final")
+    assert json.loads(prov_path(final).read_text())["inputs"][0]["path"] == "data/mid.txt"
+    assert verify(final) == []
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    assert verify(tree / "data" / "final.txt") == []
+    moved = tmp_path / "moved"
+    shutil.move(tree, moved)
+    assert verify(moved / "data" / "final.txt") == []
+    (moved / "data" / "raw.txt").write_text("tampered")
+    assert [f.path for f in verify(moved / "data" / "final.txt")] == ["data/raw.txt"]
+
+
+def test_cli_verify_prints_one_line_per_problem_and_exits_1(tmp_path, capsys):
+    from paramill.cli import main
+
+    _, mid, final = _chain(tmp_path)
+    assert main(["provenance", "verify", str(final)]) == 0
+    assert capsys.readouterr().out.strip().endswith("OK (whole chain)")
+    prov_path(mid).write_text("{broken")
+    assert main(["provenance", "verify", str(final)]) == 1
+    out = capsys.readouterr().out
+    assert "BROKEN (2 problems)" in out and "record changed since" in out and "malformed record" in out and "Traceback" not in out
