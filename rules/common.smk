@@ -3,7 +3,6 @@
 import itertools
 import json
 import os
-import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -196,14 +195,11 @@ def filter_inputs(name):
 
 
 def filter_model_args(name):
-    """params function: the score command's model (and source) options for `name`."""
+    """params function: the score command's models (and source shard) as JSON."""
     keys = list(filter_models(name)) + (["source"] if name == "dual_xent" else [])
-    option = {"source": "source-shard"}
 
     def args(wildcards, input):
-        return " ".join(
-            f"--{option.get(k, k.replace('_', '-'))} {shlex.quote(str(input[k]))}" for k in keys
-        )
+        return as_json({k: str(input[k]) for k in keys})
 
     return args
 
@@ -232,19 +228,6 @@ def back_translate_inputs(wildcards):
     if sampling():  # dual scoring needs the reverse model
         files["bwd"] = translation_model("en-cs")
     return files
-
-
-def sample_args():
-    """back_translate's sampling options: only when sampling, so nmt.sample settings do
-    not re-run beam translation."""
-    if not sampling():
-        return ""
-
-    def args(wildcards, input):
-        settings = shlex.quote(as_json(config["nmt"]["sample"]))
-        return f"--bwd-model {shlex.quote(str(input.bwd))} --sample-settings {settings}"
-
-    return args
 
 
 def optional_targets():

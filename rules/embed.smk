@@ -85,7 +85,7 @@ rule sts_download:
     conda:
         "../envs/cpu.yaml"
     shell:
-        "paramill --rule sts_download evaluate download {wildcards.archive} --out {output:q}"
+        "paramill --rule sts_download evaluate download {wildcards.archive:q} --out {output:q}"
         " > {log:q} 2>&1"
 
 

@@ -114,9 +114,9 @@ for _filter in FILTERS:
         conda:
             "../envs/nmt-gpu.yaml"
         shell:
-            "OMP_NUM_THREADS={threads} paramill --rule {params.rule} filter score --filter {params.filter}"
+            "OMP_NUM_THREADS={threads} paramill --rule {params.rule:q} filter score --filter {params.filter:q}"
             " --candidates {input.candidates:q} --out {output:q} --settings {params.settings:q}"
-            " --threads {threads} {params.models} > {log:q} 2>&1"
+            " --threads {threads} --models {params.models:q} > {log:q} 2>&1"
 
 
 rule select:
@@ -141,7 +141,7 @@ rule select:
         "../envs/cpu.yaml"
     shell:
         "paramill --rule select filter select --candidates {input.candidates:q}"
-        " --scores {input.scores:q} --heldout {input.heldout:q} --name {wildcards.selection}"
+        " --scores {input.scores:q} --heldout {input.heldout:q} --name {wildcards.selection:q}"
         " --settings {params.settings:q} --parquet {output.parquet:q} --tsv {output.tsv:q}"
         " --json {output.json:q} > {log:q} 2>&1"
 
@@ -176,5 +176,5 @@ rule corpus_analysis:
     shell:
         "paramill --rule corpus_analysis filter analyse --candidates {input.candidates:q}"
         " --scores {input.scores:q} --corpus {input.corpus:q} --selection {input.selection:q}"
-        " --name {wildcards.selection} --sources {params.sources:q}"
+        " --name {wildcards.selection:q} --sources {params.sources:q}"
         " --settings {params.settings:q} --out-dir {params.out_dir:q} > {log:q} 2>&1"

@@ -19,7 +19,7 @@ rule spm_train:
     conda:
         "../envs/cpu.yaml"
     shell:
-        "paramill --rule spm_train nmt spm {input:q} --lang {wildcards.lang}"
+        "paramill --rule spm_train nmt spm {input:q} --lang {wildcards.lang:q}"
         " --model {output:q} --settings {params.settings:q} > {log:q} 2>&1"
 
 
@@ -42,7 +42,7 @@ rule nmt_data:
         "../envs/cpu.yaml"
     shell:
         "paramill --rule nmt_data nmt data {input:q} --out {output:q}"
-        " --valid-size {params.valid_size} --seed {params.seed} > {log:q} 2>&1"
+        " --valid-size {params.valid_size:q} --seed {params.seed:q} > {log:q} 2>&1"
 
 
 rule nmt_train:
@@ -67,7 +67,7 @@ rule nmt_train:
         "../envs/nmt-gpu.yaml"
     shell:
         "OMP_NUM_THREADS={threads} paramill --rule nmt_train nmt train"
-        " --direction {wildcards.direction} --data {input.data:q}"
+        " --direction {wildcards.direction:q} --data {input.data:q}"
         " --src-spm {input.src_spm:q} --tgt-spm {input.tgt_spm:q} --work {params.work:q}"
         " --out {output:q} --model-settings {params.model:q} --settings {params.train:q}"
         " > {log:q} 2>&1"
@@ -81,11 +81,7 @@ rule nmt_convert:
     output:
         directory(f"{WORK}/nmt/{{direction}}/ct2"),
     params:
-        quantization=lambda w: (
-            f"--quantization {config['nmt']['quantization']}"
-            if config["nmt"]["quantization"]
-            else ""
-        ),
+        quantization=config["nmt"]["quantization"] or "",
     log:
         f"{LOGS}/nmt/nmt_convert.{{direction}}.log",
     benchmark:
@@ -98,7 +94,7 @@ rule nmt_convert:
     shell:
         "paramill --rule nmt_convert nmt convert --checkpoint {input.checkpoint:q}"
         " --src-spm {input.src_spm:q} --tgt-spm {input.tgt_spm:q} --out {output:q}"
-        " {params.quantization} > {log:q} 2>&1"
+        " --quantization={params.quantization:q} > {log:q} 2>&1"
 
 
 rule back_translate:
@@ -108,7 +104,8 @@ rule back_translate:
         f"{WORK}/candidates/{{corpus}}/{{shard}}.parquet",
     params:
         settings=as_json(config["nmt"]["translate"]),
-        sample=sample_args(),
+        bwd=lambda wildcards, input: input.get("bwd", ""),
+        sample=as_json(config["nmt"]["sample"]) if sampling() else "null",
     log:
         f"{LOGS}/nmt/back_translate/{{corpus}}/{{shard}}.log",
     benchmark:
@@ -121,7 +118,8 @@ rule back_translate:
     shell:
         "paramill --rule back_translate nmt translate --shard {input.shard:q}"
         " --model {input.model:q} --src-spm {input.src_spm:q} --tgt-spm {input.tgt_spm:q}"
-        " --out {output:q} --threads {threads} --settings {params.settings:q} {params.sample}"
+        " --out {output:q} --threads {threads} --settings {params.settings:q}"
+        " --bwd-model={params.bwd:q} --sample-settings {params.sample:q}"
         " > {log:q} 2>&1"
 
 

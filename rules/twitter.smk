@@ -24,8 +24,8 @@ rule harvest:
     conda:
         "../envs/cpu.yaml"
     shell:
-        "paramill --rule harvest twitter harvest --date {wildcards.date} --out {output:q}"
-        " --source {params.source} --archive {input.archive:q} --raw-dir {params.raw_dir:q}"
+        "paramill --rule harvest twitter harvest --date {wildcards.date:q} --out {output:q}"
+        " --source {params.source:q} --archive {input.archive:q} --raw-dir {params.raw_dir:q}"
         " --state {params.state:q} --url-cache {params.url_cache:q}"
         " --settings {params.settings:q} > {log:q} 2>&1"
 
@@ -69,7 +69,7 @@ rule twitter_month:
         stats=f"{RESULTS}/twitter/{{month}}/stats.json",
     params:
         settings=as_json(config["twitter"]["pairs"]),
-        accounts=" ".join(a.lower() for a in config["twitter"]["harvest"]["accounts"]),
+        accounts=[a.lower() for a in config["twitter"]["harvest"]["accounts"]],
         threshold=config["twitter"]["identify"]["threshold"],
     log:
         f"{LOGS}/twitter/twitter_month.{{month}}.log",
@@ -81,8 +81,8 @@ rule twitter_month:
     conda:
         "../envs/cpu.yaml"
     shell:
-        "paramill --rule twitter_month twitter month {input.days:q} --month {wildcards.month}"
-        " --model {input.model:q} --accounts {params.accounts} --threshold {params.threshold}"
+        "paramill --rule twitter_month twitter month {input.days:q} --month {wildcards.month:q}"
+        " --model {input.model:q} --accounts {params.accounts:q} --threshold {params.threshold:q}"
         " --settings {params.settings:q} --pairs {output.pairs:q} --tsv {output.tsv:q}"
         " --stats {output.stats:q} > {log:q} 2>&1"
 

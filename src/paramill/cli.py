@@ -119,7 +119,7 @@ def cmd_nmt_train(args: argparse.Namespace) -> int:
 def cmd_nmt_convert(args: argparse.Namespace) -> int:
     from paramill.nmt.convert import convert
 
-    convert(args.checkpoint, args.src_spm, args.tgt_spm, args.out, args.quantization,
+    convert(args.checkpoint, args.src_spm, args.tgt_spm, args.out, args.quantization or None,
             rule=args.rule or "nmt_convert")
     print(f"nmt convert: {args.out}", file=sys.stderr)
     return 0
@@ -236,21 +236,23 @@ def cmd_filter_score(args: argparse.Namespace) -> int:
     cls = filters.filter_class(args.filter)
     fields = {k for k in getattr(cls, "__dataclass_fields__", {}) if not k.startswith("_")}
     options = {k: v for k, v in given.items() if k in fields}  # the rest trains its model
-    for key in ("model", "cs_en", "en_cs", "cs_spm", "en_spm"):
-        value = getattr(args, key)
-        if value is not None:
-            options[key] = value
+    models = dict(args.models or {})
+    source_shard = models.pop("source", None) or args.source_shard
+    unknown = set(models) - _MODEL_KEYS
+    if unknown:
+        raise ValueError(f"--models: unknown keys {sorted(unknown)} (known: {sorted(_MODEL_KEYS)})")
+    options.update(models)
     if "threads" in fields:
         options["threads"] = args.threads
     filt = filters.make(args.filter, **options)
-    models = [v for k, v in options.items() if k in ("model", "cs_en", "en_cs", "cs_spm", "en_spm")]
-    stats = score_shard(filt, args.candidates, args.out, source_shard=args.source_shard,
-                        inputs=models, params=options, threads=args.threads,
+    stats = score_shard(filt, args.candidates, args.out, source_shard=source_shard,
+                        inputs=list(models.values()), params=options, threads=args.threads,
                         rule=args.rule or f"score_{args.filter}")
     print(f"score {args.filter} {args.candidates}: {stats}", file=sys.stderr)
     return 0
 
 
+_MODEL_KEYS = {"model", "cs_en", "en_cs", "cs_spm", "en_spm"}
 _FILTER_SECTIONS = ("length", "cost", "overlap", "bleu", "kenlm", "classifier", "parascore", "dual_xent")
 
 
@@ -593,11 +595,10 @@ def build_parser() -> argparse.ArgumentParser:
     q.add_argument("--source-shard", help="the bitext shard (dual_xent needs the Czech side)")
     q.add_argument("--out", required=True, help="output score table (Parquet)")
     q.add_argument("--settings", type=_json_arg, help="filters.<name> settings (JSON)")
-    q.add_argument("--model", help="kenlm binary, classifier or embedding model")
-    q.add_argument("--cs-en", help="CTranslate2 CS->EN model (dual_xent)")
-    q.add_argument("--en-cs", help="CTranslate2 EN->CS model (dual_xent)")
-    q.add_argument("--cs-spm", help="Czech SentencePiece model (dual_xent)")
-    q.add_argument("--en-spm", help="English SentencePiece model (dual_xent)")
+    q.add_argument("--models", type=_json_arg, default={},
+                   help='JSON {"model": kenlm binary, classifier or embedding model} or, for '
+                        'dual_xent, {"cs_en", "en_cs": CTranslate2 models, "cs_spm", "en_spm": '
+                        'SentencePiece models, "source": the bitext shard}')
     q.add_argument("--threads", type=int, default=1)
     q.set_defaults(func=cmd_filter_score)
     q = f_sub.add_parser("select", help="apply bounds/folds/sample; write the corpus")

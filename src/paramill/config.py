@@ -11,6 +11,7 @@ import copy
 import functools
 import hashlib
 import json
+import math
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -67,6 +68,50 @@ def _fill_defaults(instance: Any, node: dict[str, Any], root: dict[str, Any]) ->
                 _fill_defaults(value, extra, root)
 
 
+def _deref(node: dict[str, Any], root: dict[str, Any]) -> dict[str, Any]:
+    if "$ref" in node:
+        target = root
+        for part in node["$ref"].removeprefix("#/").split("/"):
+            target = target[part]
+        return {**target, **{k: v for k, v in node.items() if k != "$ref"}}
+    return node
+
+
+_SCALARS = {"integer": int, "number": (int, float), "boolean": bool, "null": type(None)}
+
+
+def coerce_strings(instance: Any, node: dict[str, Any], root: dict[str, Any]) -> Any:
+    """Read strings as YAML where the schema allows no string but a number, boolean or null.
+
+    Snakemake's ``--config 'bitext={"clean": {"max_tokens": 50}}'`` hands nested values
+    over as strings (``"50"``); this makes the documented way work. A string that does not
+    read as an allowed type is left for the schema to report.
+    """
+    node = _deref(node, root)
+    if isinstance(instance, str):
+        types = node.get("type")
+        allowed = set(types if isinstance(types, list) else [types] if types else [])
+        if "string" not in allowed and allowed & set(_SCALARS) and "enum" not in node:
+            try:
+                value = yaml.safe_load(instance)
+            except yaml.YAMLError:
+                return instance
+            if any(isinstance(value, _SCALARS[t]) and not (t != "boolean" and isinstance(value, bool))
+                   for t in allowed & set(_SCALARS)):
+                return value
+        return instance
+    if isinstance(instance, dict):
+        props = node.get("properties", {})
+        extra = node.get("additionalProperties")
+        for key, value in instance.items():
+            sub = props.get(key, extra if isinstance(extra, dict) else None)
+            if sub is not None:
+                instance[key] = coerce_strings(value, sub, root)
+    elif isinstance(instance, list) and isinstance(node.get("items"), dict):
+        return [coerce_strings(v, node["items"], root) for v in instance]
+    return instance
+
+
 def resolve(config: dict[str, Any] | None) -> dict[str, Any]:
     """Validate ``config`` and return a copy with every default filled in.
 
@@ -74,8 +119,9 @@ def resolve(config: dict[str, Any] | None) -> dict[str, Any]:
     """
     config = copy.deepcopy(config or {})
     root = schema()
+    coerce_strings(config, root, root)
     _fill_defaults(config, root, root)
-    validator = jsonschema.Draft202012Validator(root)
+    validator = _Validator(root)
     problems = []
     for error in sorted(validator.iter_errors(config), key=lambda e: list(map(str, e.absolute_path))):
         # report the innermost cause of if/then and combinator failures
@@ -83,9 +129,63 @@ def resolve(config: dict[str, Any] | None) -> dict[str, Any]:
         while leaf.context:
             leaf = min(leaf.context, key=lambda e: len(e.absolute_path))
         problems.append(f"config key {_key(leaf.absolute_path)}: {leaf.message}")
+    if not problems:
+        problems = cross_field_problems(config)
     if problems:
         raise ConfigError("invalid configuration:\n  " + "\n  ".join(dict.fromkeys(problems)))
     return config
+
+
+def _is_integer(checker: Any, value: Any) -> bool:
+    # JSON Schema counts 100.0 as an integer; the code that reads it does not
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _is_number(checker: Any, value: Any) -> bool:
+    # NaN and infinities pass every minimum/maximum comparison: refuse them as numbers
+    return (isinstance(value, (int, float)) and not isinstance(value, bool)
+            and math.isfinite(value))
+
+
+_Validator = jsonschema.validators.extend(
+    jsonschema.Draft202012Validator,
+    type_checker=jsonschema.Draft202012Validator.TYPE_CHECKER.redefine_many(
+        {"integer": _is_integer, "number": _is_number}),
+)
+
+#: Pairs of keys whose values must be ordered (lower <= upper); checked after the schema.
+ORDERED_KEYS = [
+    (("bitext", "clean", "min_tokens"), ("bitext", "clean", "max_tokens")),
+    (("nmt", "translate", "min_decoding_length"), ("nmt", "translate", "max_decoding_length")),
+]
+
+
+def _get(config: dict[str, Any], path: tuple[str, ...]) -> Any:
+    node: Any = config
+    for part in path:
+        if not isinstance(node, dict) or part not in node:
+            return None
+        node = node[part]
+    return node
+
+
+def cross_field_problems(config: dict[str, Any]) -> list[str]:
+    """Constraints between keys that JSON Schema cannot say, each naming both keys."""
+    problems = []
+    for low, high in ORDERED_KEYS:
+        lo, hi = _get(config, low), _get(config, high)
+        if lo is not None and hi is not None and lo > hi:
+            problems.append(f"config keys {_key(low)} ({lo}) and {_key(high)} ({hi}): "
+                            f"{low[-1]} must not exceed {high[-1]}")
+    selects = {"filters.select": _get(config, ("filters", "select")) or {}}
+    for name, variant in (_get(config, ("filters", "selections")) or {}).items():
+        selects[f"filters.selections.{name}"] = variant or {}
+    for where, select in selects.items():
+        for column, bound in (select.get("bounds") or {}).items():
+            if isinstance(bound, list) and len(bound) == 2 and None not in bound and bound[0] > bound[1]:
+                problems.append(f"config key {where}.bounds.{column}: lower bound {bound[0]} "
+                                f"exceeds upper bound {bound[1]}")
+    return problems
 
 
 def load(path: str | Path) -> dict[str, Any]:

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from paramill import config
+from paramill.config import ConfigError
 from paramill.bitext.clean import CleanSettings
 from paramill.bitext.ingest import IngestSettings
 from paramill.embed.model import ModelSpec
@@ -113,3 +114,33 @@ def test_digest_depends_on_values_not_key_order():
     a = config.digest({"x": 1, "y": {"a": 1, "b": 2}})
     assert a == config.digest({"y": {"b": 2, "a": 1}, "x": 1})
     assert a != config.digest({"x": 2, "y": {"a": 1, "b": 2}})
+
+
+@pytest.mark.parametrize("given,message", [
+    ({"bitext": {"ingest": {"shard_size": 100.0}}}, "bitext.ingest.shard_size: 100.0 is not of type 'integer'"),
+    ({"bitext": {"ingest": {"shard_size": True}}}, "bitext.ingest.shard_size: True is not of type 'integer'"),
+    ({"bitext": {"clean": {"max_length_ratio": float("nan")}}}, "max_length_ratio: nan is not of type 'number'"),
+    ({"bitext": {"clean": {"max_length_ratio": float("inf")}}}, "max_length_ratio: inf is not of type 'number'"),
+    ({"bitext": {"clean": {"min_tokens": 50, "max_tokens": 10}}},
+     "config keys bitext.clean.min_tokens (50) and bitext.clean.max_tokens (10): min_tokens must not exceed max_tokens"),
+    ({"filters": {"selections": {"v": {"bounds": {"bleu": [0.8, 0.2]}}}}},
+     "filters.selections.v.bounds.bleu: lower bound 0.8 exceeds upper bound 0.2"),
+    ({"twitter": {"harvest": {"accounts": ["x$(touch /tmp/p)"]}}}, "twitter.harvest.accounts.0: 'x$(touch"),
+    ({"nmt": {"train_corpora": ["a;b"]}}, "nmt.train_corpora.0: 'a;b' does not match"),
+    ({"resources": {"clean": {"slurm_partition": "gpu`id`"}}}, "resources.clean.slurm_partition: 'gpu`id`' does not match"),
+    ({"twitter": {"harvest": {"bearer_token_env": "X;rm"}}}, "bearer_token_env: 'X;rm' does not match"),
+])
+def test_values_the_schema_used_to_let_through_are_refused_naming_the_keys(given, message):
+    with pytest.raises(ConfigError) as info:
+        config.resolve(given)
+    assert message in str(info.value)
+
+
+def test_snakemake_config_strings_read_as_the_types_the_schema_wants():
+    # snakemake --config 'bitext={"clean": {"max_tokens": 50}}' hands over {"max_tokens": "50"}
+    resolved = config.resolve({"bitext": {"clean": {"max_tokens": "50", "dedup": "false"}},
+                               "filters": {"select": {"bounds": {"overlap_1": ["0.1", "null"]}}}})
+    assert resolved["bitext"]["clean"]["max_tokens"] == 50 and resolved["bitext"]["clean"]["dedup"] is False
+    assert resolved["filters"]["select"]["bounds"]["overlap_1"] == [0.1, None]
+    with pytest.raises(ConfigError, match="'fifty' is not of type 'integer'"):
+        config.resolve({"bitext": {"clean": {"max_tokens": "fifty"}}})
