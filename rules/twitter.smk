@@ -7,7 +7,8 @@ rule harvest:
     input:
         archive=ancient(config["twitter"]["archive"]) if config["twitter"]["source"] == "archive" else [],
     output:
-        f"{WORK}/twitter/harvest/{{date}}.parquet",
+        day=f"{WORK}/twitter/harvest/{{date}}.parquet",
+        rejected=f"{WORK}/twitter/harvest/rejected/{{date}}.parquet",
     params:
         settings=as_json(config["twitter"]["harvest"]),
         source=config["twitter"]["source"],
@@ -24,7 +25,8 @@ rule harvest:
     conda:
         "../envs/cpu.yaml"
     shell:
-        "paramill --rule harvest twitter harvest --date {wildcards.date:q} --out {output:q}"
+        "paramill --rule harvest twitter harvest --date {wildcards.date:q} --out {output.day:q}"
+        " --rejected {output.rejected:q}"
         " --source {params.source:q} --archive {input.archive:q} --raw-dir {params.raw_dir:q}"
         " --state {params.state:q} --url-cache {params.url_cache:q}"
         " --settings {params.settings:q} > {log:q} 2>&1"

@@ -287,7 +287,7 @@ def cmd_twitter_harvest(args: argparse.Namespace) -> int:
     try:
         stats = harvest_day(args.date, args.out, settings, source=args.source, raw_dir=args.raw_dir,
                             state_path=args.state, archive=args.archive, url_cache=args.url_cache,
-                            rule=args.rule or "harvest")
+                            rule=args.rule or "harvest", rejected_out=args.rejected)
     except HarvestError as exc:
         print(f"paramill twitter harvest: {exc}", file=sys.stderr)
         return 3
@@ -629,9 +629,12 @@ def build_parser() -> argparse.ArgumentParser:
                                       "then a recent search per new URL (X API v2 via tweepy; "
                                       "credentials from the environment variables named in "
                                       "twitter.harvest). Archive: JSONL of v1.1/v2 tweet objects. "
-                                      "Exit 3 when the API refuses (e.g. the free tier).")
+                                      "Exit 3 when the harvest cannot go on (credentials refused, the free "
+                                      "tier, another harvest holding the state).")
     q.add_argument("--date", required=True, help="YYYY-MM-DD")
     q.add_argument("--out", required=True, help="the day's tweet table (Parquet)")
+    q.add_argument("--rejected", help="the day's rejected records with reasons (Parquet; "
+                                      "default: rejected/<name> beside --out)")
     q.add_argument("--source", choices=["live", "archive"], default="live")
     q.add_argument("--archive", nargs="*", help="JSONL files to replay (source archive)")
     q.add_argument("--raw-dir", default="data/twitter/raw", help="raw API pages, per day")

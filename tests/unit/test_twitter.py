@@ -128,18 +128,28 @@ def test_v1_and_v2_objects_and_archive_errors(tmp_path):
                                            "unwound_url": "https://a.com/1?x=1"}]},
                     "referenced_tweets": [{"type": "retweeted", "id": "4"}]}],
           "includes": {"users": [{"id": "9", "username": "CNN"}]}}
-    (row,) = from_object(v2, "timeline")
+    (row,), rejects = from_object(v2, "timeline")
+    assert not rejects
     assert row["author"] == "cnn" and row["urls"] == ["https://a.com/1?x=1"] and row["is_retweet"]
     v1 = {"id_str": "7", "created_at": "Mon Nov 02 10:00:00 +0000 2026", "full_text": "Yo",
           "user": {"screen_name": "Bob", "id_str": "3"}, "entities": {"urls": [{"url": "https://t.co/y"}]}}
-    (row,) = from_object(v1, "archive")
+    (row,), _ = from_object(v1, "archive")
     assert row["created_at"] == "2026-11-02T10:00:00Z" and row["short_urls"] == ["https://t.co/y"]
     assert not row["is_retweet"] and row["author"] == "bob"
     bad = tmp_path / "bad.jsonl.gz"
     with gzip.open(bad, "wt") as fh:
-        fh.write(json.dumps(v1) + "\n\n{broken\n")
-    with pytest.raises(InputError, match="bad.jsonl.gz:3"):
-        list(read_archive([bad]))
+        fh.write(json.dumps(v1) + "\n\n{broken\n" + json.dumps({"text": "no id"}) + "\n[1]\n"
+                 + json.dumps({"data": [{"id": "8", "text": "ok"}, {"text": "no id"}, 5]}) + "\n")
+    rejected = []
+    rows = list(read_archive([bad], rejected))
+    assert [r["tweet_id"] for r in rows] == ["7", "8"]
+    assert [(r["record"], r["reason"]) for r in rejected] == [
+        (3, "not_json"), (4, "no_id"), (5, "not_a_tweet"), (6, "no_id"), (6, "not_a_tweet")]
+    assert all(r["where"] == str(bad) for r in rejected)
+    cut = tmp_path / "cut.jsonl.gz"
+    cut.write_bytes(bad.read_bytes()[:-10])
+    with pytest.raises(InputError, match="cut.jsonl.gz: gzip data is truncated"):
+        list(read_archive([cut]))
 
 
 # -- the fake X API ---------------------------------------------------------------------
@@ -178,7 +188,10 @@ class FakeX:
         since = int(query.get("since_id", ["0"])[0] or 0)
         size = int(query.get("max_results", ["100"])[0])
         start = int(query.get("pagination_token", query.get("next_token", ["0"]))[0])
-        fresh = sorted((t for t in tweets if int(t["id"]) > since), key=lambda t: -int(t["id"]))
+        def key(t):  # a tweet without an id (a bad record) sorts as the newest
+            return int(t.get("id") or 10**15)
+
+        fresh = sorted((t for t in tweets if key(t) > since), key=lambda t: -key(t))
         chunk = fresh[start:start + size]
         body = {"data": chunk, "includes": {"users": [{"id": t["author_id"], "username": self.names[t["author_id"]]}
                                                       for t in chunk]},
@@ -196,10 +209,23 @@ def handler_for(fake: FakeX):
             parts = urlsplit(self.path)
             query = parse_qs(parts.query)
             fake.requests.append((parts.path, query, dict(self.headers)))
+            if self.headers.get("Authorization", "") in ("", "Bearer None"):
+                return self.reply(401, {"title": "Unauthorized", "detail": "Unauthorized"})
             fault = fake.fault_for(parts.path)
             if fault == "429":
                 return self.reply(429, {"title": "Too Many Requests"},
                                   {"x-rate-limit-reset": str(int(time.time()) + 1)})
+            if fault == "429-noreset":
+                return self.reply(429, {"title": "Too Many Requests"})
+            if fault == "429-past":
+                return self.reply(429, {"title": "Too Many Requests"},
+                                  {"x-rate-limit-reset": str(int(time.time()) - 3600)})
+            if fault in ("500", "502", "504"):
+                return self.reply(int(fault), {"title": "Server Error"})
+            if fault == "400":
+                return self.reply(400, {"title": "Invalid Request", "detail": "query is invalid"})
+            if fault == "unusable":
+                return self.reply(200, {"data": {"not": "a list"}})
             if fault == "503":
                 return self.reply(503, {"title": "Service Unavailable"})
             if fault == "malformed":
@@ -288,7 +314,8 @@ def harvest(fake, tmp_path, date="2026-11-02", settings=SETTINGS, **kw):
 
 
 def expected_ids(fake):
-    return {t["id"] for ts in fake.timelines.values() for t in ts} | {t["id"] for t in fake.searchable}
+    ids = {t.get("id") for ts in fake.timelines.values() for t in ts} | {t["id"] for t in fake.searchable}
+    return ids - {None}  # a tweet without an id is rejected, never in a table
 
 
 def test_harvest_finds_every_tweet_with_paging_and_survives_faults(fake_x, tmp_path):
@@ -503,3 +530,137 @@ def test_max_f1_and_lr_learn_a_toy_set(tmp_path):
     model = identify.Identifier.load(tmp_path / "m.pkl")
     p = model.score([pos[0], neg[0]])
     assert p[0] > 0.5 > p[1]
+
+
+# -- harvest faults that must not poison a day or lose tweets -----------------------------
+
+def test_a_bad_tweet_url_or_page_is_a_rejected_row_and_reruns_complete(fake_x, tmp_path):
+    populate(fake_x, stories=2, replies=3)
+    fake_x.timelines["100"].append({"author_id": "100", "text": "no id at all", "lang": "en"})
+    fake_x.timelines["200"].append(tweet(1999, "200", "bad port http://example.com:99999/x",
+                                         "http://example.com:99999/x"))
+    fake_x.faults = [("/2/tweets/search/recent", "400"), ("/2/tweets/search/recent", "unusable")]
+    stats, table = harvest(fake_x, tmp_path)
+    bad = pl.read_parquet(tmp_path / "days" / "rejected" / "2026-11-02.parquet")
+    reasons = sorted(bad["reason"].to_list())
+    assert "no_id" in reasons and "invalid_url" in reasons and "api_error" in reasons
+    assert "unusable_page" in reasons and not fake_x.faults
+    assert "1999" in set(table["tweet_id"])  # the tweet stays; its unusable URL does not
+    assert table.filter(pl.col("tweet_id") == "1999")["canonical_urls"].to_list() == [[]]
+    # nothing unusable was stored: a re-run of the day completes and finds the rest
+    for page in (tmp_path / "raw" / "2026-11-02").glob("*.json.gz"):
+        assert isinstance(json.loads(gzip.decompress(page.read_bytes())).get("data", []), list)
+    _, again = harvest(fake_x, tmp_path)
+    assert set(again["tweet_id"]) == expected_ids(fake_x)
+    record = json.loads((tmp_path / "days" / "2026-11-02.parquet.prov.json").read_text())
+    assert record["rejected"]["no_id"] >= 1
+
+
+def test_a_saved_page_that_cannot_be_read_back_is_a_rejected_row(fake_x, tmp_path):
+    populate(fake_x, stories=1)
+    harvest(fake_x, tmp_path)
+    page = sorted((tmp_path / "raw" / "2026-11-02").glob("*.json.gz"))[0]
+    page.write_bytes(page.read_bytes()[:20])  # a page cut short on disk
+    _, table = harvest(fake_x, tmp_path)
+    bad = pl.read_parquet(tmp_path / "days" / "rejected" / "2026-11-02.parquet")
+    assert bad.filter(pl.col("reason") == "unreadable_page")["where"].to_list() == [str(page)]
+
+
+def test_max_pages_never_moves_since_id_past_pages_not_fetched(fake_x, tmp_path):
+    for i in range(30):
+        fake_x.timelines["100"].append(tweet(1000 + i, "100", f"story {i}"))
+    settings = HarvestSettings(accounts=["newsa"], max_results=5, max_pages=2, retries=1, backoff=0.0)
+    seen = set()
+    days = [f"2026-11-{d:02d}" for d in range(2, 8)]
+    for day in days[:4]:
+        _, table = harvest(fake_x, tmp_path, date=day, settings=settings)
+        seen |= set(table["tweet_id"])
+    assert seen == {t["id"] for t in fake_x.timelines["100"]}  # 30 tweets, 10 a harvest
+    state = json.loads((tmp_path / "state.json").read_text())
+    assert state["since"]["newsa"] == "1029" and state["pending"] == {}
+    fake_x.timelines["100"].append(tweet(2000, "100", "later story"))
+    _, table = harvest(fake_x, tmp_path, date=days[4], settings=settings)
+    assert set(table["tweet_id"]) == {"2000"}
+
+
+def test_search_cut_by_max_pages_continues_before_since_id_moves(fake_x, tmp_path):
+    populate(fake_x, stories=1, replies=25)  # 27 tweets for the URL: 3 search pages of 10
+    settings = HarvestSettings(accounts=["newsa"], max_results=10, max_pages=1, retries=1, backoff=0.0)
+    seen = set()
+    for day in ("2026-11-02", "2026-11-03", "2026-11-04"):
+        _, table = harvest(fake_x, tmp_path, date=day, settings=settings)
+        seen |= set(table["tweet_id"])
+    assert seen == expected_ids(fake_x)
+
+
+@pytest.mark.parametrize("fault", ["429-noreset", "429-past", "500", "502", "504"])
+def test_retryable_statuses_back_off_with_jitter_and_a_cap_and_end(fake_x, tmp_path, fault):
+    from paramill.twitter.harvest import backoff_delay
+
+    populate(fake_x, stories=1)
+    fake_x.faults = [("/2/users/by/username/", fault)] * 50
+    waits = []
+    settings = HarvestSettings(accounts=["newsa"], retries=6, backoff=1.0, backoff_max=8.0)
+    out = tmp_path / "d.parquet"
+    with pytest.raises(HarvestError, match="failed after 6 retries"):
+        harvest_day("2026-11-02", out, settings, raw_dir=tmp_path / "raw", state_path=tmp_path / "s.json",
+                    client=client_for(fake_x), sleep=waits.append)
+    assert len(fake_x.requests) == 7 and len(waits) == 6  # bounded: 1 try + 6 retries
+    for attempt, wait in enumerate(waits):
+        nominal = min(8.0, 2.0 ** attempt)
+        assert nominal / 2 <= wait <= nominal
+    assert max(waits) <= 8.0 and len(set(waits)) == len(waits)  # capped, jittered
+    import random
+
+    rng = random.Random(1)
+    assert [round(backoff_delay(settings, a, rng), 6) for a in (0, 5, 9)] != [1.0, 8.0, 8.0]
+
+
+def test_a_rate_limit_with_a_future_reset_waits_for_it(fake_x, tmp_path):
+    populate(fake_x, stories=1)
+    fake_x.faults = [("/2/users/by/username/", "429")]
+    waits = []
+    settings = HarvestSettings(accounts=["newsa"], retries=2, backoff=0.01)
+    harvest_day("2026-11-02", tmp_path / "d.parquet", settings, raw_dir=tmp_path / "raw",
+                state_path=tmp_path / "s.json", client=client_for(fake_x), sleep=waits.append)
+    assert len(waits) == 1 and 0.5 < waits[0] <= 2.5  # until the reset (+1 s), not the back-off
+
+
+def test_oauth1_user_context_signs_every_request(fake_x, tmp_path, monkeypatch):
+    from paramill.twitter.harvest import make_client
+
+    populate(fake_x, stories=1)
+    monkeypatch.delenv("X_BEARER_TOKEN", raising=False)
+    for name in ("X_CONSUMER_KEY", "X_CONSUMER_SECRET", "X_ACCESS_TOKEN", "X_ACCESS_TOKEN_SECRET"):
+        monkeypatch.setenv(name, f"{name.lower()}-value")
+    client = make_client(SETTINGS)
+    client.session.mount("https://api.twitter.com", Loopback(fake_x.base))
+    stats = harvest_day("2026-11-02", tmp_path / "d.parquet", SETTINGS, raw_dir=tmp_path / "raw",
+                        state_path=tmp_path / "s.json", client=client, sleep=lambda s: None)
+    assert stats["tweets"] == len(expected_ids(fake_x))
+    headers = [h.get("Authorization", "") for _, _, h in fake_x.requests]
+    assert headers and all(h.startswith("OAuth ") and "oauth_signature=" in h for h in headers)
+
+
+def test_an_authentication_failure_is_not_blamed_on_the_tier(fake_x, tmp_path):
+    populate(fake_x, stories=1)
+    client = tweepy.Client(bearer_token=None, consumer_key=None, return_type=dict)
+    client.session.mount("https://api.twitter.com", Loopback(fake_x.base))
+    client.bearer_token = "None"  # sends "Bearer None", as the unsupported set-up did
+    with pytest.raises(HarvestError) as info:
+        harvest_day("2026-11-02", tmp_path / "d.parquet", SETTINGS, raw_dir=tmp_path / "raw",
+                    state_path=tmp_path / "s.json", client=client, sleep=lambda s: None)
+    assert "did not accept the credentials" in str(info.value) and "(401)" in str(info.value)
+    assert "tier" not in str(info.value).replace("not the access tier", "")
+
+
+def test_a_second_harvest_on_the_same_state_ends_with_a_message(fake_x, tmp_path):
+    from paramill.twitter.harvest import state_lock
+
+    populate(fake_x, stories=1)
+    with state_lock(tmp_path / "state.json"):
+        with pytest.raises(HarvestError, match="another harvest .*is using"):
+            harvest(fake_x, tmp_path)
+    assert not fake_x.requests  # it fetched nothing
+    _, table = harvest(fake_x, tmp_path)  # the lock is gone with the first harvest
+    assert set(table["tweet_id"]) == expected_ids(fake_x)

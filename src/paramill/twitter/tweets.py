@@ -10,7 +10,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from paramill.io import InputError, open_compressed
+from paramill.io import open_compressed
 
 #: The normalised tweet table (DESIGN.md).
 TWEETS = pa.schema([
@@ -81,27 +81,86 @@ def from_v1(tweet: dict[str, Any], source: str) -> dict[str, Any]:
             "lang": tweet.get("lang"), "source": source}
 
 
+#: Records that could not be used: one row each, with the reason (as bitext's rejected rows).
+REJECTED_TWEETS = pa.schema([
+    pa.field("where", pa.string()),   # the archive file or the saved API page
+    pa.field("record", pa.int64()),   # line of the archive file, or position in the page
+    pa.field("reason", pa.string()),  # no_id | not_a_tweet | not_json | unusable_page | unreadable_page | invalid_url | api_error
+    pa.field("detail", pa.string()),
+    pa.field("raw", pa.string()),     # the record, cut to REJECTED_TEXT_CHARS
+])
+REJECTED_TEXT_CHARS = 1000
+
+
+def rejected(where: str, record: int | None, reason: str, detail: str, raw: Any = None) -> dict[str, Any]:
+    text = raw if isinstance(raw, str) or raw is None else json.dumps(raw, default=str)
+    return {"where": str(where), "record": record, "reason": reason, "detail": detail[:500],
+            "raw": text[:REJECTED_TEXT_CHARS] if text is not None else None}
+
+
+def _one(convert, obj: Any, where: str, index: int, bad: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """``convert(obj)``, or a rejected row when the object is not a usable tweet."""
+    if not isinstance(obj, dict):
+        bad.append(rejected(where, index, "not_a_tweet", f"a {type(obj).__name__}, not an object", obj))
+        return None
+    if obj.get("id") in (None, "") and obj.get("id_str") in (None, ""):
+        bad.append(rejected(where, index, "no_id", "tweet without an id", obj))
+        return None
+    try:
+        return convert(obj)
+    except (ValueError, KeyError, TypeError, AttributeError) as exc:
+        bad.append(rejected(where, index, "not_a_tweet", f"{type(exc).__name__}: {exc}", obj))
+        return None
+
+
+def parse_page(page: Any, source: str, where: str = "") -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """The tweets of one v2 API response page (``data`` + ``includes.users``), and the
+    rejected rows of those that cannot be used (the page is rejected whole when its shape
+    is not a page's)."""
+    bad: list[dict[str, Any]] = []
+    if not isinstance(page, dict) or not isinstance(page.get("data") or [], list):
+        return [], [rejected(where, None, "unusable_page", "not an API page (no list of tweets)", page)]
+    includes = page.get("includes") or {}
+    users = {}
+    for u in (includes.get("users") if isinstance(includes, dict) else None) or []:
+        if isinstance(u, dict) and u.get("id") is not None:
+            users[str(u["id"])] = u.get("username") or ""
+    rows = [_one(lambda t: from_v2(t, users, source), t, where, i, bad)
+            for i, t in enumerate(page.get("data") or [])]
+    return [r for r in rows if r is not None], bad
+
+
 def from_page(page: dict[str, Any], source: str) -> list[dict[str, Any]]:
-    """The tweets of one v2 API response page (``data`` + ``includes.users``)."""
-    users = {str(u["id"]): u.get("username", "") for u in (page.get("includes") or {}).get("users", [])}
-    return [from_v2(t, users, source) for t in page.get("data") or []]
+    """The usable tweets of one v2 API response page."""
+    return parse_page(page, source)[0]
 
 
-def from_object(obj: dict[str, Any], source: str) -> list[dict[str, Any]]:
-    """A v2 page, a v2 tweet or a v1.1 tweet."""
-    if "data" in obj and isinstance(obj["data"], list):
-        return from_page(obj, source)
-    if "data" in obj and isinstance(obj["data"], dict):  # single-tweet v2 response
-        return from_page({"data": [obj["data"]], "includes": obj.get("includes")}, source)
-    if "id_str" in obj or "user" in obj:
-        return [from_v1(obj, source)]
-    if "id" in obj and "text" in obj:
-        return [from_v2(obj, {}, source)]
-    raise ValueError("neither a v1.1 nor a v2 tweet object")
+def from_object(obj: Any, source: str, where: str = "", index: int = 0
+                ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """A v2 page, a v2 tweet or a v1.1 tweet: (rows, rejected rows)."""
+    if isinstance(obj, dict) and "data" in obj and isinstance(obj["data"], list):
+        return parse_page(obj, source, where)
+    if isinstance(obj, dict) and "data" in obj and isinstance(obj["data"], dict):  # single-tweet v2 response
+        return parse_page({"data": [obj["data"]], "includes": obj.get("includes")}, source, where)
+    bad: list[dict[str, Any]] = []
+    if isinstance(obj, dict) and ("id_str" in obj or "user" in obj):
+        row = _one(lambda t: from_v1(t, source), obj, where, index, bad)
+    elif isinstance(obj, dict) and ("id" in obj or "text" in obj):
+        row = _one(lambda t: from_v2(t, {}, source), obj, where, index, bad)
+    else:
+        row = None
+        bad.append(rejected(where, index, "not_a_tweet", "neither a v1.1 nor a v2 tweet object", obj))
+    return ([row] if row is not None else []), bad
 
 
-def read_archive(paths: Iterable[str | Path]) -> Iterator[dict[str, Any]]:
-    """Tweets from JSONL files (plain or compressed) of v1.1/v2 objects or v2 pages."""
+def read_archive(paths: Iterable[str | Path], bad: list[dict[str, Any]] | None = None
+                 ) -> Iterator[dict[str, Any]]:
+    """Tweets from JSONL files (plain or compressed) of v1.1/v2 objects or v2 pages.
+
+    A line that is not JSON or not a tweet becomes a rejected row in ``bad`` (given or
+    not, it never stops the replay); a file that cannot be read raises InputError.
+    """
+    bad = bad if bad is not None else []
     for path in paths:
         with open_compressed(path) as fh:
             for line_no, raw in enumerate(fh, 1):
@@ -110,6 +169,12 @@ def read_archive(paths: Iterable[str | Path]) -> Iterator[dict[str, Any]]:
                     continue
                 try:
                     obj = json.loads(line)
-                    yield from from_object(obj, "archive")
-                except (ValueError, KeyError, TypeError, AttributeError) as exc:
-                    raise InputError(path, line_no, f"not a tweet object: {exc}") from None
+                except ValueError as exc:  # includes invalid UTF-8
+                    bad.append(rejected(str(path), line_no, "not_json", str(exc),
+                                        line.decode("utf-8", "replace")))
+                    continue
+                rows, rejects = from_object(obj, "archive", str(path), line_no)
+                for r in rejects:
+                    r["record"] = line_no
+                bad.extend(rejects)
+                yield from rows

@@ -29,12 +29,17 @@ SHORTENERS = {"t.co", "bit.ly", "ow.ly", "buff.ly", "trib.al", "dlvr.it", "tinyu
 
 
 def canonical(url: str) -> str:
-    parts = urlsplit(url.strip())
+    """The canonical form (module docstring). A URL that cannot be parsed (an invalid
+    port, a malformed IPv6 host) raises ValueError naming it."""
+    try:
+        parts = urlsplit(url.strip())
+        port = parts.port
+    except ValueError as exc:
+        raise ValueError(f"invalid URL {url[:200]!r}: {exc}") from None
     scheme = (parts.scheme or "http").lower()
     host = (parts.hostname or "").lower()
     if host.startswith("www."):
         host = host[4:]
-    port = parts.port
     netloc = host if port is None or (scheme, port) in (("http", 80), ("https", 443)) else f"{host}:{port}"
     query = sorted((k, v) for k, v in parse_qsl(parts.query, keep_blank_values=True)
                    if not TRACKING.match(k))
@@ -46,7 +51,10 @@ def canonical(url: str) -> str:
 
 
 def is_short(url: str) -> bool:
-    return (urlsplit(url).hostname or "").lower() in SHORTENERS
+    try:
+        return (urlsplit(url).hostname or "").lower() in SHORTENERS
+    except ValueError:  # unparseable: canonical() reports it
+        return False
 
 
 class Expander:
