@@ -175,3 +175,67 @@ def test_bad_config_fails_before_any_job(project, tmp_path):
     assert proc.returncode != 0
     assert "config key bitext.clean.max_tokens: 'many' is not of type 'integer'" in proc.stderr
     assert executed(proc) == {}
+
+
+def test_verify_gives_the_same_answer_from_any_working_directory(finished, tmp_path):
+    project, _ = finished
+    cwd = os.getcwd()
+    os.chdir(tmp_path)  # not the project: the records' relative paths must still resolve
+    try:
+        assert verify(project / "results/corpus/default/datasheet.md") == []
+        assert verify(project / "results/lexicon/lexicon.tsv") == []
+    finally:
+        os.chdir(cwd)
+
+
+#: README commands that cannot run on the sample here, and why (every other one is run)
+README_SKIPS = {
+    "make run": "this test suite is what it runs",
+    "make test": "this test suite is it",
+    "configs/paranmt.yaml": "needs CzEng 1.6, not the sample",
+    "--profile slurm": "needs a SLURM cluster (tests/workflow/test_slurm.py runs a local one)",
+    "scripts/harvest.sh": "a live harvest needs X API credentials",
+}
+
+
+def readme_commands():
+    import shlex
+
+    from .conftest import REPO
+
+    text = (REPO / "README.md").read_text()
+    for block in re.findall(r"```sh\n(.*?)```", text, re.S):
+        for line in block.splitlines():
+            words = shlex.split(line, comments=True)
+            if words:
+                yield line.strip(), words
+
+
+def test_every_command_the_readme_shows_runs_on_the_sample(finished):
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    project, _ = finished
+    (project / "sentences.txt").write_text("The dog barks.\nA large house.\n")
+    (project / "pairs.tsv").write_text("".join(f"the {w} is big\tthe {w} is large\n"
+                                               for w in ("dog", "cat", "house", "car", "tree")))
+    bindir = Path(sys.executable).parent
+    ran, skipped = [], []
+    for line, words in readme_commands():
+        reason = next((why for key, why in README_SKIPS.items() if key in line), None)
+        if reason or words[0].startswith(("#", "cd")) or "*" in words[:5]:
+            skipped.append((line, reason))
+            continue
+        assert words[0].startswith(".venv/bin/"), f"README command not run from .venv/bin: {line}"
+        cmd = [str(bindir / words[0].removeprefix(".venv/bin/")), *words[1:]]
+        if words[0].endswith("snakemake") and "-n" not in words:
+            cmd.append("-n")  # what it would run: the config and the DAG, not a rebuild
+        proc = subprocess.run(cmd, cwd=project, capture_output=True, text=True, timeout=900,
+                              env={**os.environ, "PATH": f"{bindir}:{os.environ['PATH']}",
+                                   "PARAMILL_PROGRESS": "0"})
+        assert proc.returncode == 0, f"{line}\n{proc.stdout[-2000:]}\n{proc.stderr[-3000:]}"
+        ran.append(line)
+    assert len(ran) >= 7, ran
+    assert any("max_tokens" in line for line in ran)  # the nested --config example
+    assert (project / "vectors.npy").exists() and (project / "model.pt").exists()
