@@ -135,6 +135,7 @@ def train(pairs: list[tuple[str, str]], out: str | Path, spec: ModelSpec,
     dev = device.pick(settings.device)
     rng = RNG(settings.seed)
     rng.seed_all()
+    device.deterministic()  # deterministic kernels, the rule's thread count
     start_epoch, history = 0, []
     if resume.exists():
         state = torch.load(resume, map_location="cpu", weights_only=True)

@@ -4,7 +4,6 @@ licence)."""
 
 from __future__ import annotations
 
-import datetime as _dt
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -45,8 +44,8 @@ def datasheet(name: str, selection: dict[str, Any], stats: dict[str, Any],
     code = code_version()
     out = [f"# Paraphrase corpus `{name}`", "",
            f"Made by paramill {__version__} (commit {code.get('commit') or 'unknown'}"
-           f"{', modified' if code.get('dirty') else ''}) on "
-           f"{_dt.date.today().isoformat()}. {selection['rows']} pairs.", "",
+           f"{', modified' if code.get('dirty') else ''}). {selection['rows']} pairs. When: "
+           "`datasheet.md.prov.json` (no date here, so a rebuild gives the same bytes).", "",
            "Files: `corpus.tsv` (reference `\\t` paraphrase, one pair a line, no quoting), "
            "`corpus.parquet` (the same pairs with `pair_id` back to the source file and line, "
            "and every filter score), `stats.json`, `annotation.tsv` (pairs per paraphrase-score "

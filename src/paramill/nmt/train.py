@@ -159,9 +159,21 @@ def checkpoints(work: Path) -> list[tuple[int, Path]]:
     return sorted(found)
 
 
-def _tool(name: str) -> str:
-    local = Path(sys.executable).parent / name
-    return str(local) if local.exists() else name
+def _tool(name: str, seed: int) -> list[str]:
+    """The command that runs OpenNMT-py's ``name`` (build_vocab, train) with every random
+    generator seeded and deterministic algorithms (:mod:`paramill.nmt.launch`)."""
+    return [sys.executable, "-m", "paramill.nmt.launch", name, str(seed)]
+
+
+def _relative(path: Path) -> Path:
+    """``path`` relative to the working directory when it lies below it: OpenNMT-py keeps
+    its options in every checkpoint, and an absolute folder would make the same model
+    differ byte for byte between two copies of a project."""
+    path = path.absolute()
+    try:
+        return path.relative_to(Path.cwd())
+    except ValueError:
+        return path
 
 
 def _run(cmd: list[str], env: dict[str, str]) -> dict[str, float]:
@@ -175,7 +187,7 @@ def _run(cmd: list[str], env: dict[str, str]) -> dict[str, float]:
         if m := _VALID.search(line):
             figures[f"valid_{m.group(1)}"] = float(m.group(2))
     if proc.wait() != 0:
-        raise RuntimeError(f"{Path(cmd[0]).name} failed with exit status {proc.returncode}")
+        raise RuntimeError(f"{' '.join(cmd[:5])} failed with exit status {proc.returncode}")
     return figures
 
 
@@ -196,19 +208,19 @@ def train(direction: str, data_dir: str | Path, src_spm: str | Path, tgt_spm: st
         shutil.rmtree(work)
     work.mkdir(parents=True, exist_ok=True)
     stamp.write_text(fingerprint + "\n")
-    cfg = opennmt_config(direction, data_dir.resolve(), Path(src_spm).resolve(),
-                         Path(tgt_spm).resolve(), work.resolve(), model, train, gpus)
+    cfg = opennmt_config(direction, _relative(data_dir), _relative(Path(src_spm)),
+                         _relative(Path(tgt_spm)), _relative(work), model, train, gpus)
     cfg_path = work / "opennmt.yaml"
     cfg_path.write_text(yaml.safe_dump(cfg, sort_keys=False))
     env = {**os.environ, "TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD": "1"}
     run = Run(rule=rule, params={**params, "gpus": gpus},
               inputs=[data_dir, src_spm, tgt_spm])
     if not (work / "vocab.src").exists() or not (work / "vocab.tgt").exists():
-        _run([_tool("onmt_build_vocab"), "-config", str(cfg_path), "-n_sample", "-1"], env)
+        _run([*_tool("build_vocab", train.seed), "-config", str(cfg_path), "-n_sample", "-1"], env)
     done = checkpoints(work)
     figures: dict[str, float] = {}
     if not done or done[-1][0] < train.train_steps:
-        cmd = [_tool("onmt_train"), "-config", str(cfg_path)]
+        cmd = [*_tool("train", train.seed), "-config", str(cfg_path)]
         if done:
             print(f"nmt train {direction}: resuming from step {done[-1][0]}", file=sys.stderr)
             cmd += ["-train_from", str(done[-1][1])]
