@@ -35,8 +35,20 @@ def test_record_holds_what_design_asks(tmp_path, monkeypatch):
 
 
 def test_code_version_reads_the_git_checkout():
+    import subprocess
+    from pathlib import Path
+
+    root = Path(provenance.__file__).resolve().parents[2]
     info = provenance.code_version()
-    assert info["commit"] is None or len(info["commit"]) == 40
+    if not (root / ".git").exists():  # an installed copy: nothing to read, and it says so
+        assert info["commit"] is None and info["dirty"] is None
+        return
+    head = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True,
+                          text=True, check=True).stdout.strip()
+    dirty = bool(subprocess.run(["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no"],
+                                capture_output=True, text=True, check=True).stdout.strip())
+    assert info["commit"] == head and len(head) == 40
+    assert info["dirty"] is dirty
 
 
 def test_verify_follows_the_chain_and_finds_a_changed_file(tmp_path):
