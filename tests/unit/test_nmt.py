@@ -301,3 +301,45 @@ def test_sampled_shard_dual_scores_determinism_and_ranks(tiny, shard, tmp_path):
     strict = sample_shard(small, ct2, ct2, cs_spm, en_spm, tmp_path / "strict.parquet",
                           SampleSettings(samples=10, constraint_sets=3, block=5, threshold=0.0))
     assert strict["below_threshold"] == 0 and strict["output"] == 0
+
+
+def test_subword_sampling_is_seeded_and_draws_from_the_nbest(spm_models):
+    import random
+
+    import sentencepiece as spm
+
+    from paramill.nmt.launch import sample_segmentation
+
+    sp = spm.SentencePieceProcessor(model_file=str(spm_models[0]))
+    table = [sp.get_score(i) for i in range(sp.get_piece_size())]
+    text = "Výzkum ukazuje, že lidé čtou knihy."
+
+    def draws(seed, alpha):
+        rng = random.Random(seed)
+        return [tuple(sample_segmentation(sp, text, -1, alpha, rng, table)) for _ in range(40)]
+
+    assert draws(13, 0.1) == draws(13, 0.1) != draws(14, 0.1)
+    nbest = {tuple(sp.id_to_piece(i) for i in ids) for ids in sp.nbest_encode(text, nbest_size=64, out_type=int)}
+    assert set(draws(13, 0.1)) <= nbest and len(set(draws(13, 0.1))) > 5
+    viterbi = tuple(sp.encode(text, out_type=str))
+    assert draws(13, 50.0).count(viterbi) > 35  # a sharp alpha keeps the best segmentation
+    assert all("".join(d).replace("▁", " ").strip() == text for d in draws(13, 0.1))
+
+
+def test_training_twice_gives_the_same_model_bytes(tiny, monkeypatch, tmp_path):
+    import hashlib
+    import shutil
+
+    made = []
+    for name in ("a", "b"):
+        root = tmp_path / name
+        shutil.copytree(tiny["root"] / "data", root / "data")
+        for model in tiny["spm"]:
+            shutil.copy(model, root / model.name)
+        monkeypatch.chdir(root)
+        settings = TrainSettings(**{**tiny_train(12).__dict__, "subword_alpha": 0.1, "subword_nbest": -1})
+        train_nmt("cs-en", "data", "cs.model", "en.model", "model.pt", "work",
+                  ModelSettings(layers=1, hidden_size=32, heads=2, ff_size=64, dropout=0.1), settings)
+        made.append({p: hashlib.sha256((root / p).read_bytes()).hexdigest()
+                     for p in ("model.pt", "work/vocab.src", "work/vocab.tgt", "work/opennmt.yaml")})
+    assert made[0] == made[1]

@@ -1,19 +1,70 @@
 """Run an OpenNMT-py tool repeatably: ``python -m paramill.nmt.launch TOOL SEED ARGS...``.
 
-OpenNMT-py seeds python, numpy and torch from its ``seed`` option, but not SentencePiece,
-whose subword sampling (the source side's regularisation, ``subword_alpha``) then draws a
-fresh seed each run: the vocabulary counts and the whole training differed run to run.
+OpenNMT-py seeds python, numpy, torch and SentencePiece from its ``seed`` option, yet two
+runs trained different models: SentencePiece's subword sampler (the source side's
+regularisation while training, ``subword_nbest``/``subword_alpha``) ignores the seed
+(google/sentencepiece#609), so the vocabulary counts and every batch differed run to run.
+
 This launcher seeds every generator (:func:`paramill.device.deterministic`), turns on
-torch's deterministic algorithms and fixes the thread count, then runs the tool's own
-``main`` in this process. TOOL is ``build_vocab`` or ``train``.
+torch's deterministic algorithms at the rule's thread count, and replaces that one
+sampler by :func:`sample_segmentation`: Kudo (2018)'s l-best sampling, one of the n best
+segmentations drawn with probability proportional to P(x)^alpha, from a generator seeded
+with SEED (``nbest_size`` -1, the whole lattice in SentencePiece, becomes the
+:data:`LATTICE_NBEST` best). Inference and the target side keep Viterbi segmentation.
+Then it runs the tool's own ``main`` in this process. TOOL is ``build_vocab`` or ``train``.
 """
 
 from __future__ import annotations
 
 import importlib
+import math
+import random
 import sys
+from typing import Any
 
 TOOLS = {"build_vocab": "onmt.bin.build_vocab", "train": "onmt.bin.train"}
+#: how many segmentations stand in for the whole lattice (nbest_size -1); Kudo (2018) l=64
+LATTICE_NBEST = 64
+
+
+def sample_segmentation(sp: Any, text: str, nbest_size: int, alpha: float, rng: random.Random,
+                        scores: list[float]) -> list[str]:
+    """One segmentation of ``text`` drawn from its n best with P proportional to P(x)^alpha
+    (``scores``: each piece's log-probability in the unigram model)."""
+    size = LATTICE_NBEST if nbest_size < 0 else nbest_size
+    candidates = sp.nbest_encode(text, nbest_size=size, out_type=int)
+    if len(candidates) <= 1:
+        return sp.encode(text, out_type=str)
+    logp = [alpha * sum(scores[i] for i in ids) for ids in candidates]
+    top = max(logp)
+    weights = [math.exp(v - top) for v in logp]
+    chosen = rng.choices(range(len(candidates)), weights=weights)[0]
+    return [sp.id_to_piece(i) for i in candidates[chosen]]
+
+
+def seed_subword_sampling(seed: int) -> None:
+    """Make OpenNMT-py's SentencePiece transform sample with :func:`sample_segmentation`
+    from a generator seeded with ``seed`` (each process that forks from here continues
+    the same sequence, so build_vocab's worker and training draw the same)."""
+    from onmt.constants import DefaultTokens
+    from onmt.transforms.tokenize import SentencePieceTransform
+
+    rng = random.Random(seed)
+    tables: dict[int, list[float]] = {}
+
+    def tokenize_string(self, string, side="src", is_train=False):
+        sp = self.load_models[side]
+        nbest = self.tgt_subword_nbest if side == "tgt" else self.src_subword_nbest
+        alpha = self.tgt_subword_alpha if side == "tgt" else self.src_subword_alpha
+        string = string.replace(DefaultTokens.SEP, "\n")
+        if not is_train or nbest in (0, 1) or not alpha:
+            return sp.encode(string, out_type=str)
+        table = tables.get(id(sp))
+        if table is None:
+            table = tables[id(sp)] = [sp.get_score(i) for i in range(sp.get_piece_size())]
+        return sample_segmentation(sp, string, nbest, alpha, rng, table)
+
+    SentencePieceTransform.tokenize_string = tokenize_string
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -25,6 +76,7 @@ def main(argv: list[str] | None = None) -> int:
     from paramill.device import deterministic
 
     deterministic(seed)
+    seed_subword_sampling(seed)
     sys.argv = [f"onmt_{tool}", *rest]
     result = importlib.import_module(TOOLS[tool]).main()
     return int(result or 0)
