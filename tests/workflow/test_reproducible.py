@@ -2,12 +2,13 @@
 runs as a command.
 
 Two copies of the project run the same DAG from nothing in two directories: the default
-DAG with the tiny NMT overlay and the Twitter branch on. Every file under the results and
-work folders must have the same sha256 in both (provenance records and the report's table
-of them excepted: they hold times and hosts by design). Both runs use a hostile overlay:
-every free-text config value that reaches a rule (the folders, every input path, the
-Twitter state and archive, the STS sets' names) carries ``$(touch …)`` and backticks, and
-no marker file may appear.
+DAG with the tiny NMT overlay. Every file under the results and work folders must have the
+same sha256 in both (provenance records and the report's table of them excepted: they hold
+times and hosts by design). Both runs use a hostile overlay: every free-text config value
+that reaches a rule (the folders, every input path, the Twitter state, raw folder and
+archive, the STS sets' names and years) carries ``$(touch …)`` and backticks; the first
+project also runs the Twitter rules that take those keys (a day's harvest and the
+identifier), and no marker file may appear.
 """
 
 from __future__ import annotations
@@ -105,12 +106,13 @@ def hostile_overlay(root: Path) -> Path:
 
     corpora = {name: {k: moved(v) if k in ("path", "cs", "en") else v for k, v in spec.items()}
                for name, spec in base["bitext"]["corpora"].items()}
-    sts = [{**s, "name": f"{s['name']} {HOSTILE}", "path": moved(s["path"])} for s in base["evaluate"]["sts"]]
+    sts = [{**s, "name": f"{s['name']} {HOSTILE}", "year": f"{s['year']} {HOSTILE}", "path": moved(s["path"])}
+           for s in base["evaluate"]["sts"]]
     identify = base["twitter"]["identify"]
     overlay = {
         "workdir": f"work {HOSTILE}", "results": f"results {HOSTILE}", "logdir": f"logs {HOSTILE}",
         "bitext": {"corpora": corpora},
-        "twitter": {"enabled": True, "archive": [moved(p) for p in base["twitter"]["archive"]],
+        "twitter": {"archive": [moved(p) for p in base["twitter"]["archive"]],
                     "raw_dir": f"data/{HOSTILE}/raw", "state": f"data/{HOSTILE}/state.json",
                     "identify": {"train": [{**t, "path": moved(t["path"])} for t in identify["train"]]}},
         "lexicon": {"simlex": moved(base["lexicon"]["simlex"])},
@@ -154,9 +156,11 @@ def digests(root: Path) -> dict[str, str]:
     return out
 
 
-def run(root: Path):
-    overlay = hostile_overlay(root)
-    return snakemake(root, "--configfile", "config.yaml", TINY_NMT[2], str(overlay))
+def run(root: Path, *targets: str):
+    overlay = root / "hostile.yaml"
+    if not overlay.exists():
+        overlay = hostile_overlay(root)
+    return snakemake(root, *targets, "--configfile", "config.yaml", TINY_NMT[2], str(overlay))
 
 
 @pytest.fixture(scope="module")
@@ -165,19 +169,24 @@ def two_runs(tmp_path_factory):
     second = copy_project(tmp_path_factory.mktemp("second"))
     run(first)
     run(second)
-    return first, second
+    outputs = digests(first), digests(second)
+    # the Twitter rules that read the hostile archive, raw folder, state and training file
+    run(first, f"work {HOSTILE}/twitter/harvest/2026-10-05.parquet", f"results {HOSTILE}/twitter/paraid.json")
+    return (first, second), outputs
 
 
 def test_no_config_value_ever_runs_as_a_command(two_runs):
-    for root in two_runs:
+    roots, _ = two_runs
+    for root in roots:
         found = [p for m in MARKERS for p in root.rglob(m)]
         assert found == [], found
-        assert (root / f"results {HOSTILE}" / "twitter" / "growth.tsv").exists()
         assert (root / f"results {HOSTILE}" / "lexicon" / "simlex.tsv").exists()
+    assert (roots[0] / f"results {HOSTILE}" / "twitter" / "paraid.json").exists()
+    assert (roots[0] / f"work {HOSTILE}" / "twitter" / "harvest" / "2026-10-05.parquet").exists()
 
 
 def test_the_same_inputs_give_byte_identical_outputs(two_runs):
-    first, second = map(digests, two_runs)
+    _, (first, second) = two_runs
     assert len(first) > 100 and set(first) == set(second)
     differ = sorted(k for k in first if first[k] != second[k])
     assert differ == [], f"{len(differ)} of {len(first)} files differ: {differ[:20]}"

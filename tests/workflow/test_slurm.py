@@ -51,25 +51,26 @@ def _squeue(job_ids):
 
 
 def _data_digests(root: Path) -> dict[str, str]:
-    """Digests of the deterministic outputs (bitext), and per candidate table the pairs it
-    covers (model training on CPU threads need not be bit-identical between runs)."""
-    files = sorted((root / "work/shards").rglob("*.parquet")) + [
-        root / "results/bitext/stats.json", root / "results/bitext/outcomes.tsv"]
-    found = {str(f.relative_to(root)): sha256_file(f) for f in files}
-    for table in sorted((root / "work/candidates").rglob("*.parquet")):
-        ids = pl.read_parquet(table, columns=["pair_id"])["pair_id"].unique().sort().to_list()
-        found[str(table.relative_to(root))] = ",".join(ids)
-    return found
+    """sha256 of the outputs up to back-translation: shards, bitext stats, the trained and
+    converted models, the candidate tables (training is bit-reproducible on CPU)."""
+    files = [f for top in ("work/shards", "work/nmt", "work/candidates") for f in (root / top).rglob("*")
+             if f.is_file() and not f.name.endswith(".prov.json")]
+    files += [root / "results/bitext/stats.json", root / "results/bitext/outcomes.tsv"]
+    return {str(f.relative_to(root)): sha256_file(f) for f in sorted(files)}
 
 
-def test_default_dag_through_slurm_equals_a_local_run(cluster, tmp_path):
+#: what both runs build: the bitext, the models and the candidates (the whole default DAG
+#: runs locally in test_default_workflow.py; here the point is the executor)
+TARGETS = ["results/bitext/stats.json", "results/nmt/backtranslation.json"]
+
+
+def test_dag_through_slurm_gives_the_bytes_of_a_local_run(cluster, tmp_path):
     local = copy_project(tmp_path / "local")
-    # locally only what the comparison needs (the bitext and the candidates)
-    snakemake(local, "results/bitext/stats.json", "results/nmt/backtranslation.json", *TINY_NMT)
+    snakemake(local, *TARGETS, *TINY_NMT)
     remote = copy_project(tmp_path / "remote")
     # the GPU mapping: a config key becomes the plugin's gpu resource (fake GPUs here)
     (remote / "gpu.yaml").write_text("resources:\n  bitext_stats: {gpu: 1}\n")
-    proc = snakemake(remote, "--profile", "slurm", *TINY_NMT, "gpu.yaml",
+    proc = snakemake(remote, *TARGETS, "--profile", "slurm", *TINY_NMT, "gpu.yaml",
                      "--slurm-init-seconds-before-status-checks", "1", timeout=1200)
     text = proc.stdout + proc.stderr
     assert "submitted with SLURM jobid" in text
@@ -80,8 +81,8 @@ def test_default_dag_through_slurm_equals_a_local_run(cluster, tmp_path):
     for record in records:
         assert record["slurm_job_id"], f"{record['rule']} did not run under SLURM"
         by_rule.setdefault(record["rule"], set()).add(record["slurm_job_id"])
-    assert set(by_rule) >= {"ingest", "clean", "bitext_stats", "provenance_summary", "nmt_train",
-                            "back_translate"}
+    assert set(by_rule) >= {"ingest", "clean", "bitext_stats", "spm_train", "nmt_data", "nmt_train",
+                            "nmt_convert", "back_translate", "backtranslation_stats"}
     jobs = _squeue(sorted({j for ids in by_rule.values() for j in ids}))
     assert all(state == "COMPLETED" for state, _ in jobs.values()), jobs
     (stats_job,) = by_rule["bitext_stats"]
@@ -89,4 +90,5 @@ def test_default_dag_through_slurm_equals_a_local_run(cluster, tmp_path):
     (ingest_job, *_) = sorted(by_rule["ingest"])
     assert "gpu" not in jobs[ingest_job][1]
 
-    assert _data_digests(remote) == _data_digests(local)
+    remote_files, local_files = _data_digests(remote), _data_digests(local)
+    assert len(local_files) > 20 and remote_files == local_files
