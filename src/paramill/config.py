@@ -46,14 +46,19 @@ def _key(path) -> str:
     return ".".join(str(p) for p in path) or "(top level)"
 
 
+def _deref(node: dict[str, Any], root: dict[str, Any]) -> dict[str, Any]:
+    """The schema node a ``$ref`` points to (its siblings laid over it), or ``node``."""
+    if "$ref" in node:
+        target = root
+        for part in node["$ref"].removeprefix("#/").split("/"):
+            target = target[part]
+        return {**target, **{k: v for k, v in node.items() if k != "$ref"}}
+    return node
+
+
 def _fill_defaults(instance: Any, node: dict[str, Any], root: dict[str, Any]) -> None:
     """Insert schema defaults for missing keys, depth first (objects only)."""
-    if "$ref" in node:
-        ref = node["$ref"].removeprefix("#/")
-        target = root
-        for part in ref.split("/"):
-            target = target[part]
-        node = target
+    node = _deref(node, root)
     if not isinstance(instance, dict) or node.get("x-overrides"):
         return  # x-overrides: an object of overrides; its unset keys stay unset
     for name, sub in node.get("properties", {}).items():
@@ -66,15 +71,6 @@ def _fill_defaults(instance: Any, node: dict[str, Any], root: dict[str, Any]) ->
         for name, value in instance.items():
             if name not in node.get("properties", {}):
                 _fill_defaults(value, extra, root)
-
-
-def _deref(node: dict[str, Any], root: dict[str, Any]) -> dict[str, Any]:
-    if "$ref" in node:
-        target = root
-        for part in node["$ref"].removeprefix("#/").split("/"):
-            target = target[part]
-        return {**target, **{k: v for k, v in node.items() if k != "$ref"}}
-    return node
 
 
 _SCALARS = {"integer": int, "number": (int, float), "boolean": bool, "null": type(None)}

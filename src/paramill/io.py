@@ -158,6 +158,9 @@ class _Guarded(io.RawIOBase):
 
     def __init__(self, inner: IO[bytes], path: str | os.PathLike, kind: str):
         self._inner = inner
+        # read1: what one step of the decompressor gives, so the lines before a cut are
+        # still delivered and the error names the line where the stream broke
+        self._read = getattr(inner, "read1", inner.read)
         self._path = path
         self._kind = kind
 
@@ -166,10 +169,7 @@ class _Guarded(io.RawIOBase):
 
     def readinto(self, buffer: Any) -> int:
         try:
-            # read1: what one step of the decompressor gives, so the lines before a cut
-            # are still delivered and the error names the line where the stream broke
-            read = getattr(self._inner, "read1", self._inner.read)
-            data = read(len(buffer))
+            data = self._read(len(buffer))
         except DECOMPRESS_ERRORS as exc:
             raise CorruptInput(self._path, None, f"{self._kind} data is truncated or corrupt "
                              f"({exc})") from None

@@ -393,7 +393,6 @@ def harvest_search(client, url: str, entry: dict[str, Any], store: PageStore, st
             break
         rows = _store_page(store, "search", page, "search", f"search {url}", bad)
         if rows is None:
-            state.save()
             return  # unusable page: the cursor stays where it was
         counts["search_pages"] += 1
         newest = _newest((t["tweet_id"] for t in rows), newest)
@@ -405,7 +404,7 @@ def harvest_search(client, url: str, entry: dict[str, Any], store: PageStore, st
     if not entry.get("next_token"):
         entry["since_id"] = newest
         entry.pop("newest", None)
-    state.save()
+    # the caller saves the state with this URL marked done
 
 
 def harvest_live(client, store: PageStore, state: State, settings: HarvestSettings,

@@ -130,11 +130,6 @@ def parse_page(page: Any, source: str, where: str = "") -> tuple[list[dict[str, 
     return [r for r in rows if r is not None], bad
 
 
-def from_page(page: dict[str, Any], source: str) -> list[dict[str, Any]]:
-    """The usable tweets of one v2 API response page."""
-    return parse_page(page, source)[0]
-
-
 def from_object(obj: Any, source: str, where: str = "", index: int = 0
                 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """A v2 page, a v2 tweet or a v1.1 tweet: (rows, rejected rows)."""
