@@ -110,7 +110,7 @@ def _serve(directory):
     handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(directory))
     handler.log_message = lambda *a, **k: None
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
+    threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True).start()
     return server
 
 

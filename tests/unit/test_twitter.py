@@ -94,7 +94,7 @@ class Web(http.server.BaseHTTPRequestHandler):
 @pytest.fixture
 def web():
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Web)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
+    threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True).start()
     yield f"http://127.0.0.1:{server.server_port}"
     server.shutdown()
 
@@ -279,7 +279,7 @@ class Loopback(HTTPAdapter):
 def fake_x():
     fake = FakeX()
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler_for(fake))
-    threading.Thread(target=server.serve_forever, daemon=True).start()
+    threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True).start()
     fake.base = f"http://127.0.0.1:{server.server_port}"
     yield fake
     server.shutdown()

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import hashlib
 import re
 import shutil
 import subprocess
 import sys
 from collections import Counter
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -88,3 +90,46 @@ TINY_DAG = {**_BITEXT_NMT, **after_candidates(TINY_FILTERS, 4)}
 @pytest.fixture(scope="module")
 def project(tmp_path_factory) -> Path:
     return copy_project(tmp_path_factory.mktemp("project"))
+
+
+def digests(root: Path, work: str = "work", results: str = "results") -> dict[str, str]:
+    """sha256 of every file under the work and results folders, keyed by its path below
+    ``work/`` or ``results/`` (whatever the folders are called), provenance excepted: the
+    records and the report's table of them hold times and hosts by design."""
+    out = {}
+    for top, name in ((work, "work"), (results, "results")):
+        for path in sorted((root / top).rglob("*")):
+            rel = f"{name}/{path.relative_to(root / top)}"
+            if not path.is_file() or rel.endswith(".prov.json") or "/report/provenance." in rel:
+                continue
+            out[rel] = hashlib.sha256(path.read_bytes()).hexdigest()
+    return out
+
+
+@dataclass(frozen=True)
+class TinyRun:
+    """The tiny default DAG, run once a session. The incremental tests go on to change
+    ``root``; the others use only the digests taken right after the run."""
+
+    root: Path
+    digests: dict[str, str]
+    coverage: dict[str, str]
+
+
+@pytest.fixture(scope="session")
+def tiny_run(tmp_path_factory) -> TinyRun:
+    root = copy_project(tmp_path_factory.mktemp("tiny"))
+    first = snakemake(root, *TINY_NMT)
+    assert executed(first) == TINY_DAG
+    return TinyRun(root, digests(root), coverage(root))
+
+
+def coverage(root: Path) -> dict[str, str]:
+    """Per candidate table, the pairs it covers (comma-joined sorted pair ids)."""
+    import polars as pl
+
+    found = {}
+    for table in sorted((root / "work/candidates").rglob("*.parquet")):
+        ids = pl.read_parquet(table, columns=["pair_id"])["pair_id"].unique().sort().to_list()
+        found[str(table.relative_to(root))] = ",".join(ids)
+    return found

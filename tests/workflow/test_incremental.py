@@ -11,7 +11,6 @@ from .conftest import (
     EMBED,
     LEXICON,
     SELECT,
-    TINY_DAG,
     TINY_FILTERS,
     TINY_NMT,
     after_candidates,
@@ -26,6 +25,16 @@ DOWNSTREAM = {"bitext_stats": 1, "plot_bitext_outcomes": 1, "provenance_summary"
 RETRAIN = {"spm_train": 2, "nmt_data": 1, "nmt_train": 2, "nmt_convert": 2}
 
 
+#: The changes, in the order they are made: each step starts from the state the one before
+#: left (so a step's expected jobs are those of its change alone).
+STEPS = []
+
+
+def step(fn):
+    STEPS.append(fn)
+    return fn
+
+
 def snakemake(root, *args, overlays=()):
     # targets and options first: --configfile takes every word after it
     return run_snakemake(root, *args, *TINY_NMT, *map(str, overlays))
@@ -36,11 +45,8 @@ def shards(root):
 
 
 @pytest.fixture(scope="module")
-def project(tmp_path_factory):
-    root = copy_project(tmp_path_factory.mktemp("incremental"))
-    first = snakemake(root)
-    assert executed(first) == TINY_DAG
-    return root
+def project(tiny_run):
+    return tiny_run.root  # the tiny default DAG, built once a session (conftest.py)
 
 
 def edit(path, old, new):
@@ -49,11 +55,13 @@ def edit(path, old, new):
     path.write_text(text.replace(old, new, 1))
 
 
-def test_a_no_op_rerun_runs_nothing(project):
+@step
+def no_op_rerun_runs_nothing(project, tmp_path):
     assert executed(snakemake(project)) == {}
 
 
-def test_b_changed_cleaning_threshold_reruns_clean_and_what_follows_only(project):
+@step
+def changed_cleaning_threshold_reruns_clean_and_what_follows_only(project, tmp_path):
     edit(project / "config.yaml", "max_tokens: 100", "max_tokens: 12")
     proc = snakemake(project)
     assert executed(proc) == {"clean": 2, **DOWNSTREAM, **RETRAIN, "back_translate": shards(project),
@@ -64,7 +72,8 @@ def test_b_changed_cleaning_threshold_reruns_clean_and_what_follows_only(project
     assert executed(snakemake(project)) == {}
 
 
-def test_c_a_new_corpus_processes_only_its_own_shards(project):
+@step
+def a_new_corpus_processes_only_its_own_shards(project, tmp_path):
     bitext = project / "data/sample/bitext"
     with gzip.open(bitext / "extra.cs.gz", "wt") as fh:
         fh.write("Nový pes běží.\nStará kočka spí.\n")
@@ -84,7 +93,8 @@ def test_c_a_new_corpus_processes_only_its_own_shards(project):
     assert stats["corpora"]["extra"]["kept"] == 2
 
 
-def test_d_editing_a_rules_code_reruns_that_rule(project):
+@step
+def editing_a_rules_code_reruns_that_rule(project, tmp_path):
     edit(project / "rules/bitext.smk", '" --tsv {output.tsv:q} > {log:q} 2>&1"',
          '" --tsv {output.tsv:q} >{log:q} 2>&1"')
     proc = snakemake(project)
@@ -92,15 +102,8 @@ def test_d_editing_a_rules_code_reruns_that_rule(project):
     assert "code" in (proc.stdout + proc.stderr).lower()
 
 
-def test_f_a_decoding_setting_retranslates_without_retraining(project):
-    edit(project / "config.yaml", "    beam_size: 12", "    beam_size: 4")
-    proc = snakemake(project)
-    assert executed(proc) == {"back_translate": shards(project), "backtranslation_stats": 1,
-                              **after_candidates(TINY_FILTERS, shards(project)),
-                              "provenance_summary": 1}
-
-
-def test_report_renders_the_registered_plots_and_tables(project):
+@step
+def report_renders_the_registered_plots_and_tables(project, tmp_path):
     snakemake(project, "--report", "report.html")
     page = (project / "report.html").read_text()
     for item in ("bitext_outcomes.png", "provenance.html", "outcomes.tsv", "stats.json",
@@ -108,7 +111,8 @@ def test_report_renders_the_registered_plots_and_tables(project):
         assert item in page, item
 
 
-def test_e_touching_a_raw_corpus_reruns_nothing(project):
+@step
+def touching_a_raw_corpus_reruns_nothing(project, tmp_path):
     import os
     import time
 
@@ -118,7 +122,8 @@ def test_e_touching_a_raw_corpus_reruns_nothing(project):
     assert executed(snakemake(project)) == {}
 
 
-def test_g_own_models_replace_training(project, tmp_path):
+@step
+def own_models_replace_training(project, tmp_path):
     """nmt.models: a CTranslate2 bundle for CS->EN, an OpenNMT-py checkpoint for EN->CS."""
     other = copy_project(tmp_path / "own")
     nmt = project / "work/nmt"
@@ -135,7 +140,8 @@ def test_g_own_models_replace_training(project, tmp_path):
     assert (other / "work/nmt/en-cs/ct2/model.bin").exists()
 
 
-def test_h_the_sweep_target_collects_one_table(project, tmp_path):
+@step
+def the_sweep_target_collects_one_table(project, tmp_path):
     grid = tmp_path / "grid.yaml"  # 2 component lists x 2 selections (config.yaml crosses M too)
     grid.write_text("embed:\n  sweep:\n    grid:\n      components: [[word], [lstm]]\n"
                     "      megabatch: [4]\n      selection: [default, top-half]\n")
@@ -149,28 +155,30 @@ def test_h_the_sweep_target_collects_one_table(project, tmp_path):
                for line in table)
 
 
-def test_i_changing_a_filter_bound_reruns_selection_and_what_follows_only(project):
+@step
+def changing_a_filter_bound_reruns_selection_and_what_follows_only(project, tmp_path):
     before = json.loads((project / "results/corpus/default/selection.json").read_text())
     corpus = pl.read_parquet(project / "results/corpus/default/corpus.parquet")
-    # a bound between the two largest values present surely cuts some rows and keeps
-    # others (the sample's tiny NMT model gives few distinct overlaps, so the median
-    # can be the maximum itself)
-    values = corpus["overlap_1"].unique().sort(descending=True).to_list()
+    # an upper bound between the two largest para-scores present surely cuts some rows and
+    # keeps others (a continuous score: the tiny model's overlaps can all be one value)
+    values = corpus["parascore"].unique().sort(descending=True).to_list()
     assert len(values) >= 2, values
-    upper = round((values[0] + values[1]) / 2, 3)
-    assert values[1] < upper < values[0], (values, upper)
-    edit(project / "config.yaml", "      overlap_1: [0.0, 0.9]", f"      overlap_1: [0.0, {upper}]")
+    upper = (values[0] + values[1]) / 2
+    edit(project / "config.yaml", "      overlap_1: [0.0, 0.9]",
+         f"      overlap_1: [0.0, 0.9]\n      parascore: [null, {upper!r}]")
     proc = snakemake(project)
     # both selections: top-half takes its bounds from filters.select
     assert executed(proc) == {**SELECT, **EMBED, **LEXICON, "provenance_summary": 1}
     after = json.loads((project / "results/corpus/default/selection.json").read_text())
     assert 0 < after["rows"] < before["rows"]
-    assert after["steps"][-1]["step"] == f"overlap_1 in [0.0, {upper}]"
+    assert after["steps"][-1]["step"].startswith("parascore ")
+    assert after["steps"][-1]["pairs"] == before["rows"] - corpus.filter(pl.col("parascore") > upper).height
     sheet = (project / "results/corpus/default/datasheet.md").read_text()
-    assert f"| overlap_1 | range | 0 | {upper:.4g} |" in sheet
+    assert f"| parascore | higher | – | {upper:.4g} |" in sheet, sheet
 
 
-def test_j_a_filter_setting_rescores_that_filter_only(project):
+@step
+def a_filter_setting_rescores_that_filter_only(project, tmp_path):
     edit(project / "config.yaml", "  classifier: {epochs: 5}",
          "  classifier: {epochs: 5}\n  overlap: {orders: [1, 2]}")
     proc = snakemake(project)
@@ -180,12 +188,15 @@ def test_j_a_filter_setting_rescores_that_filter_only(project):
     assert "overlap_2" in corpus.columns and "overlap_3" not in corpus.columns
 
 
-def test_k_sampling_instead_of_beam_search_reuses_the_trained_models(project):
-    """ParaBank 2's sample-score-cluster branch: no retraining, up to 5 paraphrases a source."""
+@step
+def a_decoding_setting_retranslates_without_retraining(project, tmp_path):
+    """ParaBank 2's sample-score-cluster branch instead of beam search: no retraining, every
+    shard translated and scored again, up to 5 paraphrases a source, the diversity table."""
     overlay = str(Path(__file__).with_name("sample.yaml"))
-    proc = snakemake(project, "results/nmt/diversity.tsv", overlays=[overlay])
-    ran = executed(proc)
-    assert ran == {"back_translate": shards(project), "diversity_stats": 1}
+    proc = snakemake(project, overlays=[overlay])
+    assert executed(proc) == {"back_translate": shards(project), "backtranslation_stats": 1,
+                              **after_candidates(TINY_FILTERS, shards(project)),
+                              "diversity_stats": 1, "provenance_summary": 1}
     cands = pl.scan_parquet(project / "work/candidates/*/shard-*.parquet").collect()
     shards_ = pl.scan_parquet(project / "work/shards/*/shard-*.parquet").collect()
     per_source = cands.group_by("pair_id").len()["len"]
@@ -202,3 +213,8 @@ def test_k_sampling_instead_of_beam_search_reuses_the_trained_models(project):
     record = json.loads((project / "work/candidates/grammar/shard-00000.parquet.prov.json").read_text())
     assert record["sampling"]["sampled"] == record["sampling"]["sources"] * 2 * 6
     assert (project / "results/nmt/diversity.png").stat().st_size > 1000
+
+
+@pytest.mark.parametrize("change", STEPS, ids=[f.__name__ for f in STEPS])
+def test_a_change_reruns_exactly_what_it_touches(project, tmp_path, change):
+    change(project, tmp_path)
