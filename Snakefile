@@ -20,11 +20,5 @@ include: "rules/report.smk"
 rule all:
     default_target: True
     input:
-        f"{RESULTS}/bitext/stats.json",
-        f"{RESULTS}/nmt/backtranslation.json",
-        optional_targets(),
-        f"{WORK}/nmt/en-cs/ct2",
-        expand(f"{RESULTS}/corpus/{{selection}}/datasheet.md", selection=selection_names()),
-        expand(f"{RESULTS}/embed/{{model}}/sts.tsv", model=list(config["embed"]["models"])),
-        f"{RESULTS}/report/bitext_outcomes.png",
+        default_targets(),
         f"{RESULTS}/report/provenance.html",

@@ -1,6 +1,5 @@
 # Shared helpers for the rules: config resolution, paths, resources. Declarative glue only;
 # the work is done by the `paramill` command line.
-import itertools
 import json
 import os
 import subprocess
@@ -8,6 +7,8 @@ import sys
 from pathlib import Path
 
 from snakemake.exceptions import WorkflowError
+
+from paramill.embed.sweep import model_settings, sweep_points  # pure Python, no torch
 
 # The `paramill` command sits beside the Python that runs Snakemake (.venv/bin).
 _bin = str(Path(sys.executable).parent)
@@ -204,16 +205,6 @@ def filter_model_args(name):
     return args
 
 
-def corpus_sources():
-    """What the datasheet says the corpus came from."""
-    t = config["nmt"]["translate"]
-    return {
-        "corpora": config["bitext"]["corpora"],
-        "generation": f"back-translation of the Czech side, CTranslate2 {t['method']} search "
-        f"(beam {t['beam_size']}, {t['n_best']}-best)",
-    }
-
-
 def sampling():
     return config["nmt"]["translate"]["method"] == "sample"
 
@@ -230,10 +221,15 @@ def back_translate_inputs(wildcards):
     return files
 
 
-def optional_targets():
-    """Default targets that depend on settings: the diversity table when sampling, the
-    lexicon (with SimLex when given), the Twitter branch when enabled."""
-    targets = [f"{RESULTS}/nmt/diversity.tsv"] if sampling() else []
+def default_targets():
+    """What `snakemake` builds by default (the provenance table, which follows them all,
+    aside): the diversity table when sampling, the lexicon (with SimLex when given), the
+    Twitter branch when enabled."""
+    targets = [f"{RESULTS}/bitext/stats.json", f"{RESULTS}/nmt/backtranslation.json",
+               f"{WORK}/nmt/en-cs/ct2", f"{RESULTS}/report/bitext_outcomes.png"]
+    targets += [f"{RESULTS}/corpus/{s}/datasheet.md" for s in selection_names()]
+    targets += [f"{RESULTS}/embed/{m}/sts.tsv" for m in config["embed"]["models"]]
+    targets += [f"{RESULTS}/nmt/diversity.tsv"] if sampling() else []
     targets.append(f"{RESULTS}/lexicon/simlex.tsv" if config["lexicon"]["simlex"]
                    else f"{RESULTS}/lexicon/lexicon.tsv")
     if config["twitter"]["enabled"]:
@@ -265,33 +261,9 @@ def paraid_embed_model():
     return ancient(name)
 
 
-def sweep_points():
-    """Models of the sweep target: one per point of `embed.sweep.grid`, named sweep-NN."""
-    sweep = config["embed"]["sweep"]
-    keys = [k for k in ("components", "megabatch", "pairs", "selection") if sweep["grid"].get(k)]
-    points = {}
-    for i, values in enumerate(itertools.product(*(sweep["grid"][k] for k in keys))):
-        point = dict(zip(keys, values))
-        spec = {**config["embed"]["model"]}
-        train = {**config["embed"]["train"], "max_pairs": sweep["pairs"]}
-        if "components" in point:
-            spec["components"] = point["components"]
-        if "megabatch" in point:
-            train["megabatch"] = point["megabatch"]
-        if "pairs" in point:
-            train["max_pairs"] = point["pairs"]
-        selection = point.get("selection", config["embed"]["selection"])
-        points[f"sweep-{i:02d}"] = (spec, train, point, selection)
-    return points
-
-
 def embed_settings(name):
     """(model spec, training settings, selection) of a named model or a sweep point."""
-    if name in config["embed"]["models"]:
-        spec = {**config["embed"]["model"], **config["embed"]["models"][name]}
-        return spec, config["embed"]["train"], config["embed"]["selection"]
-    spec, train, _, selection = sweep_points()[name]
-    return spec, train, selection
+    return model_settings(config["embed"], name)
 
 
 def embed_pairs(wildcards):
@@ -301,28 +273,3 @@ def embed_pairs(wildcards):
 
 def sts_paths():
     return [d["path"] for d in config["evaluate"]["sts"]]
-
-
-def provenance_outputs(wildcards):
-    """Every output with a provenance record, for the report's provenance table."""
-    outs = []
-    for c in CORPORA:
-        outs += [f"{WORK}/ingest/{c}", f"{WORK}/shards/{c}", f"{WORK}/clean/{c}.stats.json"]
-    outs += [f"{RESULTS}/bitext/stats.json", f"{RESULTS}/nmt/backtranslation.json"]
-    for direction in ("cs-en", "en-cs"):
-        own = own_model(direction)
-        if not own:
-            outs += [f"{WORK}/nmt/{direction}/model.pt"]
-        if not (own and own.get("ct2")):
-            outs += [f"{WORK}/nmt/{direction}/ct2"]
-    if not all(own_model(d) for d in ("cs-en", "en-cs")):
-        outs += [f"{WORK}/nmt/data"]
-    outs += [f"{WORK}/filters/heldout.parquet"]
-    outs += [f"{WORK}/filters/{m}" for m in ("kenlm/lm.binary", "classifier/model.pt")
-             if m.split("/")[0] in FILTERS]
-    for sel in selection_names():
-        outs += [f"{RESULTS}/corpus/{sel}/{n}" for n in ("corpus.parquet", "datasheet.md")]
-    for name in config["embed"]["models"]:
-        outs += [f"{WORK}/embed/{name}/model.pt", f"{RESULTS}/embed/{name}/sts.json"]
-    outs += [f"{RESULTS}/lexicon/lexicon.tsv"]
-    return outs + all_candidates(wildcards) + score_files(wildcards)

@@ -51,11 +51,11 @@ rule sts_eval:
 
 rule sweep:
     input:
-        expand(f"{RESULTS}/embed/{{model}}/sts.json", model=list(sweep_points())),
+        expand(f"{RESULTS}/embed/{{model}}/sts.json", model=list(sweep_points(config["embed"]))),
     output:
         report(f"{RESULTS}/embed/sweep.tsv", category="Embeddings", labels={"table": "sweep"}),
     params:
-        points=as_json({name: point for name, (_, _, point, _) in sweep_points().items()}),
+        points=as_json({n: p["point"] for n, p in sweep_points(config["embed"]).items()}),
     log:
         f"{LOGS}/embed/sweep.log",
     benchmark:

@@ -101,7 +101,6 @@ for _filter in FILTERS:
             f"{WORK}/scores/{_filter}/{{corpus}}/{{shard}}.parquet",
         params:
             filter=_filter,
-            rule=f"score_{_filter}",
             settings=as_json(config["filters"][_filter]),
             models=filter_model_args(_filter),
         log:
@@ -114,7 +113,7 @@ for _filter in FILTERS:
         conda:
             "../envs/nmt-gpu.yaml"
         shell:
-            "OMP_NUM_THREADS={threads} paramill --rule {params.rule:q} filter score --filter {params.filter:q}"
+            "OMP_NUM_THREADS={threads} paramill --rule score_{params.filter:q} filter score --filter {params.filter:q}"
             " --candidates {input.candidates:q} --out {output:q} --settings {params.settings:q}"
             " --threads {threads} --models {params.models:q} > {log:q} 2>&1"
 
@@ -162,7 +161,8 @@ rule corpus_analysis:
                     labels={"selection": "{selection}", "file": "score distributions"}),
     params:
         settings=as_json(config["filters"]["analysis"]),
-        sources=as_json(corpus_sources()),
+        sources=as_json({"corpora": config["bitext"]["corpora"],
+                         "translate": config["nmt"]["translate"]}),
         out_dir=lambda w: f"{RESULTS}/corpus/{w.selection}",
     log:
         f"{LOGS}/filters/corpus_analysis.{{selection}}.log",

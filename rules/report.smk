@@ -26,7 +26,7 @@ rule plot_bitext_outcomes:
 
 rule provenance_summary:
     input:
-        provenance_outputs,
+        default_targets(),  # it runs last and reads every record under the two folders
     output:
         html=report(
             f"{RESULTS}/report/provenance.html",
@@ -34,6 +34,10 @@ rule provenance_summary:
             caption="../report/provenance.rst",
         ),
         tsv=f"{RESULTS}/report/provenance.tsv",
+    params:
+        # the folders whose records it collects (functions: not file prefixes to stage)
+        work=lambda wildcards: WORK,
+        results=lambda wildcards: RESULTS,
     log:
         f"{LOGS}/report/provenance_summary.log",
     benchmark:
@@ -44,5 +48,6 @@ rule provenance_summary:
     conda:
         "../envs/cpu.yaml"
     shell:
-        "paramill --rule provenance_summary report provenance {input:q}"
+        "paramill --rule provenance_summary report provenance --under {params.work:q}"
+        " --under {params.results:q}"
         " --html {output.html:q} --tsv {output.tsv:q} > {log:q} 2>&1"

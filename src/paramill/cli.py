@@ -385,9 +385,12 @@ def cmd_report_outcomes(args: argparse.Namespace) -> int:
 
 
 def cmd_report_provenance(args: argparse.Namespace) -> int:
-    from paramill.report.provenance import write_summary
+    from paramill.report.provenance import recorded_outputs, write_summary
 
-    n = write_summary(args.outputs, args.html, args.tsv, rule=args.rule or "provenance_summary")
+    outputs = [*args.outputs, *recorded_outputs(args.under, exclude=[args.html, args.tsv])]
+    if not outputs:
+        raise ValueError("no provenance records: give outputs or --under FOLDER")
+    n = write_summary(outputs, args.html, args.tsv, rule=args.rule or "provenance_summary")
     print(f"report: {n} provenance records in {args.html}", file=sys.stderr)
     return 0
 
@@ -617,7 +620,8 @@ def build_parser() -> argparse.ArgumentParser:
     q.add_argument("--corpus", required=True, help="corpus.parquet from `filter select`")
     q.add_argument("--selection", required=True, help="selection.json from `filter select`")
     q.add_argument("--name", default="default")
-    q.add_argument("--sources", type=_json_arg, help='JSON {"corpora": ..., "generation": ...}')
+    q.add_argument("--sources", type=_json_arg, help='JSON {"corpora": config bitext.corpora, "translate": config nmt.translate}'
+                        ' (or "generation": the text itself)')
     q.add_argument("--settings", type=_json_arg, help="filters.analysis settings (JSON)")
     q.add_argument("--out-dir", required=True)
     q.set_defaults(func=cmd_filter_analyse)
@@ -724,7 +728,9 @@ def build_parser() -> argparse.ArgumentParser:
     q.add_argument("--out", required=True, help="output PNG")
     q.set_defaults(func=cmd_report_outcomes)
     q = rep_sub.add_parser("provenance", help="one table of the provenance records of outputs")
-    q.add_argument("outputs", nargs="+", help="outputs whose .prov.json to summarise")
+    q.add_argument("outputs", nargs="*", help="outputs whose .prov.json to summarise")
+    q.add_argument("--under", action="append", default=[], metavar="FOLDER",
+                   help="also every output with a .prov.json anywhere under FOLDER (repeatable)")
     q.add_argument("--html", required=True, help="output HTML table")
     q.add_argument("--tsv", required=True, help="output TSV table")
     q.set_defaults(func=cmd_report_provenance)

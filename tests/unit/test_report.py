@@ -1,4 +1,5 @@
 import json
+from pathlib import Path
 
 import polars as pl
 
@@ -31,3 +32,32 @@ def test_provenance_summary_lists_each_record(tmp_path):
     n = write_summary([out], tmp_path / "p.html", tmp_path / "p.tsv")
     assert n == 1 and "<td>99</td>" in (tmp_path / "p.html").read_text()
     assert pl.read_csv(tmp_path / "p.tsv", separator="\t")["rows_out"].to_list() == [3]
+
+
+def test_the_summary_collects_every_record_under_the_folders(tmp_path):
+    from paramill.cli import main
+    from paramill.report.provenance import recorded_outputs
+
+    work, results = tmp_path / "work", tmp_path / "results"
+    for path in (work / "twitter/harvest/2026-10-05.parquet", work / "nmt/spm/en.model",
+                 results / "lexicon/simlex.tsv", work / "shards/grammar"):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("x") if path.suffix else path.mkdir()
+        Path(f"{path}.prov.json").write_text(json.dumps({
+            "rule": "r", "started": "2026-01-01T00:00:00+00:00", "ended": "2026-01-01T00:00:01+00:00",
+            "inputs": [], "code": {}}))
+    # a killed job's temporary record and an output without a record are not listed
+    (work / "nmt/spm/.en.model.prov.json.tmp-1-ab").write_text("{")
+    (work / "nmt/spm/cs.model").write_text("no record")
+    html, tsv = results / "report/provenance.html", results / "report/provenance.tsv"
+    assert recorded_outputs([work, results]) == sorted([
+        work / "nmt/spm/en.model", work / "shards/grammar", work / "twitter/harvest/2026-10-05.parquet",
+        results / "lexicon/simlex.tsv"])
+    assert main(["report", "provenance", "--under", str(work), "--under", str(results),
+                 "--html", str(html), "--tsv", str(tsv)]) == 0
+    assert pl.read_csv(tsv, separator="\t").height == 4
+    # run again: the summary's own outputs are not listed in it
+    assert main(["report", "provenance", "--under", str(work), "--under", str(results),
+                 "--html", str(html), "--tsv", str(tsv)]) == 0
+    assert pl.read_csv(tsv, separator="\t").height == 4
+    assert main(["report", "provenance", "--html", str(html), "--tsv", str(tsv)]) == 2

@@ -24,6 +24,14 @@ agreement; redistribution of CzEng-derived text requires that agreement's permis
 Check the licence of every other source before sharing this corpus."""
 
 
+def generation_text(translate: dict[str, Any] | None) -> str | None:
+    """How the candidates were made, from the ``nmt.translate`` settings."""
+    if not translate:
+        return None
+    return (f"back-translation of the Czech side, CTranslate2 {translate['method']} search "
+            f"(beam {translate['beam_size']}, {translate['n_best']}-best)")
+
+
 def _fmt(value: Any) -> str:
     if value is None:
         return "–"
@@ -55,8 +63,9 @@ def datasheet(name: str, selection: dict[str, Any], stats: dict[str, Any],
     out += [_table([{"corpus": k, **{f: v.get(f) for f in ("format", "path", "cs", "en")}}
                     for k, v in corpora.items()], ["corpus", "format", "path", "cs", "en"])
             if corpora else "(not given)"]
-    if sources.get("generation"):
-        out += ["", f"Candidates: {sources['generation']}"]
+    generation = sources.get("generation") or generation_text(sources.get("translate"))
+    if generation:
+        out += ["", f"Candidates: {generation}"]
     out += ["", "## Filters and bounds", "",
             "Every candidate was scored by each filter; selection applied these bounds "
             "(inclusive; – is open).", ""]

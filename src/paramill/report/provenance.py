@@ -16,6 +16,21 @@ COLUMNS = ["output", "rule", "started", "seconds", "rows_in", "rows_out", "input
            "commit", "dirty", "slurm_job_id", "host", "config_digest"]
 
 
+def recorded_outputs(folders: list[str | Path], exclude: list[str | Path] = ()) -> list[Path]:
+    """Every output under ``folders`` that has a provenance record, sorted; temporaries of
+    running or killed jobs (``.<name>.tmp-…``) and the ``exclude`` paths left out."""
+    skip = {Path(p) for p in exclude}
+    found = set()
+    for folder in folders:
+        for record in Path(folder).rglob("*.prov.json"):
+            output = record.with_name(record.name[: -len(".prov.json")])
+            if any(part.startswith(".") and ".tmp-" in part for part in record.parts):
+                continue
+            if output not in skip:
+                found.add(output)
+    return sorted(found)
+
+
 def summary_rows(outputs: list[str | Path]) -> list[dict[str, Any]]:
     rows = []
     for output in outputs:
