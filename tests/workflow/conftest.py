@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import re
 import shutil
 import subprocess
@@ -12,6 +11,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+
+from paramill.io import sha256_file
 
 REPO = Path(__file__).resolve().parents[2]
 PROJECT_FILES = ["Snakefile", "config.yaml", "rules", "configs", "envs", "report", "profiles",
@@ -102,7 +103,7 @@ def digests(root: Path, work: str = "work", results: str = "results") -> dict[st
             rel = f"{name}/{path.relative_to(root / top)}"
             if not path.is_file() or rel.endswith(".prov.json") or "/report/provenance." in rel:
                 continue
-            out[rel] = hashlib.sha256(path.read_bytes()).hexdigest()
+            out[rel] = sha256_file(path)
     return out
 
 

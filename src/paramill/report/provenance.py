@@ -24,7 +24,8 @@ def recorded_outputs(folders: list[str | Path], exclude: list[str | Path] = ()) 
     for folder in folders:
         for record in Path(folder).rglob("*.prov.json"):
             output = record.with_name(record.name[: -len(".prov.json")])
-            if any(part.startswith(".") and ".tmp-" in part for part in record.parts):
+            if any(part.startswith(".") and ".tmp-" in part
+                   for part in record.relative_to(folder).parts):
                 continue
             if output not in skip:
                 found.add(output)
