@@ -1,8 +1,9 @@
 """The configuration schema: validation with defaults, readable errors, digests.
 
-The schema (``configs/config.schema.yaml``, shipped inside the package) is the single
-source of every key, type, default and description. The Snakefile resolves its config
-through ``paramill config resolve`` so the workflow and the command line agree.
+The schema (``configs/config.schema.yaml``, shipped inside the package) is generated from
+the settings each stage declares (:mod:`paramill.schema`) and committed, so that validating
+a config imports no stage. The Snakefile resolves its config through ``paramill config
+resolve`` so the workflow and the command line agree.
 """
 
 from __future__ import annotations
@@ -19,17 +20,7 @@ from typing import Any
 import jsonschema
 import yaml
 
-
-class Settings:
-    """Base of the settings dataclasses of the stages: built from a config slice, refusing
-    keys it does not know (the schema's defaults equal the dataclass defaults; a test checks)."""
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]):
-        unknown = set(data) - set(cls.__dataclass_fields__)  # type: ignore[attr-defined]
-        if unknown:
-            raise ValueError(f"unknown {cls.__name__} keys: {sorted(unknown)}")
-        return cls(**data)
+from paramill.settings import Settings  # noqa: F401  (stages imported it from here)
 
 
 class ConfigError(ValueError):

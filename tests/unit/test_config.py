@@ -23,25 +23,34 @@ from paramill.nmt.translate import TranslateSettings
 REPO = Path(__file__).resolve().parents[2]
 
 
-def test_schema_defaults_are_the_library_defaults():
-    assert config.defaults("bitext", "clean") == asdict(CleanSettings())
-    assert config.defaults("bitext", "ingest") == asdict(IngestSettings())
-    assert config.defaults("nmt", "spm") == asdict(SubwordSettings())
-    assert config.defaults("nmt", "model") == asdict(ModelSettings())
-    assert config.defaults("nmt", "train") == asdict(TrainSettings())
-    assert config.defaults("nmt", "translate") == asdict(TranslateSettings())
-    assert config.defaults("embed", "model") == {**asdict(ModelSpec()), "components": ["word"]}
-    assert config.defaults("embed", "train") == asdict(EmbedTrainSettings())
-    assert config.defaults("filters", "heldout") == asdict(HeldoutSettings())
-    assert config.defaults("filters", "kenlm") == asdict(KenlmSettings())
-    assert config.defaults("filters", "classifier") == asdict(ClassifierSettings())
-    assert config.defaults("filters", "select") == asdict(SelectSettings())
-    assert config.defaults("filters", "analysis") == asdict(AnalysisSettings())
+def test_the_committed_schema_is_generated_from_the_settings_declarations():
+    # every key is declared once, in its stage; `paramill config schema --write` regenerates
+    from paramill import schema
+
+    committed = (REPO / "configs" / "config.schema.yaml").read_text()
+    assert committed == schema.dump(schema.generate()), \
+        "configs/config.schema.yaml is stale: run `paramill config schema --write`"
+
+
+def test_resolved_sections_build_their_settings_classes():
+    # the schema's defaults are the classes' own: a resolved empty config builds each class
+    resolved = config.resolve({})
+    built = {
+        ("bitext", "clean"): CleanSettings, ("bitext", "ingest"): IngestSettings,
+        ("nmt", "spm"): SubwordSettings, ("nmt", "model"): ModelSettings,
+        ("nmt", "train"): TrainSettings, ("nmt", "translate"): TranslateSettings,
+        ("embed", "model"): ModelSpec, ("embed", "train"): EmbedTrainSettings,
+        ("filters", "heldout"): HeldoutSettings, ("filters", "kenlm"): KenlmSettings,
+        ("filters", "classifier"): ClassifierSettings, ("filters", "select"): SelectSettings,
+        ("filters", "analysis"): AnalysisSettings,
+    }
+    for (stage, key), cls in built.items():
+        made = cls.from_dict(resolved[stage][key])
+        assert asdict(made) == asdict(cls()), (stage, key)
     for name in ("overlap", "bleu"):
         cls = filter_class(name)
-        fields = {k: f.default for k, f in cls.__dataclass_fields__.items() if not k.startswith("_")}
-        assert config.defaults("filters", name) == {k: list(v) if isinstance(v, tuple) else v
-                                                    for k, v in fields.items()}
+        assert cls.from_section(resolved["filters"][name]) == cls()
+    assert filter_class("overlap").from_section({"orders": [2], "model": "x"}).orders == (2,)
 
 
 def test_named_variants_override_only_what_they_give():
@@ -61,8 +70,12 @@ def test_every_schema_property_is_described_and_typed():
             assert sub.get("description"), f"{where} has no description"
             assert "type" in sub or "enum" in sub or "$ref" in sub, f"{where} has no type"
             walk(sub, [*path, name])
+            extra = sub.get("additionalProperties")
+            if isinstance(extra, dict):
+                walk(extra, [*path, name, "*"])
+            if isinstance(sub.get("items"), dict):
+                walk(sub["items"], [*path, name, "[]"])
     walk(config.schema(), [])
-    walk(config.schema()["$defs"]["corpus"], ["bitext", "corpora", "*"])
 
 
 def test_empty_config_gets_every_default():

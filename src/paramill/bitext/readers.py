@@ -13,9 +13,10 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar, Literal
 
 from paramill.io import CorruptInput, InputError, open_compressed
+from paramill.settings import setting
 
 FORMATS = ("czeng1", "czeng2", "moses", "tsv")
 #: Text kept of a rejected line, so a 1 MB line does not become a 1 MB rejected row.
@@ -29,12 +30,24 @@ class CorpusSpec:
     """One input corpus as configured under ``bitext.corpora.<name>``."""
 
     name: str
-    format: str
-    path: str | None = None
-    cs: str | None = None
-    en: str | None = None
-    columns: tuple[str, ...] | None = None
-    header: bool = False
+    format: Literal["czeng1", "czeng2", "moses", "tsv"] = setting(
+        doc="czeng1: CzEng 1.6/1.7 plain-text export (pair id, filter score, Czech, English); "
+        "czeng2: CzEng 2.0-style TSV, columns named by `columns`; moses: two aligned files `cs` "
+        "and `en`, one sentence a line; tsv: generic tab-separated file, columns named by "
+        "`columns` or by a header line.")
+    path: str | None = setting(
+        None, "The file (czeng1, czeng2, tsv). Plain, .gz, .xz, .zst or .bz2.", no_default=True,
+        type="string")
+    cs: str | None = setting(None, "Czech side (moses).", no_default=True, type="string")
+    en: str | None = setting(None, "English side (moses).", no_default=True, type="string")
+    columns: tuple[str, ...] | None = setting(
+        None, "Column names in order; two of them must be `cs` and `en` (czeng2, tsv).",
+        no_default=True, type="array", minItems=2)
+    header: bool = setting(False, "The first line holds the column names (czeng2, tsv).")
+
+    schema_extra: ClassVar[dict[str, Any]] = {"allOf": [{
+        "if": {"properties": {"format": {"const": "moses"}}},
+        "then": {"required": ["cs", "en"]}, "else": {"required": ["path"]}}]}
 
     @classmethod
     def from_dict(cls, name: str, spec: dict[str, Any]) -> CorpusSpec:

@@ -18,7 +18,7 @@ from __future__ import annotations
 import random
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import torch
@@ -26,8 +26,8 @@ from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 from paramill import device
-from paramill.config import Settings
 from paramill.embed.features import Featurizer, Vocab
+from paramill.settings import setting, Settings
 
 FORMAT = "paramill-embed/1"
 COMPONENTS = ("word", "trigram", "lstm", "blstm", "gran")
@@ -36,16 +36,16 @@ RECURRENT = ("lstm", "blstm", "gran")
 
 @dataclass(frozen=True)
 class ModelSpec(Settings):
-    components: tuple[str, ...] = ("word",)
-    combine: str = "concat"
-    dim: int = 300
-    hidden: int = 300
-    units: str = "word"
-    sp_model: str | None = None
-    lowercase: bool = True
-    min_count: int = 1
-    max_vocab: int | None = None
-    word_vectors: str | None = None
+    components: tuple[str, ...] = setting(("word",), 'Encoders trained jointly: word (averaging), trigram (character trigrams), lstm, blstm, gran.', items={'enum': ['word', 'trigram', 'lstm', 'blstm', 'gran']}, minItems=1)
+    combine: Literal['concat', 'add'] = setting("concat", 'How several components are combined.')
+    dim: int = setting(300, 'Embedding size.', minimum=1)
+    hidden: int = setting(300, 'Hidden size of lstm/blstm (gran uses dim).', minimum=1)
+    units: Literal['word', 'sp'] = setting("word", 'Units of word/lstm/blstm/gran: lower-cased words, or SentencePiece pieces (needs sp_model).')
+    sp_model: str | None = setting(None, 'SentencePiece model for units sp.')
+    lowercase: bool = setting(True, 'Lower-case text before splitting into units.')
+    min_count: int = setting(1, 'Minimum count of a unit to enter the vocabulary.', minimum=1)
+    max_vocab: int | None = setting(None, 'Largest vocabulary per unit type (most frequent first).', minimum=1)
+    word_vectors: str | None = setting(None, 'GloVe-format text file to initialise word embeddings (its size must equal dim).')
 
     def __post_init__(self):
         object.__setattr__(self, "components", tuple(self.components))

@@ -26,25 +26,25 @@ import torch
 import torch.nn.functional as F
 
 from paramill import device
-from paramill.config import Settings
 from paramill.embed.model import RNG, ModelSpec, SentenceEncoder, build, load_model
 from paramill.io import atomic_output
 from paramill.progress import progress
 from paramill.provenance import Run, prov_path
+from paramill.settings import Device, setting, Settings
 
 
 @dataclass(frozen=True)
 class TrainSettings(Settings):
-    epochs: int = 5
-    batch_size: int = 100
-    megabatch: int = 1
-    margin: float = 0.4
-    learning_rate: float = 0.001
-    scramble_rate: float = 0.3
-    grad_clip: float = 1.0
-    max_pairs: int = 0
-    seed: int = 13
-    device: str = "auto"
+    epochs: int = setting(5, 'Passes over the pairs.', minimum=1)
+    batch_size: int = setting(100, 'Pairs per mini-batch.', minimum=2)
+    megabatch: int = setting(1, 'Mini-batches pooled to find hardest negatives (M; 1 = in-batch).', minimum=1)
+    margin: float = setting(0.4, 'Margin of the hinge loss.', minimum=0)
+    learning_rate: float = setting(0.001, 'Adam learning rate.', exclusiveMinimum=0)
+    scramble_rate: float = setting(0.3, "Probability of shuffling a sentence's words (recurrent components only).", minimum=0, maximum=1)
+    grad_clip: float = setting(1.0, 'Gradient norm clipping (0 = off).', minimum=0)
+    max_pairs: int = setting(0, 'Train on at most this many pairs (0 = all).', minimum=0)
+    seed: int = setting(13, 'Random seed.')
+    device: Device = setting("auto", 'auto: cuda when a GPU is visible.')
 
 
 def read_pairs(paths: list[str | Path], max_pairs: int = 0, drop_identical: bool = True

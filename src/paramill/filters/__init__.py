@@ -1,31 +1,51 @@
 """Filters (one module each, one interface: :mod:`paramill.filters.base`), held-out data
-for the model-based filters, selection, and analysis of the released corpus."""
+for the model-based filters, selection, and analysis of the released corpus.
+
+A filter is found by its name: module ``paramill.filters.<name>`` holds one
+:class:`~paramill.filters.base.Filter` subclass whose ``name`` is that name. Modules are
+imported only when used (torch, kenlm); :func:`all_filters` imports them all (for the
+schema generator)."""
 
 from __future__ import annotations
 
 import importlib
+import inspect
+import pkgutil
 from typing import Any
 
 from paramill.filters.base import Filter
 
-#: filter name -> "module:class"; modules are imported only when used (torch, kenlm)
-FILTERS = {
-    "length": "paramill.filters.length:Length",
-    "cost": "paramill.filters.cost:Cost",
-    "overlap": "paramill.filters.overlap:Overlap",
-    "bleu": "paramill.filters.bleu:Bleu",
-    "kenlm": "paramill.filters.kenlm:Kenlm",
-    "classifier": "paramill.filters.classifier:Classifier",
-    "parascore": "paramill.filters.parascore:Parascore",
-    "dual_xent": "paramill.filters.dual_xent:DualXent",
-}
+
+def _filter_in(module: Any) -> type[Filter] | None:
+    found = [c for c in vars(module).values() if inspect.isclass(c) and issubclass(c, Filter)
+             and c is not Filter and c.__module__ == module.__name__]
+    return found[0] if found else None
 
 
 def filter_class(name: str) -> type[Filter]:
-    if name not in FILTERS:
-        raise ValueError(f"unknown filter {name!r}; known: {', '.join(FILTERS)}")
-    module, cls = FILTERS[name].split(":")
-    return getattr(importlib.import_module(module), cls)
+    cls = None
+    if name.isidentifier() and importlib.util.find_spec(f"{__name__}.{name}") is not None:
+        cls = _filter_in(importlib.import_module(f"{__name__}.{name}"))
+    if cls is None or cls.name != name:
+        raise ValueError(f"unknown filter {name!r}; known: {', '.join(names())}")
+    return cls
+
+
+def all_filters() -> list[type[Filter]]:
+    """Every filter of the package, in their declared order (imports them all)."""
+    found = []
+    for info in pkgutil.iter_modules(__path__):
+        cls = _filter_in(importlib.import_module(f"{__name__}.{info.name}"))
+        if cls is not None:
+            found.append(cls)
+    return sorted(found, key=lambda c: c.order)
+
+
+def names() -> list[str]:
+    """Filter names as the committed config schema lists them (no filter module imported)."""
+    from paramill import config
+
+    return list(config.schema()["properties"]["filters"]["properties"]["enabled"]["items"]["enum"])
 
 
 def make(name: str, **options: Any) -> Filter:

@@ -30,6 +30,7 @@ import pyarrow as pa
 from paramill.io import TableWriter, atomic_output, iter_parquet_batches, parquet_rows
 from paramill.progress import progress
 from paramill.provenance import Run, prov_path
+from paramill.settings import Settings
 
 
 class Direction(str, enum.Enum):
@@ -84,9 +85,30 @@ class Batch:
         return cache[key]
 
 
-class Filter(ABC):
+#: kinds of model a filter may score with; the workflow knows where each is made
+MODEL_KINDS = ("kenlm", "classifier", "parascore", "ct2:cs-en", "ct2:en-cs", "spm:cs", "spm:en")
+
+
+class Filter(Settings, ABC):
+    """A filter declares everything the config schema, the command line and the workflow
+    derive from it (``paramill.filters.settings``): nothing about a filter is written
+    anywhere else.
+
+    Its config section ``filters.<name>`` holds the fields declared with
+    :func:`paramill.settings.setting` (of the class itself, or of ``settings`` when its
+    section also trains its model); other fields are filled at run time (model paths,
+    ``threads``)."""
+
     #: the module's name: ``filters.<name>`` in the config, ``--filter <name>`` on the CLI
     name: ClassVar[str]
+    #: one line describing the filter and its columns (the config section's description)
+    doc: ClassVar[str]
+    #: position in the default ``filters.enabled`` (cheap filters first)
+    order: ClassVar[int]
+    #: the class holding the config section when it is not the filter itself
+    settings: ClassVar[type | None] = None
+    #: models the filter scores with: {field name: one of MODEL_KINDS}
+    models: ClassVar[dict[str, str]] = {}
     #: extra inputs: ``cs`` (the Czech source, joined from the bitext shard)
     needs_source: ClassVar[bool] = False
 

@@ -15,12 +15,13 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
 from paramill.filters.base import Batch, Column, Direction, Filter
 from paramill.filters.ngrams import matches, ngram_counts
+from paramill.settings import setting
 
 METHODS = ("nakov", "exp", "add-k", "floor", "none")
 ORDER = 4
@@ -60,9 +61,11 @@ def sentence_bleu(hyp: list[str], ref: list[str], method: str = "nakov",
 @dataclass(frozen=True)
 class Bleu(Filter):
     name = "bleu"
-    method: str = "nakov"
-    smooth_value: float | None = None
-    lowercase: bool = True
+    doc = "Smoothed sentence BLEU of the candidate against the reference (0-1)."
+    order = 4
+    method: Literal['nakov', 'exp', 'add-k', 'floor', 'none'] = setting("nakov", "Smoothing: nakov (Nakov et al. 2012, all orders and the brevity penalty; the paper's) or one of sacrebleu's.")
+    smooth_value: float | None = setting(None, "Smoothing constant (null = the method's default).")
+    lowercase: bool = setting(True, 'Lower-case before counting.')
 
     def __post_init__(self):
         if self.method not in METHODS:

@@ -15,14 +15,13 @@ import random
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
 from paramill import device
-from paramill.config import Settings
 from paramill.embed.features import Vocab
 from paramill.embed.model import ModelSpec, SentenceEncoder, build
 from paramill.filters.base import Batch, Column, Direction, Filter
@@ -30,20 +29,21 @@ from paramill.filters.heldout import heldout_texts
 from paramill.io import atomic_output
 from paramill.progress import progress
 from paramill.provenance import Run, prov_path
+from paramill.settings import Device, setting, Settings
 
 FORMAT = "paramill-reference-classifier/1"
 
 
 @dataclass(frozen=True)
 class ClassifierSettings(Settings):
-    encoder: str = "word"  # word | lstm
-    dim: int = 300
-    hidden: int = 300
-    epochs: int = 10
-    batch_size: int = 100
-    learning_rate: float = 0.001
-    seed: int = 13
-    device: str = "auto"
+    encoder: Literal['word', 'lstm'] = setting("word", 'Word averaging or LSTM.')
+    dim: int = setting(300, 'Embedding size.', minimum=1)
+    hidden: int = setting(300, 'LSTM hidden size.', minimum=1)
+    epochs: int = setting(10, 'Training epochs (best validation epoch kept).', minimum=1)
+    batch_size: int = setting(100, 'Sentences per batch.', minimum=1)
+    learning_rate: float = setting(0.001, 'Adam learning rate.', exclusiveMinimum=0)
+    seed: int = setting(13, 'Random seed.')
+    device: Device = setting("auto", 'auto: cuda when a GPU is visible.')
 
 
 class ReferenceClassifier(nn.Module):
@@ -161,6 +161,10 @@ def load_classifier(path: str | Path, map_device: str = "auto") -> ReferenceClas
 @dataclass(frozen=True)
 class Classifier(Filter):
     name = "classifier"
+    doc = "Reference/translation classifier (score P(reference) of the candidate)."
+    order = 6
+    settings = ClassifierSettings
+    models = {"model": "classifier"}
     model: str = ""
     batch_size: int = 512
     _clf: Any = field(default=None, compare=False, repr=False)

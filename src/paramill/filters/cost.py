@@ -13,6 +13,8 @@ from paramill.filters.base import Batch, Column, Direction, Filter
 @dataclass(frozen=True)
 class Cost(Filter):
     name = "cost"
+    doc = "Translation cost (NLL per subword, from decoding)."
+    order = 2
 
     def columns(self) -> list[Column]:
         return [Column("cost", Direction.LOWER, "translation NLL per target subword (fwd_nll)")]

@@ -18,10 +18,10 @@ from typing import Any
 import polars as pl
 import pyarrow as pa
 
-from paramill.config import Settings
 from paramill.io import TableWriter, atomic_output, iter_parquet_batches, parquet_rows
 from paramill.progress import progress
 from paramill.provenance import Run, prov_path
+from paramill.settings import Name, setting, Settings
 
 HELDOUT = pa.schema([
     pa.field("pair_id", pa.string(), nullable=False),
@@ -34,11 +34,11 @@ HELDOUT = pa.schema([
 
 @dataclass(frozen=True)
 class HeldoutSettings(Settings):
-    corpora: list[str] = field(default_factory=list)  # chosen by the workflow's inputs
-    size: int = 50000
-    valid: float = 0.1
-    test: float = 0.1
-    seed: int = 13
+    corpora: list[str] = setting(factory=list, doc='Corpora the pairs are drawn from ([] = all). Name them so a new corpus does not retrain the filter models and re-score every shard.', items={'type': 'string', 'pattern': '^[A-Za-z0-9][A-Za-z0-9_-]*$'})
+    size: int = setting(50000, 'Pairs held out (Wieting 2017: 40k train + 5k valid + 5k test).', minimum=1)
+    valid: float = setting(0.1, 'Fraction for validation.', minimum=0, maximum=0.5)
+    test: float = setting(0.1, 'Fraction for test.', minimum=0, maximum=0.5)
+    seed: int = setting(13, 'Seed of the hash that picks them.')
 
 
 def pair_hash(pair_id: str, seed: int) -> int:

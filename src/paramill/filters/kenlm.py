@@ -18,20 +18,20 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from paramill.config import Settings
 from paramill.filters.base import Batch, Column, Direction, Filter
 from paramill.filters.heldout import heldout_texts
 from paramill.io import atomic_output, scratch_dir
 from paramill.provenance import Run, prov_path
+from paramill.settings import setting, Settings
 from paramill.text import tokenize
 
 
 @dataclass(frozen=True)
 class KenlmSettings(Settings):
-    order: int = 3
-    discount_fallback: bool = True
-    lowercase: bool = True
-    memory: str = "20%"
+    order: int = setting(3, 'n-gram order.', minimum=1, maximum=9)
+    discount_fallback: bool = setting(True, 'Pass --discount_fallback to lmplz (needed on small data).')
+    lowercase: bool = setting(True, 'Lower-case before tokenising.')
+    memory: str = setting("20%", 'lmplz -S memory (e.g. 20% or 4G).', pattern='^[0-9]+(\\.[0-9]+)?[%bkKmMgGtTpPeE]?$')
 
 
 def lm_text(sentence: str, lowercase: bool = True) -> str:
@@ -90,6 +90,11 @@ def train_lm_from_heldout(heldout: str | Path, out: str | Path, settings: KenlmS
 @dataclass(frozen=True)
 class Kenlm(Filter):
     name = "kenlm"
+    doc = ("KenLM perplexity of the candidate (kenlm_ppl) under a model of the held-out "
+           "training references.")
+    order = 5
+    settings = KenlmSettings
+    models = {"model": "kenlm"}
     model: str = ""
     lowercase: bool = True
     _lm: Any = field(default=None, compare=False, repr=False)

@@ -19,6 +19,8 @@ from paramill.text import token_count_expr
 @dataclass(frozen=True)
 class Length(Filter):
     name = "length"
+    doc = "Tokens of reference (length_ref) and candidate (length_cand)."
+    order = 1
 
     def columns(self) -> list[Column]:
         return [Column("length_ref", Direction.RANGE, "tokens in the reference", pa.int32()),

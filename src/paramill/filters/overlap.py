@@ -15,12 +15,13 @@ the job's threads);
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Annotated, Any
 
 import numpy as np
 
 from paramill.filters.base import Batch, Column, Direction, Filter
 from paramill.filters.ngrams import matches, ngram_counts
+from paramill.settings import setting
 
 
 def ngram_overlap(a: list[str], b: list[str], n: int) -> float:
@@ -34,8 +35,11 @@ def ngram_overlap(a: list[str], b: list[str], n: int) -> float:
 @dataclass(frozen=True)
 class Overlap(Filter):
     name = "overlap"
-    orders: tuple[int, ...] = field(default=(1, 2, 3))
-    lowercase: bool = True
+    doc = ("n-gram overlap (shared n-grams over the count of the side with fewer), columns "
+           "overlap_N.")
+    order = 3
+    orders: tuple[Annotated[int, {"minimum": 1}], ...] = setting((1, 2, 3), "n-gram orders.", minItems=1)
+    lowercase: bool = setting(True, 'Lower-case before counting.')
 
     def __post_init__(self):
         if not self.orders or min(self.orders) < 1:

@@ -11,13 +11,26 @@ from typing import Any
 
 import numpy as np
 
-from paramill.embed.model import cosine_rows
 from paramill.filters.base import Batch, Column, Direction, Filter
+from paramill.settings import Component, Settings, setting
+
+
+@dataclass(frozen=True)
+class ParascoreSettings(Settings):
+    model: str | None = setting(
+        None, "A trained paramill embedding model; null bootstraps one on the held-out pairs.")
+    components: tuple[Component, ...] = setting(
+        ("word",), "Components of the bootstrapped model.", minItems=1)
+    batch_size: int = setting(512, "Sentences per encoding batch.", minimum=1)
 
 
 @dataclass(frozen=True)
 class Parascore(Filter):
     name = "parascore"
+    doc = "Paraphrase score (cosine under an embedding model)."
+    order = 7
+    settings = ParascoreSettings
+    models = {"model": "parascore"}
     model: str = ""
     batch_size: int = 512
     _encoder: Any = field(default=None, compare=False, repr=False)
@@ -31,6 +44,8 @@ class Parascore(Filter):
         return [Column("parascore", Direction.HIGHER, "cosine of reference and candidate embeddings")]
 
     def score(self, batch: Batch) -> dict[str, Any]:
+        from paramill.embed.model import cosine_rows
+
         enc = self._encoder
         a = enc.encode(batch.refs, self.batch_size)
         b = enc.encode(batch.candidates, self.batch_size)

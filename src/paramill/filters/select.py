@@ -17,32 +17,42 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import polars as pl
 import pyarrow as pa
 
-from paramill.config import Settings
 from paramill.filters.base import Direction, score_directions
 from paramill.io import TableWriter, atomic_output, scratch_dir, write_json
 from paramill.progress import progress
 from paramill.provenance import Run, prov_path
+from paramill.settings import Settings, setting
 from paramill.text import token_count_expr
+
+#: an inclusive [lower, upper] bound of a score column; None leaves that side open
+Bound = Annotated[list[float | None], {"minItems": 2, "maxItems": 2}]
 
 CANDIDATE_KEEP = ["pair_id", "candidate_id", "en_ref", "candidate", "method", "rank"]
 
 
 @dataclass(frozen=True)
 class SelectSettings(Settings):
-    bounds: dict[str, list[float | None]] = field(default_factory=dict)
-    max_tokens: int = 30
-    drop_identical: bool = True
-    exclude_heldout: bool = True
-    rank_by: str | None = None
-    n_folds: int = 10
-    folds: list[int] = field(default_factory=lambda: [1, 2])
-    size: int = 0
-    seed: int = 13
+    bounds: dict[str, Bound] = setting(
+        factory=dict, doc="Inclusive [lower, upper] per score column, null for open, e.g. "
+        "{overlap_1: [0.1, 0.7], kenlm_ppl: [null, 200], classifier: [0.3, null]}.")
+    max_tokens: int = setting(30, "Both sides at most this many tokens (0 = no limit; ParaNMT 30).",
+                              minimum=0)
+    drop_identical: bool = setting(True, "Drop pairs whose candidate equals the reference.")
+    exclude_heldout: bool = setting(
+        True, "Leave out the held-out pairs that trained the filter models.")
+    rank_by: str | None = setting(
+        None, "Rank by this score column into n_folds equal parts (ParaNMT: parascore); "
+        "null = no folds.", pattern="^[a-z][a-z0-9_]*$")
+    n_folds: int = setting(10, "Number of folds (tenths).", minimum=2)
+    folds: list[Annotated[int, {"minimum": 1}]] = setting(
+        factory=lambda: [1, 2], doc="Folds kept (1 = the best).", minItems=1)
+    size: int = setting(0, "Target size, a seeded sample (0 = all; ParaNMT 5000000).", minimum=0)
+    seed: int = setting(13, "Seed of the sample.")
 
 
 def shard_key(path: str | Path) -> str:

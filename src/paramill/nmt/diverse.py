@@ -39,12 +39,11 @@ from collections.abc import Iterator
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import pyarrow as pa
 
 from paramill import device
-from paramill.config import Settings
 from paramill.io import TableWriter, atomic_output, iter_parquet_batches, parquet_rows
 from paramill.nmt.cluster import best_per_cluster, cluster_units, kmedoids
 from paramill.nmt.schema import CANDIDATES
@@ -52,6 +51,7 @@ from paramill.nmt.score import load_scorer, nll_per_token
 from paramill.nmt.subwords import Segmenter
 from paramill.progress import progress
 from paramill.provenance import Run, prov_path
+from paramill.settings import Device, setting, Settings
 from paramill.text import tokenize
 
 STRATEGIES = ("per_call", "replicate")
@@ -60,20 +60,20 @@ _WORD = re.compile(r"\w")
 
 @dataclass(frozen=True)
 class SampleSettings(Settings):
-    constraint_sets: int = 5
-    constraint_fraction: float = 0.3
-    k: int = 10
-    samples: int = 30
-    threshold: float = 3.5
-    clusters: int = 8
-    n: int = 5
-    max_iter: int = 20
-    strategy: str = "per_call"
-    block: int = 256
-    batch_size: int = 64
-    max_decoding_length: int = 256
-    seed: int = 13
-    device: str = "auto"
+    constraint_sets: int = setting(5, 'Sets of random negative constraints per source.', minimum=1)
+    constraint_fraction: float = setting(0.3, "Share of the reference's word tokens in each set (at least one; the paper does not give its value).", exclusiveMinimum=0, maximum=1)
+    k: int = setting(10, 'Top-k sampling.', minimum=1)
+    samples: int = setting(30, 'Samples per constraint set.', minimum=1)
+    threshold: float = setting(3.5, 'Candidates whose fwd_nll + bwd_nll is above this are dropped.')
+    clusters: int = setting(8, "Clusters besides the reference's (ParaBank 2 §3.3 used 8 including it: set 7 to match).", minimum=1)
+    n: int = setting(5, 'Paraphrases kept per source.', minimum=1)
+    max_iter: int = setting(20, 'k-means iterations at most.', minimum=1)
+    strategy: Literal['per_call', 'replicate'] = setting("per_call", 'One translate_batch call per (source, constraint set): per_call asks for `samples` hypotheses, replicate repeats the source.')
+    block: int = setting(256, 'Sources per seeded block (one translator each; larger on GPU).', minimum=1)
+    batch_size: int = setting(64, 'Scoring batch size.', minimum=1)
+    max_decoding_length: int = setting(256, 'Maximum output length in subwords.', minimum=1)
+    seed: int = setting(13, 'Seed of constraints and sampling.')
+    device: Device = setting("auto", 'auto: cuda when a GPU is visible.')
 
 
 def _seed(*parts: object) -> int:

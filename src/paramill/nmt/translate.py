@@ -18,32 +18,32 @@ import time
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import pyarrow as pa
 
 from paramill import device
-from paramill.config import Settings
 from paramill.io import TableWriter, atomic_output, iter_parquet_batches, parquet_rows
 from paramill.nmt.schema import CANDIDATES
 from paramill.nmt.subwords import Segmenter
 from paramill.progress import progress
 from paramill.provenance import Run, prov_path
+from paramill.settings import Device, setting, Settings
 
 METHODS = ("beam", "kbest")  # "sample" is paramill.nmt.diverse
 
 
 @dataclass(frozen=True)
 class TranslateSettings(Settings):
-    method: str = "beam"
-    beam_size: int = 12
-    n_best: int = 1
-    batch_size: int = 64
-    length_penalty: float = 0.0
-    max_decoding_length: int = 256
-    min_decoding_length: int = 1
-    compute_type: str = "default"
-    device: str = "auto"
+    method: Literal['beam', 'kbest', 'sample'] = setting("beam", "beam: keep n_best of the beam (ParaNMT: 1-best of 12); kbest: every entry of the beam (Wieting 2017: 50); sample: ParaBank 2's constrained top-k sampling, dual scoring and clustering (settings in nmt.sample).")
+    beam_size: int = setting(12, 'Beam size.', minimum=1)
+    n_best: int = setting(1, 'Hypotheses kept per source with method beam.', minimum=1)
+    batch_size: int = setting(64, 'Sentences per decoding batch.', minimum=1)
+    length_penalty: float = setting(0.0, "Length penalty (0 = off, as onmt_translate's default).", minimum=0)
+    max_decoding_length: int = setting(256, 'Maximum output length in subwords.', minimum=1)
+    min_decoding_length: int = setting(1, "Minimum output length (1: never an empty translation; 0: the search's scores are the exact costs, no rescoring).", minimum=0)
+    compute_type: Literal['default', 'auto', 'int8', 'int8_float32', 'int8_float16', 'int8_bfloat16', 'int16', 'float16', 'bfloat16', 'float32'] = setting("default", 'CTranslate2 compute type: default, int8, float16, ...')
+    device: Device = setting("auto", 'auto: cuda when a GPU is visible, else cpu.')
 
     def hypotheses(self) -> int:
         return self.beam_size if self.method == "kbest" else self.n_best

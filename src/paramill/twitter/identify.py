@@ -20,12 +20,12 @@ import re
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
-from paramill.config import Settings
 from paramill.io import InputError, open_compressed
+from paramill.settings import setting, Settings
 from paramill.twitter.text import comparable, tokenize
 
 BASELINE = [f"{kind}_{n}_{m}" for kind in ("tok", "stem") for n in (1, 2, 3) for m in ("p", "r", "f")]
@@ -35,13 +35,24 @@ _VOTES = re.compile(r"^\(\s*(\d+)\s*,\s*(\d+)\s*\)$")
 
 
 @dataclass(frozen=True)
+class LabelledData(Settings):
+    path: str = setting(doc="File (url_raw, pit2015) or directory (toks).")
+    format: Literal["url_raw", "toks", "pit2015"] = setting(doc="Layout of the labelled data.")
+
+
+@dataclass(frozen=True)
 class IdentifySettings(Settings):
-    model: str = "extended"  # which model scores harvested pairs: lr | extended
-    threshold: float = 0.5
-    c: float = 1.0
-    max_iter: int = 2000
-    embed_model: str | None = None
-    seed: int = 13
+    model: Literal['lr', 'extended'] = setting("extended", 'Which model scores harvested pairs: lr (18 features) or extended (+ embedding cosine and cheap signals).')
+    threshold: float = setting(0.5, 'Pairs at or above this p_paraphrase join the corpus.', minimum=0, maximum=1)
+    c: float = setting(1.0, 'Inverse regularisation of the logistic regression.', exclusiveMinimum=0)
+    max_iter: int = setting(2000, 'Solver iterations.', minimum=1)
+    embed_model: str | None = setting(None, 'Embedding model for the cosine feature: a name in embed.models, a path, or null (no cosine).')
+    seed: int = setting(13, 'Seed (folds, solver).')
+    train: tuple[LabelledData, ...] = setting(
+        (), "Labelled data: [{path, format}], format url_raw (s1, s2, (n,6), url), toks "
+        "(a.toks/b.toks/sim.txt directory) or pit2015.")
+    evaluate: tuple[LabelledData, ...] = setting(
+        (), "Labelled sets to report max F1 on (empty = 5-fold cross-validation on train).")
 
 
 def read_labelled(path: str | Path, fmt: str) -> tuple[list[tuple[str, str]], list[int], int]:

@@ -1,0 +1,48 @@
+"""The ``embed`` config section: named models, training and the sweep."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Annotated
+
+from paramill.embed.model import ModelSpec
+from paramill.embed.train import TrainSettings
+from paramill.settings import Component, Name, Settings, overrides_schema, section, setting
+
+
+@dataclass(frozen=True)
+class SweepGrid(Settings):
+    components: tuple[tuple[Component, ...], ...] = setting(
+        None, "Component lists to try.", no_default=True, type="array")
+    megabatch: tuple[Annotated[int, {"minimum": 1}], ...] = setting(
+        None, "Mega-batch sizes M.", no_default=True)
+    pairs: tuple[Annotated[int, {"minimum": 1}], ...] = setting(
+        None, "Training-set sizes.", no_default=True)
+    selection: tuple[Name, ...] = setting(
+        None, "Released corpora to train on (default, or names under filters.selections).",
+        no_default=True)
+
+
+@dataclass(frozen=True)
+class SweepSettings(Settings):
+    pairs: int = setting(0, "Pairs per model (0 = all).", minimum=0)
+    grid: SweepGrid = section(
+        SweepGrid, "Values to cross; keys left out keep the `embed.model`/`embed.train` value.")
+
+
+@dataclass(frozen=True)
+class EmbedSection(Settings):
+    model: ModelSpec = section(ModelSpec, "Defaults every named model starts from (ParaNMT's settings).")
+    selection: Name = setting(
+        "default", "The released corpus (a name under filters.selections, or default) the models "
+        "train on.")
+    models: dict[Name, ModelSpec] = setting(
+        factory=lambda: {"word": {}}, doc="Named models to train and evaluate; each entry "
+        "overrides `embed.model` (e.g. word-trigram: {components: [word, trigram]}).",
+        additionalProperties=overrides_schema(ModelSpec))
+    train: TrainSettings = section(
+        TrainSettings, "Training (ParaNMT defaults). GPUs come from `resources.embed_train.gpu`.")
+    sweep: SweepSettings = section(
+        SweepSettings, "The experimental loop of Wieting 2017 §5 as one target (`snakemake "
+        "sweep`): one model per point of the grid, each trained on `pairs` pairs, collected into "
+        "one STS table.")

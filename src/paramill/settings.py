@@ -1,0 +1,154 @@
+"""Typed settings: each stage declares its config section once, as a dataclass.
+
+A field made with :func:`setting` carries its description and JSON Schema constraints
+(``minimum``, ``pattern``, ...); its Python type gives the schema type (``int`` ->
+integer, ``Literal[...]`` -> enum, ``tuple[T, ...]`` -> array, ``X | None`` -> nullable, a
+nested :class:`Settings` -> object). :func:`object_schema` turns a class into the JSON
+Schema of its section; ``paramill.schema`` assembles the sections into the schema that
+validates ``config.yaml``, and a test fails when the committed schema differs from it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import types
+import typing
+from typing import Annotated, Any, Literal, Union
+
+#: names of corpora, models, selections: part of file names and pair ids
+NAME_PATTERN = "^[A-Za-z0-9][A-Za-z0-9_-]*$"
+Name = Annotated[str, {"pattern": NAME_PATTERN}]
+Device = Literal["auto", "cpu", "cuda"]
+DEVICE_DOC = "auto: cuda when a GPU is visible."
+Component = Literal["word", "trigram", "lstm", "blstm", "gran"]
+
+
+def setting(default: Any = dataclasses.MISSING, doc: str = "", *, factory: Any = None,
+            no_default: bool = False, **schema: Any) -> Any:
+    """A config key: its default, its description and extra JSON Schema keywords.
+
+    ``factory`` builds mutable defaults; ``no_default`` leaves the key out of the schema's
+    defaults (optional keys such as a rule's ``mem_mb``).
+    """
+    meta = {"doc": doc, "schema": schema, "no_default": no_default}
+    if factory is not None:
+        return dataclasses.field(default_factory=factory, metadata=meta)
+    return dataclasses.field(default=default, metadata=meta)
+
+
+def section(cls: type, doc: str, **schema: Any) -> Any:
+    """A nested section (an object of its own keys, defaults filled in)."""
+    return dataclasses.field(default_factory=cls, metadata={"doc": doc, "schema": schema})
+
+
+class Settings:
+    """Base of the settings dataclasses: built from a config slice, refusing keys it does
+    not know. Class attribute ``schema_extra`` adds keywords to the section's object schema."""
+
+    schema_extra: typing.ClassVar[dict[str, Any]] = {}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]):
+        unknown = set(data) - set(cls.__dataclass_fields__)  # type: ignore[attr-defined]
+        if unknown:
+            raise ValueError(f"unknown {cls.__name__} keys: {sorted(unknown)}")
+        return cls(**data)
+
+    @classmethod
+    def keys(cls) -> list[str]:
+        """The config keys of this section (fields declared with setting or section)."""
+        return [f.name for f in dataclasses.fields(cls) if "doc" in f.metadata]  # type: ignore[arg-type]
+
+    @classmethod
+    def from_section(cls, data: dict[str, Any]):
+        """Only this class's config keys of ``data`` (a section shared with other classes)."""
+        return cls.from_dict({k: v for k, v in data.items() if k in cls.keys()})
+
+
+_SCALARS = {int: "integer", float: "number", bool: "boolean", str: "string", type(None): "null"}
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, tuple | list):
+        return [_jsonable(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _jsonable(v) for k, v in value.items()}
+    if dataclasses.is_dataclass(value):
+        return {}  # a nested section: its own keys' defaults are filled in below it
+    return value
+
+
+def type_schema(tp: Any) -> dict[str, Any]:
+    """The JSON Schema of a Python type annotation."""
+    origin, args = typing.get_origin(tp), typing.get_args(tp)
+    if origin is Annotated:
+        return {**type_schema(args[0]), **args[1]}
+    if isinstance(tp, type) and tp in _SCALARS:
+        return {"type": _SCALARS[tp]}
+    if origin is Literal:
+        return {"enum": list(args)}
+    if origin in (Union, types.UnionType):
+        parts = [type_schema(a) for a in args]
+        if all(set(p) == {"type"} for p in parts):
+            return {"type": [p["type"] for p in parts]}
+        enums = [v for p in parts for v in p.get("enum", [])]
+        if all(set(p) <= {"enum", "type"} for p in parts) and type(None) in args:
+            return {"enum": [None, *enums]} if enums else {"type": [parts[0]["type"], "null"]}
+        base = next(p for p in parts if p != {"type": "null"})
+        return {**base, "type": [base.get("type"), "null"]}
+    if origin in (tuple, list):
+        return {"type": "array", "items": type_schema(args[0])}
+    if origin is dict:
+        key, value = args
+        out = {"type": "object", "additionalProperties": type_schema(value)}
+        if typing.get_origin(key) is Annotated:
+            out["propertyNames"] = typing.get_args(key)[1]
+        return out
+    if isinstance(tp, type) and dataclasses.is_dataclass(tp):
+        return object_schema(tp)
+    raise TypeError(f"no JSON Schema for {tp!r}")
+
+
+def object_schema(cls: type, defaults: bool = True) -> dict[str, Any]:
+    """The JSON Schema of a settings class: one property per declared key.
+
+    ``defaults=False`` leaves defaults out (sections whose entries override another section).
+    """
+    hints = typing.get_type_hints(cls, include_extras=True)
+    props: dict[str, Any] = {}
+    required = []
+    for f in dataclasses.fields(cls):
+        if "doc" not in f.metadata:
+            continue  # a runtime field (a model path, threads): not a config key
+        node = type_schema(hints[f.name])
+        if f.default is not dataclasses.MISSING:
+            default: Any = f.default
+        elif f.default_factory is not dataclasses.MISSING:
+            default = f.default_factory()
+        else:
+            default = dataclasses.MISSING
+            required.append(f.name)
+        if dataclasses.is_dataclass(default) and not isinstance(default, type):
+            node["default"] = {}
+        elif default is not dataclasses.MISSING and not f.metadata.get("no_default"):
+            node["default"] = _jsonable(default)
+        node.update(f.metadata.get("schema", {}))
+        if not defaults:
+            node.pop("default", None)
+        if f.metadata["doc"]:
+            node["description"] = f.metadata["doc"]
+        props[f.name] = node
+    out: dict[str, Any] = {"type": "object", "additionalProperties": False}
+    if required:
+        out["required"] = required
+    out["properties"] = props
+    out.update(getattr(cls, "schema_extra", {}))
+    return out
+
+
+def overrides_schema(cls: type) -> dict[str, Any]:
+    """An object of some of ``cls``'s keys whose unset keys stay unset (``x-overrides``):
+    a named model or selection that overrides its base section."""
+    node = object_schema(cls)
+    return {**node, "x-overrides": True}
+
