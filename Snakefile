@@ -8,6 +8,7 @@ report: "report/workflow.rst"
 
 
 include: "rules/common.smk"
+include: "rules/paths.smk"
 include: "rules/bitext.smk"
 include: "rules/nmt.smk"
 include: "rules/filters.smk"

@@ -80,9 +80,9 @@ def run_size(n: int, work: Path, shard_size: int) -> dict:
     gen_s = time.perf_counter() - t0
     paramill = [sys.executable, "-m", "paramill.cli"]
     settings = json.dumps({"shard_size": shard_size, "batch_rows": 50000})
-    ingest = measure([*paramill, "ingest", "--corpus", "syn", "--format", "czeng1", "--path",
-                      str(src), "--settings", settings, "--out", str(work / "ingest")])
-    clean = measure([*paramill, "clean", "--corpus", "syn", "--ingested", str(work / "ingest"),
+    ingest = measure([*paramill, "bitext", "ingest", "--corpus", "syn", "--spec",
+                      json.dumps({"format": "czeng1", "path": str(src)}), "--settings", settings, "--out", str(work / "ingest")])
+    clean = measure([*paramill, "bitext", "clean", "--corpus", "syn", "--ingested", str(work / "ingest"),
                      "--shards", str(work / "shards"), "--rejected", str(work / "rej.parquet"),
                      "--keys", str(work / "keys.parquet"), "--stats", str(work / "stats.json"),
                      "--ingest-settings", settings])

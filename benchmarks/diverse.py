@@ -32,7 +32,7 @@ import ctranslate2  # noqa: E402
 import polars as pl  # noqa: E402
 
 from paramill.nmt.cluster import cluster_units, kmedoids  # noqa: E402
-from paramill.nmt.diverse import (  # noqa: E402
+from paramill.nmt.sampling import (  # noqa: E402
     SampleSettings,
     constraint_tokens,
     sample_set,

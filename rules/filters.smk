@@ -1,5 +1,5 @@
 # Filters: held-out pairs train the KenLM, classifier and bootstrapped paraphrase-score
-# models; every enabled filter scores every candidate shard (rule score_<filter>, one job
+# models; every enabled filters scores every candidate shard (rule score_<filter>, one job
 # per shard); selection applies bounds and writes the released corpus with its datasheet.
 
 
@@ -20,7 +20,7 @@ rule heldout:
     conda:
         "../envs/cpu.yaml"
     shell:
-        "paramill --rule heldout filter heldout {input:q} --out {output:q}"
+        "paramill --rule heldout filters heldout {input:q} --out {output:q}"
         " --settings {params.settings:q} > {log:q} 2>&1"
 
 
@@ -41,7 +41,7 @@ rule kenlm_train:
     conda:
         "../envs/cpu.yaml"
     shell:
-        "paramill --rule kenlm_train filter kenlm --heldout {input:q} --out {output:q}"
+        "paramill --rule kenlm_train filters kenlm --heldout {input:q} --out {output:q}"
         " --settings {params.settings:q} > {log:q} 2>&1"
 
 
@@ -62,7 +62,7 @@ rule classifier_train:
     conda:
         "../envs/nmt-gpu.yaml"
     shell:
-        "OMP_NUM_THREADS={threads} paramill --rule classifier_train filter classifier"
+        "OMP_NUM_THREADS={threads} paramill --rule classifier_train filters classifier"
         " --heldout {input:q} --out {output:q} --settings {params.settings:q} > {log:q} 2>&1"
 
 
@@ -113,7 +113,7 @@ for _filter in FILTERS:
         conda:
             "../envs/nmt-gpu.yaml"
         shell:
-            "OMP_NUM_THREADS={threads} paramill --rule score_{params.filter:q} filter score --filter {params.filter:q}"
+            "OMP_NUM_THREADS={threads} paramill --rule score_{params.filter:q} filters score --filter {params.filter:q}"
             " --candidates {input.candidates:q} --out {output:q} --settings {params.settings:q}"
             " --threads {threads} --models {params.models:q} > {log:q} 2>&1"
 
@@ -139,7 +139,7 @@ rule select:
     conda:
         "../envs/cpu.yaml"
     shell:
-        "paramill --rule select filter select --candidates {input.candidates:q}"
+        "paramill --rule select filters select --candidates {input.candidates:q}"
         " --scores {input.scores:q} --heldout {input.heldout:q} --name {wildcards.selection:q}"
         " --settings {params.settings:q} --parquet {output.parquet:q} --tsv {output.tsv:q}"
         " --json {output.json:q} > {log:q} 2>&1"
@@ -174,7 +174,7 @@ rule corpus_analysis:
     conda:
         "../envs/cpu.yaml"
     shell:
-        "paramill --rule corpus_analysis filter analyse --candidates {input.candidates:q}"
-        " --scores {input.scores:q} --corpus {input.corpus:q} --selection {input.selection:q}"
+        "paramill --rule corpus_analysis filters analyse --candidates {input.candidates:q}"
+        " --scores {input.scores:q} --corpus {input.corpus:q} --summary {input.selection:q}"
         " --name {wildcards.selection:q} --sources {params.sources:q}"
         " --settings {params.settings:q} --out-dir {params.out_dir:q} > {log:q} 2>&1"

@@ -29,8 +29,7 @@ rule nmt_data:
     output:
         directory(f"{WORK}/nmt/data"),
     params:
-        valid_size=config["nmt"]["valid_size"],
-        seed=config["nmt"]["spm"]["seed"],
+        settings=as_json({k: config["nmt"][k] for k in ("valid_size", "seed")}),
     log:
         f"{LOGS}/nmt/nmt_data.log",
     benchmark:
@@ -42,7 +41,7 @@ rule nmt_data:
         "../envs/cpu.yaml"
     shell:
         "paramill --rule nmt_data nmt data {input:q} --out {output:q}"
-        " --valid-size {params.valid_size:q} --seed {params.seed:q} > {log:q} 2>&1"
+        " --settings {params.settings:q} > {log:q} 2>&1"
 
 
 rule nmt_train:
@@ -81,7 +80,7 @@ rule nmt_convert:
     output:
         directory(f"{WORK}/nmt/{{direction}}/ct2"),
     params:
-        quantization=config["nmt"]["quantization"] or "",
+        settings=as_json({"quantization": config["nmt"]["quantization"]}),
     log:
         f"{LOGS}/nmt/nmt_convert.{{direction}}.log",
     benchmark:
@@ -94,7 +93,7 @@ rule nmt_convert:
     shell:
         "paramill --rule nmt_convert nmt convert --checkpoint {input.checkpoint:q}"
         " --src-spm {input.src_spm:q} --tgt-spm {input.tgt_spm:q} --out {output:q}"
-        " --quantization={params.quantization:q} > {log:q} 2>&1"
+        " --settings {params.settings:q} > {log:q} 2>&1"
 
 
 rule back_translate:

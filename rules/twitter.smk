@@ -41,9 +41,7 @@ rule paraid_train:
         report=report(f"{RESULTS}/twitter/paraid.json", category="Twitter",
                       labels={"table": "paraphrase identification"}),
     params:
-        settings=as_json({k: v for k, v in config["twitter"]["identify"].items() if k not in ("train", "evaluate")}),
-        train=as_json(config["twitter"]["identify"]["train"]),
-        evaluate=as_json(config["twitter"]["identify"]["evaluate"]),
+        settings=as_json(config["twitter"]["identify"]),
         embed=lambda w, input: input.embed if input.embed else "",
     log:
         f"{LOGS}/twitter/paraid_train.log",
@@ -55,8 +53,7 @@ rule paraid_train:
     conda:
         "../envs/cpu.yaml"
     shell:
-        "paramill --rule paraid_train twitter train --train {params.train:q}"
-        " --evaluate {params.evaluate:q} --embed-model={params.embed:q}"
+        "paramill --rule paraid_train twitter train --embed-model={params.embed:q}"
         " --settings {params.settings:q} --out {output.model:q} --report {output.report:q}"
         " > {log:q} 2>&1"
 
@@ -71,8 +68,8 @@ rule twitter_month:
         stats=f"{RESULTS}/twitter/{{month}}/stats.json",
     params:
         settings=as_json(config["twitter"]["pairs"]),
-        accounts=[a.lower() for a in config["twitter"]["harvest"]["accounts"]],
-        threshold=config["twitter"]["identify"]["threshold"],
+        accounts=as_json({"accounts": config["twitter"]["harvest"]["accounts"]}),
+        threshold=as_json({"threshold": config["twitter"]["identify"]["threshold"]}),
     log:
         f"{LOGS}/twitter/twitter_month.{{month}}.log",
     benchmark:
@@ -84,7 +81,8 @@ rule twitter_month:
         "../envs/cpu.yaml"
     shell:
         "paramill --rule twitter_month twitter month {input.days:q} --month {wildcards.month:q}"
-        " --model {input.model:q} --accounts {params.accounts:q} --threshold {params.threshold:q}"
+        " --model {input.model:q} --harvest-settings {params.accounts:q}"
+        " --identify-settings {params.threshold:q}"
         " --settings {params.settings:q} --pairs {output.pairs:q} --tsv {output.tsv:q}"
         " --stats {output.stats:q} > {log:q} 2>&1"
 

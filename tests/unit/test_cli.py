@@ -8,7 +8,8 @@ from paramill.cli import build_parser, main
 
 def test_help_explains_every_command(capsys):
     parser = build_parser()
-    for argv in (["--help"], ["ingest", "--help"], ["clean", "--help"], ["stats", "bitext", "--help"],
+    for argv in (["--help"], ["bitext", "ingest", "--help"], ["bitext", "clean", "--help"],
+                 ["bitext", "stats", "--help"],
                  ["provenance", "verify", "--help"], ["config", "resolve", "--help"]):
         with pytest.raises(SystemExit) as done:
             parser.parse_args(argv)
@@ -17,10 +18,43 @@ def test_help_explains_every_command(capsys):
     assert "Moses pair" in out and "recorded input and output still has its recorded sha256" in out
 
 
+def test_every_verb_and_every_option_has_help():
+    # walk the whole command tree: every group, verb and argument explains itself
+    import argparse
+
+    seen = []
+
+    def walk(parser, path):
+        for action in parser._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                helps = {a.dest: a.help for a in action._choices_actions}
+                for name, sub in action.choices.items():
+                    assert helps.get(name), f"paramill {' '.join([*path, name])} has no help"
+                    walk(sub, [*path, name])
+            elif not isinstance(action, (argparse._HelpAction, argparse._VersionAction)):
+                assert action.help, f"paramill {' '.join(path)} {action.dest} has no help"
+        seen.append(path)
+
+    walk(build_parser(), [])
+    verbs = [p for p in seen if len(p) == 2]
+    assert len(verbs) >= 30 and ["filters", "score"] in verbs and ["config", "schema"] in verbs
+
+
+def test_settings_are_config_sections_with_the_schemas_defaults(tmp_path):
+    # no verb redeclares a setting: --settings takes the section, the schema fills the rest
+    from paramill.commands import section_settings
+
+    args = build_parser().parse_args(["nmt", "data", "x.parquet", "--out", "o",
+                                      "--settings", '{"valid_size": 5}'])
+    assert not hasattr(args, "valid_size") and not hasattr(args, "seed")
+    filled = section_settings("nmt", args.settings)
+    assert filled["valid_size"] == 5 and filled["seed"] == 13
+
+
 def test_ingest_bad_file_exits_2_naming_file_and_line(tmp_path, capsys):
     src = tmp_path / "c.tsv.gz"
     src.write_bytes(gzip.compress(b"".join(b"1\t1\tradek\tline %d\n" % i for i in range(20000)))[:-50])
-    code = main(["ingest", "--corpus", "c", "--format", "czeng1", "--path", str(src),
+    code = main(["bitext", "ingest", "--corpus", "c", "--spec", json.dumps({"format": "czeng1", "path": str(src)}),
                  "--out", str(tmp_path / "out")])
     err = capsys.readouterr().err
     assert code == 2
@@ -32,14 +66,14 @@ def test_ingest_then_clean_then_stats_from_the_command_line(tmp_path, capsys):
     cs, en = tmp_path / "a.cs", tmp_path / "a.en"
     cs.write_text("Ahoj.\nAhoj.\n\nPes.\n")
     en.write_text("Hello.\nHello.\nEmpty.\nDog.\n")
-    assert main(["--rule", "ingest", "ingest", "--corpus", "a", "--format", "moses", "--cs", str(cs),
-                 "--en", str(en), "--out", str(tmp_path / "in"),
+    assert main(["--rule", "ingest", "bitext", "ingest", "--corpus", "a", "--spec",
+                 json.dumps({"format": "moses", "cs": str(cs), "en": str(en)}), "--out", str(tmp_path / "in"),
                  "--settings", '{"shard_size": 2}']) == 0
-    assert main(["clean", "--corpus", "a", "--ingested", str(tmp_path / "in"),
+    assert main(["bitext", "clean", "--corpus", "a", "--ingested", str(tmp_path / "in"),
                  "--shards", str(tmp_path / "sh"), "--rejected", str(tmp_path / "r.parquet"),
                  "--keys", str(tmp_path / "k.parquet"), "--stats", str(tmp_path / "s.json"),
                  "--settings", '{"min_tokens": 1}']) == 0
-    assert main(["stats", "bitext", str(tmp_path / "s.json"), "--json", str(tmp_path / "t.json"),
+    assert main(["bitext", "stats", str(tmp_path / "s.json"), "--json", str(tmp_path / "t.json"),
                  "--tsv", str(tmp_path / "t.tsv")]) == 0
     total = json.loads((tmp_path / "t.json").read_text())
     assert total["rows_in"] == 4 and total["kept"] == 2
@@ -60,7 +94,7 @@ def test_config_validate_names_the_bad_key(tmp_path, capsys):
 
 def test_bad_settings_json_is_a_usage_error(capsys):
     with pytest.raises(SystemExit) as done:
-        main(["ingest", "--corpus", "a", "--format", "tsv", "--path", "x", "--out", "o",
+        main(["bitext", "ingest", "--corpus", "a", "--spec", '{"format": "tsv", "path": "x"}', "--out", "o",
               "--settings", "{not json"])
     assert done.value.code == 2
     assert "not valid JSON" in capsys.readouterr().err
@@ -82,11 +116,11 @@ def test_unusable_inputs_are_one_line_and_exit_2_never_a_traceback_or_a_hang(tmp
     cases = {str(tmp_path / "adir"): "is a directory", str(tmp_path / "loop"): "cannot be read",
              "/dev/zero": "not a regular file"}
     for path, message in cases.items():
-        proc = _paramill("ingest", "--corpus", "c", "--format", "czeng1", "--path", path,
+        proc = _paramill("bitext", "ingest", "--corpus", "c", "--spec", json.dumps({"format": "czeng1", "path": path}),
                          "--out", str(tmp_path / "out"))
         lines = proc.stderr.strip().splitlines()
         assert proc.returncode == 2 and len(lines) == 1, proc.stderr
-        assert lines[0].startswith(f"paramill ingest: error: {path}: ") and message in lines[0]
+        assert lines[0].startswith(f"paramill bitext ingest: error: {path}: ") and message in lines[0]
         assert not (tmp_path / "out").exists()
     (tmp_path / "x.prov.json").write_text("{broken")
     (tmp_path / "x").write_text("x")
@@ -113,8 +147,8 @@ def test_a_full_disk_is_one_line_exit_2_and_nothing_half_written(tmp_path, capsy
 
     monkeypatch.setattr(pq.ParquetWriter, "write_table", full)
     monkeypatch.setenv("PARAMILL_PROGRESS", "0")
-    code = main(["ingest", "--corpus", "c", "--format", "czeng1", "--path", str(src),
+    code = main(["bitext", "ingest", "--corpus", "c", "--spec", json.dumps({"format": "czeng1", "path": str(src)}),
                  "--out", str(tmp_path / "out"), "--settings", '{"shard_size": 10}'])
     err = capsys.readouterr().err.strip().splitlines()
-    assert code == 2 and err == [f"paramill ingest: error: {tmp_path / 'out'}: No space left on device"]
+    assert code == 2 and err == [f"paramill bitext ingest: error: {tmp_path / 'out'}: No space left on device"]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["c.tsv"]

@@ -157,3 +157,11 @@ def test_snakemake_config_strings_read_as_the_types_the_schema_wants():
     assert resolved["filters"]["select"]["bounds"]["overlap_1"] == [0.1, None]
     with pytest.raises(ConfigError, match="'fifty' is not of type 'integer'"):
         config.resolve({"bitext": {"clean": {"max_tokens": "fifty"}}})
+
+
+def test_the_readme_configuration_table_is_generated_from_the_schema():
+    from paramill import schema
+
+    readme = (REPO / "README.md").read_text()
+    assert readme == schema.readme_with_reference(readme, schema.reference()), \
+        "README.md's configuration table is stale: run `paramill config schema --write`"

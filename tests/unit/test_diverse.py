@@ -3,7 +3,7 @@
 import pytest
 
 from paramill.nmt.cluster import REFERENCE, best_per_cluster, cluster_units, kmedoids
-from paramill.nmt.diverse import constraint_tokens, contains
+from paramill.nmt.sampling import constraint_tokens, contains
 from paramill.nmt.diversity import bag_iou
 
 
@@ -21,7 +21,7 @@ def test_constraints_are_seeded_word_subsets():
 
 
 def test_suppressions_leave_out_pieces_the_model_cannot_produce(tmp_path):
-    from paramill.nmt.diverse import suppressions, target_vocabulary
+    from paramill.nmt.sampling import suppressions, target_vocabulary
 
     class Seg:
         def encode(self, tokens):

@@ -239,7 +239,7 @@ def test_dual_cross_entropy_is_built_from_the_models_own_scores(tiny, shard, tmp
 def test_constrained_sampling_never_emits_a_suppressed_segmentation(tiny, shard):
     import ctranslate2
 
-    from paramill.nmt.diverse import SampleSettings, constraint_tokens, contains, sample_set, suppressions
+    from paramill.nmt.sampling import SampleSettings, constraint_tokens, contains, sample_set, suppressions
 
     cs_spm, en_spm = tiny["spm"]
     cs_seg, en_seg = Segmenter(cs_spm), Segmenter(en_spm)
@@ -264,7 +264,7 @@ def test_constrained_sampling_never_emits_a_suppressed_segmentation(tiny, shard)
 
 
 def test_sampled_shard_dual_scores_determinism_and_ranks(tiny, shard, tmp_path):
-    from paramill.nmt.diverse import SampleSettings, sample_shard
+    from paramill.nmt.sampling import SampleSettings, sample_shard
     from paramill.nmt.score import load_scorer, nll_per_token
 
     cs_spm, en_spm = tiny["spm"]

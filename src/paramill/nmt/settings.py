@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from paramill.nmt.diverse import SampleSettings
+from paramill.nmt.sampling import SampleSettings
 from paramill.nmt.subwords import SubwordSettings
 from paramill.nmt.train import ModelSettings, TrainSettings
 from paramill.nmt.translate import TranslateSettings

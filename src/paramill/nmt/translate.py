@@ -30,7 +30,7 @@ from paramill.progress import progress
 from paramill.provenance import Run, prov_path
 from paramill.settings import Device, setting, Settings
 
-METHODS = ("beam", "kbest")  # "sample" is paramill.nmt.diverse
+METHODS = ("beam", "kbest")  # "sample" is paramill.nmt.sampling
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,7 @@ from paramill.provenance import Run, prov_path  # noqa: E402
 def outcomes_plot(tsv: str | Path, png: str | Path, rule: str = "plot_bitext_outcomes") -> int:
     """Stacked bars: rows kept and rejected per reason, per input shard of each corpus.
 
-    Reads the ``corpus, shard, outcome, rows`` table of ``paramill stats bitext``.
+    Reads the ``corpus, shard, outcome, rows`` table of ``paramill bitext stats``.
     Returns the number of bars drawn.
     """
     run = Run(rule=rule, params={}, inputs=[tsv])

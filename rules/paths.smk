@@ -1,0 +1,219 @@
+# Input functions: which files each rule reads, from the resolved config and the shards the
+# clean checkpoints wrote. Glue only (paths); what a filter needs comes from its declaration
+# in paramill.filters (carried by the generated schema), the sweep grid from paramill.embed.
+
+
+# -- bitext --------------------------------------------------------------------
+
+def corpus_files(wildcards):
+    spec = config["bitext"]["corpora"][wildcards.corpus]
+    return [spec["cs"], spec["en"]] if spec["format"] == "moses" else [spec["path"]]
+
+
+def earlier_keys(wildcards):
+    """Key files of the corpora listed before this one: their pairs win duplicates."""
+    before = CORPORA[: CORPORA.index(wildcards.corpus)]
+    return [f"{WORK}/clean/{c}.keys.parquet" for c in before]
+
+
+def corpus_shards(corpus):
+    """Cleaned shard names of a corpus (known once its clean checkpoint has run)."""
+    shards_dir = checkpoints.clean.get(corpus=corpus).output.shards
+    return sorted(p.stem for p in Path(shards_dir).glob("shard-*.parquet"))
+
+
+# -- nmt -----------------------------------------------------------------------
+
+def nmt_corpora():
+    return config["nmt"]["train_corpora"] or CORPORA
+
+
+def training_shards(wildcards):
+    """Every cleaned shard of the corpora that train the subword and NMT models."""
+    return [f"{WORK}/shards/{c}/{s}.parquet" for c in nmt_corpora() for s in corpus_shards(c)]
+
+
+def all_candidates(wildcards):
+    """The back-translated candidate table of every shard of every corpus."""
+    return [f"{WORK}/candidates/{c}/{s}.parquet" for c in CORPORA for s in corpus_shards(c)]
+
+
+def own_model(direction):
+    return config["nmt"]["models"].get(direction)
+
+
+def spm_model(direction, side):
+    """SentencePiece model of a direction's source or target side (own or trained)."""
+    own = own_model(direction)
+    if own:
+        return ancient(own[f"{side}_spm"])
+    lang = direction.split("-")[0 if side == "source" else 1]
+    return f"{WORK}/nmt/spm/{lang}.model"
+
+
+def checkpoint_to_convert(wildcards):
+    own = own_model(wildcards.direction)
+    if own and own.get("checkpoint"):
+        return ancient(own["checkpoint"])
+    return f"{WORK}/nmt/{wildcards.direction}/model.pt"
+
+
+def translation_model(direction):
+    """The CTranslate2 model of a direction: the user's own, or converted here."""
+    own = own_model(direction)
+    if own and own.get("ct2"):
+        return ancient(own["ct2"])
+    return f"{WORK}/nmt/{direction}/ct2"
+
+
+def sampling():
+    return config["nmt"]["translate"]["method"] == "sample"
+
+
+def back_translate_inputs(wildcards):
+    files = {
+        "shard": f"{WORK}/shards/{wildcards.corpus}/{wildcards.shard}.parquet",
+        "model": translation_model("cs-en"),
+        "src_spm": spm_model("cs-en", "source"),
+        "tgt_spm": spm_model("cs-en", "target"),
+    }
+    if sampling():  # dual scoring needs the reverse model
+        files["bwd"] = translation_model("en-cs")
+    return files
+
+
+# -- filters -------------------------------------------------------------------
+
+FILTERS = config["filters"]["enabled"]
+
+
+def heldout_candidates(wildcards):
+    """Candidate tables the held-out pairs are drawn from (filters.heldout.corpora)."""
+    names = config["filters"]["heldout"]["corpora"] or CORPORA
+    return [f"{WORK}/candidates/{c}/{s}.parquet" for c in names for s in corpus_shards(c)]
+
+
+def selection_names():
+    return ["default", *config["filters"]["selections"]]
+
+
+def selection_settings(name):
+    """`filters.select` overlaid with the named variant (`default` is `select` itself)."""
+    if name == "default":
+        return config["filters"]["select"]
+    return {**config["filters"]["select"], **config["filters"]["selections"][name]}
+
+
+def score_files(wildcards):
+    """Every enabled filter's score table of every candidate shard."""
+    return [
+        f"{WORK}/scores/{f}/{c}/{s}.parquet"
+        for f in FILTERS
+        for c in CORPORA
+        for s in corpus_shards(c)
+    ]
+
+
+def parascore_model():
+    given = config["filters"]["parascore"]["model"]
+    return ancient(given) if given else f"{WORK}/filters/parascore/model.pt"
+
+
+#: what each filter declares (paramill.filters.<name>), as the generated schema carries it
+FILTER_FACTS = config_schema()["properties"]["filters"]["properties"]
+MODEL_FILES = {  # the models a filter may declare (paramill.filters.base.MODEL_KINDS)
+    "kenlm": lambda: f"{WORK}/filters/kenlm/lm.binary",
+    "classifier": lambda: f"{WORK}/filters/classifier/model.pt",
+    "parascore": parascore_model,
+    "ct2:cs-en": lambda: translation_model("cs-en"),
+    "ct2:en-cs": lambda: translation_model("en-cs"),
+    "spm:cs": lambda: spm_model("cs-en", "source"),
+    "spm:en": lambda: spm_model("cs-en", "target"),
+}
+
+
+def filter_models(name):
+    """Models a filter scores with, as {its field: path}."""
+    return {field: MODEL_FILES[kind]() for field, kind in FILTER_FACTS[name].get("x-models", {}).items()}
+
+
+def filter_inputs(name):
+    """Input function of a score rule: the shard's candidates, the filter's models, and the
+    bitext shard when the filter needs the Czech side."""
+
+    def inputs(wildcards):
+        files = {"candidates": f"{WORK}/candidates/{wildcards.corpus}/{wildcards.shard}.parquet"}
+        if FILTER_FACTS[name].get("x-needs-source"):
+            files["source"] = f"{WORK}/shards/{wildcards.corpus}/{wildcards.shard}.parquet"
+        return {**files, **filter_models(name)}
+
+    return inputs
+
+
+def filter_model_args(name):
+    """params function: the score command's models (and source shard) as JSON."""
+
+    def args(wildcards, input):
+        return as_json({k: str(input[k]) for k in input.keys() if k != "candidates"})
+
+    return args
+
+
+# -- embed ---------------------------------------------------------------------
+
+def embed_settings(name):
+    """(model spec, training settings, selection) of a named model or a sweep point."""
+    return model_settings(config["embed"], name)
+
+
+def embed_pairs(wildcards):
+    """The released corpus a model trains on."""
+    return f"{RESULTS}/corpus/{embed_settings(wildcards.model)[2]}/corpus.parquet"
+
+
+def sts_paths():
+    return [d["path"] for d in config["evaluate"]["sts"]]
+
+
+# -- twitter -------------------------------------------------------------------
+
+def twitter_months():
+    """Months of the configured dates and of the days already harvested."""
+    days = set(config["twitter"]["dates"])
+    days |= {p.stem for p in Path(f"{WORK}/twitter/harvest").glob("*.parquet")}
+    return sorted({d[:7] for d in days})
+
+
+def month_days(wildcards):
+    """The month's configured dates and its days already harvested (periodic runs)."""
+    days = {d for d in config["twitter"]["dates"] if d.startswith(wildcards.month)}
+    days |= {p.stem for p in Path(f"{WORK}/twitter/harvest").glob(f"{wildcards.month}-*.parquet")}
+    return [f"{WORK}/twitter/harvest/{d}.parquet" for d in sorted(days)]
+
+
+def paraid_embed_model():
+    """The identifier's embedding model: a name in embed.models, a path, or none."""
+    name = config["twitter"]["identify"]["embed_model"]
+    if not name:
+        return []
+    if name in config["embed"]["models"]:
+        return f"{WORK}/embed/{name}/model.pt"
+    return ancient(name)
+
+
+# -- report --------------------------------------------------------------------
+
+def default_targets():
+    """What `snakemake` builds by default (the provenance table, which follows them all,
+    aside): the diversity table when sampling, the lexicon (with SimLex when given), the
+    Twitter branch when enabled."""
+    targets = [f"{RESULTS}/bitext/stats.json", f"{RESULTS}/nmt/backtranslation.json",
+               f"{WORK}/nmt/en-cs/ct2", f"{RESULTS}/report/bitext_outcomes.png"]
+    targets += [f"{RESULTS}/corpus/{s}/datasheet.md" for s in selection_names()]
+    targets += [f"{RESULTS}/embed/{m}/sts.tsv" for m in config["embed"]["models"]]
+    targets += [f"{RESULTS}/nmt/diversity.tsv"] if sampling() else []
+    targets.append(f"{RESULTS}/lexicon/simlex.tsv" if config["lexicon"]["simlex"]
+                   else f"{RESULTS}/lexicon/lexicon.tsv")
+    if config["twitter"]["enabled"]:
+        targets += [f"{RESULTS}/twitter/growth.tsv", f"{RESULTS}/twitter/paraid.json"]
+    return targets

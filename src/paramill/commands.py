@@ -1,0 +1,94 @@
+"""Building blocks of the command line. Each stage package's ``cli.py`` declares its verbs
+on a :class:`Group`; :mod:`paramill.cli` assembles the groups.
+
+A verb's settings are one config section passed as JSON (``--settings``), filled with the
+schema's defaults before the verb runs: the command line never redeclares a setting."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+#: a verb returns its exit status, or a one-line summary printed to stderr (status 0)
+Verb = Callable[[argparse.Namespace], "int | str"]
+
+
+def json_arg(value: str) -> Any:
+    """A JSON value given inline, or ``@path`` to a JSON or YAML file."""
+    try:
+        if value.startswith("@"):
+            return yaml.safe_load(Path(value[1:]).read_text())
+        return json.loads(value)
+    except (json.JSONDecodeError, yaml.YAMLError) as exc:
+        raise argparse.ArgumentTypeError(f"not valid JSON ({exc}): {value[:80]!r}") from None
+
+
+def arg(*flags: str, **kw: Any) -> tuple[tuple[str, ...], dict[str, Any]]:
+    """One argument of a verb, as for ``ArgumentParser.add_argument``."""
+    return flags, kw
+
+
+def need(flag: str, help: str, **kw: Any) -> tuple[tuple[str, ...], dict[str, Any]]:
+    """A required option."""
+    return arg(flag, required=True, help=help, **kw)
+
+
+def section_settings(section: str, given: dict[str, Any] | None) -> dict[str, Any]:
+    """The schema's defaults of config section ``section`` (``"bitext.clean"``) overlaid
+    with ``given``; unknown keys are refused by the settings class that reads them."""
+    from paramill import config
+
+    return {**config.defaults(*section.split(".")), **(given or {})}
+
+
+class Group:
+    """The verbs of one stage: ``paramill <group> <verb>``."""
+
+    def __init__(self, name: str, help: str, description: str | None = None):
+        self.name, self.help, self.description = name, help, description
+        self.verbs: list[tuple[str, str, str | None, tuple, dict[str, str], Verb]] = []
+
+    def verb(self, name: str, help: str, *args: tuple, description: str | None = None,
+             settings: str | dict[str, str] | None = None) -> Callable[[Verb], Verb]:
+        """Register a verb. ``settings``: the config section its ``--settings`` takes, or
+        {option dest: section} for several (``--model-settings`` ...)."""
+        sections = {"settings": settings} if isinstance(settings, str) else dict(settings or {})
+
+        def register(func: Verb) -> Verb:
+            self.verbs.append((name, help, description, args, sections, func))
+            return func
+
+        return register
+
+    def add_to(self, sub: argparse._SubParsersAction) -> None:
+        parser = sub.add_parser(self.name, help=self.help, description=self.description or self.help)
+        verbs = parser.add_subparsers(dest="what", required=True, metavar="STEP")
+        for name, help, description, args, sections, func in self.verbs:
+            p = verbs.add_parser(name, help=help, description=description or help)
+            for flags, kw in args:
+                p.add_argument(*flags, **kw)
+            for dest, section in sections.items():
+                p.add_argument("--" + dest.replace("_", "-"), dest=dest, type=json_arg,
+                               metavar="JSON", help=f"config section {section} (JSON, or @file "
+                               "JSON/YAML); keys left out take the schema's defaults")
+            p.set_defaults(func=_with_settings(func, sections),
+                           default_rule=f"{self.name}_{name}")
+
+
+def _with_settings(func: Verb, sections: dict[str, str]) -> Verb:
+    def run(args: argparse.Namespace) -> int:
+        for dest, section in sections.items():
+            setattr(args, dest, section_settings(section, getattr(args, dest)))
+        args.rule = args.rule or args.default_rule
+        result = func(args)
+        if isinstance(result, int):
+            return result
+        print(f"paramill {args.command} {args.what}: {result}", file=sys.stderr)
+        return 0
+    return run

@@ -1,0 +1,45 @@
+"""``paramill embed``: train and use paraphrastic sentence embeddings."""
+
+import argparse
+from pathlib import Path
+
+from paramill.commands import Group, arg, need
+
+group = Group("embed", "paraphrastic sentence embeddings")
+
+
+@group.verb(
+    "train", "train an encoder on paraphrase pairs",
+    arg("pairs", nargs="+", help="paraphrase pair files"), need("--out", "output model (.pt)"),
+    arg("--resume", help="per-epoch checkpoint (default: <out>.resume.pt)"),
+    description="Margin loss with hardest negatives from a mega-batch (Wieting et al.). Pairs: "
+                "Parquet s1/s2 or candidate tables (en_ref/candidate, rank 1), or TSV s1<TAB>s2. "
+                "Resumes after a killed job from --resume.",
+    settings={"settings": "embed.train", "spec": "embed.model"})
+def train(args: argparse.Namespace) -> int | str:
+    from paramill.embed.model import ModelSpec
+    from paramill.embed.train import TrainSettings, read_pairs, train
+    settings = TrainSettings.from_dict(args.settings)
+    pairs = read_pairs(args.pairs, settings.max_pairs)
+    summary = train(pairs, args.out, ModelSpec.from_dict(args.spec), settings, resume=args.resume,
+                    inputs=args.pairs, rule=args.rule)
+    return f"{summary}"
+
+
+@group.verb(
+    "encode", "embed sentences (one a line) into a .npy matrix",
+    need("--model", "a model from `paramill embed train`"),
+    need("--input", "text file, one sentence a line"),
+    need("--out", "output .npy (float32, n x dim)"),
+    arg("--batch-size", type=int, default=256, help="sentences per batch"))
+def encode(args: argparse.Namespace) -> int | str:
+    import numpy as np
+
+    from paramill.embed.model import load_model
+    from paramill.io import atomic_output
+    sentences = Path(args.input).read_text(encoding="utf-8").splitlines()
+    vectors = load_model(args.model).encode(sentences, batch_size=args.batch_size)
+    with atomic_output(args.out) as (tmp,):
+        with open(tmp, "wb") as fh:
+            np.save(fh, vectors)
+    return f"{vectors.shape[0]} sentences x {vectors.shape[1]} dims in {args.out}"

@@ -1,0 +1,42 @@
+"""``paramill evaluate``: STS correlations, official archives, result tables."""
+
+import argparse
+
+from paramill.commands import Group, arg, json_arg, need
+
+group = Group("evaluate", "evaluate models")
+
+
+@group.verb(
+    "sts", "STS correlations of an embedding model",
+    need("--model", "a model from `paramill embed train`"),
+    arg("--datasets", type=json_arg, required=True, metavar="JSON",
+        help='list of {"name","year","format","path"} (as config evaluate.sts)'),
+    need("--tsv", "output table"), need("--json", "output summary"))
+def sts(args: argparse.Namespace) -> int | str:
+    from paramill.evaluate.sts import evaluate
+    result = evaluate(args.model, args.datasets, args.tsv, args.json, rule=args.rule)
+    return "".join(f"\n  {r['dataset']:<24} {r['year']:<6} n={r['n']:<6} pearson={r['pearson']} "
+                   f"spearman={r['spearman']}" for r in result["datasets"])
+
+
+@group.verb(
+    "download", "fetch an official STS archive, check its sha256, unpack",
+    arg("name", help="stsbenchmark | stscompanion | sts2017"), need("--out", "directory to create"),
+    description="Archives with pinned sha256: stsbenchmark, stscompanion, sts2017. A download "
+                "whose digest differs is refused.")
+def download(args: argparse.Namespace) -> int | str:
+    from paramill.evaluate.download import download
+    result = download(args.name, args.out, rule=args.rule)
+    return f"{args.name}: {len(result['files'])} files in {args.out}"
+
+
+@group.verb(
+    "collect", "one table of several models' STS results",
+    arg("results", nargs="+", help="sts.json files (the model name is their folder)"),
+    arg("--points", type=json_arg, metavar="JSON", help="{model: settings} labelling the rows"),
+    need("--out", "output TSV"))
+def collect(args: argparse.Namespace) -> int | str:
+    from paramill.evaluate.sts import collect
+    n = collect(args.results, args.points or {}, args.out, rule=args.rule)
+    return f"{n} rows in {args.out}"

@@ -1,0 +1,109 @@
+"""``paramill filters``: held-out data, filter models, scores, selection and the release."""
+
+import argparse
+
+from paramill.commands import Group, arg, json_arg, need, section_settings
+
+group = Group("filters", "filter scores, selection and the released corpus",
+              "Filters add score columns to candidate shards (never dropping rows); `select` "
+              "applies bounds and writes the corpus; `analyse` writes its stats and datasheet. "
+              "See README 'Filters and selection'.")
+
+
+@group.verb(
+    "heldout", "pick held-out reference/translation pairs (seeded)",
+    arg("candidates", nargs="+", help="candidate tables"), need("--out", "output Parquet"),
+    settings="filters.heldout")
+def heldout(args: argparse.Namespace) -> int | str:
+    from paramill.filters.heldout import HeldoutSettings, select_heldout
+    settings = HeldoutSettings.from_dict(args.settings)
+    return str(select_heldout(args.candidates, args.out, settings, rule=args.rule))
+
+
+@group.verb(
+    "kenlm", "train the KenLM model on held-out references (lmplz)",
+    need("--heldout", "held-out table from `paramill filters heldout`"),
+    need("--out", "output KenLM binary"), settings="filters.kenlm")
+def kenlm(args: argparse.Namespace) -> int | str:
+    from paramill.filters.kenlm import KenlmSettings, train_lm_from_heldout
+    settings = KenlmSettings.from_dict(args.settings)
+    return str(train_lm_from_heldout(args.heldout, args.out, settings, rule=args.rule))
+
+
+@group.verb(
+    "classifier", "train the reference/translation classifier",
+    need("--heldout", "held-out table from `paramill filters heldout`"),
+    need("--out", "output model (.pt)"), settings="filters.classifier")
+def classifier(args: argparse.Namespace) -> int | str:
+    from paramill.filters.classifier import ClassifierSettings, train_from_heldout
+    s = train_from_heldout(args.heldout, args.out, ClassifierSettings.from_dict(args.settings),
+                           rule=args.rule)
+    return (f"best epoch {s['epoch']}, valid accuracy {s['valid_accuracy']:.3f}, "
+            f"test accuracy {s['test_accuracy']:.3f}")
+
+
+@group.verb(
+    "score", "add one filter's score columns to a candidate shard",
+    need("--filter", "filter name (config filters.enabled lists them)"),
+    need("--candidates", "candidate table of one shard"),
+    need("--out", "output score table (Parquet)"), arg("--settings", type=json_arg, metavar="JSON",
+        help="config section filters.<name> (JSON); keys left out take the schema's defaults"),
+    arg("--models", type=json_arg, default={}, metavar="JSON", help="{field: path} of the "
+        "filter's x-models (schema), and \"source\": the bitext shard when it needs Czech"),
+    arg("--threads", type=int, default=1, help="threads for scoring"),
+    description="Writes pair_id, candidate_id and the filter's columns, one row per candidate.")
+def score(args: argparse.Namespace) -> int | str:
+    from paramill import filters
+    from paramill.filters.base import score_shard
+    cls = filters.filter_class(args.filter)
+    given = section_settings(f"filters.{cls.name}", args.settings)  # keys for its model's training
+    options = {k: v for k, v in given.items() if k in cls.__dataclass_fields__}  # are left out
+    models = dict(args.models or {})
+    source_shard = models.pop("source", None)
+    if set(models) != set(cls.models):
+        raise ValueError(f"--models: filter {cls.name} takes {sorted(cls.models) or 'none'}, "
+                         f"not {sorted(models)}")
+    options.update(models)
+    if "threads" in cls.__dataclass_fields__:
+        options["threads"] = args.threads
+    stats = score_shard(filters.make(cls.name, **options), args.candidates, args.out,
+                        source_shard=source_shard, inputs=list(models.values()), params=options,
+                        threads=args.threads, rule=args.rule)
+    return f"{cls.name} {args.candidates}: {stats}"
+
+
+@group.verb(
+    "select", "apply bounds/folds/sample; write the corpus",
+    arg("--candidates", nargs="+", required=True, help="candidate tables"),
+    arg("--scores", nargs="*", help="score tables (any order; matched by corpus/shard)"),
+    arg("--heldout", help="held-out table whose pairs are left out"),
+    arg("--name", default="default", help="the release's name (in the datasheet)"),
+    need("--parquet", "output corpus (Parquet)"), need("--tsv", "output corpus (TSV)"),
+    need("--json", "output summary with counts per step"), settings="filters.select")
+def select(args: argparse.Namespace) -> int | str:
+    from paramill.filters.select import SelectSettings, select
+    summary = select(args.candidates, args.scores or [], args.parquet, args.tsv, args.json,
+                     SelectSettings.from_dict(args.settings), heldout=args.heldout,
+                     name=args.name, rule=args.rule)
+    steps = ", ".join(f"{r['step']}: {r['pairs']}" for r in summary["steps"])
+    return f"{args.name}: {summary['rows']} pairs ({steps})"
+
+
+@group.verb(
+    "analyse", "stats, annotation sample, plots and datasheet of a corpus",
+    arg("--candidates", nargs="+", required=True, help="candidate tables"),
+    arg("--scores", nargs="*", help="score tables"),
+    need("--corpus", "corpus.parquet from `paramill filters select`"),
+    need("--summary", "selection.json from `paramill filters select`"),
+    arg("--name", default="default", help="the release's name"),
+    arg("--sources", type=json_arg, metavar="JSON", help='{"corpora": config bitext.corpora, '
+        '"translate": config nmt.translate} (or "generation": the text itself)'),
+    need("--out-dir", "output folder"), settings="filters.analysis")
+def analyse(args: argparse.Namespace) -> int | str:
+    from paramill.filters.analysis import AnalysisSettings
+    from paramill.filters.release import write_release_docs
+    from paramill.report.plots import score_histograms
+    stats = write_release_docs(args.name, args.candidates, args.scores or [], args.corpus,
+                               args.summary, args.out_dir, AnalysisSettings.from_dict(args.settings),
+                               sources=args.sources, plot=score_histograms, rule=args.rule)
+    return f"{args.name}: {stats['corpus']}"

@@ -1,0 +1,31 @@
+"""``paramill report``: figures and tables for the Snakemake report."""
+
+import argparse
+
+from paramill.commands import Group, arg, need
+
+group = Group("report", "figures and tables for the Snakemake report")
+
+
+@group.verb(
+    "outcomes", "plot rows kept/rejected per reason per input shard",
+    need("--tsv", "outcomes TSV from `paramill bitext stats`"), need("--out", "output PNG"))
+def outcomes(args: argparse.Namespace) -> int | str:
+    from paramill.report.plots import outcomes_plot
+    bars = outcomes_plot(args.tsv, args.out, rule=args.rule)
+    return f"{bars} bars in {args.out}"
+
+
+@group.verb(
+    "provenance", "one table of the provenance records of outputs",
+    arg("outputs", nargs="*", help="outputs whose .prov.json to summarise"),
+    arg("--under", action="append", default=[], metavar="FOLDER",
+        help="also every output with a .prov.json anywhere under FOLDER (repeatable)"),
+    need("--html", "output HTML table"), need("--tsv", "output TSV table"))
+def provenance(args: argparse.Namespace) -> int | str:
+    from paramill.report.provenance import recorded_outputs, write_summary
+    outputs = [*args.outputs, *recorded_outputs(args.under, exclude=[args.html, args.tsv])]
+    if not outputs:
+        raise ValueError("no provenance records: give outputs or --under FOLDER")
+    n = write_summary(outputs, args.html, args.tsv, rule=args.rule)
+    return f"{n} provenance records in {args.html}"

@@ -1,0 +1,88 @@
+"""``paramill twitter``: harvest, identifier, monthly pairs, growth."""
+
+import argparse
+import sys
+
+from paramill.commands import Group, arg, need
+
+group = Group("twitter", "tweets sharing news URLs: harvest, pairs, identification")
+
+
+@group.verb(
+    "harvest", "harvest (or replay from archives) one day of tweets",
+    need("--date", "YYYY-MM-DD"), need("--out", "the day's tweet table (Parquet)"),
+    arg("--rejected", help="the day's rejected records with reasons (Parquet; default: "
+                           "rejected/<name> beside --out)"),
+    need("--source", "live (the X API) or archive (config twitter.source)"),
+    arg("--archive", nargs="*", help="JSONL files to replay (source archive)"),
+    need("--raw-dir", "raw API pages, per day (config twitter.raw_dir)"),
+    need("--state", "since_id/cursor state file (config twitter.state)"),
+    arg("--url-cache", help="URL expansion cache (JSON)"),
+    description="Live: news accounts' timelines, then a recent search per new URL (X API v2 "
+                "via tweepy). Archive: replay JSONL tweets. Exit 3 when the harvest cannot go "
+                "on (credentials refused, the free tier, another harvest holding the state).",
+    settings="twitter.harvest")
+def harvest(args: argparse.Namespace) -> int | str:
+    from paramill.twitter.harvest import HarvestError, HarvestSettings, harvest_day
+    try:
+        stats = harvest_day(args.date, args.out, HarvestSettings.from_dict(args.settings),
+                            source=args.source, raw_dir=args.raw_dir, state_path=args.state,
+                            archive=args.archive, url_cache=args.url_cache, rule=args.rule,
+                            rejected_out=args.rejected)
+    except HarvestError as exc:
+        print(f"paramill twitter harvest: {exc}", file=sys.stderr)
+        return 3
+    return f"{args.date}: {stats}"
+
+
+@group.verb(
+    "train", "train the paraphrase identifier (LR and extended)",
+    arg("--embed-model", help="the embedding model file for the cosine feature (the workflow "
+                              "resolves twitter.identify.embed_model; '' = none)"),
+    need("--out", "model file"), need("--report", "evaluation JSON (max F1, P, R)"),
+    description="Labelled data and evaluation sets are the settings' train and evaluate "
+                "(default: 5-fold cross-validation on train).",
+    settings="twitter.identify")
+def train(args: argparse.Namespace) -> int | str:
+    from paramill.twitter.identify import IdentifySettings
+    from paramill.twitter.month import train_identifier
+    if args.embed_model is not None:
+        args.settings["embed_model"] = args.embed_model or None
+    settings = IdentifySettings.from_dict(args.settings)
+    result = train_identifier(list(settings.train), list(settings.evaluate), args.out,
+                              args.report, settings, rule=args.rule)
+    return "; ".join(f"{ev['data']}: LR F1 {ev['lr']['f1']}, extended F1 {ev['extended']['f1']}"
+                     for ev in result["evaluations"])
+
+
+@group.verb(
+    "month", "pairs of a month's tweets with p_paraphrase",
+    arg("days", nargs="*", help="day tables of the month"), need("--month", "YYYY-MM"),
+    need("--model", "identifier from `paramill twitter train`"),
+    arg("--cards", help="JSON {url: {title, description}} of linked pages"),
+    need("--pairs", "output: every candidate pair with p_paraphrase"),
+    need("--tsv", "accepted: s1, s2, tweet_a, tweet_b, p"), need("--stats", "output counts (JSON)"),
+    description="News accounts are twitter.harvest.accounts; pairs at or above "
+                "twitter.identify.threshold are accepted.",
+    settings={"settings": "twitter.pairs", "harvest_settings": "twitter.harvest",
+              "identify_settings": "twitter.identify"})
+def month(args: argparse.Namespace) -> int | str:
+    from paramill.twitter.month import load_cards, score_month
+    from paramill.twitter.pairs import PairSettings
+    accounts = [a.lower() for a in args.harvest_settings["accounts"]]
+    stats = score_month(args.days, args.model, accounts, args.pairs, args.tsv, args.stats,
+                        args.month, PairSettings.from_dict(args.settings),
+                        args.identify_settings["threshold"], load_cards(args.cards), rule=args.rule)
+    return f"{args.month}: {stats}"
+
+
+@group.verb(
+    "growth", "tweets, pairs and paraphrases per month",
+    arg("stats", nargs="+", help="monthly stats.json files"), need("--tsv", "output table"),
+    arg("--png", help="output plot"))
+def growth(args: argparse.Namespace) -> int | str:
+    from paramill.report.plots import growth_plot
+    from paramill.twitter.month import growth
+    rows = growth(args.stats, args.tsv, args.png, plot=growth_plot, rule=args.rule)
+    return f"{rows}"
+
