@@ -36,9 +36,9 @@ config.update(_resolved["config"])
 # recorded in every provenance file
 os.environ.update(PARAMILL_CONFIG_DIGEST=_resolved["digest"])
 
-WORK = config["workdir"]
+WORK = config["work_dir"]
 RESULTS = config["results"]
-LOGS = config["logdir"]
+LOGS = config["log_dir"]
 CORPORA = list(config["bitext"]["corpora"])
 
 
@@ -48,7 +48,7 @@ wildcard_constraints:
     direction="cs-en|en-cs",
     lang="cs|en",
     model="[A-Za-z0-9][A-Za-z0-9_-]*",
-    selection="[A-Za-z0-9][A-Za-z0-9_-]*",
+    release="[A-Za-z0-9][A-Za-z0-9_-]*",
     date="[0-9]{4}-[0-9]{2}-[0-9]{2}",
     month="[0-9]{4}-[0-9]{2}",
 

@@ -1,4 +1,4 @@
-# Embeddings: train each named model on a released corpus (embed.selection); score it on
+# Embeddings: train each named model on a released corpus (embed.release); score it on
 # STS data.
 # `snakemake sweep` trains one model per point of embed.sweep.grid and collects one table.
 
@@ -66,7 +66,7 @@ rule sweep:
     conda:
         "../envs/cpu.yaml"
     shell:
-        "paramill --rule sweep evaluate collect {input:q} --points {params.points:q}"
+        "paramill --rule sweep evaluate sweep {input:q} --points {params.points:q}"
         " --out {output:q} > {log:q} 2>&1"
 
 

@@ -124,15 +124,15 @@ rule select:
         scores=score_files,
         heldout=f"{WORK}/filters/heldout.parquet",
     output:
-        parquet=f"{RESULTS}/corpus/{{selection}}/corpus.parquet",
-        tsv=f"{RESULTS}/corpus/{{selection}}/corpus.tsv",
-        json=f"{RESULTS}/corpus/{{selection}}/selection.json",
+        parquet=f"{RESULTS}/corpus/{{release}}/corpus.parquet",
+        tsv=f"{RESULTS}/corpus/{{release}}/corpus.tsv",
+        json=f"{RESULTS}/corpus/{{release}}/selection.json",
     params:
-        settings=lambda w: as_json(selection_settings(w.selection)),
+        settings=lambda w: as_json(release_settings(w.release)),
     log:
-        f"{LOGS}/filters/select.{{selection}}.log",
+        f"{LOGS}/filters/select.{{release}}.log",
     benchmark:
-        f"{LOGS}/benchmarks/filters/select.{{selection}}.tsv"
+        f"{LOGS}/benchmarks/filters/select.{{release}}.tsv"
     threads: rule_threads("select")
     resources:
         **rule_resources("select", mem_mb=8000, runtime=240),
@@ -140,7 +140,7 @@ rule select:
         "../envs/cpu.yaml"
     shell:
         "paramill --rule select filters select --candidates {input.candidates:q}"
-        " --scores {input.scores:q} --heldout {input.heldout:q} --name {wildcards.selection:q}"
+        " --scores {input.scores:q} --heldout {input.heldout:q} --name {wildcards.release:q}"
         " --settings {params.settings:q} --parquet {output.parquet:q} --tsv {output.tsv:q}"
         " --json {output.json:q} > {log:q} 2>&1"
 
@@ -149,25 +149,25 @@ rule corpus_analysis:
     input:
         candidates=all_candidates,
         scores=score_files,
-        corpus=f"{RESULTS}/corpus/{{selection}}/corpus.parquet",
-        selection=f"{RESULTS}/corpus/{{selection}}/selection.json",
+        corpus=f"{RESULTS}/corpus/{{release}}/corpus.parquet",
+        summary=f"{RESULTS}/corpus/{{release}}/selection.json",
     output:
-        stats=f"{RESULTS}/corpus/{{selection}}/stats.json",
-        annotation=f"{RESULTS}/corpus/{{selection}}/annotation.tsv",
-        datasheet=report(f"{RESULTS}/corpus/{{selection}}/datasheet.md", category="Corpus",
-                         labels={"selection": "{selection}", "file": "datasheet"}),
-        plot=report(f"{RESULTS}/corpus/{{selection}}/scores.png", category="Corpus",
+        stats=f"{RESULTS}/corpus/{{release}}/stats.json",
+        annotation=f"{RESULTS}/corpus/{{release}}/annotation.tsv",
+        datasheet=report(f"{RESULTS}/corpus/{{release}}/datasheet.md", category="Corpus",
+                         labels={"release": "{release}", "file": "datasheet"}),
+        plot=report(f"{RESULTS}/corpus/{{release}}/scores.png", category="Corpus",
                     caption="../report/scores.rst",
-                    labels={"selection": "{selection}", "file": "score distributions"}),
+                    labels={"release": "{release}", "file": "score distributions"}),
     params:
         settings=as_json(config["filters"]["analysis"]),
         sources=as_json({"corpora": config["bitext"]["corpora"],
                          "translate": config["nmt"]["translate"]}),
-        out_dir=lambda w: f"{RESULTS}/corpus/{w.selection}",
+        out_dir=lambda w: f"{RESULTS}/corpus/{w.release}",
     log:
-        f"{LOGS}/filters/corpus_analysis.{{selection}}.log",
+        f"{LOGS}/filters/corpus_analysis.{{release}}.log",
     benchmark:
-        f"{LOGS}/benchmarks/filters/corpus_analysis.{{selection}}.tsv"
+        f"{LOGS}/benchmarks/filters/corpus_analysis.{{release}}.tsv"
     threads: rule_threads("corpus_analysis")
     resources:
         **rule_resources("corpus_analysis", mem_mb=8000, runtime=240),
@@ -175,6 +175,6 @@ rule corpus_analysis:
         "../envs/cpu.yaml"
     shell:
         "paramill --rule corpus_analysis filters analyse --candidates {input.candidates:q}"
-        " --scores {input.scores:q} --corpus {input.corpus:q} --summary {input.selection:q}"
-        " --name {wildcards.selection:q} --sources {params.sources:q}"
+        " --scores {input.scores:q} --corpus {input.corpus:q} --summary {input.summary:q}"
+        " --name {wildcards.release:q} --sources {params.sources:q}"
         " --settings {params.settings:q} --out-dir {params.out_dir:q} > {log:q} 2>&1"

@@ -3,14 +3,14 @@
 
 rule lexicon:
     input:
-        f"{RESULTS}/corpus/{config['lexicon']['selection']}/corpus.parquet",
+        f"{RESULTS}/corpus/{config['lexicon']['release']}/corpus.parquet",
     output:
         tsv=f"{RESULTS}/lexicon/lexicon.tsv",
         neighbours=report(f"{RESULTS}/lexicon/neighbours.tsv", category="Lexicon",
                           labels={"table": "top neighbours"}),
         stats=f"{RESULTS}/lexicon/stats.json",
     params:
-        settings=as_json({k: v for k, v in config["lexicon"].items() if k not in ("simlex", "selection")}),
+        settings=as_json({k: v for k, v in config["lexicon"].items() if k not in ("simlex", "release")}),
         spill=f"{WORK}/lexicon",
     log:
         f"{LOGS}/lexicon/lexicon.log",

@@ -96,9 +96,9 @@ rule nmt_convert:
         " --settings {params.settings:q} > {log:q} 2>&1"
 
 
-rule back_translate:
+rule nmt_translate:
     input:
-        unpack(back_translate_inputs),
+        unpack(nmt_translate_inputs),
     output:
         f"{WORK}/candidates/{{corpus}}/{{shard}}.parquet",
     params:
@@ -106,16 +106,16 @@ rule back_translate:
         bwd=lambda wildcards, input: input.get("bwd", ""),
         sample=as_json(config["nmt"]["sample"]) if sampling() else "null",
     log:
-        f"{LOGS}/nmt/back_translate/{{corpus}}/{{shard}}.log",
+        f"{LOGS}/nmt/nmt_translate/{{corpus}}/{{shard}}.log",
     benchmark:
-        f"{LOGS}/benchmarks/nmt/back_translate/{{corpus}}/{{shard}}.tsv"
-    threads: rule_threads("back_translate")
+        f"{LOGS}/benchmarks/nmt/nmt_translate/{{corpus}}/{{shard}}.tsv"
+    threads: rule_threads("nmt_translate")
     resources:
-        **rule_resources("back_translate", mem_mb=4000, runtime=240),
+        **rule_resources("nmt_translate", mem_mb=4000, runtime=240),
     conda:
         "../envs/nmt-gpu.yaml"
     shell:
-        "paramill --rule back_translate nmt translate --shard {input.shard:q}"
+        "paramill --rule nmt_translate nmt translate --shard {input.shard:q}"
         " --model {input.model:q} --src-spm {input.src_spm:q} --tgt-spm {input.tgt_spm:q}"
         " --out {output:q} --threads {threads} --settings {params.settings:q}"
         " --bwd-model={params.bwd:q} --sample-settings {params.sample:q}"

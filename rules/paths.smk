@@ -70,7 +70,7 @@ def sampling():
     return config["nmt"]["translate"]["method"] == "sample"
 
 
-def back_translate_inputs(wildcards):
+def nmt_translate_inputs(wildcards):
     files = {
         "shard": f"{WORK}/shards/{wildcards.corpus}/{wildcards.shard}.parquet",
         "model": translation_model("cs-en"),
@@ -93,15 +93,15 @@ def heldout_candidates(wildcards):
     return [f"{WORK}/candidates/{c}/{s}.parquet" for c in names for s in corpus_shards(c)]
 
 
-def selection_names():
-    return ["default", *config["filters"]["selections"]]
+def release_names():
+    return ["default", *config["filters"]["releases"]]
 
 
-def selection_settings(name):
+def release_settings(name):
     """`filters.select` overlaid with the named variant (`default` is `select` itself)."""
     if name == "default":
         return config["filters"]["select"]
-    return {**config["filters"]["select"], **config["filters"]["selections"][name]}
+    return {**config["filters"]["select"], **config["filters"]["releases"][name]}
 
 
 def score_files(wildcards):
@@ -162,7 +162,7 @@ def filter_model_args(name):
 # -- embed ---------------------------------------------------------------------
 
 def embed_settings(name):
-    """(model spec, training settings, selection) of a named model or a sweep point."""
+    """(model spec, training settings, release) of a named model or a sweep point."""
     return model_settings(config["embed"], name)
 
 
@@ -209,7 +209,7 @@ def default_targets():
     Twitter branch when enabled."""
     targets = [f"{RESULTS}/bitext/stats.json", f"{RESULTS}/nmt/backtranslation.json",
                f"{WORK}/nmt/en-cs/ct2", f"{RESULTS}/report/bitext_outcomes.png"]
-    targets += [f"{RESULTS}/corpus/{s}/datasheet.md" for s in selection_names()]
+    targets += [f"{RESULTS}/corpus/{s}/datasheet.md" for s in release_names()]
     targets += [f"{RESULTS}/embed/{m}/sts.tsv" for m in config["embed"]["models"]]
     targets += [f"{RESULTS}/nmt/diversity.tsv"] if sampling() else []
     targets.append(f"{RESULTS}/lexicon/simlex.tsv" if config["lexicon"]["simlex"]

@@ -11,9 +11,7 @@ rule harvest:
         rejected=f"{WORK}/twitter/harvest/rejected/{{date}}.parquet",
     params:
         settings=as_json(config["twitter"]["harvest"]),
-        source=config["twitter"]["source"],
-        raw_dir=config["twitter"]["raw_dir"],
-        state=config["twitter"]["state"],
+        twitter=as_json({k: config["twitter"][k] for k in ("source", "raw_dir", "state")}),
         url_cache=f"{WORK}/twitter/url-cache.json",
     log:
         f"{LOGS}/twitter/harvest/{{date}}.log",
@@ -27,8 +25,8 @@ rule harvest:
     shell:
         "paramill --rule harvest twitter harvest --date {wildcards.date:q} --out {output.day:q}"
         " --rejected {output.rejected:q}"
-        " --source {params.source:q} --archive {input.archive:q} --raw-dir {params.raw_dir:q}"
-        " --state {params.state:q} --url-cache {params.url_cache:q}"
+        " --twitter-settings {params.twitter:q} --archive {input.archive:q}"
+        " --url-cache {params.url_cache:q}"
         " --settings {params.settings:q} > {log:q} 2>&1"
 
 

@@ -165,8 +165,8 @@ def cross_field_problems(config: dict[str, Any]) -> list[str]:
             problems.append(f"config keys {_key(low)} ({lo}) and {_key(high)} ({hi}): "
                             f"{low[-1]} must not exceed {high[-1]}")
     selects = {"filters.select": _get(config, ("filters", "select")) or {}}
-    for name, variant in (_get(config, ("filters", "selections")) or {}).items():
-        selects[f"filters.selections.{name}"] = variant or {}
+    for name, variant in (_get(config, ("filters", "releases")) or {}).items():
+        selects[f"filters.releases.{name}"] = variant or {}
     for where, select in selects.items():
         for column, bound in (select.get("bounds") or {}).items():
             if isinstance(bound, list) and len(bound) == 2 and None not in bound and bound[0] > bound[1]:

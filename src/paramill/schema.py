@@ -52,11 +52,11 @@ class RuleResources(Settings):
 
 @dataclass(frozen=True)
 class PipelineConfig(Settings):
-    workdir: str = setting("work", "Directory for intermediate files (ingested and cleaned "
+    work_dir: str = setting("work", "Directory for intermediate files (ingested and cleaned "
                            "shards, keys, logs of stages).")
     results: str = setting("results", "Directory for published outputs (stats, corpora, results "
                            "tables).")
-    logdir: str = setting("logs", "Directory for rule logs and benchmark files.")
+    log_dir: str = setting("logs", "Directory for rule logs and benchmark files.")
     bitext: BitextSection = section(BitextSection, "Bilingual (Czech-English) input corpora, "
                                     "ingest and cleaning.")
     nmt: NmtSection = section(

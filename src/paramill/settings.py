@@ -15,7 +15,7 @@ import types
 import typing
 from typing import Annotated, Any, Literal, Union
 
-#: names of corpora, models, selections: part of file names and pair ids
+#: names of corpora, models, releases: part of file names and pair ids
 NAME_PATTERN = "^[A-Za-z0-9][A-Za-z0-9_-]*$"
 Name = Annotated[str, {"pattern": NAME_PATTERN}]
 Device = Literal["auto", "cpu", "cuda"]
@@ -148,7 +148,7 @@ def object_schema(cls: type, defaults: bool = True) -> dict[str, Any]:
 
 def overrides_schema(cls: type) -> dict[str, Any]:
     """An object of some of ``cls``'s keys whose unset keys stay unset (``x-overrides``):
-    a named model or selection that overrides its base section."""
+    a named model or release that overrides its base section."""
     node = object_schema(cls)
     return {**node, "x-overrides": True}
 

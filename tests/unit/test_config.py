@@ -55,12 +55,12 @@ def test_resolved_sections_build_their_settings_classes():
 
 def test_named_variants_override_only_what_they_give():
     resolved = config.resolve({"filters": {"select": {"max_tokens": 20},
-                                           "selections": {"strict": {"size": 5}}},
+                                           "releases": {"strict": {"size": 5}}},
                                "embed": {"model": {"dim": 50}, "models": {"w": {"components": ["word"]}}}})
-    assert resolved["filters"]["selections"] == {"strict": {"size": 5}}
+    assert resolved["filters"]["releases"] == {"strict": {"size": 5}}
     assert resolved["embed"]["models"]["w"] == {"components": ["word"]}
-    with pytest.raises(config.ConfigError, match="filters.selections"):
-        config.resolve({"filters": {"selections": {"default": {}}}})
+    with pytest.raises(config.ConfigError, match="filters.releases"):
+        config.resolve({"filters": {"releases": {"default": {}}}})
 
 
 def test_every_schema_property_is_described_and_typed():
@@ -80,7 +80,7 @@ def test_every_schema_property_is_described_and_typed():
 
 def test_empty_config_gets_every_default():
     resolved = config.resolve({})
-    assert resolved["workdir"] == "work"
+    assert resolved["work_dir"] == "work"
     assert resolved["bitext"]["clean"]["max_tokens"] == 100
     assert resolved["bitext"]["corpora"] == {}
 
@@ -136,8 +136,8 @@ def test_digest_depends_on_values_not_key_order():
     ({"bitext": {"clean": {"max_length_ratio": float("inf")}}}, "max_length_ratio: inf is not of type 'number'"),
     ({"bitext": {"clean": {"min_tokens": 50, "max_tokens": 10}}},
      "config keys bitext.clean.min_tokens (50) and bitext.clean.max_tokens (10): min_tokens must not exceed max_tokens"),
-    ({"filters": {"selections": {"v": {"bounds": {"bleu": [0.8, 0.2]}}}}},
-     "filters.selections.v.bounds.bleu: lower bound 0.8 exceeds upper bound 0.2"),
+    ({"filters": {"releases": {"v": {"bounds": {"bleu": [0.8, 0.2]}}}}},
+     "filters.releases.v.bounds.bleu: lower bound 0.8 exceeds upper bound 0.2"),
     ({"twitter": {"harvest": {"accounts": ["x$(touch /tmp/p)"]}}}, "twitter.harvest.accounts.0: 'x$(touch"),
     ({"nmt": {"train_corpora": ["a;b"]}}, "nmt.train_corpora.0: 'a;b' does not match"),
     ({"resources": {"clean": {"slurm_partition": "gpu`id`"}}}, "resources.clean.slurm_partition: 'gpu`id`' does not match"),

@@ -161,15 +161,15 @@ def test_sweep_points_cross_the_given_axes_in_a_fixed_order():
     from paramill.embed.sweep import model_settings, sweep_points
 
     embed = {"model": {"components": ["word"], "dim": 16}, "train": {"megabatch": 1, "epochs": 1},
-             "selection": "default", "models": {"word": {"components": ["word"]}},
-             "sweep": {"pairs": 100, "grid": {"selection": ["default", "top-half"],
+             "release": "default", "models": {"word": {"components": ["word"]}},
+             "sweep": {"pairs": 100, "grid": {"release": ["default", "top-half"],
                                               "components": [["word"], ["lstm"]], "megabatch": []}}}
     points = sweep_points(embed)
     assert list(points) == ["sweep-00", "sweep-01", "sweep-02", "sweep-03"]
     # components vary slowest (AXES order), whatever the order of the grid's keys
     assert [p["point"] for p in points.values()] == [
-        {"components": ["word"], "selection": "default"}, {"components": ["word"], "selection": "top-half"},
-        {"components": ["lstm"], "selection": "default"}, {"components": ["lstm"], "selection": "top-half"}]
+        {"components": ["word"], "release": "default"}, {"components": ["word"], "release": "top-half"},
+        {"components": ["lstm"], "release": "default"}, {"components": ["lstm"], "release": "top-half"}]
     assert points["sweep-02"]["spec"] == {"components": ["lstm"], "dim": 16}
     assert points["sweep-03"]["train"] == {"megabatch": 1, "epochs": 1, "max_pairs": 100}
     assert model_settings(embed, "sweep-01")[2] == "top-half"

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from paramill.filters import names as filter_names
 from paramill.io import sha256_file
 
 REPO = Path(__file__).resolve().parents[2]
@@ -57,7 +58,7 @@ def executed(proc: subprocess.CompletedProcess) -> Counter:
 
 TINY_NMT = ["--configfile", "config.yaml", str(Path(__file__).with_name("tiny-nmt.yaml"))]
 
-ALL_FILTERS = ["length", "cost", "overlap", "bleu", "kenlm", "classifier", "parascore", "dual_xent"]
+ALL_FILTERS = filter_names()  # as the filter classes declare them (the generated schema)
 #: filters.enabled in tiny-nmt.yaml (the DAG tests need fewer score jobs)
 TINY_FILTERS = ["overlap", "parascore"]
 #: The jobs that follow any change of the released corpora (2 selections).
@@ -81,7 +82,7 @@ def after_candidates(filters, shards):
 TWITTER = {"harvest": 5, "paraid_train": 1, "twitter_month": 2, "twitter_growth": 1}
 _BITEXT_NMT = {"ingest": 2, "clean": 2, "bitext_stats": 1, "plot_bitext_outcomes": 1,
                "provenance_summary": 1, "spm_train": 2, "nmt_data": 1, "nmt_train": 2,
-               "nmt_convert": 2, "back_translate": 4, "backtranslation_stats": 1}
+               "nmt_convert": 2, "nmt_translate": 4, "backtranslation_stats": 1}
 #: Every job of the default DAG on the sample (4 cleaned shards).
 FULL_DAG = {**_BITEXT_NMT, **after_candidates(ALL_FILTERS, 4), **TWITTER}
 #: The same with the tiny overlay's filters and no Twitter branch.

@@ -64,7 +64,7 @@ def no_op_rerun_runs_nothing(project, tmp_path):
 def changed_cleaning_threshold_reruns_clean_and_what_follows_only(project, tmp_path):
     edit(project / "config.yaml", "max_tokens: 100", "max_tokens: 12")
     proc = snakemake(project)
-    assert executed(proc) == {"clean": 2, **DOWNSTREAM, **RETRAIN, "back_translate": shards(project),
+    assert executed(proc) == {"clean": 2, **DOWNSTREAM, **RETRAIN, "nmt_translate": shards(project),
                               "backtranslation_stats": 1,
                               **after_candidates(TINY_FILTERS, shards(project))}
     stats = json.loads((project / "results/bitext/stats.json").read_text())
@@ -85,7 +85,7 @@ def a_new_corpus_processes_only_its_own_shards(project, tmp_path):
     proc = snakemake(project)
     # the NMT and filter models are trained on the corpora named in config: no retraining,
     # and only the new shard is translated and scored
-    assert executed(proc) == {"ingest": 1, "clean": 1, "back_translate": 1,
+    assert executed(proc) == {"ingest": 1, "clean": 1, "nmt_translate": 1,
                               "backtranslation_stats": 1, **{f"score_{f}": 1 for f in TINY_FILTERS},
                               **SELECT, **EMBED, **LEXICON, **DOWNSTREAM}
     assert "extra" in (project / "logs/ingest/extra.log").read_text()
@@ -134,7 +134,7 @@ def own_models_replace_training(project, tmp_path):
          f"    en-cs: {{checkpoint: {nmt}/en-cs/model.pt, source_spm: {nmt}/spm/en.model,"
          f" target_spm: {nmt}/spm/cs.model}}\n")
     proc = snakemake(other, "results/nmt/backtranslation.json", "work/nmt/en-cs/ct2")
-    assert executed(proc) == {"ingest": 2, "clean": 2, "nmt_convert": 1, "back_translate": shards(other),
+    assert executed(proc) == {"ingest": 2, "clean": 2, "nmt_convert": 1, "nmt_translate": shards(other),
                               "backtranslation_stats": 1}
     assert not (other / "work/nmt/cs-en").exists()  # used in place, nothing trained or converted
     assert (other / "work/nmt/en-cs/ct2/model.bin").exists()
@@ -142,16 +142,16 @@ def own_models_replace_training(project, tmp_path):
 
 @step
 def the_sweep_target_collects_one_table(project, tmp_path):
-    grid = tmp_path / "grid.yaml"  # 2 component lists x 2 selections (config.yaml crosses M too)
+    grid = tmp_path / "grid.yaml"  # 2 component lists x 2 releases (config.yaml crosses M too)
     grid.write_text("embed:\n  sweep:\n    grid:\n      components: [[word], [lstm]]\n"
-                    "      megabatch: [4]\n      selection: [default, top-half]\n")
+                    "      megabatch: [4]\n      release: [default, top-half]\n")
     proc = snakemake(project, "sweep", overlays=[grid])
     ran = executed(proc)
     assert ran["embed_train"] == ran["sts_eval"] == 4 and ran["sweep"] == 1
     table = (project / "results/embed/sweep.tsv").read_text().splitlines()
     models = {line.split("\t")[0] for line in table[1:]}
     assert models == {f"sweep-{i:02d}" for i in range(4)}
-    assert any('"components": ["lstm"], "megabatch": 4, "selection": "top-half"' in line
+    assert any('"components": ["lstm"], "megabatch": 4, "release": "top-half"' in line
                for line in table)
 
 
@@ -167,7 +167,7 @@ def changing_a_filter_bound_reruns_selection_and_what_follows_only(project, tmp_
     edit(project / "config.yaml", "      overlap_1: [0.0, 0.9]",
          f"      overlap_1: [0.0, 0.9]\n      parascore: [null, {upper!r}]")
     proc = snakemake(project)
-    # both selections: top-half takes its bounds from filters.select
+    # both releases: top-half takes its bounds from filters.select
     assert executed(proc) == {**SELECT, **EMBED, **LEXICON, "provenance_summary": 1}
     after = json.loads((project / "results/corpus/default/selection.json").read_text())
     assert 0 < after["rows"] < before["rows"]
@@ -194,7 +194,7 @@ def a_decoding_setting_retranslates_without_retraining(project, tmp_path):
     shard translated and scored again, up to 5 paraphrases a source, the diversity table."""
     overlay = str(Path(__file__).with_name("sample.yaml"))
     proc = snakemake(project, overlays=[overlay])
-    assert executed(proc) == {"back_translate": shards(project), "backtranslation_stats": 1,
+    assert executed(proc) == {"nmt_translate": shards(project), "backtranslation_stats": 1,
                               **after_candidates(TINY_FILTERS, shards(project)),
                               "diversity_stats": 1, "provenance_summary": 1}
     cands = pl.scan_parquet(project / "work/candidates/*/shard-*.parquet").collect()

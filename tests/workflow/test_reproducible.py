@@ -46,7 +46,7 @@ NOT_INJECTED = {
     "filters.heldout.corpora.*": "name pattern",
     "filters.classifier.encoder": "enum",
     "filters.classifier.device": "enum",
-    "filters.selections.*.rank_by": "column-name pattern",
+    "filters.releases.*.rank_by": "column-name pattern",
     "filters.enabled.*": "enum",
     "filters.bleu.method": "enum",
     "filters.kenlm.memory": "pattern (a size)",
@@ -58,8 +58,8 @@ NOT_INJECTED = {
     "embed.models.*.components.*": "enum",
     "embed.train.device": "enum",
     "embed.sweep.grid.components.*.*": "enum",
-    "embed.sweep.grid.selection.*": "name pattern",
-    "embed.selection": "name pattern",
+    "embed.sweep.grid.release.*": "name pattern",
+    "embed.release": "name pattern",
     "twitter.source": "enum",
     "twitter.dates.*": "date pattern",
     "twitter.harvest.accounts.*": "screen-name pattern",
@@ -67,7 +67,7 @@ NOT_INJECTED = {
     "twitter.identify.train.*.format": "enum",
     "twitter.identify.embed_model": "a model name here (a path is injected as twitter.identify.train.*.path is)",
     "twitter.identify.model": "enum",
-    "lexicon.selection": "name pattern",
+    "lexicon.release": "name pattern",
     "lexicon.token_pattern": "a regular expression, passed inside --settings JSON (the shell-line scan covers it)",
     "lexicon.word_pattern": "a regular expression, passed inside --settings JSON (the shell-line scan covers it)",
     "evaluate.sts.*.format": "enum",
@@ -112,7 +112,7 @@ def hostile_overlay(root: Path) -> Path:
            for s in base["evaluate"]["sts"]]
     identify = base["twitter"]["identify"]
     overlay = {
-        "workdir": f"work {HOSTILE}", "results": f"results {HOSTILE}", "logdir": f"logs {HOSTILE}",
+        "work_dir": f"work {HOSTILE}", "results": f"results {HOSTILE}", "log_dir": f"logs {HOSTILE}",
         "bitext": {"corpora": corpora},
         "twitter": {"archive": [moved(p) for p in base["twitter"]["archive"]],
                     "raw_dir": f"data/{HOSTILE}/raw", "state": f"data/{HOSTILE}/state.json",

@@ -74,7 +74,7 @@ def test_dag_through_slurm_equals_a_local_run(cluster, tiny_run, tmp_path):
         assert record["slurm_job_id"], f"{record['rule']} did not run under SLURM"
         by_rule.setdefault(record["rule"], set()).add(record["slurm_job_id"])
     assert set(by_rule) >= {"ingest", "clean", "bitext_stats", "spm_train", "nmt_data", "nmt_train",
-                            "nmt_convert", "back_translate", "backtranslation_stats"}
+                            "nmt_convert", "nmt_translate", "backtranslation_stats"}
     jobs = _squeue(sorted({j for ids in by_rule.values() for j in ids}))
     assert all(state == "COMPLETED" for state, _ in jobs.values()), jobs
     (stats_job,) = by_rule["bitext_stats"]

@@ -40,21 +40,30 @@ from paramill.io import (ShardWriter, TableWriter, atomic_output, iter_parquet_b
                          parquet_rows, read_json, scratch_dir, write_json)
 from paramill.progress import progress
 from paramill.provenance import Run, prov_path
-from paramill.settings import setting, Settings
+from paramill.settings import Settings, setting
 
 KEEP, DUP_HERE, DUP_EARLIER = 0, 1, 2
 
 
 @dataclass(frozen=True)
 class CleanSettings(Settings):
-    normalize_punctuation: bool = setting(True, 'Map Unicode punctuation (quotes, dashes, ellipsis, special spaces) to ASCII.')
-    require_latin: bool = setting(True, 'Keep only pairs whose English side encodes as latin-1 and Czech side as latin-2.')
-    drop_identical: bool = setting(True, 'Drop pairs whose two sides are identical after normalisation (untranslated text).')
-    min_tokens: int = setting(1, 'Minimum tokens on each side.', minimum=1)
-    max_tokens: int = setting(100, 'Maximum tokens on each side.', minimum=1)
-    max_length_ratio: float = setting(3.0, "Maximum ratio of the longer side's token count to the shorter side's.", exclusiveMinimum=1)
-    dedup: bool = setting(True, 'Exact deduplication of normalised pairs across all corpora (first occurrence kept).')
-    bucket_rows: int = setting(2_000_000, 'Rows per hash bucket in deduplication; bounds memory, no effect on results.', minimum=1000)
+    normalize_punctuation: bool = setting(
+        True, "Map Unicode punctuation (quotes, dashes, ellipsis, special spaces) to ASCII.")
+    require_latin: bool = setting(
+        True, "Keep only pairs whose English side encodes as latin-1 and Czech side as latin-2.")
+    drop_identical: bool = setting(
+        True, "Drop pairs whose two sides are identical after normalisation (untranslated text).")
+    min_tokens: int = setting(1, "Minimum tokens on each side.", minimum=1)
+    max_tokens: int = setting(100, "Maximum tokens on each side.", minimum=1)
+    max_length_ratio: float = setting(
+        3.0, "Maximum ratio of the longer side's token count to the shorter side's.",
+        exclusiveMinimum=1)
+    dedup: bool = setting(
+        True,
+        "Exact deduplication of normalised pairs across all corpora (first occurrence kept).")
+    bucket_rows: int = setting(
+        2_000_000, "Rows per hash bucket in deduplication; bounds memory, no effect on results.",
+        minimum=1000)
 
 
 

@@ -22,7 +22,7 @@ from paramill.bitext.schema import BITEXT, REJECTED
 from paramill.io import ShardWriter, TableWriter, atomic_output, sha256_file, write_json
 from paramill.progress import progress
 from paramill.provenance import Run, prov_path
-from paramill.settings import setting, Settings
+from paramill.settings import Settings, setting
 
 STATS_NAME = "stats.json"
 REJECTED_NAME = "rejected.parquet"
@@ -30,9 +30,14 @@ REJECTED_NAME = "rejected.parquet"
 
 @dataclass(frozen=True)
 class IngestSettings(Settings):
-    shard_size: int = setting(1000, 'Rows per shard (ingested and cleaned). One translation job runs per cleaned shard.', minimum=1)
-    max_line_bytes: int = setting(65536, 'Longer lines are rejected (reason line_too_long) without being held in memory.', minimum=64)
-    batch_rows: int = setting(50000, 'Rows processed per batch; bounds memory, no effect on results.', minimum=1)
+    shard_size: int = setting(
+        1000, "Rows per shard (ingested and cleaned). One translation job runs per cleaned shard.",
+        minimum=1)
+    max_line_bytes: int = setting(
+        65536, "Longer lines are rejected (reason line_too_long) without being held in memory.",
+        minimum=64)
+    batch_rows: int = setting(
+        50000, "Rows processed per batch; bounds memory, no effect on results.", minimum=1)
 
 
 

@@ -27,7 +27,7 @@ from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 from paramill import device
 from paramill.embed.features import Featurizer, Vocab
-from paramill.settings import setting, Settings
+from paramill.settings import Settings, setting
 
 FORMAT = "paramill-embed/1"
 COMPONENTS = ("word", "trigram", "lstm", "blstm", "gran")
@@ -36,16 +36,23 @@ RECURRENT = ("lstm", "blstm", "gran")
 
 @dataclass(frozen=True)
 class ModelSpec(Settings):
-    components: tuple[str, ...] = setting(("word",), 'Encoders trained jointly: word (averaging), trigram (character trigrams), lstm, blstm, gran.', items={'enum': ['word', 'trigram', 'lstm', 'blstm', 'gran']}, minItems=1)
-    combine: Literal['concat', 'add'] = setting("concat", 'How several components are combined.')
-    dim: int = setting(300, 'Embedding size.', minimum=1)
-    hidden: int = setting(300, 'Hidden size of lstm/blstm (gran uses dim).', minimum=1)
-    units: Literal['word', 'sp'] = setting("word", 'Units of word/lstm/blstm/gran: lower-cased words, or SentencePiece pieces (needs sp_model).')
-    sp_model: str | None = setting(None, 'SentencePiece model for units sp.')
-    lowercase: bool = setting(True, 'Lower-case text before splitting into units.')
-    min_count: int = setting(1, 'Minimum count of a unit to enter the vocabulary.', minimum=1)
-    max_vocab: int | None = setting(None, 'Largest vocabulary per unit type (most frequent first).', minimum=1)
-    word_vectors: str | None = setting(None, 'GloVe-format text file to initialise word embeddings (its size must equal dim).')
+    components: tuple[str, ...] = setting(
+        ("word",),
+        "Encoders trained jointly: word (averaging), trigram (character trigrams), lstm, blstm, "
+        "gran.", items={"enum": ["word", "trigram", "lstm", "blstm", "gran"]}, minItems=1)
+    combine: Literal["concat", "add"] = setting("concat", "How several components are combined.")
+    dim: int = setting(300, "Embedding size.", minimum=1)
+    hidden: int = setting(300, "Hidden size of lstm/blstm (gran uses dim).", minimum=1)
+    units: Literal["word", "sp"] = setting(
+        "word", "Units of word/lstm/blstm/gran: lower-cased words, or SentencePiece pieces (needs "
+        "sp_model).")
+    sp_model: str | None = setting(None, "SentencePiece model for units sp.")
+    lowercase: bool = setting(True, "Lower-case text before splitting into units.")
+    min_count: int = setting(1, "Minimum count of a unit to enter the vocabulary.", minimum=1)
+    max_vocab: int | None = setting(
+        None, "Largest vocabulary per unit type (most frequent first).", minimum=1)
+    word_vectors: str | None = setting(
+        None, "GloVe-format text file to initialise word embeddings (its size must equal dim).")
 
     def __post_init__(self):
         object.__setattr__(self, "components", tuple(self.components))

@@ -18,8 +18,8 @@ class SweepGrid(Settings):
         None, "Mega-batch sizes M.", no_default=True)
     pairs: tuple[Annotated[int, {"minimum": 1}], ...] = setting(
         None, "Training-set sizes.", no_default=True)
-    selection: tuple[Name, ...] = setting(
-        None, "Released corpora to train on (default, or names under filters.selections).",
+    release: tuple[Name, ...] = setting(
+        None, "Released corpora to train on (default, or names under filters.releases).",
         no_default=True)
 
 
@@ -33,8 +33,8 @@ class SweepSettings(Settings):
 @dataclass(frozen=True)
 class EmbedSection(Settings):
     model: ModelSpec = section(ModelSpec, "Defaults every named model starts from (ParaNMT's settings).")
-    selection: Name = setting(
-        "default", "The released corpus (a name under filters.selections, or default) the models "
+    release: Name = setting(
+        "default", "The released corpus (a name under filters.releases, or default) the models "
         "train on.")
     models: dict[Name, ModelSpec] = setting(
         factory=lambda: {"word": {}}, doc="Named models to train and evaluate; each entry "

@@ -9,11 +9,11 @@ import itertools
 from typing import Any
 
 #: the grid's axes, in the order points are numbered
-AXES = ("components", "megabatch", "pairs", "selection")
+AXES = ("components", "megabatch", "pairs", "release")
 
 
 def sweep_points(embed: dict[str, Any]) -> dict[str, dict[str, Any]]:
-    """``sweep-NN`` -> {"spec", "train", "point", "selection"}: the model spec and training
+    """``sweep-NN`` -> {"spec", "train", "point", "release"}: the model spec and training
     settings of each point of the grid (the axes given, crossed in ``AXES`` order)."""
     sweep = embed["sweep"]
     keys = [k for k in AXES if sweep["grid"].get(k)]
@@ -29,16 +29,16 @@ def sweep_points(embed: dict[str, Any]) -> dict[str, dict[str, Any]]:
         if "pairs" in point:
             train["max_pairs"] = point["pairs"]
         points[f"sweep-{i:02d}"] = {"spec": spec, "train": train, "point": point,
-                                    "selection": point.get("selection", embed["selection"])}
+                                    "release": point.get("release", embed["release"])}
     return points
 
 
 def model_settings(embed: dict[str, Any], name: str) -> tuple[dict[str, Any], dict[str, Any], str]:
-    """(model spec, training settings, selection) of a model in ``embed.models`` or a
+    """(model spec, training settings, release) of a model in ``embed.models`` or a
     sweep point."""
     if name in embed["models"]:
-        return {**embed["model"], **embed["models"][name]}, embed["train"], embed["selection"]
+        return {**embed["model"], **embed["models"][name]}, embed["train"], embed["release"]
     found = sweep_points(embed).get(name)
     if found is None:
         raise ValueError(f"no embedding model {name!r} in embed.models or the sweep grid")
-    return found["spec"], found["train"], found["selection"]
+    return found["spec"], found["train"], found["release"]

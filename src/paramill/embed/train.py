@@ -35,16 +35,19 @@ from paramill.settings import Device, setting, Settings
 
 @dataclass(frozen=True)
 class TrainSettings(Settings):
-    epochs: int = setting(5, 'Passes over the pairs.', minimum=1)
-    batch_size: int = setting(100, 'Pairs per mini-batch.', minimum=2)
-    megabatch: int = setting(1, 'Mini-batches pooled to find hardest negatives (M; 1 = in-batch).', minimum=1)
-    margin: float = setting(0.4, 'Margin of the hinge loss.', minimum=0)
-    learning_rate: float = setting(0.001, 'Adam learning rate.', exclusiveMinimum=0)
-    scramble_rate: float = setting(0.3, "Probability of shuffling a sentence's words (recurrent components only).", minimum=0, maximum=1)
-    grad_clip: float = setting(1.0, 'Gradient norm clipping (0 = off).', minimum=0)
-    max_pairs: int = setting(0, 'Train on at most this many pairs (0 = all).', minimum=0)
-    seed: int = setting(13, 'Random seed.')
-    device: Device = setting("auto", 'auto: cuda when a GPU is visible.')
+    epochs: int = setting(5, "Passes over the pairs.", minimum=1)
+    batch_size: int = setting(100, "Pairs per mini-batch.", minimum=2)
+    megabatch: int = setting(
+        1, "Mini-batches pooled to find hardest negatives (M; 1 = in-batch).", minimum=1)
+    margin: float = setting(0.4, "Margin of the hinge loss.", minimum=0)
+    learning_rate: float = setting(0.001, "Adam learning rate.", exclusiveMinimum=0)
+    scramble_rate: float = setting(
+        0.3, "Probability of shuffling a sentence's words (recurrent components only).", minimum=0,
+        maximum=1)
+    grad_clip: float = setting(1.0, "Gradient norm clipping (0 = off).", minimum=0)
+    max_pairs: int = setting(0, "Train on at most this many pairs (0 = all).", minimum=0)
+    seed: int = setting(13, "Random seed.")
+    device: Device = setting("auto", "auto: cuda when a GPU is visible.")
 
 
 def read_pairs(paths: list[str | Path], max_pairs: int = 0, drop_identical: bool = True
@@ -93,7 +96,7 @@ def margin_loss(g1: torch.Tensor, g2: torch.Tensor, t1: torch.Tensor, t2: torch.
 
 
 def hardest_negatives(e1: torch.Tensor, e2: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """For each pair i, the index into the pool [s_1..s_n, s'_1..s'_n] of the sentence most
+    """For each pair i, the index into the pool [s_1..s_n, s"_1..s"_n] of the sentence most
     similar to s_i and to s'_i, excluding s_i and s'_i themselves."""
     pool = F.normalize(torch.cat([e1, e2]), dim=-1)
     n = e1.size(0)

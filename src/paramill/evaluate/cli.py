@@ -32,11 +32,11 @@ def download(args: argparse.Namespace) -> int | str:
 
 
 @group.verb(
-    "collect", "one table of several models' STS results",
+    "sweep", "one table of the STS results of several models (the sweep's points)",
     arg("results", nargs="+", help="sts.json files (the model name is their folder)"),
     arg("--points", type=json_arg, metavar="JSON", help="{model: settings} labelling the rows"),
     need("--out", "output TSV"))
-def collect(args: argparse.Namespace) -> int | str:
+def sweep(args: argparse.Namespace) -> int | str:
     from paramill.evaluate.sts import collect
     n = collect(args.results, args.points or {}, args.out, rule=args.rule)
     return f"{n} rows in {args.out}"

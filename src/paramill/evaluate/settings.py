@@ -19,7 +19,8 @@ class StsDataset(Settings):
 
 @dataclass(frozen=True)
 class EvaluateSection(Settings):
-    download_dir: str = setting("data/sts", "Where `snakemake sts_data` unpacks the official STS archives.")
+    download_dir: str = setting(
+        "data/sts", "Where `snakemake sts_data` unpacks the official STS archives.")
     sts: tuple[StsDataset, ...] = setting(
         (), "STS datasets scored for every embedding model: {name, year, format, path}; format is "
         "one of tsv, senteval, stsbenchmark, sick, pit2015, twitter_url, toks.")

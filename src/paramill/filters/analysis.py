@@ -30,17 +30,23 @@ import polars as pl
 
 from paramill.filters.ngrams import ngram_counts
 from paramill.io import iter_parquet_batches
-from paramill.settings import setting, Settings
+from paramill.settings import Settings, setting
 from paramill.text import tokenize
 
 
 @dataclass(frozen=True)
 class AnalysisSettings(Settings):
-    sample: int = setting(100000, 'Random candidates for Tables 9-10, histograms and the annotation sample.', minimum=1)
-    idf_corpus: str | None = setting(None, "Text file, one document a line, for IDF (ParaNMT: Wikipedia sentences); null = the corpus's references.")
-    parascore_edges: list[float] = setting(factory=lambda: [0.2, 0.4, 0.6, 0.8], doc='Upper edges of the paraphrase-score ranges (ParaNMT Table 3).')
-    annotate: int = setting(100, 'Pairs per range exported for annotation.', minimum=0)
-    seed: int = setting(13, 'Seed of the samples.')
+    sample: int = setting(
+        100000, "Random candidates for Tables 9-10, histograms and the annotation sample.",
+        minimum=1)
+    idf_corpus: str | None = setting(
+        None, "Text file, one document a line, for IDF (ParaNMT: Wikipedia sentences); null = the "
+        "corpus's references.")
+    parascore_edges: list[float] = setting(
+        factory=lambda: [0.2, 0.4, 0.6, 0.8],
+        doc="Upper edges of the paraphrase-score ranges (ParaNMT Table 3).")
+    annotate: int = setting(100, "Pairs per range exported for annotation.", minimum=0)
+    seed: int = setting(13, "Seed of the samples.")
 
 
 def tokens(text: str) -> list[str]:

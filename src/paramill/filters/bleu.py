@@ -63,9 +63,12 @@ class Bleu(Filter):
     name = "bleu"
     doc = "Smoothed sentence BLEU of the candidate against the reference (0-1)."
     order = 4
-    method: Literal['nakov', 'exp', 'add-k', 'floor', 'none'] = setting("nakov", "Smoothing: nakov (Nakov et al. 2012, all orders and the brevity penalty; the paper's) or one of sacrebleu's.")
+    method: Literal["nakov", "exp", "add-k", "floor", "none"] = setting(
+        "nakov",
+        "Smoothing: nakov (Nakov et al. 2012, all orders and the brevity penalty; the paper's) or "
+        "one of sacrebleu's.")
     smooth_value: float | None = setting(None, "Smoothing constant (null = the method's default).")
-    lowercase: bool = setting(True, 'Lower-case before counting.')
+    lowercase: bool = setting(True, "Lower-case before counting.")
 
     def __post_init__(self):
         if self.method not in METHODS:

@@ -36,14 +36,14 @@ FORMAT = "paramill-reference-classifier/1"
 
 @dataclass(frozen=True)
 class ClassifierSettings(Settings):
-    encoder: Literal['word', 'lstm'] = setting("word", 'Word averaging or LSTM.')
-    dim: int = setting(300, 'Embedding size.', minimum=1)
-    hidden: int = setting(300, 'LSTM hidden size.', minimum=1)
-    epochs: int = setting(10, 'Training epochs (best validation epoch kept).', minimum=1)
-    batch_size: int = setting(100, 'Sentences per batch.', minimum=1)
-    learning_rate: float = setting(0.001, 'Adam learning rate.', exclusiveMinimum=0)
-    seed: int = setting(13, 'Random seed.')
-    device: Device = setting("auto", 'auto: cuda when a GPU is visible.')
+    encoder: Literal["word", "lstm"] = setting("word", "Word averaging or LSTM.")
+    dim: int = setting(300, "Embedding size.", minimum=1)
+    hidden: int = setting(300, "LSTM hidden size.", minimum=1)
+    epochs: int = setting(10, "Training epochs (best validation epoch kept).", minimum=1)
+    batch_size: int = setting(100, "Sentences per batch.", minimum=1)
+    learning_rate: float = setting(0.001, "Adam learning rate.", exclusiveMinimum=0)
+    seed: int = setting(13, "Random seed.")
+    device: Device = setting("auto", "auto: cuda when a GPU is visible.")
 
 
 class ReferenceClassifier(nn.Module):

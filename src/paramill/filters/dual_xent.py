@@ -35,8 +35,8 @@ class DualXent(Filter):
     en_cs: str = ""
     cs_spm: str = ""
     en_spm: str = ""
-    batch_size: int = setting(32, 'Sentences per scoring batch.', minimum=1)
-    device: Device = setting("auto", 'auto: cuda when a GPU is visible.')
+    batch_size: int = setting(32, "Sentences per scoring batch.", minimum=1)
+    device: Device = setting("auto", "auto: cuda when a GPU is visible.")
     threads: int = 1
     _models: Any = field(default=None, compare=False, repr=False)
 

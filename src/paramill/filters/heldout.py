@@ -34,11 +34,15 @@ HELDOUT = pa.schema([
 
 @dataclass(frozen=True)
 class HeldoutSettings(Settings):
-    corpora: list[str] = setting(factory=list, doc='Corpora the pairs are drawn from ([] = all). Name them so a new corpus does not retrain the filter models and re-score every shard.', items={'type': 'string', 'pattern': '^[A-Za-z0-9][A-Za-z0-9_-]*$'})
-    size: int = setting(50000, 'Pairs held out (Wieting 2017: 40k train + 5k valid + 5k test).', minimum=1)
-    valid: float = setting(0.1, 'Fraction for validation.', minimum=0, maximum=0.5)
-    test: float = setting(0.1, 'Fraction for test.', minimum=0, maximum=0.5)
-    seed: int = setting(13, 'Seed of the hash that picks them.')
+    corpora: list[str] = setting(
+        factory=list,
+        doc="Corpora the pairs are drawn from ([] = all). Name them so a new corpus does not retrain the filter models and re-score every shard.",
+        items={'type': 'string', 'pattern': '^[A-Za-z0-9][A-Za-z0-9_-]*$'})
+    size: int = setting(
+        50000, "Pairs held out (Wieting 2017: 40k train + 5k valid + 5k test).", minimum=1)
+    valid: float = setting(0.1, "Fraction for validation.", minimum=0, maximum=0.5)
+    test: float = setting(0.1, "Fraction for test.", minimum=0, maximum=0.5)
+    seed: int = setting(13, "Seed of the hash that picks them.")
 
 
 def pair_hash(pair_id: str, seed: int) -> int:

@@ -22,16 +22,19 @@ from paramill.filters.base import Batch, Column, Direction, Filter
 from paramill.filters.heldout import heldout_texts
 from paramill.io import atomic_output, scratch_dir
 from paramill.provenance import Run, prov_path
-from paramill.settings import setting, Settings
+from paramill.settings import Settings, setting
 from paramill.text import tokenize
 
 
 @dataclass(frozen=True)
 class KenlmSettings(Settings):
-    order: int = setting(3, 'n-gram order.', minimum=1, maximum=9)
-    discount_fallback: bool = setting(True, 'Pass --discount_fallback to lmplz (needed on small data).')
-    lowercase: bool = setting(True, 'Lower-case before tokenising.')
-    memory: str = setting("20%", 'lmplz -S memory (e.g. 20% or 4G).', pattern='^[0-9]+(\\.[0-9]+)?[%bkKmMgGtTpPeE]?$')
+    order: int = setting(3, "n-gram order.", minimum=1, maximum=9)
+    discount_fallback: bool = setting(
+        True, "Pass --discount_fallback to lmplz (needed on small data).")
+    lowercase: bool = setting(True, "Lower-case before tokenising.")
+    memory: str = setting(
+        "20%", "lmplz -S memory (e.g. 20% or 4G).",
+        pattern="^[0-9]+(\\.[0-9]+)?[%bkKmMgGtTpPeE]?$")
 
 
 def lm_text(sentence: str, lowercase: bool = True) -> str:

@@ -38,8 +38,9 @@ class Overlap(Filter):
     doc = ("n-gram overlap (shared n-grams over the count of the side with fewer), columns "
            "overlap_N.")
     order = 3
-    orders: tuple[Annotated[int, {"minimum": 1}], ...] = setting((1, 2, 3), "n-gram orders.", minItems=1)
-    lowercase: bool = setting(True, 'Lower-case before counting.')
+    orders: tuple[Annotated[int, {"minimum": 1}], ...] = setting(
+        (1, 2, 3), "n-gram orders.", minItems=1)
+    lowercase: bool = setting(True, "Lower-case before counting.")
 
     def __post_init__(self):
         if not self.orders or min(self.orders) < 1:

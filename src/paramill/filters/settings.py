@@ -38,9 +38,9 @@ class FiltersSection(Settings):
         HeldoutSettings, "Held-out reference/translation pairs that train the KenLM, classifier "
         "and bootstrapped paraphrase-score models (and are left out of the corpus).")
     select: SelectSettings = section(
-        SelectSettings, "The default selection (named `default`); `selections` adds named variants.")
-    selections: dict[str, SelectSettings] = setting(
-        factory=dict, doc="Named selection variants, each overriding `select` (e.g. strict: "
+        SelectSettings, "The default release's selection (named `default`); `releases` adds named variants.")
+    releases: dict[str, SelectSettings] = setting(
+        factory=dict, doc="Named releases, each overriding `select` (e.g. strict: "
         "{bounds: {overlap_1: [0, 0.6]}}); written to results/corpus/<name>/.",
         propertyNames={"pattern": NAME_PATTERN, "not": {"const": "default"}},
         additionalProperties=overrides_schema(SelectSettings))

@@ -44,7 +44,7 @@ import pyarrow.parquet as pq
 from paramill.io import atomic_output, iter_parquet_batches, scratch_dir, write_json
 from paramill.progress import progress
 from paramill.provenance import Run, prov_path
-from paramill.settings import setting, Settings
+from paramill.settings import Name, Settings, setting
 from paramill.text import TOKEN_PATTERN
 
 #: a short English stop-list (function words, and the pieces the tokeniser cuts contractions
@@ -59,21 +59,31 @@ mustn needn shan""".split())
 
 @dataclass(frozen=True)
 class LexiconSettings(Settings):
-    min_parascore: float | None = setting(0.35, 'Pairs with a lower paraphrase score are left out (null keeps all).')
-    max_tokens: int = setting(30, 'Both sides at most this many tokens (0 = no limit).', minimum=0)
-    lowercase: bool = setting(True, 'Lower-case words.')
-    stopwords: bool = setting(True, 'Drop the built-in English stop-list.')
-    stoplist: str | None = setting(None, 'Your own stop-list (one word a line) instead.')
-    min_count: int = setting(10, 'Pairs seen fewer times across sentences are not reported.', minimum=1)
-    smoothing: float = setting(1.0, 'Added to within-sentence counts in the ordinary PMI.', minimum=0)
-    chunk_pairs: int = setting(20_000, 'Pairs counted per chunk (memory).', minimum=1)
-    partitions: int = setting(16, 'On-disk partitions of the counts (memory).', minimum=1)
-    spill_rows: int = setting(2_000_000, 'Counts summed in memory over chunks up to this many rows (per kind) before they are spilled: less disk, more memory.', minimum=1)
-    top_k: int = setting(10, 'Neighbours listed per word.', minimum=1)
-    token_pattern: str = setting(TOKEN_PATTERN, 'Regex of one token (default: paramill\'s tokeniser, which max_tokens counts with); e.g. "[\\w\'-]+|[^\\w\\s]" keeps don\'t and x-ray whole.')
-    word_pattern: str = setting(r"^\w[\w'-]*$", 'Tokens matching this are words.')
-    selection: str = setting('default', 'The released corpus to count in.', pattern='^[A-Za-z0-9][A-Za-z0-9_-]*$')
-    simlex: str | None = setting(None, 'SimLex-999.txt (or a file in its format) to evaluate on; null skips it.')
+    min_parascore: float | None = setting(
+        0.35, "Pairs with a lower paraphrase score are left out (null keeps all).")
+    max_tokens: int = setting(30, "Both sides at most this many tokens (0 = no limit).", minimum=0)
+    lowercase: bool = setting(True, "Lower-case words.")
+    stopwords: bool = setting(True, "Drop the built-in English stop-list.")
+    stoplist: str | None = setting(None, "Your own stop-list (one word a line) instead.")
+    min_count: int = setting(
+        10, "Pairs seen fewer times across sentences are not reported.", minimum=1)
+    smoothing: float = setting(
+        1.0, "Added to within-sentence counts in the ordinary PMI.", minimum=0)
+    chunk_pairs: int = setting(20_000, "Pairs counted per chunk (memory).", minimum=1)
+    partitions: int = setting(16, "On-disk partitions of the counts (memory).", minimum=1)
+    spill_rows: int = setting(
+        2_000_000,
+        "Counts summed in memory over chunks up to this many rows (per kind) before they are "
+        "spilled: less disk, more memory.", minimum=1)
+    top_k: int = setting(10, "Neighbours listed per word.", minimum=1)
+    token_pattern: str = setting(
+        TOKEN_PATTERN,
+        'Regex of one token (default: paramill\'s tokeniser, which max_tokens counts with); e.g. "[\\w\'-]+|[^\\w\\s]" keeps don\'t and x-ray whole.')
+    word_pattern: str = setting(r"^\w[\w'-]*$", "Tokens matching this are words.")
+    release: Name = setting(
+        "default", "The released corpus to count in (default, or a name under filters.releases).")
+    simlex: str | None = setting(
+        None, "SimLex-999.txt (or a file in its format) to evaluate on; null skips it.")
 
 
 def check_settings(settings: LexiconSettings) -> None:

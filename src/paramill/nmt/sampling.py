@@ -60,20 +60,30 @@ _WORD = re.compile(r"\w")
 
 @dataclass(frozen=True)
 class SampleSettings(Settings):
-    constraint_sets: int = setting(5, 'Sets of random negative constraints per source.', minimum=1)
-    constraint_fraction: float = setting(0.3, "Share of the reference's word tokens in each set (at least one; the paper does not give its value).", exclusiveMinimum=0, maximum=1)
-    k: int = setting(10, 'Top-k sampling.', minimum=1)
-    samples: int = setting(30, 'Samples per constraint set.', minimum=1)
-    threshold: float = setting(3.5, 'Candidates whose fwd_nll + bwd_nll is above this are dropped.')
-    clusters: int = setting(8, "Clusters besides the reference's (ParaBank 2 §3.3 used 8 including it: set 7 to match).", minimum=1)
-    n: int = setting(5, 'Paraphrases kept per source.', minimum=1)
-    max_iter: int = setting(20, 'k-means iterations at most.', minimum=1)
-    strategy: Literal['per_call', 'replicate'] = setting("per_call", 'One translate_batch call per (source, constraint set): per_call asks for `samples` hypotheses, replicate repeats the source.')
-    block: int = setting(256, 'Sources per seeded block (one translator each; larger on GPU).', minimum=1)
-    batch_size: int = setting(64, 'Scoring batch size.', minimum=1)
-    max_decoding_length: int = setting(256, 'Maximum output length in subwords.', minimum=1)
-    seed: int = setting(13, 'Seed of constraints and sampling.')
-    device: Device = setting("auto", 'auto: cuda when a GPU is visible.')
+    constraint_sets: int = setting(5, "Sets of random negative constraints per source.", minimum=1)
+    constraint_fraction: float = setting(
+        0.3,
+        "Share of the reference's word tokens in each set (at least one; the paper does not give "
+        "its value).", exclusiveMinimum=0, maximum=1)
+    k: int = setting(10, "Top-k sampling.", minimum=1)
+    samples: int = setting(30, "Samples per constraint set.", minimum=1)
+    threshold: float = setting(3.5, "Candidates whose fwd_nll + bwd_nll is above this are dropped.")
+    clusters: int = setting(
+        8,
+        "Clusters besides the reference's (ParaBank 2 §3.3 used 8 including it: set 7 to match).",
+        minimum=1)
+    n: int = setting(5, "Paraphrases kept per source.", minimum=1)
+    max_iter: int = setting(20, "k-means iterations at most.", minimum=1)
+    strategy: Literal["per_call", "replicate"] = setting(
+        "per_call",
+        "One translate_batch call per (source, constraint set): per_call asks for `samples` "
+        "hypotheses, replicate repeats the source.")
+    block: int = setting(
+        256, "Sources per seeded block (one translator each; larger on GPU).", minimum=1)
+    batch_size: int = setting(64, "Scoring batch size.", minimum=1)
+    max_decoding_length: int = setting(256, "Maximum output length in subwords.", minimum=1)
+    seed: int = setting(13, "Seed of constraints and sampling.")
+    device: Device = setting("auto", "auto: cuda when a GPU is visible.")
 
 
 def _seed(*parts: object) -> int:
@@ -220,7 +230,7 @@ def _blocks(shard: str | Path, size: int) -> Iterator[list[dict[str, Any]]]:
 def sample_shard(shard: str | Path, fwd_model: str | Path, bwd_model: str | Path,
                  cs_spm: str | Path, en_spm: str | Path, out: str | Path,
                  settings: SampleSettings = SampleSettings(), threads: int = 1,
-                 rule: str = "back_translate") -> dict[str, Any]:
+                 rule: str = "nmt_translate") -> dict[str, Any]:
     """The diverse candidate table (up to ``n`` per source) of one bitext shard."""
     if settings.strategy not in STRATEGIES:
         raise ValueError(f"nmt.sample.strategy must be one of {STRATEGIES}, not {settings.strategy!r}")

@@ -17,16 +17,20 @@ import sentencepiece as spm
 
 from paramill.io import atomic_output, iter_parquet_batches
 from paramill.provenance import Run, prov_path
-from paramill.settings import setting, Settings
+from paramill.settings import Settings, setting
 
 
 @dataclass(frozen=True)
 class SubwordSettings(Settings):
-    vocab_size: int = setting(20000, 'Vocabulary size per language (a small corpus may reach fewer pieces).', minimum=8)
-    character_coverage: float = setting(0.9999, 'Share of characters covered by the model.', minimum=0.9, maximum=1)
-    model_type: Literal['unigram', 'bpe'] = setting("unigram", 'SentencePiece algorithm (unigram supports subword regularisation).')
-    input_sentence_size: int = setting(10_000_000, 'Sentences sampled for training the model.', minimum=1000)
-    seed: int = setting(13, 'Random seed.')
+    vocab_size: int = setting(
+        20000, "Vocabulary size per language (a small corpus may reach fewer pieces).", minimum=8)
+    character_coverage: float = setting(
+        0.9999, "Share of characters covered by the model.", minimum=0.9, maximum=1)
+    model_type: Literal["unigram", "bpe"] = setting(
+        "unigram", "SentencePiece algorithm (unigram supports subword regularisation).")
+    input_sentence_size: int = setting(
+        10_000_000, "Sentences sampled for training the model.", minimum=1000)
+    seed: int = setting(13, "Random seed.")
 
 
 def sentences(shards: Iterable[str | Path], column: str) -> Iterator[str]:

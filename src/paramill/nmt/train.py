@@ -30,7 +30,7 @@ from paramill import device
 from paramill.io import atomic_output, sha256_file
 from paramill.nmt.data import FILES
 from paramill.provenance import Run, prov_path
-from paramill.settings import setting, Settings
+from paramill.settings import Settings, setting
 
 DIRECTIONS = ("cs-en", "en-cs")
 _STEP = re.compile(r"model_step_(\d+)\.pt$")
@@ -41,31 +41,39 @@ _VALID = re.compile(r"Validation (perplexity|accuracy): ([0-9.]+)")
 class ModelSettings(Settings):
     """Transformer size (defaults: Transformer base)."""
 
-    layers: int = setting(6, 'Encoder and decoder layers.', minimum=1)
-    hidden_size: int = setting(512, 'Model and embedding size.', minimum=8)
-    heads: int = setting(8, 'Attention heads.', minimum=1)
-    ff_size: int = setting(2048, 'Feed-forward size.', minimum=8)
-    dropout: float = setting(0.1, 'Dropout and attention dropout.', minimum=0, maximum=0.9)
+    layers: int = setting(6, "Encoder and decoder layers.", minimum=1)
+    hidden_size: int = setting(512, "Model and embedding size.", minimum=8)
+    heads: int = setting(8, "Attention heads.", minimum=1)
+    ff_size: int = setting(2048, "Feed-forward size.", minimum=8)
+    dropout: float = setting(0.1, "Dropout and attention dropout.", minimum=0, maximum=0.9)
 
 
 @dataclass(frozen=True)
 class TrainSettings(Settings):
-    train_steps: int = setting(100000, 'Training steps.', minimum=1)
-    batch_size: int = setting(4096, 'Batch size (in batch_type units).', minimum=1)
-    batch_type: Literal['tokens', 'sents'] = setting("tokens", 'Unit of batch_size.')
-    accum_count: int = setting(1, 'Gradient accumulation steps.', minimum=1)
-    optim: Literal['adam', 'sgd', 'adafactor'] = setting("adam", 'Optimiser.')
-    learning_rate: float = setting(2.0, 'Learning rate (a scale factor under noam).', exclusiveMinimum=0)
-    decay_method: Literal['noam', 'noamwd', 'rsqrt', 'none'] = setting("noam", 'Learning-rate schedule.')
-    warmup_steps: int = setting(8000, 'Warm-up steps (noam, rsqrt).', minimum=0)
-    label_smoothing: float = setting(0.1, 'Label smoothing.', minimum=0, maximum=0.5)
-    save_checkpoint_steps: int = setting(5000, 'Checkpoint every this many steps (resuming restarts from the last one).', minimum=1)
-    valid_steps: int = setting(5000, 'Validate every this many steps.', minimum=1)
-    keep_checkpoint: int = setting(3, 'Checkpoints kept.', minimum=1)
-    bucket_size: int = setting(262144, 'Examples bucketed for batching; keep it small for small corpora.', minimum=1)
-    subword_nbest: int = setting(-1, 'Subword regularisation on the source side while training: sample among this many best segmentations, seeded by seed (-1: the 64 best, standing in for the whole lattice; 1 disables).')
-    subword_alpha: float = setting(0.1, 'Smoothing of subword sampling.', minimum=0)
-    seed: int = setting(13, 'Random seed.')
+    train_steps: int = setting(100000, "Training steps.", minimum=1)
+    batch_size: int = setting(4096, "Batch size (in batch_type units).", minimum=1)
+    batch_type: Literal["tokens", "sents"] = setting("tokens", "Unit of batch_size.")
+    accum_count: int = setting(1, "Gradient accumulation steps.", minimum=1)
+    optim: Literal["adam", "sgd", "adafactor"] = setting("adam", "Optimiser.")
+    learning_rate: float = setting(
+        2.0, "Learning rate (a scale factor under noam).", exclusiveMinimum=0)
+    decay_method: Literal["noam", "noamwd", "rsqrt", "none"] = setting(
+        "noam", "Learning-rate schedule.")
+    warmup_steps: int = setting(8000, "Warm-up steps (noam, rsqrt).", minimum=0)
+    label_smoothing: float = setting(0.1, "Label smoothing.", minimum=0, maximum=0.5)
+    save_checkpoint_steps: int = setting(
+        5000, "Checkpoint every this many steps (resuming restarts from the last one).", minimum=1)
+    valid_steps: int = setting(5000, "Validate every this many steps.", minimum=1)
+    keep_checkpoint: int = setting(3, "Checkpoints kept.", minimum=1)
+    bucket_size: int = setting(
+        262144, "Examples bucketed for batching; keep it small for small corpora.", minimum=1)
+    subword_nbest: int = setting(
+        -1,
+        "Subword regularisation on the source side while training: sample among this many best "
+        "segmentations, seeded by seed (-1: the 64 best, standing in for the whole lattice; 1 "
+        "disables).")
+    subword_alpha: float = setting(0.1, "Smoothing of subword sampling.", minimum=0)
+    seed: int = setting(13, "Random seed.")
 
 
 def split_direction(direction: str) -> tuple[str, str]:

@@ -35,15 +35,24 @@ METHODS = ("beam", "kbest")  # "sample" is paramill.nmt.sampling
 
 @dataclass(frozen=True)
 class TranslateSettings(Settings):
-    method: Literal['beam', 'kbest', 'sample'] = setting("beam", "beam: keep n_best of the beam (ParaNMT: 1-best of 12); kbest: every entry of the beam (Wieting 2017: 50); sample: ParaBank 2's constrained top-k sampling, dual scoring and clustering (settings in nmt.sample).")
-    beam_size: int = setting(12, 'Beam size.', minimum=1)
-    n_best: int = setting(1, 'Hypotheses kept per source with method beam.', minimum=1)
-    batch_size: int = setting(64, 'Sentences per decoding batch.', minimum=1)
-    length_penalty: float = setting(0.0, "Length penalty (0 = off, as onmt_translate's default).", minimum=0)
-    max_decoding_length: int = setting(256, 'Maximum output length in subwords.', minimum=1)
-    min_decoding_length: int = setting(1, "Minimum output length (1: never an empty translation; 0: the search's scores are the exact costs, no rescoring).", minimum=0)
-    compute_type: Literal['default', 'auto', 'int8', 'int8_float32', 'int8_float16', 'int8_bfloat16', 'int16', 'float16', 'bfloat16', 'float32'] = setting("default", 'CTranslate2 compute type: default, int8, float16, ...')
-    device: Device = setting("auto", 'auto: cuda when a GPU is visible, else cpu.')
+    method: Literal["beam", "kbest", "sample"] = setting(
+        "beam",
+        "beam: keep n_best of the beam (ParaNMT: 1-best of 12); kbest: every entry of the beam "
+        "(Wieting 2017: 50); sample: ParaBank 2's constrained top-k sampling, dual scoring and "
+        "clustering (settings in nmt.sample).")
+    beam_size: int = setting(12, "Beam size.", minimum=1)
+    n_best: int = setting(1, "Hypotheses kept per source with method beam.", minimum=1)
+    batch_size: int = setting(64, "Sentences per decoding batch.", minimum=1)
+    length_penalty: float = setting(
+        0.0, "Length penalty (0 = off, as onmt_translate's default).", minimum=0)
+    max_decoding_length: int = setting(256, "Maximum output length in subwords.", minimum=1)
+    min_decoding_length: int = setting(
+        1, "Minimum output length (1: never an empty translation; 0: the search's scores are the "
+        "exact costs, no rescoring).", minimum=0)
+    compute_type: Literal["default", "auto", "int8", "int8_float32", "int8_float16",
+                          "int8_bfloat16", "int16", "float16", "bfloat16", "float32"] = setting(
+        "default", "CTranslate2 compute type: default, int8, float16, ...")
+    device: Device = setting("auto", "auto: cuda when a GPU is visible, else cpu.")
 
     def hypotheses(self) -> int:
         return self.beam_size if self.method == "kbest" else self.n_best
@@ -115,7 +124,7 @@ def _rows(batch: pa.RecordBatch, translator, src_seg: Segmenter, tgt_seg: Segmen
 
 def translate_shard(shard: str | Path, model_dir: str | Path, src_spm: str | Path,
                     tgt_spm: str | Path, out: str | Path, settings: TranslateSettings = TranslateSettings(),
-                    threads: int = 1, rule: str = "back_translate") -> dict[str, Any]:
+                    threads: int = 1, rule: str = "nmt_translate") -> dict[str, Any]:
     """Translate the ``cs`` column of ``shard``; write the candidate table to ``out``."""
     src_seg, tgt_seg = Segmenter(src_spm), Segmenter(tgt_spm)
     translator = load_translator(model_dir, settings, threads)

@@ -13,20 +13,20 @@ group = Group("twitter", "tweets sharing news URLs: harvest, pairs, identificati
     need("--date", "YYYY-MM-DD"), need("--out", "the day's tweet table (Parquet)"),
     arg("--rejected", help="the day's rejected records with reasons (Parquet; default: "
                            "rejected/<name> beside --out)"),
-    need("--source", "live (the X API) or archive (config twitter.source)"),
     arg("--archive", nargs="*", help="JSONL files to replay (source archive)"),
-    need("--raw-dir", "raw API pages, per day (config twitter.raw_dir)"),
-    need("--state", "since_id/cursor state file (config twitter.state)"),
     arg("--url-cache", help="URL expansion cache (JSON)"),
     description="Live: news accounts' timelines, then a recent search per new URL (X API v2 "
                 "via tweepy). Archive: replay JSONL tweets. Exit 3 when the harvest cannot go "
-                "on (credentials refused, the free tier, another harvest holding the state).",
-    settings="twitter.harvest")
+                "on (credentials refused, the free tier, another harvest holding the state). "
+                "Source, raw_dir and state come from the twitter section.",
+    settings={"settings": "twitter.harvest", "twitter_settings": "twitter"})
 def harvest(args: argparse.Namespace) -> int | str:
     from paramill.twitter.harvest import HarvestError, HarvestSettings, harvest_day
     try:
         stats = harvest_day(args.date, args.out, HarvestSettings.from_dict(args.settings),
-                            source=args.source, raw_dir=args.raw_dir, state_path=args.state,
+                            source=args.twitter_settings["source"],
+                            raw_dir=args.twitter_settings["raw_dir"],
+                            state_path=args.twitter_settings["state"],
                             archive=args.archive, url_cache=args.url_cache, rule=args.rule,
                             rejected_out=args.rejected)
     except HarvestError as exc:
@@ -38,7 +38,7 @@ def harvest(args: argparse.Namespace) -> int | str:
 @group.verb(
     "train", "train the paraphrase identifier (LR and extended)",
     arg("--embed-model", help="the embedding model file for the cosine feature (the workflow "
-                              "resolves twitter.identify.embed_model; '' = none)"),
+                              "resolves twitter.identify.embed_model; "" = none)"),
     need("--out", "model file"), need("--report", "evaluation JSON (max F1, P, R)"),
     description="Labelled data and evaluation sets are the settings' train and evaluate "
                 "(default: 5-fold cross-validation on train).",

@@ -52,7 +52,7 @@ import pyarrow as pa
 
 from paramill.io import TableWriter, atomic_output, read_json, write_json
 from paramill.provenance import Run, prov_path
-from paramill.settings import setting, Settings
+from paramill.settings import Settings, setting
 from paramill.twitter.tweets import REJECTED_TWEETS, TWEETS, parse_page, read_archive, rejected
 from paramill.twitter.urls import Expander, canonical, is_short
 
@@ -72,20 +72,39 @@ class HarvestSettings(Settings):
     accounts: list[Annotated[str, {"pattern": "^[A-Za-z0-9_]{1,15}$"}]] = setting(
         factory=lambda: list(NEWS_ACCOUNTS),
         doc="News accounts followed (screen names: 1-15 letters, digits or _).")
-    bearer_token_env: str = setting("X_BEARER_TOKEN", 'Environment variable holding the bearer token.', pattern='^[A-Za-z_][A-Za-z0-9_]*$')
-    consumer_key_env: str = setting("X_CONSUMER_KEY", 'OAuth 1.0a consumer key variable (used when no bearer token).', pattern='^[A-Za-z_][A-Za-z0-9_]*$')
-    consumer_secret_env: str = setting("X_CONSUMER_SECRET", 'OAuth 1.0a consumer secret variable.', pattern='^[A-Za-z_][A-Za-z0-9_]*$')
-    access_token_env: str = setting("X_ACCESS_TOKEN", 'OAuth 1.0a access token variable.', pattern='^[A-Za-z_][A-Za-z0-9_]*$')
-    access_token_secret_env: str = setting("X_ACCESS_TOKEN_SECRET", 'OAuth 1.0a access token secret variable.', pattern='^[A-Za-z_][A-Za-z0-9_]*$')
-    max_results: int = setting(100, 'Tweets per API page.', minimum=5, maximum=100)
-    max_pages: int = setting(20, 'Pages per timeline or URL search per run.', minimum=1)
-    retries: int = setting(5, 'Retries a call on rate limits (429), server errors (500/502/503/504), network errors and malformed bodies; then the harvest stops.', minimum=0)
-    backoff: float = setting(2.0, 'First back-off in seconds (doubles each retry; each wait is jittered to 50-100%).', minimum=0)
-    backoff_max: float = setting(900.0, 'Longest single wait in seconds, of the back-off and of a rate-limit reset.', minimum=0)
-    expand_all: bool = setting(False, 'Follow redirects of every URL, not only known shorteners and unexpanded links.')
-    url_timeout: float = setting(5.0, 'Seconds per URL expansion request.', exclusiveMinimum=0)
-    url_workers: int = setting(8, 'Concurrent URL expansions.', minimum=1)
-    search_days: int = setting(7, 'A URL is searched again on harvests up to this many days after the one that first saw it, then dropped from the state (recent search reaches back 7 days).', minimum=0)
+    bearer_token_env: str = setting(
+        "X_BEARER_TOKEN", "Environment variable holding the bearer token.",
+        pattern="^[A-Za-z_][A-Za-z0-9_]*$")
+    consumer_key_env: str = setting(
+        "X_CONSUMER_KEY", "OAuth 1.0a consumer key variable (used when no bearer token).",
+        pattern="^[A-Za-z_][A-Za-z0-9_]*$")
+    consumer_secret_env: str = setting(
+        "X_CONSUMER_SECRET", "OAuth 1.0a consumer secret variable.",
+        pattern="^[A-Za-z_][A-Za-z0-9_]*$")
+    access_token_env: str = setting(
+        "X_ACCESS_TOKEN", "OAuth 1.0a access token variable.", pattern="^[A-Za-z_][A-Za-z0-9_]*$")
+    access_token_secret_env: str = setting(
+        "X_ACCESS_TOKEN_SECRET", "OAuth 1.0a access token secret variable.",
+        pattern="^[A-Za-z_][A-Za-z0-9_]*$")
+    max_results: int = setting(100, "Tweets per API page.", minimum=5, maximum=100)
+    max_pages: int = setting(20, "Pages per timeline or URL search per run.", minimum=1)
+    retries: int = setting(
+        5,
+        "Retries a call on rate limits (429), server errors (500/502/503/504), network errors and "
+        "malformed bodies; then the harvest stops.", minimum=0)
+    backoff: float = setting(
+        2.0, "First back-off in seconds (doubles each retry; each wait is jittered to 50-100%).",
+        minimum=0)
+    backoff_max: float = setting(
+        900.0, "Longest single wait in seconds, of the back-off and of a rate-limit reset.",
+        minimum=0)
+    expand_all: bool = setting(
+        False, "Follow redirects of every URL, not only known shorteners and unexpanded links.")
+    url_timeout: float = setting(5.0, "Seconds per URL expansion request.", exclusiveMinimum=0)
+    url_workers: int = setting(8, "Concurrent URL expansions.", minimum=1)
+    search_days: int = setting(
+        7, "A URL is searched again on harvests up to this many days after the one that first saw "
+        "it, then dropped from the state (recent search reaches back 7 days).", minimum=0)
 
 
 class _Redact(logging.Filter):

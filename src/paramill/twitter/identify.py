@@ -25,7 +25,7 @@ from typing import Any, Literal
 import numpy as np
 
 from paramill.io import InputError, open_compressed
-from paramill.settings import setting, Settings
+from paramill.settings import Settings, setting
 from paramill.twitter.text import comparable, tokenize
 
 BASELINE = [f"{kind}_{n}_{m}" for kind in ("tok", "stem") for n in (1, 2, 3) for m in ("p", "r", "f")]
@@ -42,12 +42,20 @@ class LabelledData(Settings):
 
 @dataclass(frozen=True)
 class IdentifySettings(Settings):
-    model: Literal['lr', 'extended'] = setting("extended", 'Which model scores harvested pairs: lr (18 features) or extended (+ embedding cosine and cheap signals).')
-    threshold: float = setting(0.5, 'Pairs at or above this p_paraphrase join the corpus.', minimum=0, maximum=1)
-    c: float = setting(1.0, 'Inverse regularisation of the logistic regression.', exclusiveMinimum=0)
-    max_iter: int = setting(2000, 'Solver iterations.', minimum=1)
-    embed_model: str | None = setting(None, 'Embedding model for the cosine feature: a name in embed.models, a path, or null (no cosine).')
-    seed: int = setting(13, 'Seed (folds, solver).')
+    model: Literal["lr", "extended"] = setting(
+        "extended",
+        "Which model scores harvested pairs: lr (18 features) or extended (+ embedding cosine and "
+        "cheap signals).")
+    threshold: float = setting(
+        0.5, "Pairs at or above this p_paraphrase join the corpus.", minimum=0, maximum=1)
+    c: float = setting(
+        1.0, "Inverse regularisation of the logistic regression.", exclusiveMinimum=0)
+    max_iter: int = setting(2000, "Solver iterations.", minimum=1)
+    embed_model: str | None = setting(
+        None,
+        "Embedding model for the cosine feature: a name in embed.models, a path, or null (no "
+        "cosine).")
+    seed: int = setting(13, "Seed (folds, solver).")
     train: tuple[LabelledData, ...] = setting(
         (), "Labelled data: [{path, format}], format url_raw (s1, s2, (n,6), url), toks "
         "(a.toks/b.toks/sim.txt directory) or pit2015.")

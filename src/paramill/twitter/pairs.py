@@ -17,7 +17,7 @@ from typing import Any
 import polars as pl
 import pyarrow as pa
 
-from paramill.settings import setting, Settings
+from paramill.settings import Settings, setting
 from paramill.twitter.text import clean, comparable, tokenize
 
 PAIRS = pa.schema([
@@ -33,8 +33,13 @@ PAIRS = pa.schema([
 
 @dataclass(frozen=True)
 class PairSettings(Settings):
-    min_tokens: int = setting(7, "Both tweets at least this many tokens after clean-up (the original code's 7).", minimum=1)
-    fetch_cards: bool = setting(False, "Fetch each news URL's page for its twitter:title/description (a tweet equal to either is dropped); or pass them with `paramill twitter month --cards`.")
+    min_tokens: int = setting(
+        7, "Both tweets at least this many tokens after clean-up (the original code's 7).",
+        minimum=1)
+    fetch_cards: bool = setting(
+        False,
+        "Fetch each news URL's page for its twitter:title/description (a tweet equal to either is "
+        "dropped); or pass them with `paramill twitter month --cards`.")
 
 
 def reject_reason(a: str, b: str, card: dict[str, str] | None, min_tokens: int) -> str | None:
