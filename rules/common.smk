@@ -53,6 +53,18 @@ wildcard_constraints:
     month="[0-9]{4}-[0-9]{2}",
 
 
+def stage_settings(*path):
+    """A config section without its workflow keys (x-workflow in the schema: they choose a
+    rule's inputs, so they stay out of its params)."""
+    node = config_schema()
+    for part in path:
+        node = node["properties"][part]
+    section = config
+    for part in path:
+        section = section[part]
+    return {k: v for k, v in section.items() if not node["properties"].get(k, {}).get("x-workflow")}
+
+
 def as_json(value):
     """A config slice as compact JSON, for `params:` (a change re-runs the rule)."""
     return json.dumps(value, sort_keys=True, separators=(",", ":"))

@@ -10,7 +10,7 @@ rule lexicon:
                           labels={"table": "top neighbours"}),
         stats=f"{RESULTS}/lexicon/stats.json",
     params:
-        settings=as_json({k: v for k, v in config["lexicon"].items() if k not in ("simlex", "release")}),
+        settings=as_json(stage_settings("lexicon")),
         spill=f"{WORK}/lexicon",
     log:
         f"{LOGS}/lexicon/lexicon.log",

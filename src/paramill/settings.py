@@ -24,12 +24,16 @@ Component = Literal["word", "trigram", "lstm", "blstm", "gran"]
 
 
 def setting(default: Any = dataclasses.MISSING, doc: str = "", *, factory: Any = None,
-            no_default: bool = False, **schema: Any) -> Any:
+            no_default: bool = False, workflow: bool = False, **schema: Any) -> Any:
     """A config key: its default, its description and extra JSON Schema keywords.
 
     ``factory`` builds mutable defaults; ``no_default`` leaves the key out of the schema's
-    defaults (optional keys such as a rule's ``mem_mb``).
+    defaults (optional keys such as a rule's ``mem_mb``); ``workflow`` marks a key that
+    chooses the rule's inputs rather than changing its work (``x-workflow`` in the schema:
+    the rule leaves it out of its params, so changing it re-runs nothing by itself).
     """
+    if workflow:
+        schema["x-workflow"] = True
     meta = {"doc": doc, "schema": schema, "no_default": no_default}
     if factory is not None:
         return dataclasses.field(default_factory=factory, metadata=meta)

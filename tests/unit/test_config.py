@@ -165,3 +165,13 @@ def test_the_readme_configuration_table_is_generated_from_the_schema():
     readme = (REPO / "README.md").read_text()
     assert readme == schema.readme_with_reference(readme, schema.reference()), \
         "README.md's configuration table is stale: run `paramill config schema --write`"
+
+
+def test_keys_that_only_choose_inputs_are_marked_for_the_rules():
+    # the lexicon rule leaves these out of its params: a new SimLex file re-scores SimLex only
+    lexicon = config.schema()["properties"]["lexicon"]["properties"]
+    marked = {k for k, v in lexicon.items() if v.get("x-workflow")}
+    assert marked == {"release", "simlex"}
+    from paramill.lexicon.pmi import LexiconSettings
+
+    assert LexiconSettings.from_dict({"simlex": "x.txt", "release": "top-half"}).simlex == "x.txt"

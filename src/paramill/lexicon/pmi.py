@@ -81,9 +81,10 @@ class LexiconSettings(Settings):
         'Regex of one token (default: paramill\'s tokeniser, which max_tokens counts with); e.g. "[\\w\'-]+|[^\\w\\s]" keeps don\'t and x-ray whole.')
     word_pattern: str = setting(r"^\w[\w'-]*$", "Tokens matching this are words.")
     release: Name = setting(
-        "default", "The released corpus to count in (default, or a name under filters.releases).")
+        "default", "The released corpus to count in (default, or a name under filters.releases).",
+        workflow=True)
     simlex: str | None = setting(
-        None, "SimLex-999.txt (or a file in its format) to evaluate on; null skips it.")
+        None, "SimLex-999.txt (or a file in its format) to evaluate on; null skips it.", workflow=True)
 
 
 def check_settings(settings: LexiconSettings) -> None:
