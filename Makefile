@@ -41,7 +41,7 @@ report: install
 	$(BIN)/snakemake --cores $(CORES) --report report.html
 
 lint: install
-	$(BIN)/snakemake --lint
+	PATH=$(CURDIR)/$(BIN):$$PATH $(BIN)/python scripts/lint.py
 
 clean-work:
 	rm -rf work results .snakemake logs

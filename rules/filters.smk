@@ -20,7 +20,7 @@ rule heldout:
     conda:
         "../envs/cpu.yaml"
     shell:
-        "paramill --rule heldout filters heldout {input:q} --out {output:q}"
+        "paramill --rule {rule} filters heldout {input:q} --out {output:q}"
         " --settings {params.settings:q} > {log:q} 2>&1"
 
 
@@ -41,7 +41,7 @@ rule kenlm_train:
     conda:
         "../envs/cpu.yaml"
     shell:
-        "paramill --rule kenlm_train filters kenlm --heldout {input:q} --out {output:q}"
+        "paramill --rule {rule} filters kenlm --heldout {input:q} --out {output:q}"
         " --settings {params.settings:q} > {log:q} 2>&1"
 
 
@@ -62,7 +62,7 @@ rule classifier_train:
     conda:
         "../envs/nmt-gpu.yaml"
     shell:
-        "OMP_NUM_THREADS={threads} paramill --rule classifier_train filters classifier"
+        "OMP_NUM_THREADS={threads} paramill --rule {rule} filters classifier"
         " --heldout {input:q} --out {output:q} --settings {params.settings:q} > {log:q} 2>&1"
 
 
@@ -84,7 +84,7 @@ rule parascore_model:
     conda:
         "../envs/nmt-gpu.yaml"
     shell:
-        "OMP_NUM_THREADS={threads} paramill --rule parascore_model embed train {input:q}"
+        "OMP_NUM_THREADS={threads} paramill --rule {rule} embed train {input:q}"
         " --out {output:q} --spec {params.spec:q} --settings {params.settings:q} > {log:q} 2>&1"
 
 
@@ -113,7 +113,7 @@ for _filter in FILTERS:
         conda:
             "../envs/nmt-gpu.yaml"
         shell:
-            "OMP_NUM_THREADS={threads} paramill --rule score_{params.filter:q} filters score --filter {params.filter:q}"
+            "OMP_NUM_THREADS={threads} paramill --rule {rule} filters score --filter {params.filter:q}"
             " --candidates {input.candidates:q} --out {output:q} --settings {params.settings:q}"
             " --threads {threads} --models {params.models:q} > {log:q} 2>&1"
 
@@ -139,7 +139,7 @@ rule select:
     conda:
         "../envs/cpu.yaml"
     shell:
-        "paramill --rule select filters select --candidates {input.candidates:q}"
+        "paramill --rule {rule} filters select --candidates {input.candidates:q}"
         " --scores {input.scores:q} --heldout {input.heldout:q} --name {wildcards.release:q}"
         " --settings {params.settings:q} --parquet {output.parquet:q} --tsv {output.tsv:q}"
         " --json {output.json:q} > {log:q} 2>&1"
@@ -174,7 +174,7 @@ rule corpus_analysis:
     conda:
         "../envs/cpu.yaml"
     shell:
-        "paramill --rule corpus_analysis filters analyse --candidates {input.candidates:q}"
+        "paramill --rule {rule} filters analyse --candidates {input.candidates:q}"
         " --scores {input.scores:q} --corpus {input.corpus:q} --summary {input.summary:q}"
         " --name {wildcards.release:q} --sources {params.sources:q}"
         " --settings {params.settings:q} --out-dir {params.out_dir:q} > {log:q} 2>&1"

@@ -19,7 +19,7 @@ rule spm_train:
     conda:
         "../envs/cpu.yaml"
     shell:
-        "paramill --rule spm_train nmt spm {input:q} --lang {wildcards.lang:q}"
+        "paramill --rule {rule} nmt spm {input:q} --lang {wildcards.lang:q}"
         " --model {output:q} --settings {params.settings:q} > {log:q} 2>&1"
 
 
@@ -40,7 +40,7 @@ rule nmt_data:
     conda:
         "../envs/cpu.yaml"
     shell:
-        "paramill --rule nmt_data nmt data {input:q} --out {output:q}"
+        "paramill --rule {rule} nmt data {input:q} --out {output:q}"
         " --settings {params.settings:q} > {log:q} 2>&1"
 
 
@@ -65,7 +65,7 @@ rule nmt_train:
     conda:
         "../envs/nmt-gpu.yaml"
     shell:
-        "OMP_NUM_THREADS={threads} paramill --rule nmt_train nmt train"
+        "OMP_NUM_THREADS={threads} paramill --rule {rule} nmt train"
         " --direction {wildcards.direction:q} --data {input.data:q}"
         " --src-spm {input.src_spm:q} --tgt-spm {input.tgt_spm:q} --work {params.work:q}"
         " --out {output:q} --model-settings {params.model:q} --settings {params.train:q}"
@@ -91,7 +91,7 @@ rule nmt_convert:
     conda:
         "../envs/nmt-gpu.yaml"
     shell:
-        "paramill --rule nmt_convert nmt convert --checkpoint {input.checkpoint:q}"
+        "paramill --rule {rule} nmt convert --checkpoint {input.checkpoint:q}"
         " --src-spm {input.src_spm:q} --tgt-spm {input.tgt_spm:q} --out {output:q}"
         " --settings {params.settings:q} > {log:q} 2>&1"
 
@@ -115,7 +115,7 @@ rule nmt_translate:
     conda:
         "../envs/nmt-gpu.yaml"
     shell:
-        "paramill --rule nmt_translate nmt translate --shard {input.shard:q}"
+        "paramill --rule {rule} nmt translate --shard {input.shard:q}"
         " --model {input.model:q} --src-spm {input.src_spm:q} --tgt-spm {input.tgt_spm:q}"
         " --out {output:q} --threads {threads} --settings {params.settings:q}"
         " --bwd-model={params.bwd:q} --sample-settings {params.sample:q}"
@@ -137,7 +137,7 @@ rule backtranslation_stats:
     conda:
         "../envs/cpu.yaml"
     shell:
-        "paramill --rule backtranslation_stats nmt stats {input:q} --out {output:q}"
+        "paramill --rule {rule} nmt stats {input:q} --out {output:q}"
         " > {log:q} 2>&1"
 
 
@@ -161,5 +161,5 @@ rule diversity_stats:
     conda:
         "../envs/cpu.yaml"
     shell:
-        "paramill --rule diversity_stats nmt diversity {input.candidates:q} --spm {input.spm:q}"
+        "paramill --rule {rule} nmt diversity {input.candidates:q} --spm {input.spm:q}"
         " --tsv {output.tsv:q} --json {output.json:q} --png {output.png:q} > {log:q} 2>&1"

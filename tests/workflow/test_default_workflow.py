@@ -146,7 +146,7 @@ def test_lexicon_finds_the_samples_synonyms(finished):
 
 
 def test_outputs_carry_verifiable_provenance(finished):
-    project, _ = finished
+    project, proc = finished
     cwd = os.getcwd()
     os.chdir(project)
     try:
@@ -158,6 +158,10 @@ def test_outputs_carry_verifiable_provenance(finished):
         os.chdir(cwd)
     record = json.loads((project / "results/bitext/stats.json.prov.json").read_text())
     assert record["rule"] == "bitext_stats" and len(record["config_digest"]) == 64
+    # `--rule {rule}`: every record names a rule that ran, filled in by Snakemake
+    recorded = {json.loads(p.read_text())["rule"] for p in project.rglob("*.prov.json")
+                if ".snakemake" not in p.parts}
+    assert recorded <= set(executed(proc)) and {"score_length", "nmt_translate"} <= recorded
     model = json.loads((project / "work/nmt/cs-en/model.pt.prov.json").read_text())
     assert model["training"]["step"] == 500 and model["training"]["valid_accuracy"] > 80
 
