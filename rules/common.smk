@@ -6,10 +6,13 @@ import subprocess
 import sys
 from pathlib import Path
 
+from snakemake.common.configfile import load_configfile
 from snakemake.exceptions import WorkflowError
+from snakemake.utils import update_config
 
 from paramill.config import schema as config_schema  # the committed schema: no stage imported
 from paramill.embed.sweep import model_settings, sweep_points  # pure Python, no torch
+from paramill.pairs.names import systems  # pure Python
 
 # The `paramill` command sits beside the Python that runs Snakemake (.venv/bin).
 _bin = str(Path(sys.executable).parent)
@@ -30,7 +33,22 @@ def _resolve(cfg):
     return json.loads(proc.stdout)
 
 
-_resolved = _resolve(dict(config))
+def _given_config():
+    """The config asked for: `--configfile mine.yaml` replaces the sample's config.yaml (which
+    Snakemake would merge it into, keeping the sample's corpora); name config.yaml first
+    (`--configfile config.yaml overlay.yaml`) to overlay it. `--config` applies on top. Spawned
+    jobs get the same files and values, so they resolve the same config."""
+    files = [Path(f) for f in workflow.overwrite_configfiles]
+    if not files or files[0].resolve() == Path("config.yaml").resolve():
+        return dict(config)
+    given = {}
+    for path in files:
+        update_config(given, load_configfile(str(path)))
+    update_config(given, workflow.config_settings.config or {})
+    return given
+
+
+_resolved = _resolve(_given_config())
 config.clear()
 config.update(_resolved["config"])
 # recorded in every provenance file
@@ -39,7 +57,8 @@ os.environ.update(PARAMILL_CONFIG_DIGEST=_resolved["digest"])
 WORK = config["work_dir"]
 RESULTS = config["results"]
 LOGS = config["log_dir"]
-CORPORA = list(config["bitext"]["corpora"])
+CORPORA = list(config["bitext"]["corpora"])  # bitext: back-translated into candidates
+PAIR_CORPORA = list(config["pairs"]["corpora"])  # pair corpora: candidates as given
 
 
 wildcard_constraints:

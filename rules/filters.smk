@@ -127,6 +127,7 @@ rule select:
         parquet=f"{RESULTS}/corpus/{{release}}/corpus.parquet",
         tsv=f"{RESULTS}/corpus/{{release}}/corpus.tsv",
         json=f"{RESULTS}/corpus/{{release}}/selection.json",
+        paranmt=f"{RESULTS}/corpus/{{release}}/corpus.paranmt.txt",
     params:
         settings=lambda w: as_json(release_settings(w.release)),
     log:
@@ -142,7 +143,7 @@ rule select:
         "paramill --rule {rule} filters select --candidates {input.candidates:q}"
         " --scores {input.scores:q} --heldout {input.heldout:q} --name {wildcards.release:q}"
         " --settings {params.settings:q} --parquet {output.parquet:q} --tsv {output.tsv:q}"
-        " --json {output.json:q} > {log:q} 2>&1"
+        " --json {output.json:q} --paranmt {output.paranmt:q} > {log:q} 2>&1"
 
 
 rule corpus_analysis:
@@ -162,6 +163,7 @@ rule corpus_analysis:
     params:
         settings=as_json(config["filters"]["analysis"]),
         sources=as_json({"corpora": config["bitext"]["corpora"],
+                         "pairs": config["pairs"]["corpora"],
                          "translate": config["nmt"]["translate"]}),
         out_dir=lambda w: f"{RESULTS}/corpus/{w.release}",
     log:
@@ -178,3 +180,28 @@ rule corpus_analysis:
         " --scores {input.scores:q} --corpus {input.corpus:q} --summary {input.summary:q}"
         " --name {wildcards.release:q} --sources {params.sources:q}"
         " --settings {params.settings:q} --out-dir {params.out_dir:q} > {log:q} 2>&1"
+
+
+rule score_by_method:
+    input:
+        candidates=all_candidates,
+        scores=score_files,
+    output:
+        tsv=f"{RESULTS}/pairs/scores_by_method.tsv",
+        json=f"{RESULTS}/pairs/scores_by_method.json",
+        png=report(f"{RESULTS}/pairs/scores_by_method.png", category="Corpus",
+                   caption="../report/scores_by_method.rst",
+                   labels={"release": "all candidates", "file": "scores per method"}),
+    log:
+        f"{LOGS}/filters/score_by_method.log",
+    benchmark:
+        f"{LOGS}/benchmarks/filters/score_by_method.tsv"
+    threads: rule_threads("score_by_method")
+    resources:
+        **rule_resources("score_by_method", mem_mb=4000, runtime=120),
+    conda:
+        "../envs/cpu.yaml"
+    shell:
+        "paramill --rule {rule} filters by-method --candidates {input.candidates:q}"
+        " --scores {input.scores:q} --tsv {output.tsv:q} --json {output.json:q}"
+        " --png {output.png:q} > {log:q} 2>&1"

@@ -124,7 +124,7 @@ rule nmt_translate:
 
 rule backtranslation_stats:
     input:
-        all_candidates,
+        back_translated,
     output:
         report(f"{RESULTS}/nmt/backtranslation.json", category="Back-translation"),
     log:
@@ -143,7 +143,7 @@ rule backtranslation_stats:
 
 rule diversity_stats:
     input:
-        candidates=all_candidates,
+        candidates=back_translated,
         spm=spm_model("cs-en", "target"),
     output:
         tsv=report(f"{RESULTS}/nmt/diversity.tsv", category="Back-translation",

@@ -22,6 +22,44 @@ def corpus_shards(corpus):
     return sorted(p.stem for p in Path(shards_dir).glob("shard-*.parquet"))
 
 
+# -- pairs ---------------------------------------------------------------------
+
+def pair_corpus_files(wildcards):
+    spec = config["pairs"]["corpora"][wildcards.corpus]
+    if spec["format"] == "references":
+        return [spec["reference"], *systems(spec["hypotheses"]).values()]
+    return [spec["path"]]
+
+
+def earlier_pair_corpora(wildcards):
+    """Output folders of the pair corpora listed before this one: their pairs win duplicates."""
+    before = PAIR_CORPORA[: PAIR_CORPORA.index(wildcards.corpus)]
+    return [f"{WORK}/pairs/{c}" for c in before]
+
+
+def pair_shards(corpus):
+    """Candidate shard names of a pair corpus (known once its ingest checkpoint has run)."""
+    shards_dir = checkpoints.pairs_ingest.get(corpus=corpus).output[0]
+    return sorted(p.stem for p in Path(shards_dir).glob("shard-*.parquet"))
+
+
+# -- candidates of both kinds --------------------------------------------------
+
+def candidate_file(corpus, shard):
+    """A candidate shard: back-translated (bitext) or as a pair corpus gives it."""
+    if corpus in PAIR_CORPORA:
+        return f"{WORK}/pairs/{corpus}/{shard}.parquet"
+    return f"{WORK}/candidates/{corpus}/{shard}.parquet"
+
+
+def shards_of(corpus):
+    return pair_shards(corpus) if corpus in PAIR_CORPORA else corpus_shards(corpus)
+
+
+def candidate_files(corpora):
+    return [candidate_file(c, s) for c in corpora for s in shards_of(c)]
+
+
 # -- nmt -----------------------------------------------------------------------
 
 def nmt_corpora():
@@ -33,9 +71,14 @@ def training_shards(wildcards):
     return [f"{WORK}/shards/{c}/{s}.parquet" for c in nmt_corpora() for s in corpus_shards(c)]
 
 
+def back_translated(wildcards):
+    """The back-translated candidate table of every shard of every bitext corpus."""
+    return candidate_files(CORPORA)
+
+
 def all_candidates(wildcards):
-    """The back-translated candidate table of every shard of every corpus."""
-    return [f"{WORK}/candidates/{c}/{s}.parquet" for c in CORPORA for s in corpus_shards(c)]
+    """Every candidate shard: back-translated, then the pair corpora's."""
+    return candidate_files(CORPORA + PAIR_CORPORA)
 
 
 def own_model(direction):
@@ -89,8 +132,7 @@ FILTERS = config["filters"]["enabled"]
 
 def heldout_candidates(wildcards):
     """Candidate tables the held-out pairs are drawn from (filters.heldout.corpora)."""
-    names = config["filters"]["heldout"]["corpora"] or CORPORA
-    return [f"{WORK}/candidates/{c}/{s}.parquet" for c in names for s in corpus_shards(c)]
+    return candidate_files(config["filters"]["heldout"]["corpora"] or CORPORA + PAIR_CORPORA)
 
 
 def release_names():
@@ -104,13 +146,21 @@ def release_settings(name):
     return {**config["filters"]["select"], **config["filters"]["releases"][name]}
 
 
+def filter_applies(name, corpus):
+    """A filter runs on a pair corpus unless it needs the Czech side or the decoder's cost."""
+    facts = FILTER_FACTS[name]
+    return corpus not in PAIR_CORPORA or not (facts.get("x-needs-source")
+                                              or facts.get("x-needs-decoder"))
+
+
 def score_files(wildcards):
-    """Every enabled filter's score table of every candidate shard."""
+    """Every enabled filter's score table of every candidate shard it applies to."""
     return [
         f"{WORK}/scores/{f}/{c}/{s}.parquet"
         for f in FILTERS
-        for c in CORPORA
-        for s in corpus_shards(c)
+        for c in CORPORA + PAIR_CORPORA
+        if filter_applies(f, c)
+        for s in shards_of(c)
     ]
 
 
@@ -142,7 +192,7 @@ def filter_inputs(name):
     bitext shard when the filter needs the Czech side."""
 
     def inputs(wildcards):
-        files = {"candidates": f"{WORK}/candidates/{wildcards.corpus}/{wildcards.shard}.parquet"}
+        files = {"candidates": candidate_file(wildcards.corpus, wildcards.shard)}
         if FILTER_FACTS[name].get("x-needs-source"):
             files["source"] = f"{WORK}/shards/{wildcards.corpus}/{wildcards.shard}.parquet"
         return {**files, **filter_models(name)}
@@ -207,11 +257,16 @@ def default_targets():
     """What `snakemake` builds by default (the provenance table, which follows them all,
     aside): the diversity table when sampling, the lexicon (with SimLex when given), the
     Twitter branch when enabled."""
-    targets = [f"{RESULTS}/bitext/stats.json", f"{RESULTS}/nmt/backtranslation.json",
-               f"{WORK}/nmt/en-cs/ct2", f"{RESULTS}/report/bitext_outcomes.png"]
-    targets += [f"{RESULTS}/corpus/{s}/datasheet.md" for s in release_names()]
+    targets = []
+    if CORPORA:  # bitext: its statistics and the back-translation
+        targets += [f"{RESULTS}/bitext/stats.json", f"{RESULTS}/nmt/backtranslation.json",
+                    f"{WORK}/nmt/en-cs/ct2", f"{RESULTS}/report/bitext_outcomes.png"]
+    if PAIR_CORPORA:
+        targets += [f"{RESULTS}/pairs/stats.json", f"{RESULTS}/pairs/scores_by_method.tsv"]
+    targets += [f"{RESULTS}/corpus/{s}/{f}" for s in release_names()
+                for f in ("datasheet.md", "corpus.paranmt.txt")]
     targets += [f"{RESULTS}/embed/{m}/sts.tsv" for m in config["embed"]["models"]]
-    targets += [f"{RESULTS}/nmt/diversity.tsv"] if sampling() else []
+    targets += [f"{RESULTS}/nmt/diversity.tsv"] if sampling() and CORPORA else []
     targets.append(f"{RESULTS}/lexicon/simlex.tsv" if config["lexicon"]["simlex"]
                    else f"{RESULTS}/lexicon/lexicon.tsv")
     if config["twitter"]["enabled"]:

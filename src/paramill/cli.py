@@ -17,7 +17,7 @@ from paramill.commands import Group, arg
 
 EXIT_INPUT_ERROR = 2
 #: the stage packages whose ``cli.group`` is a command group, in the order --help lists them
-STAGES = ("bitext", "nmt", "filters", "embed", "evaluate", "lexicon", "twitter", "report")
+STAGES = ("bitext", "pairs", "nmt", "filters", "embed", "evaluate", "lexicon", "twitter", "report")
 
 provenance = Group("provenance", "inspect and verify provenance records")
 

@@ -164,6 +164,10 @@ def cross_field_problems(config: dict[str, Any]) -> list[str]:
         if lo is not None and hi is not None and lo > hi:
             problems.append(f"config keys {_key(low)} ({lo}) and {_key(high)} ({hi}): "
                             f"{low[-1]} must not exceed {high[-1]}")
+    bitext, pairs = (_get(config, ("bitext", "corpora")) or {}), (_get(config, ("pairs", "corpora")) or {})
+    for name in sorted(set(bitext) & set(pairs)):
+        problems.append(f"config keys bitext.corpora.{name} and pairs.corpora.{name}: corpus "
+                        "names are shared by both kinds; rename one")
     selects = {"filters.select": _get(config, ("filters", "select")) or {}}
     for name, variant in (_get(config, ("filters", "releases")) or {}).items():
         selects[f"filters.releases.{name}"] = variant or {}

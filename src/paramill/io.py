@@ -29,6 +29,7 @@ import sys
 import tempfile
 import uuid
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
@@ -432,3 +433,64 @@ def iter_parquet_batches(paths: Sequence[str | os.PathLike], batch_size: int = 6
 def parquet_rows(paths: Sequence[str | os.PathLike]) -> int:
     """Row count from Parquet footers (no data read)."""
     return sum(pq.ParquetFile(p).metadata.num_rows for p in paths)
+
+# -- lines of text files -------------------------------------------------------
+
+#: Text kept of a rejected line, so a 1 MB line does not become a 1 MB rejected row.
+REJECTED_TEXT_CHARS = 1000
+#: A UTF-8 byte order mark at the start of a file is not text (nor part of a header name).
+_BOM = b"\xef\xbb\xbf"
+
+
+@dataclass
+class LineStream:
+    """Lines of one (possibly compressed) file as bytes, with limits and clear errors.
+
+    Yields ``(line_no, bytes)``, or ``(line_no, None)`` for a line longer than
+    ``max_line_bytes`` (read through in chunks, never held whole).
+    """
+
+    path: str
+    max_line_bytes: int
+    lines: int = field(default=0, init=False)
+
+    def __iter__(self) -> Iterator[tuple[int, bytes | None]]:
+        limit = self.max_line_bytes
+        try:
+            with open_compressed(self.path) as fh:
+                while True:
+                    # room for the limit, CR and LF: a line is measured without its ending
+                    line = fh.readline(limit + 2)
+                    if not line:
+                        break
+                    self.lines += 1
+                    complete = line.endswith(b"\n")
+                    if complete:
+                        line = line[:-2] if line.endswith(b"\r\n") else line[:-1]
+                    if self.lines == 1 and line.startswith(_BOM):
+                        line = line[len(_BOM):]
+                    if len(line) > limit:
+                        while not complete:  # skip the rest of an over-long line
+                            rest = fh.readline(1 << 20)
+                            complete = not rest or rest.endswith(b"\n")
+                        yield self.lines, None
+                        continue
+                    yield self.lines, line
+        except CorruptInput as exc:  # where the stream broke: the line being read then
+            raise CorruptInput(self.path, self.lines + 1, exc.message) from None
+        if self.lines == 0:
+            raise InputError(self.path, None, "file is empty")
+
+
+def decode_line(raw: bytes) -> tuple[str | None, str | None]:
+    """Text, or ``None`` and a detail naming the bad byte's offset."""
+    try:
+        return raw.decode("utf-8"), None
+    except UnicodeDecodeError as exc:
+        return None, f"invalid UTF-8 at byte offset {exc.start}"
+
+
+def shown_text(raw: bytes | None) -> str | None:
+    if raw is None:
+        return None
+    return raw[: REJECTED_TEXT_CHARS * 4].decode("utf-8", "replace")[:REJECTED_TEXT_CHARS]

@@ -18,6 +18,7 @@ from typing import Annotated, Any
 import yaml
 
 from paramill.bitext.settings import BitextSection
+from paramill.pairs.settings import PairsSection
 from paramill.embed.settings import EmbedSection
 from paramill.evaluate.settings import EvaluateSection
 from paramill.filters import settings as filter_settings
@@ -59,6 +60,10 @@ class PipelineConfig(Settings):
     log_dir: str = setting("logs", "Directory for rule logs and benchmark files.")
     bitext: BitextSection = section(BitextSection, "Bilingual (Czech-English) input corpora, "
                                     "ingest and cleaning.")
+    pairs: PairsSection = section(
+        PairsSection, "Paraphrase-pair corpora (released corpora, MT outputs with references) "
+        "read straight into candidates: filters, selection, embeddings and the lexicon without "
+        "NMT. A config with only pair corpora trains no translation model.")
     nmt: NmtSection = section(
         NmtSection, "Back-translation (ParaNMT §3.1, Wieting 2017 §3): SentencePiece subwords, "
         "CS->EN and EN->CS transformers trained with OpenNMT-py (or your own models), converted "
@@ -147,6 +152,7 @@ def reference(schema: dict[str, Any] | None = None) -> str:
                                       else f" ({_short(sub['default'])})"))
         rows.append(f"| `{where}` | {_cell(', '.join(keys))} | {_cell(node.get('description', ''))} |")
     for where, node in [("bitext.corpora.NAME", props["bitext"]["properties"]["corpora"]),
+                        ("pairs.corpora.NAME", props["pairs"]["properties"]["corpora"]),
                         ("resources.RULE", props["resources"])]:
         keys = ", ".join(f"`{k}`" for k in node["additionalProperties"]["properties"])
         rows.append(f"| `{where}` | {keys} | {_cell(node['description'])} |")

@@ -98,7 +98,10 @@ def type_schema(tp: Any) -> dict[str, Any]:
         enums = [v for p in parts for v in p.get("enum", [])]
         if all(set(p) <= {"enum", "type"} for p in parts) and type(None) in args:
             return {"enum": [None, *enums]} if enums else {"type": [parts[0]["type"], "null"]}
-        base = next(p for p in parts if p != {"type": "null"})
+        alternatives = [p for p in parts if p != {"type": "null"}]
+        if len(alternatives) > 1:  # e.g. dict | list: one of the shapes (or null)
+            return {"anyOf": [*alternatives, *([{"type": "null"}] if type(None) in args else [])]}
+        base = alternatives[0]
         return {**base, "type": [base.get("type"), "null"]}
     if origin in (tuple, list):
         return {"type": "array", "items": type_schema(args[0])}

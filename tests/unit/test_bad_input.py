@@ -19,7 +19,8 @@ import sys
 import pytest
 import zstandard
 
-from paramill.bitext.readers import LineStream, read_tsv
+from paramill.bitext.readers import read_tsv
+from paramill.io import LineStream
 from paramill.io import InputError, open_compressed
 from paramill.text import normalize, normalize_expr
 
@@ -140,7 +141,7 @@ def test_an_unreadable_file_is_refused_for_a_user_without_override(tmp_path):
     path = __import__("pathlib").Path(where) / "secret.tsv"
     path.write_text("a\tb\n")
     path.chmod(0)
-    code = ("import sys; from paramill.bitext.readers import LineStream\n"
+    code = ("import sys; from paramill.io import LineStream\n"
             "from paramill.io import InputError\n"
             f"try:\n    list(LineStream({str(path)!r}, 100))\n"
             "except InputError as e:\n    print(e); sys.exit(0)\nsys.exit(1)\n")

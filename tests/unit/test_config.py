@@ -63,12 +63,17 @@ def test_named_variants_override_only_what_they_give():
         config.resolve({"filters": {"releases": {"default": {}}}})
 
 
+def _typed(node):
+    return ("type" in node or "enum" in node or "$ref" in node
+            or ("anyOf" in node and all("type" in alt for alt in node["anyOf"])))
+
+
 def test_every_schema_property_is_described_and_typed():
     def walk(node, path):
         for name, sub in node.get("properties", {}).items():
             where = ".".join([*path, name])
             assert sub.get("description"), f"{where} has no description"
-            assert "type" in sub or "enum" in sub or "$ref" in sub, f"{where} has no type"
+            assert _typed(sub), f"{where} has no type"
             walk(sub, [*path, name])
             extra = sub.get("additionalProperties")
             if isinstance(extra, dict):
@@ -175,3 +180,14 @@ def test_keys_that_only_choose_inputs_are_marked_for_the_rules():
     from paramill.lexicon.pmi import LexiconSettings
 
     assert LexiconSettings.from_dict({"simlex": "x.txt", "release": "top-half"}).simlex == "x.txt"
+
+
+def test_pair_and_bitext_corpora_share_one_namespace():
+    with pytest.raises(config.ConfigError, match="bitext.corpora.x and pairs.corpora.x"):
+        config.resolve({"bitext": {"corpora": {"x": {"format": "tsv", "path": "a.tsv"}}},
+                        "pairs": {"corpora": {"x": {"format": "paranmt", "path": "b.txt"}}}})
+    resolved = config.resolve({"pairs": {"corpora": {"p": {
+        "format": "references", "reference": "r.en", "hypotheses": ["hyp.*.en"]}}}})
+    assert resolved["pairs"]["corpora"]["p"]["positive_votes"] == 4
+    with pytest.raises(config.ConfigError, match="pairs.corpora.p"):
+        config.resolve({"pairs": {"corpora": {"p": {"format": "references", "path": "x"}}}})

@@ -36,6 +36,7 @@ from paramill.filters.overlap import ngram_overlap
 from paramill.filters.release import write_release_docs
 from paramill.filters.select import SelectSettings, fold_expr, iter_scored, select
 from paramill.nmt.schema import CANDIDATES
+from paramill.pairs.schema import PAIR_CANDIDATES
 from paramill.provenance import verify
 
 
@@ -295,6 +296,81 @@ def test_select_errors_name_the_setting(tmp_path, scored):
     with pytest.raises(ValueError, match="select.rank_by"):
         run_select(tmp_path, scored, rank_by="parascore")
     assert not (tmp_path / "sel" / "corpus.parquet").exists()
+
+
+@pytest.fixture
+def mixed(tmp_path, scored):
+    """The scored bitext shards plus a pair corpus's shard: given scores, no cost."""
+    cands, scores = scored
+    path = tmp_path / "pairs" / "given" / "shard-00000.parquet"
+    path.parent.mkdir(parents=True)
+    rows = [{**{n: None for n in PAIR_CANDIDATES.names}, "pair_id": f"g-{i}",
+             "candidate_id": f"g-{i}:paranmt:1", "en_ref": f"given reference {i} here",
+             "candidate": f"a given paraphrase {i}", "method": "paranmt", "rank": 1,
+             "given_score": i / 10} for i in range(10)]
+    pq.write_table(pa.Table.from_pylist(rows, schema=PAIR_CANDIDATES), path)
+    extra = []
+    for name in ("length", "overlap"):  # cost needs the decoder: not run on pair corpora
+        out = tmp_path / "scores" / name / "given" / path.name
+        score_shard(filters.make(name), path, out)
+        extra.append(out)
+    return [*cands, path], [*scores, *extra]
+
+
+def test_select_mixes_back_translated_and_given_pairs(tmp_path, mixed):
+    summary, corpus, _ = run_select(tmp_path, mixed, bounds={"overlap_1": [0.0, 1.0]})
+    assert summary["steps"][0] == {"step": "candidates", "pairs": 110}
+    given = corpus.filter(pl.col("method") == "paranmt")
+    assert given.height == 10 and given["cost"].null_count() == 10
+    assert given["given_score"].to_list() == [i / 10 for i in range(10)]
+    assert corpus.filter(pl.col("method") == "beam")["given_score"].null_count() > 0
+    assert summary["score_columns"]["given_score"] == "higher"
+
+
+def test_a_bound_some_corpora_cannot_have_names_them(tmp_path, mixed):
+    with pytest.raises(ValueError, match=r"filters.select.bounds.cost: column cost is missing "
+                                         r"for corpora given \(.*decoder"):
+        run_select(tmp_path, mixed, bounds={"cost": [None, 0.5]})
+    with pytest.raises(ValueError, match=r"select.rank_by: column given_score is missing for "
+                                         r"corpora a "):
+        run_select(tmp_path, mixed, rank_by="given_score")
+
+
+def test_the_paranmt_export_holds_the_chosen_score(tmp_path, mixed):
+    cands, scores = mixed
+    out = tmp_path / "sel"
+    summary = select(cands, scores, out / "c.parquet", out / "c.tsv", out / "s.json",
+                     SelectSettings(drop_identical=False, paranmt_score="overlap_1"),
+                     out_paranmt=out / "c.paranmt.txt")
+    lines = (out / "c.paranmt.txt").read_text().splitlines()
+    corpus = pl.read_parquet(out / "c.parquet")
+    assert len(lines) == corpus.height == summary["rows"]
+    assert [float(x.split("\t")[2]) for x in lines] == pytest.approx(corpus["overlap_1"].to_list(),
+                                                                      rel=1e-5)
+    with pytest.raises(ValueError, match="paranmt_score: corpus.paranmt.txt needs a score"):
+        select(scored_only(mixed), [], out / "d.parquet", out / "d.tsv", out / "d.json",
+               SelectSettings(), out_paranmt=out / "d.txt")
+
+
+def test_by_method_summarises_each_method_streaming(tmp_path, mixed):
+    from paramill.filters.methods import by_method
+    cands, scores = mixed
+    out = tmp_path / "m"
+    out.mkdir()
+    result = by_method(cands, scores, out / "m.tsv", out / "m.json", out / "m.png", sample=7)
+    assert result["methods"]["paranmt"]["candidates"] == 10
+    assert result["methods"]["beam"]["candidates"] == 100
+    assert result["methods"]["paranmt"]["given_score"]["mean"] == pytest.approx(0.45)
+    assert result["methods"]["paranmt"]["cost"] == {"mean": None, "std": None}
+    beam = pl.concat([pl.read_parquet(c) for c in cands[:2]])
+    assert result["methods"]["beam"]["cost"]["mean"] == pytest.approx(beam["fwd_nll"].mean())
+    lines = (out / "m.tsv").read_text().splitlines()
+    assert lines[0].startswith("method\tcandidates\t") and lines[1].startswith("beam\t100\t")
+    assert (out / "m.png").stat().st_size > 5000 and (out / "m.png.prov.json").exists()
+
+
+def scored_only(mixed):
+    return [c for c in mixed[0] if "pairs" not in str(c)]
 
 
 def test_select_excludes_heldout(tmp_path, scored):

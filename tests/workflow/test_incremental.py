@@ -189,14 +189,35 @@ def a_filter_setting_rescores_that_filter_only(project, tmp_path):
 
 
 @step
+def a_pair_corpus_runs_only_its_jobs_and_what_follows(project, tmp_path):
+    text = (project / "config.yaml").read_text()
+    (project / "config.yaml").write_text(
+        text + "\npairs:\n  corpora:\n    extra-pairs: {format: paranmt, "
+        "path: data/sample/pairs/grammar.paranmt.txt.gz}\n")
+    proc = snakemake(project)
+    # the filter models were trained on the corpora named in filters.heldout: no retraining
+    assert executed(proc) == {"pairs_ingest": 1, "pairs_stats": 1, "score_by_method": 1,
+                              **{f"score_{f}": 1 for f in TINY_FILTERS}, **SELECT, **EMBED,
+                              **LEXICON, "provenance_summary": 1}
+    methods = json.loads((project / "results/pairs/scores_by_method.json").read_text())
+    assert set(methods["methods"]) == {"beam", "paranmt"}
+    corpus = pl.read_parquet(project / "results/corpus/default/corpus.parquet")
+    assert {"beam", "paranmt"} <= set(corpus["method"].unique())
+    assert corpus.filter(pl.col("method") == "beam")["given_score"].null_count() == \
+        corpus.filter(pl.col("method") == "beam").height
+
+
+@step
 def a_decoding_setting_retranslates_without_retraining(project, tmp_path):
     """ParaBank 2's sample-score-cluster branch instead of beam search: no retraining, every
     shard translated and scored again, up to 5 paraphrases a source, the diversity table."""
     overlay = str(Path(__file__).with_name("sample.yaml"))
     proc = snakemake(project, overlays=[overlay])
-    assert executed(proc) == {"nmt_translate": shards(project), "backtranslation_stats": 1,
-                              **after_candidates(TINY_FILTERS, shards(project)),
-                              "diversity_stats": 1, "provenance_summary": 1}
+    expected = {"nmt_translate": shards(project), "backtranslation_stats": 1,
+                **after_candidates(TINY_FILTERS, shards(project)), "diversity_stats": 1,
+                "provenance_summary": 1, "score_by_method": 1}  # the pair corpus added above
+    expected["score_parascore"] += 1  # its shard, scored again with the retrained model
+    assert executed(proc) == expected
     cands = pl.scan_parquet(project / "work/candidates/*/shard-*.parquet").collect()
     shards_ = pl.scan_parquet(project / "work/shards/*/shard-*.parquet").collect()
     per_source = cands.group_by("pair_id").len()["len"]

@@ -90,10 +90,15 @@ def rule_expressions(settings: CleanSettings) -> tuple[list[pl.Expr], pl.Expr]:
         (longer.cast(pl.Float64) > shorter.cast(pl.Float64) * settings.max_length_ratio,
          "length_ratio"),
     ]
+    return normal, first_reason(checks)
+
+
+def first_reason(checks: list[tuple[pl.Expr, str]]) -> pl.Expr:
+    """``reason``: the name of the first check a row fails, null when it passes them all."""
     when = pl.when(checks[0][0]).then(pl.lit(checks[0][1]))
     for cond, reason in checks[1:]:
         when = when.when(cond).then(pl.lit(reason))
-    return normal, when.otherwise(pl.lit(None, dtype=pl.String)).alias("reason")
+    return when.otherwise(pl.lit(None, dtype=pl.String)).alias("reason")
 
 
 def apply_rules(frame: pl.DataFrame, settings: CleanSettings) -> pl.DataFrame:

@@ -111,6 +111,9 @@ class Filter(Settings, ABC):
     models: ClassVar[dict[str, str]] = {}
     #: extra inputs: ``cs`` (the Czech source, joined from the bitext shard)
     needs_source: ClassVar[bool] = False
+    #: reads the decoder's columns (``fwd_nll``, ``bwd_nll``, ``n_tokens``), which only
+    #: back-translated candidates have: skipped for pair corpora (``pairs.corpora``)
+    needs_decoder: ClassVar[bool] = False
 
     @abstractmethod
     def columns(self) -> list[Column]:

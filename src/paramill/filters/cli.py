@@ -79,12 +79,15 @@ def score(args: argparse.Namespace) -> int | str:
     arg("--heldout", help="held-out table whose pairs are left out"),
     arg("--name", default="default", help="the release's name (in the datasheet)"),
     need("--parquet", "output corpus (Parquet)"), need("--tsv", "output corpus (TSV)"),
-    need("--json", "output summary with counts per step"), settings="filters.select")
+    need("--json", "output summary with counts per step"),
+    arg("--paranmt", help="also write the corpus in the ParaNMT-50M layout (reference \\t "
+        "paraphrase \\t score; the score column is filters.select.paranmt_score)"),
+    settings="filters.select")
 def select(args: argparse.Namespace) -> int | str:
     from paramill.filters.select import SelectSettings, select
     summary = select(args.candidates, args.scores or [], args.parquet, args.tsv, args.json,
                      SelectSettings.from_dict(args.settings), heldout=args.heldout,
-                     name=args.name, rule=args.rule)
+                     name=args.name, rule=args.rule, out_paranmt=args.paranmt)
     steps = ", ".join(f"{r['step']}: {r['pairs']}" for r in summary["steps"])
     return f"{args.name}: {summary['rows']} pairs ({steps})"
 
@@ -97,7 +100,8 @@ def select(args: argparse.Namespace) -> int | str:
     need("--summary", "selection.json from `paramill filters select`"),
     arg("--name", default="default", help="the release's name"),
     arg("--sources", type=json_arg, metavar="JSON", help='{"corpora": config bitext.corpora, '
-        '"translate": config nmt.translate} (or "generation": the text itself)'),
+        '"pairs": config pairs.corpora, "translate": config nmt.translate} (or "generation": '
+        'the text itself)'),
     need("--out-dir", "output folder"), settings="filters.analysis")
 def analyse(args: argparse.Namespace) -> int | str:
     from paramill.filters.analysis import AnalysisSettings
@@ -107,3 +111,21 @@ def analyse(args: argparse.Namespace) -> int | str:
                                args.summary, args.out_dir, AnalysisSettings.from_dict(args.settings),
                                sources=args.sources, plot=score_histograms, rule=args.rule)
     return f"{args.name}: {stats['corpus']}"
+
+
+@group.verb(
+    "by-method", "score distributions per candidate method (MT system, corpus format, beam...)",
+    arg("--candidates", nargs="+", required=True, help="candidate tables"),
+    arg("--scores", nargs="*", help="score tables (any order; matched by corpus/shard)"),
+    need("--tsv", "output TSV: method, candidates, each score's mean"),
+    need("--json", "output JSON: count, mean and std per method and score"),
+    need("--png", "output box plots, one panel per score column"),
+    arg("--sample", type=int, default=5000,
+        help="values per method and score kept for the box plots (seeded reservoir)"),
+    description="Before selection: how each method's candidates score under every filter, "
+                "e.g. the MT systems of a `references` pair corpus side by side.")
+def by_method(args: argparse.Namespace) -> int | str:
+    from paramill.filters.methods import by_method
+    result = by_method(args.candidates, args.scores or [], args.tsv, args.json, args.png,
+                       sample=args.sample, rule=args.rule)
+    return f"{len(result['methods'])} methods, {len(result['columns'])} score columns"

@@ -15,6 +15,7 @@ class Cost(Filter):
     name = "cost"
     doc = "Translation cost (NLL per subword, from decoding)."
     order = 2
+    needs_decoder = True
 
     def columns(self) -> list[Column]:
         return [Column("cost", Direction.LOWER, "translation NLL per target subword (fwd_nll)")]

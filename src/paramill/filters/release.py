@@ -32,6 +32,14 @@ def generation_text(translate: dict[str, Any] | None) -> str | None:
             f"(beam {translate['beam_size']}, {translate['n_best']}-best)")
 
 
+def _pair_files(spec: dict[str, Any]) -> str:
+    """A pair corpus's files as configured (patterns unexpanded)."""
+    if spec.get("path"):
+        return spec["path"]
+    hyps = spec.get("hypotheses") or []
+    return " ".join([spec.get("reference", ""), *(hyps.values() if isinstance(hyps, dict) else hyps)])
+
+
 def _fmt(value: Any) -> str:
     if value is None:
         return "–"
@@ -55,15 +63,26 @@ def datasheet(name: str, selection: dict[str, Any], stats: dict[str, Any],
            f"{', modified' if code.get('dirty') else ''}). {selection['rows']} pairs. When: "
            "`datasheet.md.prov.json` (no date here, so a rebuild gives the same bytes).", "",
            "Files: `corpus.tsv` (reference `\\t` paraphrase, one pair a line, no quoting), "
+           "`corpus.paranmt.txt` (the ParaNMT-50M layout, reference `\\t` paraphrase `\\t` "
+           f"score `{selection.get('paranmt_score', '?')}`; `pairs.corpora` reads it back), "
            "`corpus.parquet` (the same pairs with `pair_id` back to the source file and line, "
            "and every filter score), `stats.json`, `annotation.tsv` (pairs per paraphrase-score "
            "range for human judgement), `scores.png`. Each has a `.prov.json` provenance record.",
            "", "## Sources", ""]
-    corpora = sources.get("corpora", {})
-    out += [_table([{"corpus": k, **{f: v.get(f) for f in ("format", "path", "cs", "en")}}
-                    for k, v in corpora.items()], ["corpus", "format", "path", "cs", "en"])
-            if corpora else "(not given)"]
-    generation = sources.get("generation") or generation_text(sources.get("translate"))
+    corpora, pairs = sources.get("corpora", {}), sources.get("pairs", {})
+    if corpora:
+        out += ["Bitext, back-translated:", "",
+                _table([{"corpus": k, **{f: v.get(f) for f in ("format", "path", "cs", "en")}}
+                        for k, v in corpora.items()], ["corpus", "format", "path", "cs", "en"])]
+    if pairs:
+        out += [*([""] if corpora else []), "Pair corpora, candidates as the files give them "
+                "(no translation; each keeps its own licence):", "",
+                _table([{"corpus": k, "format": v.get("format"), "files": _pair_files(v)}
+                        for k, v in pairs.items()], ["corpus", "format", "files"])]
+    if not corpora and not pairs:
+        out.append("(not given)")
+    generation = sources.get("generation") or (generation_text(sources.get("translate"))
+                                               if corpora or not pairs else None)
     if generation:
         out += ["", f"Candidates: {generation}"]
     out += ["", "## Filters and bounds", "",

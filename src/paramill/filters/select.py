@@ -21,6 +21,7 @@ from typing import Annotated, Any
 
 import polars as pl
 import pyarrow as pa
+import pyarrow.parquet as pq
 
 from paramill.filters.base import Direction, score_directions
 from paramill.io import TableWriter, atomic_output, scratch_dir, write_json
@@ -53,6 +54,11 @@ class SelectSettings(Settings):
         factory=lambda: [1, 2], doc="Folds kept (1 = the best).", minItems=1)
     size: int = setting(0, "Target size, a seeded sample (0 = all; ParaNMT 5000000).", minimum=0)
     seed: int = setting(13, "Seed of the sample.")
+    paranmt_score: str = setting(
+        "auto", "Score column written as the third column of corpus.paranmt.txt (the ParaNMT-50M "
+        "layout `reference \\t paraphrase \\t score`, which `pairs.corpora` reads back); auto: "
+        "the first of rank_by, parascore, given_score that the corpus has.",
+        pattern="^[a-z][a-z0-9_]*$")
 
 
 def shard_key(path: str | Path) -> str:
@@ -61,10 +67,15 @@ def shard_key(path: str | Path) -> str:
     return f"{p.parent.name}/{p.stem}"
 
 
+#: columns a pair corpus gives (paramill.pairs), carried into the release and boundable
+GIVEN = {"given_score": Direction.HIGHER, "label": Direction.HIGHER}
+
+
 def group_scores(candidate_files: list[str | Path], score_files: list[str | Path]
                  ) -> tuple[dict[str, list[Path]], dict[str, Direction]]:
-    """Score files by shard key, and every score column's direction. Each candidate shard
-    must have the same set of score columns."""
+    """Score files by shard key, and every score column's direction (given columns of pair
+    corpora included). Shards of different corpora may have different columns: a filter
+    that needs what a pair corpus lacks is not run on it."""
     by_key: dict[str, list[Path]] = defaultdict(list)
     directions: dict[str, Direction] = {}
     for path in map(Path, score_files):
@@ -73,12 +84,41 @@ def group_scores(candidate_files: list[str | Path], score_files: list[str | Path
     for cand in candidate_files:
         if shard_key(cand) not in by_key and score_files:
             raise ValueError(f"{cand}: no score files for shard {shard_key(cand)}")
+        directions.update({c: GIVEN[c] for c in given_columns(cand)})
     return by_key, directions
+
+
+def given_columns(candidates: str | Path) -> list[str]:
+    """The given columns (``given_score``, ``label``) a candidate shard has values in."""
+    present = [c for c in pq.read_schema(candidates).names if c in GIVEN]
+    if not present:
+        return []
+    row = pl.scan_parquet(candidates).select(pl.col(c).is_not_null().any() for c in present
+                                             ).collect().row(0)
+    return [c for c, has in zip(present, row) if has]
+
+
+def shard_columns(candidates: str | Path, score_files: list[Path]) -> set[str]:
+    """The score and given columns one shard has."""
+    names = set(given_columns(candidates))
+    for path in score_files:
+        names |= set(score_directions(path))
+    return names
+
+
+def column_types(candidate_files: list[Path], score_files: list[str | Path]) -> dict[str, pl.DataType]:
+    """The polars type of every score and given column (missing ones are filled with nulls)."""
+    types: dict[str, pl.DataType] = {}
+    for path in [*score_files, *candidate_files]:
+        for name, dtype in pl.read_parquet_schema(path).items():
+            if name not in ("pair_id", "candidate_id") and name not in types:
+                types[name] = dtype
+    return types
 
 
 def scored_shard(candidates: str | Path, score_files: list[Path]) -> pl.DataFrame:
     """One shard's candidates with every score column joined (by ``candidate_id``)."""
-    frame = pl.read_parquet(candidates, columns=CANDIDATE_KEEP)
+    frame = pl.read_parquet(candidates, columns=CANDIDATE_KEEP + given_columns(candidates))
     for path in score_files:
         scores = pl.read_parquet(path).drop("pair_id")
         if scores.height != frame.height:
@@ -94,15 +134,41 @@ def iter_scored(candidate_files: list[str | Path], score_files: list[str | Path]
         yield cand, scored_shard(cand, by_key.get(shard_key(cand), []))
 
 
-def _check_settings(settings: SelectSettings, directions: dict[str, Direction]) -> None:
+def check_columns(settings: SelectSettings, candidate_files: list[Path],
+                  by_key: dict[str, list[Path]], name: str = "select") -> None:
+    """A bound (or ``rank_by``) on a column some corpora do not have is an error naming the
+    bound and those corpora (a filter skipped for pair corpora, a given score)."""
+    wanted = [*settings.bounds, *([settings.rank_by] if settings.rank_by else [])]
+    lacking: dict[str, set[str]] = defaultdict(set)
+    for cand in candidate_files:
+        have = shard_columns(cand, by_key.get(shard_key(cand), []))
+        for column in wanted:
+            if column not in have:
+                lacking[column].add(Path(cand).parent.name)
+    for column in wanted:
+        if lacking[column]:
+            what = "rank_by" if column == settings.rank_by and column not in settings.bounds \
+                else f"bounds.{column}"
+            raise ValueError(f"{name}.{what}: column {column} is missing for corpora "
+                             f"{', '.join(sorted(lacking[column]))} (their candidates do not "
+                             "have it, or its filter needs what they lack: the Czech side, the "
+                             "decoder's cost); bound it in a release of the corpora that have it")
+
+
+def _check_settings(settings: SelectSettings, directions: dict[str, Direction],
+                    corpora: list[str] = ()) -> None:
+    where = f" in corpora {', '.join(corpora)}" if corpora else ""
+    hint = ("" if not corpora else " (dual_xent and cost are not run on pair corpora: they "
+            "need the Czech side and the decoder's cost)")
     for name, bound in settings.bounds.items():
         if name not in directions:
-            raise ValueError(f"select.bounds.{name}: no such score column; scored: {sorted(directions)}")
+            raise ValueError(f"select.bounds.{name}: no such score column{where}; scored: "
+                             f"{sorted(directions)}{hint}")
         if not isinstance(bound, (list, tuple)) or len(bound) != 2:
             raise ValueError(f"select.bounds.{name}: give [lower, upper] (null for open), not {bound!r}")
     if settings.rank_by is not None and settings.rank_by not in directions:
-        raise ValueError(f"select.rank_by: no such score column {settings.rank_by!r}; "
-                         f"scored: {sorted(directions)}")
+        raise ValueError(f"select.rank_by: no such score column {settings.rank_by!r}{where}; "
+                         f"scored: {sorted(directions)}{hint}")
     if settings.rank_by is not None and not all(1 <= f <= settings.n_folds for f in settings.folds):
         raise ValueError(f"select.folds must lie in 1..{settings.n_folds}, not {settings.folds}")
 
@@ -144,13 +210,36 @@ def fold_expr(column: str, cuts: list[float], direction: Direction) -> pl.Expr:
     return (pl.lit(n, dtype=pl.Int32) - bucket) if direction != Direction.LOWER else bucket + 1
 
 
+def paranmt_column(settings: SelectSettings, directions: dict[str, Direction],
+                   where: str = "filters.select") -> str:
+    """The score column of the ParaNMT-layout export."""
+    if settings.paranmt_score != "auto":
+        if settings.paranmt_score not in directions:
+            raise ValueError(f"{where}.paranmt_score: no such score column "
+                             f"{settings.paranmt_score!r}; scored: {sorted(directions)}")
+        return settings.paranmt_score
+    for column in (settings.rank_by, "parascore", "given_score"):
+        if column and column in directions:
+            return column
+    raise ValueError(f"{where}.paranmt_score: corpus.paranmt.txt needs a score and the corpus "
+                     f"has none of rank_by, parascore, given_score (scored: {sorted(directions)});"
+                     " enable the parascore filter or name a score column")
+
+
 def select(candidate_files: list[str | Path], score_files: list[str | Path],
            out_parquet: str | Path, out_tsv: str | Path, out_json: str | Path,
            settings: SelectSettings = SelectSettings(), heldout: str | Path | None = None,
-           name: str = "default", rule: str = "select") -> dict[str, Any]:
+           name: str = "default", rule: str = "select",
+           out_paranmt: str | Path | None = None) -> dict[str, Any]:
+    """Select the release; ``out_paranmt`` also writes it in the ParaNMT-50M layout."""
     candidate_files = [Path(p) for p in candidate_files]
     by_key, directions = group_scores(candidate_files, score_files)
-    _check_settings(settings, directions)
+    corpora = sorted({Path(c).parent.name for c in candidate_files})
+    _check_settings(settings, directions, corpora)
+    where = "filters.select" if name == "default" else f"filters.releases.{name}"
+    check_columns(settings, candidate_files, by_key, where)
+    export = paranmt_column(settings, directions, where) if out_paranmt else None
+    types = column_types(candidate_files, score_files)
     inputs = [*candidate_files, *score_files, *([heldout] if heldout else [])]
     run = Run(rule=rule, params={"selection": name, **asdict(settings)}, inputs=inputs)
     heldout_ids = None
@@ -165,6 +254,9 @@ def select(candidate_files: list[str | Path], score_files: list[str | Path],
         bar = progress(f"select {name}", unit="shards", total=len(candidate_files))
         for i, cand in enumerate(candidate_files):  # pass 1: per-row steps, shard by shard
             frame = scored_shard(cand, by_key.get(shard_key(cand), []))
+            frame = frame.with_columns([pl.lit(None, dtype=types[c]).alias(c)
+                                        for c in directions if c not in frame.columns]
+                                       ).select(*CANDIDATE_KEEP, *directions)  # one schema
             counts["candidates"] += frame.height
             for label, expr in steps:
                 frame = frame.filter(expr)
@@ -190,9 +282,12 @@ def select(candidate_files: list[str | Path], score_files: list[str | Path],
                 lazy = lazy.filter(fold.is_in(settings.folds))
             threshold = lazy.select(pl.col("_h").bottom_k(settings.size).max()).collect().item()
         n_out = 0
-        with atomic_output(out_parquet, out_tsv, out_json, prov_path(out_parquet),
-                           prov_path(out_tsv), prov_path(out_json)) as tmps:
-            tmp_parquet, tmp_tsv, tmp_json, prov_parquet, prov_tsv, prov_json = tmps
+        finals = [Path(out_parquet), Path(out_tsv), Path(out_json),
+                  *([Path(out_paranmt)] if out_paranmt else [])]
+        with atomic_output(*finals, *map(prov_path, finals)) as tmps:
+            tmp_parquet, tmp_tsv, tmp_json = tmps[:3]
+            tmp_paranmt = tmps[3] if out_paranmt else None
+            records = dict(zip(finals, tmps[len(finals):]))
             writer: TableWriter | None = None
             score_columns = [c for c in directions if c not in ("pair_id", "candidate_id")]
             with open(tmp_tsv, "w", encoding="utf-8") as tsv:
@@ -212,6 +307,8 @@ def select(candidate_files: list[str | Path], score_files: list[str | Path],
                     writer.write(frame.to_arrow())
                     for s1, s2 in frame.select("s1", "s2").iter_rows():
                         tsv.write(f"{_one_line(s1)}\t{_one_line(s2)}\n")
+                    if tmp_paranmt is not None:
+                        _append_paranmt(tmp_paranmt, frame, export)
                     n_out += frame.height
             if writer is None:
                 TableWriter(tmp_parquet, pa.schema([("s1", pa.string()), ("s2", pa.string())])).close()
@@ -223,12 +320,24 @@ def select(candidate_files: list[str | Path], score_files: list[str | Path],
             summary = {"selection": name, "settings": asdict(settings), "steps": steps_out,
                        "rows": n_out, "score_columns": {c: d.value for c, d in directions.items()},
                        "shards": len(candidate_files)}
+            if export:
+                summary["paranmt_score"] = export
+            if tmp_paranmt is not None and not n_out:
+                tmp_paranmt.touch()
             write_json(tmp_json, summary)
-            for final, tmp, prov in ((out_parquet, tmp_parquet, prov_parquet),
-                                     (out_tsv, tmp_tsv, prov_tsv), (out_json, tmp_json, prov_json)):
-                run.write({final: tmp}, {final: prov}, rows_in=counts["candidates"], rows_out=n_out,
-                          extra={"steps": steps_out})
+            for final, tmp in zip(finals, tmps):
+                run.write({final: tmp}, {final: records[final]}, rows_in=counts["candidates"],
+                          rows_out=n_out, extra={"steps": steps_out})
     return summary
+
+
+def _append_paranmt(path: Path, frame: pl.DataFrame, column: str | None) -> None:
+    """``reference \t paraphrase \t score`` lines; a pair without the score gets ``nan``
+    (a corpus that lacks the column), which the paranmt reader rejects as bad_score."""
+    with open(path, "a", encoding="utf-8") as fh:
+        for s1, s2, score in frame.select("s1", "s2", column).iter_rows():
+            value = "nan" if score is None else f"{float(score):.6g}"
+            fh.write(f"{_one_line(s1)}\t{_one_line(s2)}\t{value}\n")
 
 
 def _one_line(text: str) -> str:

@@ -1,6 +1,6 @@
 """The ``filters`` config section, derived from the filter classes: the ``enabled`` enum,
 one section per filter (with the models it scores with and whether it needs the Czech side,
-as ``x-models`` and ``x-needs-source`` for the workflow), held-out data, selection and
+as ``x-models``, ``x-needs-source`` and ``x-needs-decoder`` for the workflow), held-out data, selection and
 analysis."""
 
 from __future__ import annotations
@@ -26,6 +26,8 @@ def filter_schema(cls: type[Filter]) -> dict[str, Any]:
         node["x-models"] = dict(cls.models)
     if cls.needs_source:
         node["x-needs-source"] = True
+    if cls.needs_decoder:
+        node["x-needs-decoder"] = True
     return node
 
 

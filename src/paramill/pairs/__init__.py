@@ -1,0 +1,1 @@
+"""Pair corpora: released paraphrase corpora and MT outputs read as candidate tables."""

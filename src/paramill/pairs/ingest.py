@@ -1,0 +1,291 @@
+"""``paramill pairs ingest``: one pair corpus into candidate shards, cleaned and deduplicated.
+
+Reads the corpus with :mod:`paramill.pairs.readers`, applies the English-side cleaning rules
+(the bitext rules that concern English: empty sides, latin-1, token bounds), and
+deduplicates normalised ``(reference, candidate)`` pairs within the corpus and against the
+key files of the pair corpora configured before it (the first occurrence wins), in bounded
+memory (the bitext cleaner's hash buckets). Writes, atomically:
+
+- ``shard-NNNNN.parquet``: the candidate table (the back-translation contract, decoder
+  columns null) plus ``given_score`` and ``label`` as the corpus gives them;
+- ``rejected.parquet``: every candidate or line not kept, with ``reason`` and ``detail``;
+- ``keys.parquet``: sorted 64-bit keys of the kept pairs, for later corpora;
+- ``stats.json``: ``rows_in == kept + rejected`` per reason.
+
+``pair_id`` = ``<corpus>-<digest of the source files>-<line>`` (the reference's line for
+MT outputs), so every candidate leads back to the line of the file it came from;
+``candidate_id`` = ``pair_id:method:rank``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections import Counter
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import polars as pl
+import pyarrow as pa
+
+from paramill import text
+from paramill.bitext.clean import (DUP_HERE, KEEP, _bucket_bits, _dedup_buckets, first_reason,
+                                   pair_keys)
+from paramill.bitext.schema import KEYS
+from paramill.io import (ShardWriter, TableWriter, atomic_output, iter_parquet_batches,
+                         parquet_rows, scratch_dir, sha256_file, write_json)
+from paramill.pairs.readers import PairCorpusSpec, RawCandidate, read_pairs
+from paramill.pairs.schema import PAIR_CANDIDATES, PAIR_REJECTED
+from paramill.progress import progress
+from paramill.provenance import Run, prov_path
+from paramill.settings import Settings, setting
+
+STATS_NAME, REJECTED_NAME, KEYS_NAME = "stats.json", "rejected.parquet", "keys.parquet"
+
+
+@dataclass(frozen=True)
+class PairCleanSettings(Settings):
+    normalize_punctuation: bool = setting(
+        True, "Map Unicode punctuation (quotes, dashes, ellipsis, special spaces) to ASCII.")
+    require_latin: bool = setting(True, "Keep only pairs whose two sides encode as latin-1.")
+    min_tokens: int = setting(1, "Minimum tokens on each side.", minimum=1)
+    max_tokens: int = setting(100, "Maximum tokens on each side.", minimum=1)
+    dedup: bool = setting(
+        True, "Exact deduplication of normalised (reference, candidate) pairs across the pair "
+        "corpora, in config order (first occurrence kept).")
+    bucket_rows: int = setting(
+        2_000_000, "Rows per hash bucket in deduplication; bounds memory, no effect on results.",
+        minimum=1000)
+
+
+@dataclass(frozen=True)
+class PairIngestSettings(Settings):
+    shard_size: int = setting(
+        50000, "Candidates per shard: one scoring job per shard and filter. A 50M-pair corpus "
+        "in 500k-pair shards is 100 jobs per filter.", minimum=1)
+    max_line_bytes: int = setting(
+        65536, "Longer lines are rejected (reason line_too_long) without being held in memory.",
+        minimum=64)
+    batch_rows: int = setting(
+        50000, "Rows processed per batch; bounds memory, no effect on results.", minimum=1)
+
+
+def rule_expressions(settings: PairCleanSettings) -> tuple[list[pl.Expr], pl.Expr]:
+    """(normalising column expressions, the ``reason`` expression; null = keep)."""
+    punct = settings.normalize_punctuation
+    normal = [text.normalize_expr(pl.col("en_ref"), punct).alias("en_ref"),
+              text.normalize_expr(pl.col("candidate"), punct).alias("candidate")]
+    ref, cand = pl.col("en_ref"), pl.col("candidate")
+    n_ref, n_cand = text.token_count_expr(ref), text.token_count_expr(cand)
+    checks: list[tuple[pl.Expr, str]] = [
+        (ref.is_null() | (ref == ""), "empty_ref"),
+        (cand.is_null() | (cand == ""), "empty_candidate"),
+    ]
+    if settings.require_latin:
+        checks.append((ref.str.contains(text.NOT_LATIN1_PATTERN)
+                       | cand.str.contains(text.NOT_LATIN1_PATTERN), "not_latin1"))
+    checks += [
+        (pl.min_horizontal(n_ref, n_cand) < settings.min_tokens, "too_short"),
+        (pl.max_horizontal(n_ref, n_cand) > settings.max_tokens, "too_long"),
+    ]
+    return normal, first_reason(checks)
+
+
+def source_digest(files: list[str], digests: dict[str, str]) -> str:
+    """12 hex digits identifying the exact source bytes (every file of the corpus)."""
+    if len(files) == 1:
+        return digests[files[0]][:12]
+    return hashlib.sha256("".join(digests[f] for f in files).encode()).hexdigest()[:12]
+
+
+class _Rows:
+    """Column buffers of read candidates, as a polars frame per batch."""
+
+    NAMES = ("line_no", "en_ref", "candidate", "method", "rank", "given_score", "label",
+             "source_file", "reason", "detail")
+
+    def __init__(self) -> None:
+        self.data: dict[str, list] = {n: [] for n in self.NAMES}
+
+    def add(self, c: RawCandidate) -> None:
+        d = self.data
+        for name, value in (("line_no", c.line_no), ("en_ref", c.en_ref),
+                            ("candidate", c.candidate), ("method", c.method), ("rank", c.rank),
+                            ("given_score", c.score), ("label", c.label),
+                            ("source_file", c.source_file), ("reason", c.reason),
+                            ("detail", c.detail)):
+            d[name].append(value)
+
+    def __len__(self) -> int:
+        return len(self.data["line_no"])
+
+    def frame(self, corpus: str, prefix: str) -> pl.DataFrame:
+        frame = pl.DataFrame(self.data, schema={
+            "line_no": pl.Int64, "en_ref": pl.String, "candidate": pl.String, "method": pl.String,
+            "rank": pl.Int32, "given_score": pl.Float64, "label": pl.Int8,
+            "source_file": pl.String, "reason": pl.String, "detail": pl.String})
+        for values in self.data.values():
+            values.clear()
+        pair_id = pl.lit(prefix) + pl.col("line_no").cast(pl.String)
+        return frame.with_columns(
+            pair_id=pair_id, corpus=pl.lit(corpus),
+            candidate_id=pair_id + ":" + pl.col("method") + ":" + pl.col("rank").cast(pl.String))
+
+
+#: survivors between the passes: candidates and where each came from (for duplicates)
+_SPILL = pa.schema([*PAIR_CANDIDATES, pa.field("corpus", pa.string()),
+                    pa.field("source_file", pa.string()), pa.field("line_no", pa.int64())])
+
+
+def _select(frame: pl.DataFrame, schema: pa.Schema) -> pa.Table:
+    missing = [n for n in schema.names if n not in frame.columns]
+    frame = frame.with_columns([pl.lit(None).alias(n) for n in missing])
+    return frame.select(schema.names).to_arrow().cast(schema)
+
+
+def ingest_pairs(spec: PairCorpusSpec, out_dir: str | Path,
+                 clean: PairCleanSettings = PairCleanSettings(),
+                 settings: PairIngestSettings = PairIngestSettings(),
+                 prior_key_files: list[str | Path] = (), rule: str = "pairs_ingest"
+                 ) -> dict[str, Any]:
+    """Read, clean and deduplicate ``spec`` into ``out_dir``; returns its ``stats.json``."""
+    files = spec.files
+    digests = {f: sha256_file(f) for f in files}
+    prefix = f"{spec.name}-{source_digest(files, digests)}-"
+    prior = [p / KEYS_NAME if p.is_dir() else p for p in map(Path, prior_key_files)]
+    run = Run(rule=rule, params={"corpus": spec.name, "spec": asdict(spec),
+                                 "clean": asdict(clean), **asdict(settings)},
+              inputs=[*files, *prior], known_digests=digests)
+    normal, reason = rule_expressions(clean)
+    reasons: Counter[str] = Counter()
+    by_method: dict[str, Counter[str]] = {}
+    rows_in = lines = 0
+    last_line = None
+    out_dir = Path(out_dir)
+    with atomic_output(out_dir, prov_path(out_dir)) as (tmp, tmp_prov), \
+            scratch_dir(out_dir.parent, f"paramill-pairs-{spec.name}-") as spill:
+        tmp.mkdir(parents=True, exist_ok=True)
+        rejected = TableWriter(tmp / REJECTED_NAME, PAIR_REJECTED)
+        survivors = TableWriter(spill / "survivors.parquet", _SPILL)
+        bucket_dir = spill / "buckets"
+        bucket_dir.mkdir()
+        pending: list[Path] = []  # survivor batches' keys, spilled unbucketed first
+        position = 0
+        buffer = _Rows()
+        bar = progress(f"pairs ingest {spec.name}", unit="candidates")
+
+        def flush() -> None:
+            nonlocal position
+            if not len(buffer):
+                return
+            frame = buffer.frame(spec.name, prefix)
+            bad = frame.filter(pl.col("reason").is_not_null())
+            frame = frame.filter(pl.col("reason").is_null()).drop("reason")
+            frame = (frame.with_columns(pl.col("en_ref").alias("_ref_raw"),
+                                        pl.col("candidate").alias("_cand_raw"))
+                     .with_columns(normal).with_columns(reason))
+            ruled = frame.filter(pl.col("reason").is_not_null()).with_columns(
+                en_ref=pl.col("_ref_raw"), candidate=pl.col("_cand_raw"))
+            for part in (bad, ruled):
+                if part.height:
+                    for method, why, n in part.group_by("method", "reason").len().iter_rows():
+                        reasons[why] += n
+                        by_method.setdefault(method, Counter())[why] += n
+                    rejected.write(_select(part, PAIR_REJECTED))
+            good = frame.filter(pl.col("reason").is_null())
+            if good.height:
+                survivors.write(_select(good, _SPILL))
+                if clean.dedup:
+                    keys = np.column_stack((pair_keys(good["en_ref"].to_list(), good["candidate"].to_list()), np.arange(position, position + good.height,
+                                                                   dtype=np.uint64)))
+                    path = bucket_dir / f"pending-{len(pending):06d}.u64"
+                    keys.tofile(path)
+                    pending.append(path)
+                position += good.height
+
+        for cand in read_pairs(spec, settings.max_line_bytes, settings.batch_rows):
+            rows_in += 1
+            if cand.line_no != last_line:
+                lines, last_line = lines + 1, cand.line_no
+            buffer.add(cand)
+            if len(buffer) >= settings.batch_rows:
+                bar.update(len(buffer))
+                flush()
+        bar.update(len(buffer))
+        flush()
+        bar.close()
+        survivors.close()
+        # dedup: bucket the spilled keys by their top bits, then mark duplicates per bucket
+        marks = np.zeros(position, dtype=np.uint8)
+        keys_out = TableWriter(tmp / KEYS_NAME, KEYS)
+        if clean.dedup:
+            bits = _bucket_bits(position + sum(_rows(p) for p in prior), clean.bucket_rows)
+            bucket_files = [bucket_dir / f"bucket-{b:05d}.u64" for b in range(1 << bits)]
+            handles = [open(p, "wb") for p in bucket_files]
+            for path in pending:
+                data = np.fromfile(path, dtype=np.uint64).reshape(-1, 2)
+                _spill_pairs(data, bits, handles)
+                path.unlink()
+            for fh in handles:
+                fh.close()
+            _dedup_buckets(bucket_files, bits, marks, prior, keys_out)
+        keys_out.close()
+        shards = ShardWriter(tmp, PAIR_CANDIDATES, settings.shard_size)
+        offset = 0
+        kept_by_method: Counter[str] = Counter()
+        for batch in iter_parquet_batches([survivors.path], settings.batch_rows):
+            frame = pl.from_arrow(batch)
+            assert isinstance(frame, pl.DataFrame)
+            mark = pl.Series("_mark", marks[offset:offset + frame.height])
+            offset += frame.height
+            frame = frame.with_columns(mark)
+            kept = frame.filter(pl.col("_mark") == KEEP).drop("_mark")
+            if kept.height:
+                shards.write(_select(kept, PAIR_CANDIDATES))
+                for method, n in kept.group_by("method").len().iter_rows():
+                    kept_by_method[method] += n
+            dups = frame.filter(pl.col("_mark") != KEEP)
+            if dups.height:
+                for method, n in dups.group_by("method").len().iter_rows():
+                    by_method.setdefault(method, Counter())["duplicate"] += n
+                reasons["duplicate"] += dups.height
+                rejected.write(_select(dups.with_columns(
+                    reason=pl.lit("duplicate"),
+                    detail=pl.when(pl.col("_mark") == DUP_HERE)
+                    .then(pl.lit("duplicate of an earlier pair in this corpus"))
+                    .otherwise(pl.lit("duplicate of a pair in an earlier pair corpus"))), PAIR_REJECTED))
+        paths = shards.close()
+        rejected.close()
+        kept_rows = shards.rows
+        stats = {
+            "corpus": spec.name,
+            "stage": "pairs_ingest",
+            "format": spec.format,
+            "lines_in": lines,
+            "rows_in": rows_in,
+            "kept": kept_rows,
+            "rejected": dict(sorted(reasons.items())),
+            "rejected_total": sum(reasons.values()),
+            "by_method": {m: {"kept": kept_by_method[m], **dict(sorted(by_method.get(m, {}).items()))}
+                          for m in sorted(set(kept_by_method) | set(by_method))},
+            "shards": [p.name for p in paths],
+            "source_files": {f: digests[f] for f in files},
+        }
+        if rows_in != kept_rows + stats["rejected_total"]:
+            raise RuntimeError(f"pairs ingest {spec.name}: rows do not add up: {rows_in} in, "
+                               f"{kept_rows} kept, {stats['rejected_total']} rejected")
+        write_json(tmp / STATS_NAME, stats)
+        run.write({out_dir: tmp}, {out_dir: tmp_prov}, rows_in=rows_in, rows_out=kept_rows)
+    return stats
+
+
+def _spill_pairs(data: np.ndarray, bits: int, handles: list) -> None:
+    keys = data[:, 0]
+    which = (keys >> np.uint64(64 - bits)) if bits else np.zeros(len(keys), np.uint64)
+    for b in np.unique(which):
+        data[which == b].tofile(handles[int(b)])
+
+
+def _rows(path: Path) -> int:
+    return parquet_rows([path])

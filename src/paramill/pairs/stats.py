@@ -1,0 +1,48 @@
+"""``paramill pairs stats``: what every pair corpus kept and rejected, per reason and method."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from paramill.io import atomic_output, read_json, write_json
+from paramill.pairs.ingest import STATS_NAME
+from paramill.provenance import Run, prov_path
+
+
+def gather(corpus_dirs: list[str | Path]) -> dict[str, Any]:
+    """The summary of the corpora's ``stats.json`` files, in the order given."""
+    corpora = {}
+    for directory in map(Path, corpus_dirs):
+        stats = read_json(directory / STATS_NAME)
+        corpora[stats["corpus"]] = {k: stats[k] for k in (
+            "format", "lines_in", "rows_in", "kept", "rejected", "rejected_total", "by_method")}
+    return {"corpora": corpora,
+            "rows_in": sum(c["rows_in"] for c in corpora.values()),
+            "kept": sum(c["kept"] for c in corpora.values()),
+            "rejected_total": sum(c["rejected_total"] for c in corpora.values())}
+
+
+def rows(summary: dict[str, Any]) -> list[tuple[str, str, str, int]]:
+    """(corpus, method, outcome, candidates): outcome is ``kept`` or a rejection reason."""
+    return [(corpus, method, outcome, n)
+            for corpus, stats in summary["corpora"].items()
+            for method, outcomes in stats["by_method"].items()
+            for outcome, n in outcomes.items()]
+
+
+def write_stats(corpus_dirs: list[str | Path], out_json: str | Path, out_tsv: str | Path,
+                rule: str = "pairs_stats") -> dict[str, Any]:
+    summary = gather(corpus_dirs)
+    run = Run(rule=rule, params={}, inputs=[Path(d) / STATS_NAME for d in corpus_dirs])
+    with atomic_output(out_json, out_tsv, prov_path(out_json), prov_path(out_tsv)) as tmps:
+        tmp_json, tmp_tsv, prov_json, prov_tsv = tmps
+        write_json(tmp_json, summary)
+        with open(tmp_tsv, "w", encoding="utf-8") as fh:
+            fh.write("corpus\tmethod\toutcome\tcandidates\n")
+            for row in rows(summary):
+                fh.write("\t".join(map(str, row)) + "\n")
+        for final, tmp, prov in ((out_json, tmp_json, prov_json), (out_tsv, tmp_tsv, prov_tsv)):
+            run.write({final: tmp}, {final: prov}, rows_in=summary["rows_in"],
+                      rows_out=summary["kept"])
+    return summary

@@ -1,0 +1,200 @@
+"""Pair corpora: each format's reader on hand-written lines (good and bad), ingest (rules,
+dedup across corpora, rows adding up, provenance to the line), stats, and the CLI."""
+
+import json
+import subprocess
+import sys
+
+import polars as pl
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from paramill.io import InputError
+from paramill.pairs.ingest import PairCleanSettings, PairIngestSettings, ingest_pairs
+from paramill.pairs.names import systems
+from paramill.pairs.readers import (PairCorpusSpec, read_pairs, read_parabank2, read_paranmt,
+                                    read_parquet, read_references, read_tsv, read_twitter_url)
+from paramill.pairs.stats import write_stats
+
+
+def rows(candidates):
+    return [(c.line_no, c.en_ref, c.candidate, c.method, c.rank, c.score, c.label, c.reason)
+            for c in candidates]
+
+
+def test_paranmt_keeps_the_given_score_and_rejects_bad_lines(write_file):
+    path = write_file("p.txt.gz", ["He left.\tHe went away.\t0.83", "no tabs here",
+                                   "A b.\tC d.\tmany", "A b.\tC d.\tnan", "X.\tY.\t0.5\textra"], "gz")
+    got = rows(read_paranmt(str(path)))
+    assert got[0] == (1, "He left.", "He went away.", "paranmt", 1, 0.83, None, None)
+    assert [r[-1] for r in got[1:]] == ["column_count", "bad_score", "bad_score", "column_count"]
+    assert list(read_paranmt(str(path)))[1].detail == "expected 3 tab-separated columns, found 1"
+
+
+def test_parabank2_gives_one_ranked_candidate_per_paraphrase(write_file):
+    path = write_file("pb.tsv.xz", ["0.71\tThe cat sat.\tA cat sat.\tThe cat was sitting.",
+                                    "0.5\tonly a reference", "x\tRef.\tPara.",
+                                    "0.2\tR.\t1\t2\t3\t4\t5\t6"], "xz")
+    got = rows(read_parabank2(str(path)))
+    assert got[:2] == [(1, "The cat sat.", "A cat sat.", "parabank2", 1, 0.71, None, None),
+                       (1, "The cat sat.", "The cat was sitting.", "parabank2", 2, 0.71, None, None)]
+    assert [r[-1] for r in got[2:]] == ["column_count", "bad_score", "column_count"]
+
+
+def test_tsv_by_header_names_with_score_and_label(write_file):
+    path = write_file("t.tsv", ["id\tlabel\ts2\ts1\tscore", "7\t1\tPara.\tRef.\t0.4",
+                                "8\tmaybe\tP.\tR.\t0.1", "9\t0\tP2.\tR2.\t0.3"])
+    got = rows(read_tsv(str(path), header=True, method="mine"))
+    assert got[0] == (2, "Ref.", "Para.", "mine", 1, 0.4, 1, None)
+    assert got[1][-1] == "bad_label" and got[2][6] == 0
+
+
+def test_tsv_without_a_reference_column_is_an_error(write_file):
+    path = write_file("t.tsv", ["a\tb", "x\ty"])
+    with pytest.raises(InputError, match=r"t.tsv:1: columns \['a', 'b'\] have no s1"):
+        list(read_tsv(str(path), header=True))
+
+
+def test_parquet_reads_s1_s2_with_row_numbers(tmp_path):
+    path = tmp_path / "p.parquet"
+    pq.write_table(pa.table({"s1": ["a b", "c d"], "s2": ["b a", "d c"],
+                             "score": [0.5, float("inf")]}), path)
+    got = rows(read_parquet(str(path)))
+    assert got[0] == (1, "a b", "b a", "parquet", 1, 0.5, None, None)
+    assert got[1][-1] == "bad_score"
+    pq.write_table(pa.table({"x": ["a"]}), tmp_path / "bad.parquet")
+    with pytest.raises(InputError, match="have no s1"):
+        list(read_parquet(str(tmp_path / "bad.parquet")))
+    (tmp_path / "not.parquet").write_text("hello")
+    with pytest.raises(InputError, match="not a readable Parquet file"):
+        list(read_parquet(str(tmp_path / "not.parquet")))
+
+
+def test_references_pair_each_system_with_the_reference_line(write_file):
+    ref = write_file("ref.en", ["One.", "Two.", "Three."])
+    a = write_file("hyp.A.en", ["Uno.", "Dos.", "Tres."])
+    b = write_file("hyp.B.en", [b"B1.", b"\xff bad", b"B3."])
+    got = rows(read_references(str(ref), {"A": str(a), "B": str(b)}))
+    assert got[:2] == [(1, "One.", "Uno.", "A", 1, None, None, None),
+                       (1, "One.", "B1.", "B", 1, None, None, None)]
+    assert got[3][:4] == (2, "Two.", got[3][2], "B") and got[3][-1] == "invalid_utf8"
+    assert len(got) == 6
+
+
+def test_references_of_different_lengths_is_an_error_naming_the_files(write_file):
+    ref = write_file("ref.en", ["One.", "Two."])
+    short = write_file("hyp.A.en", ["Uno."])
+    with pytest.raises(InputError, match=r"hyp.A.en:.*ended after 1 lines but .*ref.en go on"):
+        list(read_references(str(ref), {"A": str(short)}))
+
+
+def test_systems_are_named_by_what_their_file_names_do_not_share(tmp_path):
+    for name in ("newstest2021.cs-en.hyp.Online-A.en", "newstest2021.cs-en.hyp.Facebook-AI.en"):
+        (tmp_path / name).write_text("x\n")
+    found = systems([str(tmp_path / "newstest2021.cs-en.hyp.*.en")])
+    assert list(found) == ["Facebook-AI", "Online-A"]
+    assert systems({"mine": "a.txt"}) == {"mine": "a.txt"}
+    with pytest.raises(FileNotFoundError):
+        systems([str(tmp_path / "nothing-*.en")])
+
+
+def test_twitter_url_votes_label_and_reject(write_file):
+    path = write_file("tw.txt", ["A b.\tC d.\t(5,6)\thttp://t.co/x", "E.\tF.\t(3,6)\tu",
+                                 "G.\tH.\t(1,6)\tu", "I.\tJ.\t(7,6)\tu", "K.\tL.\t(4,6)"])
+    got = rows(read_twitter_url(str(path)))
+    assert got[0] == (1, "A b.", "C d.", "twitter-url", 1, 5 / 6, 1, None)
+    assert [r[-1] for r in got[1:]] == ["debatable", "not_paraphrase", "bad_votes", "column_count"]
+    kept = rows(read_twitter_url(str(path), keep="all"))
+    assert kept[2][6] == 0 and kept[2][-1] is None
+
+
+def test_spec_checks_what_each_format_needs():
+    with pytest.raises(ValueError, match="pairs.corpora.w: format references needs"):
+        PairCorpusSpec.from_dict("w", {"format": "references", "reference": "r.en"})
+    with pytest.raises(ValueError, match="needs `path`"):
+        PairCorpusSpec.from_dict("p", {"format": "paranmt"})
+    with pytest.raises(ValueError, match="negative_votes"):
+        PairCorpusSpec.from_dict("t", {"format": "twitter-url", "path": "x",
+                                       "negative_votes": 4, "positive_votes": 4})
+
+
+def _ingest(tmp_path, name, spec, prior=(), **clean):
+    return ingest_pairs(PairCorpusSpec.from_dict(name, spec), tmp_path / name,
+                        PairCleanSettings(**clean), PairIngestSettings(shard_size=2),
+                        prior_key_files=[tmp_path / p for p in prior])
+
+
+def test_ingest_cleans_dedups_and_adds_up(write_file, tmp_path):
+    path = write_file("p.txt", ["He left .\tHe went away .\t0.8", "bad",
+                                "He  left .\tHe went away .\t0.7",  # a duplicate once normal
+                                "Café .\tCoffee shop .\t0.6",  # latin-1: kept
+                                "Tea €\tTea .\t0.6", "\tEmpty .\t0.5", "A b c\tA b c\t0.9"])
+    stats = _ingest(tmp_path, "p", {"format": "paranmt", "path": str(path)})
+    assert stats["rows_in"] == 7 == stats["kept"] + stats["rejected_total"]
+    assert stats["rejected"] == {"column_count": 1, "duplicate": 1, "empty_ref": 1,
+                                 "not_latin1": 1}
+    shards = pl.read_parquet(tmp_path / "p/shard-*.parquet")
+    assert shards["en_ref"].to_list() == ["He left .", "Café .", "A b c"]
+    assert shards["pair_id"][0].startswith("p-") and shards["pair_id"][0].endswith("-1")
+    assert shards["candidate_id"][1] == shards["pair_id"][1] + ":paranmt:1"
+    assert shards["given_score"].to_list() == [0.8, 0.6, 0.9]
+    assert shards["fwd_nll"].null_count() == 3  # no decoder
+    rejected = pl.read_parquet(tmp_path / "p/rejected.parquet")
+    dup = rejected.filter(pl.col("reason") == "duplicate").row(0, named=True)
+    assert dup["line_no"] == 3 and dup["source_file"] == str(path)
+    assert "earlier pair in this corpus" in dup["detail"]
+
+
+def test_an_earlier_corpus_wins_duplicates(write_file, tmp_path):
+    first = write_file("a.txt", ["One .\tUno .\t0.5"])
+    second = write_file("b.tsv", ["One .\tUno .", "Two .\tDos ."])
+    _ingest(tmp_path, "a", {"format": "paranmt", "path": str(first)})
+    stats = _ingest(tmp_path, "b", {"format": "tsv", "path": str(second)}, prior=["a"])
+    assert stats["kept"] == 1 and stats["rejected"] == {"duplicate": 1}
+    rejected = pl.read_parquet(tmp_path / "b/rejected.parquet")
+    assert "earlier pair corpus" in rejected["detail"][0]
+
+
+def test_a_bad_file_leaves_nothing_behind(write_file, tmp_path):
+    ref = write_file("ref.en", ["One.", "Two."])
+    hyp = write_file("hyp.en", ["Uno."])
+    with pytest.raises(InputError):
+        _ingest(tmp_path, "m", {"format": "references", "reference": str(ref),
+                                "hypotheses": {"s": str(hyp)}})
+    assert not (tmp_path / "m").exists()
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".m")]
+
+
+def test_stats_gather_counts_per_method(write_file, tmp_path):
+    ref = write_file("ref.en", ["One .", "Two ."])
+    a = write_file("hyp.a.en", ["Uno .", "Dos ."])
+    b = write_file("hyp.b.en", ["One .", "€ ."])
+    _ingest(tmp_path, "m", {"format": "references", "reference": str(ref),
+                            "hypotheses": [str(tmp_path / "hyp.*.en")]})
+    summary = write_stats([tmp_path / "m"], tmp_path / "s.json", tmp_path / "s.tsv")
+    assert summary["corpora"]["m"]["by_method"] == {"a": {"kept": 2},
+                                                   "b": {"kept": 1, "not_latin1": 1}}
+    assert "m\tb\tnot_latin1\t1" in (tmp_path / "s.tsv").read_text()
+    assert json.loads((tmp_path / "s.json.prov.json").read_text())["rule"] == "pairs_stats"
+    del b
+
+
+def test_read_pairs_dispatches_on_the_format(write_file):
+    path = write_file("p.tsv", ["R.\tP."])
+    spec = PairCorpusSpec.from_dict("t", {"format": "tsv", "path": str(path), "method": "own"})
+    assert rows(read_pairs(spec)) == [(1, "R.", "P.", "own", 1, None, None, None)]
+
+
+def test_cli_ingest_reports_and_exits_2_on_a_bad_file(write_file, tmp_path):
+    path = write_file("p.txt", ["A .\tB .\t0.5", "bad"])
+    cmd = [sys.executable, "-m", "paramill.cli", "pairs", "ingest", "--corpus", "c", "--spec",
+           json.dumps({"format": "paranmt", "path": str(path)}), "--out", str(tmp_path / "out")]
+    done = subprocess.run(cmd, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert "2 candidates, 1 kept" in done.stdout + done.stderr
+    empty = write_file("empty.txt", b"")
+    cmd[cmd.index("--spec") + 1] = json.dumps({"format": "paranmt", "path": str(empty)})
+    cmd[-1] = str(tmp_path / "out2")
+    done = subprocess.run(cmd, capture_output=True, text=True)
+    assert done.returncode == 2 and "empty.txt" in done.stderr and "empty" in done.stderr
