@@ -39,8 +39,10 @@ def config(data: Path, twitter_tsv: Path, epochs: int) -> str:
     wmt = data / "wmt21-newstest-cs-en"
     return json.dumps({
         "pairs": {"corpora": {
+            # every system on every sentence: identical outputs of two systems stay two pairs
             "wmt21": {"format": "references", "reference": str(wmt / "newstest2021.cs-en.ref.A.en"),
-                      "hypotheses": [str(wmt / "system-outputs" / "newstest2021.cs-en.hyp.*.en")]},
+                      "hypotheses": [str(wmt / "system-outputs" / "newstest2021.cs-en.hyp.*.en")],
+                      "dedup": False},
             "twitter-url": {"format": "tsv", "path": str(twitter_tsv), "header": True,
                             "method": "twitter-url"}},
             "ingest": {"shard_size": 5000}},

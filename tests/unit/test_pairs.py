@@ -198,3 +198,16 @@ def test_cli_ingest_reports_and_exits_2_on_a_bad_file(write_file, tmp_path):
     cmd[-1] = str(tmp_path / "out2")
     done = subprocess.run(cmd, capture_output=True, text=True)
     assert done.returncode == 2 and "empty.txt" in done.stderr and "empty" in done.stderr
+
+
+def test_a_corpus_can_keep_its_duplicates_to_compare_systems(write_file, tmp_path):
+    ref = write_file("ref.en", ["One .", "Two ."])
+    a = write_file("hyp.a.en", ["Uno .", "Dos ."])
+    b = write_file("hyp.b.en", ["Uno .", "Deux ."])  # the same output as system a on line 1
+    spec = {"format": "references", "reference": str(ref),
+            "hypotheses": {"a": str(a), "b": str(b)}}
+    deduped = _ingest(tmp_path, "d", spec)
+    assert deduped["by_method"]["b"] == {"kept": 1, "duplicate": 1}
+    kept = _ingest(tmp_path, "k", {**spec, "dedup": False})
+    assert kept["by_method"]["b"] == {"kept": 2} and kept["kept"] == 4
+    assert pl.read_parquet(tmp_path / "k/keys.parquet").height == 0

@@ -158,6 +158,7 @@ def ingest_pairs(spec: PairCorpusSpec, out_dir: str | Path,
                                  "clean": asdict(clean), **asdict(settings)},
               inputs=[*files, *prior], known_digests=digests)
     normal, reason = rule_expressions(clean)
+    dedup = clean.dedup and spec.dedup
     reasons: Counter[str] = Counter()
     by_method: dict[str, Counter[str]] = {}
     rows_in = lines = 0
@@ -196,7 +197,7 @@ def ingest_pairs(spec: PairCorpusSpec, out_dir: str | Path,
             good = frame.filter(pl.col("reason").is_null())
             if good.height:
                 survivors.write(_select(good, _SPILL))
-                if clean.dedup:
+                if dedup:
                     keys = np.column_stack((pair_keys(good["en_ref"].to_list(), good["candidate"].to_list()), np.arange(position, position + good.height,
                                                                    dtype=np.uint64)))
                     path = bucket_dir / f"pending-{len(pending):06d}.u64"
@@ -219,7 +220,7 @@ def ingest_pairs(spec: PairCorpusSpec, out_dir: str | Path,
         # dedup: bucket the spilled keys by their top bits, then mark duplicates per bucket
         marks = np.zeros(position, dtype=np.uint8)
         keys_out = TableWriter(tmp / KEYS_NAME, KEYS)
-        if clean.dedup:
+        if dedup:
             bits = _bucket_bits(position + sum(_rows(p) for p in prior), clean.bucket_rows)
             bucket_files = [bucket_dir / f"bucket-{b:05d}.u64" for b in range(1 << bits)]
             handles = [open(p, "wb") for p in bucket_files]

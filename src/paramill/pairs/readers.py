@@ -73,6 +73,12 @@ class PairCorpusSpec:
         "positive", "twitter-url: keep only paraphrases (rejecting the rest as not_paraphrase), "
         "or every labelled pair.")
 
+    dedup: bool = setting(
+        True, "Deduplicate this corpus (with pairs.clean.dedup). false keeps its exact "
+        "duplicates and lets later corpora keep theirs too: e.g. to compare MT systems on every "
+        "sentence, where two systems' identical outputs are otherwise one pair (the system "
+        "first in name order keeps it).")
+
     schema_extra: ClassVar[dict[str, Any]] = {"allOf": [{
         "if": {"properties": {"format": {"const": "references"}}},
         "then": {"required": ["reference", "hypotheses"]}, "else": {"required": ["path"]}}]}
