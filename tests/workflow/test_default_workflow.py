@@ -215,6 +215,17 @@ def readme_commands():
                 yield line.strip(), words
 
 
+def readme_mine_yaml() -> str:
+    """The YAML block the README introduces as a complete config (`mine.yaml`)."""
+    from .conftest import REPO
+
+    found = re.search(r"\(`mine\.yaml`\):\s*```yaml\n(.*?)```", (REPO / "README.md").read_text(), re.S)
+    assert found, "the README no longer shows mine.yaml"
+    assert "/data/" not in found[1].replace("/data/para-nmt-50m.txt", "").replace(
+        "/data/stsbenchmark/sts-dev.csv", ""), "a new /data path in mine.yaml: point it at the sample here"
+    return found[1]
+
+
 def test_every_command_the_readme_shows_runs_on_the_sample(finished):
     import subprocess
     import sys
@@ -224,6 +235,10 @@ def test_every_command_the_readme_shows_runs_on_the_sample(finished):
     (project / "sentences.txt").write_text("The dog barks.\nA large house.\n")
     (project / "pairs.tsv").write_text("".join(f"the {w} is big\tthe {w} is large\n"
                                                for w in ("dog", "cat", "house", "car", "tree")))
+    # the README's complete pair-corpus config, its /data paths pointed at the sample's files
+    (project / "mine.yaml").write_text(readme_mine_yaml()
+                                       .replace("/data/para-nmt-50m.txt", "data/sample/pairs/grammar.paranmt.txt.gz")
+                                       .replace("/data/stsbenchmark/sts-dev.csv", "data/sample/sts/sts-dev.csv"))
     bindir = Path(sys.executable).parent
     ran, skipped = [], []
     for line, words in readme_commands():

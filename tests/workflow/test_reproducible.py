@@ -47,6 +47,7 @@ NOT_INJECTED = {
     "filters.classifier.encoder": "enum",
     "filters.classifier.device": "enum",
     "filters.releases.*.rank_by": "column-name pattern",
+    "filters.select.paranmt_score": "column-name pattern",
     "filters.enabled.*": "enum",
     "filters.bleu.method": "enum",
     "filters.kenlm.memory": "pattern (a size)",
