@@ -1,10 +1,61 @@
-"""Shared by the benchmark scripts: print the JSON report and optionally save it."""
+"""Shared by the benchmark scripts: print the JSON report and optionally save it; the
+machine; a scratch copy of the project; the Twitter URL corpus train positives."""
 
 from __future__ import annotations
 
 import json
+import os
+import platform
+import shutil
 from pathlib import Path
 from typing import Any
+
+REPO = Path(__file__).resolve().parents[1]
+SHARED = REPO.parent / "shared" / "data"
+#: what a run of the workflow needs from the checkout (as tests/workflow/conftest.py copies)
+PROJECT_FILES = ["Snakefile", "config.yaml", "rules", "configs", "envs", "report", "profiles",
+                 "slurm", "data/sample"]
+
+
+def machine() -> dict[str, Any]:
+    """What the figures were measured on."""
+    return {"platform": platform.platform(), "cpus": os.cpu_count(),
+            "cpus_usable": len(os.sched_getaffinity(0)), "python": platform.python_version(),
+            "processor": platform.processor() or platform.machine()}
+
+
+def copy_project(dest: Path) -> Path:
+    """The workflow's files from the checkout into ``dest`` (files already there are kept)."""
+    dest.mkdir(parents=True, exist_ok=True)
+    for name in PROJECT_FILES:
+        src, target = REPO / name, dest / name
+        if target.exists() or target.is_symlink():
+            continue
+        target.parent.mkdir(parents=True, exist_ok=True)
+        if src.is_symlink():
+            target.symlink_to(src.readlink())
+        elif src.is_dir():
+            shutil.copytree(src, target)
+        else:
+            shutil.copy2(src, target)
+    return dest
+
+
+def twitter_positives(data: Path, out: Path) -> int:
+    """The Twitter URL corpus train split's paraphrase pairs (label 1) as a TSV with a
+    header (s1, s2, label); returns how many."""
+    train = data / "twitter-url-corpus" / "castorini-twitterPPDB" / "train"
+    a = (train / "a.toks").read_text(encoding="utf-8").splitlines()
+    b = (train / "b.toks").read_text(encoding="utf-8").splitlines()
+    sim = (train / "sim.txt").read_text().split()
+    n = 0
+    with open(out, "w", encoding="utf-8") as fh:
+        fh.write("s1\ts2\tlabel\n")
+        for s1, s2, label in zip(a, b, sim):
+            if label.strip() == "1":
+                fh.write(f"{s1}\t{s2}\t1\n")
+                n += 1
+    return n
 
 
 def emit(report: dict[str, Any], out: str | None) -> None:

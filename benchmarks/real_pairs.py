@@ -20,19 +20,14 @@ import argparse
 import json
 import os
 import platform
-import shutil
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-from _report import emit  # noqa: E402
-
-REPO = Path(__file__).resolve().parents[1]
-DATA = REPO.parent / "shared" / "data"
-PROJECT_FILES = ["Snakefile", "config.yaml", "rules", "configs", "envs", "report", "profiles",
-                 "slurm"]
+from _report import SHARED as DATA  # noqa: E402
+from _report import copy_project, emit, twitter_positives  # noqa: E402
 
 
 def config(data: Path, twitter_tsv: Path, epochs: int) -> str:
@@ -62,21 +57,6 @@ def config(data: Path, twitter_tsv: Path, epochs: int) -> str:
     }, indent=1)
 
 
-def twitter_positives(data: Path, out: Path) -> int:
-    train = data / "twitter-url-corpus" / "castorini-twitterPPDB" / "train"
-    a = (train / "a.toks").read_text(encoding="utf-8").splitlines()
-    b = (train / "b.toks").read_text(encoding="utf-8").splitlines()
-    sim = (train / "sim.txt").read_text().split()
-    n = 0
-    with open(out, "w", encoding="utf-8") as fh:
-        fh.write("s1\ts2\tlabel\n")
-        for s1, s2, label in zip(a, b, sim):
-            if label.strip() == "1":
-                fh.write(f"{s1}\t{s2}\t1\n")
-                n += 1
-    return n
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--data", default=str(DATA), help="the shared data folder")
@@ -87,17 +67,7 @@ def main() -> None:
     args = parser.parse_args()
     data = Path(args.data)
     root = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="real-pairs-"))
-    root.mkdir(parents=True, exist_ok=True)
-    for name in PROJECT_FILES:
-        src, dest = REPO / name, root / name
-        if dest.exists() or dest.is_symlink():
-            continue
-        if src.is_symlink():
-            dest.symlink_to(src.readlink())
-        elif src.is_dir():
-            shutil.copytree(src, dest)
-        else:
-            shutil.copy2(src, dest)
+    copy_project(root)
     tweets = root / "twitter-url-train-positives.tsv"
     positives = twitter_positives(data, tweets)
     (root / "real.yaml").write_text(config(data, tweets, args.epochs))

@@ -19,7 +19,7 @@ rule ingest:
     conda:
         "../envs/cpu.yaml"
     shell:
-        "paramill --rule {rule} bitext ingest --corpus {wildcards.corpus:q} --spec {params.spec:q}"
+        "paramill --rule {rule} --threads {threads} bitext ingest --corpus {wildcards.corpus:q} --spec {params.spec:q}"
         " --settings {params.settings:q} --out {output:q} > {log:q} 2>&1"
 
 
@@ -45,7 +45,7 @@ checkpoint clean:
     conda:
         "../envs/cpu.yaml"
     shell:
-        "paramill --rule {rule} bitext clean --corpus {wildcards.corpus:q} --ingested {input.ingested:q}"
+        "paramill --rule {rule} --threads {threads} bitext clean --corpus {wildcards.corpus:q} --ingested {input.ingested:q}"
         " --prior-keys {input.prior:q} --settings {params.settings:q}"
         " --ingest-settings {params.ingest:q} --shards {output.shards:q}"
         " --rejected {output.rejected:q} --keys {output.dedup_keys:q} --stats {output.stats:q}"
@@ -69,5 +69,5 @@ rule bitext_stats:
     conda:
         "../envs/cpu.yaml"
     shell:
-        "paramill --rule {rule} bitext stats {input:q} --json {output.json:q}"
+        "paramill --rule {rule} --threads {threads} bitext stats {input:q} --json {output.json:q}"
         " --tsv {output.tsv:q} > {log:q} 2>&1"

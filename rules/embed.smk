@@ -21,7 +21,7 @@ rule embed_train:
     conda:
         "../envs/nmt-gpu.yaml"
     shell:
-        "OMP_NUM_THREADS={threads} paramill --rule {rule} embed train {input:q}"
+        "paramill --rule {rule} --threads {threads} embed train {input:q}"
         " --out {output:q} --spec {params.spec:q} --settings {params.settings:q} > {log:q} 2>&1"
 
 
@@ -45,7 +45,7 @@ rule sts_eval:
     conda:
         "../envs/cpu.yaml"
     shell:
-        "paramill --rule {rule} evaluate sts --model {input.model:q}"
+        "paramill --rule {rule} --threads {threads} evaluate sts --model {input.model:q}"
         " --datasets {params.datasets:q} --tsv {output.tsv:q} --json {output.json:q} > {log:q} 2>&1"
 
 
@@ -66,7 +66,7 @@ rule sweep:
     conda:
         "../envs/cpu.yaml"
     shell:
-        "paramill --rule {rule} evaluate sweep {input:q} --points {params.points:q}"
+        "paramill --rule {rule} --threads {threads} evaluate sweep {input:q} --points {params.points:q}"
         " --out {output:q} > {log:q} 2>&1"
 
 
@@ -85,7 +85,7 @@ rule sts_download:
     conda:
         "../envs/cpu.yaml"
     shell:
-        "paramill --rule {rule} evaluate download {wildcards.archive:q} --out {output:q}"
+        "paramill --rule {rule} --threads {threads} evaluate download {wildcards.archive:q} --out {output:q}"
         " > {log:q} 2>&1"
 
 

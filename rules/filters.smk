@@ -20,7 +20,7 @@ rule heldout:
     conda:
         "../envs/cpu.yaml"
     shell:
-        "paramill --rule {rule} filters heldout {input:q} --out {output:q}"
+        "paramill --rule {rule} --threads {threads} filters heldout {input:q} --out {output:q}"
         " --settings {params.settings:q} > {log:q} 2>&1"
 
 
@@ -41,7 +41,7 @@ rule kenlm_train:
     conda:
         "../envs/cpu.yaml"
     shell:
-        "paramill --rule {rule} filters kenlm --heldout {input:q} --out {output:q}"
+        "paramill --rule {rule} --threads {threads} filters kenlm --heldout {input:q} --out {output:q}"
         " --settings {params.settings:q} > {log:q} 2>&1"
 
 
@@ -62,7 +62,7 @@ rule classifier_train:
     conda:
         "../envs/nmt-gpu.yaml"
     shell:
-        "OMP_NUM_THREADS={threads} paramill --rule {rule} filters classifier"
+        "paramill --rule {rule} --threads {threads} filters classifier"
         " --heldout {input:q} --out {output:q} --settings {params.settings:q} > {log:q} 2>&1"
 
 
@@ -84,7 +84,7 @@ rule parascore_model:
     conda:
         "../envs/nmt-gpu.yaml"
     shell:
-        "OMP_NUM_THREADS={threads} paramill --rule {rule} embed train {input:q}"
+        "paramill --rule {rule} --threads {threads} embed train {input:q}"
         " --out {output:q} --spec {params.spec:q} --settings {params.settings:q} > {log:q} 2>&1"
 
 
@@ -113,9 +113,9 @@ for _filter in FILTERS:
         conda:
             "../envs/nmt-gpu.yaml"
         shell:
-            "OMP_NUM_THREADS={threads} paramill --rule {rule} filters score --filter {params.filter:q}"
+            "paramill --rule {rule} --threads {threads} filters score --filter {params.filter:q}"
             " --candidates {input.candidates:q} --out {output:q} --settings {params.settings:q}"
-            " --threads {threads} --models {params.models:q} > {log:q} 2>&1"
+            " --models {params.models:q} > {log:q} 2>&1"
 
 
 rule select:
@@ -140,7 +140,7 @@ rule select:
     conda:
         "../envs/cpu.yaml"
     shell:
-        "paramill --rule {rule} filters select --candidates {input.candidates:q}"
+        "paramill --rule {rule} --threads {threads} filters select --candidates {input.candidates:q}"
         " --scores {input.scores:q} --heldout {input.heldout:q} --name {wildcards.release:q}"
         " --settings {params.settings:q} --parquet {output.parquet:q} --tsv {output.tsv:q}"
         " --json {output.json:q} --paranmt {output.paranmt:q} > {log:q} 2>&1"
@@ -176,7 +176,7 @@ rule corpus_analysis:
     conda:
         "../envs/cpu.yaml"
     shell:
-        "paramill --rule {rule} filters analyse --candidates {input.candidates:q}"
+        "paramill --rule {rule} --threads {threads} filters analyse --candidates {input.candidates:q}"
         " --scores {input.scores:q} --corpus {input.corpus:q} --summary {input.summary:q}"
         " --name {wildcards.release:q} --sources {params.sources:q}"
         " --settings {params.settings:q} --out-dir {params.out_dir:q} > {log:q} 2>&1"
@@ -202,6 +202,6 @@ rule score_by_method:
     conda:
         "../envs/cpu.yaml"
     shell:
-        "paramill --rule {rule} filters by-method --candidates {input.candidates:q}"
+        "paramill --rule {rule} --threads {threads} filters by-method --candidates {input.candidates:q}"
         " --scores {input.scores:q} --tsv {output.tsv:q} --json {output.json:q}"
         " --png {output.png:q} > {log:q} 2>&1"

@@ -22,7 +22,7 @@ rule lexicon:
     conda:
         "../envs/cpu.yaml"
     shell:
-        "POLARS_MAX_THREADS={threads} paramill --rule {rule} lexicon build {input:q}"
+        "paramill --rule {rule} --threads {threads} lexicon build {input:q}"
         " --settings {params.settings:q} --tsv {output.tsv:q} --neighbours {output.neighbours:q}"
         " --stats {output.stats:q} --spill-dir {params.spill:q} > {log:q} 2>&1"
 
@@ -44,5 +44,5 @@ rule lexicon_simlex:
     conda:
         "../envs/cpu.yaml"
     shell:
-        "paramill --rule {rule} lexicon simlex --lexicon {input.lexicon:q}"
+        "paramill --rule {rule} --threads {threads} lexicon simlex --lexicon {input.lexicon:q}"
         " --simlex {input.simlex:q} --tsv {output.tsv:q} --json {output.json:q} > {log:q} 2>&1"

@@ -19,7 +19,7 @@ rule spm_train:
     conda:
         "../envs/cpu.yaml"
     shell:
-        "paramill --rule {rule} nmt spm {input:q} --lang {wildcards.lang:q}"
+        "paramill --rule {rule} --threads {threads} nmt spm {input:q} --lang {wildcards.lang:q}"
         " --model {output:q} --settings {params.settings:q} > {log:q} 2>&1"
 
 
@@ -40,7 +40,7 @@ rule nmt_data:
     conda:
         "../envs/cpu.yaml"
     shell:
-        "paramill --rule {rule} nmt data {input:q} --out {output:q}"
+        "paramill --rule {rule} --threads {threads} nmt data {input:q} --out {output:q}"
         " --settings {params.settings:q} > {log:q} 2>&1"
 
 
@@ -65,7 +65,7 @@ rule nmt_train:
     conda:
         "../envs/nmt-gpu.yaml"
     shell:
-        "OMP_NUM_THREADS={threads} paramill --rule {rule} nmt train"
+        "paramill --rule {rule} --threads {threads} nmt train"
         " --direction {wildcards.direction:q} --data {input.data:q}"
         " --src-spm {input.src_spm:q} --tgt-spm {input.tgt_spm:q} --work {params.work:q}"
         " --out {output:q} --model-settings {params.model:q} --settings {params.train:q}"
@@ -91,7 +91,7 @@ rule nmt_convert:
     conda:
         "../envs/nmt-gpu.yaml"
     shell:
-        "paramill --rule {rule} nmt convert --checkpoint {input.checkpoint:q}"
+        "paramill --rule {rule} --threads {threads} nmt convert --checkpoint {input.checkpoint:q}"
         " --src-spm {input.src_spm:q} --tgt-spm {input.tgt_spm:q} --out {output:q}"
         " --settings {params.settings:q} > {log:q} 2>&1"
 
@@ -115,9 +115,9 @@ rule nmt_translate:
     conda:
         "../envs/nmt-gpu.yaml"
     shell:
-        "paramill --rule {rule} nmt translate --shard {input.shard:q}"
+        "paramill --rule {rule} --threads {threads} nmt translate --shard {input.shard:q}"
         " --model {input.model:q} --src-spm {input.src_spm:q} --tgt-spm {input.tgt_spm:q}"
-        " --out {output:q} --threads {threads} --settings {params.settings:q}"
+        " --out {output:q} --settings {params.settings:q}"
         " --bwd-model={params.bwd:q} --sample-settings {params.sample:q}"
         " > {log:q} 2>&1"
 
@@ -137,7 +137,7 @@ rule backtranslation_stats:
     conda:
         "../envs/cpu.yaml"
     shell:
-        "paramill --rule {rule} nmt stats {input:q} --out {output:q}"
+        "paramill --rule {rule} --threads {threads} nmt stats {input:q} --out {output:q}"
         " > {log:q} 2>&1"
 
 
@@ -161,5 +161,5 @@ rule diversity_stats:
     conda:
         "../envs/cpu.yaml"
     shell:
-        "paramill --rule {rule} nmt diversity {input.candidates:q} --spm {input.spm:q}"
+        "paramill --rule {rule} --threads {threads} nmt diversity {input.candidates:q} --spm {input.spm:q}"
         " --tsv {output.tsv:q} --json {output.json:q} --png {output.png:q} > {log:q} 2>&1"

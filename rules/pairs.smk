@@ -22,7 +22,7 @@ checkpoint pairs_ingest:
     conda:
         "../envs/cpu.yaml"
     shell:
-        "paramill --rule {rule} pairs ingest --corpus {wildcards.corpus:q} --spec {params.spec:q}"
+        "paramill --rule {rule} --threads {threads} pairs ingest --corpus {wildcards.corpus:q} --spec {params.spec:q}"
         " --prior-keys {input.prior:q} --clean {params.clean:q} --settings {params.settings:q}"
         " --out {output:q} > {log:q} 2>&1"
 
@@ -43,5 +43,5 @@ rule pairs_stats:
     conda:
         "../envs/cpu.yaml"
     shell:
-        "paramill --rule {rule} pairs stats {input:q} --json {output.json:q} --tsv {output.tsv:q}"
+        "paramill --rule {rule} --threads {threads} pairs stats {input:q} --json {output.json:q} --tsv {output.tsv:q}"
         " > {log:q} 2>&1"

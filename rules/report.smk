@@ -20,7 +20,7 @@ rule plot_bitext_outcomes:
     conda:
         "../envs/cpu.yaml"
     shell:
-        "paramill --rule {rule} report outcomes --tsv {input.tsv:q}"
+        "paramill --rule {rule} --threads {threads} report outcomes --tsv {input.tsv:q}"
         " --out {output:q} > {log:q} 2>&1"
 
 
@@ -48,6 +48,6 @@ rule provenance_summary:
     conda:
         "../envs/cpu.yaml"
     shell:
-        "paramill --rule {rule} report provenance --under {params.work:q}"
+        "paramill --rule {rule} --threads {threads} report provenance --under {params.work:q}"
         " --under {params.results:q}"
         " --html {output.html:q} --tsv {output.tsv:q} > {log:q} 2>&1"

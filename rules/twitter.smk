@@ -23,7 +23,7 @@ rule harvest:
     conda:
         "../envs/cpu.yaml"
     shell:
-        "paramill --rule {rule} twitter harvest --date {wildcards.date:q} --out {output.day:q}"
+        "paramill --rule {rule} --threads {threads} twitter harvest --date {wildcards.date:q} --out {output.day:q}"
         " --rejected {output.rejected:q}"
         " --twitter-settings {params.twitter:q} --archive {input.archive:q}"
         " --url-cache {params.url_cache:q}"
@@ -51,7 +51,7 @@ rule paraid_train:
     conda:
         "../envs/cpu.yaml"
     shell:
-        "paramill --rule {rule} twitter train --embed-model={params.embed:q}"
+        "paramill --rule {rule} --threads {threads} twitter train --embed-model={params.embed:q}"
         " --settings {params.settings:q} --out {output.model:q} --report {output.report:q}"
         " > {log:q} 2>&1"
 
@@ -78,7 +78,7 @@ rule twitter_month:
     conda:
         "../envs/cpu.yaml"
     shell:
-        "paramill --rule {rule} twitter month {input.days:q} --month {wildcards.month:q}"
+        "paramill --rule {rule} --threads {threads} twitter month {input.days:q} --month {wildcards.month:q}"
         " --model {input.model:q} --harvest-settings {params.accounts:q}"
         " --identify-settings {params.threshold:q}"
         " --settings {params.settings:q} --pairs {output.pairs:q} --tsv {output.tsv:q}"
@@ -102,5 +102,5 @@ rule twitter_growth:
     conda:
         "../envs/cpu.yaml"
     shell:
-        "paramill --rule {rule} twitter growth {input:q} --tsv {output.tsv:q}"
+        "paramill --rule {rule} --threads {threads} twitter growth {input:q} --tsv {output.tsv:q}"
         " --png {output.png:q} > {log:q} 2>&1"

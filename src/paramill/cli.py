@@ -95,6 +95,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"paramill {__version__}")
     parser.add_argument("--rule", help="rule name recorded in provenance (set by the workflow; "
                                        "default: <group>_<verb>)")
+    parser.add_argument("--threads", type=int, metavar="N",
+                        help="threads for everything this command runs: torch, CTranslate2, "
+                             "polars, numpy and the tools it starts (the rules pass their "
+                             "`threads`; default: the CPUs this process may use)")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for stage in STAGES:
         importlib.import_module(f"paramill.{stage}.cli").group.add_to(sub)
@@ -109,7 +113,20 @@ def _terminated(signum: int, frame: Any) -> None:
     raise SystemExit(128 + signum)
 
 
+def _early_threads(argv: list[str] | None) -> None:
+    """Apply ``--threads`` before any stage module (and so polars, numpy, torch) is
+    imported: their pools are sized from the environment when they load."""
+    from paramill import device
+    early = argparse.ArgumentParser(add_help=False)
+    early.add_argument("--threads", type=int)
+    known, _ = early.parse_known_args(argv)
+    if known.threads is not None and known.threads < 1:
+        early.error(f"--threads must be at least 1, not {known.threads}")
+    device.limit_threads(known.threads or device.threads())
+
+
 def main(argv: list[str] | None = None) -> int:
+    _early_threads(argv)
     from paramill.config import ConfigError
     from paramill.io import InputError
     args = build_parser().parse_args(argv)

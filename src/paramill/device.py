@@ -4,6 +4,67 @@ in CI and on SLURM GPU nodes (where CUDA_VISIBLE_DEVICES limits what is visible)
 from __future__ import annotations
 
 import os
+import sys
+
+#: the variables the numeric libraries size their pools from when they are imported
+#: (OpenMP: torch, onmt_train; BLAS: numpy; Rayon: polars)
+THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS",
+                    "VECLIB_MAXIMUM_THREADS", "NUMEXPR_NUM_THREADS", "POLARS_MAX_THREADS",
+                    "RAYON_NUM_THREADS")
+_threads: int | None = None
+
+
+def limit_threads(threads: int) -> None:
+    """Make this process (and the tools it starts) use exactly ``threads`` threads: the
+    pool-size variables of OpenMP, BLAS and polars (read when each library is imported, so
+    call this first: ``paramill --threads N`` does, before any stage code is imported),
+    and torch's own pools if torch is already loaded. CTranslate2 and the n-gram scoring
+    take :func:`threads` explicitly. On a busy shared node, a process that sizes its pools
+    to the machine instead of its allocation spins for cores it does not have."""
+    global _threads
+    if threads < 1:
+        raise ValueError(f"--threads must be at least 1, not {threads}")
+    _threads = threads
+    for variable in THREAD_VARIABLES:
+        os.environ[variable] = str(threads)
+    if "torch" in sys.modules:
+        _torch_threads(threads)
+
+
+def available_cpus() -> int:
+    """The CPUs this process may run on (its affinity mask: what SLURM's cpuset or
+    ``taskset`` allows), not the machine's count."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # pragma: no cover - not on Linux
+        return os.cpu_count() or 1
+
+
+def threads() -> int:
+    """The thread count given with :func:`limit_threads` (``paramill --threads``), else
+    ``OMP_NUM_THREADS``, else the CPUs this process may use."""
+    return _threads or int(os.environ.get("OMP_NUM_THREADS") or 0) or available_cpus()
+
+
+def _torch_threads(threads: int) -> None:
+    import torch
+
+    torch.set_num_threads(threads)
+    try:
+        torch.set_num_interop_threads(threads)
+    except RuntimeError:  # only settable before torch's first parallel work
+        pass
+
+
+def threads_in_use() -> dict[str, int | None]:
+    """What this process was given and what its loaded libraries actually use (for the
+    provenance record): ``given`` and, for polars and torch when imported, their pool sizes."""
+    used: dict[str, int | None] = {"given": _threads}
+    if "polars" in sys.modules:
+        used["polars"] = sys.modules["polars"].thread_pool_size()
+    if "torch" in sys.modules:
+        used["torch"] = sys.modules["torch"].get_num_threads()
+    return used
 
 
 def cuda_count() -> int:
@@ -35,9 +96,9 @@ def pick(requested: str = "auto") -> str:
     return requested
 
 
-def deterministic(seed: int | None = None, threads: int | None = None) -> None:
+def deterministic(seed: int | None = None, n_threads: int | None = None) -> None:
     """Make torch training repeatable: deterministic algorithms, a fixed thread count
-    (``threads``, else ``OMP_NUM_THREADS`` as the rule sets it), and with ``seed`` the
+    (``n_threads``, else :func:`threads`: the rule's ``--threads``), and with ``seed`` the
     python, numpy, torch and SentencePiece generators seeded (SentencePiece samples
     subwords for regularisation from a generator of its own).
 
@@ -52,9 +113,7 @@ def deterministic(seed: int | None = None, threads: int | None = None) -> None:
 
     os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
     torch.use_deterministic_algorithms(True, warn_only=True)
-    threads = threads or int(os.environ.get("OMP_NUM_THREADS") or 0) or None
-    if threads:
-        torch.set_num_threads(threads)
+    _torch_threads(n_threads or threads())
     if seed is not None:
         import sentencepiece
 

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from paramill import __version__
+from paramill import __version__, device
 from paramill.io import read_json, sha256_file, write_json
 
 PROV_SUFFIX = ".prov.json"
@@ -145,6 +145,7 @@ class Run:
             "code": code_version(),
             "packages": package_versions(),
             "host": socket.gethostname(),
+            "threads": device.threads_in_use(),
             "slurm_job_id": os.environ.get("SLURM_JOB_ID"),
             "started": self.started,
             "ended": _now(),

@@ -152,3 +152,37 @@ def test_a_full_disk_is_one_line_exit_2_and_nothing_half_written(tmp_path, capsy
     err = capsys.readouterr().err.strip().splitlines()
     assert code == 2 and err == [f"paramill bitext ingest: error: {tmp_path / 'out'}: No space left on device"]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["c.tsv"]
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_threads_size_every_pool_before_the_libraries_load_and_the_record_says_so(tmp_path, threads):
+    """`paramill --threads N` (what every rule passes) is what polars, torch and the tools
+    the command starts use, whatever the machine has; the provenance record shows it."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    cs, en = tmp_path / "a.cs", tmp_path / "a.en"
+    cs.write_text("Ahoj.\nPes.\n")
+    en.write_text("Hello.\nDog.\n")
+    tool = Path(sys.executable).parent / "paramill"
+    env = {k: v for k, v in __import__("os").environ.items() if not k.endswith("_THREADS")}
+    subprocess.run([str(tool), "--threads", str(threads), "bitext", "ingest", "--corpus", "a",
+                    "--spec", json.dumps({"format": "moses", "cs": str(cs), "en": str(en)}),
+                    "--out", str(tmp_path / "in")], check=True, env=env, capture_output=True)
+    record = json.loads(next((tmp_path / "in").parent.glob("in*.prov.json")).read_text())
+    assert record["threads"] == {"given": threads, "polars": threads}
+    probe = ("import sys; from paramill import cli, device; cli._early_threads(sys.argv[1:]); "
+             "import os, polars, torch, subprocess; print(polars.thread_pool_size(), "
+             "torch.get_num_threads(), device.threads(), os.environ['OMP_NUM_THREADS'], "
+             "subprocess.run([sys.executable, '-c', 'import torch; print(torch.get_num_threads())'], "
+             "capture_output=True, text=True).stdout.strip())")
+    out = subprocess.run([sys.executable, "-c", probe, "--threads", str(threads)], env=env,
+                         capture_output=True, text=True, check=True).stdout.split()
+    assert out == [str(threads)] * 5  # polars, torch, CTranslate2's count, a child's torch
+
+
+def test_threads_below_one_is_a_usage_error(capsys):
+    with pytest.raises(SystemExit) as stop:
+        main(["--threads", "0", "config", "schema"])
+    assert stop.value.code == 2 and "--threads must be at least 1" in capsys.readouterr().err

@@ -48,14 +48,16 @@ def test_no_rule_runs_python_or_a_script_instead_of_the_command_line():
         assert not re.search(r"^\s+(run|script|notebook|wrapper):", path.read_text(), re.M), path
 
 
-def test_every_rule_names_itself_for_provenance():
-    """Provenance records `--rule`; Snakemake fills in `{rule}`, so no rule types its name."""
+def test_every_rule_names_itself_and_passes_its_threads():
+    """Provenance records `--rule`; Snakemake fills in `{rule}`, so no rule types its name.
+    `--threads {threads}` sizes every library's pools to the rule's allocation (an
+    OMP_NUM_THREADS prefix alone leaves polars and CTranslate2 at the machine's size)."""
     commands = [(path.name, line, body) for path in sorted((REPO / "rules").glob("*.smk"))
                 for line, body in enumerate(path.read_text().splitlines(), 1)
                 if "paramill " in body and body.strip().startswith('"')]
     assert len(commands) >= 25
     wrong = [f"rules/{name}:{line}: {body.strip()}" for name, line, body in commands
-             if "paramill --rule {rule} " not in body]
+             if "paramill --rule {rule} --threads {threads} " not in body]
     assert wrong == []
 
 

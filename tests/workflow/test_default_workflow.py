@@ -159,9 +159,14 @@ def test_outputs_carry_verifiable_provenance(finished):
     record = json.loads((project / "results/bitext/stats.json.prov.json").read_text())
     assert record["rule"] == "bitext_stats" and len(record["config_digest"]) == 64
     # `--rule {rule}`: every record names a rule that ran, filled in by Snakemake
-    recorded = {json.loads(p.read_text())["rule"] for p in project.rglob("*.prov.json")
-                if ".snakemake" not in p.parts}
+    records = [json.loads(p.read_text()) for p in project.rglob("*.prov.json") if ".snakemake" not in p.parts]
+    recorded = {r["rule"] for r in records}
     assert recorded <= set(executed(proc)) and {"score_length", "nmt_translate"} <= recorded
+    # `--threads {threads}`: each job's polars and torch pools are the rule's thread count
+    oversized = [(r["rule"], r["threads"]) for r in records
+                 if not r["threads"]["given"] or set(r["threads"].values()) != {r["threads"]["given"]}]
+    assert oversized == []
+    assert {r["rule"] for r in records if "torch" in r["threads"]} >= {"embed_train", "classifier_train"}
     model = json.loads((project / "work/nmt/cs-en/model.pt.prov.json").read_text())
     assert model["training"]["step"] == 500 and model["training"]["valid_accuracy"] > 80
 

@@ -2,6 +2,7 @@
 
 import argparse
 
+from paramill import device
 from paramill.commands import Group, arg, json_arg, need, section_settings
 
 group = Group("filters", "filter scores, selection and the released corpus",
@@ -50,7 +51,6 @@ def classifier(args: argparse.Namespace) -> int | str:
         help="config section filters.<name> (JSON); keys left out take the schema's defaults"),
     arg("--models", type=json_arg, default={}, metavar="JSON", help="{field: path} of the "
         "filter's x-models (schema), and \"source\": the bitext shard when it needs Czech"),
-    arg("--threads", type=int, default=1, help="threads for scoring"),
     description="Writes pair_id, candidate_id and the filter's columns, one row per candidate.")
 def score(args: argparse.Namespace) -> int | str:
     from paramill import filters
@@ -65,11 +65,12 @@ def score(args: argparse.Namespace) -> int | str:
                          f"not {sorted(models)}")
     options.update(models)
     if "threads" in cls.__dataclass_fields__:
-        options["threads"] = args.threads
+        options["threads"] = device.threads()
     stats = score_shard(filters.make(cls.name, **options), args.candidates, args.out,
                         source_shard=source_shard, inputs=list(models.values()), params=options,
-                        threads=args.threads, rule=args.rule)
+                        threads=device.threads(), rule=args.rule)
     return f"{cls.name} {args.candidates}: {stats}"
+
 
 
 @group.verb(

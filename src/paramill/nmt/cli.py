@@ -2,6 +2,7 @@
 
 import argparse
 
+from paramill import device
 from paramill.commands import Group, arg, need
 
 group = Group("nmt", "subwords, translation models, back-translation")
@@ -75,7 +76,6 @@ def convert(args: argparse.Namespace) -> int | str:
     need("--model", "CTranslate2 model dir or paramill bundle"),
     arg("--bwd-model", help="EN->CS CTranslate2 model (method sample: dual scoring)"), *SPM_ARGS,
     need("--out", "output candidate table (Parquet)"),
-    arg("--threads", type=int, default=1, help="CPU threads (ignored on GPU)"),
     description="Translate the Czech side of a shard into English (beam, k-best, or ParaBank "
                 "2's constrained sampling with dual scoring and clustering) and write the "
                 "candidate table.",
@@ -97,10 +97,10 @@ def translate(args: argparse.Namespace) -> int | str:
             raise ValueError("method sample needs --bwd-model (the EN->CS model, for dual scoring)")
         stats = sample_shard(args.shard, args.model, args.bwd_model, src_spm, tgt_spm, args.out,
                              SampleSettings.from_dict(args.sample_settings),
-                             threads=args.threads, rule=args.rule)
+                             threads=device.threads(), rule=args.rule)
     else:
         stats = translate_shard(args.shard, args.model, src_spm, tgt_spm, args.out, settings,
-                                threads=args.threads, rule=args.rule)
+                                threads=device.threads(), rule=args.rule)
     return f"{args.shard}: {stats}"
 
 
