@@ -168,6 +168,14 @@ def cross_field_problems(config: dict[str, Any]) -> list[str]:
     for name in sorted(set(bitext) & set(pairs)):
         problems.append(f"config keys bitext.corpora.{name} and pairs.corpora.{name}: corpus "
                         "names are shared by both kinds; rename one")
+    for where, allowed, kind in ((("nmt", "train_corpora"), set(bitext), "bitext.corpora"),
+                                 (("filters", "heldout", "corpora"), set(bitext) | set(pairs),
+                                  "bitext.corpora or pairs.corpora")):
+        unknown = [n for n in (_get(config, where) or []) if n not in allowed]
+        if unknown:
+            problems.append(f"config key {_key(where)}: {', '.join(map(repr, unknown))} "
+                            f"{'is' if len(unknown) == 1 else 'are'} not in {kind} "
+                            f"(known: {', '.join(sorted(allowed)) or 'none'})")
     selects = {"filters.select": _get(config, ("filters", "select")) or {}}
     for name, variant in (_get(config, ("filters", "releases")) or {}).items():
         selects[f"filters.releases.{name}"] = variant or {}

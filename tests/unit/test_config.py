@@ -191,3 +191,21 @@ def test_pair_and_bitext_corpora_share_one_namespace():
     assert resolved["pairs"]["corpora"]["p"]["positive_votes"] == 4
     with pytest.raises(config.ConfigError, match="pairs.corpora.p"):
         config.resolve({"pairs": {"corpora": {"p": {"format": "references", "path": "x"}}}})
+
+
+def test_corpus_names_in_other_sections_must_be_configured_corpora():
+    """A name left over from another config (nmt.train_corpora, filters.heldout.corpora) is a
+    config error naming the key and the corpora there are, not a failure inside the DAG."""
+    bitext = {"corpora": {"news": {"format": "tsv", "path": "a.tsv"}}}
+    pairs = {"corpora": {"mt": {"format": "paranmt", "path": "b.txt"}}}
+    with pytest.raises(config.ConfigError, match=r"nmt.train_corpora: 'grammar' is not in "
+                                                 r"bitext.corpora \(known: news\)"):
+        config.resolve({"bitext": bitext, "pairs": pairs, "nmt": {"train_corpora": ["news", "grammar"]}})
+    with pytest.raises(config.ConfigError, match="nmt.train_corpora: 'mt' is not in bitext.corpora"):
+        config.resolve({"bitext": bitext, "pairs": pairs, "nmt": {"train_corpora": ["mt"]}})
+    with pytest.raises(config.ConfigError, match=r"filters.heldout.corpora: 'a', 'b' are not in "
+                                                 r"bitext.corpora or pairs.corpora \(known: mt, news\)"):
+        config.resolve({"bitext": bitext, "pairs": pairs, "filters": {"heldout": {"corpora": ["a", "b"]}}})
+    resolved = config.resolve({"bitext": bitext, "pairs": pairs, "nmt": {"train_corpora": ["news"]},
+                               "filters": {"heldout": {"corpora": ["news", "mt"]}}})
+    assert resolved["filters"]["heldout"]["corpora"] == ["news", "mt"]
