@@ -88,6 +88,27 @@ rule parascore_model:
         " --out {output:q} --spec {params.spec:q} --settings {params.settings:q} > {log:q} 2>&1"
 
 
+# The token stage: each shard tokenised once for length, overlap and BLEU (x-reads-tokens);
+# no settings, so a changed filter setting re-scores only that filter.
+rule tokens:
+    input:
+        lambda w: candidate_file(w.corpus, w.shard),
+    output:
+        f"{WORK}/tokens/{{corpus}}/{{shard}}.parquet",
+    log:
+        f"{LOGS}/filters/tokens/{{corpus}}/{{shard}}.log",
+    benchmark:
+        f"{LOGS}/benchmarks/filters/tokens/{{corpus}}/{{shard}}.tsv"
+    threads: rule_threads("tokens")
+    resources:
+        **rule_resources("tokens", mem_mb=2000, runtime=60),
+    conda:
+        "../envs/cpu.yaml"
+    shell:
+        "paramill --rule {rule} --threads {threads} filters tokens --candidates {input:q}"
+        " --out {output:q} > {log:q} 2>&1"
+
+
 # One score rule per filter (score_length, score_kenlm, ...): per-filter resources and
 # settings, so changing one filter's setting re-scores that filter only.
 for _filter in FILTERS:

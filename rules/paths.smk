@@ -188,13 +188,16 @@ def filter_models(name):
 
 
 def filter_inputs(name):
-    """Input function of a score rule: the shard's candidates, the filter's models, and the
-    bitext shard when the filter needs the Czech side."""
+    """Input function of a score rule: the shard's candidates, the filter's models, the
+    bitext shard when the filter needs the Czech side, and the shard's token table when the
+    filter reads it."""
 
     def inputs(wildcards):
         files = {"candidates": candidate_file(wildcards.corpus, wildcards.shard)}
         if FILTER_FACTS[name].get("x-needs-source"):
             files["source"] = f"{WORK}/shards/{wildcards.corpus}/{wildcards.shard}.parquet"
+        if FILTER_FACTS[name].get("x-reads-tokens"):
+            files["tokens"] = f"{WORK}/tokens/{wildcards.corpus}/{wildcards.shard}.parquet"
         return {**files, **filter_models(name)}
 
     return inputs

@@ -68,9 +68,24 @@ SELECT = {"select": 2, "corpus_analysis": 2}
 LEXICON = {"lexicon": 1, "lexicon_simlex": 1}
 
 
+def _reads_tokens(name: str) -> bool:
+    from paramill import config
+
+    return bool(config.schema()["properties"]["filters"]["properties"][name].get("x-reads-tokens"))
+
+
+def scoring(filters, shards):
+    """The score jobs of ``shards`` new or changed candidate shards, and their token stage
+    when an enabled filter reads it."""
+    jobs = {f"score_{f}": shards for f in filters}
+    if any(_reads_tokens(f) for f in filters):
+        jobs["tokens"] = shards
+    return jobs
+
+
 def after_candidates(filters, shards):
     """The jobs that follow a change of every back-translated shard."""
-    jobs = {"heldout": 1, **{f"score_{f}": shards for f in filters}, **SELECT, **EMBED, **LEXICON}
+    jobs = {"heldout": 1, **scoring(filters, shards), **SELECT, **EMBED, **LEXICON}
     for name, rule in (("kenlm", "kenlm_train"), ("classifier", "classifier_train"),
                        ("parascore", "parascore_model")):
         if name in filters:

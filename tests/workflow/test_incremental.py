@@ -16,6 +16,7 @@ from .conftest import (
     after_candidates,
     copy_project,
     executed,
+    scoring,
 )
 from .conftest import snakemake as run_snakemake
 
@@ -86,7 +87,7 @@ def a_new_corpus_processes_only_its_own_shards(project, tmp_path):
     # the NMT and filter models are trained on the corpora named in config: no retraining,
     # and only the new shard is translated and scored
     assert executed(proc) == {"ingest": 1, "clean": 1, "nmt_translate": 1,
-                              "backtranslation_stats": 1, **{f"score_{f}": 1 for f in TINY_FILTERS},
+                              "backtranslation_stats": 1, **scoring(TINY_FILTERS, 1),
                               **SELECT, **EMBED, **LEXICON, **DOWNSTREAM}
     assert "extra" in (project / "logs/ingest/extra.log").read_text()
     stats = json.loads((project / "results/bitext/stats.json").read_text())
@@ -197,7 +198,7 @@ def a_pair_corpus_runs_only_its_jobs_and_what_follows(project, tmp_path):
     proc = snakemake(project)
     # the filter models were trained on the corpora named in filters.heldout: no retraining
     assert executed(proc) == {"pairs_ingest": 1, "pairs_stats": 1, "score_by_method": 1,
-                              **{f"score_{f}": 1 for f in TINY_FILTERS}, **SELECT, **EMBED,
+                              **scoring(TINY_FILTERS, 1), **SELECT, **EMBED,
                               **LEXICON, "provenance_summary": 1}
     methods = json.loads((project / "results/pairs/scores_by_method.json").read_text())
     assert set(methods["methods"]) == {"beam", "paranmt"}

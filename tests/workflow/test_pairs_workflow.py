@@ -9,7 +9,7 @@ import pytest
 
 from paramill.pairs.readers import read_paranmt
 
-from .conftest import copy_project, executed, snakemake
+from .conftest import copy_project, executed, scoring, snakemake
 
 pytestmark = pytest.mark.slow
 
@@ -35,7 +35,7 @@ def test_no_translation_model_is_trained_or_used(finished):
     # the paranmt corpus makes 2 shards of 1000 candidates, the MT outputs one (600)
     assert ran == {"pairs_ingest": 2, "pairs_stats": 1, "score_by_method": 1, "heldout": 1,
                    "parascore_model": 1,
-                   **{f"score_{f}": 3 for f in RUN_FILTERS}, "select": 1, "corpus_analysis": 1,
+                   **scoring(RUN_FILTERS, 3), "select": 1, "corpus_analysis": 1,
                    "embed_train": 2, "sts_eval": 2, "lexicon": 1, "provenance_summary": 1}
 
 

@@ -31,6 +31,7 @@ from paramill.io import TableWriter, atomic_output, iter_parquet_batches, parque
 from paramill.progress import progress
 from paramill.provenance import Run, prov_path
 from paramill.settings import Settings
+from paramill.text import token_count_expr
 
 
 class Direction(str, enum.Enum):
@@ -53,11 +54,14 @@ CANDIDATE_COLUMNS = ("pair_id", "candidate_id", "en_ref", "candidate", "fwd_nll"
 
 
 class Batch:
-    """Candidates of one batch; n-gram counts are computed once and shared by the filters."""
+    """Candidates of one batch; n-gram counts are computed once and shared by the filters,
+    or read from the token stage's table (``counts``, :mod:`paramill.filters.tokens`)."""
 
-    def __init__(self, frame: pl.DataFrame, threads: int | None = None):
+    def __init__(self, frame: pl.DataFrame, threads: int | None = None,
+                 counts: pl.DataFrame | None = None):
         self.frame = frame
         self.threads = threads  # for the n-gram counts (None: polars' pool size)
+        self.counts = counts  # the token stage's rows for this batch, when given
 
     def __len__(self) -> int:
         return self.frame.height
@@ -73,8 +77,22 @@ class Batch:
     def candidates(self) -> list[str]:
         return self.column("candidate")
 
+    def lengths(self) -> tuple[np.ndarray, np.ndarray]:
+        """Tokens of the reference and of the candidate (as cased)."""
+        if self.counts is not None:
+            from paramill.filters.tokens import lengths
+
+            return lengths(self.counts)
+        counts = self.frame.select(r=token_count_expr(pl.col("en_ref")), c=token_count_expr(pl.col("candidate")))
+        return counts["r"].to_numpy(), counts["c"].to_numpy()
+
     def matches(self, max_order: int, lowercase: bool):
         """Shared n-grams per order 1..max_order and token counts (see ngrams.batch_matches)."""
+        if self.counts is not None and lowercase:
+            from paramill.filters.tokens import ORDERS, matches
+
+            if max_order <= ORDERS[-1]:
+                return matches(self.counts, max_order)
         key = (max_order, lowercase)
         cache = self.__dict__.setdefault("_matches", {})
         if key not in cache:
@@ -114,6 +132,15 @@ class Filter(Settings, ABC):
     #: reads the decoder's columns (``fwd_nll``, ``bwd_nll``, ``n_tokens``), which only
     #: back-translated candidates have: skipped for pair corpora (``pairs.corpora``)
     needs_decoder: ClassVar[bool] = False
+    #: reads the token stage's counts when given (length, overlap, BLEU): the workflow runs
+    #: the ``tokens`` rule once per shard and passes its table (``--models {"tokens": …}``)
+    reads_tokens: ClassVar[bool] = False
+
+    def covered_by_tokens(self) -> bool:
+        """Whether the token stage's table holds all this filter needs (then the job reads
+        only the candidates' ids, not their text). Filters that read tokens narrow it by
+        their settings (lower-casing, n-gram orders)."""
+        return self.reads_tokens
 
     @abstractmethod
     def columns(self) -> list[Column]:
@@ -146,8 +173,9 @@ def score_directions(path: str | Path) -> dict[str, Direction]:
     return {k: Direction(v) for k, v in json.loads(meta[DIRECTIONS_KEY]).items()}
 
 
-def _score_table(filt: Filter, frame: pl.DataFrame, threads: int | None = None) -> pa.Table:
-    values = filt.score(Batch(frame, threads))
+def _score_table(filt: Filter, frame: pl.DataFrame, threads: int | None = None,
+                 counts: pl.DataFrame | None = None) -> pa.Table:
+    values = filt.score(Batch(frame, threads, counts))
     columns = {"pair_id": frame.get_column("pair_id").to_arrow(),
                "candidate_id": frame.get_column("candidate_id").to_arrow()}
     for col in filt.columns():
@@ -159,13 +187,12 @@ def _score_table(filt: Filter, frame: pl.DataFrame, threads: int | None = None) 
     return pa.table(columns, schema=score_schema(filt))
 
 
-def _frames(candidates: str | Path, source_shard: str | Path | None, batch_size: int
-            ) -> Iterator[pl.DataFrame]:
+def _frames(candidates: str | Path, source_shard: str | Path | None, batch_size: int,
+            columns: tuple[str, ...] = CANDIDATE_COLUMNS) -> Iterator[pl.DataFrame]:
     sources = None
     if source_shard is not None:  # one shard's Czech side: shard-sized, joined per batch
         sources = pl.read_parquet(source_shard, columns=["pair_id", "cs"])
-    for batch in iter_parquet_batches([candidates], batch_size=batch_size,
-                                      columns=list(CANDIDATE_COLUMNS)):
+    for batch in iter_parquet_batches([candidates], batch_size=batch_size, columns=list(columns)):
         frame = pl.from_arrow(batch)
         assert isinstance(frame, pl.DataFrame)
         if sources is not None:
@@ -180,22 +207,33 @@ def _frames(candidates: str | Path, source_shard: str | Path | None, batch_size:
 def score_shard(filt: Filter, candidates: str | Path, out: str | Path,
                 source_shard: str | Path | None = None, inputs: list[str | Path] | None = None,
                 params: dict[str, Any] | None = None, threads: int = 1, batch_size: int = 20000,
-                rule: str = "score") -> dict[str, Any]:
+                rule: str = "score", tokens: str | Path | None = None) -> dict[str, Any]:
     """Score every candidate of one shard with ``filt``; write ``pair_id``, ``candidate_id``
-    and the filter's columns to ``out`` (same rows, same order). Atomic, with provenance."""
+    and the filter's columns to ``out`` (same rows, same order). Atomic, with provenance.
+    ``tokens``: the shard's token-stage table, read instead of tokenising again by the
+    filters that read it (``reads_tokens``)."""
     if filt.needs_source and source_shard is None:
         raise ValueError(f"filter {filt.name} needs the bitext shard (the Czech source)")
+    tokens = tokens if filt.covered_by_tokens() else None  # otherwise it counts from the text
     n_in = parquet_rows([candidates])
     run = Run(rule=rule, params={"filter": filt.name, **(params or {})},
-              inputs=[candidates, *([source_shard] if source_shard else []), *(inputs or [])])
+              inputs=[candidates, *([source_shard] if source_shard else []), *([tokens] if tokens else []),
+                      *(inputs or [])])
     start = time.perf_counter()
-    frames = _frames(candidates, source_shard if filt.needs_source else None, batch_size)
+    frames = _frames(candidates, source_shard if filt.needs_source else None, batch_size,
+                     ("pair_id", "candidate_id") if tokens is not None else CANDIDATE_COLUMNS)
+    if tokens is not None:
+        from paramill.filters.tokens import aligned
+
+        pairs = aligned(frames, tokens, candidates)
+    else:
+        pairs = ((frame, None) for frame in frames)
     rows = 0
     with atomic_output(out, prov_path(out)) as (tmp, tmp_prov):
         writer = TableWriter(tmp, score_schema(filt))
         bar = progress(f"{filt.name} {Path(candidates).name}", unit="pairs", total=n_in)
-        for frame in frames:  # length/overlap/BLEU vectorised over `threads`; models batch
-            table = _score_table(filt, frame, threads)
+        for frame, counts in pairs:  # length/overlap/BLEU vectorised over `threads`; models batch
+            table = _score_table(filt, frame, threads, counts)
             writer.write(table)
             rows += table.num_rows
             bar.update(table.num_rows)

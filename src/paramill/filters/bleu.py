@@ -63,6 +63,7 @@ class Bleu(Filter):
     name = "bleu"
     doc = "Smoothed sentence BLEU of the candidate against the reference (0-1)."
     order = 4
+    reads_tokens = True
     method: Literal["nakov", "exp", "add-k", "floor", "none"] = setting(
         "nakov",
         "Smoothing: nakov (Nakov et al. 2012, all orders and the brevity penalty; the paper's) or "
@@ -73,6 +74,9 @@ class Bleu(Filter):
     def __post_init__(self):
         if self.method not in METHODS:
             raise ValueError(f"filters.bleu.method must be one of {METHODS}, not {self.method!r}")
+
+    def covered_by_tokens(self) -> bool:
+        return self.lowercase
 
     def columns(self) -> list[Column]:
         return [Column("bleu", Direction.RANGE, f"smoothed sentence BLEU ({self.method}), 0-1")]

@@ -50,7 +50,8 @@ def classifier(args: argparse.Namespace) -> int | str:
     need("--out", "output score table (Parquet)"), arg("--settings", type=json_arg, metavar="JSON",
         help="config section filters.<name> (JSON); keys left out take the schema's defaults"),
     arg("--models", type=json_arg, default={}, metavar="JSON", help="{field: path} of the "
-        "filter's x-models (schema), and \"source\": the bitext shard when it needs Czech"),
+        "filter's x-models (schema), \"source\": the bitext shard when it needs Czech, "
+        "\"tokens\": the shard's token table (`filters tokens`) when it reads it"),
     description="Writes pair_id, candidate_id and the filter's columns, one row per candidate.")
 def score(args: argparse.Namespace) -> int | str:
     from paramill import filters
@@ -60,6 +61,7 @@ def score(args: argparse.Namespace) -> int | str:
     options = {k: v for k, v in given.items() if k in cls.__dataclass_fields__}  # are left out
     models = dict(args.models or {})
     source_shard = models.pop("source", None)
+    tokens = models.pop("tokens", None)
     if set(models) != set(cls.models):
         raise ValueError(f"--models: filter {cls.name} takes {sorted(cls.models) or 'none'}, "
                          f"not {sorted(models)}")
@@ -68,9 +70,21 @@ def score(args: argparse.Namespace) -> int | str:
         options["threads"] = device.threads()
     stats = score_shard(filters.make(cls.name, **options), args.candidates, args.out,
                         source_shard=source_shard, inputs=list(models.values()), params=options,
-                        threads=device.threads(), rule=args.rule)
+                        threads=device.threads(), rule=args.rule, tokens=tokens)
     return f"{cls.name} {args.candidates}: {stats}"
 
+
+@group.verb(
+    "tokens", "tokenise a candidate shard once for the length, overlap and BLEU filters",
+    need("--candidates", "candidate table of one shard"),
+    need("--out", "output token table (Parquet)"),
+    description="Writes, row for row, both sides' token counts (as cased and lower-cased) and "
+                "the clipped n-grams they share for orders 1-4; the filters that read it "
+                "(x-reads-tokens) take it as --models '{\"tokens\": PATH}'.")
+def tokens(args: argparse.Namespace) -> int | str:
+    from paramill.filters.tokens import count_shard
+    stats = count_shard(args.candidates, args.out, threads=device.threads(), rule=args.rule)
+    return f"{args.candidates}: {stats}"
 
 
 @group.verb(

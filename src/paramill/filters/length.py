@@ -9,11 +9,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-import polars as pl
 import pyarrow as pa
 
 from paramill.filters.base import Batch, Column, Direction, Filter
-from paramill.text import token_count_expr
 
 
 @dataclass(frozen=True)
@@ -21,12 +19,12 @@ class Length(Filter):
     name = "length"
     doc = "Tokens of reference (length_ref) and candidate (length_cand)."
     order = 1
+    reads_tokens = True
 
     def columns(self) -> list[Column]:
         return [Column("length_ref", Direction.RANGE, "tokens in the reference", pa.int32()),
                 Column("length_cand", Direction.RANGE, "tokens in the candidate", pa.int32())]
 
     def score(self, batch: Batch) -> dict[str, Any]:
-        counts = batch.frame.select(r=token_count_expr(pl.col("en_ref")),
-                                    c=token_count_expr(pl.col("candidate")))
-        return {"length_ref": counts["r"].to_numpy(), "length_cand": counts["c"].to_numpy()}
+        ref, cand = batch.lengths()
+        return {"length_ref": ref, "length_cand": cand}

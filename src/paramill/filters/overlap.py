@@ -38,6 +38,7 @@ class Overlap(Filter):
     doc = ("n-gram overlap (shared n-grams over the count of the side with fewer), columns "
            "overlap_N.")
     order = 3
+    reads_tokens = True
     orders: tuple[Annotated[int, {"minimum": 1}], ...] = setting(
         (1, 2, 3), "n-gram orders.", minItems=1)
     lowercase: bool = setting(True, "Lower-case before counting.")
@@ -46,6 +47,11 @@ class Overlap(Filter):
         if not self.orders or min(self.orders) < 1:
             raise ValueError(f"overlap orders must be positive integers, not {list(self.orders)}")
         object.__setattr__(self, "orders", tuple(self.orders))
+
+    def covered_by_tokens(self) -> bool:
+        from paramill.filters.tokens import ORDERS
+
+        return self.lowercase and max(self.orders) <= ORDERS[-1]
 
     def columns(self) -> list[Column]:
         return [Column(f"overlap_{n}", Direction.RANGE,

@@ -1,6 +1,7 @@
 """The ``filters`` config section, derived from the filter classes: the ``enabled`` enum,
 one section per filter (with the models it scores with and whether it needs the Czech side,
-as ``x-models``, ``x-needs-source`` and ``x-needs-decoder`` for the workflow), held-out data, selection and
+as ``x-models``, ``x-needs-source``, ``x-needs-decoder`` and ``x-reads-tokens`` for the
+workflow), held-out data, selection and
 analysis."""
 
 from __future__ import annotations
@@ -28,6 +29,8 @@ def filter_schema(cls: type[Filter]) -> dict[str, Any]:
         node["x-needs-source"] = True
     if cls.needs_decoder:
         node["x-needs-decoder"] = True
+    if cls.reads_tokens:
+        node["x-reads-tokens"] = True
     return node
 
 
