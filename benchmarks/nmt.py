@@ -16,6 +16,7 @@ Needs a trained model: run the default pipeline first (`make run`), or pass --ch
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import glob
 import os
 import platform
@@ -39,15 +40,56 @@ from paramill.nmt.translate import TranslateSettings, load_translator, translate
 CZENG_SENTENCES = 51_000_000
 
 
-def onmt_translate(checkpoint: Path, src: Path, out: Path, beam: int, batch: int, threads: int) -> float:
+def onmt_translate(checkpoint: Path, src: Path, out: Path, beam: int, batch: int, threads: int,
+                   max_length: int = 256, min_length: int = 0) -> float:
     tool = Path(sys.executable).parent / "onmt_translate"
     env = {**os.environ, "TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD": "1", "OMP_NUM_THREADS": str(threads)}
     start = time.perf_counter()
     subprocess.run([str(tool), "-model", str(checkpoint), "-src", str(src), "-output", str(out),
                     "-beam_size", str(beam), "-batch_size", str(batch), "-batch_type", "sents",
-                    "-length_penalty", "none", "-max_length", "256", "-gpu", "-1"],
+                    "-length_penalty", "none", "-max_length", str(max_length),
+                    "-min_length", str(min_length), "-gpu", "-1"],
                    env=env, check=True, capture_output=True)
     return time.perf_counter() - start
+
+
+#: what users decode with (Transformer base, 20k vocabularies)
+BASE = {"layers": 6, "hidden_size": 512, "heads": 8, "ff_size": 2048, "dropout": 0.1}
+BASE_VOCAB = 20_000
+
+
+def padded_vocab(spm_model: str, path: Path, size: int) -> None:
+    """An OpenNMT vocabulary of ``size`` entries: every SentencePiece piece, then filler
+    tokens (the sample cannot train a 20k SentencePiece model; the filler gives the
+    embedding and output layers their real size, which is what decoding speed depends on)."""
+    import sentencepiece as spm
+
+    sp = spm.SentencePieceProcessor(model_file=spm_model)
+    pieces = [sp.id_to_piece(i) for i in range(sp.get_piece_size())
+              if not (sp.is_control(i) or sp.is_unknown(i))]
+    pieces += [f"<filler{i}>" for i in range(size - len(pieces))]
+    path.write_text("".join(f"{p}\t1\n" for p in pieces[:size]), encoding="utf-8")
+
+
+def build_base_model(data: Path, src_spm: str, tgt_spm: str, work: Path, steps: int) -> Path:
+    """A Transformer-base CS->EN checkpoint with 20k vocabularies, trained ``steps`` steps
+    on the sample by paramill's own training path (its workspace prepared with the padded
+    vocabularies, so OpenNMT-py's vocabulary step is skipped)."""
+    from paramill.nmt import train as nmt_train
+
+    model = nmt_train.ModelSettings(**BASE)
+    settings = nmt_train.TrainSettings(train_steps=steps, valid_steps=steps, save_checkpoint_steps=steps,
+                                       batch_size=1024, warmup_steps=steps)
+    work.mkdir(parents=True, exist_ok=True)
+    (work / "settings.sha256").write_text(
+        nmt_train._fingerprint("cs-en", data, src_spm, tgt_spm, model, settings) + "\n")
+    padded_vocab(src_spm, work / "vocab.src", BASE_VOCAB)
+    padded_vocab(tgt_spm, work / "vocab.tgt", BASE_VOCAB)
+    out = work / "model.pt"
+    start = time.perf_counter()
+    nmt_train.train("cs-en", data, src_spm, tgt_spm, out, work, model, settings, rule="benchmark")
+    print(f"base model: {steps} steps in {time.perf_counter() - start:.0f} s", file=sys.stderr)
+    return out
 
 
 def main() -> None:
@@ -60,8 +102,24 @@ def main() -> None:
     parser.add_argument("--batch", type=int, default=64)
     parser.add_argument("--threads", type=int, default=os.cpu_count() or 1)
     parser.add_argument("--limit", type=int, default=0, help="at most this many sentences (0: all)")
+    parser.add_argument("--model-size", choices=["sample", "base"], default="sample",
+                        help="sample: the trained sample model (--checkpoint); base: build a "
+                             "Transformer-base model (6x512, 8 heads, 20k vocabularies) from the "
+                             "sample's data in a few steps and decode with it")
+    parser.add_argument("--base-steps", type=int, default=20, help="training steps of the base model")
+    parser.add_argument("--max-length", type=int, default=256,
+                        help="maximum output length, both tools (a barely trained model may not stop)")
+    parser.add_argument("--min-length", type=int, default=0,
+                        help="minimum output length, both tools (with --max-length equal to it, every "
+                             "output has that length: a barely trained model's speed at a real length)")
     parser.add_argument("--out", help="also write the JSON here")
     args = parser.parse_args()
+    scratch = tempfile.TemporaryDirectory(prefix="paramill-bench-nmt-base-")
+    if args.model_size == "base":
+        if not Path("work/nmt/data").exists():
+            raise SystemExit("no sample NMT data: run `make run` first")
+        args.checkpoint = str(build_base_model(Path("work/nmt/data"), args.src_spm, args.tgt_spm,
+                                               Path(scratch.name) / "train", args.base_steps))
 
     files = sorted(glob.glob(args.shards))
     if not files or not Path(args.checkpoint).exists():
@@ -72,26 +130,41 @@ def main() -> None:
     src_seg, tgt_seg = Segmenter(args.src_spm), Segmenter(args.tgt_spm)
     pieces = src_seg.encode(sources)
     settings = TranslateSettings(beam_size=args.beam, n_best=1, batch_size=args.batch,
-                                 length_penalty=0.0, device="auto")
+                                 length_penalty=0.0, max_decoding_length=args.max_length,
+                                 min_decoding_length=args.min_length, device="auto")
     with tempfile.TemporaryDirectory(prefix="paramill-bench-nmt-") as tmp:
         tmp = Path(tmp)
         convert(args.checkpoint, args.src_spm, args.tgt_spm, tmp / "ct2")
-        translator = load_translator(tmp / "ct2", settings, threads=args.threads)
-        translate_pieces(translator, pieces[:64], settings)  # warm-up
+        ct2 = {}
+        for compute in ("float32", "int8"):  # the same converted model, quantised at load
+            run_settings = dataclasses.replace(settings, compute_type=compute)
+            translator = load_translator(tmp / "ct2", run_settings, threads=args.threads)
+            translate_pieces(translator, pieces[:64], run_settings)  # warm-up
+            start = time.perf_counter()
+            hyps = translate_pieces(translator, pieces, run_settings)
+            ct2[compute] = (time.perf_counter() - start,
+                            [tgt_seg.decode([h[0][0]])[0] if h else "" for h in hyps],
+                            sum(len(h[0][0]) for h in hyps if h))
+        # the other way to use the threads: one batch at a time on all of them (for a large
+        # model this may beat paramill's one-batch-per-thread default; measured, not assumed)
+        import ctranslate2
+
+        intra = ctranslate2.Translator(str(tmp / "ct2"), device="cpu", inter_threads=1,
+                                       intra_threads=args.threads, compute_type="float32")
         start = time.perf_counter()
-        hyps = translate_pieces(translator, pieces, settings)
-        ct2_seconds = time.perf_counter() - start
-        ct2_out = [tgt_seg.decode([h[0][0]])[0] if h else "" for h in hyps]
-        target_tokens = sum(len(h[0][0]) for h in hyps if h)
+        intra_hyps = translate_pieces(intra, pieces, settings)
+        ct2["float32_intra"] = (time.perf_counter() - start,
+                                [tgt_seg.decode([h[0][0]])[0] if h else "" for h in intra_hyps], 0)
+        ct2_seconds, ct2_out, target_tokens = ct2["float32"]
 
         src_file = tmp / "src.sp"
         src_file.write_text("".join(" ".join(p) + "\n" for p in pieces))
         small = tmp / "small.sp"
         small.write_text("".join(" ".join(p) + "\n" for p in pieces[:8]))
         overhead = onmt_translate(Path(args.checkpoint), small, tmp / "small.out", args.beam,
-                                  args.batch, args.threads)
+                                  args.batch, args.threads, args.max_length, args.min_length)
         onmt_wall = onmt_translate(Path(args.checkpoint), src_file, tmp / "onmt.out", args.beam,
-                                   args.batch, args.threads)
+                                   args.batch, args.threads, args.max_length, args.min_length)
         onmt_seconds = max(onmt_wall - overhead, 1e-9)
         onmt_out = [tgt_seg.decode([line.split()])[0]
                     for line in (tmp / "onmt.out").read_text().splitlines()]
@@ -104,7 +177,10 @@ def main() -> None:
         "benchmark": "back-translation: CTranslate2 vs onmt_translate",
         "machine": {"cpus": os.cpu_count(), "python": platform.python_version(),
                     "platform": platform.platform(), "device": dev},
-        "model": str(args.checkpoint),
+        "model": (f"Transformer base ({BASE['layers']}x{BASE['hidden_size']}, {BASE['heads']} heads, "
+                  f"ff {BASE['ff_size']}, {BASE_VOCAB} vocabularies), {args.base_steps} training steps "
+                  "on the sample" if args.model_size == "base" else str(args.checkpoint)),
+        "max_length": args.max_length, "min_length": args.min_length,
         "sentences": n,
         "beam_size": args.beam,
         "length_penalty": "off",
@@ -116,15 +192,26 @@ def main() -> None:
                            "seconds_with_startup": round(onmt_wall, 2),
                            "sentences_per_second": round(n / onmt_seconds, 1)},
         "throughput_ratio": round(ct2_rate / (n / onmt_seconds), 2),
+        "ctranslate2_one_batch_on_all_threads": {
+            "seconds": round(ct2["float32_intra"][0], 2),
+            "sentences_per_second": round(n / ct2["float32_intra"][0], 1),
+            "throughput_ratio_to_onmt": round((n / ct2["float32_intra"][0]) / (n / onmt_seconds), 2)},
+        "ctranslate2_int8": {
+            "seconds": round(ct2["int8"][0], 2), "sentences_per_second": round(n / ct2["int8"][0], 1),
+            "identical_to_float32": round(sum(a == b for a, b in zip(ct2["int8"][1], ct2_out)) / n, 4),
+            "throughput_ratio_to_onmt": round((n / ct2["int8"][0]) / (n / onmt_seconds), 2)},
         "extrapolation": {
             "sentences": CZENG_SENTENCES,
             ("gpu_hours" if dev == "cuda" else "cpu_hours_this_machine"):
                 round(CZENG_SENTENCES / ct2_rate / 3600, 1),
+            ("cpu_hours_this_machine_int8" if dev != "cuda" else "gpu_hours_int8"):
+                round(CZENG_SENTENCES / (n / ct2["int8"][0]) / 3600, 1),
             "note": ("measured on a GPU" if dev == "cuda" else
-                     "no GPU here: CPU figure for this tiny model only; measure GPU-hours on a "
-                     "GPU node with a full-size model"),
+                     "no GPU here: CPU figures, for the model measured; measure GPU-hours on a "
+                     "GPU node (this script, same options)"),
         },
     }
+    scratch.cleanup()
     emit(report, args.out)
 
 
