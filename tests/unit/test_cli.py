@@ -158,6 +158,7 @@ def test_a_full_disk_is_one_line_exit_2_and_nothing_half_written(tmp_path, capsy
 def test_threads_size_every_pool_before_the_libraries_load_and_the_record_says_so(tmp_path, threads):
     """`paramill --threads N` (what every rule passes) is what polars, torch and the tools
     the command starts use, whatever the machine has; the provenance record shows it."""
+    import os
     import subprocess
     import sys
     from pathlib import Path
@@ -166,7 +167,7 @@ def test_threads_size_every_pool_before_the_libraries_load_and_the_record_says_s
     cs.write_text("Ahoj.\nPes.\n")
     en.write_text("Hello.\nDog.\n")
     tool = Path(sys.executable).parent / "paramill"
-    env = {k: v for k, v in __import__("os").environ.items() if not k.endswith("_THREADS")}
+    env = {k: v for k, v in os.environ.items() if not k.endswith("_THREADS")}
     subprocess.run([str(tool), "--threads", str(threads), "bitext", "ingest", "--corpus", "a",
                     "--spec", json.dumps({"format": "moses", "cs": str(cs), "en": str(en)}),
                     "--out", str(tmp_path / "in")], check=True, env=env, capture_output=True)

@@ -27,10 +27,10 @@ import numpy as np
 import polars as pl
 import pyarrow as pa
 
+from paramill.filters.base import Batch
 from paramill.io import TableWriter, atomic_output, iter_parquet_batches, parquet_rows
 from paramill.progress import progress
 from paramill.provenance import Run, prov_path
-from paramill.text import token_count_expr
 
 #: n-gram orders whose matches are stored: BLEU's four (overlap's default is 1-3)
 ORDERS = (1, 2, 3, 4)
@@ -44,16 +44,14 @@ TOKENS = pa.schema(
 
 def count(frame: pl.DataFrame, threads: int | None = None) -> pa.Table:
     """The token counts of a batch of candidates (``pair_id``, ``candidate_id``, ``en_ref``,
-    ``candidate``)."""
-    from paramill.filters.ngrams import batch_matches
-
-    lengths = frame.select(r=token_count_expr(pl.col("en_ref")), c=token_count_expr(pl.col("candidate")))
-    shared, len_ref, len_cand = batch_matches(frame.get_column("en_ref"), frame.get_column("candidate"),
-                                              ORDERS, lowercase=True, threads=threads)
+    ``candidate``): what :class:`~paramill.filters.base.Batch` computes from the text."""
+    batch = Batch(frame, threads)
+    length_ref, length_cand = batch.lengths()
+    shared, len_ref, len_cand = batch.matches(ORDERS[-1], lowercase=True)
     columns: dict[str, Any] = {
         "pair_id": frame.get_column("pair_id").to_arrow(),
         "candidate_id": frame.get_column("candidate_id").to_arrow(),
-        "length_ref": lengths["r"].to_arrow(), "length_cand": lengths["c"].to_arrow(),
+        "length_ref": pa.array(length_ref, pa.int32()), "length_cand": pa.array(length_cand, pa.int32()),
         "tokens_ref": pa.array(len_ref, pa.int64()), "tokens_cand": pa.array(len_cand, pa.int64())}
     columns.update({f"match_{n}": pa.array(shared[n], pa.float64()) for n in ORDERS})
     return pa.table(columns, schema=TOKENS)
