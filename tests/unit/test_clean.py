@@ -3,7 +3,8 @@ import hashlib
 import polars as pl
 import pytest
 
-from paramill.bitext.clean import CleanSettings, apply_rules, clean, pair_keys
+from paramill.bitext.clean import CleanSettings, apply_rules, clean
+from paramill.dedup import pair_keys
 from paramill.bitext.ingest import IngestSettings, ingest
 from paramill.bitext.readers import CorpusSpec
 from paramill.io import read_json

@@ -336,6 +336,44 @@ def test_a_bound_some_corpora_cannot_have_names_them(tmp_path, mixed):
         run_select(tmp_path, mixed, rank_by="given_score")
 
 
+@pytest.mark.parametrize("bucket_rows", [2_000_000, 8])
+def test_select_keeps_a_pair_once_across_bitext_and_pair_corpora(tmp_path, scored, monkeypatch,
+                                                                   bucket_rows):
+    """A pair corpus repeating back-translated pairs (punctuation and spaces aside) adds none
+    of them twice; the first copy (the bitext's) is the one released, in one bucket or many."""
+    monkeypatch.setattr("paramill.filters.select.BUCKET_ROWS", bucket_rows)
+    cands, scores = scored
+    bitext = pl.concat([pl.read_parquet(c) for c in cands])
+    repeated = bitext.filter(pl.col("en_ref") != pl.col("candidate")).head(6)
+    path = tmp_path / "pairs" / "again" / "shard-00000.parquet"
+    path.parent.mkdir(parents=True)
+    rows = [{**{n: None for n in PAIR_CANDIDATES.names}, "pair_id": f"again-{i}",
+             "candidate_id": f"again-{i}:paranmt:1", "en_ref": f"  {ref} ",
+             "candidate": cand.replace(" ", "\u00a0", 1) if i == 0 else cand,
+             "method": "paranmt", "rank": 1, "given_score": 0.5}
+            for i, (ref, cand) in enumerate(repeated.select("en_ref", "candidate").iter_rows())]
+    assert "\u00a0" in rows[0]["candidate"]  # the same pair once normalised
+    rows += [{**rows[1], "pair_id": "again-new", "candidate_id": "again-new:paranmt:1",
+              "candidate": "a paraphrase nobody made before"}]
+    pq.write_table(pa.Table.from_pylist(rows, schema=PAIR_CANDIDATES), path)
+    extra = []
+    for name in ("length", "overlap"):
+        out = tmp_path / "scores" / name / "again" / path.name
+        score_shard(filters.make(name), path, out)
+        extra.append(out)
+    both = ([*cands, path], [*scores, *extra])
+    summary, corpus, _ = run_select(tmp_path, both)
+    steps = {r["step"]: r["pairs"] for r in summary["steps"]}
+    assert steps["candidates"] == 107
+    assert steps["max_tokens 30"] == 90 + 7
+    assert steps["duplicates"] == 90 + 1
+    assert corpus.filter(pl.col("method") == "paranmt")["pair_id"].to_list() == ["again-new"]
+    assert set(repeated["pair_id"]) <= set(corpus["pair_id"])
+    assert [r["step"] for r in summary["steps"]][-2:] == ["max_tokens 30", "duplicates"]
+    summary, corpus, _ = run_select(tmp_path, both, dedup=False)
+    assert corpus.height == 97 and "duplicates" not in {r["step"] for r in summary["steps"]}
+
+
 def test_the_paranmt_export_holds_the_chosen_score(tmp_path, mixed):
     cands, scores = mixed
     out = tmp_path / "sel"

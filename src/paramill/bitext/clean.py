@@ -22,8 +22,6 @@ normalised text that matched.
 
 from __future__ import annotations
 
-import hashlib
-import math
 from collections import Counter
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -36,13 +34,13 @@ import pyarrow as pa
 from paramill import text
 from paramill.bitext.ingest import REJECTED_NAME, STATS_NAME
 from paramill.bitext.schema import BITEXT, KEYS, REJECTED
+from paramill.dedup import DUP_HERE, KEEP, bucket_bits, dedup_buckets, pair_keys, spill
 from paramill.io import (ShardWriter, TableWriter, atomic_output, iter_parquet_batches,
                          parquet_rows, read_json, scratch_dir, write_json)
 from paramill.progress import progress
 from paramill.provenance import Run, prov_path
 from paramill.settings import Settings, setting
 
-KEEP, DUP_HERE, DUP_EARLIER = 0, 1, 2
 
 
 @dataclass(frozen=True)
@@ -111,55 +109,6 @@ def apply_rules(frame: pl.DataFrame, settings: CleanSettings) -> pl.DataFrame:
             .with_columns(normal).with_columns(reason))
 
 
-def pair_keys(cs: list[str], en: list[str]) -> np.ndarray:
-    """Stable 64-bit keys of normalised pairs (BLAKE2b; independent of library versions)."""
-    blake = hashlib.blake2b
-    return np.fromiter(
-        (int.from_bytes(blake(f"{c}\t{e}".encode(), digest_size=8).digest(), "little")
-         for c, e in zip(cs, en)), dtype=np.uint64, count=len(cs))
-
-
-def _bucket_bits(rows: int, bucket_rows: int) -> int:
-    return max(0, math.ceil(math.log2(max(1, math.ceil(rows / bucket_rows)))))
-
-
-def _prior_keys(paths: list[Path], lo: int, hi: int | None) -> np.ndarray:
-    """Keys in [lo, hi) from the sorted key files of earlier corpora (row groups skipped by stats)."""
-    if not paths:
-        return np.empty(0, dtype=np.uint64)
-    cond = pl.col("key") >= pl.lit(lo, dtype=pl.UInt64)
-    if hi is not None:
-        cond = cond & (pl.col("key") < pl.lit(hi, dtype=pl.UInt64))
-    parts = [pl.scan_parquet(p).filter(cond).collect()["key"].to_numpy() for p in paths]
-    return np.unique(np.concatenate(parts)) if parts else np.empty(0, dtype=np.uint64)
-
-
-def _dedup_buckets(bucket_files: list[Path], bits: int, marks: np.ndarray,
-                   prior_key_files: list[Path], keys_out: TableWriter) -> None:
-    """Mark duplicates bucket by bucket; write this corpus's kept keys sorted."""
-    for b, path in enumerate(bucket_files):
-        data = np.fromfile(path, dtype=np.uint64).reshape(-1, 2) if path.stat().st_size else \
-            np.empty((0, 2), dtype=np.uint64)
-        keys, pos = data[:, 0], data[:, 1]
-        shift = 64 - bits
-        lo = (b << shift) if bits else 0
-        hi = ((b + 1) << shift) if bits and b + 1 < (1 << bits) else None
-        prior = _prior_keys(prior_key_files, lo, hi)
-        order = np.lexsort((pos, keys))
-        keys, pos = keys[order], pos[order]
-        first = np.ones(len(keys), dtype=bool)
-        first[1:] = keys[1:] != keys[:-1]
-        marks[pos[~first]] = DUP_HERE
-        if len(prior):
-            seen = np.isin(keys, prior, assume_unique=False) & first
-            marks[pos[seen]] = DUP_EARLIER
-            first &= ~seen
-        kept = keys[first]
-        if len(kept):
-            keys_out.write(pa.table({"key": kept}, schema=KEYS))
-        path.unlink()
-
-
 def clean(corpus: str, ingest_dir: str | Path, shards_dir: str | Path, rejected_path: str | Path,
           keys_path: str | Path, stats_path: str | Path, prior_key_files: list[str | Path] = (),
           settings: CleanSettings = CleanSettings(), shard_size: int = 1000,
@@ -174,7 +123,7 @@ def clean(corpus: str, ingest_dir: str | Path, shards_dir: str | Path, rejected_
     n_in = parquet_rows(in_shards)
     reasons: Counter[str] = Counter(ingest_stats["rejected"])
     # buckets sized by this corpus and the earlier corpora's keys read against it
-    bits = _bucket_bits(n_in + parquet_rows(prior), settings.bucket_rows)
+    bits = bucket_bits(n_in + parquet_rows(prior), settings.bucket_rows)
     outputs = [Path(shards_dir), Path(rejected_path), Path(keys_path), Path(stats_path)]
     records = [prov_path(p) for p in outputs]
     sums = {"cs_tokens": 0, "en_tokens": 0}
@@ -224,7 +173,7 @@ def clean(corpus: str, ingest_dir: str | Path, shards_dir: str | Path, rejected_
         marks = np.zeros(position, dtype=np.uint8)
         keys_out = TableWriter(t_keys, KEYS)
         if settings.dedup:
-            _dedup_buckets(bucket_files, bits, marks, prior, keys_out)
+            dedup_buckets(bucket_files, bits, marks, prior, keys_out)
         keys_out.close()
         # pass 3: kept rows into shards, duplicates into the rejected table
         shards = ShardWriter(t_shards, BITEXT, shard_size)
@@ -277,12 +226,8 @@ def clean(corpus: str, ingest_dir: str | Path, shards_dir: str | Path, rejected_
 
 def _spill_keys(good: pl.DataFrame, position: int, bits: int, bucket_fhs: list) -> None:
     """Append (key, position) pairs of surviving rows to their hash buckets on disk."""
-    keys = pair_keys(good["cs"].to_list(), good["en"].to_list())
-    pos = np.arange(position, position + good.height, dtype=np.uint64)
-    which = (keys >> np.uint64(64 - bits)) if bits else np.zeros(len(keys), np.uint64)
-    for b in np.unique(which):
-        sel = which == b
-        np.column_stack((keys[sel], pos[sel])).tofile(bucket_fhs[int(b)])
+    spill(pair_keys(good["cs"].to_list(), good["en"].to_list()),
+          np.arange(position, position + good.height, dtype=np.uint64), bits, bucket_fhs)
 
 
 def _shard_rows(paths: list[Path]) -> list[int]:

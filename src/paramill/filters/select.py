@@ -4,12 +4,17 @@ every score) and ``selection.json`` with the count left after each step.
 
 Scoring never drops rows; selection does, in this order: held-out pairs (used to train the
 filter models), identical pairs, the length limit (both sides at most ``max_tokens``), each
-bound in config order (inclusive; ``null`` leaves a side open), the folds (pairs ranked by
-``rank_by`` cut into ``n_folds`` equal parts, fold 1 the best, kept folds in ``folds``), and
-a sample of ``size`` pairs chosen by a seeded hash of ``candidate_id`` (0 keeps all).
+bound in config order (inclusive; ``null`` leaves a side open), duplicates (a pair whose
+normalised reference and candidate already survived, in the order of the candidate files:
+bitext corpora, then pair corpora, each in config order; this is where back-translated
+candidates and pair corpora meet, so the release holds every pair once), the folds (pairs
+ranked by ``rank_by`` cut into ``n_folds`` equal parts, fold 1 the best, kept folds in
+``folds``), and a sample of ``size`` pairs chosen by a seeded hash of ``candidate_id`` (0
+keeps all).
 
-Memory: one shard's candidates and scores at a time; the fold cut points need the ranked
-column of the surviving pairs (8 bytes a pair), the sample its hashes.
+Memory: one shard's candidates and scores at a time; deduplication one hash bucket of
+:data:`BUCKET_ROWS` keys and one byte a surviving pair (:mod:`paramill.dedup`); the fold cut
+points need the ranked column of the surviving pairs (8 bytes a pair), the sample its hashes.
 """
 
 from __future__ import annotations
@@ -19,19 +24,24 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Annotated, Any
 
+import numpy as np
 import polars as pl
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from paramill.dedup import KEEP, KeySpill, pair_keys
 from paramill.filters.base import Direction, score_directions
 from paramill.io import TableWriter, atomic_output, scratch_dir, write_json
 from paramill.progress import progress
 from paramill.provenance import Run, prov_path
 from paramill.settings import Settings, setting
-from paramill.text import token_count_expr
+from paramill.text import normalize_expr, token_count_expr
 
 #: an inclusive [lower, upper] bound of a score column; None leaves that side open
 Bound = Annotated[list[float | None], {"minItems": 2, "maxItems": 2}]
+
+#: keys per hash bucket of the duplicate step (memory only; no effect on results)
+BUCKET_ROWS = 2_000_000
 
 CANDIDATE_KEEP = ["pair_id", "candidate_id", "en_ref", "candidate", "method", "rank"]
 
@@ -44,6 +54,11 @@ class SelectSettings(Settings):
     max_tokens: int = setting(30, "Both sides at most this many tokens (0 = no limit; ParaNMT 30).",
                               minimum=0)
     drop_identical: bool = setting(True, "Drop pairs whose candidate equals the reference.")
+    dedup: bool = setting(
+        True, "Keep each pair once: drop a pair whose normalised reference and candidate "
+        "already survived the steps before it in an earlier candidate (bitext corpora first, "
+        "then pair corpora, each in config order), e.g. a pair corpus that repeats "
+        "back-translated pairs.")
     exclude_heldout: bool = setting(
         True, "Leave out the held-out pairs that trained the filter models.")
     rank_by: str | None = setting(
@@ -194,6 +209,30 @@ def _steps(settings: SelectSettings, heldout_ids: pl.Series | None) -> list[tupl
     return steps
 
 
+def dedup_keys(frame: pl.DataFrame) -> np.ndarray:
+    """Keys of the normalised ``(en_ref, candidate)`` of each row (punctuation and spaces as
+    the cleaning rules normalise them, so a back-translation and a pair corpus's copy of the
+    same pair meet)."""
+    normal = frame.select(normalize_expr(pl.col("en_ref")).alias("r"),
+                          normalize_expr(pl.col("candidate")).alias("c"))
+    return pair_keys(normal["r"].to_list(), normal["c"].to_list())
+
+
+def drop_duplicates(parts: list[Path], marks: np.ndarray) -> int:
+    """Rewrite each part without the rows ``marks`` calls duplicates; the rows left."""
+    offset = left = 0
+    for part in parts:
+        n = pl.scan_parquet(part).select(pl.len()).collect().item()
+        keep = marks[offset:offset + n] == KEEP
+        offset += n
+        if not keep.all():
+            pl.read_parquet(part).filter(pl.Series(keep)).write_parquet(part)
+        left += int(keep.sum())
+    if offset != len(marks):
+        raise RuntimeError(f"select: {offset} rows in the parts, {len(marks)} keys")
+    return left
+
+
 def fold_cuts(parts: list[Path], column: str, n_folds: int) -> list[float]:
     qs = [i / n_folds for i in range(1, n_folds)]
     row = (pl.scan_parquet(parts).select([pl.col(column).quantile(q, "linear").alias(str(q)) for q in qs])
@@ -251,6 +290,7 @@ def select(candidate_files: list[str | Path], score_files: list[str | Path],
     out_parquet.parent.mkdir(parents=True, exist_ok=True)
     with scratch_dir(out_parquet.parent, "select-") as work:
         parts: list[Path] = []
+        keys = KeySpill(work / "keys", BUCKET_ROWS) if settings.dedup else None
         bar = progress(f"select {name}", unit="shards", total=len(candidate_files))
         for i, cand in enumerate(candidate_files):  # pass 1: per-row steps, shard by shard
             frame = scored_shard(cand, by_key.get(shard_key(cand), []))
@@ -262,11 +302,15 @@ def select(candidate_files: list[str | Path], score_files: list[str | Path],
                 frame = frame.filter(expr)
                 counts[label] += frame.height
             frame = frame.with_columns(_h=pl.col("candidate_id").hash(settings.seed))
+            if keys is not None:
+                keys.add(dedup_keys(frame))
             part = work / f"part-{i:06d}.parquet"
             frame.write_parquet(part)
             parts.append(part)
             bar.update(1)
         bar.close()
+        if keys is not None:
+            counts["duplicates"] = drop_duplicates(parts, keys.marks())
         survivors = sum(pl.scan_parquet(p).select(pl.len()).collect().item() for p in parts)
         fold = None
         if settings.rank_by is not None and survivors:

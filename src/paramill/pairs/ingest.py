@@ -30,9 +30,9 @@ import polars as pl
 import pyarrow as pa
 
 from paramill import text
-from paramill.bitext.clean import (DUP_HERE, KEEP, _bucket_bits, _dedup_buckets, first_reason,
-                                   pair_keys)
+from paramill.bitext.clean import first_reason
 from paramill.bitext.schema import KEYS
+from paramill.dedup import DUP_HERE, KEEP, KeySpill, pair_keys
 from paramill.io import (ShardWriter, TableWriter, atomic_output, iter_parquet_batches,
                          parquet_rows, scratch_dir, sha256_file, write_json)
 from paramill.pairs.readers import PairCorpusSpec, RawCandidate, read_pairs
@@ -169,9 +169,7 @@ def ingest_pairs(spec: PairCorpusSpec, out_dir: str | Path,
         tmp.mkdir(parents=True, exist_ok=True)
         rejected = TableWriter(tmp / REJECTED_NAME, PAIR_REJECTED)
         survivors = TableWriter(spill / "survivors.parquet", _SPILL)
-        bucket_dir = spill / "buckets"
-        bucket_dir.mkdir()
-        pending: list[Path] = []  # survivor batches' keys, spilled unbucketed first
+        keys = KeySpill(spill / "buckets", clean.bucket_rows)  # survivors' keys, in order
         position = 0
         buffer = _Rows()
         bar = progress(f"pairs ingest {spec.name}", unit="candidates")
@@ -198,11 +196,7 @@ def ingest_pairs(spec: PairCorpusSpec, out_dir: str | Path,
             if good.height:
                 survivors.write(_select(good, _SPILL))
                 if dedup:
-                    keys = np.column_stack((pair_keys(good["en_ref"].to_list(), good["candidate"].to_list()), np.arange(position, position + good.height,
-                                                                   dtype=np.uint64)))
-                    path = bucket_dir / f"pending-{len(pending):06d}.u64"
-                    keys.tofile(path)
-                    pending.append(path)
+                    keys.add(pair_keys(good["en_ref"].to_list(), good["candidate"].to_list()))
                 position += good.height
 
         for cand in read_pairs(spec, settings.max_line_bytes, settings.batch_rows):
@@ -218,19 +212,9 @@ def ingest_pairs(spec: PairCorpusSpec, out_dir: str | Path,
         bar.close()
         survivors.close()
         # dedup: bucket the spilled keys by their top bits, then mark duplicates per bucket
-        marks = np.zeros(position, dtype=np.uint8)
         keys_out = TableWriter(tmp / KEYS_NAME, KEYS)
-        if dedup:
-            bits = _bucket_bits(position + sum(_rows(p) for p in prior), clean.bucket_rows)
-            bucket_files = [bucket_dir / f"bucket-{b:05d}.u64" for b in range(1 << bits)]
-            handles = [open(p, "wb") for p in bucket_files]
-            for path in pending:
-                data = np.fromfile(path, dtype=np.uint64).reshape(-1, 2)
-                _spill_pairs(data, bits, handles)
-                path.unlink()
-            for fh in handles:
-                fh.close()
-            _dedup_buckets(bucket_files, bits, marks, prior, keys_out)
+        marks = (keys.marks(prior, keys_out, prior_rows=sum(_rows(p) for p in prior)) if dedup
+                 else np.zeros(position, dtype=np.uint8))
         keys_out.close()
         shards = ShardWriter(tmp, PAIR_CANDIDATES, settings.shard_size)
         offset = 0
@@ -279,13 +263,6 @@ def ingest_pairs(spec: PairCorpusSpec, out_dir: str | Path,
         write_json(tmp / STATS_NAME, stats)
         run.write({out_dir: tmp}, {out_dir: tmp_prov}, rows_in=rows_in, rows_out=kept_rows)
     return stats
-
-
-def _spill_pairs(data: np.ndarray, bits: int, handles: list) -> None:
-    keys = data[:, 0]
-    which = (keys >> np.uint64(64 - bits)) if bits else np.zeros(len(keys), np.uint64)
-    for b in np.unique(which):
-        data[which == b].tofile(handles[int(b)])
 
 
 def _rows(path: Path) -> int:
