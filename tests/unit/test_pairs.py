@@ -109,6 +109,21 @@ def test_twitter_url_votes_label_and_reject(write_file):
     assert kept[2][6] == 0 and kept[2][-1] is None
 
 
+def test_twitter_url_raw_layout_crlf_and_compressed(write_file):
+    """The released file's own layout: a space before each tab, votes as ``(n,6)`` or
+    ``(n, 6)``, CRLF endings (the test file as republished), compressed."""
+    raw = (b"Female supporters explain why . \tThese are the women who support Trump \t(5,6)"
+           b"\thttps://t.co/kOopEWGVXr\r\n"
+           b"Female supporters explain why . \tbut supporting the \t( 2 , 6 )\thttps://t.co/k\r\n"
+           b"Female supporters explain why . \tWomen for Trump ROCK ! \t(3,6)\thttps://t.co/k\r\n")
+    path = write_file("Twitter_URL_Corpus_test.txt.xz", raw, "xz")
+    got = rows(read_twitter_url(str(path), keep="all"))
+    assert got[0] == (1, "Female supporters explain why .", "These are the women who support Trump",
+                      "twitter-url", 1, 5 / 6, 1, None)
+    assert got[1][6] == 0 and got[1][5] == 2 / 6
+    assert got[2][-1] == "debatable"
+
+
 def test_spec_checks_what_each_format_needs():
     with pytest.raises(ValueError, match="pairs.corpora.w: format references needs"):
         PairCorpusSpec.from_dict("w", {"format": "references", "reference": "r.en"})
