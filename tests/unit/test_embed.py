@@ -176,3 +176,76 @@ def test_sweep_points_cross_the_given_axes_in_a_fixed_order():
     assert model_settings(embed, "word") == ({"components": ["word"], "dim": 16}, embed["train"], "default")
     with pytest.raises(ValueError, match="no embedding model 'nope'"):
         model_settings(embed, "nope")
+
+
+# -- streamed training data ---------------------------------------------------------------
+
+def test_id_store_buffers_cover_every_pair_once_and_pad_like_the_encoder(tmp_path):
+    from paramill.embed.data import PairSource, count_units, epoch_buffers, write_ids
+    from paramill.embed.model import build_from_counts, featurizers
+
+    spec = ModelSpec(components=("word", "trigram"), dim=4)
+    pairs = [(f"{a} number {i}", f"{b} {i}") for i, (a, b) in enumerate(PAIRS)]
+    source = PairSource.from_pairs(pairs, batch_rows=7)
+    counts, n = count_units(featurizers(spec), source)
+    model = build_from_counts(spec, counts)
+    assert n == 30
+    assert write_ids(model.vocabs, model.featurizers, source, tmp_path / "ids", chunk_pairs=4,
+                     key={"k": 1}) == 30
+    stamp = (tmp_path / "ids" / "ids.parquet").stat().st_mtime_ns
+    assert write_ids(model.vocabs, model.featurizers, source, tmp_path / "ids", chunk_pairs=4,
+                     key={"k": 1}) == 30  # reused
+    assert (tmp_path / "ids" / "ids.parquet").stat().st_mtime_ns == stamp
+    seen = []
+    for buffer, order in epoch_buffers(tmp_path / "ids", ["trigram", "word"], seed=3, epoch=0,
+                                       buffer_pairs=8):
+        assert buffer.n <= 8 and sorted(order.tolist()) == list(range(buffer.n))
+        got = buffer.tensors(np.concatenate([order, buffer.n + order]))
+        # the word ids of each row are what the encoder computes for some training sentence
+        for row in got["word"][0][:buffer.n].tolist():
+            seen.append(tuple(i for i in row if i))
+    expected = [tuple(model.vocabs["word"].ids(model.featurizers["word"](a))) for a, _ in pairs]
+    assert sorted(seen) == sorted(expected)
+    again = [o.tolist() for _, o in epoch_buffers(tmp_path / "ids", ["word"], 3, 0, 8)]
+    other = [o.tolist() for _, o in epoch_buffers(tmp_path / "ids", ["word"], 3, 1, 8)]
+    first = [o.tolist() for _, o in epoch_buffers(tmp_path / "ids", ["word"], 3, 0, 8)]
+    assert again == first and again != other
+    # padded tensors equal the encoder's own for the same sentences
+    buffer, _ = next(epoch_buffers(tmp_path / "ids", ["trigram", "word"], 0, 0, 100))
+    assert buffer.n == 30  # one buffer holds every row group, in file order
+    rows = np.array([0, 3, buffer.n + 5])
+    ours = buffer.tensors(rows)
+    sentences = [pairs[0][0], pairs[3][0], pairs[5][1]]
+    theirs = model.tensors(model.units(sentences))
+    for unit in ("word", "trigram"):
+        assert torch.equal(ours[unit][0], theirs[unit][0]) and torch.equal(ours[unit][1], theirs[unit][1])
+
+
+def test_scramble_shuffles_real_positions_only():
+    from paramill.embed.data import _scramble
+
+    torch.manual_seed(0)
+    ids = torch.tensor([[5, 6, 7, 8, 0, 0], [1, 2, 0, 0, 0, 0], [9, 10, 11, 12, 13, 14]])
+    mask = (ids != 0).numpy()
+    out = _scramble(ids, mask, rate=1.0)
+    for a, b in zip(ids.tolist(), out.tolist()):
+        assert sorted(a) == sorted(b) and [x == 0 for x in a] == [x == 0 for x in b]
+    assert not torch.equal(out, ids)
+    assert torch.equal(_scramble(ids, mask, rate=0.0), ids)
+
+
+def test_training_streams_in_small_buffers_and_resumes_exactly(tmp_path, monkeypatch):
+    monkeypatch.setattr("paramill.embed.train.CHUNK_PAIRS", 4)
+    spec = ModelSpec(components=("word", "lstm"), dim=8, hidden=8)
+    settings = dict(batch_size=4, megabatch=2, buffer_pairs=8)
+    full = train(PAIRS, tmp_path / "a.pt", spec, TrainSettings(epochs=3, **settings))
+    assert full["pairs"] == 30 and not (tmp_path / "a.pt.ids").exists()  # store removed
+    train(PAIRS, tmp_path / "b.pt", spec, TrainSettings(epochs=2, **settings))
+    assert not (tmp_path / "b.pt.ids").exists()
+    train(PAIRS, tmp_path / "b.pt", spec, TrainSettings(epochs=3, **settings))
+    a = torch.load(tmp_path / "a.pt", weights_only=True)
+    b = torch.load(tmp_path / "b.pt", weights_only=True)
+    for key in a["state_dict"]:
+        assert torch.allclose(a["state_dict"][key], b["state_dict"][key], atol=1e-6), key
+    with pytest.raises(ValueError, match="at least two paraphrase pairs, got 1"):
+        train([("a b", "c d")], tmp_path / "c.pt", spec, TrainSettings(epochs=1))

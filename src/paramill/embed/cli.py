@@ -17,10 +17,11 @@ group = Group("embed", "paraphrastic sentence embeddings")
                 "Resumes after a killed job from --resume.",
     settings={"settings": "embed.train", "spec": "embed.model"})
 def train(args: argparse.Namespace) -> int | str:
+    from paramill.embed.data import PairSource
     from paramill.embed.model import ModelSpec
-    from paramill.embed.train import TrainSettings, read_pairs, train
+    from paramill.embed.train import TrainSettings, train
     settings = TrainSettings.from_dict(args.settings)
-    pairs = read_pairs(args.pairs, settings.max_pairs)
+    pairs = PairSource.from_files(args.pairs, max_pairs=settings.max_pairs)
     summary = train(pairs, args.out, ModelSpec.from_dict(args.spec), settings, resume=args.resume,
                     inputs=args.pairs, rule=args.rule)
     return f"{summary}"

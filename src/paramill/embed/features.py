@@ -37,7 +37,11 @@ class Vocab:
     @classmethod
     def build(cls, sequences: Iterable[list[str]], min_count: int = 1,
               max_size: int | None = None) -> Vocab:
-        counts = Counter(u for seq in sequences for u in seq)
+        return cls.from_counts(Counter(u for seq in sequences for u in seq), min_count, max_size)
+
+    @classmethod
+    def from_counts(cls, counts: Counter, min_count: int = 1, max_size: int | None = None) -> Vocab:
+        """Units seen at least ``min_count`` times, most frequent first (ties by unit)."""
         kept = sorted((u for u, c in counts.items() if c >= min_count), key=lambda u: (-counts[u], u))
         return cls(kept[:max_size] if max_size else kept)
 

@@ -16,6 +16,7 @@ optimiser state and epoch, so ``load_model(path)`` needs nothing else.
 from __future__ import annotations
 
 import random
+from collections import Counter
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -195,13 +196,21 @@ class SentenceEncoder(nn.Module):
                 "state_dict": self.state_dict(), **extra}
 
 
+def featurizers(spec: ModelSpec) -> dict[str, Featurizer]:
+    """One featurizer per unit type the components read."""
+    return {unit: Featurizer(unit, spec.lowercase, spec.sp_model)
+            for unit in sorted({spec.unit_of(c) for c in spec.components})}
+
+
 def build(spec: ModelSpec, sentences: list[str]) -> SentenceEncoder:
     """A fresh encoder with vocabularies built from ``sentences`` (and word vectors if given)."""
-    units = {spec.unit_of(c) for c in spec.components}
-    vocabs = {}
-    for unit in sorted(units):
-        f = Featurizer(unit, spec.lowercase, spec.sp_model)
-        vocabs[unit] = Vocab.build((f(s) for s in sentences), spec.min_count, spec.max_vocab)
+    return build_from_counts(spec, {unit: Counter(u for s in sentences for u in f(s))
+                                    for unit, f in featurizers(spec).items()})
+
+
+def build_from_counts(spec: ModelSpec, counts: dict[str, Counter]) -> SentenceEncoder:
+    """A fresh encoder with vocabularies from unit counts (and word vectors if given)."""
+    vocabs = {unit: Vocab.from_counts(c, spec.min_count, spec.max_vocab) for unit, c in counts.items()}
     model = SentenceEncoder(spec, vocabs)
     if spec.word_vectors and "word" in vocabs:
         load_word_vectors(model, spec.word_vectors)

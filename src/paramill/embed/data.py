@@ -1,0 +1,264 @@
+"""Training data streamed from disk, so memory stays flat as the corpus grows.
+
+1. :class:`PairSource` yields the pairs in batches: Parquet read by row group (``s1``/``s2``,
+   or a candidate table's ``en_ref``/``candidate`` at rank 1), TSV by lines, or pairs in
+   memory (tests, benchmarks).
+2. :func:`count_units` counts every unit type's units over one pass; the vocabularies are
+   built from the counts (memory: the distinct units, not the pairs).
+3. :func:`write_ids` turns each batch into unit ids once and stores them as Parquet
+   ``list<int32>`` columns ``<unit>_1``/``<unit>_2``, one row group per ``chunk_pairs`` pairs.
+4. :func:`epoch_buffers` reads the id store back for an epoch: the row groups in an order
+   seeded by ``seed + epoch``, ``buffer_pairs`` pairs at a time, each buffer's pairs shuffled
+   by a generator seeded from the epoch and the buffer's position. The order is a function
+   of the seed and the epoch alone, so a run resumed at an epoch reproduces it; with
+   ``buffer_pairs`` at least the corpus it is one shuffle of every pair.
+
+A :class:`Buffer` holds its sentences as flat id arrays with offsets (s_i at row i, s'_i at
+row n + i) and pads any rows into tensors with numpy indexing, no Python loop per sentence.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections import Counter
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+import torch
+
+from paramill.embed.features import Featurizer, Vocab
+from paramill.io import TableWriter, atomic_output, read_json, write_json
+
+
+@dataclass
+class PairSource:
+    """Where the training pairs come from; iterating gives ``(s1s, s2s)`` lists per batch."""
+
+    paths: tuple[str, ...] = ()
+    pairs: tuple[tuple[str, str], ...] | None = None
+    max_pairs: int = 0
+    drop_identical: bool = True
+    batch_rows: int = 50_000
+
+    @classmethod
+    def from_pairs(cls, pairs: list[tuple[str, str]], **kw) -> PairSource:
+        return cls(pairs=tuple(pairs), **kw)
+
+    @classmethod
+    def from_files(cls, paths: list[str | Path], **kw) -> PairSource:
+        return cls(paths=tuple(map(str, paths)), **kw)
+
+    def describe(self) -> dict:
+        """What identifies the data (for the id store's reuse check)."""
+        if self.pairs is not None:
+            digest = hashlib.sha256("\n".join(f"{a}\t{b}" for a, b in self.pairs).encode())
+            what = {"pairs": digest.hexdigest()}
+        else:
+            what = {"files": [[p, Path(p).stat().st_size, Path(p).stat().st_mtime_ns]
+                              for p in self.paths]}
+        return {**what, "max_pairs": self.max_pairs, "drop_identical": self.drop_identical}
+
+    def __iter__(self) -> Iterator[tuple[list[str], list[str]]]:
+        left = self.max_pairs or None
+        for frame in self._frames():
+            frame = frame.drop_nulls().filter((pl.col("s1").str.strip_chars() != "")
+                                              & (pl.col("s2").str.strip_chars() != ""))
+            if self.drop_identical:
+                frame = frame.filter(pl.col("s1") != pl.col("s2"))
+            if left is not None:
+                frame = frame.head(left)
+                left -= frame.height
+            if frame.height:
+                yield frame["s1"].to_list(), frame["s2"].to_list()
+            if left == 0:
+                return
+
+    def _frames(self) -> Iterator[pl.DataFrame]:
+        if self.pairs is not None:
+            for start in range(0, len(self.pairs), self.batch_rows):
+                chunk = self.pairs[start:start + self.batch_rows]
+                yield pl.DataFrame({"s1": [a for a, _ in chunk], "s2": [b for _, b in chunk]},
+                                   schema={"s1": pl.String, "s2": pl.String})
+            return
+        for path in self.paths:
+            if path.endswith(".parquet"):
+                yield from _parquet_frames(path, self.batch_rows)
+            else:
+                yield from _tsv_frames(path, self.batch_rows)
+
+
+def _parquet_frames(path: str, batch_rows: int) -> Iterator[pl.DataFrame]:
+    names = pq.ParquetFile(path).schema_arrow.names
+    if {"en_ref", "candidate"} <= set(names):
+        columns = ["en_ref", "candidate", *(["rank"] if "rank" in names else [])]
+    elif {"s1", "s2"} <= set(names):
+        columns = ["s1", "s2"]
+    else:
+        raise ValueError(f"{path}: needs columns s1/s2 or en_ref/candidate, has {names}")
+    for batch in pq.ParquetFile(path).iter_batches(batch_size=batch_rows, columns=columns):
+        frame = pl.from_arrow(batch)
+        assert isinstance(frame, pl.DataFrame)
+        if "rank" in frame.columns:
+            frame = frame.filter(pl.col("rank") == 1)
+        if "en_ref" in frame.columns:
+            frame = frame.select(s1=pl.col("en_ref"), s2=pl.col("candidate"))
+        yield frame
+
+
+def _tsv_frames(path: str, batch_rows: int) -> Iterator[pl.DataFrame]:
+    """TSV read without quoting (a quote character is just text); lines with fewer than two
+    fields are skipped."""
+    s1: list[str] = []
+    s2: list[str] = []
+    with open(path, encoding="utf-8", errors="replace") as fh:
+        for line in fh:
+            fields = line.rstrip("\n").split("\t")
+            if len(fields) >= 2:
+                s1.append(fields[0])
+                s2.append(fields[1])
+            if len(s1) >= batch_rows:
+                yield pl.DataFrame({"s1": s1, "s2": s2}, schema={"s1": pl.String, "s2": pl.String})
+                s1, s2 = [], []
+    if s1:
+        yield pl.DataFrame({"s1": s1, "s2": s2}, schema={"s1": pl.String, "s2": pl.String})
+
+
+def count_units(featurizers: dict[str, Featurizer], source: PairSource) -> tuple[dict[str, Counter], int]:
+    """Unit counts per unit type over every sentence of ``source``, and the pairs seen."""
+    counts = {unit: Counter() for unit in featurizers}
+    n = 0
+    for s1, s2 in source:
+        n += len(s1)
+        for unit, f in featurizers.items():
+            c = counts[unit]
+            for sentence in s1 + s2:
+                c.update(f(sentence))
+    return counts, n
+
+
+def _ids_column(vocab: Vocab, f: Featurizer, sentences: list[str]) -> pa.Array:
+    index, unk = vocab.index, 1
+    lengths = np.empty(len(sentences), dtype=np.int32)
+    flat: list[int] = []
+    for i, sentence in enumerate(sentences):
+        ids = [index.get(u, unk) for u in f(sentence)] or [unk]
+        lengths[i] = len(ids)
+        flat.extend(ids)
+    offsets = np.zeros(len(sentences) + 1, dtype=np.int32)
+    np.cumsum(lengths, out=offsets[1:])
+    return pa.ListArray.from_arrays(pa.array(offsets), pa.array(np.asarray(flat, dtype=np.int32)))
+
+
+def write_ids(vocabs: dict[str, Vocab], featurizers: dict[str, Featurizer], source: PairSource,
+              store: str | Path, chunk_pairs: int = 10_000, key: dict | None = None) -> int:
+    """Write the id store (``ids.parquet`` + ``meta.json``) under ``store``; returns the pairs.
+    An existing store with the same ``key`` is reused."""
+    store = Path(store)
+    meta = {"key": key, "vocab_sizes": {u: len(v) for u, v in vocabs.items()},
+            "vocab_digest": {u: hashlib.sha256("\n".join(v.units).encode()).hexdigest()
+                             for u, v in vocabs.items()}}
+    if (store / "meta.json").exists():
+        old = read_json(store / "meta.json")
+        if {k: old.get(k) for k in meta} == meta:
+            return int(old["pairs"])
+    units = sorted(vocabs)
+    schema = pa.schema([pa.field(f"{u}_{side}", pa.list_(pa.int32())) for u in units for side in (1, 2)])
+    store.mkdir(parents=True, exist_ok=True)
+    n = 0
+    with atomic_output(store / "ids.parquet", store / "meta.json") as (tmp_ids, tmp_meta):
+        writer = TableWriter(tmp_ids, schema)  # one row group a write
+        pending: list[pa.Table] = []
+        rows = 0
+        for s1, s2 in source:
+            table = pa.table({f"{u}_{side}": _ids_column(vocabs[u], featurizers[u], sents)
+                              for u in units for side, sents in ((1, s1), (2, s2))}, schema=schema)
+            pending.append(table)
+            rows += table.num_rows
+            n += table.num_rows
+            while rows >= chunk_pairs:  # whole row groups of chunk_pairs
+                whole = pa.concat_tables(pending)
+                writer.write(whole.slice(0, chunk_pairs))
+                rest = whole.slice(chunk_pairs)
+                pending, rows = ([rest] if rest.num_rows else []), rest.num_rows
+        if rows:
+            writer.write(pa.concat_tables(pending))
+        writer.close()
+        write_json(tmp_meta, {**meta, "pairs": n, "chunk_pairs": chunk_pairs})
+    return n
+
+
+class Buffer:
+    """Pairs in memory as flat ids: sentence row i is s_i, row n + i is s'_i."""
+
+    def __init__(self, table: pa.Table, units: list[str]):
+        self.n = table.num_rows
+        self.flat: dict[str, np.ndarray] = {}
+        self.offsets: dict[str, np.ndarray] = {}
+        for u in units:
+            both = pa.concat_arrays([table.column(f"{u}_1").combine_chunks(),
+                                     table.column(f"{u}_2").combine_chunks()])
+            lengths = pc.list_value_length(both).to_numpy(zero_copy_only=False).astype(np.int64)
+            offsets = np.zeros(len(lengths) + 1, dtype=np.int64)
+            np.cumsum(lengths, out=offsets[1:])
+            self.flat[u] = both.flatten().to_numpy(zero_copy_only=False).astype(np.int64)
+            self.offsets[u] = offsets
+
+    def tensors(self, rows: np.ndarray, device: torch.device | str = "cpu", scramble_unit: str | None = None,
+                rate: float = 0.0) -> dict[str, tuple[torch.Tensor, torch.Tensor]]:
+        """Padded id tensors and lengths of sentence ``rows``; the units of ``scramble_unit``
+        are shuffled within a sentence with probability ``rate`` (torch's generator)."""
+        out = {}
+        for u, flat in self.flat.items():
+            start = self.offsets[u][rows]
+            lengths = self.offsets[u][rows + 1] - start
+            width = int(lengths.max()) if len(rows) else 1
+            pos = np.arange(width)[None, :]
+            mask = pos < lengths[:, None]
+            index = np.where(mask, start[:, None] + pos, 0)
+            ids = torch.from_numpy(np.where(mask, flat[index], 0))
+            lens = torch.from_numpy(lengths)
+            if u == scramble_unit and rate > 0:
+                ids = _scramble(ids, mask, rate)
+            out[u] = (ids.to(device), lens.to(device))
+        return out
+
+
+def _scramble(ids: torch.Tensor, mask: np.ndarray, rate: float) -> torch.Tensor:
+    """Shuffle the real positions of each row chosen with probability ``rate``; padding stays
+    at the end."""
+    chosen = torch.rand(ids.size(0)) < rate
+    if not chosen.any():
+        return ids
+    width = ids.size(1)
+    keys = torch.rand(ids.shape, dtype=torch.float64)
+    in_order = (torch.arange(width, dtype=torch.float64) / width).expand_as(keys)
+    keys = torch.where(chosen[:, None], keys, in_order)
+    keys = torch.where(torch.from_numpy(mask), keys, torch.full_like(keys, 2.0))
+    return torch.gather(ids, 1, keys.argsort(dim=1))
+
+
+def epoch_buffers(store: str | Path, units: list[str], seed: int, epoch: int,
+                  buffer_pairs: int) -> Iterator[tuple[Buffer, np.ndarray]]:
+    """The buffers of one epoch, each with the shuffled order of its pairs."""
+    path = Path(store) / "ids.parquet"
+    parquet = pq.ParquetFile(path)
+    groups = np.random.default_rng([seed, epoch]).permutation(parquet.num_row_groups)
+    per_group = max(1, parquet.metadata.row_group(0).num_rows) if parquet.num_row_groups else 1
+    take = max(1, buffer_pairs // per_group)
+    columns = [f"{u}_{side}" for u in units for side in (1, 2)]
+    for k, start in enumerate(range(0, len(groups), take)):
+        table = parquet.read_row_groups(sorted(groups[start:start + take].tolist()), columns=columns)
+        buffer = Buffer(table, units)
+        order = np.random.default_rng([seed, epoch, k]).permutation(buffer.n)
+        yield buffer, order
+
+
+def store_meta(store: str | Path) -> dict:
+    return json.loads((Path(store) / "meta.json").read_text())
