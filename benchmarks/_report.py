@@ -48,20 +48,25 @@ def copy_project(dest: Path) -> Path:
     return dest
 
 
-def twitter_positives(data: Path, out: Path) -> int:
-    """The Twitter URL corpus train split's paraphrase pairs (label 1) as a TSV with a
-    header (s1, s2, label); returns how many."""
+def twitter_positive_pairs(data: Path):
+    """The Twitter URL corpus train split's paraphrase pairs (label 1), as (s1, s2)."""
     train = data / "twitter-url-corpus" / "castorini-twitterPPDB" / "train"
     a = (train / "a.toks").read_text(encoding="utf-8").splitlines()
     b = (train / "b.toks").read_text(encoding="utf-8").splitlines()
     sim = (train / "sim.txt").read_text().split()
+    for s1, s2, label in zip(a, b, sim):
+        if label.strip() == "1":
+            yield s1, s2
+
+
+def twitter_positives(data: Path, out: Path) -> int:
+    """The train split's paraphrase pairs as a TSV with a header (s1, s2, label); how many."""
     n = 0
     with open(out, "w", encoding="utf-8") as fh:
         fh.write("s1\ts2\tlabel\n")
-        for s1, s2, label in zip(a, b, sim):
-            if label.strip() == "1":
-                fh.write(f"{s1}\t{s2}\t1\n")
-                n += 1
+        for s1, s2 in twitter_positive_pairs(data):
+            fh.write(f"{s1}\t{s2}\t1\n")
+            n += 1
     return n
 
 

@@ -191,10 +191,10 @@ def test_id_store_buffers_cover_every_pair_once_and_pad_like_the_encoder(tmp_pat
     model = build_from_counts(spec, counts)
     assert n == 30
     assert write_ids(model.vocabs, model.featurizers, source, tmp_path / "ids", chunk_pairs=4,
-                     key={"k": 1}) == 30
+                     key={"k": ("a", 1)}) == 30
     stamp = (tmp_path / "ids" / "ids.parquet").stat().st_mtime_ns
     assert write_ids(model.vocabs, model.featurizers, source, tmp_path / "ids", chunk_pairs=4,
-                     key={"k": 1}) == 30  # reused
+                     key={"k": ("a", 1)}) == 30  # reused
     assert (tmp_path / "ids" / "ids.parquet").stat().st_mtime_ns == stamp
     seen = []
     for buffer, order in epoch_buffers(tmp_path / "ids", ["trigram", "word"], seed=3, epoch=0,
@@ -249,3 +249,31 @@ def test_training_streams_in_small_buffers_and_resumes_exactly(tmp_path, monkeyp
         assert torch.allclose(a["state_dict"][key], b["state_dict"][key], atol=1e-6), key
     with pytest.raises(ValueError, match="at least two paraphrase pairs, got 1"):
         train([("a b", "c d")], tmp_path / "c.pt", spec, TrainSettings(epochs=1))
+
+
+def test_a_killed_run_resumes_from_its_id_store(tmp_path, monkeypatch):
+    import paramill.embed.data as data
+    import paramill.embed.train as training
+
+    spec = ModelSpec(components=("word",), dim=8)
+    settings = TrainSettings(epochs=3, batch_size=6)
+    real = training.epoch_buffers
+
+    def killed(store, units, seed, epoch, buffer_pairs):
+        if epoch == 1:
+            raise KeyboardInterrupt  # the job is killed during its second epoch
+        return real(store, units, seed, epoch, buffer_pairs)
+
+    monkeypatch.setattr(training, "epoch_buffers", killed)
+    with pytest.raises(KeyboardInterrupt):
+        train(PAIRS, tmp_path / "k.pt", spec, settings)
+    assert (tmp_path / "k.pt.ids" / "meta.json").exists() and (tmp_path / "k.pt.resume.pt").exists()
+    monkeypatch.setattr(training, "epoch_buffers", real)
+    calls = []
+    monkeypatch.setattr(data, "_ids_column", lambda *a: calls.append(a))
+    resumed = train(PAIRS, tmp_path / "k.pt", spec, settings)
+    assert calls == [] and [h["epoch"] for h in resumed["history"]] == [1, 2, 3]
+    assert not (tmp_path / "k.pt.ids").exists()
+    monkeypatch.undo()
+    whole = train(PAIRS, tmp_path / "w.pt", spec, settings)
+    assert [h["loss"] for h in whole["history"]] == pytest.approx([h["loss"] for h in resumed["history"]])

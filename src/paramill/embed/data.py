@@ -34,7 +34,7 @@ import pyarrow.parquet as pq
 import torch
 
 from paramill.embed.features import Featurizer, Vocab
-from paramill.io import TableWriter, atomic_output, read_json, write_json
+from paramill.io import TableWriter, atomic_output, iter_parquet_batches, read_json, write_json
 
 
 @dataclass
@@ -102,7 +102,7 @@ def _parquet_frames(path: str, batch_rows: int) -> Iterator[pl.DataFrame]:
         columns = ["s1", "s2"]
     else:
         raise ValueError(f"{path}: needs columns s1/s2 or en_ref/candidate, has {names}")
-    for batch in pq.ParquetFile(path).iter_batches(batch_size=batch_rows, columns=columns):
+    for batch in iter_parquet_batches([path], batch_rows, columns):
         frame = pl.from_arrow(batch)
         assert isinstance(frame, pl.DataFrame)
         if "rank" in frame.columns:
@@ -161,6 +161,7 @@ def write_ids(vocabs: dict[str, Vocab], featurizers: dict[str, Featurizer], sour
     """Write the id store (``ids.parquet`` + ``meta.json``) under ``store``; returns the pairs.
     An existing store with the same ``key`` is reused."""
     store = Path(store)
+    key = json.loads(json.dumps(key))  # as it reads back (tuples become lists)
     meta = {"key": key, "vocab_sizes": {u: len(v) for u, v in vocabs.items()},
             "vocab_digest": {u: hashlib.sha256("\n".join(v.units).encode()).hexdigest()
                              for u, v in vocabs.items()}}
@@ -248,7 +249,7 @@ def epoch_buffers(store: str | Path, units: list[str], seed: int, epoch: int,
                   buffer_pairs: int) -> Iterator[tuple[Buffer, np.ndarray]]:
     """The buffers of one epoch, each with the shuffled order of its pairs."""
     path = Path(store) / "ids.parquet"
-    parquet = pq.ParquetFile(path)
+    parquet = pq.ParquetFile(path, pre_buffer=False)
     groups = np.random.default_rng([seed, epoch]).permutation(parquet.num_row_groups)
     per_group = max(1, parquet.metadata.row_group(0).num_rows) if parquet.num_row_groups else 1
     take = max(1, buffer_pairs // per_group)

@@ -275,7 +275,7 @@ def read_parquet(path: str, method: str = "parquet", batch_rows: int = 50000
 
     check_regular_file(path)
     try:
-        handle = pq.ParquetFile(path)
+        handle = pq.ParquetFile(path, pre_buffer=False)  # see paramill.io.iter_parquet_batches
     except Exception as exc:  # pyarrow raises several types for a file that is not Parquet
         raise InputError(path, None, f"not a readable Parquet file ({exc})") from None
     names = tuple(handle.schema_arrow.names)
