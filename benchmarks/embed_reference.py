@@ -14,7 +14,8 @@ lowercased release; identical pairs dropped):
   else of it is changed.
 - **paramill**: ``paramill.embed.train`` with the same model (word averaging), dimensions,
   batch, mega-batch size (fixed: the reference's annealing off), epochs, learning rate,
-  margin and gradient clipping.
+  margin and gradient clipping; for WORD twice, with paramill's initial embeddings
+  (N(0, 0.1^2)) and with the reference's (torch's N(0, 1): ``embed.model.init_std: 1.0``).
 
 Both trained models are scored by one function on STS Benchmark dev: each sentence
 lower-cased and split by paramill's tokeniser, units looked up in the model's vocabulary
@@ -85,7 +86,7 @@ from paramill.embed.data import PairSource
 s = TrainSettings(epochs={epochs}, batch_size={batch}, megabatch={megabatch}, margin=0.4,
                   learning_rate=0.001, grad_clip=1.0, scramble_rate=0.0, seed=1)
 summary = train(PairSource.from_files([{pairs!r}], drop_identical=False), {out!r},
-                ModelSpec(components=({component!r},), dim={dim}, hidden={hidden}), s)
+                ModelSpec(components=({component!r},), dim={dim}, hidden={hidden}, init_std={init_std}), s)
 print("SUMMARY", json.dumps(summary))
 print("PEAK_RSS_MB", {peak})
 """
@@ -139,6 +140,35 @@ def averager(weights: np.ndarray, index: dict[str, int]):
                 out[i] = weights[ids].mean(0)
         return out
     return vectors_of
+
+
+def train_paramill(args, tmp: Path, data: Path, sts: list, init_std: float) -> dict:
+    """paramill's training in a child process; its speed, memory and STS-B dev scores."""
+    import torch
+
+    model_path = tmp / f"paramill-{init_std}.pt"
+    out, ours_wall = run([sys.executable, "-c", CHILD_PARAMILL.format(
+        src=str(REPO / "src"), threads=args.threads, epochs=args.epochs, batch=args.batch,
+        megabatch=args.megabatch, pairs=str(data), out=str(model_path), dim=args.dim,
+        component={"word": "word", "lstm": "blstm", "trigram": "trigram"}[args.model],
+        hidden=args.hidden, init_std=init_std, peak=PEAK_RSS_MB)], cwd=tmp,
+        env={**os.environ, "PARAMILL_PROGRESS": "0"})
+    summary = json.loads(re.search(r"SUMMARY (.*)", out).group(1))
+    peak = float(re.search(r"PEAK_RSS_MB ([0-9.]+)", out).group(1))
+    ours = {"init_std": init_std, "seconds": summary["seconds"], "wall_seconds": round(ours_wall, 1),
+            "peak_rss_mb": round(peak), "pairs_per_second": summary["pairs_per_second"]}
+    if args.model == "word":
+        data_ckpt = torch.load(model_path, map_location="cpu", weights_only=True)
+        weights = data_ckpt["state_dict"]["parts.0.embedding.weight"].numpy()
+        index = {u: i for i, u in enumerate(data_ckpt["vocabs"]["word"]) if i > 1}
+        ours["sts_benchmark_dev"] = sts_scores(averager(weights, index), sts)
+    sys.path.insert(0, str(REPO / "src"))
+    from paramill.embed.model import load_model
+    from paramill.evaluate.sts import read, score
+    own = score(load_model(model_path, "cpu"), read("stsbenchmark-dev", "dev", "stsbenchmark", args.sts))
+    ours["sts_benchmark_dev_paramill_evaluator"] = {"pearson": own["pearson"],
+                                                    "spearman": own["spearman"], "n": own["n"]}
+    return ours
 
 
 def main() -> None:
@@ -207,35 +237,20 @@ def main() -> None:
                                         weights_only=False)
                 weights = checkpoint["state_dict"]["embedding.weight"].numpy()
                 reference["sts_benchmark_dev"] = sts_scores(averager(weights, checkpoint["vocab"]), sts)
-        # paramill, same data file
-        model_path = tmp / "paramill.pt"
-        out, ours_wall = run([sys.executable, "-c", CHILD_PARAMILL.format(
-            src=str(REPO / "src"), threads=args.threads, epochs=args.epochs, batch=args.batch,
-            megabatch=args.megabatch, pairs=str(data), out=str(model_path), dim=args.dim,
-            component={"word": "word", "lstm": "blstm", "trigram": "trigram"}[args.model],
-            hidden=args.hidden, peak=PEAK_RSS_MB)], cwd=tmp, env={**os.environ, "PARAMILL_PROGRESS": "0"})
-        summary = json.loads(re.search(r"SUMMARY (.*)", out).group(1))
-        peak = float(re.search(r"PEAK_RSS_MB ([0-9.]+)", out).group(1))
-        ours = {"seconds": summary["seconds"], "wall_seconds": round(ours_wall, 1),
-                "peak_rss_mb": round(peak), "pairs_per_second": summary["pairs_per_second"]}
+        # paramill, same data file: its default initialisation, and (WORD) the reference's
+        ours = train_paramill(args, tmp, data, sts, 0.1)
         if args.model == "word":
-            data_ckpt = torch.load(model_path, map_location="cpu", weights_only=True)
-            weights = data_ckpt["state_dict"]["parts.0.embedding.weight"].numpy()
-            index = {u: i for i, u in enumerate(data_ckpt["vocabs"]["word"]) if i > 1}
-            ours["sts_benchmark_dev"] = sts_scores(averager(weights, index), sts)
-        sys.path.insert(0, str(REPO / "src"))
-        from paramill.embed.model import load_model
-        from paramill.evaluate.sts import read, score
-        own = score(load_model(model_path, "cpu"), read("stsbenchmark-dev", "dev", "stsbenchmark", args.sts))
-        ours["sts_benchmark_dev_paramill_evaluator"] = {"pearson": own["pearson"],
-                                                        "spearman": own["spearman"], "n": own["n"]}
+            same_init = train_paramill(args, tmp, data, sts, 1.0)
+            report["paramill_run_with_the_reference_init"] = same_init
     report["reference_run"] = reference
     report["paramill_run"] = ours
     if reference:
         report["ratio_pairs_per_second"] = round(ours["pairs_per_second"] / reference["pairs_per_second"], 2)
     if reference and "sts_benchmark_dev" in reference:
-        report["sts_dev_pearson_difference"] = round(
-            ours["sts_benchmark_dev"]["pearson"] - reference["sts_benchmark_dev"]["pearson"], 2)
+        ref_pearson = reference["sts_benchmark_dev"]["pearson"]
+        report["sts_dev_pearson_difference"] = round(ours["sts_benchmark_dev"]["pearson"] - ref_pearson, 2)
+        same = report["paramill_run_with_the_reference_init"]["sts_benchmark_dev"]["pearson"]
+        report["sts_dev_pearson_difference_with_the_reference_init"] = round(same - ref_pearson, 2)
     emit(report, args.out)
 
 
