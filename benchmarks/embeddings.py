@@ -1,68 +1,85 @@
 #!/usr/bin/env python3
-"""Real-data check of the embeddings: WORD trained on Twitter URL corpus paraphrases.
+"""Real-data check of the embeddings: models trained on Twitter URL corpus paraphrases.
 
-Trains a WORD model (ParaNMT settings, 300 dims) on the positive pairs (label 1) of the
-Twitter URL corpus train split (tokenised distribution: a.toks, b.toks, sim.txt) and
-reports Pearson/Spearman x100 on the STS Benchmark dev set, training pairs/s, and the same
-figures for the untrained model (random initialisation) so the gain is visible.
+Trains each variant on the positive pairs (label 1, identical pairs left out) of the
+Twitter URL corpus train split (tokenised distribution: a.toks, b.toks, sim.txt) with one
+set of settings (300 dimensions, margin 0.4, batch 100, mega-batch 20, Adam 0.001, seed 13;
+15 epochs unless ``--epochs``) and reports, per variant, Pearson/Spearman x100 on the STS
+Benchmark dev set, training pairs/s and seconds per epoch; plus the untrained WORD model
+(random initialisation), so the gain is visible.
 
-    python benchmarks/embeddings.py --out benchmarks/out/embeddings.json
+Variants: ``word`` (WORD over words), ``word-sp`` (WORD over SentencePiece units that
+paramill trains on the training sentences: unigram, 50,000 soft limit, as the authors'
+at-scale code), ``trigram``, ``word-trigram`` (concatenated), ``gran-sp`` (GRAN over
+SentencePiece units; recurrent).
+
+    python benchmarks/embeddings.py [--variants word word-sp ...] [--epochs 15] \\
+        [--recurrent-epochs N] --out benchmarks/out/embeddings.json
 """
 
 from __future__ import annotations
 
 import argparse
-import os
-import platform
 import sys
 import tempfile
 from pathlib import Path
 
-from _report import emit  # noqa: E402  (benchmarks/ is on sys.path when run)
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _report import REPO, SHARED, emit, machine, twitter_positive_pairs  # noqa: E402
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
+sys.path.insert(0, str(REPO / "src"))
 
 from paramill import device  # noqa: E402
-from paramill.embed.model import ModelSpec, build  # noqa: E402
+from paramill.embed.model import ModelSpec, build, load_model  # noqa: E402
 from paramill.embed.train import TrainSettings, train  # noqa: E402
 from paramill.evaluate.sts import read, score  # noqa: E402
 
-SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"
+VARIANTS = {
+    "word": {"components": ("word",)},
+    "word-sp": {"components": ("word",), "units": "sp"},
+    "trigram": {"components": ("trigram",)},
+    "word-trigram": {"components": ("word", "trigram")},
+    "gran-sp": {"components": ("gran",), "units": "sp"},
+}
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--train", default=str(SHARED / "twitter-url-corpus/castorini-twitterPPDB/train"))
+    parser.add_argument("--variants", nargs="+", choices=list(VARIANTS), default=list(VARIANTS))
     parser.add_argument("--sts", default=str(SHARED / "stsbenchmark/sts-dev.csv"))
-    parser.add_argument("--epochs", type=int, default=5)
+    parser.add_argument("--epochs", type=int, default=15)
+    parser.add_argument("--recurrent-epochs", type=int,
+                        help="epochs of recurrent variants (default: --epochs); said in the row")
+    parser.add_argument("--megabatch", type=int, default=20)
+    parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--out")
     args = parser.parse_args()
-    train_dir = Path(args.train)
-    a = (train_dir / "a.toks").read_text().splitlines()
-    b = (train_dir / "b.toks").read_text().splitlines()
-    labels = (train_dir / "sim.txt").read_text().splitlines()
-    pairs = [(x, y) for x, y, s in zip(a, b, labels) if s.strip() == "1" and x != y]
+    device.limit_threads(args.threads)
+    pairs = [(x, y) for x, y in twitter_positive_pairs(SHARED) if x != y]
     sts = read("stsbenchmark-dev", "dev", "stsbenchmark", args.sts)
-    spec = ModelSpec(components=("word",), dim=300)
-    untrained = build(spec, [s for p in pairs for s in p])
-    before = score(untrained, sts)
+    untrained = score(build(ModelSpec(components=("word",), dim=300), [s for p in pairs for s in p]), sts)
+    rows = []
     with tempfile.TemporaryDirectory() as tmp:
-        summary = train(pairs, Path(tmp) / "word.pt", spec, TrainSettings(epochs=args.epochs))
-        from paramill.embed.model import load_model
-
-        after = score(load_model(Path(tmp) / "word.pt"), sts)
-    report = {
-        "benchmark": "WORD embeddings trained on Twitter URL corpus positives",
-        "machine": {"cpus": os.cpu_count(), "python": platform.python_version(),
-                    "device": device.pick("auto")},
-        "train_pairs": len(pairs), "epochs": args.epochs,
-        "training_pairs_per_second": summary["pairs_per_second"],
-        "sts_benchmark_dev": {"n": after["n"], "skipped": after["skipped"],
-                              "trained": {"pearson": after["pearson"], "spearman": after["spearman"]},
-                              "untrained": {"pearson": before["pearson"], "spearman": before["spearman"]}},
-        "loss_by_epoch": [round(h["loss"], 4) for h in summary["history"]],
-    }
-    emit(report, args.out)
+        for name in args.variants:
+            spec = ModelSpec(dim=300, **VARIANTS[name])
+            epochs = args.recurrent_epochs if spec.recurrent and args.recurrent_epochs else args.epochs
+            summary = train(pairs, Path(tmp) / f"{name}.pt", spec,
+                            TrainSettings(epochs=epochs, megabatch=args.megabatch))
+            model = load_model(Path(tmp) / f"{name}.pt")
+            result = score(model, sts)
+            rows.append({"variant": name, "components": list(spec.components), "units": spec.units,
+                         "vocabulary": {u: len(v) for u, v in model.vocabs.items()},
+                         "epochs": epochs, "pearson": result["pearson"],
+                         "spearman": result["spearman"],
+                         "pairs_per_second": summary["pairs_per_second"],
+                         "seconds_per_epoch": round(summary["seconds"] / epochs, 1)})
+            print(rows[-1], file=sys.stderr)
+    emit({"benchmark": "embedding variants trained on Twitter URL corpus positives",
+          "machine": {**machine(), "device": device.pick("auto"), "threads": args.threads},
+          "train_pairs": len(pairs), "megabatch": args.megabatch,
+          "sts_benchmark_dev_n": untrained["n"],
+          "untrained_word": {"pearson": untrained["pearson"], "spearman": untrained["spearman"]},
+          "variants": rows}, args.out)
 
 
 if __name__ == "__main__":

@@ -178,6 +178,17 @@ def test_sweep_points_cross_the_given_axes_in_a_fixed_order():
         model_settings(embed, "nope")
 
 
+def test_sweep_varies_units_and_the_sentencepiece_vocabulary():
+    from paramill.embed.sweep import sweep_points
+
+    embed = {"model": {"components": ["word"], "units": "word"}, "train": {}, "release": "default",
+             "models": {}, "sweep": {"pairs": 0, "grid": {"units": ["word", "sp"],
+                                                          "sp_vocab_size": [8000, 50000]}}}
+    specs = [p["spec"] for p in sweep_points(embed).values()]
+    assert specs == [{"components": ["word"], "units": u, "sp_vocab_size": v}
+                     for u in ("word", "sp") for v in (8000, 50000)]
+
+
 # -- streamed training data ---------------------------------------------------------------
 
 def test_id_store_buffers_cover_every_pair_once_and_pad_like_the_encoder(tmp_path):
@@ -277,3 +288,72 @@ def test_a_killed_run_resumes_from_its_id_store(tmp_path, monkeypatch):
     monkeypatch.undo()
     whole = train(PAIRS, tmp_path / "w.pt", spec, settings)
     assert [h["loss"] for h in whole["history"]] == pytest.approx([h["loss"] for h in resumed["history"]])
+
+
+# -- SentencePiece units trained by paramill ---------------------------------------------
+
+def test_sentencepiece_units_are_trained_saved_and_loaded_with_the_model(tmp_path):
+    spec = ModelSpec(components=("word", "lstm"), units="sp", dim=8, hidden=8, sp_vocab_size=40)
+    settings = TrainSettings(epochs=2, batch_size=6)
+    train(PAIRS, tmp_path / "sp.pt", spec, settings)
+    data = torch.load(tmp_path / "sp.pt", weights_only=True)
+    assert data["sp_proto"].dtype == torch.uint8 and data["sp_proto"].numel() > 100
+    pieces = data["vocabs"]["sp"]
+    assert "sp" in data["vocabs"] and "word" not in data["vocabs"]
+    assert any(p.startswith("\u2581") for p in pieces)  # SentencePiece's word-start mark
+    model = load_model(tmp_path / "sp.pt")  # needs no file besides the checkpoint
+    units = model.featurizers["sp"]("The dog is sleeping.")
+    assert "".join(units).replace("\u2581", " ").strip() == "the dog is sleeping."
+    ids = model.vocabs["sp"].ids(units)
+    assert 1 not in ids  # every piece of a training sentence is in the vocabulary
+    vecs = model.encode(["The dog sleeps.", "The dog is sleeping."])
+    again = load_model(tmp_path / "sp.pt").encode(["The dog sleeps.", "The dog is sleeping."])
+    assert vecs.shape == (2, 16) and np.allclose(vecs, again)
+    # the same seed trains the same SentencePiece model and the same weights
+    train(PAIRS, tmp_path / "sp2.pt", spec, settings)
+    other = torch.load(tmp_path / "sp2.pt", weights_only=True)
+    assert torch.equal(other["sp_proto"], data["sp_proto"]) and other["vocabs"] == data["vocabs"]
+    for key in data["state_dict"]:
+        assert torch.allclose(other["state_dict"][key], data["state_dict"][key], atol=1e-6), key
+
+
+def test_sentencepiece_units_resume_with_the_model_they_started_with(tmp_path):
+    spec = ModelSpec(components=("word",), units="sp", dim=8, sp_vocab_size=40)
+    train(PAIRS, tmp_path / "a.pt", spec, TrainSettings(epochs=3, batch_size=6))
+    train(PAIRS, tmp_path / "b.pt", spec, TrainSettings(epochs=1, batch_size=6))
+    train(PAIRS, tmp_path / "b.pt", spec, TrainSettings(epochs=3, batch_size=6))
+    a = torch.load(tmp_path / "a.pt", weights_only=True)
+    b = torch.load(tmp_path / "b.pt", weights_only=True)
+    assert torch.equal(a["sp_proto"], b["sp_proto"])
+    assert torch.allclose(a["state_dict"]["parts.0.embedding.weight"],
+                          b["state_dict"]["parts.0.embedding.weight"], atol=1e-6)
+
+
+def test_a_given_sentencepiece_model_is_used_and_units_sp_needs_one(tmp_path):
+    from paramill.embed.features import Featurizer, train_sentencepiece
+
+    proto = train_sentencepiece([s for p in PAIRS for s in p], vocab_size=40)
+    (tmp_path / "m.model").write_bytes(proto)
+    spec = ModelSpec(components=("word",), units="sp", dim=8, sp_model=str(tmp_path / "m.model"))
+    model = build(spec, SENTS)
+    assert model.sp_proto == proto and model.featurizers["sp"]("A dog.") == \
+        Featurizer("sp", True, sp_proto=proto)("A dog.")
+    torch.save(model.checkpoint(), tmp_path / "given.pt")
+    (tmp_path / "m.model").unlink()  # the checkpoint carries the model: the file is not needed
+    assert np.allclose(load_model(tmp_path / "given.pt").encode(["A dog."]), model.encode(["A dog."]))
+    with pytest.raises(ValueError, match="unit sp needs a SentencePiece model"):
+        Featurizer("sp")
+
+
+def test_the_same_pairs_in_another_folder_train_a_byte_identical_model(tmp_path):
+    from paramill.embed.data import PairSource
+
+    outs = []
+    for where in ("a", "b"):
+        folder = tmp_path / where
+        folder.mkdir()
+        (folder / "pairs.tsv").write_text("".join(f"{x}\t{y}\n" for x, y in PAIRS))
+        train(PairSource.from_files([folder / "pairs.tsv"]), folder / "model.pt",
+              ModelSpec(components=("word",), dim=8), TrainSettings(epochs=1, batch_size=6))
+        outs.append((folder / "model.pt").read_bytes())
+    assert outs[0] == outs[1]

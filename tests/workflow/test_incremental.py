@@ -172,8 +172,9 @@ def changing_a_filter_bound_reruns_selection_and_what_follows_only(project, tmp_
     assert executed(proc) == {**SELECT, **EMBED, **LEXICON, "provenance_summary": 1}
     after = json.loads((project / "results/corpus/default/selection.json").read_text())
     assert 0 < after["rows"] < before["rows"]
-    assert after["steps"][-1]["step"].startswith("parascore ")
-    assert after["steps"][-1]["pairs"] == before["rows"] - corpus.filter(pl.col("parascore") > upper).height
+    names = [s["step"] for s in after["steps"]]
+    assert names[-2].startswith("parascore ") and names[-1] == "duplicates"  # bounds, then dedup
+    assert after["rows"] == before["rows"] - corpus.filter(pl.col("parascore") > upper).height
     sheet = (project / "results/corpus/default/datasheet.md").read_text()
     assert f"| parascore | higher | – | {upper:.4g} |" in sheet, sheet
 

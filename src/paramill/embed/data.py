@@ -34,7 +34,8 @@ import pyarrow.parquet as pq
 import torch
 
 from paramill.embed.features import Featurizer, Vocab
-from paramill.io import TableWriter, atomic_output, iter_parquet_batches, read_json, write_json
+from paramill.io import (TableWriter, atomic_output, iter_parquet_batches, read_json, sha256_file,
+                         write_json)
 
 
 @dataclass
@@ -56,13 +57,13 @@ class PairSource:
         return cls(paths=tuple(map(str, paths)), **kw)
 
     def describe(self) -> dict:
-        """What identifies the data (for the id store's reuse check)."""
+        """What identifies the data (checkpoints record it: a resumed run checks it; the id
+        store's reuse check): digests of the files' contents, or of the pairs."""
         if self.pairs is not None:
             digest = hashlib.sha256("\n".join(f"{a}\t{b}" for a, b in self.pairs).encode())
             what = {"pairs": digest.hexdigest()}
-        else:
-            what = {"files": [[p, Path(p).stat().st_size, Path(p).stat().st_mtime_ns]
-                              for p in self.paths]}
+        else:  # contents, not paths or times: the same data anywhere gives the same record
+            what = {"files": [sha256_file(p) for p in self.paths]}
         return {**what, "max_pairs": self.max_pairs, "drop_identical": self.drop_identical}
 
     def __iter__(self) -> Iterator[tuple[list[str], list[str]]]:

@@ -50,19 +50,25 @@ class Vocab:
 
 
 class Featurizer:
-    """Turns sentences into unit sequences for one unit type."""
+    """Turns sentences into unit sequences for one unit type. SentencePiece units come from
+    a model file (``sp_model``) or the model's bytes (``sp_proto``, as checkpoints carry it)."""
 
-    def __init__(self, unit: str, lowercase: bool = True, sp_model: str | None = None):
+    def __init__(self, unit: str, lowercase: bool = True, sp_model: str | None = None,
+                 sp_proto: bytes | None = None):
         if unit not in UNITS:
             raise ValueError(f"unit must be one of {UNITS}, not {unit!r}")
         self.unit, self.lowercase, self.sp_model = unit, lowercase, sp_model
         self._sp = None
         if unit == "sp":
-            if not sp_model:
-                raise ValueError("unit sp needs a SentencePiece model (sp_model)")
             import sentencepiece as spm
 
-            self._sp = spm.SentencePieceProcessor(model_file=sp_model)
+            if sp_proto is not None:
+                self._sp = spm.SentencePieceProcessor(model_proto=sp_proto)
+            elif sp_model:
+                self._sp = spm.SentencePieceProcessor(model_file=sp_model)
+            else:
+                raise ValueError("unit sp needs a SentencePiece model (sp_model, or one trained "
+                                 "on the training pairs)")
 
     def __call__(self, sentence: str) -> list[str]:
         if self.unit == "word":
@@ -71,3 +77,23 @@ class Featurizer:
             return trigrams(sentence, self.lowercase)
         text = sentence.lower() if self.lowercase else sentence
         return self._sp.encode(text, out_type=str)  # type: ignore[union-attr]
+
+
+def train_sentencepiece(sentences: Iterable[str], vocab_size: int, model_type: str = "unigram",
+                        character_coverage: float = 0.995, input_sentences: int = 10_000_000,
+                        seed: int = 13, threads: int = 1) -> bytes:
+    """A SentencePiece model trained on ``sentences`` (the vocabulary size a soft limit, as
+    the authors' at-scale code has it); returns the model's bytes. Memory: at most
+    ``input_sentences`` sentences, sampled."""
+    import io
+
+    import sentencepiece as spm
+
+    out = io.BytesIO()
+    spm.set_random_generator_seed(seed)
+    spm.SentencePieceTrainer.train(
+        sentence_iterator=(s for s in sentences if s.strip()), model_writer=out,
+        vocab_size=vocab_size, model_type=model_type, character_coverage=character_coverage,
+        input_sentence_size=input_sentences, shuffle_input_sentence=True, hard_vocab_limit=False,
+        num_threads=threads, minloglevel=2)
+    return out.getvalue()

@@ -27,7 +27,7 @@ from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 from paramill import device
-from paramill.embed.features import Featurizer, Vocab
+from paramill.embed.features import Featurizer, Vocab, train_sentencepiece
 from paramill.settings import Settings, setting
 
 FORMAT = "paramill-embed/1"
@@ -47,7 +47,20 @@ class ModelSpec(Settings):
     units: Literal["word", "sp"] = setting(
         "word", "Units of word/lstm/blstm/gran: lower-cased words, or SentencePiece pieces (needs "
         "sp_model).")
-    sp_model: str | None = setting(None, "SentencePiece model for units sp.")
+    sp_model: str | None = setting(
+        None, "SentencePiece model for units sp; null: paramill trains one on the training "
+        "sentences (the sp_* settings) and keeps it inside the checkpoint.")
+    sp_vocab_size: int = setting(
+        50000, "Vocabulary size of the SentencePiece model paramill trains (a soft limit; the "
+        "authors' at-scale code: 50,000).", minimum=8)
+    sp_model_type: Literal["unigram", "bpe"] = setting(
+        "unigram", "Algorithm of the SentencePiece model paramill trains.")
+    sp_character_coverage: float = setting(
+        0.995, "Character coverage of the SentencePiece model paramill trains.", minimum=0.9,
+        maximum=1)
+    sp_input_sentences: int = setting(
+        10_000_000, "Sentences sampled to train the SentencePiece model (bounds memory).",
+        minimum=1000)
     lowercase: bool = setting(True, "Lower-case text before splitting into units.")
     min_count: int = setting(1, "Minimum count of a unit to enter the vocabulary.", minimum=1)
     max_vocab: int | None = setting(
@@ -137,11 +150,14 @@ class Recurrent(nn.Module):
 class SentenceEncoder(nn.Module):
     """The components of ``spec`` over their vocabularies; ``encode`` gives numpy vectors."""
 
-    def __init__(self, spec: ModelSpec, vocabs: dict[str, Vocab]):
+    def __init__(self, spec: ModelSpec, vocabs: dict[str, Vocab], sp_proto: bytes | None = None):
         super().__init__()
         self.spec = spec
         self.vocabs = vocabs
-        self.featurizers = {unit: Featurizer(unit, spec.lowercase, spec.sp_model) for unit in vocabs}
+        if sp_proto is None and "sp" in vocabs and spec.sp_model:  # carried in checkpoints too
+            sp_proto = Path(spec.sp_model).read_bytes()
+        self.sp_proto = sp_proto
+        self.featurizers = featurizers(spec, sp_proto)
         parts = []
         for comp in spec.components:
             size = len(vocabs[spec.unit_of(comp)])
@@ -196,27 +212,47 @@ class SentenceEncoder(nn.Module):
         return np.concatenate(chunks) if chunks else np.zeros((0, self.dim), dtype=np.float32)
 
     def checkpoint(self, **extra: Any) -> dict[str, Any]:
-        return {"format": FORMAT, "spec": asdict(self.spec),
+        """Everything ``load_model`` needs, the SentencePiece model's bytes included (as a
+        uint8 tensor, which torch's weights-only loading accepts)."""
+        data = {"format": FORMAT, "spec": asdict(self.spec),
                 "vocabs": {unit: v.units for unit, v in self.vocabs.items()},
                 "state_dict": self.state_dict(), **extra}
+        if self.sp_proto is not None:
+            data["sp_proto"] = torch.frombuffer(bytearray(self.sp_proto), dtype=torch.uint8)
+        return data
 
 
-def featurizers(spec: ModelSpec) -> dict[str, Featurizer]:
+def featurizers(spec: ModelSpec, sp_proto: bytes | None = None) -> dict[str, Featurizer]:
     """One featurizer per unit type the components read."""
-    return {unit: Featurizer(unit, spec.lowercase, spec.sp_model)
+    return {unit: Featurizer(unit, spec.lowercase, spec.sp_model, sp_proto)
             for unit in sorted({spec.unit_of(c) for c in spec.components})}
 
 
+def needs_sentencepiece(spec: ModelSpec) -> bool:
+    """Whether training must first train a SentencePiece model (units sp, no sp_model)."""
+    return "sp" in {spec.unit_of(c) for c in spec.components} and not spec.sp_model
+
+
+def sentencepiece_for(spec: ModelSpec, sentences, seed: int = 13, threads: int = 1) -> bytes:
+    """The SentencePiece model ``spec`` asks paramill to train, on ``sentences``."""
+    text = (s.lower() if spec.lowercase else s for s in sentences)
+    return train_sentencepiece(text, spec.sp_vocab_size, spec.sp_model_type,
+                               spec.sp_character_coverage, spec.sp_input_sentences, seed, threads)
+
+
 def build(spec: ModelSpec, sentences: list[str]) -> SentenceEncoder:
-    """A fresh encoder with vocabularies built from ``sentences`` (and word vectors if given)."""
+    """A fresh encoder with vocabularies built from ``sentences`` (and word vectors if given;
+    a SentencePiece model trained on them if the spec asks for one)."""
+    proto = sentencepiece_for(spec, sentences) if needs_sentencepiece(spec) else None
     return build_from_counts(spec, {unit: Counter(u for s in sentences for u in f(s))
-                                    for unit, f in featurizers(spec).items()})
+                                    for unit, f in featurizers(spec, proto).items()}, proto)
 
 
-def build_from_counts(spec: ModelSpec, counts: dict[str, Counter]) -> SentenceEncoder:
+def build_from_counts(spec: ModelSpec, counts: dict[str, Counter],
+                      sp_proto: bytes | None = None) -> SentenceEncoder:
     """A fresh encoder with vocabularies from unit counts (and word vectors if given)."""
     vocabs = {unit: Vocab.from_counts(c, spec.min_count, spec.max_vocab) for unit, c in counts.items()}
-    model = SentenceEncoder(spec, vocabs)
+    model = SentenceEncoder(spec, vocabs, sp_proto)
     if spec.word_vectors and "word" in vocabs:
         load_word_vectors(model, spec.word_vectors)
     return model
@@ -260,7 +296,9 @@ def load_model(path: str | Path, map_device: str = "auto") -> SentenceEncoder:
     if data.get("format") != FORMAT:
         raise ValueError(f"{path}: not a paramill embedding model")
     spec = ModelSpec.from_dict(data["spec"])
-    model = SentenceEncoder(spec, {u: Vocab(units[2:]) for u, units in data["vocabs"].items()})
+    proto = data.get("sp_proto")
+    model = SentenceEncoder(spec, {u: Vocab(units[2:]) for u, units in data["vocabs"].items()},
+                            bytes(proto.numpy().tobytes()) if proto is not None else None)
     model.load_state_dict(data["state_dict"])
     return model.to(device.pick(map_device)).eval()
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Annotated
+from typing import Annotated, Literal
 
 from paramill.embed.model import ModelSpec
 from paramill.embed.train import TrainSettings
@@ -20,6 +20,12 @@ class SweepGrid(Settings):
         None, "Training-set sizes.", no_default=True)
     release: tuple[Name, ...] = setting(
         None, "Released corpora to train on (default, or names under filters.releases).",
+        no_default=True)
+    units: tuple[Literal["word", "sp"], ...] = setting(
+        None, "Units of the word/recurrent components: word, sp (SentencePiece).",
+        no_default=True)
+    sp_vocab_size: tuple[Annotated[int, {"minimum": 8}], ...] = setting(
+        None, "Vocabulary sizes of the SentencePiece model paramill trains (units sp).",
         no_default=True)
 
 

@@ -9,7 +9,7 @@ import itertools
 from typing import Any
 
 #: the grid's axes, in the order points are numbered
-AXES = ("components", "megabatch", "pairs", "release")
+AXES = ("components", "units", "sp_vocab_size", "megabatch", "pairs", "release")
 
 
 def sweep_points(embed: dict[str, Any]) -> dict[str, dict[str, Any]]:
@@ -22,8 +22,9 @@ def sweep_points(embed: dict[str, Any]) -> dict[str, dict[str, Any]]:
         point = dict(zip(keys, values))
         spec = {**embed["model"]}
         train = {**embed["train"], "max_pairs": sweep["pairs"]}
-        if "components" in point:
-            spec["components"] = point["components"]
+        for key in ("components", "units", "sp_vocab_size"):
+            if key in point:
+                spec[key] = point[key]
         if "megabatch" in point:
             train["megabatch"] = point["megabatch"]
         if "pairs" in point:

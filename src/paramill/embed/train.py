@@ -31,7 +31,8 @@ import torch.nn.functional as F
 
 from paramill import device
 from paramill.embed.data import PairSource, count_units, epoch_buffers, write_ids
-from paramill.embed.model import RNG, ModelSpec, build_from_counts, featurizers, load_model
+from paramill.embed.model import (RNG, ModelSpec, build_from_counts, featurizers, load_model,
+                                  needs_sentencepiece, sentencepiece_for)
 from paramill.io import atomic_output
 from paramill.progress import progress
 from paramill.provenance import Run, prov_path
@@ -131,10 +132,14 @@ def train(source: PairSource | list[tuple[str, str]], out: str | Path, spec: Mod
             print("embed train: settings or data changed, starting afresh", file=sys.stderr)
             state = None
     if state is None:
-        counts, n = count_units(featurizers(spec), source)
+        proto = None
+        if needs_sentencepiece(spec):  # trained on every training sentence, sampled
+            proto = sentencepiece_for(spec, (x for s1, s2 in source for x in s1 + s2),
+                                      settings.seed, device.threads())
+        counts, n = count_units(featurizers(spec, proto), source)
         if n < 2:
             raise ValueError(f"training needs at least two paraphrase pairs, got {n}")
-        model = build_from_counts(spec, counts).to(dev).train()
+        model = build_from_counts(spec, counts, proto).to(dev).train()
     optimizer = torch.optim.Adam(model.parameters(), lr=settings.learning_rate)
     if state is not None:
         optimizer.load_state_dict(state["optimizer"])
