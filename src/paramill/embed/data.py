@@ -261,6 +261,3 @@ def epoch_buffers(store: str | Path, units: list[str], seed: int, epoch: int,
         order = np.random.default_rng([seed, epoch, k]).permutation(buffer.n)
         yield buffer, order
 
-
-def store_meta(store: str | Path) -> dict:
-    return json.loads((Path(store) / "meta.json").read_text())

@@ -144,7 +144,9 @@ def train(source: PairSource | list[tuple[str, str]], out: str | Path, spec: Mod
     if state is not None:
         optimizer.load_state_dict(state["optimizer"])
         RNG.restore(state["rng"])
-    run = Run(rule=rule, params={"spec": asdict(spec), "train": asdict(settings)}, inputs=list(inputs))
+    known = {str(Path(p)): d for p, d in zip(source.paths, data.get("files", []))}  # hashed once
+    run = Run(rule=rule, params={"spec": asdict(spec), "train": asdict(settings)}, inputs=list(inputs),
+              known_digests=known)
     n = write_ids(model.vocabs, model.featurizers, source, store, CHUNK_PAIRS,
                   key={"data": data, "spec": asdict(spec)})
     units = sorted(model.vocabs)
