@@ -260,4 +260,3 @@ def epoch_buffers(store: str | Path, units: list[str], seed: int, epoch: int,
         buffer = Buffer(table, units)
         order = np.random.default_rng([seed, epoch, k]).permutation(buffer.n)
         yield buffer, order
-
