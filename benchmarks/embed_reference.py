@@ -17,15 +17,20 @@ lowercased release; identical pairs dropped):
   margin and gradient clipping; for WORD twice, with paramill's initial embeddings
   (N(0, 0.1^2)) and with the reference's (torch's N(0, 1): ``embed.model.init_std: 1.0``).
 
+With ``--units sp`` each side first trains its own SentencePiece model on the pairs: the
+reference with its own ``preprocess/paranmt/preprocess_data.py`` (run as written, its input
+already lower-cased), paramill with ``units: sp`` and the same SentencePiece settings.
+
 Both trained models are scored by one function on STS Benchmark dev: each sentence
-lower-cased and split by paramill's tokeniser, units looked up in the model's vocabulary
+lower-cased and split by paramill's tokeniser (or, with ``--units sp``, by the model's own
+SentencePiece model), units looked up in the model's vocabulary
 (unknown ones skipped, as the reference's ``zero_unk``), embeddings averaged, cosine, Pearson
 and Spearman x100. Pairs/s is pairs x epochs / the training loop's seconds (each tool's own
 timer: the reference's "Total Time", paramill's ``seconds``), plus each side's wall time
 and peak RSS as a child process. Both use the same threads (``--threads``).
 
     python benchmarks/embed_reference.py --reference /tmp/refrepo --deps /tmp/refdeps \\
-        [--megabatch 20] [--epochs 5] [--out benchmarks/out/embed_reference.json]
+        [--megabatch 20] [--epochs 5] [--units word|sp] [--out benchmarks/out/embed_reference.json]
 """
 
 from __future__ import annotations
@@ -86,7 +91,8 @@ from paramill.embed.data import PairSource
 s = TrainSettings(epochs={epochs}, batch_size={batch}, megabatch={megabatch}, margin=0.4,
                   learning_rate=0.001, grad_clip=1.0, scramble_rate=0.0, seed=1)
 summary = train(PairSource.from_files([{pairs!r}], drop_identical=False), {out!r},
-                ModelSpec(components=({component!r},), dim={dim}, hidden={hidden}, init_std={init_std}), s)
+                ModelSpec(components=({component!r},), dim={dim}, hidden={hidden}, init_std={init_std},
+                          units={units!r}), s)
 print("SUMMARY", json.dumps(summary))
 print("PEAK_RSS_MB", {peak})
 """
@@ -127,15 +133,28 @@ def sts_scores(vectors_of, sts: list[tuple[str, str, float]]) -> dict:
             "spearman": round(100 * float(spearmanr(cos, gold)[0]), 2), "n": len(sts)}
 
 
-def averager(weights: np.ndarray, index: dict[str, int]):
-    """Mean of the known words' vectors (zeros when none is known), on paramill's tokens."""
-    sys.path.insert(0, str(REPO / "src"))
-    from paramill.embed.features import words
+def splitter(sp_model: str | bytes | None = None):
+    """Units of a sentence: paramill's lower-cased tokens, or (``sp_model``, a file or its
+    bytes) the lower-cased sentence's SentencePiece pieces, as both tools' encoders make them."""
+    if sp_model is None:
+        sys.path.insert(0, str(REPO / "src"))
+        from paramill.embed.features import words
+        return words
+    import sentencepiece as spm
+
+    sp = (spm.SentencePieceProcessor(model_proto=sp_model) if isinstance(sp_model, bytes)
+          else spm.SentencePieceProcessor(model_file=sp_model))
+    return lambda s: sp.encode(s.lower(), out_type=str)
+
+
+def averager(weights: np.ndarray, index: dict[str, int], units=None):
+    """Mean of the known units' vectors (zeros when none is known); units: ``splitter()``."""
+    units = units or splitter()
 
     def vectors_of(sentences: list[str]) -> np.ndarray:
         out = np.zeros((len(sentences), weights.shape[1]), dtype=np.float64)
         for i, s in enumerate(sentences):
-            ids = [index[w] for w in words(s) if w in index]
+            ids = [index[w] for w in units(s) if w in index]
             if ids:
                 out[i] = weights[ids].mean(0)
         return out
@@ -151,7 +170,7 @@ def train_paramill(args, tmp: Path, data: Path, sts: list, init_std: float) -> d
         src=str(REPO / "src"), threads=args.threads, epochs=args.epochs, batch=args.batch,
         megabatch=args.megabatch, pairs=str(data), out=str(model_path), dim=args.dim,
         component={"word": "word", "lstm": "blstm", "trigram": "trigram"}[args.model],
-        hidden=args.hidden, init_std=init_std, peak=PEAK_RSS_MB)], cwd=tmp,
+        hidden=args.hidden, init_std=init_std, units=args.units, peak=PEAK_RSS_MB)], cwd=tmp,
         env={**os.environ, "PARAMILL_PROGRESS": "0"})
     summary = json.loads(re.search(r"SUMMARY (.*)", out).group(1))
     peak = float(re.search(r"PEAK_RSS_MB ([0-9.]+)", out).group(1))
@@ -160,8 +179,10 @@ def train_paramill(args, tmp: Path, data: Path, sts: list, init_std: float) -> d
     if args.model == "word":
         data_ckpt = torch.load(model_path, map_location="cpu", weights_only=True)
         weights = data_ckpt["state_dict"]["parts.0.embedding.weight"].numpy()
-        index = {u: i for i, u in enumerate(data_ckpt["vocabs"]["word"]) if i > 1}
-        ours["sts_benchmark_dev"] = sts_scores(averager(weights, index), sts)
+        index = {u: i for i, u in enumerate(data_ckpt["vocabs"][args.units]) if i > 1}
+        proto = data_ckpt.get("sp_proto")
+        units = splitter(proto.numpy().tobytes() if args.units == "sp" else None)
+        ours["sts_benchmark_dev"] = sts_scores(averager(weights, index, units), sts)
     sys.path.insert(0, str(REPO / "src"))
     from paramill.embed.model import load_model
     from paramill.evaluate.sts import read, score
@@ -186,6 +207,11 @@ def main() -> None:
                              "(directions averaged), hidden --hidden; trigram: paramill only (the "
                              "reference's main.py asserts ngrams == 0)")
     parser.add_argument("--hidden", type=int, default=150, help="LSTM hidden size (both)")
+    parser.add_argument("--units", choices=["word", "sp"], default="word",
+                        help="sp: SentencePiece pieces, each tool training its own model on the "
+                             "pairs (the reference: its preprocess/paranmt/preprocess_data.py, "
+                             "vocabulary 50,000 soft, coverage 0.995; paramill: units sp with "
+                             "the same settings)")
     parser.add_argument("--threads", type=int, default=len(os.sched_getaffinity(0)))
     parser.add_argument("--sts", default=str(SHARED / "stsbenchmark" / "sts-dev.csv"))
     parser.add_argument("--out")
@@ -204,7 +230,7 @@ def main() -> None:
                     "machine": machine(), "threads": args.threads,
                     "reference": {"repo": "jwieting/paraphrastic-representations-at-scale",
                                   "commit": commit},
-                    "settings": {"model": args.model, "dim": args.dim, "hidden": args.hidden, "batch": args.batch,
+                    "settings": {"model": args.model, "units": args.units, "dim": args.dim, "hidden": args.hidden, "batch": args.batch,
                                  "megabatch": args.megabatch, "epochs": args.epochs,
                                  "margin": 0.4, "lr": 0.001, "grad_clip": 1.0}}
     with tempfile.TemporaryDirectory() as tmp_name:
@@ -213,12 +239,20 @@ def main() -> None:
         n = positives(data)
         report["pairs"] = n
         env = {**os.environ, "PYTHONPATH": f"{ref}:{args.deps}", "OMP_NUM_THREADS": str(args.threads)}
-        # the reference: its preprocessing, then its training
-        _, prep_wall = run([sys.executable, "-c", CHILD_PREPROCESS.format(data=str(data))],
-                           cwd=ref, env=env)
+        # the reference: its preprocessing (SentencePiece first, for --units sp), then training
+        prep_wall, ref_data, ref_sp = 0.0, data, None
+        if args.units == "sp":
+            _, prep_wall = run([sys.executable, str(ref / "preprocess" / "paranmt" / "preprocess_data.py"),
+                                "--paranmt-file", data.name, "--name", "ref", "--lower-case", "0"],
+                               cwd=tmp, env=env)
+            ref_data, ref_sp = tmp / "train.final.txt", str(tmp / "paranmt.ref.model")
+        _, wall = run([sys.executable, "-c", CHILD_PREPROCESS.format(data=str(ref_data))],
+                      cwd=ref, env=env)
+        prep_wall += wall
         reference = None
         if args.model != "trigram":
-            argv = ["--data-file", str(tmp / "train.h5"), "--vocab-file", str(tmp / "train.vocab"),
+            argv = ["--data-file", str(ref_data.with_suffix(".h5")),
+                    "--vocab-file", str(ref_data.with_suffix(".vocab")),
                     "--gpu", "0", "--model", "avg" if args.model == "word" else "lstm",
                     "--hidden-dim", str(args.hidden), "--dim", str(args.dim),
                     "--epochs", str(args.epochs), "--batchsize", str(args.batch),
@@ -236,7 +270,8 @@ def main() -> None:
                 checkpoint = torch.load(tmp / f"ref_{args.epochs}.pt", map_location="cpu",
                                         weights_only=False)
                 weights = checkpoint["state_dict"]["embedding.weight"].numpy()
-                reference["sts_benchmark_dev"] = sts_scores(averager(weights, checkpoint["vocab"]), sts)
+                reference["sts_benchmark_dev"] = sts_scores(
+                    averager(weights, checkpoint["vocab"], splitter(ref_sp)), sts)
         # paramill, same data file: its default initialisation, and (WORD) the reference's
         ours = train_paramill(args, tmp, data, sts, 0.1)
         if args.model == "word":

@@ -21,7 +21,7 @@ def test_units():
 
 
 def test_word_averaging_is_the_mean_of_its_embeddings():
-    model = build(ModelSpec(components=("word",), dim=4), SENTS)
+    model = build(ModelSpec(units="word", components=("word",), dim=4), SENTS)
     emb = model.parts[0].embedding.weight
     ids = model.vocabs["word"].ids(words("The dog sleeps."))
     expected = emb[ids].mean(0)
@@ -34,7 +34,7 @@ def test_word_averaging_is_the_mean_of_its_embeddings():
                                             (("word", "lstm", "gran"), 16)])
 def test_shapes_and_padding_do_not_change_a_sentence(components, dim):
     torch.manual_seed(0)
-    model = build(ModelSpec(components=components, dim=5, hidden=6), SENTS).eval()
+    model = build(ModelSpec(units="word", components=components, dim=5, hidden=6), SENTS).eval()
     assert model.dim == dim
     alone = model.encode(["The dog sleeps."])
     padded = model.encode(["The dog sleeps.", "It rains today in the city and the man reads."])
@@ -44,7 +44,7 @@ def test_shapes_and_padding_do_not_change_a_sentence(components, dim):
 
 def test_gran_follows_its_formula():
     torch.manual_seed(0)
-    model = build(ModelSpec(components=("gran",), dim=3, hidden=4), SENTS).eval()
+    model = build(ModelSpec(units="word", components=("gran",), dim=3, hidden=4), SENTS).eval()
     gran = model.parts[0]
     ids = torch.tensor([model.vocabs["word"].ids(words("The dog sleeps."))])
     x = gran.embedding(ids)
@@ -56,7 +56,7 @@ def test_gran_follows_its_formula():
 
 def test_blstm_averages_the_two_directions():
     torch.manual_seed(0)
-    model = build(ModelSpec(components=("blstm",), dim=3, hidden=4), SENTS).eval()
+    model = build(ModelSpec(units="word", components=("blstm",), dim=3, hidden=4), SENTS).eval()
     part = model.parts[0]
     ids = torch.tensor([model.vocabs["word"].ids(words("The dog sleeps."))])
     out, _ = part.lstm(part.embedding(ids))
@@ -65,7 +65,7 @@ def test_blstm_averages_the_two_directions():
 
 
 def test_combinations():
-    add = build(ModelSpec(components=("word", "trigram"), combine="add", dim=4), SENTS).eval()
+    add = build(ModelSpec(units="word", components=("word", "trigram"), combine="add", dim=4), SENTS).eval()
     word = add.parts[0](*add.tensors(add.units(["The dog."]))["word"])
     tri = add.parts[1](*add.tensors(add.units(["The dog."]))["trigram"])
     assert torch.allclose(add(add.tensors(add.units(["The dog."]))), word + tri)
@@ -149,12 +149,14 @@ def test_load_model_encodes_and_the_cli_embeds(tmp_path):
 
 def test_glove_initialisation(tmp_path):
     (tmp_path / "g.txt").write_text("dog 1 2 3\nzzz 9 9 9\nthe 0.5 0.5 0.5\n")
-    model = build(ModelSpec(components=("word",), dim=3, word_vectors=str(tmp_path / "g.txt")), SENTS)
+    model = build(ModelSpec(units="word", components=("word",), dim=3, word_vectors=str(tmp_path / "g.txt")), SENTS)
     emb = model.parts[0].embedding.weight
     assert emb[model.vocabs["word"].index["dog"]].tolist() == [1, 2, 3]
     (tmp_path / "bad.txt").write_text("dog 1 2\n")
     with pytest.raises(ValueError, match="bad.txt:1: vector of 2 values"):
-        build(ModelSpec(components=("word",), dim=3, word_vectors=str(tmp_path / "bad.txt")), SENTS)
+        build(ModelSpec(units="word", components=("word",), dim=3, word_vectors=str(tmp_path / "bad.txt")), SENTS)
+    with pytest.raises(ValueError, match="word_vectors initialise word units"):
+        ModelSpec(components=("word",), dim=3, word_vectors=str(tmp_path / "g.txt"))  # units sp
 
 
 def test_sweep_points_cross_the_given_axes_in_a_fixed_order():
@@ -195,7 +197,7 @@ def test_id_store_buffers_cover_every_pair_once_and_pad_like_the_encoder(tmp_pat
     from paramill.embed.data import PairSource, count_units, epoch_buffers, write_ids
     from paramill.embed.model import build_from_counts, featurizers
 
-    spec = ModelSpec(components=("word", "trigram"), dim=4)
+    spec = ModelSpec(units="word", components=("word", "trigram"), dim=4)
     pairs = [(f"{a} number {i}", f"{b} {i}") for i, (a, b) in enumerate(PAIRS)]
     source = PairSource.from_pairs(pairs, batch_rows=7)
     counts, n = count_units(featurizers(spec), source)

@@ -69,7 +69,9 @@ class ReferenceClassifier(nn.Module):
 def _spec(settings: ClassifierSettings) -> ModelSpec:
     if settings.encoder not in ("word", "lstm"):
         raise ValueError(f"filters.classifier.encoder must be word or lstm, not {settings.encoder!r}")
-    return ModelSpec(components=(settings.encoder,), dim=settings.dim, hidden=settings.hidden)
+    # over words, as the 2017 paper's classifier (its vocabulary comes from the 40k pairs)
+    return ModelSpec(components=(settings.encoder,), dim=settings.dim, hidden=settings.hidden,
+                     units="word")
 
 
 def _labelled(refs: list[str], translations: list[str]) -> list[tuple[str, float]]:
