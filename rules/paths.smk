@@ -244,6 +244,12 @@ def month_days(wildcards):
     return [f"{WORK}/twitter/harvest/{d}.parquet" for d in sorted(days)]
 
 
+def paraid_labelled():
+    """The identifier's labelled files (and PIT-2015 test's separate label files)."""
+    sets = config["twitter"]["identify"]["train"] + config["twitter"]["identify"]["evaluate"]
+    return [d["path"] for d in sets] + [d["labels"] for d in sets if d.get("labels")]
+
+
 def paraid_embed_model():
     """The identifier's embedding model: a name in embed.models, a path, or none."""
     name = config["twitter"]["identify"]["embed_model"]

@@ -32,7 +32,7 @@ rule harvest:
 
 rule paraid_train:
     input:
-        labelled=[d["path"] for d in config["twitter"]["identify"]["train"] + config["twitter"]["identify"]["evaluate"]],
+        labelled=paraid_labelled(),
         embed=paraid_embed_model(),
     output:
         model=f"{WORK}/twitter/paraid.pkl",

@@ -82,6 +82,15 @@ def test_embeddings_score_the_sample_sts_sets(finished):
         assert {y["year"] for y in result["years"]} == {"sample", "dev"}
     model = json.loads((project / "work/embed/word/model.pt.prov.json").read_text())
     assert model["training"]["history"][-1]["loss"] < model["training"]["history"][0]["loss"]
+    # the default units: SentencePiece pieces, the model trained by the pipeline and carried in
+    # the checkpoint, so encoding needs no other file
+    from paramill.embed.model import load_model
+
+    encoder = load_model(project / "work/embed/word/model.pt", "cpu")
+    assert encoder.spec.units == "sp" and encoder.spec.sp_model is None
+    pieces = encoder.featurizers["sp"]("The children were playing.")
+    assert "".join(pieces).replace("\u2581", " ").strip() == "the children were playing."
+    assert len(encoder.vocabs["sp"].units) > 100
 
 
 def test_the_released_corpus_its_scores_and_datasheet(finished):
@@ -124,11 +133,17 @@ def test_twitter_branch_pairs_identifies_and_grows(finished):
     assert (growth["accepted"] < growth["pairs"]).all()  # the comments were rejected
     pairs = pl.read_parquet(project / "results/twitter/2026-10/pairs.parquet")
     accepted = (project / "results/twitter/2026-10/paraphrases.tsv").read_text().splitlines()
-    assert len(accepted) == pairs.filter(pl.col("p_paraphrase") >= 0.5).height
+    report = json.loads((project / "results/twitter/paraid.json").read_text())
+    chosen = report["threshold"]  # chosen on grouped held-out folds for 80% precision
+    assert chosen["reached"] and chosen["precision"] >= 0.8 and chosen["used"] == chosen["threshold"]
+    month_stats = json.loads((project / "results/twitter/2026-10/stats.json").read_text())
+    assert month_stats["threshold"] == chosen["threshold"]
+    assert len(accepted) == pairs.filter(pl.col("p_paraphrase") >= chosen["threshold"]).height
+    # the cosine's model (`word`) was checked against the labelled pairs: it never saw them
+    assert report["embed_overlap"]["checked"] and report["embed_overlap"]["seen"] == 0
     tweets = pl.read_parquet(project / "work/twitter/harvest/2026-10-05.parquet")
     ids = set(tweets["tweet_id"])
     assert all(line.split("\t")[2] in ids or line.split("\t")[3] in ids for line in accepted[:20])
-    report = json.loads((project / "results/twitter/paraid.json").read_text())
     assert report["train_pairs"] == 200 and report["evaluations"][0]["lr"]["f1"] > 0.8
     stats = json.loads((project / "results/twitter/2026-10/stats.json").read_text())
     assert stats["filtered"]["auto_retweet"] > 0 and stats["filtered"]["manual_retweet"] > 0

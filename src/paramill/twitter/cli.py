@@ -40,8 +40,11 @@ def harvest(args: argparse.Namespace) -> int | str:
     arg("--embed-model", help="the embedding model file for the cosine feature (the workflow "
                               "resolves twitter.identify.embed_model; "" = none)"),
     need("--out", "model file"), need("--report", "evaluation JSON (max F1, P, R)"),
-    description="Labelled data and evaluation sets are the settings' train and evaluate "
-                "(default: 5-fold cross-validation on train).",
+    description="Labelled data and evaluation sets are the settings' train and evaluate. "
+                "Reports grouped cross-validation on train (folds by source tweet: max F1 with "
+                "P/R, ROC AUC, average precision), each evaluate set, and the acceptance "
+                "threshold chosen for twitter.identify.target_precision. Refuses an embedding "
+                "model trained on the labelled pairs.",
     settings="twitter.identify")
 def train(args: argparse.Namespace) -> int | str:
     from paramill.twitter.identify import IdentifySettings
@@ -63,7 +66,8 @@ def train(args: argparse.Namespace) -> int | str:
     need("--pairs", "output: every candidate pair with p_paraphrase"),
     need("--tsv", "accepted: s1, s2, tweet_a, tweet_b, p"), need("--stats", "output counts (JSON)"),
     description="News accounts are twitter.harvest.accounts; pairs at or above "
-                "twitter.identify.threshold are accepted.",
+                "twitter.identify.threshold are accepted (null: the threshold the identifier "
+                "chose for twitter.identify.target_precision).",
     settings={"settings": "twitter.pairs", "harvest_settings": "twitter.harvest",
               "identify_settings": "twitter.identify"})
 def month(args: argparse.Namespace) -> int | str:

@@ -10,7 +10,11 @@ recall, as the paper reports.
 
 Labelled data: Twitter URL corpus raw (``s1\\ts2\\t(n,6)\\turl``: n<=2 negative, n>=4
 positive, n=3 dropped), its tokenised form (``a.toks``, ``b.toks``, ``sim.txt``), or
-PIT-2015 (``(pos, neg)`` votes: pos>=3 positive, pos<=1 negative, pos=2 dropped).
+PIT-2015 as the task defines its two releases: train/dev carry the crowd's ``(pos, neg)``
+votes (pos>=3 positive, pos<=1 negative, pos=2 dropped as debatable); test carries one
+expert score on the 0-5 scale, in the data's label column or in the separate ``test.label``
+(``true|false|----\\t<score>``; give it as ``labels``): 4-5 positive, 0-2 negative, 3
+dropped, as the official scorer does.
 """
 
 from __future__ import annotations
@@ -32,12 +36,17 @@ BASELINE = [f"{kind}_{n}_{m}" for kind in ("tok", "stem") for n in (1, 2, 3) for
 EXTRA = ["char_ratio", "length_ratio", "jaccard", "cosine"]
 FORMATS = ("url_raw", "toks", "pit2015")
 _VOTES = re.compile(r"^\(\s*(\d+)\s*,\s*(\d+)\s*\)$")
+_EXPERT = re.compile(r"^[0-5]$")
+_LABEL_LINE = re.compile(r"^(true|false|-+)\s*(?:\t\s*([0-9.]+)\s*)?$")
 
 
 @dataclass(frozen=True)
 class LabelledData(Settings):
     path: str = setting(doc="File (url_raw, pit2015) or directory (toks).")
     format: Literal["url_raw", "toks", "pit2015"] = setting(doc="Layout of the labelled data.")
+    labels: str | None = setting(
+        None, "PIT-2015 test: the separate label file (test.label, true|false|---- and the "
+        "expert score per line of the data); null: the data's own label column.")
 
 
 @dataclass(frozen=True)
@@ -46,8 +55,18 @@ class IdentifySettings(Settings):
         "extended",
         "Which model scores harvested pairs: lr (18 features) or extended (+ embedding cosine and "
         "cheap signals).")
-    threshold: float = setting(
-        0.5, "Pairs at or above this p_paraphrase join the corpus.", minimum=0, maximum=1)
+    threshold: float | None = setting(
+        None, "Pairs at or above this p_paraphrase join the corpus; null: the threshold chosen "
+        "for target_precision on held-out folds (recorded in the model).", minimum=0, maximum=1)
+    target_precision: float = setting(
+        0.8, "Precision the chosen threshold must reach on the training data's held-out folds "
+        "(grouped by source tweet): the lowest such threshold, i.e. the most recall, is taken. "
+        "Measured at the training data's share of paraphrases.", exclusiveMinimum=0, maximum=1)
+    folds: int = setting(5, "Folds of the grouped cross-validation (threshold, report).", minimum=2)
+    max_embed_overlap: float = setting(
+        0.01, "Largest share of the labelled training pairs the cosine's embedding model may "
+        "have been trained on; above it training stops (the cosine would carry the labels).",
+        minimum=0, maximum=1)
     c: float = setting(
         1.0, "Inverse regularisation of the logistic regression.", exclusiveMinimum=0)
     max_iter: int = setting(2000, "Solver iterations.", minimum=1)
@@ -63,10 +82,44 @@ class IdentifySettings(Settings):
         (), "Labelled sets to report max F1 on (empty = 5-fold cross-validation on train).")
 
 
-def read_labelled(path: str | Path, fmt: str) -> tuple[list[tuple[str, str]], list[int], int]:
-    """(pairs, labels, dropped) from a labelled file/directory."""
+def read_label_file(path: str | Path) -> list[int | None]:
+    """PIT-2015's ``test.label``: one ``true|false|----`` (and the expert score) per line of
+    the data; debatable lines are None."""
+    out: list[int | None] = []
+    with open_compressed(path) as fh:
+        for line_no, raw in enumerate(fh, 1):
+            line = raw.decode("utf-8", errors="replace").rstrip("\r\n")
+            m = _LABEL_LINE.match(line.strip())
+            if not m:
+                raise InputError(path, line_no, f"expected true, false or ---- (and a score), "
+                                                f"not {line!r}")
+            out.append({"true": 1, "false": 0}.get(m.group(1)))
+    return out
+
+
+def _pit_label(votes: str) -> tuple[int | None, str | None]:
+    """A PIT-2015 label column: crowd votes ``(pos, neg)`` (train/dev) or an expert score 0-5
+    (test). (label or None if debatable, error or None)."""
+    m = _VOTES.match(votes)
+    if m:
+        pos = int(m.group(1))
+        return (None if pos == 2 else int(pos > 2)), None
+    if _EXPERT.match(votes):
+        score = int(votes)
+        return (None if score == 3 else int(score > 3)), None
+    return None, f"label must be crowd votes (pos, neg) or an expert score 0-5, not {votes!r}"
+
+
+def read_labelled(path: str | Path, fmt: str, labels: str | Path | None = None
+                  ) -> tuple[list[tuple[str, str]], list[int], int]:
+    """(pairs, labels, dropped) from a labelled file/directory (``labels``: PIT-2015 test's
+    separate label file)."""
     if fmt not in FORMATS:
         raise ValueError(f"labelled format must be one of {FORMATS}, not {fmt!r}")
+    if labels is not None and fmt != "pit2015":
+        raise ValueError(f"a separate label file is read for format pit2015 only, not {fmt!r}")
+    if labels is not None:
+        return _pit_with_label_file(Path(path), Path(labels))
     pairs, labels, dropped = [], [], 0
     path = Path(path)
     if fmt == "toks":
@@ -88,23 +141,47 @@ def read_labelled(path: str | Path, fmt: str) -> tuple[list[tuple[str, str]], li
                 continue
             fields = line.split("\t")
             # url_raw: s1, s2, (n,6), url — n <= 2 no, n >= 4 yes, 3 dropped;
-            # pit2015: topic id, topic, s1, s2, (pos, neg) — pos <= 1 no, pos >= 3 yes, 2 dropped
-            first, want, what, undecided = ((0, 3, "s1, s2, (n,6), url", 3) if fmt == "url_raw"
-                                            else (2, 5, "PIT-2015 fields", 2))
+            # pit2015: topic id, topic, s1, s2, label (see _pit_label)
+            first, want, what = ((0, 3, "s1, s2, (n,6), url") if fmt == "url_raw"
+                                 else (2, 5, "PIT-2015 fields"))
             if len(fields) < want:
                 raise InputError(path, line_no, f"expected {what}; got {len(fields)} fields")
-            s1, s2, votes = fields[first], fields[first + 1], fields[first + 2]
-            m = _VOTES.match(votes.strip())
-            if not m:
-                raise InputError(path, line_no, f"votes must look like {'(n,6)' if fmt == 'url_raw' else '(pos, neg)'}, "
-                                                f"not {votes!r}")
-            n = int(m.group(1))
-            label = None if n == undecided else int(n > undecided)
+            s1, s2, votes = fields[first], fields[first + 1], fields[first + 2].strip()
+            if fmt == "pit2015":
+                label, error = _pit_label(votes)
+                if error:
+                    raise InputError(path, line_no, error)
+            else:
+                m = _VOTES.match(votes)
+                if not m:
+                    raise InputError(path, line_no, f"votes must look like (n,6), not {votes!r}")
+                label = None if int(m.group(1)) == 3 else int(int(m.group(1)) > 3)
             if label is None:
                 dropped += 1
                 continue
             pairs.append((s1, s2))
             labels.append(label)
+    return pairs, labels, dropped
+
+
+def _pit_with_label_file(path: Path, label_path: Path) -> tuple[list[tuple[str, str]], list[int], int]:
+    gold = read_label_file(label_path)
+    pairs, labels, dropped, line_no = [], [], 0, 0
+    with open_compressed(path) as fh:
+        for line_no, raw in enumerate(fh, 1):
+            fields = raw.decode("utf-8", errors="replace").rstrip("\r\n").split("\t")
+            if len(fields) < 4:
+                raise InputError(path, line_no, f"expected PIT-2015 fields; got {len(fields)} fields")
+            if line_no > len(gold):
+                continue  # counted for the error below
+            if gold[line_no - 1] is None:
+                dropped += 1
+                continue
+            pairs.append((fields[2], fields[3]))
+            labels.append(gold[line_no - 1])
+    if line_no != len(gold):
+        raise InputError(label_path, None, f"{len(gold)} labels for {line_no} lines of {path}: "
+                                           "the label file must have one line per pair")
     return pairs, labels, dropped
 
 
@@ -194,32 +271,137 @@ def fit(x: np.ndarray, y: list[int], settings: IdentifySettings):
     return model.fit(x, y)
 
 
-def cross_validate(pairs, labels, extended: bool, settings: IdentifySettings, folds: int = 5,
-                   encoder=None) -> dict[str, float]:
-    """Max F1 of out-of-fold probabilities (stratified k-fold, seeded)."""
-    from sklearn.model_selection import StratifiedKFold
+def source_groups(pairs: list[tuple[str, str]]) -> np.ndarray:
+    """One group per source tweet (the first sentence, compared as ``comparable`` text), so
+    that no fold's pairs share a source with another fold's."""
+    ids: dict[str, int] = {}
+    return np.asarray([ids.setdefault(comparable(x), len(ids)) for x, _ in pairs])
 
-    x = features(pairs, extended, encoder)
-    y = np.asarray(labels)
+
+def out_of_fold(x: np.ndarray, y: np.ndarray, groups: np.ndarray, settings: IdentifySettings
+                ) -> np.ndarray:
+    """Out-of-fold probabilities: stratified folds grouped by source tweet (seeded)."""
+    from sklearn.model_selection import StratifiedGroupKFold
+
+    folds = min(settings.folds, len(set(groups.tolist())))
     scores = np.zeros(len(y))
-    for train, test in StratifiedKFold(folds, shuffle=True, random_state=settings.seed).split(x, y):
+    split = StratifiedGroupKFold(folds, shuffle=True, random_state=settings.seed)
+    for train, test in split.split(x, y, groups):
         scores[test] = fit(x[train], y[train].tolist(), settings).predict_proba(x[test])[:, 1]
-    return max_f1(y, scores)
+    return scores
+
+
+def metrics(labels, scores: np.ndarray) -> dict[str, float]:
+    """Max F1 (with P, R, threshold), ROC AUC, average precision and the positives' share."""
+    from sklearn.metrics import average_precision_score, roc_auc_score
+
+    y = np.asarray(labels)
+    return {**max_f1(y, scores), "auc": round(float(roc_auc_score(y, scores)), 4),
+            "ap": round(float(average_precision_score(y, scores)), 4),
+            "positive_share": round(float(y.mean()), 4)}
+
+
+def threshold_for_precision(labels, scores: np.ndarray, target: float) -> dict[str, Any]:
+    """The lowest threshold from which precision stays at or above ``target`` for every higher
+    threshold (the most recall at that precision, without trusting a lone low point of the
+    ragged curve); if there is none, the max-F1 threshold, with ``reached`` false."""
+    from sklearn.metrics import precision_recall_curve
+
+    precision, recall, thresholds = precision_recall_curve(np.asarray(labels), scores)
+    floor = np.minimum.accumulate(precision[:-1][::-1])[::-1]  # min precision from here up
+    ok = np.flatnonzero(floor >= target)
+    if len(ok):
+        i = int(ok[0])
+        return {"threshold": round(float(thresholds[i]), 6), "target_precision": target,
+                "reached": True, "precision": round(float(precision[i]), 4),
+                "recall": round(float(recall[i]), 4)}
+    best = max_f1(labels, scores)
+    return {"threshold": best["threshold"], "target_precision": target, "reached": False,
+            "precision": best["precision"], "recall": best["recall"]}
+
+
+def cross_validate(pairs, labels, extended: bool, settings: IdentifySettings,
+                   encoder=None) -> dict[str, float]:
+    """Metrics of out-of-fold probabilities (stratified folds grouped by source tweet)."""
+    y = np.asarray(labels)
+    return metrics(y, out_of_fold(features(pairs, extended, encoder), y, source_groups(pairs),
+                                  settings))
+
+
+def pair_key(s1: str, s2: str) -> tuple[str, str]:
+    """A pair compared as ``comparable`` text, in either order."""
+    a, b = comparable(s1), comparable(s2)
+    return (a, b) if a <= b else (b, a)
+
+
+def embedding_training_files(model: str | Path) -> list[str] | None:
+    """The files an embedding model was trained on, from its provenance record (None when
+    it has none: a model made elsewhere)."""
+    from paramill.provenance import prov_path
+
+    record = Path(prov_path(model))
+    if not record.exists():
+        return None
+    import json
+
+    entries = json.loads(record.read_text(encoding="utf-8")).get("inputs", [])
+    return sorted({e["path"] for e in entries if Path(e["path"]).is_file()})
+
+
+def embedding_overlap(model: str | Path, pairs: list[tuple[str, str]]) -> dict[str, Any]:
+    """How many of ``pairs`` the embedding model was trained on (either order, compared as
+    ``comparable`` text): one streamed pass over its training files."""
+    files = embedding_training_files(model)
+    report: dict[str, Any] = {"model": str(model), "labelled_pairs": len(pairs), "files": files}
+    if files is None:
+        return {**report, "checked": False, "seen": None, "share": None}
+    from paramill.embed.data import PairSource
+
+    wanted = {pair_key(x, y) for x, y in pairs}
+    seen: set[tuple[str, str]] = set()
+    for s1s, s2s in PairSource.from_files(files, drop_identical=False):
+        for x, y in zip(s1s, s2s):
+            key = pair_key(x, y)
+            if key in wanted:
+                seen.add(key)
+    n = sum(pair_key(x, y) in seen for x, y in pairs)
+    return {**report, "checked": True, "seen": n, "share": round(n / max(len(pairs), 1), 4)}
+
+
+class EmbeddingLeak(ValueError):
+    """The cosine's embedding model was trained on the identifier's labelled pairs."""
+
+
+def check_embedding_overlap(overlap: dict[str, Any], limit: float) -> None:
+    if overlap["checked"] and overlap["share"] > limit:
+        raise EmbeddingLeak(
+            f"the embedding model {overlap['model']} was trained on {overlap['seen']:,} of the "
+            f"identifier's {overlap['labelled_pairs']:,} labelled pairs ({overlap['share']:.1%}; "
+            f"files: {', '.join(overlap['files'])}): its cosine would carry their labels into "
+            f"the identifier (in-sample F1 inflated, held-out F1 lower). Give "
+            f"twitter.identify.embed_model a model trained without these pairs (a release "
+            f"that leaves their pair corpus out), or null for no cosine "
+            f"(twitter.identify.max_embed_overlap: {limit}).")
 
 
 @dataclass
 class Identifier:
-    """Both trained models; ``score`` uses the configured one."""
+    """Both trained models; ``score`` uses the configured one. ``threshold``: the acceptance
+    threshold chosen on held-out folds (``threshold_choice`` says how)."""
 
     lr: Any
     extended: Any
     settings: IdentifySettings
     embed_model: str | None = None
+    threshold: float | None = None
+    threshold_choice: dict[str, Any] | None = None
 
     def save(self, path: str | Path) -> None:
         with open(path, "wb") as fh:
             pickle.dump({"format": "paramill-paraid/1", "lr": self.lr, "extended": self.extended,
-                         "settings": self.settings.__dict__, "embed_model": self.embed_model}, fh)
+                         "settings": self.settings.__dict__, "embed_model": self.embed_model,
+                         "threshold": self.threshold, "threshold_choice": self.threshold_choice},
+                        fh)
 
     @staticmethod
     def load(path: str | Path) -> Identifier:
@@ -228,7 +410,14 @@ class Identifier:
         if data.get("format") != "paramill-paraid/1":
             raise ValueError(f"{path}: not a paramill paraphrase identifier")
         return Identifier(data["lr"], data["extended"], IdentifySettings.from_dict(data["settings"]),
-                          data["embed_model"])
+                          data["embed_model"], data.get("threshold"), data.get("threshold_choice"))
+
+    def accept_at(self, configured: float | None = None) -> float:
+        """The threshold pairs must reach: the configured one, else the chosen one (0.5 for
+        a model saved before thresholds were chosen)."""
+        if configured is not None:
+            return configured
+        return self.threshold if self.threshold is not None else 0.5
 
     def encoder(self):
         if not self.embed_model:

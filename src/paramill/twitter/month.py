@@ -8,6 +8,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import polars as pl
 import pyarrow as pa
 
@@ -16,11 +17,15 @@ from paramill.provenance import Run, prov_path
 from paramill.twitter.identify import (
     Identifier,
     IdentifySettings,
-    cross_validate,
+    check_embedding_overlap,
+    embedding_overlap,
     features,
     fit,
-    max_f1,
+    metrics,
+    out_of_fold,
     read_labelled,
+    source_groups,
+    threshold_for_precision,
 )
 from paramill.twitter.pairs import PAIRS, PairSettings, build_pairs
 
@@ -30,49 +35,66 @@ SCORED = pa.schema(list(PAIRS) + [pa.field("p_paraphrase", pa.float64())])
 def train_identifier(train: list[dict[str, str]], evaluate: list[dict[str, str]], out: str | Path,
                      report: str | Path, settings: IdentifySettings, rule: str = "paraid_train"
                      ) -> dict[str, Any]:
-    """Fit LR (18 features) and the extended model on ``train`` ([{path, format}]); report
-    max F1 of both on each ``evaluate`` set, or by 5-fold cross-validation without one."""
-    inputs = [d["path"] for d in train + evaluate] + ([settings.embed_model] if settings.embed_model else [])
+    """Fit LR (18 features) and the extended model on ``train`` ([{path, format, labels}]).
+    Out-of-fold scores (folds grouped by source tweet) give each model's cross-validated
+    metrics and the acceptance threshold for ``target_precision``; each ``evaluate`` set is
+    scored by the models fitted on all of train. An embedding model for the cosine that was
+    trained on the labelled pairs is refused (:class:`EmbeddingLeak`)."""
+    labelled = [d["path"] for d in train + evaluate] + [d["labels"] for d in train + evaluate
+                                                         if d.get("labels")]
+    inputs = labelled + ([settings.embed_model] if settings.embed_model else [])
     run = Run(rule=rule, params={"train": train, "evaluate": evaluate, **asdict(settings)}, inputs=inputs)
     pairs, labels, dropped = [], [], 0
     for d in train:
-        p, y, n = read_labelled(d["path"], d["format"])
+        p, y, n = read_labelled(d["path"], d["format"], d.get("labels"))
         pairs += p
         labels += y
         dropped += n
     if len(set(labels)) < 2:
         raise ValueError("the identifier's training data needs both paraphrases and non-paraphrases")
-    ident = Identifier(None, None, settings, settings.embed_model)
-    encoder = ident.encoder()
-    ident.lr = fit(features(pairs, False), labels, settings)
-    ident.extended = fit(features(pairs, True, encoder), labels, settings)
     results: dict[str, Any] = {"train_pairs": len(pairs), "train_dropped": dropped,
                                "positive": int(sum(labels)), "evaluations": []}
-    if not evaluate:
-        results["evaluations"].append({
-            "data": "5-fold cross-validation on the training data",
-            "lr": cross_validate(pairs, labels, False, settings, 5),
-            "extended": cross_validate(pairs, labels, True, settings, 5, encoder)})
+    if settings.embed_model:
+        results["embed_overlap"] = overlap = embedding_overlap(settings.embed_model, pairs)
+        check_embedding_overlap(overlap, settings.max_embed_overlap)
+    ident = Identifier(None, None, settings, settings.embed_model)
+    encoder = ident.encoder()
+    y, groups = np.asarray(labels), source_groups(pairs)
+    x_lr, x_ext = features(pairs, False), features(pairs, True, encoder)
+    ident.lr = fit(x_lr, labels, settings)
+    ident.extended = fit(x_ext, labels, settings)
+    oof = {"lr": out_of_fold(x_lr, y, groups, settings),
+           "extended": out_of_fold(x_ext, y, groups, settings)}
+    ident.threshold_choice = threshold_for_precision(y, oof[settings.model], settings.target_precision)
+    ident.threshold = ident.threshold_choice["threshold"]
+    results["threshold"] = {**ident.threshold_choice, "model": settings.model,
+                            "chosen_on": f"{settings.folds}-fold out-of-fold scores on train, "
+                                         "folds grouped by source tweet",
+                            "used": ident.accept_at(settings.threshold)}
+    results["evaluations"].append({
+        "data": f"{settings.folds}-fold cross-validation on train, grouped by source tweet",
+        "pairs": len(pairs), "lr": metrics(y, oof["lr"]), "extended": metrics(y, oof["extended"])})
     for d in evaluate:
-        p, y, n = read_labelled(d["path"], d["format"])
+        p, yy, n = read_labelled(d["path"], d["format"], d.get("labels"))
         results["evaluations"].append({"data": d["path"], "pairs": len(p), "dropped": n,
-                                       "lr": max_f1(y, ident.score(p, "lr")),
-                                       "extended": max_f1(y, ident.score(p, "extended"))})
+                                       "lr": metrics(yy, ident.score(p, "lr")),
+                                       "extended": metrics(yy, ident.score(p, "extended"))})
     with atomic_output(out, report, prov_path(out), prov_path(report)) as (tmp, tmp_rep, prov, prov_rep):
         ident.save(tmp)
         write_json(tmp_rep, results)
         for final, t, pv in ((out, tmp, prov), (report, tmp_rep, prov_rep)):
             run.write({final: t}, {final: pv}, rows_in=len(pairs), rows_out=None,
-                      extra={"evaluations": results["evaluations"]})
+                      extra={"evaluations": results["evaluations"], "threshold": results["threshold"]})
     return results
 
 
 def score_month(days: list[str | Path], model: str | Path, accounts: list[str], out_pairs: str | Path,
                 out_tsv: str | Path, out_stats: str | Path, month: str,
-                pair_settings: PairSettings = PairSettings(), threshold: float = 0.5,
+                pair_settings: PairSettings = PairSettings(), threshold: float | None = None,
                 cards: dict[str, dict[str, str]] | None = None, rule: str = "twitter_month"
                 ) -> dict[str, Any]:
-    """Pairs of a month's tweets, ``p_paraphrase`` for each, and the accepted ones."""
+    """Pairs of a month's tweets, ``p_paraphrase`` for each, and the accepted ones (at
+    ``threshold``, or the one the identifier chose when it is None)."""
     run = Run(rule=rule, params={"month": month, "threshold": threshold, "accounts": accounts,
                                  **asdict(pair_settings)}, inputs=[*days, model])
     tweets = (pl.concat([pl.read_parquet(d) for d in days], how="vertical_relaxed")
@@ -84,6 +106,7 @@ def score_month(days: list[str | Path], model: str | Path, accounts: list[str], 
         cards = fetch_cards(news.explode("canonical_urls")["canonical_urls"].drop_nulls().to_list())
     pairs, reasons = build_pairs(tweets, accounts, pair_settings, cards) if tweets is not None else ([], {})
     ident = Identifier.load(model)
+    threshold = ident.accept_at(threshold)
     probs = ident.score([(p["s1"], p["s2"]) for p in pairs]) if pairs else []
     for p, prob in zip(pairs, probs):
         p["p_paraphrase"] = float(prob)

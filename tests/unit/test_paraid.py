@@ -1,0 +1,165 @@
+"""Tweet paraphrase identification: PIT-2015's test release, grouped cross-validation, the
+threshold chosen for a target precision, and the embedding-cosine leak check."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from paramill.io import InputError
+from paramill.twitter import identify
+from paramill.twitter.month import train_identifier
+
+POS = [(f"the storm hits town number {i} today", f"today the storm hit town number {i}")
+       for i in range(30)]
+NEG = [(f"the storm hits town number {i} today", f"my cat likes fish {i} very much")
+       for i in range(30)]
+
+
+def _url_raw(path, pos, neg):
+    path.write_text("".join(f"{a}\t{b}\t(5,6)\tu\n" for a, b in pos)
+                    + "".join(f"{a}\t{b}\t(0,6)\tu\n" for a, b in neg))
+    return [{"path": str(path), "format": "url_raw"}]
+
+
+# -- PIT-2015: both releases as the task defines them --------------------------------------
+
+def test_pit2015_test_expert_scores_in_the_label_column(tmp_path):
+    data = tmp_path / "test.data"
+    data.write_text("".join(f"1\tT\ta{i}\tb{i}\t{score}\tx\ty\n" for i, score in enumerate("012345")))
+    pairs, labels, dropped = identify.read_labelled(data, "pit2015")
+    # 0-2 not a paraphrase, 3 debatable (left out), 4-5 paraphrase
+    assert labels == [0, 0, 0, 1, 1] and dropped == 1
+    assert pairs[3] == ("a4", "b4")
+    data.write_text("1\tT\ta\tb\t6\tx\ty\n")
+    with pytest.raises(InputError, match="test.data:1: label must be crowd votes .* not '6'"):
+        identify.read_labelled(data, "pit2015")
+
+
+def test_pit2015_test_with_its_separate_label_file(tmp_path):
+    data, gold = tmp_path / "test.data", tmp_path / "test.label"
+    data.write_text("".join(f"1\tT\ta{i}\tb{i}\t-\tx\ty\n" for i in range(4)))
+    gold.write_text("true\t0.8000\nfalse\t0.2000\n----\t0.6000\ntrue\t1.0000\n")
+    pairs, labels, dropped = identify.read_labelled(data, "pit2015", gold)
+    assert labels == [1, 0, 1] and dropped == 1 and pairs[2] == ("a3", "b3")
+    gold.write_text("true\t0.8\nfalse\t0.2\n")
+    with pytest.raises(InputError, match="2 labels for 4 lines"):
+        identify.read_labelled(data, "pit2015", gold)
+    gold.write_text("true\t0.8\nmaybe\t0.2\n----\n true\n")
+    with pytest.raises(InputError, match="test.label:2: expected true, false or ----"):
+        identify.read_labelled(data, "pit2015", gold)
+    with pytest.raises(ValueError, match="pit2015 only"):
+        identify.read_labelled(data, "url_raw", gold)
+
+
+def test_pit2015_dev_votes_still_read_with_their_boundaries(tmp_path):
+    dev = tmp_path / "dev.data"
+    dev.write_text("".join(f"1\tT\ta{p}\tb{p}\t({p}, {5 - p})\tx\ty\n" for p in range(6)))
+    assert identify.read_labelled(dev, "pit2015")[1:] == ([0, 0, 1, 1, 1], 1)
+
+
+# -- grouped cross-validation and its metrics ----------------------------------------------
+
+def test_source_groups_follow_the_first_tweet_as_comparable_text():
+    groups = identify.source_groups([("Storm hits!", "x"), ("storm  hits", "y"), ("Other", "z")])
+    assert groups.tolist() == [0, 0, 1]
+
+
+def test_out_of_fold_never_puts_one_source_in_two_folds(monkeypatch):
+    from sklearn.model_selection import StratifiedGroupKFold
+
+    seen = []
+    real = StratifiedGroupKFold.split
+
+    def spy(self, x, y, groups):
+        for train, test in real(self, x, y, groups):
+            seen.append((set(groups[train].tolist()), set(groups[test].tolist())))
+            yield train, test
+    monkeypatch.setattr(StratifiedGroupKFold, "split", spy)
+    pairs = POS + NEG
+    y = np.asarray([1] * 30 + [0] * 30)
+    scores = identify.out_of_fold(identify.features(pairs, False), y, identify.source_groups(pairs),
+                                  identify.IdentifySettings())
+    assert len(seen) == 5 and all(not (a & b) for a, b in seen)
+    assert identify.metrics(y, scores)["f1"] == 1.0
+
+
+def test_metrics_by_hand():
+    got = identify.metrics([1, 0, 1, 0], np.array([0.9, 0.8, 0.4, 0.1]))
+    # ranking: 1, 0, 1, 0 -> AUC 3/4; AP = (1/1 + 2/3) / 2
+    assert got["auc"] == 0.75 and got["ap"] == pytest.approx((1 + 2 / 3) / 2, abs=1e-4)
+    assert got["positive_share"] == 0.5 and got["f1"] == pytest.approx(0.8)
+
+
+def test_threshold_for_a_target_precision_by_hand():
+    y, s = [1, 1, 0, 1, 0], np.array([0.9, 0.8, 0.7, 0.6, 0.5])
+    # precision at >= .9: 1, .8: 1, .7: 2/3, .6: 3/4, .5: 3/5; .6 reaches 0.75 but .7 above
+    # it does not, so 0.75 is held only from .8 up
+    got = identify.threshold_for_precision(y, s, 0.75)
+    assert (got["threshold"], got["precision"], got["reached"]) == (0.8, 1.0, True)
+    assert got["recall"] == pytest.approx(0.6667, abs=1e-4)
+    got = identify.threshold_for_precision(y, s, 0.6)
+    assert (got["threshold"], got["precision"], got["recall"]) == (0.5, 0.6, 1.0)
+    # no dip: precision 1, 1, 1, 3/4 from the top, so 0.75 holds from .6 up
+    got = identify.threshold_for_precision([1, 1, 1, 0], np.array([0.9, 0.8, 0.7, 0.6]), 0.75)
+    assert (got["threshold"], got["precision"], got["recall"]) == (0.6, 0.75, 1.0)
+    got = identify.threshold_for_precision([0, 1], np.array([0.9, 0.8]), 0.9)
+    assert got["reached"] is False and got["threshold"] == 0.8  # the max-F1 threshold
+
+
+def test_training_chooses_records_and_applies_the_threshold(tmp_path):
+    settings = identify.IdentifySettings(target_precision=0.9)
+    result = train_identifier(_url_raw(tmp_path / "l.tsv", POS, NEG), [], tmp_path / "m.pkl",
+                              tmp_path / "r.json", settings)
+    cv = result["evaluations"][0]
+    assert "grouped by source tweet" in cv["data"] and cv["lr"]["auc"] == 1.0 and cv["lr"]["ap"] == 1.0
+    chosen = result["threshold"]
+    assert chosen["reached"] and chosen["precision"] >= 0.9 and chosen["used"] == chosen["threshold"]
+    model = identify.Identifier.load(tmp_path / "m.pkl")
+    assert model.threshold == chosen["threshold"] and model.accept_at() == chosen["threshold"]
+    assert model.accept_at(0.42) == 0.42  # a configured threshold wins
+    prov = json.loads((tmp_path / "m.pkl.prov.json").read_text())
+    assert prov["threshold"]["threshold"] == chosen["threshold"]
+
+
+# -- the cosine's embedding model must not have seen the labelled pairs --------------------
+
+def _embedding(tmp_path, name, pairs):
+    from paramill.embed.data import PairSource
+    from paramill.embed.model import ModelSpec
+    from paramill.embed.train import TrainSettings, train
+
+    data = tmp_path / f"{name}.tsv"
+    data.write_text("".join(f"{a}\t{b}\n" for a, b in pairs))
+    out = tmp_path / f"{name}.pt"
+    train(PairSource.from_files([data]), out, ModelSpec(components=("word",), units="word", dim=8),
+          TrainSettings(epochs=1, batch_size=10), inputs=[data])
+    return out
+
+
+def test_an_embedding_model_trained_on_the_labelled_pairs_is_refused(tmp_path):
+    labelled = _url_raw(tmp_path / "l.tsv", POS, NEG)
+    # trained on the labelled positives (one with changed punctuation and case, one swapped)
+    seen = [(a.upper() + "!", b) for a, b in POS[:10]] + [(b, a) for a, b in POS[10:]]
+    leaky = _embedding(tmp_path, "leaky", seen)
+    overlap = identify.embedding_overlap(leaky, POS + NEG)
+    assert (overlap["checked"], overlap["seen"], overlap["share"]) == (True, 30, 0.5)
+    settings = identify.IdentifySettings(embed_model=str(leaky))
+    with pytest.raises(identify.EmbeddingLeak, match="trained on 30 of the identifier's 60 labelled"):
+        train_identifier(labelled, [], tmp_path / "m.pkl", tmp_path / "r.json", settings)
+    assert not (tmp_path / "m.pkl").exists() and not (tmp_path / "r.json").exists()
+    # a model trained on other pairs is used, and the report says it was checked
+    clean = _embedding(tmp_path, "clean", [(f"a dog runs {i}", f"the dog is running {i}") for i in range(40)])
+    result = train_identifier(labelled, [], tmp_path / "m.pkl", tmp_path / "r.json",
+                              identify.IdentifySettings(embed_model=str(clean)))
+    assert result["embed_overlap"]["seen"] == 0 and result["embed_overlap"]["checked"]
+
+
+def test_an_embedding_model_without_provenance_is_reported_unchecked(tmp_path):
+    model = _embedding(tmp_path, "elsewhere", [(f"a dog runs {i}", f"the dog ran {i}") for i in range(20)])
+    (tmp_path / "elsewhere.pt.prov.json").unlink()
+    overlap = identify.embedding_overlap(model, POS)
+    assert overlap["checked"] is False and overlap["seen"] is None
+    identify.check_embedding_overlap(overlap, 0.01)  # nothing to refuse on
