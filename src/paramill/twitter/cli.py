@@ -54,7 +54,8 @@ def train(args: argparse.Namespace) -> int | str:
     settings = IdentifySettings.from_dict(args.settings)
     result = train_identifier(list(settings.train), list(settings.evaluate), args.out,
                               args.report, settings, rule=args.rule)
-    return "; ".join(f"{ev['data']}: LR F1 {ev['lr']['f1']}, extended F1 {ev['extended']['f1']}"
+    return "; ".join(f"{ev['data']}: " + ", ".join(f"{name} F1 {ev[name]['f1']}" for name in
+                                                  ("lr", "extended", "encoder") if name in ev)
                      for ev in result["evaluations"])
 
 

