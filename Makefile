@@ -25,7 +25,7 @@ $(STAMP): pyproject.toml Makefile scripts/build-kenlm.sh
 	$(PIP) install --upgrade pip
 	@# torch first, by itself, so the resolver takes the pinned wheel (CPU here).
 	$(PIP) install torch==2.13.0
-	$(PIP) install -e '.[test,paraid]'
+	$(PIP) install -e '.[test,st,paraid]'
 	@# opennmt-py declares torch<2.3; its real imports are in pyproject.toml.
 	$(PIP) install --no-deps opennmt-py==3.5.1
 	bash scripts/build-kenlm.sh $(VENV)

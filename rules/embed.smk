@@ -25,6 +25,24 @@ rule embed_train:
         " --out {output:q} --spec {params.spec:q} --settings {params.settings:q} > {log:q} 2>&1"
 
 
+rule embed_export:
+    input:
+        f"{WORK}/embed/{{model}}/model.pt",
+    output:
+        directory(f"{RESULTS}/embed/{{model}}/sentence-transformers"),
+    log:
+        f"{LOGS}/embed/embed_export.{{model}}.log",
+    benchmark:
+        f"{LOGS}/benchmarks/embed/embed_export.{{model}}.tsv"
+    threads: rule_threads("embed_export")
+    resources:
+        **rule_resources("embed_export", mem_mb=4000, runtime=30),
+    conda:
+        "../envs/cpu.yaml"
+    shell:
+        "paramill --rule {rule} --threads {threads} embed export {input:q} {output:q} > {log:q} 2>&1"
+
+
 rule sts_eval:
     input:
         model=f"{WORK}/embed/{{model}}/model.pt",

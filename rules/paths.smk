@@ -275,6 +275,8 @@ def default_targets():
     targets += [f"{RESULTS}/corpus/{s}/{f}" for s in release_names()
                 for f in ("datasheet.md", "corpus.paranmt.txt")]
     targets += [f"{RESULTS}/embed/{m}/sts.tsv" for m in config["embed"]["models"]]
+    if config["embed"]["export"]:
+        targets += [f"{RESULTS}/embed/{m}/sentence-transformers" for m in config["embed"]["models"]]
     targets += [f"{RESULTS}/nmt/diversity.tsv"] if sampling() and CORPORA else []
     targets.append(f"{RESULTS}/lexicon/simlex.tsv" if config["lexicon"]["simlex"]
                    else f"{RESULTS}/lexicon/lexicon.tsv")

@@ -62,7 +62,7 @@ ALL_FILTERS = filter_names()  # as the filter classes declare them (the generate
 #: filters.enabled in tiny-nmt.yaml (the DAG tests need fewer score jobs)
 TINY_FILTERS = ["overlap", "parascore"]
 #: The jobs that follow any change of the released corpora (2 selections).
-EMBED = {"embed_train": 2, "sts_eval": 2}
+EMBED = {"embed_train": 2, "sts_eval": 2, "embed_export": 2}
 SELECT = {"select": 2, "corpus_analysis": 2}
 #: the lexicon of the default selection and its SimLex evaluation
 LEXICON = {"lexicon": 1, "lexicon_simlex": 1}

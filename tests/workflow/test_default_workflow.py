@@ -4,6 +4,7 @@ import json
 import os
 import re
 
+import numpy as np
 import polars as pl
 import pytest
 
@@ -91,6 +92,15 @@ def test_embeddings_score_the_sample_sts_sets(finished):
     pieces = encoder.featurizers["sp"]("The children were playing.")
     assert "".join(pieces).replace("\u2581", " ").strip() == "the children were playing."
     assert len(encoder.vocabs["sp"].units) > 100
+    # embed.export: each model also as a sentence-transformers directory, same vectors
+    from sentence_transformers import SentenceTransformer
+
+    probe = ["The children were playing.", "A doctor arrived late."]
+    for name in ("word", "word-trigram"):
+        st = SentenceTransformer(str(project / f"results/embed/{name}/sentence-transformers"),
+                                 trust_remote_code=True, device="cpu")
+        ours = load_model(project / f"work/embed/{name}/model.pt", "cpu").encode(probe)
+        assert np.abs(st.encode(probe) - ours).max() <= 1e-5
 
 
 def test_the_released_corpus_its_scores_and_datasheet(finished):

@@ -44,3 +44,16 @@ def encode(args: argparse.Namespace) -> int | str:
         with open(tmp, "wb") as fh:
             np.save(fh, vectors)
     return f"{vectors.shape[0]} sentences x {vectors.shape[1]} dims in {args.out}"
+
+
+@group.verb(
+    "export", "write a model as a sentence-transformers directory",
+    arg("model", help="a model from `paramill embed train`"),
+    arg("out", help="output directory"),
+    description="SentenceTransformer(OUT, trust_remote_code=True) then loads it offline and "
+                "encodes to the same vectors as the paramill model (the module class is "
+                "paramill's, so paramill must be installed where it is loaded). Needs the st extra "
+                "(sentence-transformers), which make installs.")
+def export(args: argparse.Namespace) -> int | str:
+    from paramill.embed.st import export
+    return f"{export(args.model, args.out, rule=args.rule)}"

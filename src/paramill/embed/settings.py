@@ -43,6 +43,9 @@ class EmbedSection(Settings):
     release: Name = setting(
         "default", "The released corpus (a name under filters.releases, or default) the models "
         "train on.")
+    export: bool = setting(
+        False, "Also write each trained model as a sentence-transformers directory "
+        "(results/embed/<model>/sentence-transformers/; `paramill embed export`).")
     models: dict[Name, ModelSpec] = setting(
         factory=lambda: {"word": {}}, doc="Named models to train and evaluate; each entry "
         "overrides `embed.model` (e.g. word-trigram: {components: [word, trigram]}).",

@@ -1,0 +1,71 @@
+"""paramill as a Python package: `pip install .` into a fresh environment gives a working
+`paramill` command; the metadata says what the pins support."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+import sysconfig
+import tomllib
+import zipfile
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def test_metadata_matches_what_the_project_uses():
+    meta = tomllib.loads((REPO / "pyproject.toml").read_text())
+    # `license = "MIT"` (an SPDX string, PEP 639) needs setuptools >= 77
+    assert isinstance(meta["project"]["license"], str)
+    floor = next(r for r in meta["build-system"]["requires"] if r.startswith("setuptools"))
+    assert tuple(map(int, re.search(r">=\s*([\d.]+)", floor).group(1).split(".")))[:1] >= (77,)
+    # every binary pin has wheels for 3.11 and 3.12 (pyonmttok and fasttext-wheel have none
+    # for 3.13), so the range is 3.11-3.12 and the running Python is inside it
+    spec = meta["project"]["requires-python"]
+    assert spec == ">=3.11,<3.13"
+    assert (3, 11) <= sys.version_info[:2] < (3, 13)
+
+
+@pytest.mark.slow
+def test_pip_install_dot_gives_a_working_paramill_command(tmp_path):
+    # built from a copy: setuptools writes build/ and egg-info next to the sources
+    source = tmp_path / "source"
+    source.mkdir()
+    for name in ("pyproject.toml", "README.md", "LICENSE"):
+        if (REPO / name).exists():
+            shutil.copy(REPO / name, source / name)
+    shutil.copytree(REPO / "src", source / "src",
+                    ignore=shutil.ignore_patterns("*.egg-info", "__pycache__"))
+    dist = tmp_path / "dist"
+    subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation",
+                    "-q", "-w", str(dist), str(source)], check=True, capture_output=True, timeout=600)
+    wheel = next(dist.glob("paramill-*.whl"))
+    names = zipfile.ZipFile(wheel).namelist()
+    assert "paramill/cli.py" in names and any(n.startswith("paramill/data/") and n.endswith(".yaml")
+                                              for n in names)
+    env_dir = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(env_dir)], check=True)
+    # the dependencies come from this environment's site-packages (a path entry: its .pth
+    # files, this checkout's editable install among them, are not processed)
+    site = Path(subprocess.run([str(env_dir / "bin" / "python"), "-c",
+                                "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                               check=True, capture_output=True, text=True).stdout.strip())
+    (site / "deps.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
+    subprocess.run([sys.executable, "-m", "pip", "--python", str(env_dir / "bin" / "python"),
+                    "install", "-q", "--no-deps", "--no-index", str(wheel)], check=True,
+                   capture_output=True, timeout=600)
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
+    where = subprocess.run([str(env_dir / "bin" / "python"), "-c", "import paramill; print(paramill.__file__)"],
+                           check=True, capture_output=True, text=True, env=env, cwd=tmp_path).stdout
+    assert where.startswith(str(site))  # the installed copy, not this checkout's src/
+    done = subprocess.run([str(env_dir / "bin" / "paramill"), "--help"], capture_output=True,
+                          text=True, env=env, cwd=tmp_path, timeout=120)
+    assert done.returncode == 0 and "embed" in done.stdout and "twitter" in done.stdout
+    done = subprocess.run([str(env_dir / "bin" / "paramill"), "config", "schema", "--help"],
+                          capture_output=True, text=True, env=env, cwd=tmp_path, timeout=120)
+    assert done.returncode == 0
