@@ -20,7 +20,7 @@ help:
 
 install: $(STAMP)
 
-$(STAMP): pyproject.toml Makefile scripts/build-kenlm.sh
+$(STAMP): pyproject.toml Makefile scripts/build-kenlm.sh scripts/install-browser.sh
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(PIP) install --upgrade pip
 	@# torch first, by itself, so the resolver takes the pinned wheel (CPU here).
@@ -29,6 +29,7 @@ $(STAMP): pyproject.toml Makefile scripts/build-kenlm.sh
 	@# opennmt-py declares torch<2.3; its real imports are in pyproject.toml.
 	$(PIP) install --no-deps opennmt-py==3.5.1
 	bash scripts/build-kenlm.sh $(VENV)
+	bash scripts/install-browser.sh
 	@touch $(STAMP)
 
 run: install

@@ -178,6 +178,7 @@ rule corpus_analysis:
         annotation=f"{RESULTS}/corpus/{{release}}/annotation.tsv",
         datasheet=report(f"{RESULTS}/corpus/{{release}}/datasheet.md", category="Corpus",
                          labels={"release": "{release}", "file": "datasheet"}),
+        card=f"{RESULTS}/corpus/{{release}}/README.md",
         plot=report(f"{RESULTS}/corpus/{{release}}/scores.png", category="Corpus",
                     caption="../report/scores.rst",
                     labels={"release": "{release}", "file": "score distributions"}),

@@ -482,6 +482,46 @@ def test_release_docs(tmp_path, scored):
         assert verify(out / name, recursive=False) == []
 
 
+def test_release_dataset_card_loads_with_datasets_offline(tmp_path, scored, monkeypatch):
+    import yaml
+
+    from paramill.filters.release import dataset_card, size_category
+    cands, scores = scored
+    out = tmp_path / "rel"
+    select(cands, scores, out / "corpus.parquet", out / "corpus.tsv", out / "selection.json",
+           SelectSettings(bounds={"overlap_1": [0.0, 0.9]}))
+    czeng = {"corpora": {"cz": {"format": "czeng1", "path": "/data/czeng16.gz"}}}
+    write_release_docs("default", cands, scores, out / "corpus.parquet", out / "selection.json",
+                       out, AnalysisSettings(sample=60), sources=czeng)
+    text = (out / "README.md").read_text()
+    assert text.startswith("---\n")
+    header = yaml.safe_load(text.split("---\n")[1])
+    rows = json.loads((out / "selection.json").read_text())["rows"]
+    assert header["license"] == "other" and header["license_name"] == "czeng"
+    assert header["language"] == ["en"] and header["size_categories"] == [size_category(rows)]
+    assert header["configs"] == [{"config_name": "default",
+                                  "data_files": [{"split": "train", "path": "corpus.parquet"}]}]
+    built = json.loads((out / "corpus.parquet.prov.json").read_text())["ended"][:10]
+    assert f"built {built}" in text and "`overlap_1` in [0.0, 0.9]" in text
+    assert verify(out / "README.md", recursive=False) == []
+    # the same facts give the same bytes (no clock inside)
+    selection = json.loads((out / "selection.json").read_text())
+    assert dataset_card("default", selection, czeng, built) == text
+    assert "license: unknown" in dataset_card("default", selection, {"pairs": {"p": {}}}, None)
+    assert [size_category(n) for n in (0, 999, 1000, 9_999_999, 10**7)] == [
+        "n<1K", "n<1K", "1K<n<10K", "1M<n<10M", "10M<n<100M"]
+    # datasets reads it offline: the parquet builder on the folder, and the card's configs
+    monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    from datasets import load_dataset
+    # (data_dir alone would read every file of the folder as Parquet, the .prov.json too)
+    for args, kwargs in (((str(out),), {}),
+                         (("parquet",), {"data_files": str(out / "corpus.parquet")})):
+        data = load_dataset(*args, cache_dir=str(tmp_path / "cache"), **kwargs)["train"]
+        assert data.num_rows == rows
+        assert data[0]["s1"] == pl.read_parquet(out / "corpus.parquet")["s1"][0]
+
+
 def test_analyse_ranges_and_classifier_correlation(tmp_path):
     frame = pl.DataFrame({"candidate_id": [f"c{i}" for i in range(40)], "rank": [1] * 40,
                           "en_ref": ["the a b c d e"] * 40,

@@ -117,6 +117,9 @@ def test_the_released_corpus_its_scores_and_datasheet(finished):
     assert all(v == 0 for v in corpus.select(pl.col(sorted(scores)).null_count()).row(0))
     counts = [r["pairs"] for r in selection["steps"]]
     assert counts == sorted(counts, reverse=True) and counts[-1] == corpus.height
+    card = (out / "README.md").read_text()  # the Hugging Face dataset card
+    assert card.startswith("---\n") and "path: corpus.parquet" in card
+    assert f"{corpus.height:,} English sentential paraphrase pairs" in card
     assert (corpus["overlap_1"] <= 0.9).all() and (corpus["length_ref"] <= 30).all()
     heldout = set(pl.read_parquet(project / "work/filters/heldout.parquet")["pair_id"])
     assert len(heldout) == 600 and not heldout & set(corpus["pair_id"])

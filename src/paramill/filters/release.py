@@ -1,6 +1,6 @@
 """The released corpus's companions: ``stats.json``, ``annotation.tsv``, the score
-histograms and ``datasheet.md`` (sources, filters and bounds, counts at each step, stats,
-licence)."""
+histograms, ``datasheet.md`` (sources, filters and bounds, counts at each step, stats,
+licence) and ``README.md``, a Hugging Face dataset card with the same facts."""
 
 from __future__ import annotations
 
@@ -67,7 +67,8 @@ def datasheet(name: str, selection: dict[str, Any], stats: dict[str, Any],
            f"score `{selection.get('paranmt_score', '?')}`; `pairs.corpora` reads it back), "
            "`corpus.parquet` (the same pairs with `pair_id` back to the source file and line, "
            "and every filter score), `stats.json`, `annotation.tsv` (pairs per paraphrase-score "
-           "range for human judgement), `scores.png`. Each has a `.prov.json` provenance record.",
+           "range for human judgement), `scores.png`, `README.md` (a Hugging Face dataset card "
+           "with these facts). Each has a `.prov.json` provenance record.",
            "", "## Sources", ""]
     corpora, pairs = sources.get("corpora", {}), sources.get("pairs", {})
     if corpora:
@@ -123,13 +124,84 @@ def datasheet(name: str, selection: dict[str, Any], stats: dict[str, Any],
     return "\n".join(out)
 
 
+SIZE_CATEGORIES = ((1_000, "n<1K"), (10_000, "1K<n<10K"), (100_000, "10K<n<100K"),
+                   (1_000_000, "100K<n<1M"), (10_000_000, "1M<n<10M"),
+                   (100_000_000, "10M<n<100M"), (1_000_000_000, "100M<n<1B"))
+CZENG_LINK = "https://ufal.mff.cuni.cz/czeng"
+
+
+def size_category(rows: int) -> str:
+    """The Hugging Face Hub's size category of a dataset of ``rows`` rows."""
+    return next((label for limit, label in SIZE_CATEGORIES if rows < limit), "1B<n<10B")
+
+
+def czeng_derived(sources: dict[str, Any]) -> bool:
+    """Whether any bitext source is CzEng (by format or by name/path)."""
+    return any("czeng" in " ".join(str(v.get(k) or "") for k in ("format", "path", "cs", "en")).lower()
+               or "czeng" in name.lower() for name, v in sources.get("corpora", {}).items())
+
+
+def dataset_card(name: str, selection: dict[str, Any], sources: dict[str, Any],
+                 built: str | None) -> str:
+    """A Hugging Face dataset card (README.md with the Hub's YAML header) for a release:
+    the facts of its datasheet, ``configs`` pointing at ``corpus.parquet``. ``built``: the
+    corpus's date from its provenance record (so a rebuild gives the same bytes)."""
+    import yaml
+
+    rows = selection["rows"]
+    header: dict[str, Any] = {"pretty_name": f"paramill paraphrase corpus {name}",
+                              "language": ["en"]}
+    if czeng_derived(sources):
+        header.update(license="other", license_name="czeng", license_link=CZENG_LINK)
+    else:
+        header["license"] = "unknown"
+    header.update({
+        "task_categories": ["sentence-similarity", "text-generation"],
+        "tags": ["paraphrase", "paraphrase-mining", "back-translation", "paramill"],
+        "size_categories": [size_category(rows)],
+        "configs": [{"config_name": "default",
+                     "data_files": [{"split": "train", "path": "corpus.parquet"}]}],
+    })
+    corpora, pairs = sources.get("corpora", {}), sources.get("pairs", {})
+    made_from = ([f"bitext `{k}` ({v.get('format')}), back-translated" for k, v in corpora.items()]
+                 + [f"pair corpus `{k}` ({v.get('format')})" for k, v in pairs.items()])
+    settings = selection["settings"]
+    bounds = {c: b for c, b in (settings.get("bounds") or {}).items() if b}
+    lines = ["---", yaml.safe_dump(header, sort_keys=False, allow_unicode=True).rstrip(), "---", "",
+             f"# paramill paraphrase corpus `{name}`", "",
+             f"{rows:,} English sentential paraphrase pairs (`s1`, `s2`) made by paramill "
+             f"{__version__}" + (f", built {built}" if built else "") + ". Load it with",
+             "", "```python", "from datasets import load_dataset",
+             'pairs = load_dataset(".")["train"]  # this card\'s configs: corpus.parquet',
+             '# or: load_dataset("parquet", data_files="corpus.parquet")["train"]', "```",
+             "", "## Sources", ""]
+    lines += [f"- {m}" for m in made_from] or ["- (not given)"]
+    lines += ["", "## Filtering", "",
+              f"Every candidate pair was scored by: {', '.join(f'`{c}`' for c in selection['score_columns'])}"
+              f" (all scores are columns of `corpus.parquet`). Bounds applied: "
+              + (", ".join(f"`{c}` in [{'–' if b[0] is None else b[0]}, {'–' if b[1] is None else b[1]}]"
+                           for c, b in bounds.items()) or "none") + ". Steps and counts: "
+              + "; ".join(f"{r['step']}: {r['pairs']:,}" for r in selection["steps"]) + ".",
+              "", "`pair_id` traces every pair to its source file and line; `datasheet.md` has "
+              "the statistics, and each file's `.prov.json` the full provenance.",
+              "", "## Licence", "", LICENCE, ""]
+    return "\n".join(lines)
+
+
+def _built(corpus: str | Path) -> str | None:
+    """The day the corpus was written, from its provenance record."""
+    record = prov_path(corpus)
+    return str(read_json(record).get("ended", ""))[:10] or None if Path(record).exists() else None
+
+
 def write_release_docs(name: str, candidate_files: list[str | Path], score_files: list[str | Path],
                        corpus: str | Path, selection_json: str | Path, out_dir: str | Path,
                        settings: AnalysisSettings = AnalysisSettings(),
                        sources: dict[str, Any] | None = None,
                        plot: Callable[[pl.DataFrame, list[str], Path], int] | None = None,
                        rule: str = "corpus_analysis") -> dict[str, Any]:
-    """Write stats.json, annotation.tsv, datasheet.md (and scores.png via ``plot``)."""
+    """Write stats.json, annotation.tsv, datasheet.md, README.md (the dataset card) and
+    scores.png via ``plot``."""
     out_dir = Path(out_dir)
     selection = read_json(selection_json)
     inputs = [corpus, selection_json, *candidate_files, *score_files]
@@ -141,15 +213,18 @@ def write_release_docs(name: str, candidate_files: list[str | Path], score_files
                             corpus, settings)
     annotation = annotation_sample(sample, list(settings.parascore_edges), settings.annotate,
                                    settings.seed)
-    names = ["stats.json", "annotation.tsv", "datasheet.md"] + (["scores.png"] if plot else [])
+    names = (["stats.json", "annotation.tsv", "datasheet.md", "README.md"]
+             + (["scores.png"] if plot else []))
     finals = [out_dir / n for n in names]
     with atomic_output(*finals, *[prov_path(f) for f in finals]) as tmps:
         files, provs = tmps[:len(finals)], tmps[len(finals):]
         write_json(files[0], stats)
         annotation.write_csv(files[1], separator="\t", quote_style="never")
         files[2].write_text(datasheet(name, selection, stats, sources or {}), encoding="utf-8")
+        files[3].write_text(dataset_card(name, selection, sources or {}, _built(corpus)),
+                            encoding="utf-8")
         if plot:
-            plot(sample, list(selection["score_columns"]), files[3])
+            plot(sample, list(selection["score_columns"]), files[4])
         for final, tmp, prov in zip(finals, files, provs):
             run.write({final: tmp}, {final: prov}, rows_in=total, rows_out=selection["rows"])
     return stats
