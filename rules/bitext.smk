@@ -56,9 +56,8 @@ rule bitext_stats:
     input:
         expand(f"{WORK}/clean/{{corpus}}.stats.json", corpus=CORPORA),
     output:
-        json=report(f"{RESULTS}/bitext/stats.json", category="Bitext", labels={"table": "totals"}),
-        tsv=report(f"{RESULTS}/bitext/outcomes.tsv", category="Bitext",
-                   labels={"table": "outcomes per shard"}),
+        json=f"{RESULTS}/bitext/stats.json",
+        tsv=f"{RESULTS}/bitext/outcomes.tsv",
     log:
         f"{LOGS}/bitext_stats.log",
     benchmark:

@@ -48,8 +48,7 @@ rule sts_eval:
         model=f"{WORK}/embed/{{model}}/model.pt",
         data=ancient(sts_paths()),
     output:
-        tsv=report(f"{RESULTS}/embed/{{model}}/sts.tsv", category="Embeddings",
-                   labels={"model": "{model}", "table": "STS"}),
+        tsv=f"{RESULTS}/embed/{{model}}/sts.tsv",
         json=f"{RESULTS}/embed/{{model}}/sts.json",
     params:
         datasets=as_json(config["evaluate"]["sts"]),
@@ -71,7 +70,7 @@ rule sweep:
     input:
         expand(f"{RESULTS}/embed/{{model}}/sts.json", model=list(sweep_points(config["embed"]))),
     output:
-        report(f"{RESULTS}/embed/sweep.tsv", category="Embeddings", labels={"table": "sweep"}),
+        f"{RESULTS}/embed/sweep.tsv",
     params:
         points=as_json({n: p["point"] for n, p in sweep_points(config["embed"]).items()}),
     log:

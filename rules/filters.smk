@@ -176,8 +176,7 @@ rule corpus_analysis:
     output:
         stats=f"{RESULTS}/corpus/{{release}}/stats.json",
         annotation=f"{RESULTS}/corpus/{{release}}/annotation.tsv",
-        datasheet=report(f"{RESULTS}/corpus/{{release}}/datasheet.md", category="Corpus",
-                         labels={"release": "{release}", "file": "datasheet"}),
+        datasheet=f"{RESULTS}/corpus/{{release}}/datasheet.md",
         card=f"{RESULTS}/corpus/{{release}}/README.md",
         plot=report(f"{RESULTS}/corpus/{{release}}/scores.png", category="Corpus",
                     caption="../report/scores.rst",

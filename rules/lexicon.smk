@@ -6,8 +6,7 @@ rule lexicon:
         f"{RESULTS}/corpus/{config['lexicon']['release']}/corpus.parquet",
     output:
         tsv=f"{RESULTS}/lexicon/lexicon.tsv",
-        neighbours=report(f"{RESULTS}/lexicon/neighbours.tsv", category="Lexicon",
-                          labels={"table": "top neighbours"}),
+        neighbours=f"{RESULTS}/lexicon/neighbours.tsv",
         stats=f"{RESULTS}/lexicon/stats.json",
     params:
         settings=as_json(stage_settings("lexicon")),
@@ -32,7 +31,7 @@ rule lexicon_simlex:
         lexicon=f"{RESULTS}/lexicon/lexicon.tsv",
         simlex=ancient(config["lexicon"]["simlex"] or []),
     output:
-        tsv=report(f"{RESULTS}/lexicon/simlex.tsv", category="Lexicon", labels={"table": "SimLex"}),
+        tsv=f"{RESULTS}/lexicon/simlex.tsv",
         json=f"{RESULTS}/lexicon/simlex.json",
     log:
         f"{LOGS}/lexicon/lexicon_simlex.log",

@@ -126,7 +126,7 @@ rule backtranslation_stats:
     input:
         back_translated,
     output:
-        report(f"{RESULTS}/nmt/backtranslation.json", category="Back-translation"),
+        f"{RESULTS}/nmt/backtranslation.json",
     log:
         f"{LOGS}/nmt/backtranslation_stats.log",
     benchmark:
@@ -146,8 +146,7 @@ rule diversity_stats:
         candidates=back_translated,
         spm=spm_model("cs-en", "target"),
     output:
-        tsv=report(f"{RESULTS}/nmt/diversity.tsv", category="Back-translation",
-                   labels={"table": "diversity by rank"}),
+        tsv=f"{RESULTS}/nmt/diversity.tsv",
         json=f"{RESULTS}/nmt/diversity.json",
         png=report(f"{RESULTS}/nmt/diversity.png", category="Back-translation",
                    caption="../report/diversity.rst", labels={"figure": "diversity by rank"}),

@@ -34,6 +34,17 @@ rule provenance_summary:
             caption="../report/provenance.rst",
         ),
         tsv=f"{RESULTS}/report/provenance.tsv",
+        glance=report(
+            f"{RESULTS}/report/glance.html",
+            category="At a glance",
+            caption="../report/glance.rst",
+            labels={"page": "summary: what ran, on what, what came out"},
+        ),
+        pages=report(
+            f"{RESULTS}/report/pages.html",
+            category="At a glance",
+            labels={"page": "tables and datasheets"},
+        ),
     params:
         # the folders whose records it collects (functions: not file prefixes to stage)
         work=lambda wildcards: WORK,
@@ -50,4 +61,5 @@ rule provenance_summary:
     shell:
         "paramill --rule {rule} --threads {threads} report provenance --under {params.work:q}"
         " --under {params.results:q}"
-        " --html {output.html:q} --tsv {output.tsv:q} > {log:q} 2>&1"
+        " --html {output.html:q} --tsv {output.tsv:q} --glance {output.glance:q}"
+        " --results {params.results:q} --pages {output.pages:q} --render {input:q} > {log:q} 2>&1"

@@ -36,8 +36,7 @@ rule paraid_train:
         embed=paraid_embed_model(),
     output:
         model=f"{WORK}/twitter/paraid.pkl",
-        report=report(f"{RESULTS}/twitter/paraid.json", category="Twitter",
-                      labels={"table": "paraphrase identification"}),
+        report=f"{RESULTS}/twitter/paraid.json",
     params:
         settings=as_json(config["twitter"]["identify"]),
         embed=lambda w, input: input.embed if input.embed else "",
@@ -89,7 +88,7 @@ rule twitter_growth:
     input:
         expand(f"{RESULTS}/twitter/{{month}}/stats.json", month=twitter_months()),
     output:
-        tsv=report(f"{RESULTS}/twitter/growth.tsv", category="Twitter", labels={"table": "growth"}),
+        tsv=f"{RESULTS}/twitter/growth.tsv",
         png=report(f"{RESULTS}/twitter/growth.png", category="Twitter",
                    caption="../report/growth.rst", labels={"figure": "growth"}),
     log:

@@ -291,3 +291,27 @@ def test_every_command_the_readme_shows_runs_on_the_sample(finished):
     assert len(ran) >= 7, ran
     assert any("max_tokens" in line for line in ran)  # the nested --config example
     assert (project / "vectors.npy").exists() and (project / "model.pt").exists()
+
+
+def test_the_report_in_a_real_browser(finished, tmp_path):
+    """snakemake --report, opened in headless Chromium: no script errors, and every
+    registered result shows something in the main panel when its "view" button is clicked
+    (screenshots under the test's tmp folder)."""
+    from . import browser
+
+    why = browser.missing()
+    if why:
+        pytest.skip(why)
+    project, _ = finished
+    proc = snakemake(project, "--report", "report.html")
+    registered = re.findall(r"Adding (\S+) \(", proc.stdout + proc.stderr)
+    shots = tmp_path / "screenshots"
+    shots.mkdir()
+    views, errors = browser.view_every_result(project / "report.html", shots)
+    assert errors == []
+    assert (shots / "home.png").stat().st_size > 10_000
+    assert len(views) == len(registered) >= 7, (views, registered)
+    blank = [v["result"] for v in views if not v["shown"]]
+    assert blank == [], f"results the report shows nothing for: {blank}"
+    categories = {v["result"].split(" / ")[0] for v in views}
+    assert {"At a glance", "Corpus", "Provenance", "Twitter"} <= categories

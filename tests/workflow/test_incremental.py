@@ -107,9 +107,13 @@ def editing_a_rules_code_reruns_that_rule(project, tmp_path):
 def report_renders_the_registered_plots_and_tables(project, tmp_path):
     snakemake(project, "--report", "report.html")
     page = (project / "report.html").read_text()
-    for item in ("bitext_outcomes.png", "provenance.html", "outcomes.tsv", "stats.json",
-                 "datasheet.md", "scores.png"):
+    # tables, JSON and datasheets are shown as HTML pages (the report shows no .tsv/.json/.md)
+    for item in ("bitext_outcomes.png", "provenance.html", "glance.html", "pages.html", "scores.png"):
         assert item in page, item
+    pages = (project / "results/report/pages.html").read_text()
+    for item in ("results/corpus/default/datasheet.md", "results/bitext/stats.json",
+                 "results/bitext/outcomes.tsv"):
+        assert f"<h2>{item}</h2>" in pages, item
 
 
 @step

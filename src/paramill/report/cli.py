@@ -21,11 +21,18 @@ def outcomes(args: argparse.Namespace) -> int | str:
     arg("outputs", nargs="*", help="outputs whose .prov.json to summarise"),
     arg("--under", action="append", default=[], metavar="FOLDER",
         help="also every output with a .prov.json anywhere under FOLDER (repeatable)"),
-    need("--html", "output HTML table"), need("--tsv", "output TSV table"))
+    need("--html", "output HTML table"), need("--tsv", "output TSV table"),
+    arg("--glance", help="also the report's first page (HTML): what ran, on what, what came out"),
+    arg("--results", default="results", help="the results folder (what came out, for --glance)"),
+    arg("--pages", help="also one HTML page of the --render files (tables, JSON, datasheets)"),
+    arg("--render", nargs="*", default=[], metavar="FILE",
+        help="result files to render as pages: .tsv, .json and .md (others are skipped)"))
 def provenance(args: argparse.Namespace) -> int | str:
     from paramill.report.provenance import recorded_outputs, write_summary
-    outputs = [*args.outputs, *recorded_outputs(args.under, exclude=[args.html, args.tsv])]
+    outputs = [*args.outputs, *recorded_outputs(args.under, exclude=[
+        p for p in (args.html, args.tsv, args.glance, args.pages) if p])]
     if not outputs:
         raise ValueError("no provenance records: give outputs or --under FOLDER")
-    n = write_summary(outputs, args.html, args.tsv, rule=args.rule)
+    n = write_summary(outputs, args.html, args.tsv, rule=args.rule, glance_path=args.glance,
+                      results=args.results, pages=args.pages, render_files=args.render)
     return f"{n} provenance records in {args.html}"

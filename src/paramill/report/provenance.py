@@ -56,7 +56,12 @@ def summary_rows(outputs: list[str | Path]) -> list[dict[str, Any]]:
 
 
 def write_summary(outputs: list[str | Path], html_path: str | Path, tsv_path: str | Path,
-                  rule: str = "provenance_summary") -> int:
+                  rule: str = "provenance_summary", glance_path: str | Path | None = None,
+                  results: str | Path = "results", pages: str | Path | None = None,
+                  render_files: list[str | Path] = ()) -> int:
+    """The provenance table (HTML, TSV) and, with ``glance_path``, the report's first page
+    (what ran, on what, what came out; :mod:`paramill.report.glance`), and with ``pages``
+    one HTML page of ``render_files`` (:mod:`paramill.report.pages`)."""
     run = Run(rule=rule, params={}, inputs=[prov_path(o) for o in outputs])
     rows = summary_rows(outputs)
     frame = pl.DataFrame(rows, schema={c: pl.String if c in (
@@ -72,10 +77,20 @@ def write_summary(outputs: list[str | Path], html_path: str | Path, tsv_path: st
             "<p>Every output's <code>.prov.json</code>; check a chain with "
             "<code>paramill provenance verify OUTPUT</code>.</p>"
             f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>\n")
-    finals = [Path(html_path), Path(tsv_path)]
+    finals = ([Path(html_path), Path(tsv_path)] + ([Path(glance_path)] if glance_path else [])
+              + ([Path(pages)] if pages else []))
     with atomic_output(*finals, *(prov_path(f) for f in finals)) as temps:
         temps[0].write_text(page)
         frame.write_csv(temps[1], separator="\t")
-        run.write(dict(zip(finals, temps[:2])), dict(zip(finals, temps[2:])),
+        if glance_path:
+            from paramill.report.glance import glance, glance_html
+
+            temps[2].write_text(glance_html(glance(outputs, results)), encoding="utf-8")
+        if pages:
+            from paramill.report.pages import render
+
+            render(list(render_files), temps[len(finals) - 1])
+        n = len(finals)
+        run.write(dict(zip(finals, temps[:n])), dict(zip(finals, temps[n:])),
                   rows_in=len(rows), rows_out=len(rows))
     return len(rows)
