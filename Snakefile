@@ -8,6 +8,10 @@ report: "report/workflow.rst"
 
 
 include: "rules/common.smk"
+
+
+container: CONTAINER  # used with --sdm apptainer only (see README "Containers")
+
 include: "rules/paths.smk"
 include: "rules/bitext.smk"
 include: "rules/pairs.smk"

@@ -57,6 +57,7 @@ os.environ.update(PARAMILL_CONFIG_DIGEST=_resolved["digest"])
 WORK = config["work_dir"]
 RESULTS = config["results"]
 LOGS = config["log_dir"]
+CONTAINER = config["container"]
 CORPORA = list(config["bitext"]["corpora"])  # bitext: back-translated into candidates
 PAIR_CORPORA = list(config["pairs"]["corpora"])  # pair corpora: candidates as given
 

@@ -268,7 +268,8 @@ def default_targets():
     Twitter branch when enabled."""
     targets = []
     if CORPORA:  # bitext: its statistics and the back-translation
-        targets += [f"{RESULTS}/bitext/stats.json", f"{RESULTS}/nmt/backtranslation.json",
+        targets += [f"{RESULTS}/bitext/stats.json", f"{RESULTS}/bitext/outcomes.tsv",
+                    f"{RESULTS}/nmt/backtranslation.json",
                     f"{WORK}/nmt/en-cs/ct2", f"{RESULTS}/report/bitext_outcomes.png"]
     if PAIR_CORPORA:
         targets += [f"{RESULTS}/pairs/stats.json", f"{RESULTS}/pairs/scores_by_method.tsv"]

@@ -3,6 +3,7 @@
 # (tests/workflow/test_report_browser.py). Installed when missing and we are root with
 # apt-get; otherwise a note, and that test is skipped with the reason. Never fails the install.
 set -uo pipefail
+if [[ -n "${PARAMILL_NO_BROWSER:-}" ]]; then echo "browser: skipped (PARAMILL_NO_BROWSER)"; exit 0; fi
 if command -v chromium >/dev/null && command -v chromedriver >/dev/null; then
   echo "browser: chromium and chromedriver present"; exit 0
 fi

@@ -58,6 +58,9 @@ class PipelineConfig(Settings):
     results: str = setting("results", "Directory for published outputs (stats, corpora, results "
                            "tables).")
     log_dir: str = setting("logs", "Directory for rule logs and benchmark files.")
+    container: str = setting(
+        "paramill.sif", "Image every job runs in when Snakemake is given --sdm apptainer: a "
+        ".sif file (scripts/build-container.sh apptainer) or a docker:// URI; ignored otherwise.")
     bitext: BitextSection = section(BitextSection, "Bilingual (Czech-English) input corpora, "
                                     "ingest and cleaning.")
     pairs: PairsSection = section(

@@ -61,3 +61,16 @@ def test_pages_render_tables_json_and_datasheets(tmp_path, monkeypatch):
     assert "The first 3 of 5 rows" in table and "&lt;x2&gt;" in table and "x3" not in table
     assert "<h1>Sheet</h1>" in page and "<td>rows</td>" in page
     assert "7 pairs released" in page and page.count("<li>") == 3
+
+
+def test_a_result_without_its_figures_never_stops_the_summary(tmp_path):
+    from paramill.report.glance import _headline
+
+    simlex = tmp_path / "simlex.json"
+    simlex.write_text(json.dumps({"results": [{"score": "pmi", "spearman": None}]}))
+    assert _headline(simlex) == "SimLex-999: no pair of the lexicon's words to score"
+    broken = tmp_path / "paraid.json"
+    broken.write_text(json.dumps({"evaluations": []}))
+    assert _headline(broken) is None
+    (tmp_path / "sts.json").write_text("not json")
+    assert _headline(tmp_path / "sts.json") is None

@@ -112,12 +112,13 @@ def project(tmp_path_factory) -> Path:
 def digests(root: Path, work: str = "work", results: str = "results") -> dict[str, str]:
     """sha256 of every file under the work and results folders, keyed by its path below
     ``work/`` or ``results/`` (whatever the folders are called), provenance excepted: the
-    records and the report's table of them hold times and hosts by design."""
+    records, the report's table of them and its summary page hold times and hosts by design."""
     out = {}
     for top, name in ((work, "work"), (results, "results")):
         for path in sorted((root / top).rglob("*")):
             rel = f"{name}/{path.relative_to(root / top)}"
-            if not path.is_file() or rel.endswith(".prov.json") or "/report/provenance." in rel:
+            if not path.is_file() or rel.endswith(".prov.json") or "/report/provenance." in rel \
+                    or rel.endswith("/report/glance.html"):
                 continue
             out[rel] = sha256_file(path)
     return out

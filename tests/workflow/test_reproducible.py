@@ -32,6 +32,8 @@ MARKERS = ("INJECTED-dollar", "INJECTED-tick")
 
 #: string-valued config keys (after defaults) left out of the hostile overlay, and why
 NOT_INJECTED = {
+    "twitter.identify.sentence_encoder": "a module name or model directory, passed inside --settings JSON (the shell-line scan covers it); loaded only with model encoder",
+    "container": "read by Snakemake's container directive (with --sdm apptainer only); no shell line has it",
     "bitext.corpora.*.format": "enum",
     "nmt.train_corpora.*": "name pattern",
     "nmt.spm.model_type": "enum",

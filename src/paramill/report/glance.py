@@ -17,18 +17,24 @@ MAX_INPUTS = 40
 
 
 def _headline(path: Path) -> str | None:
-    """One line of the figures a result file holds, for the files that have some."""
+    """One line of the figures a result file holds, for the files that have some; None when
+    it has none or they are missing (a summary line never stops the report)."""
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        return _figures(path.name, json.loads(path.read_text(encoding="utf-8")))
+    except (OSError, ValueError, KeyError, TypeError, IndexError, AttributeError):
         return None
-    name = path.name
+
+
+def _figures(name: str, data: dict[str, Any]) -> str | None:
     if name == "selection.json":
         return f"{data['rows']:,} pairs released"
     if name == "sts.json":
         return "STS Pearson ×100: " + ", ".join(f"{d['dataset']} {d['pearson']}" for d in data["datasets"])
     if name == "simlex.json":
-        best = max(data["results"], key=lambda r: r["spearman"])
+        scored = [r for r in data["results"] if r.get("spearman") is not None]
+        if not scored:
+            return "SimLex-999: no pair of the lexicon's words to score"
+        best = max(scored, key=lambda r: r["spearman"])
         return f"SimLex-999 Spearman ×100 {best['spearman']} ({best['score']}, coverage {best['coverage']})"
     if name == "paraid.json":
         cv = data["evaluations"][0]
