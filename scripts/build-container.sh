@@ -16,7 +16,7 @@ cd "$(dirname "$0")/.."
 tool=${1:?usage: build-container.sh apptainer|docker}
 smoke='paramill --help >/dev/null && rm -rf /tmp/smoke && mkdir /tmp/smoke &&
   cp -r /opt/paramill/{Snakefile,config.yaml,rules,configs,envs,report,data,profiles} /tmp/smoke/ &&
-  cd /tmp/smoke && snakemake --cores 2 --sdm none work/shards/grammar-b && ls work/shards/grammar-b'
+  cd /tmp/smoke && snakemake --cores 2 work/shards/grammar-b && ls work/shards/grammar-b'
 case "$tool" in
   apptainer|singularity)
     "$tool" build --force paramill.sif container/paramill.def
@@ -28,7 +28,9 @@ case "$tool" in
     if [[ -n "${SMOKE_IN_BUILD:-}" ]]; then
       # where containers cannot be started (no OCI runtime rights) but builds can run steps
       # (--isolation=chroot): the smoke test as a build step on top of the image
-      printf 'FROM localhost/paramill:latest\nRUN bash -c %q\n' "$smoke" \
+      # (exec form: the base's /bin/sh is dash, which has no $'...' quoting)
+      printf 'FROM localhost/paramill:latest\nRUN ["bash", "-c", %s]\n' \
+        "$(python3 -c 'import json, sys; print(json.dumps(sys.argv[1]))' "$smoke")" \
         | "$tool" build ${BUILD_ARGS:-} -t paramill-smoke -f - .
     else
       "$tool" run --rm paramill:latest bash -c "$smoke"

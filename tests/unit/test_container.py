@@ -24,6 +24,9 @@ def test_both_definitions_are_debian_plus_make_install():
         assert all(pkg in text for pkg in need.split() if pkg.startswith("lib"))
     ignored = (REPO / ".dockerignore").read_text().split()
     assert {".venv", ".git", "work", "results"} <= set(ignored)
+    # Apptainer's %files has no ignore file: the host's venv must not stand in for the image's
+    post = apptainer.split("%post", 1)[1]
+    assert post.index("rm -rf .venv") < post.index("make install")
 
 
 def test_the_workflow_names_the_image_and_the_build_script_parses():
