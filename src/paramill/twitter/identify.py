@@ -67,8 +67,10 @@ class IdentifySettings(Settings):
         "tweets).", minimum=1)
     encoder_int8: bool = setting(
         False, "Run the sentence encoder's linear layers in int8 on CPU (dynamic quantisation: "
-        "2.2x the sentences/s on 2 cores, max F1 within 0.006 of float32 in cross-validation; "
-        "see the README). On CUDA the encoder runs in float32 whatever this says.")
+        "2.5x the pairs/s on 2 cores, cross-validated max F1 0.001-0.010 lower; see the "
+        "README). Activations are scaled per batch, so a sentence's vector, and a pair's "
+        "score, depend slightly on the other sentences of its shard (the same input gives "
+        "the same scores). On CUDA the encoder runs in float32 whatever this says.")
     threshold: float | None = setting(
         None, "Pairs at or above this p_paraphrase join the corpus; null: the threshold chosen "
         "for target_precision on held-out folds (recorded in the model).", minimum=0, maximum=1)
