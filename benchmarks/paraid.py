@@ -1,10 +1,10 @@
 #!/usr/bin/env python3
 """Real-data check of the tweet paraphrase identifier, per model (LR on the 18 overlap
 features; the extended model; encoder: extended + the cosine of the packaged pretrained
-all-MiniLM-L6-v2, not fine-tuned; ``--int8`` adds it with int8 linear layers): 5-fold cross-validation grouped by source tweet on the
-Twitter URL corpus train split (castorini tokenised form) and on PIT-2015 dev — max F1 over
-the precision-recall curve with its precision and recall, ROC AUC, average precision and
-the share of paraphrases — plus the seconds to fit on the whole set and the scoring
+all-MiniLM-L6-v2, not fine-tuned; ``--int8`` adds it with int8 linear layers): 5-fold
+cross-validation grouped by source tweet on the Twitter URL corpus train split (castorini
+tokenised form) and on PIT-2015 dev — max F1 over the precision-recall curve with its
+precision and recall, ROC AUC, average precision and the share of paraphrases — plus the seconds to fit on the whole set and the scoring
 throughput (features + model, pairs/s).
 
 Lan et al. 2017 report their figures on the URL corpus *test* split (LR 0.683, their best

@@ -20,7 +20,6 @@ dropped, as the official scorer does.
 from __future__ import annotations
 
 import functools
-
 import pickle
 import re
 from collections import Counter
