@@ -4,8 +4,8 @@ features; the extended model; encoder: extended + the cosine of the packaged pre
 all-MiniLM-L6-v2, not fine-tuned; ``--int8`` adds it with int8 linear layers): 5-fold
 cross-validation grouped by source tweet on the Twitter URL corpus train split (castorini
 tokenised form) and on PIT-2015 dev — max F1 over the precision-recall curve with its
-precision and recall, ROC AUC, average precision and the share of paraphrases — plus the seconds to fit on the whole set and the scoring
-throughput (features + model, pairs/s).
+precision and recall, ROC AUC, average precision and the share of paraphrases — plus the
+seconds to fit on the whole set and the scoring throughput (features + model, pairs/s).
 
 Lan et al. 2017 report their figures on the URL corpus *test* split (LR 0.683, their best
 neural model 0.749), which has fewer paraphrases (19.5%) than train (26.5%): max F1 on
