@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Real-data check of the tweet paraphrase identifier, per model (LR on the 18 overlap
 features; the extended model; encoder: extended + the cosine of the packaged pretrained
-all-MiniLM-L6-v2, not fine-tuned; ``--int8`` adds it with int8 linear layers): 5-fold
+all-MiniLM-L6-v2, not fine-tuned, once per ``--precisions``: float32, bfloat16, int8): 5-fold
 cross-validation grouped by source tweet on the Twitter URL corpus train split (castorini
 tokenised form) and on PIT-2015 dev — max F1 over the precision-recall curve with its
 precision and recall, ROC AUC, average precision and the share of paraphrases — plus the
@@ -34,12 +34,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 from paramill import device  # noqa: E402
 from paramill.twitter.identify import (  # noqa: E402
     MODELS,
+    PRECISIONS,
     IdentifySettings,
     SentenceEncoder,
     embedding_overlap,
     fit,
     metrics,
     model_features,
+    native_bfloat16,
     out_of_fold,
     read_labelled,
     source_groups,
@@ -47,8 +49,8 @@ from paramill.twitter.identify import (  # noqa: E402
 
 
 def measure(pairs, labels, settings, encoder, sentences, tests, models) -> dict:
-    """One row per model; model encoder once per sentence encoder in ``sentences`` (float32,
-    and int8 when asked), named ``encoder`` and ``encoder-int8``."""
+    """One row per model; model encoder once per sentence encoder in ``sentences`` (one per
+    precision asked for), named ``encoder-<precision>``."""
     y, groups = np.asarray(labels), source_groups(pairs)
     out = {}
     variants = [(m, m, None) for m in models if m != "encoder"]
@@ -84,8 +86,9 @@ def main() -> None:
                                               "(refused if trained on the labelled pairs)")
     parser.add_argument("--models", nargs="+", choices=MODELS, default=list(MODELS))
     parser.add_argument("--sentence-encoder", default=IdentifySettings().sentence_encoder)
-    parser.add_argument("--int8", action="store_true",
-                        help="model encoder also with twitter.identify.encoder_int8 (row encoder-int8)")
+    parser.add_argument("--precisions", nargs="+", choices=PRECISIONS, default=["auto"],
+                        help="model encoder once per twitter.identify.encoder_precision "
+                             "(rows encoder-<the precision it resolved to>)")
     parser.add_argument("--threads", type=int, default=len(os.sched_getaffinity(0)))
     parser.add_argument("--out")
     args = parser.parse_args()
@@ -94,12 +97,13 @@ def main() -> None:
     encoder = None
     sentences = {}
     if "encoder" in args.models:
-        sentences["encoder"] = SentenceEncoder(args.sentence_encoder)
-        if args.int8:
-            sentences["encoder-int8"] = SentenceEncoder(args.sentence_encoder, int8=True)
+        for precision in args.precisions:
+            enc = SentenceEncoder(args.sentence_encoder, precision=precision)
+            sentences[f"encoder-{enc.precision}"] = enc
     report = {"benchmark": "paraphrase identification: grouped 5-fold cross-validation",
               "machine": machine(), "threads": args.threads,
-              "sentence_encoder": args.sentence_encoder if sentences else None, "cosine_feature": bool(args.embed_model),
+              "sentence_encoder": args.sentence_encoder if sentences else None,
+              "native_bfloat16": native_bfloat16(), "cosine_feature": bool(args.embed_model),
               "datasets": []}
     sets = [("twitter-url-corpus train", args.url_corpus, "toks", None, "url test",
              (args.url_test, "toks", None)),

@@ -4,6 +4,7 @@ threshold chosen for a target precision, and the embedding-cosine leak check."""
 from __future__ import annotations
 
 import json
+import pickle
 
 import numpy as np
 import pytest
@@ -225,25 +226,67 @@ def test_int8_runs_the_linear_layers_quantised_near_the_float_cosine(tiny_senten
     import torch
 
     pairs = POS[:10] + NEG[:10]
-    full = identify.SentenceEncoder(str(tiny_sentence_encoder), batch=4)
-    small = identify.SentenceEncoder(str(tiny_sentence_encoder), batch=4, int8=True)
-    assert small.int8 and not full.int8
+    full = identify.SentenceEncoder(str(tiny_sentence_encoder), batch=4, precision="float32")
+    small = identify.SentenceEncoder(str(tiny_sentence_encoder), batch=4, precision="int8")
+    assert small.precision == "int8" and full.precision == "float32"
     quantised = [m for m in small.model.modules() if type(m).__module__.startswith("torch.ao.nn.quantized.dynamic")]
     assert len(quantised) == sum(type(m) is torch.nn.Linear for m in full.model.modules()) > 0
     assert not any(type(m) is torch.nn.Linear for m in small.model.modules())
     sentences = [x for pair in pairs for x in pair]
-    u, v = (enc.model.encode(sentences, normalize_embeddings=True) for enc in (full, small))
+    u, v = full.encode(sentences), small.encode(sentences)
     assert not np.array_equal(u, v)  # really a different computation
     assert (u * v).sum(1).min() > 0.99  # of nearly the same vectors
     b = small.cosine(pairs)
     # the setting reaches the identifier's encoder, and is kept in the saved model
     settings = identify.IdentifySettings(model="encoder", sentence_encoder=str(tiny_sentence_encoder),
-                                         encoder_int8=True)
-    train_identifier(_url_raw(tmp_path / "l.tsv", POS, NEG), [], tmp_path / "m.pkl",
-                     tmp_path / "r.json", settings)
+                                         encoder_precision="int8")
+    result = train_identifier(_url_raw(tmp_path / "l.tsv", POS, NEG), [], tmp_path / "m.pkl",
+                              tmp_path / "r.json", settings)
+    assert result["sentence_encoder"] == {"source": str(tiny_sentence_encoder), "device": "cpu",
+                                          "precision": "int8"}
     loaded = identify.Identifier.load(tmp_path / "m.pkl")
-    assert loaded.settings.encoder_int8 and loaded.sentence_encoder().int8
+    assert loaded.settings.encoder_precision == "int8" and loaded.sentence_encoder().precision == "int8"
     assert np.allclose(loaded.sentence_encoder().cosine(pairs), b, atol=1e-6)
+
+
+def test_bfloat16_vectors_are_near_float32_and_do_not_depend_on_the_batch(tiny_sentence_encoder):
+    sentences = [x for pair in POS[:8] + NEG[:8] for x in pair]
+    full = identify.SentenceEncoder(str(tiny_sentence_encoder), batch=8, precision="float32")
+    half = identify.SentenceEncoder(str(tiny_sentence_encoder), batch=8, precision="bfloat16")
+    assert half.precision == "bfloat16"
+    u, v = full.encode(sentences), half.encode(sentences)
+    assert u.dtype == v.dtype == np.float32 and not np.array_equal(u, v)  # computed in bfloat16
+    assert np.allclose(np.linalg.norm(v, axis=1), 1, atol=1e-5)
+    assert (u * v).sum(1).min() > 0.995
+    # a sentence's vector is the same alone as among others (int8's activation scale is not)
+    alone = np.stack([half.encode([x])[0] for x in sentences[:6]])
+    assert (alone * v[:6]).sum(1).min() > 0.9999
+
+
+def test_encoder_precision_auto_takes_native_bfloat16_on_cpu_and_float32_on_cuda(monkeypatch):
+    flags = open("/proc/cpuinfo").read().split()
+    assert identify.native_bfloat16() == ("avx512_bf16" in flags or "amx_tile" in flags)
+    monkeypatch.setattr(identify, "native_bfloat16", lambda: True)
+    assert identify.encoder_precision("auto", "cpu") == "bfloat16"
+    monkeypatch.setattr(identify, "native_bfloat16", lambda: False)
+    assert identify.encoder_precision("auto", "cpu") == "float32"
+    assert identify.encoder_precision("bfloat16", "cpu") == "bfloat16"  # asked for: emulated
+    assert [identify.encoder_precision(p, "cuda") for p in identify.PRECISIONS] == [
+        "float32", "float32", "bfloat16", "float32"]  # int8 is CPU-only
+    with pytest.raises(ValueError, match="one of"):
+        identify.encoder_precision("float16", "cpu")
+
+
+def test_a_model_saved_before_encoder_precision_scores_as_it_ran(tmp_path):
+    settings = identify.IdentifySettings()
+    for int8, want in ((True, "int8"), (False, "float32"), (None, "float32")):
+        old = {k: v for k, v in settings.__dict__.items() if k != "encoder_precision"}
+        if int8 is not None:
+            old["encoder_int8"] = int8
+        with open(tmp_path / "old.pkl", "wb") as fh:
+            pickle.dump({"format": "paramill-paraid/2", "fitted": {}, "settings": old,
+                         "embed_model": None, "threshold": 0.4, "threshold_choice": None}, fh)
+        assert identify.Identifier.load(tmp_path / "old.pkl").settings.encoder_precision == want
 
 
 def test_a_sentence_encoder_that_is_not_there_is_a_clear_error():

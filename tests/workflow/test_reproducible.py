@@ -73,6 +73,7 @@ NOT_INJECTED = {
     "twitter.identify.train.*.format": "enum",
     "twitter.identify.embed_model": "a model name here (a path is injected as twitter.identify.train.*.path is)",
     "twitter.identify.model": "enum",
+    "twitter.identify.encoder_precision": "enum",
     "lexicon.release": "name pattern",
     "lexicon.token_pattern": "a regular expression, passed inside --settings JSON (the shell-line scan covers it)",
     "lexicon.word_pattern": "a regular expression, passed inside --settings JSON (the shell-line scan covers it)",

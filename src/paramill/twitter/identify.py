@@ -64,12 +64,14 @@ class IdentifySettings(Settings):
     encoder_batch: int = setting(
         64, "Sentences per batch of the sentence encoder (64 was fastest on 2 CPU cores for "
         "tweets).", minimum=1)
-    encoder_int8: bool = setting(
-        False, "Run the sentence encoder's linear layers in int8 on CPU (dynamic quantisation: "
-        "2.5x the pairs/s on 2 cores, cross-validated max F1 0.001-0.010 lower; see the "
-        "README). Activations are scaled per batch, so a sentence's vector, and a pair's "
-        "score, depend slightly on the other sentences of its shard (the same input gives "
-        "the same scores). On CUDA the encoder runs in float32 whatever this says.")
+    encoder_precision: Literal["auto", "float32", "bfloat16", "int8"] = setting(
+        "auto", "Arithmetic of the sentence encoder. auto: bfloat16 on a CPU that computes it "
+        "natively (AVX512-BF16 or AMX; 2x the pairs/s of float32 on 2 cores, vectors within "
+        "cosine 0.9999 of float32's), else float32; float32 on CUDA. bfloat16: also on a CPU "
+        "without native support (emulated: slower than float32) and on CUDA. int8: the linear "
+        "layers in int8 on CPU (dynamic quantisation; activations are scaled per batch, so a "
+        "sentence's vector depends on the other sentences of its shard - cosine 0.95 alone vs "
+        "batched; float32 on CUDA). The precision used is recorded with the model.")
     threshold: float | None = setting(
         None, "Pairs at or above this p_paraphrase join the corpus; null: the threshold chosen "
         "for target_precision on held-out folds (recorded in the model).", minimum=0, maximum=1)
@@ -270,6 +272,7 @@ def features(pairs: list[tuple[str, str]], extended: bool, encoder=None) -> np.n
 
 
 MODELS = ("lr", "extended", "encoder")
+PRECISIONS = ("auto", "float32", "bfloat16", "int8")
 
 
 class SentenceEncoder:
@@ -277,7 +280,7 @@ class SentenceEncoder:
     it or from a directory, on CUDA when present; ``cosine`` encodes each distinct sentence
     once."""
 
-    def __init__(self, source: str, batch: int = 64, int8: bool = False):
+    def __init__(self, source: str, batch: int = 64, precision: str = "auto"):
         import os
 
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -286,11 +289,11 @@ class SentenceEncoder:
         from paramill.device import pick
 
         self.source, self.batch = source, batch
-        where = pick("auto")
-        self.model = SentenceTransformer(str(self.locate(source)), device=where,
+        self.device = pick("auto")
+        self.precision = encoder_precision(precision, self.device)
+        self.model = SentenceTransformer(str(self.locate(source)), device=self.device,
                                          local_files_only=True)
-        self.int8 = int8 and where == "cpu"
-        if self.int8:
+        if self.precision == "int8":
             self.model = quantize_int8(self.model)
 
     @staticmethod
@@ -310,14 +313,50 @@ class SentenceEncoder:
                              "(no get_model_path())")
         return Path(package.get_model_path())
 
+    def encode(self, sentences: list[str]) -> np.ndarray:
+        """Unit-length float32 vectors, computed in the encoder's precision."""
+        import contextlib
+
+        import torch
+
+        autocast = (torch.autocast(self.device, dtype=torch.bfloat16)
+                    if self.precision == "bfloat16" else contextlib.nullcontext())
+        with autocast:
+            vectors = self.model.encode(sentences, batch_size=self.batch, convert_to_tensor=True,
+                                        show_progress_bar=False)
+        vectors = vectors.float()
+        return torch.nn.functional.normalize(vectors, dim=-1).cpu().numpy()
+
     def cosine(self, pairs: list[tuple[str, str]]) -> np.ndarray:
         sentences = sorted({s for pair in pairs for s in pair})
         index = {s: i for i, s in enumerate(sentences)}
-        vectors = self.model.encode(sentences, batch_size=self.batch, convert_to_numpy=True,
-                                    normalize_embeddings=True, show_progress_bar=False)
+        vectors = self.encode(sentences)
         a = vectors[[index[x] for x, _ in pairs]].astype(np.float64)
         b = vectors[[index[y] for _, y in pairs]].astype(np.float64)
         return (a * b).sum(1)
+
+
+def native_bfloat16() -> bool:
+    """Whether this CPU computes bfloat16 natively (AVX512-BF16 or AMX tiles), as torch's
+    oneDNN kernels use it; False where torch cannot tell."""
+    try:
+        import torch
+
+        return bool(torch.cpu._is_avx512_bf16_supported() or torch.cpu._is_amx_tile_supported())
+    except (AttributeError, RuntimeError):  # a torch without these checks
+        return False
+
+
+def encoder_precision(requested: str, device: str) -> str:
+    """The precision the sentence encoder runs in on ``device`` for the setting ``requested``
+    (see IdentifySettings.encoder_precision)."""
+    if requested not in PRECISIONS:
+        raise ValueError(f"encoder precision must be one of {PRECISIONS}, not {requested!r}")
+    if device == "cuda":
+        return "bfloat16" if requested == "bfloat16" else "float32"
+    if requested == "auto":
+        return "bfloat16" if native_bfloat16() else "float32"
+    return requested
 
 
 def quantize_int8(model):
@@ -332,8 +371,8 @@ def quantize_int8(model):
         try:
             from torch.ao.quantization import quantize_dynamic
         except ImportError as exc:  # a torch without it: say so rather than score differently
-            raise RuntimeError("twitter.identify.encoder_int8 needs torch.ao.quantization, which "
-                               f"torch {torch.__version__} no longer has; set it to false") from exc
+            raise RuntimeError("twitter.identify.encoder_precision int8 needs torch.ao.quantization, "
+                               f"which torch {torch.__version__} no longer has; choose another") from exc
         return quantize_dynamic(model, {torch.nn.Linear}, dtype=torch.qint8)
 
 
@@ -513,6 +552,10 @@ class Identifier:
             data["fitted"] = {"lr": data["lr"], "extended": data["extended"]}
         elif data.get("format") != "paramill-paraid/2":
             raise ValueError(f"{path}: not a paramill paraphrase identifier")
+        if "encoder_precision" not in data["settings"]:  # saved before it: score as it ran
+            data["settings"] = dict(data["settings"])
+            int8 = data["settings"].pop("encoder_int8", False)
+            data["settings"]["encoder_precision"] = "int8" if int8 else "float32"
         return Identifier(IdentifySettings.from_dict(data["settings"]), data["embed_model"],
                           data["fitted"], data.get("threshold"), data.get("threshold_choice"))
 
@@ -536,8 +579,16 @@ class Identifier:
         if not hasattr(self, "_sentence"):
             self._sentence = SentenceEncoder(self.settings.sentence_encoder,
                                              self.settings.encoder_batch,
-                                             self.settings.encoder_int8)
+                                             self.settings.encoder_precision)
         return self._sentence
+
+    def encoder_used(self) -> dict[str, str] | None:
+        """The sentence encoder this identifier ran, where and in which precision (None when
+        it ran none)."""
+        if not hasattr(self, "_sentence"):
+            return None
+        s = self._sentence
+        return {"source": s.source, "device": s.device, "precision": s.precision}
 
     def features(self, pairs: list[tuple[str, str]], which: str) -> np.ndarray:
         sentence = self.sentence_encoder() if which == "encoder" else None

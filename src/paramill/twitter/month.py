@@ -64,6 +64,8 @@ def train_identifier(train: list[dict[str, str]], evaluate: list[dict[str, str]]
         x = ident.features(pairs, name)
         ident.fitted[name] = fit(x, labels, settings)
         oof[name] = out_of_fold(x, y, groups, settings)
+    if ident.encoder_used():
+        results["sentence_encoder"] = ident.encoder_used()
     ident.threshold_choice = threshold_for_precision(y, oof[settings.model], settings.target_precision)
     ident.threshold = ident.threshold_choice["threshold"]
     results["threshold"] = {**ident.threshold_choice, "model": settings.model,
@@ -115,6 +117,8 @@ def score_month(days: list[str | Path], model: str | Path, accounts: list[str], 
              "urls": 0 if tweets is None else int(tweets.explode("canonical_urls")["canonical_urls"].n_unique()),
              "pairs": len(pairs), "accepted": len(accepted), "filtered": dict(reasons),
              "model": ident.settings.model, "threshold": threshold}
+    if ident.encoder_used():
+        stats["sentence_encoder"] = ident.encoder_used()
     with atomic_output(out_pairs, out_tsv, out_stats, prov_path(out_pairs), prov_path(out_tsv),
                        prov_path(out_stats)) as tmps:
         t_pairs, t_tsv, t_stats, p_pairs, p_tsv, p_stats = tmps
