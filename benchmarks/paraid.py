@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Real-data check of the tweet paraphrase identifier, per model (LR on the 18 overlap
 features; the extended model; encoder: extended + the cosine of the packaged pretrained
-all-MiniLM-L6-v2, not fine-tuned, once per ``--precisions``: float32, bfloat16, int8): 5-fold
+all-MiniLM-L6-v2, once per ``--precisions``: float32, bfloat16, int8; with
+``--finetune-epochs N`` also fine-tuned on the labelled pairs, its cosine cross-fitted): 5-fold
 cross-validation grouped by source tweet on the Twitter URL corpus train split (castorini
 tokenised form) and on PIT-2015 dev — max F1 over the precision-recall curve with its
 precision and recall, ROC AUC, average precision and the share of paraphrases — plus the
@@ -14,11 +15,13 @@ this repository's shared data): ``--url-test DIR`` (tokenised form) or ``--pit-t
 [--pit-test-labels test.label]``; the models are then fitted on the whole train set.
 
     python benchmarks/paraid.py --out benchmarks/out/paraid.json [--embed-model M.pt]
+        [--precisions float32 bfloat16 int8] [--finetune-epochs 1 [--no-finetune-final]]
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import sys
 import time
@@ -35,6 +38,7 @@ from paramill import device  # noqa: E402
 from paramill.twitter.identify import (  # noqa: E402
     MODELS,
     PRECISIONS,
+    crossfit_cosine,
     IdentifySettings,
     SentenceEncoder,
     embedding_overlap,
@@ -48,27 +52,45 @@ from paramill.twitter.identify import (  # noqa: E402
 )
 
 
-def measure(pairs, labels, settings, encoder, sentences, tests, models) -> dict:
+def measure(pairs, labels, settings, encoder, sentences, tests, models, finetune=None) -> dict:
     """One row per model; model encoder once per sentence encoder in ``sentences`` (one per
-    precision asked for), named ``encoder-<precision>``."""
+    precision asked for), named ``encoder-<precision>``; with ``finetune`` (settings with
+    finetune_epochs) also ``encoder-<precision>-finetuned``: the extended features and the
+    cross-fitted cosine of the fine-tuned encoder (:func:`crossfit_cosine`), fine-tuned on
+    all pairs for scoring unless ``finetune_final`` is off (then no scoring rate: the
+    fine-tuned encoder has the pretrained one's architecture and speed)."""
     y, groups = np.asarray(labels), source_groups(pairs)
     out = {}
     variants = [(m, m, None) for m in models if m != "encoder"]
     variants += [(label, "encoder", enc) for label, enc in sentences.items()]
+    if finetune is not None:
+        variants += [(f"{label}-finetuned", "finetuned", enc) for label, enc in sentences.items()]
+    sample = pairs[-5000:]  # scored afresh: features (and sentence vectors) included
     for label, name, sentence in variants:
+        row = {}
         start = time.perf_counter()
-        x = model_features(pairs, name, encoder, sentence)
+        if name == "finetuned":
+            s = dataclasses.replace(finetune["settings"], encoder_precision=sentence.precision)
+            fold_start = time.perf_counter()
+            cosine, state = crossfit_cosine(pairs, y, groups, s, final=finetune["final"])
+            row["crossfit_seconds"] = round(time.perf_counter() - fold_start, 1)
+            x = np.hstack([model_features(pairs, "extended", encoder), cosine[:, None]])
+            name = "encoder"
+            sentence = (SentenceEncoder(s.sentence_encoder, s.encoder_batch, s.encoder_precision, state)
+                        if state else None)
+        else:
+            x = model_features(pairs, name, encoder, sentence)
         feature_seconds = time.perf_counter() - start
-        cv = metrics(y, out_of_fold(x, y, groups, settings))
+        row["cv"] = metrics(y, out_of_fold(x, y, groups, settings))
         start = time.perf_counter()
         model = fit(x, labels, settings)
-        fit_seconds = time.perf_counter() - start
-        sample = pairs[-5000:]  # scored afresh: features (and sentence vectors) included
+        row["train_seconds"] = round(feature_seconds + time.perf_counter() - start, 1)
+        if name == "encoder" and sentence is None:  # fine-tuned without the final encoder
+            out[label] = row
+            continue
         start = time.perf_counter()
         model.predict_proba(model_features(sample, name, encoder, sentence))
-        rate = len(sample) / (time.perf_counter() - start)
-        row = {"cv": cv, "train_seconds": round(feature_seconds + fit_seconds, 1),
-               "scoring_pairs_per_second": round(rate)}
+        row["scoring_pairs_per_second"] = round(len(sample) / (time.perf_counter() - start))
         for test_name, (tp, ty) in tests.items():
             row[test_name] = metrics(ty, model.predict_proba(model_features(tp, name, encoder, sentence))[:, 1])
         out[label] = row
@@ -89,6 +111,13 @@ def main() -> None:
     parser.add_argument("--precisions", nargs="+", choices=PRECISIONS, default=["auto"],
                         help="model encoder once per twitter.identify.encoder_precision "
                              "(rows encoder-<the precision it resolved to>)")
+    parser.add_argument("--finetune-epochs", type=int, default=0,
+                        help="also model encoder with twitter.identify.finetune_epochs N (rows "
+                             "encoder-<precision>-finetuned; cross-fitted: folds fine-tunings)")
+    parser.add_argument("--no-finetune-final", action="store_true",
+                        help="skip the fine-tuning on all pairs (cross-validation only; no "
+                             "scoring rate or test figures for the fine-tuned rows)")
+    parser.add_argument("--datasets", nargs="+", choices=("url", "pit"), default=["url", "pit"])
     parser.add_argument("--threads", type=int, default=len(os.sched_getaffinity(0)))
     parser.add_argument("--out")
     args = parser.parse_args()
@@ -109,6 +138,14 @@ def main() -> None:
              (args.url_test, "toks", None)),
             ("pit-2015 dev", args.pit, "pit2015", None, "pit test",
              (args.pit_test, "pit2015", args.pit_test_labels))]
+    finetune = None
+    if args.finetune_epochs:
+        finetune = {"settings": dataclasses.replace(settings, model="encoder", sentence_encoder=args.sentence_encoder,
+                                                        finetune_epochs=args.finetune_epochs),
+                    "final": not args.no_finetune_final}
+        report["finetune"] = {k: v for k, v in finetune["settings"].__dict__.items()
+                              if k.startswith("finetune_")} | {"final": finetune["final"]}
+    sets = [s for s, key in zip(sets, ("url", "pit")) if key in args.datasets]
     for name, path, fmt, labels_file, test_name, (test_path, test_fmt, test_labels) in sets:
         pairs, labels, dropped = read_labelled(path, fmt, labels_file)
         if args.embed_model:
@@ -125,7 +162,7 @@ def main() -> None:
         report["datasets"].append({"name": name, "pairs": len(pairs), "positive": sum(labels),
                                    "dropped": dropped,
                                    "models": measure(pairs, labels, settings, encoder, sentences, tests,
-                                                     args.models)})
+                                                     args.models, finetune)})
     emit(report, args.out)
 
 

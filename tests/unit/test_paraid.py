@@ -18,6 +18,13 @@ POS = [(f"the storm hits town number {i} today", f"today the storm hit town numb
 NEG = [(f"the storm hits town number {i} today", f"my cat likes fish {i} very much")
        for i in range(30)]
 
+#: a toy task the untrained encoder cannot do: the same words, paraphrase or not by which
+#: animal the second sentence names
+TOY_POS = [(f"the {w} saw a cat today", f"a cat was seen by the {w} today") for w in
+           ("storm", "town", "fish", "hits", "number", "much")]
+TOY_NEG = [(f"the {w} saw a cat today", f"a dog was seen by the {w} today") for w in
+           ("storm", "town", "fish", "hits", "number", "much")]
+
 
 def _url_raw(path, pos, neg):
     path.write_text("".join(f"{a}\t{b}\t(5,6)\tu\n" for a, b in pos)
@@ -177,13 +184,15 @@ def tiny_sentence_encoder(tmp_path_factory):
     from transformers import BertConfig, BertModel, BertTokenizerFast
 
     root = tmp_path_factory.mktemp("encoder")
-    words = sorted({w for a, b in POS + NEG for w in (a + " " + b).split()})
-    (root / "vocab.txt").write_text("\n".join(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *words]) + "\n")
+    words = sorted({w for a, b in POS + NEG + TOY_POS + TOY_NEG for w in (a + " " + b).split()})
+    vocab = {w: i for i, w in enumerate(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *words])}
     torch.manual_seed(0)
     config = BertConfig(vocab_size=5 + len(words), hidden_size=16, num_hidden_layers=1,
                         num_attention_heads=2, intermediate_size=32, max_position_embeddings=64)
     BertModel(config).save_pretrained(root / "bert")
-    BertTokenizerFast(vocab_file=str(root / "vocab.txt"), do_lower_case=True).save_pretrained(root / "bert")
+    tokenizer = BertTokenizerFast(vocab=vocab, do_lower_case=True)  # transformers 5: vocab=
+    assert tokenizer.tokenize(TOY_NEG[0][1]) == TOY_NEG[0][1].split()  # every word known
+    tokenizer.save_pretrained(root / "bert")
     model = SentenceTransformer(modules=[Transformer(str(root / "bert")), Pooling(16, "mean")], device="cpu")
     model.save(str(root / "st"))
     return root / "st"
@@ -227,7 +236,9 @@ def test_int8_runs_the_linear_layers_quantised_near_the_float_cosine(tiny_senten
 
     pairs = POS[:10] + NEG[:10]
     full = identify.SentenceEncoder(str(tiny_sentence_encoder), batch=4, precision="float32")
-    small = identify.SentenceEncoder(str(tiny_sentence_encoder), batch=4, precision="int8")
+    # the identifier's batch: an int8 vector depends on the batch it was computed in
+    small = identify.SentenceEncoder(str(tiny_sentence_encoder), precision="int8",
+                                     batch=identify.IdentifySettings().encoder_batch)
     assert small.precision == "int8" and full.precision == "float32"
     quantised = [m for m in small.model.modules() if type(m).__module__.startswith("torch.ao.nn.quantized.dynamic")]
     assert len(quantised) == sum(type(m) is torch.nn.Linear for m in full.model.modules()) > 0
@@ -243,7 +254,8 @@ def test_int8_runs_the_linear_layers_quantised_near_the_float_cosine(tiny_senten
     result = train_identifier(_url_raw(tmp_path / "l.tsv", POS, NEG), [], tmp_path / "m.pkl",
                               tmp_path / "r.json", settings)
     assert result["sentence_encoder"] == {"source": str(tiny_sentence_encoder), "device": "cpu",
-                                          "precision": "int8"}
+                                          "precision": "int8", "finetuned": False,
+                                          "finetune_epochs": 0}
     loaded = identify.Identifier.load(tmp_path / "m.pkl")
     assert loaded.settings.encoder_precision == "int8" and loaded.sentence_encoder().precision == "int8"
     assert np.allclose(loaded.sentence_encoder().cosine(pairs), b, atol=1e-6)
@@ -264,11 +276,13 @@ def test_bfloat16_vectors_are_near_float32_and_do_not_depend_on_the_batch(tiny_s
 
 
 def test_encoder_precision_auto_takes_native_bfloat16_on_cpu_and_float32_on_cuda(monkeypatch):
+    from paramill.twitter import encoder
+
     flags = open("/proc/cpuinfo").read().split()
     assert identify.native_bfloat16() == ("avx512_bf16" in flags or "amx_tile" in flags)
-    monkeypatch.setattr(identify, "native_bfloat16", lambda: True)
+    monkeypatch.setattr(encoder, "native_bfloat16", lambda: True)
     assert identify.encoder_precision("auto", "cpu") == "bfloat16"
-    monkeypatch.setattr(identify, "native_bfloat16", lambda: False)
+    monkeypatch.setattr(encoder, "native_bfloat16", lambda: False)
     assert identify.encoder_precision("auto", "cpu") == "float32"
     assert identify.encoder_precision("bfloat16", "cpu") == "bfloat16"  # asked for: emulated
     assert [identify.encoder_precision(p, "cuda") for p in identify.PRECISIONS] == [
@@ -287,6 +301,103 @@ def test_a_model_saved_before_encoder_precision_scores_as_it_ran(tmp_path):
             pickle.dump({"format": "paramill-paraid/2", "fitted": {}, "settings": old,
                          "embed_model": None, "threshold": 0.4, "threshold_choice": None}, fh)
         assert identify.Identifier.load(tmp_path / "old.pkl").settings.encoder_precision == want
+
+
+# -- fine-tuning the sentence encoder, cross-fitted -----------------------------------------
+
+def _gap(enc, pos, neg):
+    return enc.cosine(pos).mean() - enc.cosine(neg).mean()
+
+
+def test_finetuning_learns_a_toy_task_and_is_repeatable(tiny_sentence_encoder):
+    source = str(tiny_sentence_encoder)
+    pairs, labels = TOY_POS + TOY_NEG, [1] * 6 + [0] * 6
+    kwargs = dict(epochs=30, lr=3e-3, batch=12, scale=20.0, precision="float32", seed=3)
+    before = identify.SentenceEncoder(source, precision="float32")
+    state = identify.finetune_state(source, pairs, labels, **kwargs)
+    after = identify.SentenceEncoder(source, precision="float32", state=state)
+    assert after.finetuned and not before.finetuned
+    assert abs(_gap(before, TOY_POS, TOY_NEG)) < 0.05  # the untrained encoder cannot tell
+    assert _gap(after, TOY_POS, TOY_NEG) > 0.3  # the fine-tuned one ranks paraphrases higher
+    assert (after.cosine(TOY_POS).min() > after.cosine(TOY_NEG).max())
+    again = identify.SentenceEncoder(source, precision="float32",
+                                     state=identify.finetune_state(source, pairs, labels, **kwargs))
+    assert np.array_equal(again.cosine(pairs), after.cosine(pairs))  # seeded: the same weights
+
+
+def test_cosent_loss_is_small_when_every_paraphrase_ranks_first():
+    import torch
+
+    labels = torch.tensor([1.0, 0.0, 1.0, 0.0])
+    good = identify.cosent_loss(torch.tensor([0.9, 0.1, 0.8, 0.2], dtype=torch.float64), labels, 20.0)
+    bad = identify.cosent_loss(torch.tensor([0.1, 0.9, 0.2, 0.8], dtype=torch.float64), labels, 20.0)
+    # by hand: log(1 + sum over the 4 (pos, neg) pairs of exp(20 (neg - pos)))
+    want = np.log1p(sum(np.exp(20 * (n - p)) for p in (0.9, 0.8) for n in (0.1, 0.2)))
+    assert float(good) == pytest.approx(want, rel=1e-9) and float(good) < 1e-4
+    assert float(bad) == pytest.approx(np.log1p(sum(np.exp(20 * (p - n)) for p in (0.9, 0.8)
+                                                    for n in (0.1, 0.2))), rel=1e-9)
+
+
+def test_length_grouped_batches_cover_every_pair_once_in_near_lengths():
+    lengths = np.random.default_rng(0).integers(1, 100, 1000)
+    batches = identify.length_grouped_batches(lengths, 10, np.random.default_rng(1), group=5)
+    assert sorted(np.concatenate(batches).tolist()) == list(range(1000))
+    spread = np.mean([np.ptp(lengths[b]) for b in batches])
+    assert spread < 0.5 * np.mean([np.ptp(lengths[i:i + 10]) for i in range(0, 1000, 10)])
+
+
+def test_the_cosine_is_cross_fitted_no_pair_scored_by_an_encoder_trained_on_it(monkeypatch):
+    """Each fold's pairs get their cosine from an encoder fine-tuned on the other folds only
+    (the folds out_of_fold uses); the encoder kept for new pairs is fine-tuned on all."""
+    trained: list[set] = []
+
+    def fake_finetune(source, pairs, labels, **kwargs):
+        trained.append(set(pairs))
+        return f"state-{len(trained) - 1}".encode()
+
+    scored: dict[bytes, set] = {}
+
+    class FakeEncoder:
+        def __init__(self, source, batch, precision, state):
+            self.state = state
+
+        def cosine(self, pairs):
+            scored.setdefault(self.state, set()).update(pairs)
+            return np.full(len(pairs), float(self.state[-1:]))
+
+    monkeypatch.setattr(identify, "finetune_state", fake_finetune)
+    monkeypatch.setattr(identify, "SentenceEncoder", FakeEncoder)
+    pairs = POS + NEG
+    y = np.asarray([1] * 30 + [0] * 30)
+    settings = identify.IdentifySettings(model="encoder", finetune_epochs=1, folds=3)
+    groups = identify.source_groups(pairs)
+    cosine, final = identify.crossfit_cosine(pairs, y, groups, settings)
+    folds = identify.grouped_folds(y, groups, settings)
+    assert len(trained) == 4 and final == b"state-3" and trained[3] == set(pairs)
+    for k, (train, test) in enumerate(folds):
+        state = f"state-{k}".encode()
+        assert trained[k] == {pairs[i] for i in train}
+        assert scored[state] == {pairs[i] for i in test} and not scored[state] & trained[k]
+        assert np.all(cosine[test] == k)  # each fold's cosine from its own encoder
+    assert b"state-3" not in scored  # the final encoder scores no training pair
+
+
+def test_a_finetuned_encoder_model_trains_records_saves_and_loads(tiny_sentence_encoder, tmp_path):
+    settings = identify.IdentifySettings(model="encoder", sentence_encoder=str(tiny_sentence_encoder),
+                                         finetune_epochs=2, finetune_lr=1e-3, finetune_batch=8,
+                                         folds=2, encoder_precision="float32")
+    result = train_identifier(_url_raw(tmp_path / "l.tsv", POS, NEG), [], tmp_path / "m.pkl",
+                              tmp_path / "r.json", settings)
+    assert result["sentence_encoder"]["finetuned"] and result["sentence_encoder"]["finetune_epochs"] == 2
+    assert "cross-fitted" in result["sentence_encoder"]["cosine"]
+    loaded = identify.Identifier.load(tmp_path / "m.pkl")
+    assert loaded.encoder_state and loaded.sentence_encoder().finetuned
+    pretrained = identify.SentenceEncoder(str(tiny_sentence_encoder), precision="float32")
+    probe = [POS[3], NEG[7], ("a storm hits town", "my cat likes fish")]
+    assert not np.allclose(loaded.sentence_encoder().cosine(probe), pretrained.cosine(probe))
+    fresh = identify.Identifier(settings, None, dict(loaded.fitted), encoder_state=loaded.encoder_state)
+    assert np.allclose(loaded.score(probe), fresh.score(probe), atol=1e-9)
+    assert loaded.score(probe)[0] > loaded.score(probe)[1]
 
 
 def test_a_sentence_encoder_that_is_not_there_is_a_clear_error():

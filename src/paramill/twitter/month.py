@@ -18,6 +18,7 @@ from paramill.twitter.identify import (
     Identifier,
     IdentifySettings,
     check_embedding_overlap,
+    crossfit_cosine,
     embedding_overlap,
     fit,
     metrics,
@@ -34,8 +35,9 @@ SCORED = pa.schema(list(PAIRS) + [pa.field("p_paraphrase", pa.float64())])
 def train_identifier(train: list[dict[str, str]], evaluate: list[dict[str, str]], out: str | Path,
                      report: str | Path, settings: IdentifySettings, rule: str = "paraid_train"
                      ) -> dict[str, Any]:
-    """Fit LR (18 features) and the extended model on ``train`` ([{path, format, labels}]).
-    Out-of-fold scores (folds grouped by source tweet) give each model's cross-validated
+    """Fit LR (18 features), the extended model and, when configured, the encoder model on
+    ``train`` ([{path, format, labels}]); with ``finetune_epochs`` the encoder's cosine is
+    cross-fitted (:func:`crossfit_cosine`). Out-of-fold scores (folds grouped by source tweet) give each model's cross-validated
     metrics and the acceptance threshold for ``target_precision``; each ``evaluate`` set is
     scored by the models fitted on all of train. An embedding model for the cosine that was
     trained on the labelled pairs is refused (:class:`EmbeddingLeak`)."""
@@ -59,13 +61,22 @@ def train_identifier(train: list[dict[str, str]], evaluate: list[dict[str, str]]
     ident = Identifier(settings, settings.embed_model)
     y, groups = np.asarray(labels), source_groups(pairs)
     names = ["lr", "extended"] + (["encoder"] if settings.model == "encoder" else [])
-    oof = {}
+    oof, xs = {}, {}
     for name in names:
-        x = ident.features(pairs, name)
+        if name == "encoder" and settings.finetune_epochs:  # cross-fitted cosine (leak-free)
+            cosine, ident.encoder_state = crossfit_cosine(pairs, y, groups, settings)
+            x = xs[name] = np.hstack([xs["extended"], cosine[:, None]])
+        else:
+            x = xs[name] = ident.features(pairs, name)
         ident.fitted[name] = fit(x, labels, settings)
         oof[name] = out_of_fold(x, y, groups, settings)
-    if ident.encoder_used():
-        results["sentence_encoder"] = ident.encoder_used()
+    if "encoder" in names:
+        ident.sentence_encoder()  # built (with the fine-tuned weights) to record what it is
+        results["sentence_encoder"] = {**ident.encoder_used(), "finetune_epochs": settings.finetune_epochs}
+        if settings.finetune_epochs:
+            results["sentence_encoder"]["cosine"] = (
+                f"cross-fitted: each of the {settings.folds} grouped folds scored by an encoder "
+                "fine-tuned on the others; new pairs by one fine-tuned on all")
     ident.threshold_choice = threshold_for_precision(y, oof[settings.model], settings.target_precision)
     ident.threshold = ident.threshold_choice["threshold"]
     results["threshold"] = {**ident.threshold_choice, "model": settings.model,
