@@ -417,3 +417,14 @@ def test_stemming_is_porters_and_memoised():
     before = identify._stem_word.cache_info().hits
     identify.stem(words)
     assert identify._stem_word.cache_info().hits - before == len(words)
+
+
+def test_scoring_in_chunks_gives_the_scores_of_one_pass(tmp_path):
+    settings = identify.IdentifySettings()
+    train_identifier(_url_raw(tmp_path / "l.tsv", POS, NEG), [], tmp_path / "m.pkl",
+                     tmp_path / "r.json", settings)
+    ident = identify.Identifier.load(tmp_path / "m.pkl")
+    pairs = POS[::3] + NEG[::2] + [("a storm hits town", "my cat likes fish")]
+    whole = ident.score(pairs, chunk=len(pairs))
+    assert len(whole) == len(pairs) and np.array_equal(ident.score(pairs, chunk=4), whole)
+    assert whole[0] > 0.5 > whole[-1]

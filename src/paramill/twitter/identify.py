@@ -554,11 +554,23 @@ class Identifier:
         sentence = self.sentence_encoder() if which == "encoder" else None
         return model_features(pairs, which, self.encoder() if which != "lr" else None, sentence)
 
-    def score(self, pairs: list[tuple[str, str]], which: str | None = None) -> np.ndarray:
+    def score(self, pairs: list[tuple[str, str]], which: str | None = None,
+              chunk: int = 50_000) -> np.ndarray:
+        """p_paraphrase of each pair, ``chunk`` pairs at a time (features and sentence vectors
+        of one chunk in memory, not a month's), with progress on long work."""
         which = which or self.settings.model
         if which not in self.fitted:
             raise ValueError(f"this identifier has no {which!r} model (it has "
                              f"{', '.join(self.fitted)}): train it with twitter.identify.model: {which}")
         if not pairs:
             return np.zeros(0)
-        return self.fitted[which].predict_proba(self.features(pairs, which))[:, 1]
+        from paramill.progress import progress
+
+        out = np.zeros(len(pairs))
+        with progress(f"scoring pairs ({which})", unit="pairs", total=len(pairs)) as bar:
+            for start in range(0, len(pairs), chunk):
+                part = pairs[start:start + chunk]
+                out[start:start + len(part)] = self.fitted[which].predict_proba(
+                    self.features(part, which))[:, 1]
+                bar.update(len(part))
+        return out
