@@ -428,3 +428,22 @@ def test_scoring_in_chunks_gives_the_scores_of_one_pass(tmp_path):
     whole = ident.score(pairs, chunk=len(pairs))
     assert len(whole) == len(pairs) and np.array_equal(ident.score(pairs, chunk=4), whole)
     assert whole[0] > 0.5 > whole[-1]
+
+
+def test_the_command_line_trains_a_finetuned_encoder_model(tiny_sentence_encoder, tmp_path):
+    """The rule's command: `paramill twitter train --settings JSON` with model encoder and
+    finetune_epochs, as config.yaml would give them."""
+    from paramill.cli import main
+
+    settings = {"model": "encoder", "sentence_encoder": str(tiny_sentence_encoder),
+                "finetune_epochs": 1, "finetune_batch": 8, "folds": 2,
+                "train": _url_raw(tmp_path / "l.tsv", POS, NEG)}
+    assert main(["--threads", "1", "twitter", "train", "--embed-model=", "--settings",
+                 json.dumps(settings), "--out", str(tmp_path / "m.pkl"),
+                 "--report", str(tmp_path / "r.json")]) == 0
+    report = json.loads((tmp_path / "r.json").read_text())
+    assert report["sentence_encoder"]["finetuned"] and report["threshold"]["model"] == "encoder"
+    assert set(report["evaluations"][0]) >= {"lr", "extended", "encoder"}
+    loaded = identify.Identifier.load(tmp_path / "m.pkl")
+    assert loaded.settings.finetune_epochs == 1 and loaded.encoder_state
+    assert len(loaded.score(POS[:3] + NEG[:3])) == 6
