@@ -118,18 +118,20 @@ def main() -> None:
                         help="skip the fine-tuning on all pairs (cross-validation only; no "
                              "scoring rate or test figures for the fine-tuned rows)")
     parser.add_argument("--datasets", nargs="+", choices=("url", "pit"), default=["url", "pit"])
+    parser.add_argument("--folds", type=int, default=IdentifySettings().folds,
+                        help="folds of the grouped cross-validation (every row of the run)")
     parser.add_argument("--threads", type=int, default=len(os.sched_getaffinity(0)))
     parser.add_argument("--out")
     args = parser.parse_args()
     device.limit_threads(args.threads)
-    settings = IdentifySettings()
+    settings = IdentifySettings(folds=args.folds)
     encoder = None
     sentences = {}
     if "encoder" in args.models:
         for precision in args.precisions:
             enc = SentenceEncoder(args.sentence_encoder, precision=precision)
             sentences[f"encoder-{enc.precision}"] = enc
-    report = {"benchmark": "paraphrase identification: grouped 5-fold cross-validation",
+    report = {"benchmark": f"paraphrase identification: grouped {args.folds}-fold cross-validation",
               "machine": machine(), "threads": args.threads,
               "sentence_encoder": args.sentence_encoder if sentences else None,
               "native_bfloat16": native_bfloat16(), "cosine_feature": bool(args.embed_model),
