@@ -88,7 +88,7 @@ class IdentifySettings(Settings):
         "from is cross-fitted (each fold's pairs scored by an encoder fine-tuned without them, "
         "folds grouped by source tweet) and the encoder that scores new pairs is fine-tuned on "
         "all of them: folds + 1 fine-tunings, each ~13 min per epoch per 34,000 pairs on 2 CPU "
-        "cores (minutes on a GPU). The weights are kept in the identifier file.", minimum=0)
+        "cores (CUDA when the job has a GPU). The weights are kept in the identifier file.", minimum=0)
     finetune_lr: float = setting(3e-5, "Fine-tuning: AdamW learning rate (10% warm-up, linear "
                                  "decay).", exclusiveMinimum=0)
     finetune_batch: int = setting(32, "Fine-tuning: labelled pairs per step.", minimum=2)
