@@ -129,8 +129,9 @@ def quantize_int8(model):
         try:
             from torch.ao.quantization import quantize_dynamic
         except ImportError as exc:  # a torch without it: say so rather than score differently
-            raise RuntimeError("twitter.identify.encoder_precision int8 needs torch.ao.quantization, "
-                               f"which torch {torch.__version__} no longer has; choose another") from exc
+            raise RuntimeError("twitter.identify.encoder_precision int8 needs "
+                               f"torch.ao.quantization, which torch {torch.__version__} no "
+                               "longer has; choose another precision") from exc
         return quantize_dynamic(model, {torch.nn.Linear}, dtype=torch.qint8)
 
 

@@ -88,7 +88,8 @@ class IdentifySettings(Settings):
         "from is cross-fitted (each fold's pairs scored by an encoder fine-tuned without them, "
         "folds grouped by source tweet) and the encoder that scores new pairs is fine-tuned on "
         "all of them: folds + 1 fine-tunings, each ~13 min per epoch per 34,000 pairs on 2 CPU "
-        "cores (CUDA when the job has a GPU). The weights are kept in the identifier file.", minimum=0)
+        "cores (CUDA when the job has a GPU). The weights are kept in the identifier file.",
+        minimum=0)
     finetune_lr: float = setting(3e-5, "Fine-tuning: AdamW learning rate (10% warm-up, linear "
                                  "decay).", exclusiveMinimum=0)
     finetune_batch: int = setting(32, "Fine-tuning: labelled pairs per step.", minimum=2)
@@ -514,8 +515,8 @@ class Identifier:
             data["settings"] = dict(data["settings"])
             int8 = data["settings"].pop("encoder_int8", False)
             data["settings"]["encoder_precision"] = "int8" if int8 else "float32"
-        return Identifier(IdentifySettings.from_dict(data["settings"]), data["embed_model"], data["fitted"],
-                          data.get("threshold"), data.get("threshold_choice"),
+        return Identifier(IdentifySettings.from_dict(data["settings"]), data["embed_model"],
+                          data["fitted"], data.get("threshold"), data.get("threshold_choice"),
                           data.get("encoder_state"))
 
     def accept_at(self, configured: float | None = None) -> float:
