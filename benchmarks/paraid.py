@@ -35,17 +35,15 @@ from _report import SHARED, emit, machine  # noqa: E402
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
 from paramill import device  # noqa: E402
+from paramill.twitter.encoder import PRECISIONS, SentenceEncoder, native_bfloat16  # noqa: E402
 from paramill.twitter.identify import (  # noqa: E402
     MODELS,
-    PRECISIONS,
-    crossfit_cosine,
     IdentifySettings,
-    SentenceEncoder,
+    crossfit_cosine,
     embedding_overlap,
     fit,
     metrics,
     model_features,
-    native_bfloat16,
     out_of_fold,
     read_labelled,
     source_groups,

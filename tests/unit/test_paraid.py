@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from paramill.io import InputError
-from paramill.twitter import identify
+from paramill.twitter import encoder, identify
 from paramill.twitter.month import train_identifier
 
 POS = [(f"the storm hits town number {i} today", f"today the storm hit town number {i}")
@@ -276,19 +276,17 @@ def test_bfloat16_vectors_are_near_float32_and_do_not_depend_on_the_batch(tiny_s
 
 
 def test_encoder_precision_auto_takes_native_bfloat16_on_cpu_and_float32_on_cuda(monkeypatch):
-    from paramill.twitter import encoder
-
     flags = open("/proc/cpuinfo").read().split()
-    assert identify.native_bfloat16() == ("avx512_bf16" in flags or "amx_tile" in flags)
+    assert encoder.native_bfloat16() == ("avx512_bf16" in flags or "amx_tile" in flags)
     monkeypatch.setattr(encoder, "native_bfloat16", lambda: True)
-    assert identify.encoder_precision("auto", "cpu") == "bfloat16"
+    assert encoder.encoder_precision("auto", "cpu") == "bfloat16"
     monkeypatch.setattr(encoder, "native_bfloat16", lambda: False)
-    assert identify.encoder_precision("auto", "cpu") == "float32"
-    assert identify.encoder_precision("bfloat16", "cpu") == "bfloat16"  # asked for: emulated
-    assert [identify.encoder_precision(p, "cuda") for p in identify.PRECISIONS] == [
+    assert encoder.encoder_precision("auto", "cpu") == "float32"
+    assert encoder.encoder_precision("bfloat16", "cpu") == "bfloat16"  # asked for: emulated
+    assert [encoder.encoder_precision(p, "cuda") for p in encoder.PRECISIONS] == [
         "float32", "float32", "bfloat16", "float32"]  # int8 is CPU-only
     with pytest.raises(ValueError, match="one of"):
-        identify.encoder_precision("float16", "cpu")
+        encoder.encoder_precision("float16", "cpu")
 
 
 def test_a_model_saved_before_encoder_precision_scores_as_it_ran(tmp_path):
@@ -329,8 +327,8 @@ def test_cosent_loss_is_small_when_every_paraphrase_ranks_first():
     import torch
 
     labels = torch.tensor([1.0, 0.0, 1.0, 0.0])
-    good = identify.cosent_loss(torch.tensor([0.9, 0.1, 0.8, 0.2], dtype=torch.float64), labels, 20.0)
-    bad = identify.cosent_loss(torch.tensor([0.1, 0.9, 0.2, 0.8], dtype=torch.float64), labels, 20.0)
+    good = encoder.cosent_loss(torch.tensor([0.9, 0.1, 0.8, 0.2], dtype=torch.float64), labels, 20.0)
+    bad = encoder.cosent_loss(torch.tensor([0.1, 0.9, 0.2, 0.8], dtype=torch.float64), labels, 20.0)
     # by hand: log(1 + sum over the 4 (pos, neg) pairs of exp(20 (neg - pos)))
     want = np.log1p(sum(np.exp(20 * (n - p)) for p in (0.9, 0.8) for n in (0.1, 0.2)))
     assert float(good) == pytest.approx(want, rel=1e-9) and float(good) < 1e-4
@@ -340,7 +338,7 @@ def test_cosent_loss_is_small_when_every_paraphrase_ranks_first():
 
 def test_length_grouped_batches_cover_every_pair_once_in_near_lengths():
     lengths = np.random.default_rng(0).integers(1, 100, 1000)
-    batches = identify.length_grouped_batches(lengths, 10, np.random.default_rng(1), group=5)
+    batches = encoder.length_grouped_batches(lengths, 10, np.random.default_rng(1), group=5)
     assert sorted(np.concatenate(batches).tolist()) == list(range(1000))
     spread = np.mean([np.ptp(lengths[b]) for b in batches])
     assert spread < 0.5 * np.mean([np.ptp(lengths[i:i + 10]) for i in range(0, 1000, 10)])

@@ -31,16 +31,7 @@ import numpy as np
 
 from paramill.io import InputError, open_compressed
 from paramill.settings import Settings, setting
-from paramill.twitter.encoder import (  # noqa: F401 - the identifier's encoder, re-exported
-    PRECISIONS,
-    SentenceEncoder,
-    cosent_loss,
-    encoder_precision,
-    finetune_state,
-    length_grouped_batches,
-    native_bfloat16,
-    quantize_int8,
-)
+from paramill.twitter.encoder import SentenceEncoder, finetune_state
 from paramill.twitter.text import comparable, tokenize
 
 BASELINE = [f"{kind}_{n}_{m}" for kind in ("tok", "stem") for n in (1, 2, 3) for m in ("p", "r", "f")]
@@ -542,7 +533,7 @@ class Identifier:
                                              self.settings.encoder_precision, self.encoder_state)
         return self._sentence
 
-    def encoder_used(self) -> dict[str, str] | None:
+    def encoder_used(self) -> dict[str, Any] | None:
         """The sentence encoder this identifier ran, where and in which precision (None when
         it ran none)."""
         if not hasattr(self, "_sentence"):

@@ -37,10 +37,11 @@ def train_identifier(train: list[dict[str, str]], evaluate: list[dict[str, str]]
                      ) -> dict[str, Any]:
     """Fit LR (18 features), the extended model and, when configured, the encoder model on
     ``train`` ([{path, format, labels}]); with ``finetune_epochs`` the encoder's cosine is
-    cross-fitted (:func:`crossfit_cosine`). Out-of-fold scores (folds grouped by source tweet) give each model's cross-validated
-    metrics and the acceptance threshold for ``target_precision``; each ``evaluate`` set is
-    scored by the models fitted on all of train. An embedding model for the cosine that was
-    trained on the labelled pairs is refused (:class:`EmbeddingLeak`)."""
+    cross-fitted (:func:`crossfit_cosine`). Out-of-fold scores (folds grouped by source
+    tweet) give each model's cross-validated metrics and the acceptance threshold for
+    ``target_precision``; each ``evaluate`` set is scored by the models fitted on all of
+    train. An embedding model for the cosine that was trained on the labelled pairs is
+    refused (:class:`EmbeddingLeak`)."""
     labelled = [d["path"] for d in train + evaluate] + [d["labels"] for d in train + evaluate
                                                          if d.get("labels")]
     inputs = labelled + ([settings.embed_model] if settings.embed_model else [])
@@ -63,8 +64,11 @@ def train_identifier(train: list[dict[str, str]], evaluate: list[dict[str, str]]
     names = ["lr", "extended"] + (["encoder"] if settings.model == "encoder" else [])
     oof, xs = {}, {}
     for name in names:
-        if name == "encoder" and settings.finetune_epochs:  # cross-fitted cosine (leak-free)
-            cosine, ident.encoder_state = crossfit_cosine(pairs, y, groups, settings)
+        if name == "encoder":  # the extended features and the sentence encoder's cosine
+            if settings.finetune_epochs:  # cross-fitted (leak-free)
+                cosine, ident.encoder_state = crossfit_cosine(pairs, y, groups, settings)
+            else:
+                cosine = ident.sentence_encoder().cosine(pairs)
             x = xs[name] = np.hstack([xs["extended"], cosine[:, None]])
         else:
             x = xs[name] = ident.features(pairs, name)
@@ -72,7 +76,8 @@ def train_identifier(train: list[dict[str, str]], evaluate: list[dict[str, str]]
         oof[name] = out_of_fold(x, y, groups, settings)
     if "encoder" in names:
         ident.sentence_encoder()  # built (with the fine-tuned weights) to record what it is
-        results["sentence_encoder"] = {**ident.encoder_used(), "finetune_epochs": settings.finetune_epochs}
+        results["sentence_encoder"] = {**ident.encoder_used(),
+                                       "finetune_epochs": settings.finetune_epochs}
         if settings.finetune_epochs:
             results["sentence_encoder"]["cosine"] = (
                 f"cross-fitted: each of the {settings.folds} grouped folds scored by an encoder "
