@@ -40,6 +40,7 @@ from paramill.twitter.identify import (  # noqa: E402
     MODELS,
     IdentifySettings,
     crossfit_cosine,
+    distill_student,
     embedding_overlap,
     fit,
     metrics,
@@ -52,11 +53,12 @@ from paramill.twitter.identify import (  # noqa: E402
 
 def measure(pairs, labels, settings, encoder, sentences, tests, models, finetune=None) -> dict:
     """One row per model; model encoder once per sentence encoder in ``sentences`` (one per
-    precision asked for), named ``encoder-<precision>``; with ``finetune`` (settings with
-    finetune_epochs) also ``encoder-<precision>-finetuned``: the extended features and the
-    cross-fitted cosine of the fine-tuned encoder (:func:`crossfit_cosine`), fine-tuned on
-    all pairs for scoring unless ``finetune_final`` is off (then no scoring rate: the
-    fine-tuned encoder has the pretrained one's architecture and speed)."""
+    precision asked for, named ``encoder-<precision>``, and per student); with ``finetune``
+    (settings with finetune_epochs) also ``<that name>-finetuned``: the extended features and
+    the cross-fitted cosine of the fine-tuned encoder (:func:`crossfit_cosine`, from the
+    student's weights for a student), fine-tuned on all pairs for scoring unless
+    ``finetune_final`` is off (then no scoring rate: the fine-tuned encoder has the
+    architecture and speed of the one it was fine-tuned from)."""
     y, groups = np.asarray(labels), source_groups(pairs)
     out = {}
     variants = [(m, m, None) for m in models if m != "encoder"]
@@ -68,14 +70,17 @@ def measure(pairs, labels, settings, encoder, sentences, tests, models, finetune
         row = {}
         start = time.perf_counter()
         if name == "finetuned":
-            s = dataclasses.replace(finetune["settings"], encoder_precision=sentence.precision)
+            layers = len(sentence.layers) if sentence.layers else 0
+            s = dataclasses.replace(finetune["settings"], encoder_precision=sentence.precision,
+                                    encoder_layers=layers)
             fold_start = time.perf_counter()
-            cosine, state = crossfit_cosine(pairs, y, groups, s, final=finetune["final"])
+            cosine, state = crossfit_cosine(pairs, y, groups, s, final=finetune["final"],
+                                            start=getattr(sentence, "state", None))
             row["crossfit_seconds"] = round(time.perf_counter() - fold_start, 1)
             x = np.hstack([model_features(pairs, "extended", encoder), cosine[:, None]])
             name = "encoder"
-            sentence = (SentenceEncoder(s.sentence_encoder, s.encoder_batch, s.encoder_precision, state)
-                        if state else None)
+            sentence = (SentenceEncoder(s.sentence_encoder, s.encoder_batch, s.encoder_precision, state,
+                                        layers) if state else None)
         else:
             x = model_features(pairs, name, encoder, sentence)
         feature_seconds = time.perf_counter() - start
@@ -115,6 +120,14 @@ def main() -> None:
     parser.add_argument("--no-finetune-final", action="store_true",
                         help="skip the fine-tuning on all pairs (cross-validation only; no "
                              "scoring rate or test figures for the fine-tuned rows)")
+    parser.add_argument("--students", nargs="+", type=int, default=[],
+                        help="also model encoder with twitter.identify.encoder_layers N: a student "
+                             "of N layers distilled on each dataset's sentences (rows "
+                             "encoder-<precision>-student<N>, with the first precision), and, "
+                             "when both datasets run, the student distilled on the other "
+                             "dataset's sentences (rows ...-student<N>-from-<other>: sentences "
+                             "it never saw)")
+    parser.add_argument("--distill-epochs", type=int, default=IdentifySettings().distill_epochs)
     parser.add_argument("--datasets", nargs="+", choices=("url", "pit"), default=["url", "pit"])
     parser.add_argument("--folds", type=int, default=IdentifySettings().folds,
                         help="folds of the grouped cross-validation (every row of the run)")
@@ -145,9 +158,30 @@ def main() -> None:
                     "final": not args.no_finetune_final}
         report["finetune"] = {k: v for k, v in finetune["settings"].__dict__.items()
                               if k.startswith("finetune_")} | {"final": finetune["final"]}
+    keys = [key for key in ("url", "pit") if key in args.datasets]
     sets = [s for s, key in zip(sets, ("url", "pit")) if key in args.datasets]
-    for name, path, fmt, labels_file, test_name, (test_path, test_fmt, test_labels) in sets:
-        pairs, labels, dropped = read_labelled(path, fmt, labels_file)
+    read = {key: read_labelled(s[1], s[2], s[3]) for key, s in zip(keys, sets)}
+    students = {}  # (dataset, layers) -> (weights, seconds)
+    if args.students:
+        report["students"] = {"distill_epochs": args.distill_epochs, "distilled_on": {}}
+        for key in keys:
+            for n in args.students:
+                s = dataclasses.replace(settings, sentence_encoder=args.sentence_encoder,
+                                        encoder_layers=n, distill_epochs=args.distill_epochs,
+                                        encoder_precision=args.precisions[0])
+                start = time.perf_counter()
+                students[key, n] = (distill_student(read[key][0], s), time.perf_counter() - start)
+                report["students"]["distilled_on"][f"{key}-student{n}"] = {
+                    "sentences": len({t for pair in read[key][0] for t in pair}),
+                    "seconds": round(students[key, n][1], 1)}
+    for key, (name, path, fmt, labels_file, test_name, (test_path, test_fmt, test_labels)) in zip(keys, sets):
+        pairs, labels, dropped = read[key]
+        own = dict(sentences)
+        for (on, n), (state, _) in students.items():
+            enc = SentenceEncoder(args.sentence_encoder, settings.encoder_batch, args.precisions[0],
+                                  state, n)
+            enc.state = state  # where its fine-tuning starts
+            own[f"encoder-{enc.precision}-student{n}" + ("" if on == key else f"-from-{on}")] = enc
         if args.embed_model:
             from paramill.embed.model import load_model
             from paramill.twitter.identify import check_embedding_overlap
@@ -161,7 +195,7 @@ def main() -> None:
             tests[test_name] = (tp, ty)
         report["datasets"].append({"name": name, "pairs": len(pairs), "positive": sum(labels),
                                    "dropped": dropped,
-                                   "models": measure(pairs, labels, settings, encoder, sentences, tests,
+                                   "models": measure(pairs, labels, settings, encoder, own, tests,
                                                      args.models, finetune)})
     emit(report, args.out)
 

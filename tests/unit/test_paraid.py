@@ -175,20 +175,20 @@ def test_an_embedding_model_without_provenance_is_reported_unchecked(tmp_path):
 
 # -- model encoder: the cosine of a pretrained sentence encoder ----------------------------
 
-@pytest.fixture(scope="module")
-def tiny_sentence_encoder(tmp_path_factory):
-    """A randomly initialised one-layer BERT as a sentence-transformers model, built here."""
+def _tiny_bert(root, layers: int, init: float = 0.02):
+    """A randomly initialised BERT of ``layers`` layers (weights of deviation ``init``) as a
+    sentence-transformers model, built here."""
     import torch
     from sentence_transformers import SentenceTransformer
     from sentence_transformers.sentence_transformer.modules import Pooling, Transformer
     from transformers import BertConfig, BertModel, BertTokenizerFast
 
-    root = tmp_path_factory.mktemp("encoder")
     words = sorted({w for a, b in POS + NEG + TOY_POS + TOY_NEG for w in (a + " " + b).split()})
     vocab = {w: i for i, w in enumerate(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *words])}
     torch.manual_seed(0)
-    config = BertConfig(vocab_size=5 + len(words), hidden_size=16, num_hidden_layers=1,
-                        num_attention_heads=2, intermediate_size=32, max_position_embeddings=64)
+    config = BertConfig(vocab_size=5 + len(words), hidden_size=16, num_hidden_layers=layers,
+                        num_attention_heads=2, intermediate_size=32, max_position_embeddings=64,
+                        initializer_range=init)
     BertModel(config).save_pretrained(root / "bert")
     tokenizer = BertTokenizerFast(vocab=vocab, do_lower_case=True)  # transformers 5: vocab=
     assert tokenizer.tokenize(TOY_NEG[0][1]) == TOY_NEG[0][1].split()  # every word known
@@ -196,6 +196,18 @@ def tiny_sentence_encoder(tmp_path_factory):
     model = SentenceTransformer(modules=[Transformer(str(root / "bert")), Pooling(16, "mean")], device="cpu")
     model.save(str(root / "st"))
     return root / "st"
+
+
+@pytest.fixture(scope="module")
+def tiny_sentence_encoder(tmp_path_factory):
+    return _tiny_bert(tmp_path_factory.mktemp("encoder"), 1)
+
+
+@pytest.fixture(scope="module")
+def tiny_deep_encoder(tmp_path_factory):
+    """Four layers, to take students from; initialised wide enough (deviation 0.3) that each
+    layer changes the vectors (at BERT's 0.02 the layers barely move them)."""
+    return _tiny_bert(tmp_path_factory.mktemp("deep"), 4, init=0.3)
 
 
 def test_the_sentence_encoder_cosine_is_the_models_cosine(tiny_sentence_encoder):
@@ -314,7 +326,7 @@ def test_finetuning_learns_a_toy_task_and_is_repeatable(tiny_sentence_encoder):
     before = identify.SentenceEncoder(source, precision="float32")
     state = identify.finetune_state(source, pairs, labels, **kwargs)
     after = identify.SentenceEncoder(source, precision="float32", state=state)
-    assert after.finetuned and not before.finetuned
+    assert after.trained and not before.trained
     assert abs(_gap(before, TOY_POS, TOY_NEG)) < 0.05  # the untrained encoder cannot tell
     assert _gap(after, TOY_POS, TOY_NEG) > 0.3  # the fine-tuned one ranks paraphrases higher
     assert (after.cosine(TOY_POS).min() > after.cosine(TOY_NEG).max())
@@ -348,16 +360,19 @@ def test_the_cosine_is_cross_fitted_no_pair_scored_by_an_encoder_trained_on_it(m
     """Each fold's pairs get their cosine from an encoder fine-tuned on the other folds only
     (the folds out_of_fold uses); the encoder kept for new pairs is fine-tuned on all."""
     trained: list[set] = []
+    began_from = []
 
     def fake_finetune(source, pairs, labels, **kwargs):
         trained.append(set(pairs))
+        began_from.append((kwargs["state"], kwargs["layers"]))
         return f"state-{len(trained) - 1}".encode()
 
     scored: dict[bytes, set] = {}
 
     class FakeEncoder:
-        def __init__(self, source, batch, precision, state):
+        def __init__(self, source, batch, precision, state, layers):
             self.state = state
+            assert layers == 2
 
         def cosine(self, pairs):
             scored.setdefault(self.state, set()).update(pairs)
@@ -367,9 +382,11 @@ def test_the_cosine_is_cross_fitted_no_pair_scored_by_an_encoder_trained_on_it(m
     monkeypatch.setattr(identify, "SentenceEncoder", FakeEncoder)
     pairs = POS + NEG
     y = np.asarray([1] * 30 + [0] * 30)
-    settings = identify.IdentifySettings(model="encoder", finetune_epochs=1, folds=3)
+    settings = identify.IdentifySettings(model="encoder", finetune_epochs=1, folds=3,
+                                         encoder_layers=2)
     groups = identify.source_groups(pairs)
-    cosine, final = identify.crossfit_cosine(pairs, y, groups, settings)
+    cosine, final = identify.crossfit_cosine(pairs, y, groups, settings, start=b"student")
+    assert began_from == [(b"student", 2)] * 4  # every fine-tuning from the distilled student
     folds = identify.grouped_folds(y, groups, settings)
     assert len(trained) == 4 and final == b"state-3" and trained[3] == set(pairs)
     for k, (train, test) in enumerate(folds):
@@ -413,11 +430,25 @@ def test_scoring_in_chunks_gives_the_scores_of_one_pass(tmp_path):
 def test_the_command_line_trains_a_finetuned_encoder_model(tiny_sentence_encoder, tmp_path):
     """The rule's command: `paramill twitter train --settings JSON` with model encoder and
     finetune_epochs, as config.yaml would give them."""
+    _train_on_the_command_line(tiny_sentence_encoder, tmp_path, {})
+
+
+def test_the_command_line_trains_a_distilled_then_finetuned_student(tiny_deep_encoder, tmp_path):
+    loaded = _train_on_the_command_line(tiny_deep_encoder, tmp_path, {
+        "encoder_layers": 2, "distill_epochs": 2, "distill_batch": 16})
+    report = json.loads((tmp_path / "r.json").read_text())
+    assert report["sentence_encoder"]["student_layers"] == [0, 3]
+    assert report["sentence_encoder"]["distilled"]["sentences"] == 90  # 60 pairs, 90 texts
+    student = loaded.sentence_encoder()
+    assert student.layers == [0, 3] and len(student.model[0].auto_model.encoder.layer) == 2
+
+
+def _train_on_the_command_line(source, tmp_path, extra):
     from paramill.cli import main
 
-    settings = {"model": "encoder", "sentence_encoder": str(tiny_sentence_encoder),
+    settings = {"model": "encoder", "sentence_encoder": str(source),
                 "finetune_epochs": 1, "finetune_batch": 8, "folds": 2,
-                "train": _url_raw(tmp_path / "l.tsv", POS, NEG)}
+                "train": _url_raw(tmp_path / "l.tsv", POS, NEG), **extra}
     assert main(["--threads", "1", "twitter", "train", "--embed-model=", "--settings",
                  json.dumps(settings), "--out", str(tmp_path / "m.pkl"),
                  "--report", str(tmp_path / "r.json")]) == 0
@@ -429,11 +460,61 @@ def test_the_command_line_trains_a_finetuned_encoder_model(tiny_sentence_encoder
     # the fine-tuned weights are in the file, and they are what scores new pairs
     loaded = identify.Identifier.load(tmp_path / "m.pkl")
     assert loaded.settings.finetune_epochs == 1 and loaded.encoder_state
-    assert loaded.sentence_encoder().finetuned
-    pretrained = identify.SentenceEncoder(str(tiny_sentence_encoder))
+    assert loaded.sentence_encoder().trained
+    pretrained = identify.SentenceEncoder(str(source), layers=loaded.settings.encoder_layers)
     probe = [POS[3], NEG[7], ("a storm hits town", "my cat likes fish")]
     assert not np.allclose(loaded.sentence_encoder().cosine(probe), pretrained.cosine(probe))
     fresh = identify.Identifier(loaded.settings, None, dict(loaded.fitted),
                                 encoder_state=loaded.encoder_state)
     assert np.allclose(loaded.score(probe), fresh.score(probe), atol=1e-9)
     assert loaded.score(probe)[0] > loaded.score(probe)[1]
+    return loaded
+
+
+# -- a student: some of the encoder's layers, distilled from the whole encoder -------------
+
+def test_a_student_keeps_evenly_spaced_layers_first_and_last():
+    assert encoder.kept_layers(6, 2) == [0, 5]
+    assert encoder.kept_layers(6, 3) == [0, 2, 5]
+    assert encoder.kept_layers(6, 4) == [0, 2, 3, 5]
+    assert encoder.kept_layers(6, 1) == [0]
+    assert encoder.kept_layers(6, 0) == encoder.kept_layers(6, 6) == [0, 1, 2, 3, 4, 5]
+    with pytest.raises(ValueError, match="cannot be taken from an encoder of 6 layers"):
+        encoder.kept_layers(6, 7)
+
+
+def test_a_student_runs_only_the_layers_it_keeps(tiny_deep_encoder):
+    import torch
+
+    whole = identify.SentenceEncoder(str(tiny_deep_encoder), precision="float32")
+    student = identify.SentenceEncoder(str(tiny_deep_encoder), precision="float32", layers=2)
+    assert student.layers == [0, 3] and whole.layers is None
+    bert, stack = student.model[0].auto_model, whole.model[0].auto_model.encoder.layer
+    assert len(bert.encoder.layer) == 2 and bert.config.num_hidden_layers == 2
+    for kept, i in zip(bert.encoder.layer, (0, 3)):
+        assert all(torch.equal(a, b) for a, b in zip(kept.state_dict().values(),
+                                                     stack[i].state_dict().values()))
+    sentences = [a for a, _ in POS[:6]]
+    assert not np.allclose(student.encode(sentences), whole.encode(sentences), atol=1e-3)
+
+
+def test_distillation_brings_the_students_vectors_to_the_whole_encoders(tiny_deep_encoder):
+    source = str(tiny_deep_encoder)
+    sentences = [s for pair in POS + NEG + TOY_POS + TOY_NEG for s in pair]
+    held_out = [f"the cat hits the storm number {i} today" for i in range(5)]
+    kwargs = dict(layers=1, epochs=10, lr=3e-3, batch=16, precision="float32", seed=5)
+    state = encoder.distill_state(source, sentences, **kwargs)
+    whole = identify.SentenceEncoder(source, precision="float32")
+    before = identify.SentenceEncoder(source, precision="float32", layers=1)
+    after = identify.SentenceEncoder(source, precision="float32", state=state, layers=1)
+
+    def agreement(enc, texts):  # mean cosine to the whole encoder's vectors
+        return float((enc.encode(texts) * whole.encode(texts)).sum(1).mean())
+
+    assert agreement(before, sentences) < 0.5  # the cut encoder alone is far from it
+    assert agreement(after, sentences) > 0.98  # it learnt the whole encoder's vectors
+    assert agreement(after, held_out) > 0.95  # and beyond the sentences it learnt from
+    again = encoder.distill_state(source, sentences, **kwargs)
+    assert again == state  # seeded: the same weights
+    with pytest.raises(ValueError, match="needs sentences"):
+        encoder.distill_state(source, [], **kwargs)

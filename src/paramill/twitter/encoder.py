@@ -3,6 +3,11 @@ offline from a package that carries its weights or from a directory, run in the 
 the machine computes fastest without changing a sentence's vector with its batch, and
 optionally fine-tuned on the identifier's labelled pairs.
 
+A *student* (``encoder_layers``) keeps a few of the encoder's transformer layers, evenly
+spaced (the first and the last among them), and is distilled from the whole encoder on
+sentences without labels: it learns to give each sentence the whole encoder's vector
+(:func:`distill_state`). Its cost per sentence falls with its layers.
+
 Fine-tuning (``finetune_epochs``) trains the whole encoder so that the cosine of a
 paraphrase pair ranks above that of a non-paraphrase (the CoSENT loss: for every two pairs
 of a batch with different labels, ``log(1 + sum exp(scale * (cos_neg - cos_pos)))``).
@@ -53,13 +58,44 @@ def _autocast(precision: str, device: str):
     return contextlib.nullcontext()
 
 
+def kept_layers(total: int, layers: int) -> list[int]:
+    """Which of ``total`` transformer layers a student of ``layers`` keeps: evenly spaced,
+    the first and the last included (one layer: the first); 0 or ``total``: all."""
+    if layers < 0 or layers > total:
+        raise ValueError(f"a student of {layers} layers cannot be taken from an encoder of "
+                         f"{total} layers (encoder_layers: 0 for all, or 1..{total})")
+    if layers in (0, total):
+        return list(range(total))
+    if layers == 1:
+        return [0]
+    return [round(i * (total - 1) / (layers - 1)) for i in range(layers)]
+
+
+def keep_layers(model, layers: int) -> list[int]:
+    """Cut the sentence-transformers ``model``'s transformer down to ``layers`` layers (see
+    :func:`kept_layers`), in place; the indices kept."""
+    import torch
+
+    bert = model[0].auto_model
+    stack = getattr(getattr(bert, "encoder", None), "layer", None)
+    if not isinstance(stack, torch.nn.ModuleList):
+        raise ValueError(f"encoder_layers needs a BERT-style encoder (encoder.layer); "
+                         f"{type(bert).__name__} has none")
+    keep = kept_layers(len(stack), layers)
+    bert.encoder.layer = torch.nn.ModuleList([stack[i] for i in keep])
+    bert.config.num_hidden_layers = len(keep)
+    return keep
+
+
 class SentenceEncoder:
     """A sentence-transformers model on CUDA when present, in ``precision`` (see
-    :func:`encoder_precision`), with fine-tuned weights when ``state`` (from
-    :func:`finetune_state`) is given; ``cosine`` encodes each distinct sentence once."""
+    :func:`encoder_precision`), cut to ``layers`` transformer layers when given (a student,
+    see :func:`keep_layers`), with trained weights when ``state`` (from
+    :func:`distill_state` or :func:`finetune_state`) is given; ``cosine`` encodes each
+    distinct sentence once."""
 
     def __init__(self, source: str, batch: int = 64, precision: str = "auto",
-                 state: bytes | None = None):
+                 state: bytes | None = None, layers: int = 0):
         import os
 
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -72,7 +108,8 @@ class SentenceEncoder:
         self.precision = encoder_precision(precision, self.device)
         self.model = SentenceTransformer(str(self.locate(source)), device=self.device,
                                          local_files_only=True)
-        self.finetuned = state is not None
+        self.layers = keep_layers(self.model, layers) if layers else None
+        self.trained = state is not None
         if state is not None:
             import torch
 
@@ -99,14 +136,24 @@ class SentenceEncoder:
         return Path(package.get_model_path())
 
     def encode(self, sentences: list[str]) -> np.ndarray:
-        """Unit-length float32 vectors, computed in the encoder's precision."""
+        """Unit-length float32 vectors, computed in the encoder's precision, in batches of
+        sentences of near length (less padding; the vectors do not depend on it)."""
         import torch
+        from sentence_transformers.util import batch_to_device
 
         self.model.eval()
-        with _autocast(self.precision, self.device):
-            vectors = self.model.encode(sentences, batch_size=self.batch, convert_to_tensor=True,
-                                        show_progress_bar=False)
-        return torch.nn.functional.normalize(vectors.float(), dim=-1).cpu().numpy()
+        out = np.zeros((len(sentences), 0), dtype=np.float32)
+        order = np.argsort([len(s) for s in sentences], kind="stable")
+        with torch.inference_mode(), _autocast(self.precision, self.device):
+            for start in range(0, len(order), self.batch):
+                index = order[start:start + self.batch]
+                features = self.model.preprocess([sentences[i] for i in index])
+                vectors = self.model(batch_to_device(features, self.device))["sentence_embedding"]
+                vectors = torch.nn.functional.normalize(vectors.float(), dim=-1).cpu().numpy()
+                if not out.shape[1]:
+                    out = np.zeros((len(sentences), vectors.shape[1]), dtype=np.float32)
+                out[index] = vectors
+        return out
 
     def cosine(self, pairs: list[tuple[str, str]]) -> np.ndarray:
         sentences = sorted({s for pair in pairs for s in pair})
@@ -159,27 +206,16 @@ def length_grouped_batches(lengths: np.ndarray, batch: int, rng: np.random.Gener
     return [batches[i] for i in rng.permutation(len(batches))]
 
 
-def finetune_state(source: str, pairs: list[tuple[str, str]], labels, *, epochs: int, lr: float,
-                   batch: int, scale: float, precision: str, seed: int,
-                   desc: str = "fine-tuning the sentence encoder") -> bytes:
-    """The weights (``torch.save`` bytes) of the encoder ``source`` fine-tuned on the labelled
-    ``pairs`` with the CoSENT loss: AdamW at ``lr`` with 10% linear warm-up and linear decay,
-    gradients clipped at 1, in bfloat16 autocast where ``precision`` resolves to it (the
-    weights stay float32). Seeded: the same inputs give the same weights on CPU."""
+def _optimise(model, device: str, run_in: str, epoch_batches: list[list[np.ndarray]], lr: float,
+              loss_of, desc: str) -> bytes:
+    """Train ``model`` over ``epoch_batches`` (index arrays) on ``loss_of(model, index)``:
+    AdamW at ``lr`` with 10% linear warm-up and linear decay, gradients clipped at 1, in
+    bfloat16 autocast when ``run_in`` is bfloat16 (the weights stay float32); the weights
+    (``torch.save`` bytes)."""
     import torch
-    from sentence_transformers.util import batch_to_device
 
     from paramill.progress import progress
 
-    encoder = SentenceEncoder(source, batch, "float32")
-    model, device = encoder.model, encoder.device
-    run_in = encoder_precision(precision, device)
-    run_in = "float32" if run_in == "int8" else run_in  # int8 layers cannot be trained
-    torch.manual_seed(seed)
-    rng = np.random.default_rng(seed)
-    y = np.asarray(labels, dtype=np.float32)
-    lengths = np.asarray([max(len(a), len(b)) for a, b in pairs])
-    epoch_batches = [length_grouped_batches(lengths, batch, rng) for _ in range(epochs)]
     steps = sum(len(b) for b in epoch_batches)
     warmup = max(1, steps // 10)
     optimizer = torch.optim.AdamW(model.parameters(), lr=lr)
@@ -190,11 +226,7 @@ def finetune_state(source: str, pairs: list[tuple[str, str]], labels, *, epochs:
     for batches in epoch_batches:
         for index in batches:
             with _autocast(run_in, device):
-                sides = [model(batch_to_device(model.preprocess([pairs[i][k] for i in index]),
-                                               device))["sentence_embedding"].float()
-                         for k in (0, 1)]
-            a, b = (torch.nn.functional.normalize(v, dim=-1) for v in sides)
-            loss = cosent_loss((a * b).sum(1), torch.from_numpy(y[index]).to(device), scale)
+                loss = loss_of(model, index)
             optimizer.zero_grad()
             loss.backward()
             torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
@@ -206,3 +238,84 @@ def finetune_state(source: str, pairs: list[tuple[str, str]], labels, *, epochs:
     buffer = io.BytesIO()
     torch.save(model.state_dict(), buffer)
     return buffer.getvalue()
+
+
+def _embed(model, sentences: list[str], device: str):
+    """Unit-length sentence vectors of ``model`` with gradients (float32)."""
+    import torch
+    from sentence_transformers.util import batch_to_device
+
+    vectors = model(batch_to_device(model.preprocess(sentences), device))["sentence_embedding"]
+    return torch.nn.functional.normalize(vectors.float(), dim=-1)
+
+
+def _trainable(source: str, batch: int, precision: str, seed: int, layers: int,
+               state: bytes | None):
+    """A float32 encoder to train, the precision to train it in, and a seeded generator."""
+    import torch
+
+    encoder = SentenceEncoder(source, batch, "float32", state, layers)
+    run_in = encoder_precision(precision, encoder.device)
+    run_in = "float32" if run_in == "int8" else run_in  # int8 layers cannot be trained
+    torch.manual_seed(seed)
+    return encoder, run_in, np.random.default_rng(seed)
+
+
+def finetune_state(source: str, pairs: list[tuple[str, str]], labels, *, epochs: int, lr: float,
+                   batch: int, scale: float, precision: str, seed: int, layers: int = 0,
+                   state: bytes | None = None,
+                   desc: str = "fine-tuning the sentence encoder") -> bytes:
+    """The weights (``torch.save`` bytes) of the encoder ``source`` (cut to ``layers``, from
+    the weights ``state`` when given) fine-tuned on the labelled ``pairs`` with the CoSENT
+    loss (see :func:`_optimise` for the schedule), in bfloat16 autocast where ``precision``
+    resolves to it. Seeded: the same inputs give the same weights on CPU."""
+    import torch
+
+    encoder, run_in, rng = _trainable(source, batch, precision, seed, layers, state)
+    y = torch.from_numpy(np.asarray(labels, dtype=np.float32)).to(encoder.device)
+    lengths = np.asarray([max(len(a), len(b)) for a, b in pairs])
+
+    def loss_of(model, index):
+        a, b = (_embed(model, [pairs[i][k] for i in index], encoder.device) for k in (0, 1))
+        return cosent_loss((a * b).sum(1), y[index], scale)
+
+    return _optimise(encoder.model, encoder.device, run_in,
+                     [length_grouped_batches(lengths, batch, rng) for _ in range(epochs)],
+                     lr, loss_of, desc)
+
+
+def distill_state(source: str, sentences: list[str], *, layers: int, epochs: int, lr: float,
+                  batch: int, precision: str, seed: int, teacher_batch: int = 64,
+                  desc: str = "distilling the student encoder") -> bytes:
+    """The weights of a student of ``layers`` of the encoder ``source``'s layers (see
+    :func:`keep_layers`) trained to give each of ``sentences`` the whole encoder's vector:
+    the loss is the mean of 1 - cosine between the student's vector and the whole encoder's
+    (computed once, in ``precision``). No labels are used. Schedule as fine-tuning's
+    (:func:`_optimise`); seeded."""
+    import torch
+
+    sentences = sorted(set(sentences))
+    if not sentences:
+        raise ValueError("distilling a student needs sentences (the labelled pairs have none)")
+    teacher = SentenceEncoder(source, teacher_batch, precision)
+    from paramill.progress import progress
+
+    parts = []
+    with progress("distillation targets (the whole encoder)", unit="sentences",
+                  total=len(sentences)) as bar:
+        for start in range(0, len(sentences), 10_000):
+            parts.append(teacher.encode(sentences[start:start + 10_000]))
+            bar.update(len(parts[-1]))
+    targets = np.concatenate(parts)
+    del teacher
+    student, run_in, rng = _trainable(source, batch, precision, seed, layers, None)
+    target = torch.from_numpy(targets).to(student.device)
+    lengths = np.asarray([len(s) for s in sentences])
+
+    def loss_of(model, index):
+        v = _embed(model, [sentences[i] for i in index], student.device)
+        return (1 - (v * target[index]).sum(1)).mean()
+
+    return _optimise(student.model, student.device, run_in,
+                     [length_grouped_batches(lengths, batch, rng) for _ in range(epochs)],
+                     lr, loss_of, desc)

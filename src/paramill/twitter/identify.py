@@ -31,7 +31,7 @@ import numpy as np
 
 from paramill.io import InputError, open_compressed
 from paramill.settings import Settings, setting
-from paramill.twitter.encoder import SentenceEncoder, finetune_state
+from paramill.twitter.encoder import SentenceEncoder, distill_state, finetune_state
 from paramill.twitter.text import comparable, tokenize
 
 BASELINE = [f"{kind}_{n}_{m}" for kind in ("tok", "stem") for n in (1, 2, 3) for m in ("p", "r", "f")]
@@ -73,6 +73,17 @@ class IdentifySettings(Settings):
         "layers in int8 on CPU (dynamic quantisation; activations are scaled per batch, so a "
         "sentence's vector depends on the other sentences of its shard - cosine 0.95 alone vs "
         "batched; float32 on CUDA). The precision used is recorded with the model.")
+    encoder_layers: int = setting(
+        0, "Model encoder: 0 runs the whole sentence encoder; n runs a student of n of its "
+        "transformer layers (evenly spaced, the first and last among them), distilled from the "
+        "whole encoder on the training pairs' sentences (no labels: it learns to give each "
+        "sentence the whole encoder's vector) and then fine-tuned like it when finetune_epochs "
+        "is set. Fewer layers score faster: see the README's measurements.", minimum=0)
+    distill_epochs: int = setting(2, "Student (encoder_layers): epochs of distillation.",
+                                  minimum=1)
+    distill_lr: float = setting(1e-4, "Student: AdamW learning rate of distillation (10% "
+                                "warm-up, linear decay).", exclusiveMinimum=0)
+    distill_batch: int = setting(64, "Student: sentences per distillation step.", minimum=1)
     finetune_epochs: int = setting(
         0, "Model encoder: epochs of fine-tuning the sentence encoder on the labelled pairs "
         "(CoSENT loss); 0: the pretrained encoder as it is. The cosine the classifier learns "
@@ -352,33 +363,47 @@ def out_of_fold(x: np.ndarray, y: np.ndarray, groups: np.ndarray, settings: Iden
 
 
 def finetune_on(pairs: list[tuple[str, str]], labels, settings: IdentifySettings, seed: int,
-                desc: str) -> bytes:
-    """The sentence encoder's weights fine-tuned on ``pairs`` with the settings' schedule."""
+                desc: str, state: bytes | None = None) -> bytes:
+    """The sentence encoder's weights (the student's when ``settings.encoder_layers``, from
+    ``state`` when given) fine-tuned on ``pairs`` with the settings' schedule."""
     return finetune_state(settings.sentence_encoder, pairs, labels, epochs=settings.finetune_epochs,
                           lr=settings.finetune_lr, batch=settings.finetune_batch,
                           scale=settings.finetune_scale, precision=settings.encoder_precision,
-                          seed=seed, desc=desc)
+                          seed=seed, layers=settings.encoder_layers, state=state, desc=desc)
+
+
+def distill_student(pairs: list[tuple[str, str]], settings: IdentifySettings) -> bytes:
+    """The weights of the student of ``settings.encoder_layers`` layers distilled from the
+    whole sentence encoder on the sentences of ``pairs`` (their labels are not used)."""
+    return distill_state(settings.sentence_encoder, [s for pair in pairs for s in pair],
+                         layers=settings.encoder_layers, epochs=settings.distill_epochs,
+                         lr=settings.distill_lr, batch=settings.distill_batch,
+                         precision=settings.encoder_precision, seed=settings.seed,
+                         teacher_batch=settings.encoder_batch,
+                         desc=f"distilling a {settings.encoder_layers}-layer student encoder")
 
 
 def crossfit_cosine(pairs: list[tuple[str, str]], y: np.ndarray, groups: np.ndarray,
-                    settings: IdentifySettings, final: bool = True
+                    settings: IdentifySettings, final: bool = True, start: bytes | None = None
                     ) -> tuple[np.ndarray, bytes | None]:
     """The fine-tuned encoder's cosine of every pair, cross-fitted: the pairs of each of the
     grouped folds (the same folds as :func:`out_of_fold`) are scored by an encoder fine-tuned
     on the other folds only, so no cosine comes from an encoder that saw its pair's label.
-    Also the weights fine-tuned on all pairs, which score new pairs (``final``; None without)."""
+    Each fine-tuning begins from the weights ``start`` when given (a distilled student's:
+    distillation uses no labels). Also the weights fine-tuned on all pairs, which score new
+    pairs (``final``; None without)."""
     cosine = np.full(len(pairs), np.nan)
     folds = grouped_folds(y, groups, settings)
     for k, (train, test) in enumerate(folds, 1):
         state = finetune_on([pairs[i] for i in train], y[train], settings, settings.seed + k,
-                            f"fine-tuning the sentence encoder, fold {k}/{len(folds)}")
+                            f"fine-tuning the sentence encoder, fold {k}/{len(folds)}", start)
         encoder = SentenceEncoder(settings.sentence_encoder, settings.encoder_batch,
-                                  settings.encoder_precision, state)
+                                  settings.encoder_precision, state, settings.encoder_layers)
         cosine[test] = encoder.cosine([pairs[i] for i in test])
     if not final:
         return cosine, None
     return cosine, finetune_on(pairs, y, settings, settings.seed,
-                               "fine-tuning the sentence encoder on all labelled pairs")
+                               "fine-tuning the sentence encoder on all labelled pairs", start)
 
 
 def metrics(labels, scores: np.ndarray) -> dict[str, float]:
@@ -485,7 +510,7 @@ class Identifier:
     fitted: dict[str, Any] = field(default_factory=dict)
     threshold: float | None = None
     threshold_choice: dict[str, Any] | None = None
-    encoder_state: bytes | None = None  # the fine-tuned sentence encoder's weights
+    encoder_state: bytes | None = None  # the student's or fine-tuned encoder's weights
 
     def save(self, path: str | Path) -> None:
         with open(path, "wb") as fh:
@@ -530,7 +555,8 @@ class Identifier:
         if not hasattr(self, "_sentence"):
             self._sentence = SentenceEncoder(self.settings.sentence_encoder,
                                              self.settings.encoder_batch,
-                                             self.settings.encoder_precision, self.encoder_state)
+                                             self.settings.encoder_precision, self.encoder_state,
+                                             self.settings.encoder_layers)
         return self._sentence
 
     def encoder_used(self) -> dict[str, Any] | None:
@@ -539,8 +565,11 @@ class Identifier:
         if not hasattr(self, "_sentence"):
             return None
         s = self._sentence
-        return {"source": s.source, "device": s.device, "precision": s.precision,
-                "finetuned": s.finetuned}
+        used = {"source": s.source, "device": s.device, "precision": s.precision,
+                "finetuned": bool(s.trained and self.settings.finetune_epochs)}
+        if s.layers is not None:
+            used["student_layers"] = s.layers  # which of the whole encoder's layers it keeps
+        return used
 
     def features(self, pairs: list[tuple[str, str]], which: str) -> np.ndarray:
         sentence = self.sentence_encoder() if which == "encoder" else None

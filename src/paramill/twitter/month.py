@@ -19,6 +19,7 @@ from paramill.twitter.identify import (
     IdentifySettings,
     check_embedding_overlap,
     crossfit_cosine,
+    distill_student,
     embedding_overlap,
     fit,
     metrics,
@@ -65,8 +66,11 @@ def train_identifier(train: list[dict[str, str]], evaluate: list[dict[str, str]]
     oof, xs = {}, {}
     for name in names:
         if name == "encoder":  # the extended features and the sentence encoder's cosine
+            if settings.encoder_layers:  # a student, distilled without labels
+                ident.encoder_state = distill_student(pairs, settings)
             if settings.finetune_epochs:  # cross-fitted (leak-free)
-                cosine, ident.encoder_state = crossfit_cosine(pairs, y, groups, settings)
+                cosine, ident.encoder_state = crossfit_cosine(pairs, y, groups, settings,
+                                                              start=ident.encoder_state)
             else:
                 cosine = ident.sentence_encoder().cosine(pairs)
             x = xs[name] = np.hstack([xs["extended"], cosine[:, None]])
@@ -78,6 +82,11 @@ def train_identifier(train: list[dict[str, str]], evaluate: list[dict[str, str]]
         ident.sentence_encoder()  # built (with the fine-tuned weights) to record what it is
         results["sentence_encoder"] = {**ident.encoder_used(),
                                        "finetune_epochs": settings.finetune_epochs}
+        if settings.encoder_layers:
+            results["sentence_encoder"]["distilled"] = {
+                "from": settings.sentence_encoder, "epochs": settings.distill_epochs,
+                "sentences": len({s for pair in pairs for s in pair}),
+                "on": "the training pairs' sentences, without their labels"}
         if settings.finetune_epochs:
             results["sentence_encoder"]["cosine"] = (
                 f"cross-fitted: each of the {settings.folds} grouped folds scored by an encoder "
