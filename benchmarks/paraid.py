@@ -42,6 +42,7 @@ from paramill.twitter.identify import (  # noqa: E402
     crossfit_cosine,
     distill_student,
     embedding_overlap,
+    grouped_folds,
     fit,
     metrics,
     model_features,
@@ -64,7 +65,8 @@ def measure(pairs, labels, settings, encoder, sentences, tests, models, finetune
     variants = [(m, m, None) for m in models if m != "encoder"]
     variants += [(label, "encoder", enc) for label, enc in sentences.items()]
     if finetune is not None:
-        variants += [(f"{label}-finetuned", "finetuned", enc) for label, enc in sentences.items()]
+        variants += [(f"{label}-finetuned", "finetuned", enc) for label, enc in sentences.items()
+                     if isinstance(enc, SentenceEncoder)]
     sample = pairs[-5000:]  # scored afresh: features (and sentence vectors) included
     for label, name, sentence in variants:
         row = {}
@@ -100,6 +102,50 @@ def measure(pairs, labels, settings, encoder, sentences, tests, models, finetune
     return out
 
 
+class CrossDistilled:
+    """Each pair's cosine from the student distilled on the sentences of the other half of
+    the pairs only (``halves``: [(the pairs it scores, student)])."""
+
+    def __init__(self, halves):
+        self.halves = halves
+        self.precision, self.layers = halves[0][1].precision, halves[0][1].layers
+
+    def cosine(self, pairs):
+        out = np.full(len(pairs), np.nan)
+        for members, student in self.halves:
+            index = [i for i, pair in enumerate(pairs) if pair in members]
+            if index:
+                out[index] = student.cosine([pairs[i] for i in index])
+        return out
+
+
+def distil(pairs, labels, settings, log: dict):
+    """The student distilled on all ``pairs``' sentences, and the cross-distilled pair of
+    students (:class:`CrossDistilled`; halves grouped by source tweet, a sentence found in
+    both halves left out of both students' distillation)."""
+    n = settings.encoder_layers
+
+    def student(on, name):
+        start = time.perf_counter()
+        state = distill_student(on, settings)
+        log[name] = {"sentences": len(set(on)),
+                     "seconds": round(time.perf_counter() - start, 1)}
+        enc = SentenceEncoder(settings.sentence_encoder, settings.encoder_batch,
+                              settings.encoder_precision, state, n)
+        enc.state = state  # where its fine-tuning starts
+        return enc
+
+    whole = student([t for pair in pairs for t in pair], f"url-student{n}")
+    halves = [[pairs[i] for i in part]
+              for part in grouped_folds(labels, source_groups(pairs), dataclasses.replace(settings, folds=2))[0]]
+    shared = {t for pair in halves[0] for t in pair} & {t for pair in halves[1] for t in pair}
+    students = []
+    for k, half in enumerate(halves):
+        unseen = [t for pair in halves[1 - k] for t in pair if t not in shared]
+        students.append((set(half), student(unseen, f"url-student{n}-half{k}")))
+    return whole, CrossDistilled(students)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--url-corpus", default=str(SHARED / "twitter-url-corpus/castorini-twitterPPDB/train"))
@@ -121,12 +167,13 @@ def main() -> None:
                         help="skip the fine-tuning on all pairs (cross-validation only; no "
                              "scoring rate or test figures for the fine-tuned rows)")
     parser.add_argument("--students", nargs="+", type=int, default=[],
-                        help="also model encoder with twitter.identify.encoder_layers N: a student "
-                             "of N layers distilled on each dataset's sentences (rows "
-                             "encoder-<precision>-student<N>, with the first precision), and, "
-                             "when both datasets run, the student distilled on the other "
-                             "dataset's sentences (rows ...-student<N>-from-<other>: sentences "
-                             "it never saw)")
+                        help="also model encoder with twitter.identify.encoder_layers N, with the "
+                             "first precision: on the URL corpus, a student distilled on all its "
+                             "sentences, as the identifier does (row encoder-<precision>-student<N>) "
+                             "and, cross-distilled, each half of the pairs (grouped by source tweet) "
+                             "scored by a student distilled on the other half's sentences only (row "
+                             "...-student<N>-unseen: what sentences the student never saw get); "
+                             "on PIT-2015 dev, the URL corpus's student (row ...-student<N>-from-url)")
     parser.add_argument("--distill-epochs", type=int, default=IdentifySettings().distill_epochs)
     parser.add_argument("--datasets", nargs="+", choices=("url", "pit"), default=["url", "pit"])
     parser.add_argument("--folds", type=int, default=IdentifySettings().folds,
@@ -161,34 +208,24 @@ def main() -> None:
     keys = [key for key in ("url", "pit") if key in args.datasets]
     sets = [s for s, key in zip(sets, ("url", "pit")) if key in args.datasets]
     read = {key: read_labelled(s[1], s[2], s[3]) for key, s in zip(keys, sets)}
-    students = {}  # (dataset, layers) -> (weights, seconds)
+    distilled = {}  # dataset -> {row name: sentence encoder}
     if args.students:
         report["students"] = {"distill_epochs": args.distill_epochs, "distilled_on": {}}
-        for key in keys:
-            for n in args.students:
-                s = dataclasses.replace(settings, sentence_encoder=args.sentence_encoder,
-                                        encoder_layers=n, distill_epochs=args.distill_epochs,
-                                        encoder_precision=args.precisions[0])
-                start = time.perf_counter()
-                students[key, n] = (distill_student(read[key][0], s), time.perf_counter() - start)
-                report["students"]["distilled_on"][f"{key}-student{n}"] = {
-                    "sentences": len({t for pair in read[key][0] for t in pair}),
-                    "seconds": round(students[key, n][1], 1)}
+        if "url" not in keys:
+            parser.error("--students distils on the URL corpus: --datasets must include url")
+        url_pairs, url_labels = read["url"][0], np.asarray(read["url"][1])
+        for n in args.students:
+            s = dataclasses.replace(settings, sentence_encoder=args.sentence_encoder, encoder_layers=n,
+                                    distill_epochs=args.distill_epochs,
+                                    encoder_precision=args.precisions[0])
+            student, cross = distil(url_pairs, url_labels, s, report["students"]["distilled_on"])
+            label = f"encoder-{student.precision}-student{n}"
+            distilled.setdefault("url", {})[label] = student
+            distilled["url"][f"{label}-unseen"] = cross
+            distilled.setdefault("pit", {})[f"{label}-from-url"] = student
     for key, (name, path, fmt, labels_file, test_name, (test_path, test_fmt, test_labels)) in zip(keys, sets):
         pairs, labels, dropped = read[key]
-        own = dict(sentences)
-        for (on, n), (state, _) in students.items():
-            enc = SentenceEncoder(args.sentence_encoder, settings.encoder_batch, args.precisions[0],
-                                  state, n)
-            enc.state = state  # where its fine-tuning starts
-            own[f"encoder-{enc.precision}-student{n}" + ("" if on == key else f"-from-{on}")] = enc
-        if args.embed_model:
-            from paramill.embed.model import load_model
-            from paramill.twitter.identify import check_embedding_overlap
-
-            overlap = embedding_overlap(args.embed_model, pairs)
-            check_embedding_overlap(overlap, settings.max_embed_overlap)
-            encoder = load_model(args.embed_model)
+        own = {**sentences, **distilled.get(key, {})}
         tests = {}
         if test_path:
             tp, ty, _ = read_labelled(test_path, test_fmt, test_labels)

@@ -67,7 +67,8 @@ def train_identifier(train: list[dict[str, str]], evaluate: list[dict[str, str]]
     for name in names:
         if name == "encoder":  # the extended features and the sentence encoder's cosine
             if settings.encoder_layers:  # a student, distilled without labels
-                ident.encoder_state = distill_student(pairs, settings)
+                ident.encoder_state = distill_student([s for pair in pairs for s in pair],
+                                                      settings)
             if settings.finetune_epochs:  # cross-fitted (leak-free)
                 cosine, ident.encoder_state = crossfit_cosine(pairs, y, groups, settings,
                                                               start=ident.encoder_state)
