@@ -30,4 +30,5 @@ class TwitterSection(Settings):
     pairs: PairSettings = section(
         PairSettings, "Candidate pairs of a news tweet and another tweet sharing its URL.")
     identify: IdentifySettings = section(
-        IdentifySettings, "The paraphrase identifier (logistic regression and the extended model).")
+        IdentifySettings, "The paraphrase identifier: logistic regression, the extended model, or the "
+        "extended model with a sentence encoder's cosine (whole, distilled student, fine-tuned).")
