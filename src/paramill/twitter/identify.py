@@ -63,9 +63,9 @@ class IdentifySettings(Settings):
         "sentence-transformers model (get_model_path(); the default packages all-MiniLM-L6-v2) "
         "or a sentence-transformers model directory. Nothing is downloaded.")
     encoder_batch: int = setting(
-        32, "Sentences per batch of the sentence encoder (on 2 CPU cores in bfloat16, 32 was as "
-        "fast as 64 for the whole encoder and 1.26x as fast for a 2-layer student; a GPU may "
-        "want more).", minimum=1)
+        64, "Sentences per batch of the sentence encoder (on 2 CPU cores, 32 and 64 measured "
+        "within the machine's run-to-run noise for the whole encoder and a 2-layer student, "
+        "in bfloat16; a GPU may want more).", minimum=1)
     encoder_precision: Literal["auto", "float32", "bfloat16", "int8"] = setting(
         "auto", "Arithmetic of the sentence encoder. auto: bfloat16 on a CPU that computes it "
         "natively (AVX512-BF16 or AMX; 2x the pairs/s of float32 on 2 cores, vectors within "
