@@ -2,7 +2,8 @@
 """Real-data check of the tweet paraphrase identifier, per model (LR on the 18 overlap
 features; the extended model; encoder: extended + the cosine of the packaged pretrained
 all-MiniLM-L6-v2, once per ``--precisions``: float32, bfloat16, int8; with
-``--finetune-epochs N`` also fine-tuned on the labelled pairs, its cosine cross-fitted): 5-fold
+``--finetune-epochs N`` also fine-tuned on the labelled pairs, its cosine cross-fitted; with
+``--students N`` also a student of N layers distilled from it, see ``--help``): 5-fold
 cross-validation grouped by source tweet on the Twitter URL corpus train split (castorini
 tokenised form) and on PIT-2015 dev — max F1 over the precision-recall curve with its
 precision and recall, ROC AUC, average precision and the share of paraphrases — plus the
@@ -16,6 +17,7 @@ this repository's shared data): ``--url-test DIR`` (tokenised form) or ``--pit-t
 
     python benchmarks/paraid.py --out benchmarks/out/paraid.json [--embed-model M.pt]
         [--precisions float32 bfloat16 int8] [--finetune-epochs 1 [--no-finetune-final]]
+        [--students 1 2]
 """
 
 from __future__ import annotations
