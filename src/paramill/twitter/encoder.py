@@ -139,7 +139,6 @@ class SentenceEncoder:
         """Unit-length float32 vectors, computed in the encoder's precision, in batches of
         sentences of near length (less padding; the vectors do not depend on it)."""
         import torch
-        from sentence_transformers.util import batch_to_device
 
         self.model.eval()
         out = np.zeros((len(sentences), 0), dtype=np.float32)
@@ -147,9 +146,8 @@ class SentenceEncoder:
         with torch.inference_mode(), _autocast(self.precision, self.device):
             for start in range(0, len(order), self.batch):
                 index = order[start:start + self.batch]
-                features = self.model.preprocess([sentences[i] for i in index])
-                vectors = self.model(batch_to_device(features, self.device))["sentence_embedding"]
-                vectors = torch.nn.functional.normalize(vectors.float(), dim=-1).cpu().numpy()
+                batch = [sentences[i] for i in index]
+                vectors = _embed(self.model, batch, self.device).cpu().numpy()
                 if not out.shape[1]:
                     out = np.zeros((len(sentences), vectors.shape[1]), dtype=np.float32)
                 out[index] = vectors
@@ -241,7 +239,8 @@ def _optimise(model, device: str, run_in: str, epoch_batches: list[list[np.ndarr
 
 
 def _embed(model, sentences: list[str], device: str):
-    """Unit-length sentence vectors of ``model`` with gradients (float32)."""
+    """Unit-length float32 sentence vectors of ``model`` (with gradients outside inference
+    mode)."""
     import torch
     from sentence_transformers.util import batch_to_device
 
@@ -294,12 +293,12 @@ def distill_state(source: str, sentences: list[str], *, layers: int, epochs: int
     (:func:`_optimise`); seeded."""
     import torch
 
+    from paramill.progress import progress
+
     sentences = sorted(set(sentences))
     if not sentences:
         raise ValueError("distilling a student needs sentences (the labelled pairs have none)")
     teacher = SentenceEncoder(source, teacher_batch, precision)
-    from paramill.progress import progress
-
     parts = []
     with progress("distillation targets (the whole encoder)", unit="sentences",
                   total=len(sentences)) as bar:
