@@ -250,6 +250,14 @@ def paraid_labelled():
     return [d["path"] for d in sets] + [d["labels"] for d in sets if d.get("labels")]
 
 
+def paraid_distill_text():
+    """The unlabelled text a student identifier is distilled on (encoder_layers > 0 only)."""
+    identify = config["twitter"]["identify"]
+    if identify["model"] != "encoder" or not identify["encoder_layers"]:
+        return []
+    return list(identify["distill_text"])
+
+
 def paraid_embed_model():
     """The identifier's embedding model: a name in embed.models, a path, or none."""
     name = config["twitter"]["identify"]["embed_model"]

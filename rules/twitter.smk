@@ -34,6 +34,7 @@ rule paraid_train:
     input:
         labelled=paraid_labelled(),
         embed=paraid_embed_model(),
+        distill_text=paraid_distill_text(),
     output:
         model=f"{WORK}/twitter/paraid.pkl",
         report=f"{RESULTS}/twitter/paraid.json",

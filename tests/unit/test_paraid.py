@@ -3,7 +3,9 @@ threshold chosen for a target precision, and the embedding-cosine leak check."""
 
 from __future__ import annotations
 
+import gzip
 import json
+import lzma
 import pickle
 
 import numpy as np
@@ -433,12 +435,32 @@ def test_the_command_line_trains_a_finetuned_encoder_model(tiny_sentence_encoder
     _train_on_the_command_line(tiny_sentence_encoder, tmp_path, {})
 
 
-def test_the_command_line_trains_a_distilled_then_finetuned_student(tiny_deep_encoder, tmp_path):
+def test_the_command_line_trains_a_distilled_then_finetuned_student(tiny_deep_encoder, tmp_path,
+                                                                   monkeypatch):
+    seen = []
+    real = identify.distill_state
+    monkeypatch.setattr(identify, "distill_state",
+                        lambda source, sentences, **kw: seen.append(set(sentences)) or real(source, sentences, **kw))
+    text = tmp_path / "tweets.txt.gz"
+    with gzip.open(text, "wt") as fh:  # 5 new sentences, one repeated, one already a pair's
+        fh.write("a storm hits town\nthe bus is late again\n\nnew phone out today\n"
+                 f"a storm hits town\n{POS[0][0]}\ncats sleep all day\nrain again\n")
     loaded = _train_on_the_command_line(tiny_deep_encoder, tmp_path, {
-        "encoder_layers": 2, "distill_epochs": 2, "distill_batch": 16})
+        "encoder_layers": 2, "distill_epochs": 2, "distill_batch": 16,
+        "distill_text": [str(text)], "distill_max_sentences": 5})
     report = json.loads((tmp_path / "r.json").read_text())
     assert report["sentence_encoder"]["student_layers"] == [0, 3]
-    assert report["sentence_encoder"]["distilled"]["sentences"] == 90  # 60 pairs, 90 texts
+    distilled = report["sentence_encoder"]["distilled"]
+    assert distilled["text"] == {"files": [str(text)], "sentences": 5, "max_sentences": 5}
+    # 60 pairs, 90 texts; the text's sample of 5 may hold the pair's sentence once more
+    assert distilled["sentences"] in (94, 95) and "unlabelled text" in distilled["on"]
+    # what the student learnt from: every pair's sentence and the text's sample
+    (learnt,) = seen
+    assert len(learnt) == distilled["sentences"] and {t for pair in POS + NEG for t in pair} <= learnt
+    assert len(learnt & {"a storm hits town", "the bus is late again", "new phone out today",
+                         "cats sleep all day", "rain again"}) >= 4
+    record = json.loads((tmp_path / "m.pkl.prov.json").read_text())
+    assert str(text) in {i["path"] for i in record["inputs"]}
     student = loaded.sentence_encoder()
     assert student.layers == [0, 3] and len(student.model[0].auto_model.encoder.layer) == 2
 
@@ -472,6 +494,39 @@ def _train_on_the_command_line(source, tmp_path, extra):
 
 
 # -- a student: some of the encoder's layers, distilled from the whole encoder -------------
+
+def test_unlabelled_text_is_a_seeded_sample_of_distinct_lines(tmp_path):
+    a, b = tmp_path / "a.txt", tmp_path / "b.txt.xz"
+    lines = [f"tweet number {i}" for i in range(200)]
+    a.write_text("\n".join(lines[:120]) + "\n\n  tweet number 3  \n" + lines[5] + "\r\n")
+    with lzma.open(b, "wt") as fh:
+        fh.write("\n".join(lines[100:]) + "\n")
+    everything = identify.unlabelled_sentences([a, b], 1000, 13)
+    assert everything == sorted(lines)  # trimmed, blank lines skipped, each line once
+    sample = identify.unlabelled_sentences([a, b], 50, 13)
+    assert len(sample) == 50 and set(sample) <= set(lines)
+    # the same sample whatever the order of files and lines or the repeats
+    c = tmp_path / "c.txt"
+    c.write_text("\n".join(reversed(lines + lines[:30])) + "\n")
+    assert identify.unlabelled_sentences([c], 50, 13) == sample
+    assert identify.unlabelled_sentences([b, a], 50, 13) == sample
+    other = identify.unlabelled_sentences([a, b], 50, 14)
+    assert other != sample and len(other) == 50  # another seed, another sample
+    assert identify.unlabelled_sentences([], 50, 13) == []
+
+
+def test_unusable_unlabelled_text_names_file_and_line(tmp_path):
+    bad = tmp_path / "bad.txt"
+    bad.write_bytes(b"fine\nalso fine\nnot \xff utf-8\n")
+    with pytest.raises(InputError, match=r"bad\.txt:3: invalid UTF-8 at byte offset 4"):
+        identify.unlabelled_sentences([bad], 10, 13)
+    long = tmp_path / "long.txt"
+    long.write_bytes(b"ok\n" + b"x" * 70000 + b"\n")
+    with pytest.raises(InputError, match=r"long\.txt:2: line longer than 65536 bytes"):
+        identify.unlabelled_sentences([long], 10, 13)
+    with pytest.raises(InputError, match="missing.txt"):
+        identify.unlabelled_sentences([tmp_path / "missing.txt"], 10, 13)
+
 
 def test_a_student_keeps_evenly_spaced_layers_first_and_last():
     assert encoder.kept_layers(6, 2) == [0, 5]

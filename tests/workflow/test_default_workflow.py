@@ -214,6 +214,25 @@ def test_bad_config_fails_before_any_job(project, tmp_path):
     assert executed(proc) == {}
 
 
+def test_a_students_unlabelled_text_is_an_input_of_the_identifier(project, tmp_path):
+    """twitter.identify.distill_text: the files are paraid_train's inputs (a changed file
+    retrains the identifier) only when a student is distilled."""
+    text = tmp_path / "tweets.txt"
+    text.write_text("a storm hits town\n")
+
+    def planned(identify):
+        overlay = tmp_path / "student.yaml"
+        overlay.write_text(json.dumps({"twitter": {"identify": identify}}))
+        proc = snakemake(project, "-n", "--forceall", "work/twitter/paraid.pkl",
+                         "--configfile", "config.yaml", str(overlay))
+        (job,) = re.findall(r"rule paraid_train:\n\s+input: ([^\n]+)", proc.stdout + proc.stderr)
+        return job.split(", ")
+
+    student = {"model": "encoder", "encoder_layers": 1, "distill_text": [str(text)]}
+    assert str(text) in planned(student)
+    assert str(text) not in planned({**student, "encoder_layers": 0})
+
+
 def test_verify_gives_the_same_answer_from_any_working_directory(finished, tmp_path):
     project, _ = finished
     cwd = os.getcwd()

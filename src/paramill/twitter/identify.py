@@ -85,6 +85,15 @@ class IdentifySettings(Settings):
     distill_lr: float = setting(5e-4, "Student: AdamW learning rate of distillation (10% "
                                 "warm-up, linear decay).", exclusiveMinimum=0)
     distill_batch: int = setting(64, "Student: sentences per distillation step.", minimum=1)
+    distill_text: tuple[str, ...] = setting(
+        (), "Student: files of unlabelled sentences to distil on besides the training pairs' "
+        "sentences, one per line (gzip/xz/zstd/bz2 read), e.g. tweets like the ones the "
+        "identifier will score: students lose most on sentences unlike their distillation "
+        "data. No labels are read, so nothing needs cross-fitting.")
+    distill_max_sentences: int = setting(
+        100_000, "Student: at most this many distinct sentences are taken from distill_text: "
+        "those whose seeded hash is smallest (the same sample whatever the files' order or "
+        "duplicates; memory grows with this number, not with the files).", minimum=1)
     finetune_epochs: int = setting(
         0, "Model encoder: epochs of fine-tuning the sentence encoder on the labelled pairs "
         "(CoSENT loss); 0: the pretrained encoder as it is. The cosine the classifier learns "
@@ -371,6 +380,43 @@ def finetune_on(pairs: list[tuple[str, str]], labels, settings: IdentifySettings
                           lr=settings.finetune_lr, batch=settings.finetune_batch,
                           scale=settings.finetune_scale, precision=settings.encoder_precision,
                           seed=seed, layers=settings.encoder_layers, state=state, desc=desc)
+
+
+#: longest line distill_text reads (a tweet is at most 280 characters)
+MAX_TEXT_LINE_BYTES = 65536
+
+
+def unlabelled_sentences(paths, limit: int, seed: int) -> list[str]:
+    """The distinct non-empty lines of ``paths`` (whitespace-trimmed) whose seeded 64-bit
+    hash is among the ``limit`` smallest: a uniform sample that does not depend on the
+    files' order or on repeated lines, held in memory ``limit`` lines at a time. A line that
+    is not UTF-8 or longer than 64 KiB is an :class:`InputError` naming file and line."""
+    import hashlib
+    import heapq
+
+    from paramill.io import LineStream, decode_line
+
+    key = seed.to_bytes(8, "little", signed=True)
+    heap: list[tuple[int, str]] = []  # (-hash, line): the largest kept hash on top
+    kept: set[str] = set()
+    for path in paths:
+        for line_no, raw in LineStream(str(path), MAX_TEXT_LINE_BYTES):
+            if raw is None:
+                raise InputError(path, line_no, f"line longer than {MAX_TEXT_LINE_BYTES} bytes")
+            text, problem = decode_line(raw)
+            if text is None:
+                raise InputError(path, line_no, problem)
+            text = text.strip()
+            if not text or text in kept:
+                continue
+            h = int.from_bytes(hashlib.blake2b(text.encode(), digest_size=8, key=key).digest(), "little")
+            if len(heap) < limit:
+                heapq.heappush(heap, (-h, text))
+                kept.add(text)
+            elif h < -heap[0][0]:
+                kept.discard(heapq.heapreplace(heap, (-h, text))[1])
+                kept.add(text)
+    return sorted(kept)
 
 
 def distill_student(sentences: list[str], settings: IdentifySettings) -> bytes:

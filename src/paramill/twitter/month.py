@@ -27,6 +27,7 @@ from paramill.twitter.identify import (
     read_labelled,
     source_groups,
     threshold_for_precision,
+    unlabelled_sentences,
 )
 from paramill.twitter.pairs import PAIRS, PairSettings, build_pairs
 
@@ -46,6 +47,8 @@ def train_identifier(train: list[dict[str, str]], evaluate: list[dict[str, str]]
     labelled = [d["path"] for d in train + evaluate] + [d["labels"] for d in train + evaluate
                                                          if d.get("labels")]
     inputs = labelled + ([settings.embed_model] if settings.embed_model else [])
+    if settings.model == "encoder" and settings.encoder_layers:
+        inputs += list(settings.distill_text)
     run = Run(rule=rule, params={"train": train, "evaluate": evaluate, **asdict(settings)}, inputs=inputs)
     pairs, labels, dropped = [], [], 0
     for d in train:
@@ -67,8 +70,10 @@ def train_identifier(train: list[dict[str, str]], evaluate: list[dict[str, str]]
     for name in names:
         if name == "encoder":  # the extended features and the sentence encoder's cosine
             if settings.encoder_layers:  # a student, distilled without labels
-                ident.encoder_state = distill_student([s for pair in pairs for s in pair],
-                                                      settings)
+                text = unlabelled_sentences(settings.distill_text, settings.distill_max_sentences,
+                                            settings.seed)
+                own = {s for pair in pairs for s in pair}
+                ident.encoder_state = distill_student(sorted(own) + text, settings)
             if settings.finetune_epochs:  # cross-fitted (leak-free)
                 cosine, ident.encoder_state = crossfit_cosine(pairs, y, groups, settings,
                                                               start=ident.encoder_state)
@@ -86,8 +91,11 @@ def train_identifier(train: list[dict[str, str]], evaluate: list[dict[str, str]]
         if settings.encoder_layers:
             results["sentence_encoder"]["distilled"] = {
                 "from": settings.sentence_encoder, "epochs": settings.distill_epochs,
-                "sentences": len({s for pair in pairs for s in pair}),
-                "on": "the training pairs' sentences, without their labels"}
+                "sentences": len(own | set(text)),
+                "on": "the training pairs' sentences, without their labels"
+                      + (" and unlabelled text" if settings.distill_text else ""),
+                "text": {"files": list(settings.distill_text), "sentences": len(text),
+                         "max_sentences": settings.distill_max_sentences}}
         if settings.finetune_epochs:
             results["sentence_encoder"]["cosine"] = (
                 f"cross-fitted: each of the {settings.folds} grouped folds scored by an encoder "
