@@ -17,7 +17,7 @@ this repository's shared data): ``--url-test DIR`` (tokenised form) or ``--pit-t
 
     python benchmarks/paraid.py --out benchmarks/out/paraid.json [--embed-model M.pt]
         [--precisions float32 bfloat16 int8] [--finetune-epochs 1 [--no-finetune-final]]
-        [--students 1 2]
+        [--students 1 2 [--finetune-epochs 1 --finetune-students-only] [--distill-text F]]
 """
 
 from __future__ import annotations
@@ -51,6 +51,7 @@ from paramill.twitter.identify import (  # noqa: E402
     out_of_fold,
     read_labelled,
     source_groups,
+    unlabelled_sentences,
 )
 
 
@@ -68,7 +69,8 @@ def measure(pairs, labels, settings, encoder, sentences, tests, models, finetune
     variants += [(label, "encoder", enc) for label, enc in sentences.items()]
     if finetune is not None:
         variants += [(f"{label}-finetuned", "finetuned", enc) for label, enc in sentences.items()
-                     if isinstance(enc, SentenceEncoder)]
+                     if isinstance(enc, SentenceEncoder)
+                     and (enc.layers is not None or not finetune["students_only"])]
     sample = pairs[-5000:]  # scored afresh: features (and sentence vectors) included
     for label, name, sentence in variants:
         row = {}
@@ -121,7 +123,7 @@ class CrossDistilled:
         return out
 
 
-def distil(pairs, labels, settings, log: dict):
+def distil(pairs, labels, settings, log: dict, unseen: bool = True):
     """The student distilled on all ``pairs``' sentences, and the cross-distilled pair of
     students (:class:`CrossDistilled`; halves grouped by source tweet, a sentence found in
     both halves left out of both students' distillation)."""
@@ -137,13 +139,18 @@ def distil(pairs, labels, settings, log: dict):
         enc.state = state  # where its fine-tuning starts
         return enc
 
-    whole = student([t for pair in pairs for t in pair], f"url-student{n}")
+    text = unlabelled_sentences(settings.distill_text, settings.distill_max_sentences, settings.seed)
+    if text:
+        log["text"] = {"files": list(settings.distill_text), "sentences": len(text)}
+    whole = student([t for pair in pairs for t in pair] + text, f"url-student{n}")
+    if not unseen:
+        return whole, None
     halves = [[pairs[i] for i in part]
               for part in grouped_folds(labels, source_groups(pairs), dataclasses.replace(settings, folds=2))[0]]
-    shared = {t for pair in halves[0] for t in pair} & {t for pair in halves[1] for t in pair}
+    sides = [{t for pair in half for t in pair} for half in halves]
     students = []
-    for k, half in enumerate(halves):
-        unseen = [t for pair in halves[1 - k] for t in pair if t not in shared]
+    for k, half in enumerate(halves):  # the text too, less the scored half's sentences
+        unseen = [t for t in sorted(sides[1 - k]) + text if t not in sides[k]]
         students.append((set(half), student(unseen, f"url-student{n}-half{k}")))
     return whole, CrossDistilled(students)
 
@@ -168,6 +175,9 @@ def main() -> None:
     parser.add_argument("--no-finetune-final", action="store_true",
                         help="skip the fine-tuning on all pairs (cross-validation only; no "
                              "scoring rate or test figures for the fine-tuned rows)")
+    parser.add_argument("--finetune-students-only", action="store_true",
+                        help="with --finetune-epochs and --students: fine-tune the students only, "
+                             "not the whole encoder (whose fine-tuning takes several times longer)")
     parser.add_argument("--students", nargs="+", type=int, default=[],
                         help="also model encoder with twitter.identify.encoder_layers N, with the "
                              "first precision: on the URL corpus, a student distilled on all its "
@@ -177,6 +187,11 @@ def main() -> None:
                              "...-student<N>-unseen: what sentences the student never saw get); "
                              "on PIT-2015 dev, the URL corpus's student (row ...-student<N>-from-url)")
     parser.add_argument("--distill-epochs", type=int, default=IdentifySettings().distill_epochs)
+    parser.add_argument("--no-unseen", action="store_true",
+                        help="students: skip the cross-distilled (unseen) row and its two distillations")
+    parser.add_argument("--distill-text", nargs="+", default=[],
+                        help="students: also distil on these files' lines (twitter.identify."
+                             "distill_text), e.g. the unlabelled sentences of the set to score")
     parser.add_argument("--datasets", nargs="+", choices=("url", "pit"), default=["url", "pit"])
     parser.add_argument("--folds", type=int, default=IdentifySettings().folds,
                         help="folds of the grouped cross-validation (every row of the run)")
@@ -204,9 +219,10 @@ def main() -> None:
     if args.finetune_epochs:
         finetune = {"settings": dataclasses.replace(settings, model="encoder", sentence_encoder=args.sentence_encoder,
                                                         finetune_epochs=args.finetune_epochs),
-                    "final": not args.no_finetune_final}
+                    "final": not args.no_finetune_final, "students_only": args.finetune_students_only}
         report["finetune"] = {k: v for k, v in finetune["settings"].__dict__.items()
-                              if k.startswith("finetune_")} | {"final": finetune["final"]}
+                              if k.startswith("finetune_")} | {"final": finetune["final"],
+                                                               "students_only": finetune["students_only"]}
     keys = [key for key in ("url", "pit") if key in args.datasets]
     sets = [s for s, key in zip(sets, ("url", "pit")) if key in args.datasets]
     read = {key: read_labelled(s[1], s[2], s[3]) for key, s in zip(keys, sets)}
@@ -218,12 +234,14 @@ def main() -> None:
         url_pairs, url_labels = read["url"][0], np.asarray(read["url"][1])
         for n in args.students:
             s = dataclasses.replace(settings, sentence_encoder=args.sentence_encoder, encoder_layers=n,
-                                    distill_epochs=args.distill_epochs,
+                                    distill_epochs=args.distill_epochs, distill_text=args.distill_text,
                                     encoder_precision=args.precisions[0])
-            student, cross = distil(url_pairs, url_labels, s, report["students"]["distilled_on"])
+            student, cross = distil(url_pairs, url_labels, s, report["students"]["distilled_on"],
+                                    not args.no_unseen)
             label = f"encoder-{student.precision}-student{n}"
             distilled.setdefault("url", {})[label] = student
-            distilled["url"][f"{label}-unseen"] = cross
+            if cross is not None:
+                distilled["url"][f"{label}-unseen"] = cross
             distilled.setdefault("pit", {})[f"{label}-from-url"] = student
     for key, (name, path, fmt, labels_file, test_name, (test_path, test_fmt, test_labels)) in zip(keys, sets):
         pairs, labels, dropped = read[key]

@@ -228,7 +228,9 @@ def test_the_sentence_encoder_cosine_is_the_models_cosine(tiny_sentence_encoder)
 
 
 def test_model_encoder_trains_saves_and_loads_to_the_same_scores(tiny_sentence_encoder, tmp_path):
-    settings = identify.IdentifySettings(model="encoder", sentence_encoder=str(tiny_sentence_encoder))
+    # the whole pretrained encoder, as it is
+    settings = identify.IdentifySettings(model="encoder", sentence_encoder=str(tiny_sentence_encoder),
+                                         encoder_layers=0, finetune_epochs=0)
     result = train_identifier(_url_raw(tmp_path / "l.tsv", POS, NEG), [], tmp_path / "m.pkl",
                               tmp_path / "r.json", settings)
     assert result["evaluations"][0]["encoder"]["f1"] == 1.0 and result["threshold"]["model"] == "encoder"
@@ -264,7 +266,7 @@ def test_int8_runs_the_linear_layers_quantised_near_the_float_cosine(tiny_senten
     b = small.cosine(pairs)
     # the setting reaches the identifier's encoder, and is kept in the saved model
     settings = identify.IdentifySettings(model="encoder", sentence_encoder=str(tiny_sentence_encoder),
-                                         encoder_precision="int8")
+                                         encoder_precision="int8", encoder_layers=0, finetune_epochs=0)
     result = train_identifier(_url_raw(tmp_path / "l.tsv", POS, NEG), [], tmp_path / "m.pkl",
                               tmp_path / "r.json", settings)
     assert result["sentence_encoder"] == {"source": str(tiny_sentence_encoder), "device": "cpu",
@@ -432,7 +434,7 @@ def test_scoring_in_chunks_gives_the_scores_of_one_pass(tmp_path):
 def test_the_command_line_trains_a_finetuned_encoder_model(tiny_sentence_encoder, tmp_path):
     """The rule's command: `paramill twitter train --settings JSON` with model encoder and
     finetune_epochs, as config.yaml would give them."""
-    _train_on_the_command_line(tiny_sentence_encoder, tmp_path, {})
+    _train_on_the_command_line(tiny_sentence_encoder, tmp_path, {"encoder_layers": 0})
 
 
 def test_the_command_line_trains_a_distilled_then_finetuned_student(tiny_deep_encoder, tmp_path,
