@@ -517,6 +517,18 @@ def test_unlabelled_text_is_a_seeded_sample_of_distinct_lines(tmp_path):
     assert identify.unlabelled_sentences([], 50, 13) == []
 
 
+def test_a_bad_line_of_unlabelled_text_stops_training_before_any_model_is_fitted(tmp_path, monkeypatch):
+    bad = tmp_path / "tweets.txt"
+    bad.write_bytes(b"fine\n\xfe\n")
+    fitted = []
+    monkeypatch.setattr("paramill.twitter.month.fit", lambda *a, **k: fitted.append(a))
+    settings = identify.IdentifySettings(model="encoder", encoder_layers=1, distill_text=(str(bad),))
+    with pytest.raises(InputError, match=r"tweets\.txt:2: invalid UTF-8"):
+        train_identifier(_url_raw(tmp_path / "l.tsv", POS, NEG), [], tmp_path / "m.pkl",
+                         tmp_path / "r.json", settings)
+    assert fitted == [] and not (tmp_path / "m.pkl").exists() and not (tmp_path / "r.json").exists()
+
+
 def test_unusable_unlabelled_text_names_file_and_line(tmp_path):
     bad = tmp_path / "bad.txt"
     bad.write_bytes(b"fine\nalso fine\nnot \xff utf-8\n")

@@ -66,12 +66,13 @@ def train_identifier(train: list[dict[str, str]], evaluate: list[dict[str, str]]
     ident = Identifier(settings, settings.embed_model)
     y, groups = np.asarray(labels), source_groups(pairs)
     names = ["lr", "extended"] + (["encoder"] if settings.model == "encoder" else [])
+    text = []  # read before any model is fitted: a bad line stops training at once
+    if "encoder" in names and settings.encoder_layers:
+        text = unlabelled_sentences(settings.distill_text, settings.distill_max_sentences, settings.seed)
     oof, xs = {}, {}
     for name in names:
         if name == "encoder":  # the extended features and the sentence encoder's cosine
             if settings.encoder_layers:  # a student, distilled without labels
-                text = unlabelled_sentences(settings.distill_text, settings.distill_max_sentences,
-                                            settings.seed)
                 own = {s for pair in pairs for s in pair}
                 ident.encoder_state = distill_student(sorted(own) + text, settings)
             if settings.finetune_epochs:  # cross-fitted (leak-free)
