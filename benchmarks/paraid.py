@@ -221,8 +221,7 @@ def main() -> None:
                                                         finetune_epochs=args.finetune_epochs),
                     "final": not args.no_finetune_final, "students_only": args.finetune_students_only}
         report["finetune"] = {k: v for k, v in finetune["settings"].__dict__.items()
-                              if k.startswith("finetune_")} | {"final": finetune["final"],
-                                                               "students_only": finetune["students_only"]}
+                              if k.startswith("finetune_")} | {k: finetune[k] for k in ("final", "students_only")}
     keys = [key for key in ("url", "pit") if key in args.datasets]
     sets = [s for s, key in zip(sets, ("url", "pit")) if key in args.datasets]
     read = {key: read_labelled(s[1], s[2], s[3]) for key, s in zip(keys, sets)}

@@ -46,9 +46,9 @@ def train_identifier(train: list[dict[str, str]], evaluate: list[dict[str, str]]
     refused (:class:`EmbeddingLeak`)."""
     labelled = [d["path"] for d in train + evaluate] + [d["labels"] for d in train + evaluate
                                                          if d.get("labels")]
-    inputs = labelled + ([settings.embed_model] if settings.embed_model else [])
-    if settings.model == "encoder" and settings.encoder_layers:
-        inputs += list(settings.distill_text)
+    student = settings.model == "encoder" and settings.encoder_layers > 0  # distilled first
+    inputs = labelled + ([settings.embed_model] if settings.embed_model else []) \
+        + (list(settings.distill_text) if student else [])
     run = Run(rule=rule, params={"train": train, "evaluate": evaluate, **asdict(settings)}, inputs=inputs)
     pairs, labels, dropped = [], [], 0
     for d in train:
@@ -66,13 +66,13 @@ def train_identifier(train: list[dict[str, str]], evaluate: list[dict[str, str]]
     ident = Identifier(settings, settings.embed_model)
     y, groups = np.asarray(labels), source_groups(pairs)
     names = ["lr", "extended"] + (["encoder"] if settings.model == "encoder" else [])
-    text = []  # read before any model is fitted: a bad line stops training at once
-    if "encoder" in names and settings.encoder_layers:
-        text = unlabelled_sentences(settings.distill_text, settings.distill_max_sentences, settings.seed)
+    # read before any model is fitted: a bad line stops training at once
+    text = unlabelled_sentences(settings.distill_text, settings.distill_max_sentences,
+                                settings.seed) if student else []
     oof, xs = {}, {}
     for name in names:
         if name == "encoder":  # the extended features and the sentence encoder's cosine
-            if settings.encoder_layers:  # a student, distilled without labels
+            if student:  # distilled without labels
                 own = {s for pair in pairs for s in pair}
                 ident.encoder_state = distill_student(sorted(own) + text, settings)
             if settings.finetune_epochs:  # cross-fitted (leak-free)
@@ -89,7 +89,7 @@ def train_identifier(train: list[dict[str, str]], evaluate: list[dict[str, str]]
         ident.sentence_encoder()  # built (with the fine-tuned weights) to record what it is
         results["sentence_encoder"] = {**ident.encoder_used(),
                                        "finetune_epochs": settings.finetune_epochs}
-        if settings.encoder_layers:
+        if student:
             results["sentence_encoder"]["distilled"] = {
                 "from": settings.sentence_encoder, "epochs": settings.distill_epochs,
                 "sentences": len(own | set(text)),
