@@ -25,7 +25,9 @@ $(STAMP): pyproject.toml Makefile scripts/build-kenlm.sh scripts/install-browser
 	$(PIP) install --upgrade pip
 	@# torch first, by itself, so the resolver takes the pinned wheel (CPU here).
 	$(PIP) install torch==2.13.0
-	$(PIP) install -e '.[test,st,paraid]'
+	@# where torch is a CUDA build (GPU nodes, the container), also the gpu extra: CUDA 12's
+	@# cuBLAS for CTranslate2 (paramill.nmt.engine loads it); the CPU torch here skips it
+	$(PIP) install -e ".[test,st,paraid$$($(BIN)/python -c 'import torch; print(",gpu" if torch.version.cuda else "")')]"
 	@# opennmt-py declares torch<2.3; its real imports are in pyproject.toml.
 	$(PIP) install --no-deps opennmt-py==3.5.1
 	bash scripts/build-kenlm.sh $(VENV)

@@ -39,3 +39,26 @@ def write_file(tmp_path):
         return path
 
     return _write
+
+
+def _cuda_problem() -> str | None:
+    """Why GPU tests cannot run here (None where torch sees a CUDA device)."""
+    try:
+        import torch
+    except ImportError as exc:  # pragma: no cover - torch is a dependency
+        return f"torch cannot be imported: {exc}"
+    if not torch.cuda.is_available():
+        return (f"needs a CUDA GPU; torch {torch.__version__} sees none "
+                f"(CUDA build: {torch.version.cuda or 'no'})")
+    return None
+
+
+def pytest_collection_modifyitems(config, items):
+    """Tests marked ``gpu`` are skipped, with the reason, where no CUDA device is visible."""
+    gpu_items = [item for item in items if item.get_closest_marker("gpu")]
+    if not gpu_items:
+        return
+    problem = _cuda_problem()
+    if problem:
+        for item in gpu_items:
+            item.add_marker(pytest.mark.skip(reason=problem))

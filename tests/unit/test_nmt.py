@@ -1,6 +1,7 @@
 """The NMT stage on a tiny model trained here (seconds on CPU)."""
 
 import json
+import os
 import math
 
 import polars as pl
@@ -343,3 +344,169 @@ def test_training_twice_gives_the_same_model_bytes(tiny, monkeypatch, tmp_path):
         made.append({p: hashlib.sha256((root / p).read_bytes()).hexdigest()
                      for p in ("model.pt", "work/vocab.src", "work/vocab.tgt", "work/opennmt.yaml")})
     assert made[0] == made[1]
+
+
+# --- the decoding engine (paramill.nmt.engine) -------------------------------------------
+
+FAKE_CUBLAS = "int paramill_fake_cublas(void) { return 1234; }\n"
+
+
+def _fake_cublas_wheel(root):
+    """A site-packages folder laid out as nvidia-cublas-cu12 installs it, holding two
+    libraries compiled here with the CUDA 12 sonames (each answering a marker function)."""
+    import shutil
+    import subprocess
+
+    if shutil.which("cc") is None:
+        pytest.skip("no C compiler to build the stand-in libraries")
+    lib = root / "site" / "nvidia" / "cublas" / "lib"
+    lib.mkdir(parents=True)
+    (root / "fake.c").write_text(FAKE_CUBLAS)
+    for name in ("libcublasLt.so.12", "libcublas.so.12"):
+        subprocess.run(["cc", "-shared", "-fPIC", f"-Wl,-soname,{name}", "-o", str(lib / name),
+                        str(root / "fake.c")], check=True)
+    return root / "site"
+
+
+def test_cuda12_cublas_is_loaded_from_the_wheel_so_a_dlopen_by_soname_finds_it(tmp_path):
+    """CTranslate2 opens libcublas.so.12 by soname; after load_cuda_libraries the same
+    dlopen gets the wheel's library (and without it, nothing: no LD_LIBRARY_PATH is set)."""
+    import subprocess
+    import sys
+
+    site = _fake_cublas_wheel(tmp_path)
+    probe = (
+        "import ctypes, json, sys\n"
+        "from paramill.nmt import engine\n"
+        "before = engine.cuda_library_problem([])\n"
+        "loaded = engine.load_cuda_libraries([sys.argv[1]])\n"
+        "after = engine.cuda_library_problem([sys.argv[1]])\n"
+        "value = ctypes.CDLL('libcublas.so.12').paramill_fake_cublas()\n"
+        "print(json.dumps({'before': before, 'loaded': loaded, 'after': after, 'value': value}))\n")
+    env = {k: v for k, v in os.environ.items() if k != "LD_LIBRARY_PATH"}
+    done = subprocess.run([sys.executable, "-c", probe, str(site)], capture_output=True, text=True,
+                          env=env, check=True)
+    result = json.loads(done.stdout)
+    if result["before"] is None:
+        pytest.skip("a real CUDA 12 cuBLAS is already loadable on this machine")
+    assert "libcublasLt.so.12" in result["before"] and "nvidia-cublas-cu12" not in result["before"]
+    assert result["loaded"] == {name: str(site / "nvidia/cublas/lib" / name)
+                                for name in ("libcublasLt.so.12", "libcublas.so.12")}
+    assert result["after"] is None and result["value"] == 1234
+
+
+def _no_cublas(monkeypatch, gpus=1):
+    """A GPU node where CUDA 12's cuBLAS is missing: one visible GPU, libraries that cannot load."""
+    from paramill.nmt import engine
+
+    monkeypatch.setattr(engine, "CUDA12_LIBRARIES", ("libparamill-missing-cublas.so.12",))
+    monkeypatch.setattr(engine, "_LOADED", {})
+    monkeypatch.setattr(engine.device, "cuda_count", lambda: gpus)
+    monkeypatch.setattr(engine, "_candidate_folders", lambda search: [])
+
+
+@pytest.mark.parametrize("requested", ["auto", "cuda"])
+def test_a_gpu_the_engine_cannot_use_stops_the_job_before_any_work(tiny, shard, tmp_path, monkeypatch,
+                                                                  capfd, requested):
+    from paramill.cli import main
+
+    _no_cublas(monkeypatch)
+    out = tmp_path / "cand.parquet"
+    status = main(["nmt", "translate", "--shard", str(shard), "--model", str(tiny["root"] / "ct2"),
+                   "--src-spm", str(tiny["spm"][0]), "--tgt-spm", str(tiny["spm"][1]),
+                   "--out", str(out), "--settings", json.dumps({"device": requested})])
+    err = capfd.readouterr().err
+    assert status == 2
+    (line,) = [x for x in err.splitlines() if x.startswith("paramill nmt translate: error:")]
+    assert f"nmt.translate.device is {requested} and 1 GPU(s) are visible" in line
+    assert "libparamill-missing-cublas.so.12" in line and "nvidia-cublas-cu12" in line
+    assert "device: cpu" in line
+    assert "translate shard" not in err and "engine ctranslate2" not in err  # no work began
+    assert not out.exists() and not list(tmp_path.iterdir())
+
+
+def test_sampling_and_scoring_refuse_the_same_gpu(tiny, shard, tmp_path, monkeypatch):
+    from paramill.nmt.engine import GpuUnavailable
+    from paramill.nmt.sampling import SampleSettings, sample_shard
+    from paramill.nmt.score import load_scorer
+
+    _no_cublas(monkeypatch)
+    ct2, (cs_spm, en_spm) = tiny["root"] / "ct2", tiny["spm"]
+    with pytest.raises(GpuUnavailable, match="nmt.sample.device is auto"):
+        sample_shard(shard, ct2, ct2, cs_spm, en_spm, tmp_path / "s.parquet", SampleSettings())
+    with pytest.raises(GpuUnavailable, match="scoring.device is auto"):
+        load_scorer(ct2, "auto")
+    assert not list(tmp_path.iterdir())
+    # the CPU asked for by name still decodes on that node
+    assert load_scorer(ct2, "cpu").device == "cpu"
+
+
+def test_cuda_asked_for_without_a_visible_gpu_is_refused(monkeypatch):
+    from paramill.nmt import engine
+
+    monkeypatch.setattr(engine.device, "cuda_count", lambda: 0)
+    with pytest.raises(engine.GpuUnavailable, match="nmt.translate.device is cuda but no GPU"):
+        engine.select("cuda")
+    assert engine.select("auto").device == "cpu" and engine.select("cpu").device == "cpu"
+    with pytest.raises(ValueError, match="must be auto, cpu or cuda"):
+        engine.select("gpu")
+
+
+def test_the_engine_is_named_in_provenance_and_the_log(tiny, shard, tmp_path, capfd):
+    import ctranslate2
+
+    out = tmp_path / "cand.parquet"
+    stats = translate_shard(shard, tiny["root"] / "ct2", *tiny["spm"], out,
+                            TranslateSettings(beam_size=2, batch_size=64))
+    expected = device.pick("auto")
+    assert stats["engine"]["name"] == "ctranslate2" and stats["engine"]["device"] == expected
+    assert stats["engine"]["version"] == ctranslate2.__version__
+    record = json.loads((tmp_path / "cand.parquet.prov.json").read_text())
+    assert record["translation"]["engine"] == stats["engine"]
+    assert f"paramill nmt translate: engine ctranslate2 {ctranslate2.__version__} on {expected}" \
+        in capfd.readouterr().err
+
+
+# --- on a GPU (pytest -m gpu on a machine with CUDA; skipped with the reason elsewhere) ----
+
+@pytest.mark.gpu
+def test_gpu_translation_decodes_on_cuda_with_costs(tiny, shard, tmp_path):
+    out = tmp_path / "cand.parquet"
+    gpu = translate_shard(shard, tiny["root"] / "ct2", *tiny["spm"], out,
+                          TranslateSettings(device="cuda", beam_size=12))
+    assert gpu["engine"]["device"] == "cuda" and gpu["candidates"] > 0
+    frame = pl.read_parquet(out)
+    assert frame["fwd_nll"].min() > 0 and (frame["rank"] == 1).all()
+    cpu = translate_shard(shard, tiny["root"] / "ct2", *tiny["spm"], tmp_path / "cpu.parquet",
+                          TranslateSettings(device="cpu", beam_size=12))
+    assert cpu["engine"]["device"] == "cpu"
+    both = frame.join(pl.read_parquet(tmp_path / "cpu.parquet"), on="candidate_id", suffix="_cpu")
+    # the same model and beam: the same 1-best nearly everywhere, costs within float noise
+    assert (both["candidate"] == both["candidate_cpu"]).mean() > 0.95
+    same = both.filter(pl.col("candidate") == pl.col("candidate_cpu"))
+    assert (same["fwd_nll"] - same["fwd_nll_cpu"]).abs().max() < 1e-2
+
+
+@pytest.mark.gpu
+def test_gpu_sampling_fills_costs_ranks_and_clusters(tiny, shard, tmp_path):
+    from paramill.nmt.sampling import SampleSettings, sample_shard
+
+    ct2, (cs_spm, en_spm) = tiny["root"] / "ct2", tiny["spm"]
+    stats = sample_shard(shard, ct2, ct2, cs_spm, en_spm, tmp_path / "s.parquet",
+                         SampleSettings(device="cuda", samples=10, constraint_sets=3, block=50,
+                                        threshold=100.0, n=5))
+    assert stats["engine"]["device"] == "cuda" and stats["output"] > 0
+    frame = pl.read_parquet(tmp_path / "s.parquet")
+    assert frame["fwd_nll"].null_count() == 0 and frame["bwd_nll"].null_count() == 0
+    assert frame["cluster"].null_count() == 0 and frame["constraint_set"].null_count() == 0
+    ranks = frame.group_by("pair_id").agg(pl.col("rank").sort())
+    assert all(r.to_list() == list(range(1, len(r) + 1)) for r in ranks["rank"])
+
+
+@pytest.mark.gpu
+def test_gpu_training_runs_opennmt_steps_on_cuda(tiny, tmp_path):
+    # the module's tiny model was trained where this runs: on the GPU here
+    assert tiny["summary"]["gpus"] >= 1 and tiny["summary"]["step"] == 60
+    summary = train_nmt("cs-en", tiny["root"] / "data", *tiny["spm"], tmp_path / "m.pt",
+                        tmp_path / "work", TINY_MODEL, tiny_train(20))
+    assert summary["gpus"] >= 1 and summary["step"] == 20 and (tmp_path / "m.pt").stat().st_size

@@ -43,9 +43,9 @@ from typing import Any, Literal
 
 import pyarrow as pa
 
-from paramill import device
 from paramill.io import TableWriter, atomic_output, iter_parquet_batches, parquet_rows
 from paramill.nmt.cluster import best_per_cluster, cluster_units, kmedoids
+from paramill.nmt.engine import Engine, announce, import_ctranslate2, open_translator, select
 from paramill.nmt.schema import CANDIDATES
 from paramill.nmt.score import load_scorer, nll_per_token
 from paramill.nmt.subwords import Segmenter
@@ -159,26 +159,23 @@ class _Models:
 _STATE: dict[str, Any] = {}
 
 
-def _init(models: _Models, settings: SampleSettings) -> None:
+def _init(models: _Models, settings: SampleSettings, engine: Engine) -> None:
     _STATE.update(models=models, settings=settings, cs=Segmenter(models.cs_spm),
                   vocabulary=target_vocabulary(models.fwd),
-                  en=Segmenter(models.en_spm), dev=device.pick(settings.device),
-                  fwd_scorer=load_scorer(models.fwd, settings.device),
-                  bwd_scorer=load_scorer(models.bwd, settings.device))
+                  en=Segmenter(models.en_spm), engine=engine,
+                  fwd_scorer=load_scorer(models.fwd, engine=engine),
+                  bwd_scorer=load_scorer(models.bwd, engine=engine))
 
 
 def process_block(block: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], dict[str, int]]:
     """Sample, score and cluster one block of sources (in a worker process)."""
-    import ctranslate2
-
+    ctranslate2 = import_ctranslate2()
     models: _Models = _STATE["models"]
     settings: SampleSettings = _STATE["settings"]
     cs_seg: Segmenter = _STATE["cs"]
     en_seg: Segmenter = _STATE["en"]
     ctranslate2.set_random_seed(_seed(settings.seed, block[0]["pair_id"], "sample") or 1)
-    dev = _STATE["dev"]
-    translator = (ctranslate2.Translator(models.fwd, device="cpu", inter_threads=1, intra_threads=1)
-                  if dev == "cpu" else ctranslate2.Translator(models.fwd, device=dev))
+    translator = open_translator(models.fwd, _STATE["engine"], threads=1)
     stats = {"sources": 0, "sampled": 0, "unique": 0, "below_threshold": 0, "output": 0}
     rows: list[dict[str, Any]] = []
     for row in block:
@@ -238,20 +235,22 @@ def sample_shard(shard: str | Path, fwd_model: str | Path, bwd_model: str | Path
     n_in = parquet_rows([shard])
     run = Run(rule=rule, params={**asdict(settings), "threads": threads},
               inputs=[shard, fwd_model, bwd_model, cs_spm, en_spm])
-    workers = 1 if device.pick(settings.device) != "cpu" else max(1, threads)
+    engine = select(settings.device, "nmt.sample")  # before any work
+    announce(engine, "nmt translate (sample)")
+    workers = 1 if engine.device != "cpu" else max(1, threads)
     totals = {"sources": 0, "sampled": 0, "unique": 0, "below_threshold": 0, "output": 0}
     start = time.perf_counter()
     with atomic_output(out, prov_path(out)) as (tmp, tmp_prov):
         writer = TableWriter(tmp, CANDIDATES)
         bar = progress(f"sample {Path(shard).name}", unit="sent", total=n_in)
         if workers == 1:
-            _init(models, settings)
+            _init(models, settings, engine)
             results: Iterator = map(process_block, _blocks(shard, settings.block))
             pool = None
         else:
             # spawn, not fork: a forked child of a process that already ran CTranslate2 or
             # torch threads can hang
-            pool = ProcessPoolExecutor(workers, initializer=_init, initargs=(models, settings),
+            pool = ProcessPoolExecutor(workers, initializer=_init, initargs=(models, settings, engine),
                                        mp_context=multiprocessing.get_context("spawn"))
             results = pool.map(process_block, _blocks(shard, settings.block))
         try:
@@ -267,6 +266,7 @@ def sample_shard(shard: str | Path, fwd_model: str | Path, bwd_model: str | Path
         writer.close()
         seconds = time.perf_counter() - start
         totals["seconds"] = round(seconds, 2)
+        totals["engine"] = engine.record()
         run.write({out: tmp}, {out: tmp_prov}, rows_in=n_in, rows_out=totals["output"],
                   extra={"sampling": totals})
     return totals

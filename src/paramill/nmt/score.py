@@ -9,18 +9,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from paramill import device
+from paramill.nmt.engine import Engine, open_translator, select
 
 
-def load_scorer(model_dir: str | Path, device_name: str = "auto", threads: int = 1):
-    """A CTranslate2 translator for scoring (CPU: one batch per thread)."""
-    import ctranslate2
-
-    dev = device.pick(device_name)
-    if dev == "cpu":
-        return ctranslate2.Translator(str(model_dir), device="cpu", inter_threads=max(1, threads),
-                                      intra_threads=1)
-    return ctranslate2.Translator(str(model_dir), device=dev)
+def load_scorer(model_dir: str | Path, device_name: str = "auto", threads: int = 1,
+                engine: Engine | None = None):
+    """A CTranslate2 translator for scoring (CPU: one batch per thread) on the device
+    ``device_name`` resolves to (a GPU it cannot use is an error, not the CPU)."""
+    return open_translator(model_dir, engine or select(device_name, "scoring"), threads)
 
 
 def nll_per_token(scorer, sources: list[list[str]], targets: list[list[str]],
