@@ -41,6 +41,7 @@ import logging
 import os
 import random
 import re
+import sys
 import time
 import zlib
 from collections.abc import Callable, Iterable
@@ -107,21 +108,54 @@ class HarvestSettings(Settings):
         "it, then dropped from the state (recent search reaches back 7 days).", minimum=0)
 
 
-class _Redact(logging.Filter):
-    """Blanks the Authorization header and the given secrets in a record's message."""
+#: an Authorization header's value (Bearer or OAuth) and OAuth 1.0a's credential parameters,
+#: as they appear in a log line, a repr of headers or an echoed JSON body
+_AUTH_HEADER = re.compile(r"""(['"]?Authorization['"]?\s*[:=]\s*)(\\?['"]?)(?:OAuth\s[^\n]*|[^'",}\n]*)""",
+                          re.IGNORECASE)
+_OAUTH_PARAMS = re.compile(r"""(oauth_(?:consumer_key|token|signature)\\?"?\s*[=:]\s*\\?"?)[^"&,\s\\]*""",
+                           re.IGNORECASE)
+_SECRETS: set[str] = set()
 
-    HEADER = re.compile(r"""(['"]?Authorization['"]?\s*[:=]\s*)(['"]?)[^'",}\n]*""", re.IGNORECASE)
 
-    def __init__(self, secrets: list[str]):
-        super().__init__()
-        self.secrets = [x for x in secrets if x]
+def redact(text: str, secrets: Iterable[str] = ()) -> str:
+    """``text`` with every Authorization header value, OAuth credential parameter and known
+    secret (those of the clients made here, and ``secrets``) replaced by ``[redacted]``."""
+    text = _AUTH_HEADER.sub(r"\1\2[redacted]", text)
+    text = _OAUTH_PARAMS.sub(r"\1[redacted]", text)
+    for secret in sorted(_SECRETS | {x for x in secrets if x}, key=len, reverse=True):
+        text = text.replace(secret, "[redacted]")
+    return text
 
-    def filter(self, record: logging.LogRecord) -> bool:
-        text = self.HEADER.sub(r"\1\2[redacted]", record.getMessage())
-        for secret in self.secrets:
-            text = text.replace(secret, "[redacted]")
-        record.msg, record.args = text, None
-        return True
+
+_base_factory = logging.getLogRecordFactory()
+
+
+def _redacting_factory(*args: Any, **kwargs: Any) -> logging.LogRecord:
+    record = _base_factory(*args, **kwargs)
+    if _SECRETS:
+        try:
+            message = record.getMessage()
+        except Exception:  # a record whose arguments do not format: left to logging
+            return record
+        record.msg, record.args = redact(message), None
+    return record
+
+
+def protect_secrets(secrets: Iterable[str]) -> None:
+    """Keep ``secrets`` out of every log record of this process, whatever logger makes it
+    and whatever its level: tweepy, requests-oauthlib and oauthlib print the request
+    headers and the OAuth 1.0a keys at DEBUG, and a logger filter would not reach records
+    made by their child loggers. The record factory blanks them when a record is made."""
+    _SECRETS.update(x for x in secrets if x and len(x) >= 4)
+    if logging.getLogRecordFactory() is not _redacting_factory:
+        logging.setLogRecordFactory(_redacting_factory)
+
+
+def client_secrets(client: Any) -> list[str]:
+    """The credentials a tweepy client holds (what must never be stored or printed)."""
+    return [v for k in ("bearer_token", "consumer_key", "consumer_secret", "access_token",
+                        "access_token_secret")
+            if isinstance(v := getattr(client, k, None), str) and v]
 
 
 def make_client(settings: HarvestSettings):
@@ -132,13 +166,10 @@ def make_client(settings: HarvestSettings):
     token = os.environ.get(settings.bearer_token_env)
     keys = [os.environ.get(getattr(settings, k)) for k in
             ("consumer_key_env", "consumer_secret_env", "access_token_env", "access_token_secret_env")]
-    # tweepy's DEBUG records print the request headers: pinned at INFO, and should a logging
-    # config turn DEBUG on, the Authorization header and the credentials are blanked
+    # tweepy's DEBUG records print the request headers, oauthlib's the OAuth 1.0a keys:
+    # every log record of this process has them blanked, whatever its level
     logging.getLogger("tweepy").setLevel(logging.INFO)
-    client_log = logging.getLogger("tweepy.client")
-    for old in [f for f in client_log.filters if isinstance(f, _Redact)]:
-        client_log.removeFilter(old)
-    client_log.addFilter(_Redact([token or "", *[k or "" for k in keys]]))
+    protect_secrets([token or "", *[k or "" for k in keys]])
     # rate limits are waited for here (call), not by tweepy: with no usable reset header
     # tweepy's own wait retries at once, without end
     if token:
@@ -152,11 +183,13 @@ def make_client(settings: HarvestSettings):
 
 
 class Refused(Exception):
-    """The API refused one request as bad (400): skip what it was for, with a rejected row."""
+    """The API refused one request (400, or 404 for an account or URL it does not know):
+    skip what it was for, with a rejected row."""
 
-    def __init__(self, message: str):
+    def __init__(self, message: str, status: int | None = None):
         super().__init__(message)
         self.message = message
+        self.status = status
 
 
 RETRYABLE_STATUS = (429, 500, 502, 503, 504)
@@ -193,8 +226,8 @@ def call(fn: Callable[..., Any], settings: HarvestSettings, sleep: Callable[[flo
                 f"the X API refused {fn.__name__} ({exc.response.status_code}): {_api_message(exc)}. "
                 "Reading timelines and search needs the Basic access tier or higher; the free "
                 "tier cannot harvest. Check the credentials' tier and project.") from None
-        except tweepy.NotFound:
-            return {}
+        except tweepy.NotFound as exc:
+            raise Refused(f"{fn.__name__} found nothing (404): {_api_message(exc)}", 404) from None
         except tweepy.TooManyRequests as exc:
             reset = getattr(exc, "reset_time", None)
             if reset is not None and reset + 1 - now() > 0:  # wait for the reset the API gave
@@ -203,7 +236,7 @@ def call(fn: Callable[..., Any], settings: HarvestSettings, sleep: Callable[[flo
         except tweepy.HTTPException as exc:  # other statuses: retry those that are worth it
             status = exc.response.status_code if exc.response is not None else None
             if status is not None and 400 <= status < 500 and status not in RETRYABLE_STATUS:
-                raise Refused(f"{fn.__name__} refused ({status}): {_api_message(exc)}") from None
+                raise Refused(f"{fn.__name__} refused ({status}): {_api_message(exc)}", status) from None
             if status not in RETRYABLE_STATUS:
                 raise HarvestError(f"the X API answered {fn.__name__} with {status}: "
                                    f"{_api_message(exc)}") from None
@@ -219,9 +252,10 @@ def call(fn: Callable[..., Any], settings: HarvestSettings, sleep: Callable[[flo
 def _api_message(exc: Any) -> str:
     try:
         body = exc.response.json()
-        return body.get("detail") or body.get("title") or str(body)[:200]
+        text = str(body.get("detail") or body.get("title") or str(body)[:200])
     except (ValueError, AttributeError):
-        return getattr(exc.response, "text", "")[:200]
+        text = getattr(exc.response, "text", "")[:200]
+    return redact(text)  # a body may echo the request's Authorization header
 
 
 class State:
@@ -298,10 +332,13 @@ class PageStore:
         return out
 
 
-def _newest(ids: Iterable[str], current: str | None) -> str | None:
+def _newest(page: dict[str, Any], current: str | None) -> str | None:
+    """The newest decimal tweet id on a stored page (its rejected tweets too: the page is
+    kept, so the cursor may pass them), or ``current``."""
     best = int(current) if current else 0
-    for i in ids:
-        if i.isdigit():
+    for t in page.get("data") or []:
+        i = t.get("id") if isinstance(t, dict) else None
+        if isinstance(i, str) and i.isascii() and i.isdigit():
             best = max(best, int(i))
     return str(best) if best else current
 
@@ -349,14 +386,26 @@ def _page_args(settings: HarvestSettings, floor: int) -> dict[str, Any]:
             "expansions": ["author_id"], "user_fields": ["username"]}
 
 
+def track_urls(state: State, urls: list[str], expander: Expander, settings: HarvestSettings,
+               date: str) -> None:
+    """Add the canonical forms of news tweets' ``urls`` to the URLs the state searches."""
+    if not urls:
+        return
+    expanded = expander.expand([u for u in urls if is_short(u) or settings.expand_all])
+    for url in canonical_urls(urls, expanded, "news tweets", None, []):
+        state.urls.setdefault(url, {"since_id": None, "next_token": None, "first_seen": date})
+
+
 def harvest_timeline(client, account: str, store: PageStore, state: State, settings: HarvestSettings,
-                     counts: dict[str, int], bad: list[dict[str, Any]], api: Callable[..., dict[str, Any]]
-                     ) -> list[str]:
-    """Pages of one account's timeline newer than its ``since_id``; the URLs of its news
-    tweets. The listing is newest first: ``since_id`` moves to the newest stored id only
-    once the listing reached its end; a listing cut by ``max_pages`` is kept pending
-    (``next_token``) and continued first by the next harvest."""
-    urls: list[str] = []
+                     counts: dict[str, int], bad: list[dict[str, Any]], api: Callable[..., dict[str, Any]],
+                     expander: Expander, date: str) -> None:
+    """Pages of one account's timeline newer than its ``since_id``. The listing is newest
+    first: ``since_id`` moves to the newest stored id only once the listing reached its
+    end; a listing cut by ``max_pages`` is kept pending (``next_token``) and continued
+    first by the next harvest. The URLs of a page's news tweets enter the state in the
+    same write that moves the cursor past the page, so a harvest killed or failing later
+    (another account's timeline, a search) never leaves a tweet behind its cursor whose
+    URLs the state does not hold."""
     pending = state.pending.get(account) or {}
     token, newest = pending.get("next_token"), pending.get("newest")
     pages = 0
@@ -366,15 +415,16 @@ def harvest_timeline(client, account: str, store: PageStore, state: State, setti
                        pagination_token=token, **_page_args(settings, 5))
         except Refused as exc:
             bad.append(rejected(f"timeline {account}", None, "api_error", exc.message))
-            return urls
+            return
         rows = _store_page(store, f"timeline_{account}", page, "timeline", f"timeline {account}", bad) if page else []
         if rows is None:
             break  # unusable: the cursor stays; the next harvest asks again
         if page:
             pages += 1
             counts["timeline_pages"] += 1
-            newest = _newest((t["tweet_id"] for t in rows), newest)
-            urls += [u for t in rows if not t["is_retweet"] for u in t["urls"] + t["short_urls"]]
+            newest = _newest(page, newest)
+            track_urls(state, [u for t in rows if not t["is_retweet"] for u in t["urls"] + t["short_urls"]],
+                       expander, settings, date)
             token = (page.get("meta") or {}).get("next_token")
         else:
             token = None
@@ -390,7 +440,6 @@ def harvest_timeline(client, account: str, store: PageStore, state: State, setti
             break
         pending = {}  # a continued listing is done: now what is newer than it
         token = newest = None
-    return urls
 
 
 def harvest_search(client, url: str, entry: dict[str, Any], store: PageStore, state: State,
@@ -413,7 +462,7 @@ def harvest_search(client, url: str, entry: dict[str, Any], store: PageStore, st
         if rows is None:
             return  # unusable page: the cursor stays where it was
         counts["search_pages"] += 1
-        newest = _newest((t["tweet_id"] for t in rows), newest)
+        newest = _newest(page, newest)
         entry["next_token"] = (page.get("meta") or {}).get("next_token")
         entry["newest"] = newest
         state.save()  # the cursor moves only past saved pages
@@ -423,6 +472,41 @@ def harvest_search(client, url: str, entry: dict[str, Any], store: PageStore, st
         entry["since_id"] = newest
         entry.pop("newest", None)
     # the caller saves the state with this URL marked done
+
+
+def lookup_user(client, account: str, bad: list[dict[str, Any]],
+                api: Callable[..., dict[str, Any]]) -> str | None:
+    """The user id of ``account``; an account the API does not know (404, or an answer with
+    only ``errors``) is a rejected row and a warning on stderr, never skipped in silence."""
+    try:
+        found = api(client.get_user, username=account)
+    except Refused as exc:
+        reason = "unknown_account" if exc.status == 404 else "api_error"
+        bad.append(rejected(f"user {account}", None, reason, exc.message))
+        print(f"paramill twitter harvest: warning: account {account!r} skipped: {exc.message}",
+              file=sys.stderr)
+        return None
+    data = found.get("data") if isinstance(found, dict) else None
+    try:
+        return _id_of(data)
+    except ValueError as exc:
+        errors = found.get("errors") if isinstance(found, dict) else None
+        detail = "; ".join(str(e.get("detail") or e.get("title") or e) if isinstance(e, dict) else str(e)
+                           for e in (errors if isinstance(errors, list) else [])) or str(exc)
+        bad.append(rejected(f"user {account}", None, "unknown_account", redact(detail)[:500], found))
+        print(f"paramill twitter harvest: warning: account {account!r} skipped: {redact(detail)}",
+              file=sys.stderr)
+        return None
+
+
+def _id_of(data: Any) -> str:
+    """A user object's id as a decimal string (ValueError when there is none)."""
+    value = data.get("id") if isinstance(data, dict) else None
+    if isinstance(value, int) and not isinstance(value, bool):
+        value = str(value)
+    if not isinstance(value, str) or not value.isascii() or not value.isdigit():
+        raise ValueError(f"the lookup returned no user id ({json.dumps(data, default=str)[:80]})")
+    return value
 
 
 def harvest_live(client, store: PageStore, state: State, settings: HarvestSettings,
@@ -441,30 +525,20 @@ def harvest_live(client, store: PageStore, state: State, settings: HarvestSettin
 
     counts = {"timeline_pages": 0, "search_pages": 0, "urls_searched": 0,
               "urls_dropped": prune_urls(state, date, settings.search_days)}
-    news_urls: list[str] = []
     for account in settings.accounts:
         if account not in state.users:
-            try:
-                found = api(client.get_user, username=account)
-            except Refused as exc:
-                bad.append(rejected(f"user {account}", None, "api_error", exc.message))
+            user_id = lookup_user(client, account, bad, api)
+            if user_id is None:
                 continue
-            if not isinstance(found.get("data"), dict) or not found["data"].get("id"):
-                continue
-            state.users[account] = str(found["data"]["id"])
+            state.users[account] = user_id
             state.save()
-        news_urls += harvest_timeline(client, account, store, state, settings, counts, bad, api)
-    # every URL seen in the news tweets of this and earlier runs that is not finished
-    expanded = expander.expand([u for u in news_urls if is_short(u) or settings.expand_all])
-    for url in canonical_urls(news_urls, expanded, "news tweets", None, []):
-        state.urls.setdefault(url, {"since_id": None, "next_token": None, "first_seen": date})
-    state.save()
+        harvest_timeline(client, account, store, state, settings, counts, bad, api, expander, date)
     for url, entry in state.urls.items():
-        if entry.get("done_run"):
+        if entry.get("done_run") == date:  # searched by this day's run before it was stopped
             continue
         counts["urls_searched"] += 1
         harvest_search(client, url, entry, store, state, settings, counts, bad, api)
-        entry["done_run"] = True
+        entry["done_run"] = date
         state.save()
     for entry in state.urls.values():  # the next run searches every URL again, from since_id
         entry.pop("done_run", None)
@@ -496,6 +570,9 @@ def write_day(table: list[dict[str, Any]], bad: list[dict[str, Any]], out: str |
     reasons: dict[str, int] = {}
     for row in bad:
         reasons[row["reason"]] = reasons.get(row["reason"], 0) + 1
+        for key in ("detail", "raw"):  # an echoed request header or credential is never stored
+            if isinstance(row.get(key), str):
+                row[key] = redact(row[key])
     with atomic_output(out, prov_path(out), rejected_out, prov_path(rejected_out)) as (tmp, tmp_prov, tmp_bad, tmp_bad_prov):
         writer = TableWriter(tmp, TWEETS)
         writer.write(pa.Table.from_pylist(table, schema=TWEETS))
@@ -542,6 +619,7 @@ def harvest_day(date: str, out: str | Path, settings: HarvestSettings, source: s
         state = State(state_path)
         run = Run(rule=rule, params={"date": date, "source": source, **params}, inputs=[])
         client = client or make_client(settings)
+        protect_secrets(client_secrets(client))
         counts = harvest_live(client, store, state, settings, expander, sleep, date=date, bad=bad)
         rows = []
         for kind, where, page in store.pages(bad):

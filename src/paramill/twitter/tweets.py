@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import json
+import re
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
@@ -41,51 +42,106 @@ def _iso(value: str | None) -> str | None:
     return stamp.astimezone(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def _urls(entities: dict[str, Any] | None) -> tuple[list[str], list[str]]:
+_DECIMAL_ID = re.compile(r"[0-9]{1,20}")
+
+
+class BadField(ValueError):
+    """A tweet field of the wrong type or form: the tweet becomes a rejected row."""
+
+
+def _id(value: Any, what: str, required: bool = True) -> str | None:
+    """A tweet or user id as its decimal string: an int or a string of 1-20 digits (ASCII);
+    anything else (a float, a bool, an object, ``"12.5"``) is refused."""
+    if value is None or value == "":
+        if required:
+            raise BadField(f"{what} is missing")
+        return None
+    if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+        return str(value)
+    if isinstance(value, str) and _DECIMAL_ID.fullmatch(value):
+        return value
+    raise BadField(f"{what} {json.dumps(value, default=str)[:60]} is not a decimal id")
+
+
+def _text(value: Any, what: str, default: str | None = None) -> str | None:
+    """A string field (None stays None, or ``default``); another type is refused."""
+    if value is None:
+        return default
+    if not isinstance(value, str):
+        raise BadField(f"{what} is a {type(value).__name__}, not a string")
+    return value
+
+
+def _object(value: Any, what: str) -> dict[str, Any]:
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise BadField(f"{what} is a {type(value).__name__}, not an object")
+    return value
+
+
+def _list(value: Any, what: str) -> list[Any]:
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise BadField(f"{what} is a {type(value).__name__}, not a list")
+    return value
+
+
+def _urls(entities: Any) -> tuple[list[str], list[str]]:
     expanded, short = [], []
-    for u in (entities or {}).get("urls", []) or []:
-        best = u.get("unwound_url") or u.get("expanded_url")
+    for u in _list(_object(entities, "entities").get("urls"), "entities.urls"):
+        u = _object(u, "entities.urls[]")
+        best = (_text(u.get("unwound_url"), "unwound_url")
+                or _text(u.get("expanded_url"), "expanded_url"))
         if best:
             expanded.append(best)
-        elif u.get("url"):
+        elif _text(u.get("url"), "url"):
             short.append(u["url"])
     return expanded, short
 
 
 def from_v2(tweet: dict[str, Any], users: dict[str, str], source: str) -> dict[str, Any]:
-    refs = tweet.get("referenced_tweets") or []
-    retweet_of = next((r["id"] for r in refs if r.get("type") == "retweeted"), None)
+    refs = [_object(r, "referenced_tweets[]")
+            for r in _list(tweet.get("referenced_tweets"), "referenced_tweets")]
+    retweet_of = next((_id(r.get("id"), "referenced_tweets[].id") for r in refs
+                       if r.get("type") == "retweeted"), None)
     expanded, short = _urls(tweet.get("entities"))
-    author_id = str(tweet.get("author_id") or "")
-    author = (tweet.get("author") or {}).get("username") or users.get(author_id) or author_id
-    return {"tweet_id": str(tweet["id"]), "author": author.lower() if author else None,
-            "author_id": author_id or None, "created_at": _iso(tweet.get("created_at")),
-            "text": tweet.get("text", ""), "urls": expanded, "short_urls": short,
+    author_id = _id(tweet.get("author_id"), "author_id", required=False) or ""
+    author = (_text(_object(tweet.get("author"), "author").get("username"), "author.username")
+              or users.get(author_id) or author_id)
+    return {"tweet_id": _id(tweet.get("id"), "id"), "author": author.lower() if author else None,
+            "author_id": author_id or None,
+            "created_at": _iso(_text(tweet.get("created_at"), "created_at")),
+            "text": _text(tweet.get("text"), "text", ""), "urls": expanded, "short_urls": short,
             "canonical_urls": None, "is_retweet": retweet_of is not None, "retweet_of": retweet_of,
-            "lang": tweet.get("lang"), "source": source}
+            "lang": _text(tweet.get("lang"), "lang"), "source": source}
 
 
 def from_v1(tweet: dict[str, Any], source: str) -> dict[str, Any]:
-    text = ((tweet.get("extended_tweet") or {}).get("full_text") or tweet.get("full_text")
-            or tweet.get("text") or "")
-    entities = (tweet.get("extended_tweet") or {}).get("entities") or tweet.get("entities")
+    extended = _object(tweet.get("extended_tweet"), "extended_tweet")
+    text = (_text(extended.get("full_text"), "extended_tweet.full_text")
+            or _text(tweet.get("full_text"), "full_text") or _text(tweet.get("text"), "text") or "")
+    entities = extended.get("entities") or tweet.get("entities")
     expanded, short = _urls(entities)
-    retweeted = tweet.get("retweeted_status")
-    user = tweet.get("user") or {}
-    return {"tweet_id": str(tweet.get("id_str") or tweet["id"]),
-            "author": (user.get("screen_name") or "").lower() or None,
-            "author_id": str(user.get("id_str") or user.get("id") or "") or None,
-            "created_at": _iso(tweet.get("created_at")), "text": text, "urls": expanded,
-            "short_urls": short, "canonical_urls": None, "is_retweet": retweeted is not None,
-            "retweet_of": str(retweeted.get("id_str") or retweeted.get("id")) if retweeted else None,
-            "lang": tweet.get("lang"), "source": source}
+    retweeted = _object(tweet.get("retweeted_status"), "retweeted_status") or None
+    user = _object(tweet.get("user"), "user")
+    return {"tweet_id": _id(tweet.get("id_str") or tweet.get("id"), "id"),
+            "author": (_text(user.get("screen_name"), "user.screen_name") or "").lower() or None,
+            "author_id": _id(user.get("id_str") or user.get("id"), "user.id", required=False),
+            "created_at": _iso(_text(tweet.get("created_at"), "created_at")), "text": text,
+            "urls": expanded, "short_urls": short, "canonical_urls": None,
+            "is_retweet": retweeted is not None,
+            "retweet_of": (_id(retweeted.get("id_str") or retweeted.get("id"), "retweeted_status.id")
+                           if retweeted else None),
+            "lang": _text(tweet.get("lang"), "lang"), "source": source}
 
 
 #: Records that could not be used: one row each, with the reason (as bitext's rejected rows).
 REJECTED_TWEETS = pa.schema([
     pa.field("where", pa.string()),   # the archive file or the saved API page
     pa.field("record", pa.int64()),   # line of the archive file, or position in the page
-    pa.field("reason", pa.string()),  # no_id | not_a_tweet | not_json | unusable_page | unreadable_page | invalid_url | api_error
+    pa.field("reason", pa.string()),  # no_id | not_a_tweet | bad_field | not_json | unknown_account | unusable_page | unreadable_page | invalid_url | api_error
     pa.field("detail", pa.string()),
     pa.field("raw", pa.string()),     # the record, cut to REJECTED_TEXT_CHARS
 ])
@@ -108,6 +164,9 @@ def _one(convert, obj: Any, where: str, index: int, bad: list[dict[str, Any]]) -
         return None
     try:
         return convert(obj)
+    except BadField as exc:
+        bad.append(rejected(where, index, "bad_field", str(exc), obj))
+        return None
     except (ValueError, KeyError, TypeError, AttributeError) as exc:
         bad.append(rejected(where, index, "not_a_tweet", f"{type(exc).__name__}: {exc}", obj))
         return None
@@ -123,8 +182,9 @@ def parse_page(page: Any, source: str, where: str = "") -> tuple[list[dict[str, 
     includes = page.get("includes") or {}
     users = {}
     for u in (includes.get("users") if isinstance(includes, dict) else None) or []:
-        if isinstance(u, dict) and u.get("id") is not None:
-            users[str(u["id"])] = u.get("username") or ""
+        if isinstance(u, dict) and isinstance(u.get("id"), (str, int)) \
+                and isinstance(u.get("username"), str):
+            users[str(u["id"])] = u["username"]
     rows = [_one(lambda t: from_v2(t, users, source), t, where, i, bad)
             for i, t in enumerate(page.get("data") or [])]
     return [r for r in rows if r is not None], bad
