@@ -108,19 +108,32 @@ def resolve(config: dict[str, Any] | None) -> dict[str, Any]:
     root = schema()
     coerce_strings(config, root, root)
     _fill_defaults(config, root, root)
-    validator = _Validator(root)
+    validator = _Validator(root, format_checker=FORMATS)
     problems = []
     for error in sorted(validator.iter_errors(config), key=lambda e: list(map(str, e.absolute_path))):
         # report the innermost cause of if/then and combinator failures
         leaf = error
         while leaf.context:
             leaf = min(leaf.context, key=lambda e: len(e.absolute_path))
-        problems.append(f"config key {_key(leaf.absolute_path)}: {leaf.message}")
+        problems.append(f"config key {_key(leaf.absolute_path)}: {_message(leaf)}")
     if not problems:
         problems = cross_field_problems(config)
     if problems:
         raise ConfigError("invalid configuration:\n  " + "\n  ".join(dict.fromkeys(problems)))
     return config
+
+
+def _message(error: jsonschema.ValidationError) -> str:
+    """The schema's own words where it has them (``x-explain`` beside a pattern), the
+    reason a format check gave, else jsonschema's message."""
+    node = error.schema if isinstance(error.schema, dict) else {}
+    if error.validator == "pattern" and node.get("x-explain"):
+        return f"{error.instance!r} is refused: {node['x-explain']}"
+    if error.validator == "not" and node.get("description"):
+        return f"{error.instance!r} is refused: {node['description']}"
+    if error.validator == "format" and error.cause is not None:
+        return f"{error.instance!r} is not a valid {error.validator_value}: {error.cause}"
+    return error.message
 
 
 def _is_integer(checker: Any, value: Any) -> bool:
@@ -140,11 +153,22 @@ _Validator = jsonschema.validators.extend(
         {"integer": _is_integer, "number": _is_number}),
 )
 
-#: Pairs of keys whose values must be ordered (lower <= upper); checked after the schema.
-ORDERED_KEYS = [
-    (("bitext", "clean", "min_tokens"), ("bitext", "clean", "max_tokens")),
-    (("nmt", "translate", "min_decoding_length"), ("nmt", "translate", "max_decoding_length")),
-]
+#: the formats a config value may declare (``format`` in the schema), checked as it is read:
+#: ``date`` a real calendar day, ``polars-regex`` a pattern polars' regex engine compiles
+FORMATS = jsonschema.FormatChecker(formats=["date"])
+
+
+@FORMATS.checks("polars-regex", raises=(ValueError,))
+def _polars_regex(value: object) -> bool:
+    if not isinstance(value, str):
+        return True
+    import polars as pl  # only where a config sets such a pattern
+
+    try:
+        pl.Series([""]).str.contains(value)
+    except pl.exceptions.PolarsError as err:
+        raise ValueError(str(err).splitlines()[0] if str(err) else "does not compile") from None
+    return True
 
 
 def _get(config: dict[str, Any], path: tuple[str, ...]) -> Any:
@@ -156,14 +180,58 @@ def _get(config: dict[str, Any], path: tuple[str, ...]) -> Any:
     return node
 
 
-def cross_field_problems(config: dict[str, Any]) -> list[str]:
-    """Constraints between keys that JSON Schema cannot say, each naming both keys."""
+def _walk(node: Any, path: tuple[str, ...] = ()):
+    """Every mapping in the config with its key path, depth first."""
+    if isinstance(node, dict):
+        yield path, node
+        for key, value in node.items():
+            yield from _walk(value, (*path, str(key)))
+
+
+def _ordered_pairs(config: dict[str, Any]) -> list[str]:
+    """Every ``min_X`` / ``max_X`` pair of one section (min <= max; a max of 0 where 0 means
+    no limit is not compared) and every ``negative_votes`` / ``positive_votes`` pair (below)."""
     problems = []
-    for low, high in ORDERED_KEYS:
-        lo, hi = _get(config, low), _get(config, high)
-        if lo is not None and hi is not None and lo > hi:
-            problems.append(f"config keys {_key(low)} ({lo}) and {_key(high)} ({hi}): "
-                            f"{low[-1]} must not exceed {high[-1]}")
+    for path, node in _walk(config):
+        for key, low in node.items():
+            high_key = "max_" + key[4:] if key.startswith("min_") else None
+            high = node.get(high_key) if high_key else None
+            if _is_number(None, low) and _is_number(None, high) and high != 0 and low > high:
+                problems.append(f"config keys {_key((*path, key))} ({low}) and "
+                                f"{_key((*path, high_key))} ({high}): {key} must not exceed {high_key}")
+        neg, pos = node.get("negative_votes"), node.get("positive_votes")
+        if _is_integer(None, neg) and _is_integer(None, pos) and neg >= pos:
+            problems.append(f"config keys {_key((*path, 'negative_votes'))} ({neg}) and "
+                            f"{_key((*path, 'positive_votes'))} ({pos}): negative_votes must be "
+                            "below positive_votes")
+    return problems
+
+
+def _rules(root: dict[str, Any]) -> set[str]:
+    """The rules of the workflow: the schema's list and a score rule per filter."""
+    filters = root["properties"]["filters"]["properties"]["enabled"]["items"]["enum"]
+    return set(root["properties"]["resources"].get("x-rules", [])) | {f"score_{f}" for f in filters}
+
+
+def cross_field_problems(config: dict[str, Any]) -> list[str]:
+    """Constraints between keys that JSON Schema cannot say, each naming the key path."""
+    import difflib
+
+    problems = _ordered_pairs(config)
+    translate = _get(config, ("nmt", "translate")) or {}
+    if translate.get("method") != "kbest" and _is_integer(None, translate.get("n_best")) \
+            and _is_integer(None, translate.get("beam_size")) \
+            and translate["n_best"] > translate["beam_size"]:
+        problems.append(f"config keys nmt.translate.n_best ({translate['n_best']}) and "
+                        f"nmt.translate.beam_size ({translate['beam_size']}): a beam keeps at most "
+                        "beam_size hypotheses")
+    rules = _rules(schema())
+    for name in sorted(_get(config, ("resources",)) or {}):
+        if name not in rules:
+            near = difflib.get_close_matches(name, sorted(rules), n=1)
+            problems.append(f"config key resources.{name}: no rule is named {name!r}"
+                            + (f" (did you mean {near[0]!r}?)" if near else "")
+                            + "; its resources would be ignored")
     bitext, pairs = (_get(config, ("bitext", "corpora")) or {}), (_get(config, ("pairs", "corpora")) or {})
     for name in sorted(set(bitext) & set(pairs)):
         problems.append(f"config keys bitext.corpora.{name} and pairs.corpora.{name}: corpus "
@@ -176,6 +244,23 @@ def cross_field_problems(config: dict[str, Any]) -> list[str]:
             problems.append(f"config key {_key(where)}: {', '.join(map(repr, unknown))} "
                             f"{'is' if len(unknown) == 1 else 'are'} not in {kind} "
                             f"(known: {', '.join(sorted(allowed)) or 'none'})")
+    releases = {"default", *(_get(config, ("filters", "releases")) or {})}
+    named = [(("embed", "release"), _get(config, ("embed", "release"))),
+             (("lexicon", "release"), _get(config, ("lexicon", "release")))]
+    named += [(("embed", "sweep", "grid", "release"), r)
+              for r in (_get(config, ("embed", "sweep", "grid", "release")) or [])]
+    for where, release in named:
+        if isinstance(release, str) and release not in releases:
+            problems.append(f"config key {_key(where)}: no release is named {release!r} (default, "
+                            f"or one under filters.releases: {', '.join(sorted(releases))})")
+    for name, spec in pairs.items():
+        if isinstance(spec, dict) and spec.get("format") == "references" and spec.get("hypotheses"):
+            from paramill.pairs.names import systems  # pure Python: names and globs
+
+            try:
+                systems(spec["hypotheses"])
+            except (FileNotFoundError, ValueError) as exc:
+                problems.append(f"config key pairs.corpora.{name}.hypotheses: {exc}")
     selects = {"filters.select": _get(config, ("filters", "select")) or {}}
     for name, variant in (_get(config, ("filters", "releases")) or {}).items():
         selects[f"filters.releases.{name}"] = variant or {}

@@ -28,6 +28,54 @@ from paramill.settings import Settings, object_schema, section, setting
 from paramill.twitter.settings import TwitterSection
 
 RuleName = Annotated[str, {"pattern": "^[A-Za-z_][A-Za-z0-9_]*$"}]
+#: sbatch options: each -X or --name, with an optional value (=value or a separate word)
+#: made of characters no shell gives a meaning to
+_VALUE = "[A-Za-z0-9_.,:/@%+=-]+"
+_OPTION = f"(-[A-Za-z]|--[A-Za-z][A-Za-z0-9-]*)(={_VALUE}|[ \t]+(?!-){_VALUE})?"
+SBATCH_OPTIONS = f"^[ \t]*{_OPTION}([ \t]+{_OPTION})*[ \t]*$"
+#: a directory the pipeline writes under: not empty, not only slashes (the file system root)
+DIRECTORY = "^(?![ \t]*/*[ \t]*$)"
+DIRECTORY_EXPLAIN = {"x-explain": "must name a directory: not empty, not / (outputs would be "
+                                  "written under the file system root)"}
+#: every rule of rules/*.smk (a test keeps it equal to them): resources for another name
+#: would be dropped in silence
+RULES = (
+    "all",
+    "backtranslation_stats",
+    "bitext_stats",
+    "classifier_train",
+    "clean",
+    "corpus_analysis",
+    "diversity_stats",
+    "embed_export",
+    "embed_train",
+    "harvest",
+    "heldout",
+    "ingest",
+    "kenlm_train",
+    "lexicon",
+    "lexicon_simlex",
+    "nmt_convert",
+    "nmt_data",
+    "nmt_train",
+    "nmt_translate",
+    "pairs_ingest",
+    "pairs_stats",
+    "paraid_train",
+    "parascore_model",
+    "plot_bitext_outcomes",
+    "provenance_summary",
+    "score_by_method",
+    "select",
+    "spm_train",
+    "sts_data",
+    "sts_download",
+    "sts_eval",
+    "sweep",
+    "tokens",
+    "twitter_growth",
+    "twitter_month",
+)  # and score_<filter> for every filter
 
 
 @dataclass(frozen=True)
@@ -47,20 +95,33 @@ class RuleResources(Settings):
         None, "Partition for this rule's jobs (over the profile's default).", no_default=True,
         pattern="^[A-Za-z0-9_.-]+(,[A-Za-z0-9_.-]+)*$")
     slurm_extra: str = setting(
-        None, "Extra sbatch flags for this rule. Not for GPUs (use gpu/gres; the SLURM plugin "
-        "rejects --gres/--gpus here).", no_default=True, **{"not": {"pattern": "--(gres|gpus)"}})
+        None, "Extra sbatch flags for this rule, as options (--name=value, --name value, -X "
+        "value) whose values hold letters, digits and _ . , : / @ % + = - only: the SLURM plugin "
+        "submits through a shell, so nothing else reaches it. Not for GPUs (use gpu/gres; the "
+        "plugin rejects --gres/--gpus here).", no_default=True, pattern=SBATCH_OPTIONS,
+        **{"not": {"pattern": "--(gres|gpus)"}, "x-explain":
+           "not sbatch options of a safe form: each -X or --name with an optional value "
+           "(=value or one word) of letters, digits and _ . , : / @ % + = - (nothing a shell "
+           "would read: no $, `, ;, |, &, quotes, brackets or spaces inside a value)"})
 
 
 @dataclass(frozen=True)
 class PipelineConfig(Settings):
     work_dir: str = setting("work", "Directory for intermediate files (ingested and cleaned "
-                           "shards, keys, logs of stages).")
+                           "shards, keys, logs of stages).", pattern=DIRECTORY,
+                           **DIRECTORY_EXPLAIN)
     results: str = setting("results", "Directory for published outputs (stats, corpora, results "
-                           "tables).")
-    log_dir: str = setting("logs", "Directory for rule logs and benchmark files.")
+                           "tables).", pattern=DIRECTORY,
+                           **DIRECTORY_EXPLAIN)
+    log_dir: str = setting("logs", "Directory for rule logs and benchmark files.", pattern=DIRECTORY,
+                           **DIRECTORY_EXPLAIN)
     container: str = setting(
         "paramill.sif", "Image every job runs in when Snakemake is given --sdm apptainer: a "
-        ".sif file (scripts/build-container.sh apptainer) or a docker:// URI; ignored otherwise.")
+        ".sif file (scripts/build-container.sh apptainer) or a docker:// URI; ignored otherwise. "
+        "Letters, digits and _ . / : @ + - only (no spaces: the path reaches a shell).",
+        pattern="^[A-Za-z0-9_./:@+-]+$",
+        **{"x-explain": "an image path or URI of letters, digits and _ . / : @ + - only (no "
+                        "spaces or shell characters: it reaches a shell)"})
     bitext: BitextSection = section(BitextSection, "Bilingual (Czech-English) input corpora, "
                                     "ingest and cleaning.")
     pairs: PairsSection = section(
@@ -89,7 +150,8 @@ class PipelineConfig(Settings):
         factory=dict, doc="Per-rule threads and cluster resources, keyed by rule name; a rule "
         "takes its entry here over its built-in defaults. Example: {clean: {mem_mb: 16000, "
         "runtime: 240}}, {nmt_train: {gpu: 1, gpu_model: a100}}. Under SLURM these become the "
-        "job's request; locally `--resources gpu=N` limits how many GPU jobs run at once.")
+        "job's request; locally `--resources gpu=N` limits how many GPU jobs run at once.",
+        **{"x-rules": list(RULES)})
 
 
 def generate() -> dict[str, Any]:

@@ -182,7 +182,10 @@ def test_keys_that_only_choose_inputs_are_marked_for_the_rules():
     assert LexiconSettings.from_dict({"simlex": "x.txt", "release": "top-half"}).simlex == "x.txt"
 
 
-def test_pair_and_bitext_corpora_share_one_namespace():
+def test_pair_and_bitext_corpora_share_one_namespace(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    for name in ("hyp.a.en", "hyp.b.en"):
+        (tmp_path / name).write_text("x\n")
     with pytest.raises(config.ConfigError, match="bitext.corpora.x and pairs.corpora.x"):
         config.resolve({"bitext": {"corpora": {"x": {"format": "tsv", "path": "a.tsv"}}},
                         "pairs": {"corpora": {"x": {"format": "paranmt", "path": "b.txt"}}}})
@@ -209,3 +212,66 @@ def test_corpus_names_in_other_sections_must_be_configured_corpora():
     resolved = config.resolve({"bitext": bitext, "pairs": pairs, "nmt": {"train_corpora": ["news"]},
                                "filters": {"heldout": {"corpora": ["news", "mt"]}}})
     assert resolved["filters"]["heldout"]["corpora"] == ["news", "mt"]
+
+
+@pytest.mark.parametrize("given,message", [
+    ({"pairs": {"clean": {"min_tokens": 50, "max_tokens": 10}}},
+     "config keys pairs.clean.min_tokens (50) and pairs.clean.max_tokens (10): min_tokens must not exceed"),
+    ({"bitext": {"clean": {"min_tokens": 9, "max_tokens": 3}}}, "bitext.clean.min_tokens (9)"),
+    ({"work_dir": ""}, "config key work_dir: '' is refused: must name a directory"),
+    ({"results": "/"}, "config key results: '/' is refused"),
+    ({"log_dir": "  "}, "config key log_dir"),
+    ({"resources": {"nmt_trian": {"gpu": 1}}},
+     "config key resources.nmt_trian: no rule is named 'nmt_trian' (did you mean 'nmt_train'?)"),
+    ({"resources": {"score_kenlmm": {"mem_mb": 10}}}, "did you mean 'score_kenlm'?"),
+    ({"nmt": {"translate": {"n_best": 20, "beam_size": 12}}},
+     "nmt.translate.n_best (20) and nmt.translate.beam_size (12)"),
+    ({"twitter": {"dates": ["2026-02-30"]}},
+     "config key twitter.dates.0: '2026-02-30' is not a valid date"),
+    ({"lexicon": {"token_pattern": "[a-"}}, "config key lexicon.token_pattern: '[a-' is not a valid"),
+    ({"lexicon": {"word_pattern": "(?P<x"}}, "config key lexicon.word_pattern"),
+    ({"pairs": {"corpora": {"t": {"format": "twitter-url", "path": "x", "negative_votes": 4,
+                                   "positive_votes": 4}}}},
+     "pairs.corpora.t.negative_votes (4) and pairs.corpora.t.positive_votes (4)"),
+    ({"embed": {"release": "nope"}}, "config key embed.release: no release is named 'nope'"),
+    ({"lexicon": {"release": "nope"}}, "config key lexicon.release: no release is named 'nope'"),
+    ({"pairs": {"corpora": {"r": {"format": "references", "reference": "r.txt",
+                                   "hypotheses": ["nothing-here-*.txt"]}}}},
+     "config key pairs.corpora.r.hypotheses: no file matches 'nothing-here-*.txt'"),
+    ({"container": "my image.sif"}, "config key container: 'my image.sif' is refused"),
+    ({"resources": {"ingest": {"slurm_extra": "--nice=$(touch PWNED)0"}}},
+     "config key resources.ingest.slurm_extra: '--nice=$(touch PWNED)0' is refused"),
+    ({"resources": {"ingest": {"slurm_extra": "--comment=`id`"}}}, "resources.ingest.slurm_extra"),
+    ({"resources": {"ingest": {"slurm_extra": "--qos=high; rm -rf x"}}}, "resources.ingest.slurm_extra"),
+    ({"resources": {"ingest": {"slurm_extra": "--qos 'high'"}}}, "resources.ingest.slurm_extra"),
+    ({"resources": {"ingest": {"slurm_extra": "--qos=high\n--x"}}}, "resources.ingest.slurm_extra"),
+    ({"resources": {"ingest": {"slurm_extra": "--gres=gpu:1"}}}, "Not for GPUs"),
+])
+def test_cross_field_and_unsafe_values_are_refused_before_any_job_naming_the_key(given, message):
+    with pytest.raises(config.ConfigError) as info:
+        config.resolve(given)
+    assert message in str(info.value)
+
+
+@pytest.mark.parametrize("extra", ["--qos=high", "--account myproj -C a100", "--exclusive",
+                                   "--constraint=a100", "--mail-type=END,FAIL",
+                                   "--nice=10 --comment=run-7"])
+def test_sbatch_options_of_a_safe_form_are_accepted(extra):
+    assert config.resolve({"resources": {"ingest": {"slurm_extra": extra}}})[
+        "resources"]["ingest"]["slurm_extra"] == extra
+
+
+def test_the_schema_lists_exactly_the_workflow_rules():
+    """resources.RULE is checked against the schema's list: it must be the workflow's."""
+    import re
+
+    from paramill.schema import RULES
+
+    names = set()
+    for path in (REPO / "rules").glob("*.smk"):
+        names |= set(re.findall(r"^(?:rule|checkpoint) (\w+):", path.read_text(), re.M))
+    names |= set(re.findall(r"^rule (\w+):", (REPO / "Snakefile").read_text(), re.M))
+    assert set(RULES) == names
+    assert config.schema()["properties"]["resources"]["x-rules"] == list(RULES)
+    # a score rule per filter (rules/filters.smk makes them in a loop) is known too
+    assert config.resolve({"resources": {"score_dual_xent": {"gpu": 1}}})

@@ -78,8 +78,9 @@ class LexiconSettings(Settings):
     top_k: int = setting(10, "Neighbours listed per word.", minimum=1)
     token_pattern: str = setting(
         TOKEN_PATTERN,
-        'Regex of one token (default: paramill\'s tokeniser, which max_tokens counts with); e.g. "[\\w\'-]+|[^\\w\\s]" keeps don\'t and x-ray whole.')
-    word_pattern: str = setting(r"^\w[\w'-]*$", "Tokens matching this are words.")
+        'Regex of one token (default: paramill\'s tokeniser, which max_tokens counts with); e.g. "[\\w\'-]+|[^\\w\\s]" keeps don\'t and x-ray whole.', format="polars-regex")
+    word_pattern: str = setting(r"^\w[\w'-]*$", "Tokens matching this are words.",
+                                format="polars-regex")
     release: Name = setting(
         "default", "The released corpus to count in (default, or a name under filters.releases).",
         workflow=True)

@@ -17,7 +17,7 @@ def systems(hypotheses: dict[str, str] | list[str]) -> dict[str, str]:
     for entry in hypotheses:
         found = sorted(glob.glob(entry)) if glob.has_magic(entry) else [entry]
         if not found:
-            raise FileNotFoundError(entry)
+            raise FileNotFoundError(f"no file matches {entry!r}")
         files += [f for f in found if f not in files]
     if len(files) == 1:
         return {os.path.basename(files[0]): files[0]}

@@ -10,7 +10,7 @@ from paramill.twitter.harvest import HarvestSettings
 from paramill.twitter.identify import IdentifySettings
 from paramill.twitter.pairs import PairSettings
 
-Date = Annotated[str, {"pattern": "^[0-9]{4}-[0-9]{2}-[0-9]{2}$"}]
+Date = Annotated[str, {"pattern": "^[0-9]{4}-[0-9]{2}-[0-9]{2}$", "format": "date"}]
 
 
 @dataclass(frozen=True)
