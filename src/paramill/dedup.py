@@ -45,6 +45,26 @@ def spill(keys: np.ndarray, positions: np.ndarray, bits: int, handles: list) -> 
         data[which == b].tofile(handles[int(b)])
 
 
+def check_key_files(paths: list[Path]) -> None:
+    """Each file of earlier corpora's keys must be a Parquet file with an unsigned 64-bit
+    ``key`` column (what ``keys_out`` writes); anything else is an InputError naming it."""
+    import pyarrow.parquet as pq
+
+    from paramill.io import InputError, check_regular_file
+
+    for path in paths:
+        check_regular_file(path)
+        try:
+            schema = pq.read_schema(path)
+        except Exception as exc:  # pyarrow raises several types for a file that is not Parquet
+            raise InputError(path, None, f"not a readable Parquet key file ({exc})") from None
+        if "key" not in schema.names:
+            raise InputError(path, None, f"a key file needs a `key` column; it has {schema.names}")
+        if schema.field("key").type != pa.uint64():
+            raise InputError(path, None, f"column key holds {schema.field('key').type}, not uint64 "
+                                         "pair keys")
+
+
 def _prior_keys(paths: list[Path], lo: int, hi: int | None) -> np.ndarray:
     """Keys in [lo, hi) from the sorted key files of earlier corpora (row groups skipped by stats)."""
     if not paths:

@@ -52,16 +52,22 @@ class Settings:
     schema_extra: typing.ClassVar[dict[str, Any]] = {}
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]):
+    def from_dict(cls, data: dict[str, Any], where: str = ""):
+        """Built from a config slice or a verb's ``--settings`` JSON: a mapping whose keys and
+        values the class's schema allows (an error names the key and what is wrong)."""
+        if not isinstance(data, dict):
+            raise ValueError(f"{where or cls.__name__} settings must be an object of keys, not a "
+                             f"{type(data).__name__}")
         unknown = set(data) - set(cls.__dataclass_fields__)  # type: ignore[attr-defined]
         if unknown:
             raise ValueError(f"unknown {cls.__name__} keys: {sorted(unknown)}")
+        check_values(cls, data, where)
         return cls(**data)
 
     @classmethod
     def keys(cls) -> list[str]:
         """The config keys of this section (fields declared with setting or section)."""
-        return [f.name for f in dataclasses.fields(cls) if "doc" in f.metadata]  # type: ignore[arg-type]
+        return config_keys(cls)
 
     @classmethod
     def from_section(cls, data: dict[str, Any]):
@@ -70,6 +76,34 @@ class Settings:
 
 
 _SCALARS = {int: "integer", float: "number", bool: "boolean", str: "string", type(None): "null"}
+
+
+def config_keys(cls: type) -> list[str]:
+    """The config keys of a settings class (fields declared with setting or section)."""
+    return [f.name for f in dataclasses.fields(cls) if "doc" in f.metadata]
+
+
+def check_values(cls: type, data: dict[str, Any], where: str = "") -> None:
+    """Refuse values of the wrong type or out of range for ``cls``'s config keys (as the
+    config schema does), naming the key: a verb's JSON gets the same checks as the config."""
+    import jsonschema
+
+    keys = set(config_keys(cls))
+    given = {k: v for k, v in data.items() if k in keys}
+    node = object_schema(cls, defaults=False)
+    node.pop("required", None)
+    node.pop("allOf", None)  # cross-key conditions: the class's own check() says them
+    checker = jsonschema.Draft202012Validator.TYPE_CHECKER.redefine_many({
+        "array": lambda _, v: isinstance(v, (list, tuple)),
+        "integer": lambda _, v: isinstance(v, int) and not isinstance(v, bool),
+        "object": lambda _, v: isinstance(v, dict) or dataclasses.is_dataclass(v)})
+    validator = jsonschema.validators.extend(jsonschema.Draft202012Validator,
+                                             type_checker=checker)(node)
+    errors = sorted(validator.iter_errors(given), key=lambda e: list(map(str, e.path)))
+    if errors:
+        error = errors[0]
+        key = ".".join(str(p) for p in (*([where] if where else []), *error.absolute_path))
+        raise ValueError(f"setting {key or cls.__name__}: {error.message}")
 
 
 def _jsonable(value: Any) -> Any:

@@ -226,3 +226,97 @@ def test_a_corpus_can_keep_its_duplicates_to_compare_systems(write_file, tmp_pat
     kept = _ingest(tmp_path, "k", {**spec, "dedup": False})
     assert kept["by_method"]["b"] == {"kept": 2} and kept["kept"] == 4
     assert pl.read_parquet(tmp_path / "k/keys.parquet").height == 0
+
+
+# -- strict parsing: labels, scores, votes, headers, specs (trust, round 2) --------------
+
+def test_parquet_labels_are_parsed_strictly(tmp_path):
+    path = tmp_path / "l.parquet"
+    labels = ["1", "0", "no", "false", "TRUE", "2", "-1", None]
+    pq.write_table(pa.table({"s1": [f"r{i}" for i in range(8)], "s2": [f"c{i}" for i in range(8)],
+                             "label": labels}), path)
+    got = list(read_parquet(str(path)))
+    assert [(c.label, c.reason) for c in got] == [
+        (1, None), (0, None), (None, "bad_label"), (0, None), (1, None), (None, "bad_label"),
+        (None, "bad_label"), (None, None)]
+    assert got[2].detail == "column label: label 'no' is not 0/1/true/false"
+    ints = tmp_path / "i.parquet"
+    pq.write_table(pa.table({"s1": ["a", "b", "c"], "s2": ["x", "y", "z"], "label": [1, 2, -1]}), ints)
+    assert [c.reason for c in read_parquet(str(ints))] == [None, "bad_label", "bad_label"]
+    flags = tmp_path / "b.parquet"
+    pq.write_table(pa.table({"s1": ["a", "b"], "s2": ["x", "y"], "label": [True, False]}), flags)
+    assert [c.label for c in read_parquet(str(flags))] == [1, 0]
+
+
+def test_parquet_text_and_score_columns_are_checked(tmp_path):
+    numbers = tmp_path / "n.parquet"
+    pq.write_table(pa.table({"s1": [1, 2], "s2": ["x", "y"]}), numbers)
+    with pytest.raises(InputError, match=r"n.parquet: column s1 holds int64, not text"):
+        list(read_parquet(str(numbers)))
+    scores = tmp_path / "s.parquet"
+    pq.write_table(pa.table({"s1": ["a", "b", "c", "d"], "s2": ["w", "x", "y", "z"],
+                             "score": ["0.5", "high", "1_0", "nan"]}), scores)
+    got = list(read_parquet(str(scores)))
+    assert [(c.score, c.reason) for c in got] == [(0.5, None), (None, "bad_score"),
+                                                  (None, "bad_score"), (None, "bad_score")]
+    assert got[1].detail == "column score: score 'high' is not a finite number"
+
+
+@pytest.mark.parametrize("score", ["1_0", "١٢", "５", "nan", "inf", "0x1p3", "1.2.3", ""])
+def test_scores_are_plain_ascii_decimals(write_file, score):
+    path = write_file("p.txt", [f"A b.\tC d.\t{score}", "A b.\tC d.\t-1.5e-2"])
+    got = rows(read_paranmt(str(path)))
+    assert got[0][-1] == "bad_score" and got[1][5] == -0.015
+
+
+@pytest.mark.parametrize("votes,reason", [("(0, 0)", "bad_votes"), ("(7, 6)", "bad_votes"),
+                                          ("(٣, 6)", "bad_votes"), ("(3,6)", "debatable"),
+                                          ("( 5 , 6 )", None)])
+def test_twitter_url_votes_are_checked_not_divided_by_zero(write_file, votes, reason):
+    path = write_file("u.tsv", [f"one two three\tfour five six\t{votes}\thttp://x"])
+    (got,) = list(read_twitter_url(str(path), keep="all"))
+    assert got.reason == reason
+    if reason is None:
+        assert got.score == 5 / 6 and got.label == 1
+
+
+def test_a_header_naming_a_column_twice_is_refused_in_both_readers(write_file):
+    from paramill.bitext.readers import read_tsv as read_bitext_tsv
+
+    bitext = write_file("b.tsv", ["cs\ten\ten", "Ahoj.\tHello.\tHi."])
+    with pytest.raises(InputError, match=r"b.tsv:1: header .* names en more than once"):
+        list(read_bitext_tsv(str(bitext), header=True))
+    pairs = write_file("p.tsv", ["s1\ts2\tx\tx", "a\tb\tc\td"])
+    with pytest.raises(InputError, match=r"p.tsv:1: columns .* name x more than once"):
+        list(read_tsv(str(pairs), header=True))
+
+
+@pytest.mark.parametrize("spec,message", [
+    ("[1, 2]", "pairs.corpora.c: a corpus is an object of keys, not a list"),
+    ('{"format": "tsv", "path": "x", "colour": 1}', "pairs.corpora.c: unknown keys ['colour']"),
+    ('{"format": "twitter-url", "path": "x", "positive_votes": "4"}',
+     "setting pairs.corpora.c.positive_votes: '4' is not of type 'integer'"),
+    ('{"format": "tsv", "path": "x", "header": "false"}',
+     "setting pairs.corpora.c.header: 'false' is not of type 'boolean'"),
+])
+def test_a_bad_spec_is_one_error_naming_the_key(tmp_path, capfd, spec, message):
+    from paramill.cli import main
+
+    code = main(["pairs", "ingest", "--corpus", "c", "--spec", spec, "--out", str(tmp_path / "o")])
+    err = capfd.readouterr().err
+    assert code == 2 and f"paramill pairs ingest: error: {message}" in err, err
+    assert "Traceback" not in err and not (tmp_path / "o").exists()
+
+
+def test_a_prior_keys_file_without_a_key_column_is_refused(write_file, tmp_path):
+    path = write_file("p.txt", ["He left.\tHe went away.\t0.83"])
+    bad = tmp_path / "keys.parquet"
+    pq.write_table(pa.table({"hash": pa.array([1], pa.uint64())}), bad)
+    spec = PairCorpusSpec.from_dict("c", {"format": "paranmt", "path": str(path)})
+    with pytest.raises(InputError, match=r"keys.parquet: a key file needs a `key` column"):
+        ingest_pairs(spec, tmp_path / "o", PairCleanSettings(), PairIngestSettings(), [bad])
+    signed = tmp_path / "signed.parquet"
+    pq.write_table(pa.table({"key": pa.array([1], pa.int64())}), signed)
+    with pytest.raises(InputError, match=r"column key holds int64, not uint64"):
+        ingest_pairs(spec, tmp_path / "o", PairCleanSettings(), PairIngestSettings(), [signed])
+    assert not (tmp_path / "o").exists()

@@ -34,7 +34,7 @@ import pyarrow as pa
 from paramill import text
 from paramill.bitext.ingest import REJECTED_NAME, STATS_NAME
 from paramill.bitext.schema import BITEXT, KEYS, REJECTED
-from paramill.dedup import DUP_HERE, KEEP, bucket_bits, dedup_buckets, pair_keys, spill
+from paramill.dedup import DUP_HERE, KEEP, bucket_bits, check_key_files, dedup_buckets, pair_keys, spill
 from paramill.io import (ShardWriter, TableWriter, atomic_output, iter_parquet_batches,
                          parquet_rows, read_json, scratch_dir, write_json)
 from paramill.progress import progress
@@ -118,6 +118,7 @@ def clean(corpus: str, ingest_dir: str | Path, shards_dir: str | Path, rejected_
     in_shards = sorted(ingest_dir.glob("shard-*.parquet"))
     ingest_stats = read_json(ingest_dir / STATS_NAME)
     prior = [Path(p) for p in prior_key_files]
+    check_key_files(prior)  # before any work
     run = Run(rule=rule, params={"corpus": corpus, **asdict(settings), "shard_size": shard_size},
               inputs=[ingest_dir, *prior])
     n_in = parquet_rows(in_shards)

@@ -15,9 +15,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
+from paramill import fields as strict
 from paramill.io import (REJECTED_TEXT_CHARS, InputError, LineStream, decode_line as _decode,
                          shown_text as _shown)
-from paramill.settings import setting
+from paramill.settings import check_values, config_keys, setting
 
 FORMATS = ("czeng1", "czeng2", "moses", "tsv")
 
@@ -48,6 +49,14 @@ class CorpusSpec:
 
     @classmethod
     def from_dict(cls, name: str, spec: dict[str, Any]) -> CorpusSpec:
+        where = f"bitext.corpora.{name}"
+        if not isinstance(spec, dict):
+            raise ValueError(f"{where}: a corpus is an object of keys, not a {type(spec).__name__}")
+        if unknown := sorted(set(spec) - set(config_keys(cls))):
+            raise ValueError(f"{where}: unknown keys {unknown} (known: {', '.join(config_keys(cls))})")
+        if "format" not in spec:
+            raise ValueError(f"{where}: no format")
+        check_values(cls, spec, where)
         columns = spec.get("columns")
         made = cls(name=name, format=spec["format"], path=spec.get("path"), cs=spec.get("cs"),
                    en=spec.get("en"), columns=tuple(columns) if columns else None,
@@ -106,6 +115,8 @@ def _read_columns(path: str, max_line_bytes: int, columns: tuple[str, ...] | Non
         if names is not None and found != names:
             raise InputError(path, 1, f"header {list(found)} differs from configured columns {list(names)}")
         names = found
+        if twice := strict.repeated(names):
+            raise InputError(path, 1, f"header {list(names)} names {', '.join(twice)} more than once")
         if not {cs_name, en_name} <= set(names):
             raise InputError(path, 1, f"header {list(names)} has no `{cs_name}` and `{en_name}` columns")
     assert names is not None

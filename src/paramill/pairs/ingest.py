@@ -32,7 +32,7 @@ import pyarrow as pa
 from paramill import text
 from paramill.bitext.clean import first_reason
 from paramill.bitext.schema import KEYS
-from paramill.dedup import DUP_HERE, KEEP, KeySpill, pair_keys
+from paramill.dedup import DUP_HERE, KEEP, KeySpill, check_key_files, pair_keys
 from paramill.io import (ShardWriter, TableWriter, atomic_output, iter_parquet_batches,
                          parquet_rows, scratch_dir, sha256_file, write_json)
 from paramill.pairs.readers import PairCorpusSpec, RawCandidate, read_pairs
@@ -154,6 +154,7 @@ def ingest_pairs(spec: PairCorpusSpec, out_dir: str | Path,
     digests = {f: sha256_file(f) for f in files}
     prefix = f"{spec.name}-{source_digest(files, digests)}-"
     prior = [p / KEYS_NAME if p.is_dir() else p for p in map(Path, prior_key_files)]
+    check_key_files(prior)  # before any work
     run = Run(rule=rule, params={"corpus": spec.name, "spec": asdict(spec),
                                  "clean": asdict(clean), **asdict(settings)},
               inputs=[*files, *prior], known_digests=digests)

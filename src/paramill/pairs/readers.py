@@ -11,23 +11,21 @@ without ``s1``/``s2``) raises :class:`~paramill.io.InputError` naming the file a
 
 from __future__ import annotations
 
-import math
-import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, ClassVar, Literal
 
+from paramill import fields as strict
 from paramill.io import (REJECTED_TEXT_CHARS, InputError, LineStream, check_regular_file,
                          decode_line, shown_text)
 from paramill.pairs.names import systems
-from paramill.settings import setting
+from paramill.settings import check_values, config_keys, setting
 
 FORMATS = ("paranmt", "parabank2", "tsv", "parquet", "references", "twitter-url")
 #: ParaBank 2 lists at most this many paraphrases after the reference
 PARABANK2_MAX = 5
 #: names a tsv/parquet column may carry for the reference and the paraphrase
 REF_NAMES, CAND_NAMES = ("s1", "en_ref", "reference"), ("s2", "candidate", "paraphrase")
-_VOTES = re.compile(r"^\(\s*(\d+)\s*,\s*(\d+)\s*\)$")
 
 
 @dataclass(frozen=True)
@@ -85,7 +83,13 @@ class PairCorpusSpec:
 
     @classmethod
     def from_dict(cls, name: str, spec: dict[str, Any]) -> PairCorpusSpec:
-        known = {k: v for k, v in spec.items() if k in cls.__dataclass_fields__}
+        where = f"pairs.corpora.{name}"
+        if not isinstance(spec, dict):
+            raise ValueError(f"{where}: a corpus is an object of keys, not a {type(spec).__name__}")
+        if unknown := sorted(set(spec) - set(config_keys(cls))):
+            raise ValueError(f"{where}: unknown keys {unknown} (known: {', '.join(config_keys(cls))})")
+        check_values(cls, spec, where)
+        known = dict(spec)
         if isinstance(known.get("columns"), list):
             known["columns"] = tuple(known["columns"])
         if isinstance(known.get("hypotheses"), list):
@@ -161,12 +165,7 @@ def _bad(line_no: int, fields: list[str], method: str, path: str, reason: str,
                         detail=detail)
 
 
-def _score(value: str) -> float | None:
-    try:
-        score = float(value)
-    except ValueError:
-        return None
-    return score if math.isfinite(score) else None
+_score = strict.number
 
 
 def read_paranmt(path: str, method: str = "paranmt",
@@ -180,7 +179,7 @@ def read_paranmt(path: str, method: str = "paranmt",
                        f"expected 3 tab-separated columns, found {len(fields)}")
         elif (score := _score(fields[2])) is None:
             yield _bad(line_no, fields, method, path, "bad_score",
-                       f"score {fields[2][:40]!r} is not a number")
+                       f"column 3: score {fields[2][:40]!r} is not a finite decimal number")
         else:
             yield RawCandidate(line_no, fields[0], fields[1], method, 1, score, source_file=path)
 
@@ -200,7 +199,7 @@ def read_parabank2(path: str, method: str = "parabank2",
                        f"found {len(fields)} columns")
         elif (score := _score(fields[0])) is None:
             yield _bad(line_no, fields, method, path, "bad_score",
-                       f"score {fields[0][:40]!r} is not a number")
+                       f"column 1: score {fields[0][:40]!r} is not a finite decimal number")
         else:
             for rank, paraphrase in enumerate(paraphrases, 1):
                 yield RawCandidate(line_no, fields[1], paraphrase, method, rank, score,
@@ -208,6 +207,8 @@ def read_parabank2(path: str, method: str = "parabank2",
 
 
 def _column_roles(names: tuple[str, ...], path: str, line: int | None) -> dict[str, int]:
+    if twice := strict.repeated(names):
+        raise InputError(path, line, f"columns {list(names)} name {', '.join(twice)} more than once")
     roles: dict[str, int] = {}
     for role, choices in (("en_ref", REF_NAMES), ("candidate", CAND_NAMES),
                           ("score", ("score",)), ("label", ("label",))):
@@ -222,9 +223,7 @@ def _column_roles(names: tuple[str, ...], path: str, line: int | None) -> dict[s
     return roles
 
 
-def _label(value: str) -> int | None:
-    value = value.strip().lower()
-    return {"1": 1, "0": 0, "true": 1, "false": 0}.get(value)
+_label = strict.label
 
 
 def read_tsv(path: str, columns: tuple[str, ...] | None = None, header: bool = False,
@@ -257,11 +256,13 @@ def read_tsv(path: str, columns: tuple[str, ...] | None = None, header: bool = F
         score = label = None
         if "score" in roles and (score := _score(fields[roles["score"]])) is None:
             yield _bad(line_no, fields, method, path, "bad_score",
-                       f"score {fields[roles['score']][:40]!r} is not a number")
+                       f"column {names[roles['score']]}: score {fields[roles['score']][:40]!r} "
+                       "is not a finite decimal number")
             continue
         if "label" in roles and (label := _label(fields[roles["label"]])) is None:
             yield _bad(line_no, fields, method, path, "bad_label",
-                       f"label {fields[roles['label']][:40]!r} is not 0/1/true/false")
+                       f"column {names[roles['label']]}: label {fields[roles['label']][:40]!r} "
+                       "is not 0/1/true/false")
             continue
         yield RawCandidate(line_no, fields[roles["en_ref"]], fields[roles["candidate"]], method,
                            1, score, label, source_file=path)
@@ -271,6 +272,7 @@ def read_parquet(path: str, method: str = "parquet", batch_rows: int = 50000
                  ) -> Iterator[RawCandidate]:
     """A Parquet file with ``s1``/``s2`` (optional ``score``, ``label``), read by row group;
     ``line_no`` is the row number counted from 1."""
+    import pyarrow as pa
     import pyarrow.parquet as pq
 
     check_regular_file(path)
@@ -278,8 +280,13 @@ def read_parquet(path: str, method: str = "parquet", batch_rows: int = 50000
         handle = pq.ParquetFile(path, pre_buffer=False)  # see paramill.io.iter_parquet_batches
     except Exception as exc:  # pyarrow raises several types for a file that is not Parquet
         raise InputError(path, None, f"not a readable Parquet file ({exc})") from None
-    names = tuple(handle.schema_arrow.names)
+    schema = handle.schema_arrow
+    names = tuple(schema.names)
     roles = _column_roles(names, path, None)
+    for role in ("en_ref", "candidate"):
+        kind = schema.field(roles[role]).type
+        if not (pa.types.is_string(kind) or pa.types.is_large_string(kind)):
+            raise InputError(path, None, f"column {names[roles[role]]} holds {kind}, not text")
     wanted = [names[roles[r]] for r in ("en_ref", "candidate", "score", "label") if r in roles]
     row = 0
     for batch in handle.iter_batches(batch_size=batch_rows, columns=wanted):
@@ -287,15 +294,21 @@ def read_parquet(path: str, method: str = "parquet", batch_rows: int = 50000
         refs, cands = data[names[roles["en_ref"]]], data[names[roles["candidate"]]]
         scores = data[names[roles["score"]]] if "score" in roles else [None] * len(refs)
         labels = data[names[roles["label"]]] if "label" in roles else [None] * len(refs)
-        for ref, cand, score, label in zip(refs, cands, scores, labels):
+        for ref, cand, given_score, given_label in zip(refs, cands, scores, labels):
             row += 1
-            if score is not None and not math.isfinite(float(score)):
+            score = None if given_score is None else strict.number(given_score)
+            if given_score is not None and score is None:
                 yield RawCandidate(row, ref, cand, method, source_file=path, reason="bad_score",
-                                   detail=f"score {score!r} is not finite")
+                                   detail=f"column {names[roles['score']]}: score "
+                                          f"{str(given_score)[:40]!r} is not a finite number")
                 continue
-            yield RawCandidate(row, ref, cand, method, 1,
-                               None if score is None else float(score),
-                               None if label is None else int(bool(label)), source_file=path)
+            label = None if given_label is None else strict.label(given_label)
+            if given_label is not None and label is None:
+                yield RawCandidate(row, ref, cand, method, source_file=path, reason="bad_label",
+                                   detail=f"column {names[roles['label']]}: label "
+                                          f"{str(given_label)[:40]!r} is not 0/1/true/false")
+                continue
+            yield RawCandidate(row, ref, cand, method, 1, score, label, source_file=path)
     if row == 0:
         raise InputError(path, None, "file has no rows")
 
@@ -342,31 +355,31 @@ def read_twitter_url(path: str, positive_votes: int = 4, negative_votes: int = 2
     """``s1 \\t s2 \\t (n, 6) \\t url``: n >= positive_votes is a paraphrase (label 1),
     n <= negative_votes is not (label 0), anything between is rejected as debatable; with
     ``keep="positive"`` the non-paraphrases are rejected as ``not_paraphrase``."""
-    for line_no, fields in _fields(LineStream(path, max_line_bytes), method):
-        if isinstance(fields, RawCandidate):
-            yield fields
+    for line_no, columns in _fields(LineStream(path, max_line_bytes), method):
+        if isinstance(columns, RawCandidate):
+            yield columns
             continue
-        if len(fields) != 4:
-            yield _bad(line_no, fields, method, path, "column_count",
-                       f"expected 4 tab-separated columns, found {len(fields)}")
+        if len(columns) != 4:
+            yield _bad(line_no, columns, method, path, "column_count",
+                       f"expected 4 tab-separated columns, found {len(columns)}")
             continue
-        votes = _VOTES.match(fields[2].strip())
-        if not votes or int(votes.group(1)) > int(votes.group(2)):
-            yield _bad(line_no, fields, method, path, "bad_votes",
-                       f"votes {fields[2][:40]!r} are not (n, total) with n <= total")
+        found = strict.votes(columns[2])
+        if found is None:
+            yield _bad(line_no, columns, method, path, "bad_votes",
+                       f"column 3: votes {columns[2][:40]!r} are not (n, total) with "
+                       "0 <= n <= total and total >= 1")
             continue
-        n = int(votes.group(1))
-        ref, cand = fields[0].strip(), fields[1].strip()
+        n, total = found
+        ref, cand = columns[0].strip(), columns[1].strip()
         label = 1 if n >= positive_votes else 0 if n <= negative_votes else None
         if label is None:
             yield RawCandidate(line_no, ref, cand, method, source_file=path,
-                               reason="debatable", detail=f"{n} votes of {votes.group(2)}")
+                               reason="debatable", detail=f"{n} votes of {total}")
         elif label == 0 and keep == "positive":
             yield RawCandidate(line_no, ref, cand, method, label=0, source_file=path,
-                               reason="not_paraphrase", detail=f"{n} votes of {votes.group(2)}")
+                               reason="not_paraphrase", detail=f"{n} votes of {total}")
         else:
-            yield RawCandidate(line_no, ref, cand, method, 1, n / int(votes.group(2)), label,
-                               source_file=path)
+            yield RawCandidate(line_no, ref, cand, method, 1, n / total, label, source_file=path)
 
 
 def read_pairs(spec: PairCorpusSpec, max_line_bytes: int = 65536,
