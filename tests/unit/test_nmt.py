@@ -510,3 +510,17 @@ def test_gpu_training_runs_opennmt_steps_on_cuda(tiny, tmp_path):
     summary = train_nmt("cs-en", tiny["root"] / "data", *tiny["spm"], tmp_path / "m.pt",
                         tmp_path / "work", TINY_MODEL, tiny_train(20))
     assert summary["gpus"] >= 1 and summary["step"] == 20 and (tmp_path / "m.pt").stat().st_size
+
+
+def test_paths_with_both_quotes_and_yaml_syntax_train(tiny, tmp_path):
+    """OpenNMT-py re-reads option values as YAML: it sees only plain relative names."""
+    import shutil
+
+    odd = tmp_path / "it's \"odd\": [x] #1"
+    shutil.copytree(tiny["root"] / "data", odd / "data")
+    spm = [shutil.copyfile(p, odd / f"{lang} 'spm\".model") for p, lang in zip(tiny["spm"], ("cs", "en"))]
+    summary = train_nmt("cs-en", odd / "data", *spm, odd / "model.pt", odd / "work \"w'",
+                        TINY_MODEL, tiny_train(10))
+    assert summary["step"] == 10 and (odd / "model.pt").stat().st_size
+    cfg = (odd / "work \"w'" / "opennmt.yaml").read_text()
+    assert "odd" not in cfg and "inputs/data/train.cs" in cfg

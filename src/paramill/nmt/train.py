@@ -84,14 +84,17 @@ def split_direction(direction: str) -> tuple[str, str]:
 
 
 def opennmt_config(direction: str, data_dir: Path, src_spm: Path, tgt_spm: Path, work: Path,
-                   model: ModelSettings, train: TrainSettings, gpus: int) -> dict[str, Any]:
-    """The OpenNMT-py YAML for one direction. Subword regularisation samples the source
-    side while training (``subword_nbest``/``alpha``); the target side stays Viterbi."""
+                   model: ModelSettings, train: TrainSettings, gpus: int,
+                   base: Path = Path(".")) -> dict[str, Any]:
+    """The OpenNMT-py YAML for one direction (paths as OpenNMT-py will see them, from its
+    working folder ``base``). Subword regularisation samples the source side while
+    training (``subword_nbest``/``alpha``); the target side stays Viterbi."""
     src, tgt = split_direction(direction)
     data: dict[str, Any] = {"corpus_1": {"path_src": str(data_dir / f"train.{src}"),
                                          "path_tgt": str(data_dir / f"train.{tgt}"),
                                          "transforms": ["sentencepiece"]}}
-    if (data_dir / f"valid.{src}").exists() and (data_dir / f"valid.{src}").stat().st_size:
+    valid = base / data_dir / f"valid.{src}"
+    if valid.exists() and valid.stat().st_size:
         data["valid"] = {"path_src": str(data_dir / f"valid.{src}"),
                          "path_tgt": str(data_dir / f"valid.{tgt}"),
                          "transforms": ["sentencepiece"]}
@@ -173,22 +176,31 @@ def _tool(name: str, seed: int) -> list[str]:
     return [sys.executable, "-m", "paramill.nmt.launch", name, str(seed)]
 
 
-def _relative(path: Path) -> Path:
-    """``path`` relative to the working directory when it lies below it: OpenNMT-py keeps
-    its options in every checkpoint, and an absolute folder would make the same model
-    differ byte for byte between two copies of a project."""
-    path = path.absolute()
-    try:
-        return path.relative_to(Path.cwd())
-    except ValueError:
-        return path
+#: the inputs as OpenNMT-py sees them: links in its working folder with plain names
+INPUT_LINKS = {"data": Path("inputs/data"), "src_spm": Path("inputs/source.model"),
+               "tgt_spm": Path("inputs/target.model")}
 
 
-def _run(cmd: list[str], env: dict[str, str]) -> dict[str, float]:
-    """Run an OpenNMT tool, echoing its output; returns the last validation figures."""
+def link_inputs(work: Path, data_dir: Path, src_spm: Path, tgt_spm: Path) -> dict[str, Path]:
+    """Links in ``work`` to the training inputs, under plain names. OpenNMT-py runs in
+    ``work`` and sees only these relative names: it re-reads option values as YAML, so a
+    path holding both quote characters (or other YAML syntax) would break it, and its
+    options are kept in every checkpoint, where an absolute folder would make the same
+    model differ byte for byte between two copies of a project."""
+    (work / "inputs").mkdir(parents=True, exist_ok=True)
+    for key, target in (("data", data_dir), ("src_spm", src_spm), ("tgt_spm", tgt_spm)):
+        link = work / INPUT_LINKS[key]
+        if link.is_symlink() or link.exists():
+            link.unlink()
+        link.symlink_to(Path(target).absolute())
+    return INPUT_LINKS
+
+
+def _run(cmd: list[str], env: dict[str, str], cwd: Path) -> dict[str, float]:
+    """Run an OpenNMT tool in ``cwd``, echoing its output; returns the last validation figures."""
     figures: dict[str, float] = {}
     proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                            text=True, bufsize=1)
+                            text=True, bufsize=1, cwd=cwd)
     assert proc.stdout is not None
     for line in proc.stdout:
         sys.stderr.write(line)
@@ -216,23 +228,25 @@ def train(direction: str, data_dir: str | Path, src_spm: str | Path, tgt_spm: st
         shutil.rmtree(work)
     work.mkdir(parents=True, exist_ok=True)
     stamp.write_text(fingerprint + "\n")
-    cfg = opennmt_config(direction, _relative(data_dir), _relative(Path(src_spm)),
-                         _relative(Path(tgt_spm)), _relative(work), model, train, gpus)
+    links = link_inputs(work, data_dir, Path(src_spm), Path(tgt_spm))
+    cfg = opennmt_config(direction, links["data"], links["src_spm"], links["tgt_spm"], Path("."),
+                         model, train, gpus, base=work)
     cfg_path = work / "opennmt.yaml"
     cfg_path.write_text(yaml.safe_dump(cfg, sort_keys=False))
     env = {**os.environ, "TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD": "1"}
     run = Run(rule=rule, params={**params, "gpus": gpus},
               inputs=[data_dir, src_spm, tgt_spm])
     if not (work / "vocab.src").exists() or not (work / "vocab.tgt").exists():
-        _run([*_tool("build_vocab", train.seed), "-config", str(cfg_path), "-n_sample", "-1"], env)
+        _run([*_tool("build_vocab", train.seed), "-config", cfg_path.name, "-n_sample", "-1"], env,
+             work)
     done = checkpoints(work)
     figures: dict[str, float] = {}
     if not done or done[-1][0] < train.train_steps:
-        cmd = [*_tool("train", train.seed), "-config", str(cfg_path)]
+        cmd = [*_tool("train", train.seed), "-config", cfg_path.name]
         if done:
             print(f"nmt train {direction}: resuming from step {done[-1][0]}", file=sys.stderr)
-            cmd += ["-train_from", str(done[-1][1])]
-        figures = _run(cmd, env)
+            cmd += ["-train_from", done[-1][1].name]
+        figures = _run(cmd, env, work)
     step, final = checkpoints(work)[-1]
     with atomic_output(out_model, prov_path(out_model)) as (tmp, tmp_prov):
         shutil.copyfile(final, tmp)
