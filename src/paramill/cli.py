@@ -125,6 +125,14 @@ def _early_threads(argv: list[str] | None) -> None:
     device.limit_threads(known.threads or device.threads())
 
 
+def _error(command: str, message: str) -> None:
+    """The one error line, on a line of its own (a progress bar in the log is ended first)."""
+    from paramill.progress import end_all
+
+    end_all()
+    print(f"paramill {command}: error: {message}", file=sys.stderr, flush=True)
+
+
 def main(argv: list[str] | None = None) -> int:
     _early_threads(argv)
     from paramill.config import ConfigError
@@ -136,11 +144,11 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return args.func(args)
     except (InputError, ConfigError, ValueError) as exc:
-        print(f"paramill {command}: error: {exc}", file=sys.stderr)
+        _error(command, str(exc))
         return EXIT_INPUT_ERROR
     except OSError as exc:  # a disk full (ENOSPC), a file that cannot be opened or written
         where = f"{exc.filename}: " if exc.filename else ""
-        print(f"paramill {command}: error: {where}{exc.strerror or exc}", file=sys.stderr)
+        _error(command, f"{where}{exc.strerror or exc}")
         return EXIT_INPUT_ERROR
     finally:
         if main_thread:

@@ -187,3 +187,22 @@ def test_threads_below_one_is_a_usage_error(capsys):
     with pytest.raises(SystemExit) as stop:
         main(["--threads", "0", "config", "schema"])
     assert stop.value.code == 2 and "--threads must be at least 1" in capsys.readouterr().err
+
+
+def test_an_error_starts_its_own_line_after_a_progress_bar(tmp_path, capfd, monkeypatch):
+    """A job log holds the bar's unterminated line; the error must still begin a line, so
+    `grep ^paramill` finds it."""
+    import gzip
+
+    monkeypatch.setenv("PARAMILL_PROGRESS", "1")
+    lines = "".join(f"{i}\t0.9\tVěta číslo {i}.\tSentence number {i}.\n" for i in range(20000))
+    whole = gzip.compress(lines.encode(), mtime=0)
+    src = tmp_path / "cut.tsv.gz"
+    src.write_bytes(whole[: len(whole) // 2])  # cut in the middle of the stream
+    code = main(["bitext", "ingest", "--corpus", "c", "--spec",
+                 json.dumps({"format": "czeng1", "path": str(src)}), "--out", str(tmp_path / "o")])
+    err = capfd.readouterr().err
+    assert code == 2
+    assert "ingest c" in err or "lines" in err  # the bar was drawn before the failure
+    errors = [line for line in err.split("\n") if "error:" in line]
+    assert errors and all(line.startswith("paramill bitext ingest: error:") for line in errors), errors
