@@ -89,7 +89,8 @@ from paramill.embed.model import ModelSpec
 from paramill.embed.train import TrainSettings, train
 from paramill.embed.data import PairSource
 s = TrainSettings(epochs={epochs}, batch_size={batch}, megabatch={megabatch}, margin=0.4,
-                  learning_rate=0.001, grad_clip=1.0, scramble_rate=0.0, seed=1)
+                  learning_rate=0.001, grad_clip=1.0, scramble_rate=0.0, seed=1,
+                  device={device!r})
 summary = train(PairSource.from_files([{pairs!r}], drop_identical=False), {out!r},
                 ModelSpec(components=({component!r},), dim={dim}, hidden={hidden}, init_std={init_std},
                           units={units!r}), s)
@@ -170,7 +171,8 @@ def train_paramill(args, tmp: Path, data: Path, sts: list, init_std: float) -> d
         src=str(REPO / "src"), threads=args.threads, epochs=args.epochs, batch=args.batch,
         megabatch=args.megabatch, pairs=str(data), out=str(model_path), dim=args.dim,
         component={"word": "word", "lstm": "blstm", "trigram": "trigram"}[args.model],
-        hidden=args.hidden, init_std=init_std, units=args.units, peak=PEAK_RSS_MB)], cwd=tmp,
+        hidden=args.hidden, init_std=init_std, units=args.units, peak=PEAK_RSS_MB,
+        device=args.device)], cwd=tmp,
         env={**os.environ, "PARAMILL_PROGRESS": "0"})
     summary = json.loads(re.search(r"SUMMARY (.*)", out).group(1))
     peak = float(re.search(r"PEAK_RSS_MB ([0-9.]+)", out).group(1))
@@ -213,6 +215,9 @@ def main() -> None:
                              "vocabulary 50,000 soft, coverage 0.995; paramill: units sp with "
                              "the same settings)")
     parser.add_argument("--threads", type=int, default=len(os.sched_getaffinity(0)))
+    parser.add_argument("--device", choices=["cpu", "cuda"], default="cpu",
+                        help="both sides train here: paramill's device, and the reference's "
+                             "--gpu 1 on cuda (--gpu 0 on cpu)")
     parser.add_argument("--sts", default=str(SHARED / "stsbenchmark" / "sts-dev.csv"))
     parser.add_argument("--out")
     args = parser.parse_args()
@@ -227,7 +232,7 @@ def main() -> None:
         if len(f) >= 7:
             sts.append((f[5], f[6], float(f[4])))
     report: dict = {"benchmark": "embedding training: paramill vs the authors' reference",
-                    "machine": machine(), "threads": args.threads,
+                    "machine": machine(), "threads": args.threads, "device": args.device,
                     "reference": {"repo": "jwieting/paraphrastic-representations-at-scale",
                                   "commit": commit},
                     "settings": {"model": args.model, "units": args.units, "dim": args.dim, "hidden": args.hidden, "batch": args.batch,
@@ -253,7 +258,7 @@ def main() -> None:
         if args.model != "trigram":
             argv = ["--data-file", str(ref_data.with_suffix(".h5")),
                     "--vocab-file", str(ref_data.with_suffix(".vocab")),
-                    "--gpu", "0", "--model", "avg" if args.model == "word" else "lstm",
+                    "--gpu", "1" if args.device == "cuda" else "0", "--model", "avg" if args.model == "word" else "lstm",
                     "--hidden-dim", str(args.hidden), "--dim", str(args.dim),
                     "--epochs", str(args.epochs), "--batchsize", str(args.batch),
                     "--megabatch-size", str(args.megabatch), "--megabatch-anneal", "0",

@@ -62,7 +62,8 @@ threading.Thread(target=watch, daemon=True).start()
 start = time.perf_counter()
 try:
     train(PairSource.from_files([{pairs!r}]), out, ModelSpec(components=("word",), dim=300),
-          TrainSettings(epochs=1, batch_size=100, megabatch=20, buffer_pairs=100000))
+          TrainSettings(epochs=1, batch_size=100, megabatch=20, buffer_pairs=100000,
+                        device={device!r}))
     stopped = False
 except Stop:
     stopped = True
@@ -104,6 +105,8 @@ def main() -> None:
     parser.add_argument("--sizes", type=int, nargs="+", default=[1_000_000, 10_000_000])
     parser.add_argument("--train-seconds", type=float, default=60)
     parser.add_argument("--threads", type=int, default=len(os.sched_getaffinity(0)))
+    parser.add_argument("--device", choices=["auto", "cpu", "cuda"], default="auto",
+                        help="where the training steps run (auto: cuda when a GPU is visible)")
     parser.add_argument("--out")
     args = parser.parse_args()
     report: dict = {"benchmark": "embedding training peak RSS vs corpus size",
@@ -119,7 +122,8 @@ def main() -> None:
             synthetic(data, n)
             made = time.perf_counter() - t0
             child = CHILD.format(src=str(REPO / "src"), threads=args.threads, out=str(tmp / f"m{n}.pt"),
-                                 pairs=str(data), train_seconds=args.train_seconds, peak=PEAK_RSS_MB)
+                                 pairs=str(data), train_seconds=args.train_seconds, peak=PEAK_RSS_MB,
+                                 device=args.device)
             t0 = time.perf_counter()
             done = subprocess.run([sys.executable, "-c", child], capture_output=True, text=True,
                                   env={**os.environ, "PARAMILL_PROGRESS": "0"})

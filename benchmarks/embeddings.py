@@ -8,13 +8,14 @@ set of settings (300 dimensions, margin 0.4, batch 100, mega-batch 20, Adam 0.00
 Benchmark dev set, training pairs/s and seconds per epoch; plus the untrained WORD model
 (random initialisation), so the gain is visible.
 
-Variants: ``word`` (WORD over words), ``word-sp`` (WORD over SentencePiece units that
-paramill trains on the training sentences: unigram, 50,000 soft limit, as the authors'
-at-scale code), ``trigram``, ``word-trigram`` (concatenated), ``gran-sp`` (GRAN over
+Variants, each naming its units (a variant never inherits the default's): ``word`` (WORD
+over words), ``word-sp`` (WORD over SentencePiece units that paramill trains on the
+training sentences: unigram, 50,000 soft limit, as the authors' at-scale code),
+``trigram``, ``word-trigram`` (concatenated, word units), ``gran-sp`` (GRAN over
 SentencePiece units; recurrent).
 
     python benchmarks/embeddings.py [--variants word word-sp ...] [--epochs 15] \\
-        [--recurrent-epochs N] --out benchmarks/out/embeddings.json
+        [--recurrent-epochs N] [--device auto|cpu|cuda] --out benchmarks/out/embeddings.json
 """
 
 from __future__ import annotations
@@ -34,11 +35,11 @@ from paramill.embed.model import ModelSpec, build, load_model  # noqa: E402
 from paramill.embed.train import TrainSettings, train  # noqa: E402
 from paramill.evaluate.sts import read, score  # noqa: E402
 
-VARIANTS = {
-    "word": {"components": ("word",)},
+VARIANTS = {  # units named in every variant: the default (sp) must not change what a row means
+    "word": {"components": ("word",), "units": "word"},
     "word-sp": {"components": ("word",), "units": "sp"},
-    "trigram": {"components": ("trigram",)},
-    "word-trigram": {"components": ("word", "trigram")},
+    "trigram": {"components": ("trigram",), "units": "word"},
+    "word-trigram": {"components": ("word", "trigram"), "units": "word"},
     "gran-sp": {"components": ("gran",), "units": "sp"},
 }
 
@@ -52,6 +53,8 @@ def main() -> None:
                         help="epochs of recurrent variants (default: --epochs); said in the row")
     parser.add_argument("--megabatch", type=int, default=20)
     parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--device", choices=["auto", "cpu", "cuda"], default="auto",
+                        help="where the models train (auto: cuda when a GPU is visible)")
     parser.add_argument("--out")
     args = parser.parse_args()
     device.limit_threads(args.threads)
@@ -64,7 +67,8 @@ def main() -> None:
             spec = ModelSpec(dim=300, **VARIANTS[name])
             epochs = args.recurrent_epochs if spec.recurrent and args.recurrent_epochs else args.epochs
             summary = train(pairs, Path(tmp) / f"{name}.pt", spec,
-                            TrainSettings(epochs=epochs, megabatch=args.megabatch))
+                            TrainSettings(epochs=epochs, megabatch=args.megabatch,
+                                          device=args.device))
             model = load_model(Path(tmp) / f"{name}.pt")
             result = score(model, sts)
             rows.append({"variant": name, "components": list(spec.components), "units": spec.units,
@@ -75,7 +79,7 @@ def main() -> None:
                          "seconds_per_epoch": round(summary["seconds"] / epochs, 1)})
             print(rows[-1], file=sys.stderr)
     emit({"benchmark": "embedding variants trained on Twitter URL corpus positives",
-          "machine": {**machine(), "device": device.pick("auto"), "threads": args.threads},
+          "machine": {**machine(), "device": device.pick(args.device), "threads": args.threads},
           "train_pairs": len(pairs), "megabatch": args.megabatch,
           "sts_benchmark_dev_n": untrained["n"],
           "untrained_word": {"pearson": untrained["pearson"], "spearman": untrained["spearman"]},

@@ -13,10 +13,13 @@ from paramill.embed.train import TrainSettings, train
 
 PAIRS = ([(f"the dog runs fast {i}", f"a dog is running quickly {i}") for i in range(20)]
          + [(f"cats sleep all day {i}", f"the cat is sleeping {i}") for i in range(20)])
-PROBE = ["The dog runs.", "A cat sleeps on the mat today, quietly!", "zzz unseen wörds", ""]
+PROBE = ["The dog runs.", "A cat sleeps on the mat today, quietly!", "zzz unseen wörds",
+         "  THE   Dog\trunS  ", "don't-stop: 3.5 dogs (é, ß, Ærø) — «cats»", "x",
+         "ÉCOLE naïve Ünïcödé 123abc"]
+WORD_MODELS = [(("word",), "sp"), (("word",), "word")]
 
 
-@pytest.mark.parametrize("components,units", [(("word",), "sp"), (("trigram",), "word"),
+@pytest.mark.parametrize("components,units", [*WORD_MODELS, (("trigram",), "word"),
                                               (("lstm",), "word"), (("word", "trigram"), "word")])
 def test_an_exported_model_encodes_like_paramill(tmp_path, components, units, monkeypatch):
     from sentence_transformers import SentenceTransformer
@@ -28,7 +31,11 @@ def test_an_exported_model_encodes_like_paramill(tmp_path, components, units, mo
     out = export(model, tmp_path / "st")
     names = {p.name for p in tmp_path.iterdir()}
     assert {"st", "st.prov.json"} <= names and not [n for n in names if n.startswith(".")]  # renamed
-    st = SentenceTransformer(str(out), trust_remote_code=True, device="cpu")
+    static = (components, units) in WORD_MODELS  # sentence-transformers' own module: no trust
+    st = SentenceTransformer(str(out), device="cpu", **({} if static else {"trust_remote_code": True}))
+    modules = json.loads((out / "modules.json").read_text())
+    assert ("StaticEmbedding" in modules[0]["type"]) == static, modules
+    assert ("paramill" in modules[0]["type"]) == (not static)
     ours = load_model(model, "cpu").encode(PROBE)
     theirs = st.encode(PROBE, batch_size=2)
     assert theirs.shape == ours.shape and np.abs(theirs - ours).max() <= 1e-5
@@ -37,12 +44,47 @@ def test_an_exported_model_encodes_like_paramill(tmp_path, components, units, mo
     assert prov["rule"] == "embed_export" and prov["inputs"][0]["path"] == str(model)
 
 
+def test_a_static_export_loads_where_paramill_cannot_be_imported(tmp_path):
+    """The WORD export is sentence-transformers' StaticEmbedding over a tokenizers
+    tokenizer: it loads and encodes in a process where ``import paramill`` fails."""
+    import subprocess
+    import sys
+
+    model = tmp_path / "m.pt"
+    train(PAIRS, model, ModelSpec(components=("word",), units="sp", dim=8, sp_vocab_size=40),
+          TrainSettings(epochs=1, batch_size=10))
+    out = export(model, tmp_path / "st")
+    probe = ("import json, sys\n"
+             "sys.modules['paramill'] = None  # import paramill raises ImportError\n"
+             "from sentence_transformers import SentenceTransformer\n"
+             "v = SentenceTransformer(sys.argv[1], device='cpu').encode(json.loads(sys.argv[2]))\n"
+             "print(json.dumps(v.tolist()))\n")
+    done = subprocess.run([sys.executable, "-c", probe, str(out), json.dumps(PROBE)],
+                          capture_output=True, text=True, env={**__import__("os").environ,
+                                                               "HF_HUB_OFFLINE": "1"})
+    assert done.returncode == 0, done.stderr[-2000:]
+    theirs = np.array(json.loads(done.stdout.strip().splitlines()[-1]))
+    assert np.abs(theirs - load_model(model, "cpu").encode(PROBE)).max() <= 1e-5
+    assert "trust_remote_code" not in (out / "README.md").read_text()
+
+
+def test_an_empty_text_is_a_zero_vector_in_the_static_export(tmp_path):
+    """The one documented difference: paramill encodes an empty text as <unk>'s vector,
+    StaticEmbedding as zeros."""
+    from sentence_transformers import SentenceTransformer
+
+    model = tmp_path / "m.pt"
+    train(PAIRS, model, ModelSpec(components=("word",), units="word", dim=4), TrainSettings(epochs=1))
+    st = SentenceTransformer(str(export(model, tmp_path / "st")), device="cpu")
+    assert not st.encode([""]).any()
+
+
 def test_loading_without_trusting_paramill_says_what_to_pass(tmp_path, monkeypatch):
     from sentence_transformers import SentenceTransformer
 
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     model = tmp_path / "m.pt"
-    train(PAIRS, model, ModelSpec(components=("word",), units="word", dim=4), TrainSettings(epochs=1))
+    train(PAIRS, model, ModelSpec(components=("trigram",), units="word", dim=4), TrainSettings(epochs=1))
     out = export(model, tmp_path / "st")
     with pytest.raises(ValueError, match="trust_remote_code=True"):
         SentenceTransformer(str(out), device="cpu")
