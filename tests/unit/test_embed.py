@@ -359,3 +359,25 @@ def test_the_same_pairs_in_another_folder_train_a_byte_identical_model(tmp_path)
               ModelSpec(components=("word",), dim=8), TrainSettings(epochs=1, batch_size=6))
         outs.append((folder / "model.pt").read_bytes())
     assert outs[0] == outs[1]
+
+
+@pytest.mark.parametrize("units", ["word", "sp"])
+def test_worker_processes_featurise_to_the_same_counts_and_store_bytes(tmp_path, units):
+    """Counting and the id store over several chunks: two worker processes give what one
+    process gives, byte for byte (chunks come back in order)."""
+    from paramill.embed.data import PairSource, count_units, write_ids
+    from paramill.embed.model import build_from_counts, featurizers, sentencepiece_for
+
+    spec = ModelSpec(units=units, components=("word", "trigram"), dim=4, sp_vocab_size=40)
+    pairs = [(f"{a} number {i}", f"{b} {i}") for i, (a, b) in enumerate(PAIRS * 4)]
+    source = PairSource.from_pairs(pairs, batch_rows=9)  # 14 chunks
+    proto = sentencepiece_for(spec, [x for p in pairs for x in p]) if units == "sp" else None
+    one, n1 = count_units(featurizers(spec, proto), source, workers=1)
+    two, n2 = count_units(featurizers(spec, proto), source, workers=2)
+    assert n1 == n2 == len(pairs) and one == two and sum(one["trigram"].values()) > 1000
+    model = build_from_counts(spec, one, proto)
+    for workers in (1, 2):
+        assert write_ids(model.vocabs, model.featurizers, source, tmp_path / f"ids{workers}",
+                         chunk_pairs=5, key={"k": 1}, workers=workers) == len(pairs)
+    assert (tmp_path / "ids1" / "ids.parquet").read_bytes() == \
+        (tmp_path / "ids2" / "ids.parquet").read_bytes()

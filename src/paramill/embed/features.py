@@ -58,6 +58,7 @@ class Featurizer:
         if unit not in UNITS:
             raise ValueError(f"unit must be one of {UNITS}, not {unit!r}")
         self.unit, self.lowercase, self.sp_model = unit, lowercase, sp_model
+        self.sp_proto = sp_proto
         self._sp = None
         if unit == "sp":
             import sentencepiece as spm
@@ -69,6 +70,9 @@ class Featurizer:
             else:
                 raise ValueError("unit sp needs a SentencePiece model (sp_model, or one trained "
                                  "on the training pairs)")
+
+    def __reduce__(self):  # to worker processes: rebuilt from its settings (SentencePiece's
+        return Featurizer, (self.unit, self.lowercase, self.sp_model, self.sp_proto)  # processor is not picklable)
 
     def __call__(self, sentence: str) -> list[str]:
         if self.unit == "word":

@@ -136,7 +136,7 @@ def train(source: PairSource | list[tuple[str, str]], out: str | Path, spec: Mod
         if needs_sentencepiece(spec):  # trained on every training sentence, sampled
             proto = sentencepiece_for(spec, (x for s1, s2 in source for x in s1 + s2),
                                       settings.seed, device.threads())
-        counts, n = count_units(featurizers(spec, proto), source)
+        counts, n = count_units(featurizers(spec, proto), source, workers=device.threads())
         if n < 2:
             raise ValueError(f"training needs at least two paraphrase pairs, got {n}")
         model = build_from_counts(spec, counts, proto).to(dev).train()
@@ -148,7 +148,7 @@ def train(source: PairSource | list[tuple[str, str]], out: str | Path, spec: Mod
     run = Run(rule=rule, params={"spec": asdict(spec), "train": asdict(settings)}, inputs=list(inputs),
               known_digests=known)
     n = write_ids(model.vocabs, model.featurizers, source, store, CHUNK_PAIRS,
-                  key={"data": data, "spec": asdict(spec)})
+                  key={"data": data, "spec": asdict(spec)}, workers=device.threads())
     units = sorted(model.vocabs)
     scramble = spec.units if settings.scramble_rate > 0 and spec.recurrent else None
     mega = settings.batch_size * settings.megabatch
