@@ -587,3 +587,106 @@ def test_distillation_brings_the_students_vectors_to_the_whole_encoders(tiny_dee
     assert again == state  # seeded: the same weights
     with pytest.raises(ValueError, match="needs sentences"):
         encoder.distill_state(source, [], **kwargs)
+
+
+# -- the cross-encoder (model: cross) ----------------------------------------------------
+
+def test_the_cross_encoder_learns_a_toy_task_and_is_repeatable(tiny_sentence_encoder):
+    """Reading both sentences at once, it learns what the untrained head cannot tell."""
+    from paramill.twitter.cross import CrossEncoder, cross_state
+
+    source = str(tiny_sentence_encoder)
+    pairs, labels = TOY_POS + TOY_NEG, [1] * 6 + [0] * 6
+    kwargs = dict(epochs=40, lr=3e-3, batch=12, precision="float32", seed=3)
+    state = cross_state(source, pairs, labels, **kwargs)
+    after = CrossEncoder(source, precision="float32", state=state)
+    assert after.trained and after.score(TOY_POS).min() > after.score(TOY_NEG).max()
+    assert np.all((after.score(pairs) > 0) & (after.score(pairs) < 1))
+    again = CrossEncoder(source, precision="float32",
+                         state=cross_state(source, pairs, labels, **kwargs))
+    assert np.array_equal(again.score(pairs), after.score(pairs))  # seeded: the same weights
+    other = CrossEncoder(source, precision="float32",
+                         state=cross_state(source, pairs, labels, **{**kwargs, "seed": 4}))
+    assert not np.array_equal(other.score(pairs), after.score(pairs))
+    # a pair is scored the same alone and in a batch (padding does not move it)
+    assert after.score([pairs[0]])[0] == pytest.approx(after.score(pairs)[0], abs=1e-6)
+    with pytest.raises(ValueError, match="finetune_epochs must be at least 1"):
+        cross_state(source, pairs, labels, **{**kwargs, "epochs": 0})
+
+
+def test_the_cross_encoder_is_cross_fitted_no_pair_scored_by_one_trained_on_it(monkeypatch):
+    from paramill.twitter import cross
+
+    trained: list[set] = []
+    scored: dict[bytes, set] = {}
+
+    def fake_state(source, pairs, labels, **kwargs):
+        trained.append(set(pairs))
+        return f"state-{len(trained) - 1}".encode()
+
+    class FakeCross:
+        def __init__(self, source, batch, precision, state):
+            self.state = state
+
+        def score(self, pairs):
+            scored.setdefault(self.state, set()).update(pairs)
+            return np.full(len(pairs), float(self.state[-1:]))
+
+    monkeypatch.setattr(cross, "cross_state", fake_state)
+    monkeypatch.setattr(cross, "CrossEncoder", FakeCross)
+    pairs, y = POS + NEG, np.asarray([1] * 30 + [0] * 30)
+    settings = identify.IdentifySettings(model="cross", finetune_epochs=1, folds=3)
+    groups = identify.source_groups(pairs)
+    probability, final = identify.crossfit_cross(pairs, y, groups, settings)
+    assert len(trained) == 4 and final == b"state-3" and trained[3] == set(pairs)
+    for k, (train, test) in enumerate(identify.grouped_folds(y, groups, settings)):
+        state = f"state-{k}".encode()
+        assert trained[k] == {pairs[i] for i in train}
+        assert scored[state] == {pairs[i] for i in test} and not scored[state] & trained[k]
+        assert np.all(probability[test] == k)
+    assert b"state-3" not in scored
+
+
+def test_precision_and_recall_at_the_chosen_threshold_by_hand():
+    got = identify.at_threshold([1, 1, 0, 0, 1], np.array([0.9, 0.4, 0.8, 0.1, 0.6]), 0.5)
+    # accepted: 0.9 (yes), 0.8 (no), 0.6 (yes): precision 2/3, recall 2/3
+    assert got == {"threshold": 0.5, "precision": 0.6667, "recall": 0.6667, "f1": 0.6667,
+                   "accepted_share": 0.6}
+    assert identify.at_threshold([1, 0], np.array([0.1, 0.2]), 0.9)["precision"] is None
+
+
+def test_the_command_line_trains_saves_loads_and_scores_a_cross_model(tiny_sentence_encoder,
+                                                                     tmp_path):
+    from paramill.cli import main
+    from paramill.twitter.cross import CrossEncoder
+
+    source = str(tiny_sentence_encoder)
+    evaluate = _url_raw(tmp_path / "e.tsv", POS[:10], NEG[:10])
+    settings = {"model": "cross", "sentence_encoder": source, "finetune_epochs": 2,
+                "finetune_batch": 8, "finetune_lr": 1e-3, "folds": 2,
+                "train": _url_raw(tmp_path / "l.tsv", POS, NEG), "evaluate": evaluate}
+    assert main(["--threads", "1", "twitter", "train", "--embed-model=", "--settings",
+                 json.dumps(settings), "--out", str(tmp_path / "m.pkl"),
+                 "--report", str(tmp_path / "r.json")]) == 0
+    report = json.loads((tmp_path / "r.json").read_text())
+    assert report["threshold"]["model"] == "cross" and "cross-fitted" in report["cross_encoder"]["probability"]
+    cv, held = report["evaluations"]
+    assert set(cv) >= {"lr", "extended", "cross", "at_threshold"} and "cross" in held
+    for evaluation in (cv, held):  # precision and recall at the threshold the model uses
+        assert evaluation["at_threshold"]["model"] == "cross"
+        assert evaluation["at_threshold"]["threshold"] == report["threshold"]["used"]
+        assert 0 <= evaluation["at_threshold"]["recall"] <= 1
+    loaded = identify.Identifier.load(tmp_path / "m.pkl")
+    assert loaded.cross_state and set(loaded.fitted) == {"lr", "extended", "cross"}
+    probe = [POS[3], NEG[7], ("a storm hits town", "my cat likes fish")]
+    fresh = identify.Identifier(loaded.settings, None, dict(loaded.fitted),
+                                cross_state=loaded.cross_state)
+    assert np.allclose(loaded.score(probe), fresh.score(probe), atol=1e-9)
+    assert loaded.score(probe)[0] > loaded.score(probe)[1]
+    # the cross-encoder that scores new pairs is the fine-tuned one in the file
+    ours = loaded.cross_encoder().score(probe)
+    assert np.allclose(ours, CrossEncoder(source, state=loaded.cross_state).score(probe))
+    assert not np.allclose(ours, CrossEncoder(source, state=None).score(probe), atol=1e-3)
+    bad = {**settings, "finetune_epochs": 0}
+    assert main(["twitter", "train", "--embed-model=", "--settings", json.dumps(bad),
+                 "--out", str(tmp_path / "x.pkl"), "--report", str(tmp_path / "x.json")]) == 2

