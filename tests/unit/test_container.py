@@ -38,3 +38,29 @@ def test_the_workflow_names_the_image_and_the_build_script_parses():
     done = subprocess.run(["bash", str(REPO / "scripts/build-container.sh"), "nope"],
                           capture_output=True, text=True)
     assert done.returncode == 2 and "unknown tool nope" in done.stderr
+
+
+def test_make_install_adds_cuda12_cublas_where_torch_is_a_cuda_build(tmp_path):
+    """GPU nodes and the container install PyPI's CUDA torch: there the Makefile's install
+    line asks for the gpu extra (nvidia-cublas-cu12, which CTranslate2 needs); with a CPU
+    torch (CI, this machine) it does not. The Makefile's own expression is run, against a
+    stand-in torch that reports CUDA 13 and against the installed one."""
+    import sys
+
+    line = next(x for x in (REPO / "Makefile").read_text().splitlines()
+                if "install -e" in x and "paraid" in x)
+    expression = re.search(r"\$\$\((.*)\)\]", line).group(1).replace("$(BIN)/python", sys.executable)
+    stub = tmp_path / "torch"
+    stub.mkdir()
+    (stub / "__init__.py").write_text("class version:\n    cuda = '13.0'\n")
+
+    def extras(pythonpath):
+        env = {**__import__("os").environ, **({"PYTHONPATH": pythonpath} if pythonpath else {})}
+        return subprocess.run(["bash", "-c", f"echo \"$({expression})\""], capture_output=True,
+                              text=True, env=env, check=True).stdout.strip()
+
+    assert extras(str(tmp_path)) == ",gpu"
+    import torch
+    assert extras(None) == (",gpu" if torch.version.cuda else "")
+    gpu = re.search(r'^gpu = \[(.*)\]$', (REPO / "pyproject.toml").read_text(), re.M).group(1)
+    assert "nvidia-cublas-cu12" in gpu
