@@ -3,7 +3,9 @@
 features; the extended model; encoder: extended + the cosine of the packaged pretrained
 all-MiniLM-L6-v2, once per ``--precisions``: float32, bfloat16, int8; with
 ``--finetune-epochs N`` also fine-tuned on the labelled pairs, its cosine cross-fitted; with
-``--students N`` also a student of N layers distilled from it, see ``--help``): 5-fold
+``--students N`` also a student of N layers distilled from it, see ``--help``; cross:
+extended + the cross-fitted probability of the cross-encoder, with ``--models cross``):
+5-fold
 cross-validation grouped by source tweet on the Twitter URL corpus train split (castorini
 tokenised form) and on PIT-2015 dev — max F1 over the precision-recall curve with its
 precision and recall, ROC AUC, average precision and the share of paraphrases — plus the
@@ -18,6 +20,7 @@ this repository's shared data): ``--url-test DIR`` (tokenised form) or ``--pit-t
     python benchmarks/paraid.py --out benchmarks/out/paraid.json [--embed-model M.pt]
         [--precisions float32 bfloat16 int8] [--finetune-epochs 1 [--no-finetune-final]]
         [--students 1 2 [--finetune-epochs 1 --finetune-students-only] [--distill-text F]]
+        [--models lr extended cross --cross-epochs 1]
 """
 
 from __future__ import annotations
@@ -42,6 +45,7 @@ from paramill.twitter.identify import (  # noqa: E402
     MODELS,
     IdentifySettings,
     crossfit_cosine,
+    crossfit_cross,
     distill_student,
     embedding_overlap,
     grouped_folds,
@@ -55,7 +59,8 @@ from paramill.twitter.identify import (  # noqa: E402
 )
 
 
-def measure(pairs, labels, settings, encoder, sentences, tests, models, finetune=None) -> dict:
+def measure(pairs, labels, settings, encoder, sentences, tests, models, finetune=None,
+            cross_settings=None) -> dict:
     """One row per model; model encoder once per sentence encoder in ``sentences`` (one per
     precision asked for, named ``encoder-<precision>``, and per student); with ``finetune``
     (settings with finetune_epochs) also ``<that name>-finetuned``: the extended features and
@@ -65,7 +70,9 @@ def measure(pairs, labels, settings, encoder, sentences, tests, models, finetune
     architecture and speed of the one it was fine-tuned from)."""
     y, groups = np.asarray(labels), source_groups(pairs)
     out = {}
-    variants = [(m, m, None) for m in models if m != "encoder"]
+    variants = [(m, m, None) for m in models if m not in ("encoder", "cross")]
+    if "cross" in models:
+        variants.append(("cross", "cross", None))
     variants += [(label, "encoder", enc) for label, enc in sentences.items()]
     if finetune is not None:
         variants += [(f"{label}-finetuned", "finetuned", enc) for label, enc in sentences.items()
@@ -87,6 +94,14 @@ def measure(pairs, labels, settings, encoder, sentences, tests, models, finetune
             name = "encoder"
             sentence = (SentenceEncoder(s.sentence_encoder, s.encoder_batch, s.encoder_precision, state,
                                         layers) if state else None)
+        elif name == "cross":  # the cross-encoder's probability, cross-fitted (folds + 1 fine-tunings)
+            from paramill.twitter.cross import CrossEncoder
+
+            s = cross_settings
+            probability, state = crossfit_cross(pairs, y, groups, s)
+            row["crossfit_seconds"] = round(time.perf_counter() - start, 1)
+            x = np.hstack([model_features(pairs, "extended", encoder), probability[:, None]])
+            sentence = CrossEncoder(s.sentence_encoder, s.encoder_batch, s.encoder_precision, state)
         else:
             x = model_features(pairs, name, encoder, sentence)
         feature_seconds = time.perf_counter() - start
@@ -97,11 +112,16 @@ def measure(pairs, labels, settings, encoder, sentences, tests, models, finetune
         if name == "encoder" and sentence is None:  # fine-tuned without the final encoder
             out[label] = row
             continue
+        def matrix(part, name=name, sentence=sentence):
+            if name == "cross":
+                return model_features(part, "cross", encoder, cross=sentence)
+            return model_features(part, name, encoder, sentence)
+
         start = time.perf_counter()
-        model.predict_proba(model_features(sample, name, encoder, sentence))
+        model.predict_proba(matrix(sample))
         row["scoring_pairs_per_second"] = round(len(sample) / (time.perf_counter() - start))
         for test_name, (tp, ty) in tests.items():
-            row[test_name] = metrics(ty, model.predict_proba(model_features(tp, name, encoder, sentence))[:, 1])
+            row[test_name] = metrics(ty, model.predict_proba(matrix(tp))[:, 1])
         out[label] = row
     return out
 
@@ -164,7 +184,12 @@ def main() -> None:
     parser.add_argument("--pit-test-labels", help="PIT-2015 test.label (else the data's label column)")
     parser.add_argument("--embed-model", help="a paramill embedding model for the cosine feature "
                                               "(refused if trained on the labelled pairs)")
-    parser.add_argument("--models", nargs="+", choices=MODELS, default=list(MODELS))
+    parser.add_argument("--models", nargs="+", choices=MODELS,
+                        default=[m for m in MODELS if m != "cross"],
+                        help="models to measure (cross, the cross-encoder, only when named: it "
+                             "fine-tunes folds + 1 transformers)")
+    parser.add_argument("--cross-epochs", type=int, default=1,
+                        help="model cross: epochs of fine-tuning (twitter.identify.finetune_epochs)")
     parser.add_argument("--sentence-encoder", default=IdentifySettings().sentence_encoder)
     parser.add_argument("--precisions", nargs="+", choices=PRECISIONS, default=["auto"],
                         help="model encoder once per twitter.identify.encoder_precision "
@@ -222,6 +247,12 @@ def main() -> None:
                     "final": not args.no_finetune_final, "students_only": args.finetune_students_only}
         report["finetune"] = {k: v for k, v in finetune["settings"].__dict__.items()
                               if k.startswith("finetune_")} | {k: finetune[k] for k in ("final", "students_only")}
+    cross_settings = dataclasses.replace(settings, model="cross", sentence_encoder=args.sentence_encoder,
+                                         finetune_epochs=args.cross_epochs,
+                                         encoder_precision=args.precisions[0])
+    if "cross" in args.models:
+        report["cross"] = {k: v for k, v in cross_settings.__dict__.items()
+                           if k.startswith("finetune_") or k == "encoder_precision"}
     keys = [key for key in ("url", "pit") if key in args.datasets]
     sets = [s for s, key in zip(sets, ("url", "pit")) if key in args.datasets]
     read = {key: read_labelled(s[1], s[2], s[3]) for key, s in zip(keys, sets)}
@@ -252,7 +283,7 @@ def main() -> None:
         report["datasets"].append({"name": name, "pairs": len(pairs), "positive": sum(labels),
                                    "dropped": dropped,
                                    "models": measure(pairs, labels, settings, encoder, own, tests,
-                                                     args.models, finetune)})
+                                                     args.models, finetune, cross_settings)})
     emit(report, args.out)
 
 
