@@ -690,3 +690,10 @@ def test_the_command_line_trains_saves_loads_and_scores_a_cross_model(tiny_sente
     bad = {**settings, "finetune_epochs": 0}
     assert main(["twitter", "train", "--embed-model=", "--settings", json.dumps(bad),
                  "--out", str(tmp_path / "x.pkl"), "--report", str(tmp_path / "x.json")]) == 2
+
+
+def test_url_raw_votes_must_be_ascii_counts(tmp_path):
+    path = tmp_path / "u.tsv"
+    path.write_text("one two three\tfour five six\t(٣,6)\thttp://x\n", encoding="utf-8")
+    with pytest.raises(InputError, match=r"u.tsv:1: votes must look like \(n,6\)"):
+        identify.read_labelled(path, "url_raw")

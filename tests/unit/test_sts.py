@@ -169,3 +169,12 @@ def test_unpack_refuses_paths_outside_the_target(tmp_path):
     (tmp_path / "root").mkdir()
     with pytest.raises(ValueError, match="outside"):
         unpack(path, tmp_path / "root", strip=1)
+
+
+def test_gold_scores_are_plain_decimals_others_skipped_and_counted():
+    from paramill.evaluate.sts import StsData
+
+    data = StsData("x", "2017")
+    for score in ("3.5", " 4 ", "1_0", "٣", "５", "nan", "inf", ""):
+        data.add("a b", "c d", score)
+    assert data.gold == [3.5, 4.0] and data.skipped == 6

@@ -17,7 +17,6 @@ Pairs without a usable gold score are skipped and counted. Pearson and Spearman 
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -25,8 +24,9 @@ from typing import Any
 import numpy as np
 from scipy.stats import pearsonr, spearmanr
 
+from paramill.fields import counts, number
+
 FORMATS = ("tsv", "senteval", "stsbenchmark", "sick", "pit2015", "twitter_url", "toks")
-_VOTES = re.compile(r"^\(\s*(\d+)\s*,\s*(\d+)\s*\)$")
 
 
 @dataclass
@@ -39,11 +39,8 @@ class StsData:
     skipped: int = 0
 
     def add(self, a: str | None, b: str | None, score: str | float | None) -> None:
-        try:
-            value = float(score) if score is not None and str(score).strip() != "" else None
-        except ValueError:
-            value = None
-        if value is None or not a or not b or np.isnan(value):
+        value = number(score)  # a plain finite decimal, else the pair is skipped and counted
+        if value is None or not a or not b:
             self.skipped += 1
             return
         self.s1.append(a)
@@ -87,9 +84,9 @@ def read(name: str, year: str | int, fmt: str, path: str | Path) -> StsData:
         a, b, v = (2, 3, 4) if fmt == "pit2015" else (0, 1, 2)
         for line in _lines(path):
             f = line.split("\t")
-            m = _VOTES.match(f[v].strip()) if len(f) > v else None
+            found = counts(f[v]) if len(f) > v else None
             data.add(f[a].strip() if len(f) > a else None, f[b].strip() if len(f) > b else None,
-                     m.group(1) if m else None)
+                     found[0] if found else None)
     elif fmt == "toks":
         a, b, sim = _lines(path / "a.toks"), _lines(path / "b.toks"), _lines(path / "sim.txt")
         if not len(a) == len(b) == len(sim):

@@ -29,6 +29,8 @@ from typing import Any, Literal
 
 import numpy as np
 
+from paramill.fields import counts
+from paramill.fields import votes as url_votes
 from paramill.io import InputError, open_compressed
 from paramill.settings import Settings, setting
 from paramill.twitter.encoder import SentenceEncoder, distill_state, finetune_state
@@ -37,7 +39,6 @@ from paramill.twitter.text import comparable, tokenize
 BASELINE = [f"{kind}_{n}_{m}" for kind in ("tok", "stem") for n in (1, 2, 3) for m in ("p", "r", "f")]
 EXTRA = ["char_ratio", "length_ratio", "jaccard", "cosine"]
 FORMATS = ("url_raw", "toks", "pit2015")
-_VOTES = re.compile(r"^\(\s*(\d+)\s*,\s*(\d+)\s*\)$")
 _EXPERT = re.compile(r"^[0-5]$")
 _LABEL_LINE = re.compile(r"^(true|false|-+)\s*(?:\t\s*([0-9.]+)\s*)?$")
 
@@ -158,9 +159,9 @@ def read_label_file(path: str | Path) -> list[int | None]:
 def _pit_label(votes: str) -> tuple[int | None, str | None]:
     """A PIT-2015 label column: crowd votes ``(pos, neg)`` (train/dev) or an expert score 0-5
     (test). (label or None if debatable, error or None)."""
-    m = _VOTES.match(votes)
-    if m:
-        pos = int(m.group(1))
+    found = counts(votes)
+    if found is not None:
+        pos = found[0]
         return (None if pos == 2 else int(pos > 2)), None
     if _EXPERT.match(votes):
         score = int(votes)
@@ -210,10 +211,10 @@ def read_labelled(path: str | Path, fmt: str, labels: str | Path | None = None
                 if error:
                     raise InputError(path, line_no, error)
             else:
-                m = _VOTES.match(votes)
-                if not m:
+                found = url_votes(votes)
+                if found is None:
                     raise InputError(path, line_no, f"votes must look like (n,6), not {votes!r}")
-                label = None if int(m.group(1)) == 3 else int(int(m.group(1)) > 3)
+                label = None if found[0] == 3 else int(found[0] > 3)
             if label is None:
                 dropped += 1
                 continue
