@@ -283,7 +283,9 @@ def test_a_killed_run_resumes_from_its_id_store(tmp_path, monkeypatch):
     assert (tmp_path / "k.pt.ids" / "meta.json").exists() and (tmp_path / "k.pt.resume.pt").exists()
     monkeypatch.setattr(training, "epoch_buffers", real)
     calls = []
-    monkeypatch.setattr(data, "_ids_column", lambda *a: calls.append(a))
+    from paramill.embed import featurise
+
+    monkeypatch.setattr(featurise, "_ids_column", lambda *a: calls.append(a))
     resumed = train(PAIRS, tmp_path / "k.pt", spec, settings)
     assert calls == [] and [h["epoch"] for h in resumed["history"]] == [1, 2, 3]
     assert not (tmp_path / "k.pt.ids").exists()

@@ -20,14 +20,10 @@ row n + i) and pads any rows into tensors with numpy indexing, no Python loop pe
 from __future__ import annotations
 
 import hashlib
-import itertools
 import json
-import multiprocessing
-from collections import Counter, deque
-from collections.abc import Iterable, Iterator
-from concurrent.futures import ProcessPoolExecutor
+from collections import Counter
+from collections.abc import Iterator
 from functools import partial
-from typing import Any
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -38,8 +34,8 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import torch
 
-from paramill import device
 from paramill.embed.features import Featurizer, Vocab
+from paramill.embed.featurise import chunk_counts, ids_table, ordered_map
 from paramill.io import (TableWriter, atomic_output, iter_parquet_batches, read_json, sha256_file,
                          write_json)
 
@@ -137,78 +133,17 @@ def _tsv_frames(path: str, batch_rows: int) -> Iterator[pl.DataFrame]:
         yield pl.DataFrame({"s1": s1, "s2": s2}, schema={"s1": pl.String, "s2": pl.String})
 
 
-def _chunk_counts(featurizers: dict[str, Featurizer], chunk: tuple[list[str], list[str]]
-                  ) -> dict[str, Counter]:
-    s1, s2 = chunk
-    return {unit: Counter(u for sentence in s1 + s2 for u in f(sentence))
-            for unit, f in featurizers.items()}
-
-
 def count_units(featurizers: dict[str, Featurizer], source: PairSource,
                 workers: int = 1) -> tuple[dict[str, Counter], int]:
     """Unit counts per unit type over every sentence of ``source``, and the pairs seen;
     chunks are featurised by ``workers`` processes when there is more than one."""
     counts = {unit: Counter() for unit in featurizers}
     n = 0
-    for found, size in ordered_map(partial(_chunk_counts, featurizers), source, workers):
+    for found, size in ordered_map(partial(chunk_counts, featurizers), source, workers):
         n += size
         for unit, c in found.items():
             counts[unit].update(c)
     return counts, n
-
-
-def ordered_map(fn, chunks: Iterable[tuple[list[str], list[str]]], workers: int,
-                window: int | None = None) -> Iterator[tuple[Any, int]]:
-    """``(fn(chunk), pairs in chunk)`` for each chunk, in order. With ``workers`` > 1 and more
-    than one chunk, the chunks go to that many worker processes (spawned; each one thread),
-    at most ``window`` (default 2 x workers) in flight, so memory stays bounded; a corpus of
-    one chunk (the sample, tests) is featurised here, without starting any process."""
-    it = iter(chunks)
-    first = next(it, None)
-    if first is None:
-        return
-    second = next(it, None)
-    if workers <= 1 or second is None:
-        for chunk in itertools.chain((first,) if second is None else (first, second), it):
-            yield fn(chunk), len(chunk[0])
-        return
-    window = window or 2 * workers
-    with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"),
-                             initializer=_single_threaded) as pool:
-        pending: deque = deque()
-        for chunk in itertools.chain((first, second), it):
-            pending.append((pool.submit(fn, chunk), len(chunk[0])))
-            if len(pending) >= window:
-                future, size = pending.popleft()
-                yield future.result(), size
-        while pending:
-            future, size = pending.popleft()
-            yield future.result(), size
-
-
-def _single_threaded() -> None:
-    """A featurising worker uses one thread: the job's threads are the workers."""
-    device.limit_threads(1)
-
-
-def _ids_column(vocab: Vocab, f: Featurizer, sentences: list[str]) -> pa.Array:
-    index, unk = vocab.index, 1
-    lengths = np.empty(len(sentences), dtype=np.int32)
-    flat: list[int] = []
-    for i, sentence in enumerate(sentences):
-        ids = [index.get(u, unk) for u in f(sentence)] or [unk]
-        lengths[i] = len(ids)
-        flat.extend(ids)
-    offsets = np.zeros(len(sentences) + 1, dtype=np.int32)
-    np.cumsum(lengths, out=offsets[1:])
-    return pa.ListArray.from_arrays(pa.array(offsets), pa.array(np.asarray(flat, dtype=np.int32)))
-
-
-def _ids_table(vocabs: dict[str, Vocab], featurizers: dict[str, Featurizer], schema: pa.Schema,
-              chunk: tuple[list[str], list[str]]) -> pa.Table:
-    s1, s2 = chunk
-    return pa.table({f"{u}_{side}": _ids_column(vocabs[u], featurizers[u], sents)
-                     for u in sorted(vocabs) for side, sents in ((1, s1), (2, s2))}, schema=schema)
 
 
 def write_ids(vocabs: dict[str, Vocab], featurizers: dict[str, Featurizer], source: PairSource,
@@ -234,7 +169,7 @@ def write_ids(vocabs: dict[str, Vocab], featurizers: dict[str, Featurizer], sour
         writer = TableWriter(tmp_ids, schema)  # one row group a write
         pending: list[pa.Table] = []
         rows = 0
-        make = partial(_ids_table, {u: vocabs[u] for u in units}, featurizers, schema)
+        make = partial(ids_table, {u: vocabs[u] for u in units}, featurizers, schema)
         for table, _ in ordered_map(make, source, workers):
             pending.append(table)
             rows += table.num_rows

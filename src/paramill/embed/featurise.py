@@ -1,0 +1,82 @@
+"""Featurising chunks of pairs, here or in worker processes: unit counts and id columns.
+
+Kept apart from :mod:`paramill.embed.data` so that a spawned worker imports only this
+module, numpy, pyarrow and the featurizers (not torch): a pool starts in well under a
+second, which a training pays twice (counting, then the id store).
+"""
+
+from __future__ import annotations
+
+import itertools
+import multiprocessing
+from collections import Counter, deque
+from collections.abc import Iterable, Iterator
+from concurrent.futures import ProcessPoolExecutor
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from paramill import device
+from paramill.embed.features import Featurizer, Vocab
+
+
+def chunk_counts(featurizers: dict[str, Featurizer], chunk: tuple[list[str], list[str]]
+                  ) -> dict[str, Counter]:
+    s1, s2 = chunk
+    return {unit: Counter(u for sentence in s1 + s2 for u in f(sentence))
+            for unit, f in featurizers.items()}
+
+
+def ordered_map(fn, chunks: Iterable[tuple[list[str], list[str]]], workers: int,
+                window: int | None = None) -> Iterator[tuple[Any, int]]:
+    """``(fn(chunk), pairs in chunk)`` for each chunk, in order. With ``workers`` > 1 and more
+    than one chunk, the chunks go to that many worker processes (spawned; each one thread),
+    at most ``window`` (default 2 x workers) in flight, so memory stays bounded; a corpus of
+    one chunk (the sample, tests) is featurised here, without starting any process."""
+    it = iter(chunks)
+    first = next(it, None)
+    if first is None:
+        return
+    second = next(it, None)
+    if workers <= 1 or second is None:
+        for chunk in itertools.chain((first,) if second is None else (first, second), it):
+            yield fn(chunk), len(chunk[0])
+        return
+    window = window or 2 * workers
+    with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"),
+                             initializer=_single_threaded) as pool:
+        pending: deque = deque()
+        for chunk in itertools.chain((first, second), it):
+            pending.append((pool.submit(fn, chunk), len(chunk[0])))
+            if len(pending) >= window:
+                future, size = pending.popleft()
+                yield future.result(), size
+        while pending:
+            future, size = pending.popleft()
+            yield future.result(), size
+
+
+def _single_threaded() -> None:
+    """A featurising worker uses one thread: the job's threads are the workers."""
+    device.limit_threads(1)
+
+
+def _ids_column(vocab: Vocab, f: Featurizer, sentences: list[str]) -> pa.Array:
+    index, unk = vocab.index, 1
+    lengths = np.empty(len(sentences), dtype=np.int32)
+    flat: list[int] = []
+    for i, sentence in enumerate(sentences):
+        ids = [index.get(u, unk) for u in f(sentence)] or [unk]
+        lengths[i] = len(ids)
+        flat.extend(ids)
+    offsets = np.zeros(len(sentences) + 1, dtype=np.int32)
+    np.cumsum(lengths, out=offsets[1:])
+    return pa.ListArray.from_arrays(pa.array(offsets), pa.array(np.asarray(flat, dtype=np.int32)))
+
+
+def ids_table(vocabs: dict[str, Vocab], featurizers: dict[str, Featurizer], schema: pa.Schema,
+              chunk: tuple[list[str], list[str]]) -> pa.Table:
+    s1, s2 = chunk
+    return pa.table({f"{u}_{side}": _ids_column(vocabs[u], featurizers[u], sents)
+                     for u in sorted(vocabs) for side, sents in ((1, s1), (2, s2))}, schema=schema)
