@@ -83,6 +83,20 @@ def config_keys(cls: type) -> list[str]:
     return [f.name for f in dataclasses.fields(cls) if "doc" in f.metadata]
 
 
+def check_spec(cls: type, spec: Any, where: str, required: tuple[str, ...] = ()) -> None:
+    """A corpus spec (``bitext.corpora.NAME``, ``pairs.corpora.NAME``, a verb's ``--spec``):
+    an object of the class's keys, with ``required`` present and every value as the schema
+    says; the error names ``where`` and the key."""
+    if not isinstance(spec, dict):
+        raise ValueError(f"{where}: a corpus is an object of keys, not a {type(spec).__name__}")
+    if unknown := sorted(set(spec) - set(config_keys(cls))):
+        raise ValueError(f"{where}: unknown keys {unknown} (known: {', '.join(config_keys(cls))})")
+    for key in required:
+        if key not in spec:
+            raise ValueError(f"{where}: no {key}")
+    check_values(cls, spec, where)
+
+
 def check_values(cls: type, data: dict[str, Any], where: str = "") -> None:
     """Refuse values of the wrong type or out of range for ``cls``'s config keys (as the
     config schema does), naming the key: a verb's JSON gets the same checks as the config."""

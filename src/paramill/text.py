@@ -90,6 +90,15 @@ def normalize_expr(expr: pl.Expr, punctuation: bool = True) -> pl.Expr:
     return expr.str.replace_all(_SPACES, " ").str.strip_chars()
 
 
+def regex_problem(pattern: str) -> str | None:
+    """Why polars' (Rust) regex engine cannot compile ``pattern``, or None when it can."""
+    try:
+        pl.Series([""]).str.contains(pattern)
+    except pl.exceptions.PolarsError as err:
+        return str(err).splitlines()[0] if str(err) else "does not compile"
+    return None
+
+
 def tokenize(text: str) -> list[str]:
     """Split a sentence into word and punctuation tokens (language-neutral, Unicode-aware)."""
     return _TOKEN_RE.findall(text)

@@ -18,7 +18,7 @@ from typing import Any, ClassVar, Literal
 from paramill import fields as strict
 from paramill.io import (REJECTED_TEXT_CHARS, InputError, LineStream, decode_line as _decode,
                          shown_text as _shown)
-from paramill.settings import check_values, config_keys, setting
+from paramill.settings import check_spec, setting
 
 FORMATS = ("czeng1", "czeng2", "moses", "tsv")
 
@@ -49,14 +49,7 @@ class CorpusSpec:
 
     @classmethod
     def from_dict(cls, name: str, spec: dict[str, Any]) -> CorpusSpec:
-        where = f"bitext.corpora.{name}"
-        if not isinstance(spec, dict):
-            raise ValueError(f"{where}: a corpus is an object of keys, not a {type(spec).__name__}")
-        if unknown := sorted(set(spec) - set(config_keys(cls))):
-            raise ValueError(f"{where}: unknown keys {unknown} (known: {', '.join(config_keys(cls))})")
-        if "format" not in spec:
-            raise ValueError(f"{where}: no format")
-        check_values(cls, spec, where)
+        check_spec(cls, spec, f"bitext.corpora.{name}", required=("format",))
         columns = spec.get("columns")
         made = cls(name=name, format=spec["format"], path=spec.get("path"), cs=spec.get("cs"),
                    en=spec.get("en"), columns=tuple(columns) if columns else None,

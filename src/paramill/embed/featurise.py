@@ -35,19 +35,17 @@ def ordered_map(fn, chunks: Iterable[tuple[list[str], list[str]]], workers: int,
     at most ``window`` (default 2 x workers) in flight, so memory stays bounded; a corpus of
     one chunk (the sample, tests) is featurised here, without starting any process."""
     it = iter(chunks)
-    first = next(it, None)
-    if first is None:
-        return
-    second = next(it, None)
-    if workers <= 1 or second is None:
-        for chunk in itertools.chain((first,) if second is None else (first, second), it):
+    head = list(itertools.islice(it, 2))
+    chunks = itertools.chain(head, it)
+    if workers <= 1 or len(head) < 2:
+        for chunk in chunks:
             yield fn(chunk), len(chunk[0])
         return
     window = window or 2 * workers
     with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"),
                              initializer=_single_threaded) as pool:
         pending: deque = deque()
-        for chunk in itertools.chain((first, second), it):
+        for chunk in chunks:
             pending.append((pool.submit(fn, chunk), len(chunk[0])))
             if len(pending) >= window:
                 future, size = pending.popleft()

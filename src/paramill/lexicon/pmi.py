@@ -45,7 +45,7 @@ from paramill.io import atomic_output, iter_parquet_batches, scratch_dir, write_
 from paramill.progress import progress
 from paramill.provenance import Run, prov_path
 from paramill.settings import Name, Settings, setting
-from paramill.text import TOKEN_PATTERN
+from paramill.text import TOKEN_PATTERN, regex_problem
 
 #: a short English stop-list (function words, and the pieces the tokeniser cuts contractions
 #: into: "doesn't" -> doesn, t); replace it with `stoplist` (one word a line)
@@ -91,10 +91,8 @@ class LexiconSettings(Settings):
 def check_settings(settings: LexiconSettings) -> None:
     """Refuse patterns polars' regex engine cannot compile, before anything is read."""
     for key in ("token_pattern", "word_pattern"):
-        try:
-            pl.Series([""]).str.contains(getattr(settings, key))
-        except pl.exceptions.ComputeError as err:
-            raise ValueError(f"lexicon.{key} {getattr(settings, key)!r} is not a valid regex: {err}") from None
+        if problem := regex_problem(getattr(settings, key)):
+            raise ValueError(f"lexicon.{key} {getattr(settings, key)!r} is not a valid regex: {problem}")
     if settings.stoplist and not Path(settings.stoplist).is_file():
         raise ValueError(f"lexicon.stoplist {settings.stoplist}: no such file")
 

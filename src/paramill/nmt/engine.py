@@ -58,6 +58,7 @@ class Engine:
 
 
 _LOADED: dict[str, str] = {}
+_SEARCHED_SYS_PATH = False  # sys.path was searched (found or not): decoding asks once a block
 
 
 def _candidate_folders(search: list[str] | None) -> list[Path]:
@@ -70,8 +71,10 @@ def load_cuda_libraries(search: list[str] | None = None) -> dict[str, str]:
     ``<entry>/nvidia/cublas/lib`` of ``search``, default ``sys.path``) into this process, so
     that CTranslate2 finds it by soname. Returns {soname: path} of what is loaded (empty
     where the wheel is not installed: CPU machines need nothing). Idempotent."""
-    if _LOADED:
+    global _SEARCHED_SYS_PATH
+    if _LOADED or (search is None and _SEARCHED_SYS_PATH):
         return dict(_LOADED)
+    _SEARCHED_SYS_PATH = _SEARCHED_SYS_PATH or search is None
     for folder in _candidate_folders(search):
         paths = [folder / name for name in CUDA12_LIBRARIES]
         if all(path.is_file() for path in paths):

@@ -19,7 +19,7 @@ from paramill import fields as strict
 from paramill.io import (REJECTED_TEXT_CHARS, InputError, LineStream, check_regular_file,
                          decode_line, shown_text)
 from paramill.pairs.names import systems
-from paramill.settings import check_values, config_keys, setting
+from paramill.settings import check_spec, setting
 
 FORMATS = ("paranmt", "parabank2", "tsv", "parquet", "references", "twitter-url")
 #: ParaBank 2 lists at most this many paraphrases after the reference
@@ -83,12 +83,7 @@ class PairCorpusSpec:
 
     @classmethod
     def from_dict(cls, name: str, spec: dict[str, Any]) -> PairCorpusSpec:
-        where = f"pairs.corpora.{name}"
-        if not isinstance(spec, dict):
-            raise ValueError(f"{where}: a corpus is an object of keys, not a {type(spec).__name__}")
-        if unknown := sorted(set(spec) - set(config_keys(cls))):
-            raise ValueError(f"{where}: unknown keys {unknown} (known: {', '.join(config_keys(cls))})")
-        check_values(cls, spec, where)
+        check_spec(cls, spec, f"pairs.corpora.{name}")
         known = dict(spec)
         if isinstance(known.get("columns"), list):
             known["columns"] = tuple(known["columns"])
@@ -165,7 +160,6 @@ def _bad(line_no: int, fields: list[str], method: str, path: str, reason: str,
                         detail=detail)
 
 
-_score = strict.number
 
 
 def read_paranmt(path: str, method: str = "paranmt",
@@ -177,7 +171,7 @@ def read_paranmt(path: str, method: str = "paranmt",
         elif len(fields) != 3:
             yield _bad(line_no, fields, method, path, "column_count",
                        f"expected 3 tab-separated columns, found {len(fields)}")
-        elif (score := _score(fields[2])) is None:
+        elif (score := strict.number(fields[2])) is None:
             yield _bad(line_no, fields, method, path, "bad_score",
                        f"column 3: score {fields[2][:40]!r} is not a finite decimal number")
         else:
@@ -197,7 +191,7 @@ def read_parabank2(path: str, method: str = "parabank2",
             yield _bad(line_no, fields, method, path, "column_count",
                        f"expected a score, a reference and 1 to {PARABANK2_MAX} paraphrases, "
                        f"found {len(fields)} columns")
-        elif (score := _score(fields[0])) is None:
+        elif (score := strict.number(fields[0])) is None:
             yield _bad(line_no, fields, method, path, "bad_score",
                        f"column 1: score {fields[0][:40]!r} is not a finite decimal number")
         else:
@@ -223,7 +217,6 @@ def _column_roles(names: tuple[str, ...], path: str, line: int | None) -> dict[s
     return roles
 
 
-_label = strict.label
 
 
 def read_tsv(path: str, columns: tuple[str, ...] | None = None, header: bool = False,
@@ -254,12 +247,12 @@ def read_tsv(path: str, columns: tuple[str, ...] | None = None, header: bool = F
                        f"expected {width} tab-separated columns, found {len(fields)}")
             continue
         score = label = None
-        if "score" in roles and (score := _score(fields[roles["score"]])) is None:
+        if "score" in roles and (score := strict.number(fields[roles["score"]])) is None:
             yield _bad(line_no, fields, method, path, "bad_score",
                        f"column {names[roles['score']]}: score {fields[roles['score']][:40]!r} "
                        "is not a finite decimal number")
             continue
-        if "label" in roles and (label := _label(fields[roles["label"]])) is None:
+        if "label" in roles and (label := strict.label(fields[roles["label"]])) is None:
             yield _bad(line_no, fields, method, path, "bad_label",
                        f"column {names[roles['label']]}: label {fields[roles['label']][:40]!r} "
                        "is not 0/1/true/false")

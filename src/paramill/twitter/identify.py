@@ -323,11 +323,11 @@ def model_features(pairs: list[tuple[str, str]], which: str, encoder=None,
         return features(pairs, False)
     x = features(pairs, True, encoder)
     if which in ("encoder", "cross"):
-        scorer = sentence.cosine if which == "encoder" and sentence is not None else \
-            cross.score if which == "cross" and cross is not None else None
+        scorer = sentence if which == "encoder" else cross
         if scorer is None:
             raise ValueError(f"model {which} needs its {'sentence' if which == 'encoder' else 'cross-'}encoder")
-        x = np.hstack([x, scorer(pairs)[:, None] if pairs else np.zeros((0, 1))])
+        column = scorer.cosine(pairs) if which == "encoder" else scorer.score(pairs)
+        x = np.hstack([x, column[:, None] if pairs else np.zeros((0, 1))])
     return x
 
 
