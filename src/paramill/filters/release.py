@@ -13,7 +13,7 @@ import polars as pl
 from paramill import __version__
 from paramill.filters.analysis import AnalysisSettings, analyse, annotation_sample
 from paramill.filters.select import iter_scored
-from paramill.io import atomic_output, parquet_rows, read_json, write_json
+from paramill.io import atomic_output, parquet_rows, read_json, sha256_file, write_json
 from paramill.provenance import Run, code_version, prov_path
 
 LICENCE = """\
@@ -142,10 +142,11 @@ def czeng_derived(sources: dict[str, Any]) -> bool:
 
 
 def dataset_card(name: str, selection: dict[str, Any], sources: dict[str, Any],
-                 built: str | None) -> str:
+                 digest: str | None) -> str:
     """A Hugging Face dataset card (README.md with the Hub's YAML header) for a release:
-    the facts of its datasheet, ``configs`` pointing at ``corpus.parquet``. ``built``: the
-    corpus's date from its provenance record (so a rebuild gives the same bytes)."""
+    the facts of its datasheet, ``configs`` pointing at ``corpus.parquet``. ``digest``: the
+    sha256 of ``corpus.parquet``, which names the build; no date, so the same inputs give
+    the same bytes on any day (a build date lives in the ``.prov.json`` records)."""
     import yaml
 
     rows = selection["rows"]
@@ -170,7 +171,8 @@ def dataset_card(name: str, selection: dict[str, Any], sources: dict[str, Any],
     lines = ["---", yaml.safe_dump(header, sort_keys=False, allow_unicode=True).rstrip(), "---", "",
              f"# paramill paraphrase corpus `{name}`", "",
              f"{rows:,} English sentential paraphrase pairs (`s1`, `s2`) made by paramill "
-             f"{__version__}" + (f", built {built}" if built else "") + ". Load it with",
+             f"{__version__}" + (f" (`corpus.parquet` sha256 {digest})" if digest else "")
+             + ". Load it with",
              "", "```python", "from datasets import load_dataset",
              'pairs = load_dataset(".")["train"]  # this card\'s configs: corpus.parquet',
              '# or: load_dataset("parquet", data_files="corpus.parquet")["train"]', "```",
@@ -186,12 +188,6 @@ def dataset_card(name: str, selection: dict[str, Any], sources: dict[str, Any],
               "the statistics, and each file's `.prov.json` the full provenance.",
               "", "## Licence", "", LICENCE, ""]
     return "\n".join(lines)
-
-
-def _built(corpus: str | Path) -> str | None:
-    """The day the corpus was written, from its provenance record."""
-    record = prov_path(corpus)
-    return str(read_json(record).get("ended", ""))[:10] or None if Path(record).exists() else None
 
 
 def write_release_docs(name: str, candidate_files: list[str | Path], score_files: list[str | Path],
@@ -221,7 +217,7 @@ def write_release_docs(name: str, candidate_files: list[str | Path], score_files
         write_json(files[0], stats)
         annotation.write_csv(files[1], separator="\t", quote_style="never")
         files[2].write_text(datasheet(name, selection, stats, sources or {}), encoding="utf-8")
-        files[3].write_text(dataset_card(name, selection, sources or {}, _built(corpus)),
+        files[3].write_text(dataset_card(name, selection, sources or {}, sha256_file(corpus)),
                             encoding="utf-8")
         if plot:
             plot(sample, list(selection["score_columns"]), files[4])
