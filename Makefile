@@ -6,6 +6,8 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.paramill-installed
 CORES ?= 2
+# make test runs the suite in this many pytest-xdist workers (tests/conftest.py groups them)
+TEST_WORKERS ?= 2
 # pip's output is kept short; set PIP_QUIET= to see it all.
 PIP_QUIET ?= -q
 PIP := $(BIN)/python -m pip $(PIP_QUIET) --disable-pip-version-check
@@ -38,7 +40,7 @@ run: install
 	$(BIN)/snakemake --cores $(CORES)
 
 test: install
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadgroup --no-loadscope-reorder
 
 report: install
 	$(BIN)/snakemake --cores $(CORES) --report report.html

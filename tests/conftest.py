@@ -53,12 +53,33 @@ def _cuda_problem() -> str | None:
     return None
 
 
+#: The workflow tests that share the session's tiny run (tests/workflow/conftest.py): one
+#: worker runs them all, so the tiny DAG is built once. Then the default DAG.
+FIRST_GROUPS = ("tiny-run", "tests/workflow/test_default_workflow.py")
+
+
+def _group(item) -> str:
+    if "tiny_run" in item.fixturenames:
+        return FIRST_GROUPS[0]
+    return item.nodeid.split("::")[0]  # the module: its module-scoped fixtures run once
+
+
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the xdist_group marks
 def pytest_collection_modifyitems(config, items):
-    """Tests marked ``gpu`` are skipped, with the reason, where no CUDA device is visible."""
+    """Tests marked ``gpu`` are skipped, with the reason, where no CUDA device is visible.
+
+    Under pytest-xdist (``make test`` runs ``-n 2 --dist loadgroup``) each module is one unit
+    of work, and the tests sharing the tiny run are one; the two longest units (the tiny run
+    with the tests that change it, and the default DAG) go first, one to each worker."""
     gpu_items = [item for item in items if item.get_closest_marker("gpu")]
-    if not gpu_items:
-        return
-    problem = _cuda_problem()
+    problem = _cuda_problem() if gpu_items else None
     if problem:
         for item in gpu_items:
             item.add_marker(pytest.mark.skip(reason=problem))
+    if getattr(config.option, "dist", "no") != "loadgroup":
+        return
+    for item in items:
+        if not item.get_closest_marker("xdist_group"):
+            item.add_marker(pytest.mark.xdist_group(_group(item)))
+    rank = {name: i for i, name in enumerate(FIRST_GROUPS)}
+    items.sort(key=lambda item: rank.get(_group(item), len(rank)))  # stable: order kept within

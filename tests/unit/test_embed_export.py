@@ -42,6 +42,12 @@ def test_an_exported_model_encodes_like_paramill(tmp_path, components, units, mo
     assert st.get_embedding_dimension() == ours.shape[1]
     prov = json.loads((tmp_path / "st.prov.json").read_text())
     assert prov["rule"] == "embed_export" and prov["inputs"][0]["path"] == str(model)
+    # the same model exports to the same bytes (the workflow's reproducibility run, with the
+    # tiny overlay, does not export)
+    again = export(model, tmp_path / "again" / "st")
+    files = sorted(p.name for p in out.iterdir())
+    assert files == sorted(p.name for p in again.iterdir()) and "modules.json" in files
+    assert all((out / f).read_bytes() == (again / f).read_bytes() for f in files)
 
 
 def test_a_static_export_loads_where_paramill_cannot_be_imported(tmp_path):

@@ -61,8 +61,10 @@ TINY_NMT = ["--configfile", "config.yaml", str(Path(__file__).with_name("tiny-nm
 ALL_FILTERS = filter_names()  # as the filter classes declare them (the generated schema)
 #: filters.enabled in tiny-nmt.yaml (the DAG tests need fewer score jobs)
 TINY_FILTERS = ["overlap", "parascore"]
-#: The jobs that follow any change of the released corpora (2 selections).
-EMBED = {"embed_train": 2, "sts_eval": 2, "embed_export": 2}
+#: The jobs that follow any change of the released corpora (2 embedding models; the tiny
+#: overlay does not export them: sentence-transformers' import alone takes seconds a job).
+EMBED = {"embed_train": 2, "sts_eval": 2}
+EXPORT = {"embed_export": 2}
 SELECT = {"select": 2, "corpus_analysis": 2}
 #: the lexicon of the default selection and its SimLex evaluation
 LEXICON = {"lexicon": 1, "lexicon_simlex": 1}
@@ -83,9 +85,11 @@ def scoring(filters, shards):
     return jobs
 
 
-def after_candidates(filters, shards):
-    """The jobs that follow a change of every back-translated shard."""
-    jobs = {"heldout": 1, **scoring(filters, shards), **SELECT, **EMBED, **LEXICON}
+def after_candidates(filters, shards, export=False):
+    """The jobs that follow a change of every back-translated shard (``export``: the
+    embedding models are exported too, as in the default config)."""
+    jobs = {"heldout": 1, **scoring(filters, shards), **SELECT, **EMBED, **LEXICON,
+            **(EXPORT if export else {})}
     for name, rule in (("kenlm", "kenlm_train"), ("classifier", "classifier_train"),
                        ("parascore", "parascore_model")):
         if name in filters:
@@ -99,7 +103,7 @@ _BITEXT_NMT = {"ingest": 2, "clean": 2, "bitext_stats": 1, "plot_bitext_outcomes
                "provenance_summary": 1, "spm_train": 2, "nmt_data": 1, "nmt_train": 2,
                "nmt_convert": 2, "nmt_translate": 4, "backtranslation_stats": 1}
 #: Every job of the default DAG on the sample (4 cleaned shards).
-FULL_DAG = {**_BITEXT_NMT, **after_candidates(ALL_FILTERS, 4), **TWITTER}
+FULL_DAG = {**_BITEXT_NMT, **after_candidates(ALL_FILTERS, 4, export=True), **TWITTER}
 #: The same with the tiny overlay's filters and no Twitter branch.
 TINY_DAG = {**_BITEXT_NMT, **after_candidates(TINY_FILTERS, 4)}
 
