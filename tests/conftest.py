@@ -76,7 +76,7 @@ def pytest_collection_modifyitems(config, items):
     if problem:
         for item in gpu_items:
             item.add_marker(pytest.mark.skip(reason=problem))
-    if getattr(config.option, "dist", "no") != "loadgroup":
+    if not getattr(config.option, "loadgroup", False):  # set in each worker (its dist is "no")
         return
     for item in items:
         if not item.get_closest_marker("xdist_group"):
