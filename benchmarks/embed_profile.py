@@ -39,14 +39,14 @@ def main() -> None:
     from paramill import device
     device.limit_threads(args.threads)
     from paramill.embed.model import ModelSpec
-    from paramill.embed.train import TrainSettings, train
+    from paramill.embed.train import EmbedTrainSettings, train
 
     pairs = [(a, b) for a, b in twitter_positive_pairs(SHARED) if a != b][:args.pairs]
     profile = cProfile.Profile()
     with tempfile.TemporaryDirectory() as tmp:
         profile.enable()
         train(pairs, Path(tmp) / "m.pt", ModelSpec(components=(args.component,), dim=300, hidden=150),
-              TrainSettings(epochs=1, batch_size=100, megabatch=20, scramble_rate=0.0))
+              EmbedTrainSettings(epochs=1, batch_size=100, megabatch=20, scramble_rate=0.0))
         profile.disable()
     stats = pstats.Stats(profile).stats  # (file, line, function) -> (cc, nc, tottime, cumtime, callers)
     total = sum(v[2] for v in stats.values())

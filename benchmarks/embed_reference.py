@@ -86,9 +86,9 @@ sys.path.insert(0, {src!r})
 from paramill import device
 device.limit_threads({threads})
 from paramill.embed.model import ModelSpec
-from paramill.embed.train import TrainSettings, train
+from paramill.embed.train import EmbedTrainSettings, train
 from paramill.embed.data import PairSource
-s = TrainSettings(epochs={epochs}, batch_size={batch}, megabatch={megabatch}, margin=0.4,
+s = EmbedTrainSettings(epochs={epochs}, batch_size={batch}, megabatch={megabatch}, margin=0.4,
                   learning_rate=0.001, grad_clip=1.0, scramble_rate=0.0, seed=1,
                   device={device!r})
 summary = train(PairSource.from_files([{pairs!r}], drop_identical=False), {out!r},

@@ -40,7 +40,7 @@ from paramill import device
 device.limit_threads({threads})
 from paramill.embed.data import PairSource
 from paramill.embed.model import ModelSpec
-from paramill.embed.train import TrainSettings, train
+from paramill.embed.train import EmbedTrainSettings, train
 
 class Stop(Exception):
     pass
@@ -62,7 +62,7 @@ threading.Thread(target=watch, daemon=True).start()
 start = time.perf_counter()
 try:
     train(PairSource.from_files([{pairs!r}]), out, ModelSpec(components=("word",), dim=300),
-          TrainSettings(epochs=1, batch_size=100, megabatch=20, buffer_pairs=100000,
+          EmbedTrainSettings(epochs=1, batch_size=100, megabatch=20, buffer_pairs=100000,
                         device={device!r}))
     stopped = False
 except Stop:

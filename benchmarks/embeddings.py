@@ -32,7 +32,7 @@ sys.path.insert(0, str(REPO / "src"))
 
 from paramill import device  # noqa: E402
 from paramill.embed.model import ModelSpec, build, load_model  # noqa: E402
-from paramill.embed.train import TrainSettings, train  # noqa: E402
+from paramill.embed.train import EmbedTrainSettings, train  # noqa: E402
 from paramill.evaluate.sts import read, score  # noqa: E402
 
 VARIANTS = {  # units named in every variant: the default (sp) must not change what a row means
@@ -67,7 +67,7 @@ def main() -> None:
             spec = ModelSpec(dim=300, **VARIANTS[name])
             epochs = args.recurrent_epochs if spec.recurrent and args.recurrent_epochs else args.epochs
             summary = train(pairs, Path(tmp) / f"{name}.pt", spec,
-                            TrainSettings(epochs=epochs, megabatch=args.megabatch,
+                            EmbedTrainSettings(epochs=epochs, megabatch=args.megabatch,
                                           device=args.device))
             model = load_model(Path(tmp) / f"{name}.pt")
             result = score(model, sts)

@@ -78,7 +78,7 @@ def build_base_model(data: Path, src_spm: str, tgt_spm: str, work: Path, steps: 
     from paramill.nmt import train as nmt_train
 
     model = nmt_train.ModelSettings(**BASE)
-    settings = nmt_train.TrainSettings(train_steps=steps, valid_steps=steps, save_checkpoint_steps=steps,
+    settings = nmt_train.NmtTrainSettings(train_steps=steps, valid_steps=steps, save_checkpoint_steps=steps,
                                        batch_size=1024, warmup_steps=steps)
     work.mkdir(parents=True, exist_ok=True)
     (work / "settings.sha256").write_text(

@@ -40,7 +40,7 @@ from _report import SHARED, emit, machine  # noqa: E402
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
 from paramill import device  # noqa: E402
-from paramill.twitter.encoder import PRECISIONS, SentenceEncoder, native_bfloat16  # noqa: E402
+from paramill.twitter.encoder import PRECISIONS, PretrainedEncoder, native_bfloat16  # noqa: E402
 from paramill.twitter.identify import (  # noqa: E402
     MODELS,
     IdentifySettings,
@@ -76,7 +76,7 @@ def measure(pairs, labels, settings, encoder, sentences, tests, models, finetune
     variants += [(label, "encoder", enc) for label, enc in sentences.items()]
     if finetune is not None:
         variants += [(f"{label}-finetuned", "finetuned", enc) for label, enc in sentences.items()
-                     if isinstance(enc, SentenceEncoder)
+                     if isinstance(enc, PretrainedEncoder)
                      and (enc.layers is not None or not finetune["students_only"])]
     sample = pairs[-5000:]  # scored afresh: features (and sentence vectors) included
     for label, name, sentence in variants:
@@ -92,7 +92,7 @@ def measure(pairs, labels, settings, encoder, sentences, tests, models, finetune
             row["crossfit_seconds"] = round(time.perf_counter() - fold_start, 1)
             x = np.hstack([model_features(pairs, "extended", encoder), cosine[:, None]])
             name = "encoder"
-            sentence = (SentenceEncoder(s.sentence_encoder, s.encoder_batch, s.encoder_precision, state,
+            sentence = (PretrainedEncoder(s.sentence_encoder, s.encoder_batch, s.encoder_precision, state,
                                         layers) if state else None)
         elif name == "cross":  # the cross-encoder's probability, cross-fitted (folds + 1 fine-tunings)
             from paramill.twitter.cross import CrossEncoder
@@ -154,7 +154,7 @@ def distil(pairs, labels, settings, log: dict, unseen: bool = True):
         state = distill_student(on, settings)
         log[name] = {"sentences": len(set(on)),
                      "seconds": round(time.perf_counter() - start, 1)}
-        enc = SentenceEncoder(settings.sentence_encoder, settings.encoder_batch,
+        enc = PretrainedEncoder(settings.sentence_encoder, settings.encoder_batch,
                               settings.encoder_precision, state, n)
         enc.state = state  # where its fine-tuning starts
         return enc
@@ -229,7 +229,7 @@ def main() -> None:
     sentences = {}
     if "encoder" in args.models:
         for precision in args.precisions:
-            enc = SentenceEncoder(args.sentence_encoder, precision=precision)
+            enc = PretrainedEncoder(args.sentence_encoder, precision=precision)
             sentences[f"encoder-{enc.precision}"] = enc
     report = {"benchmark": f"paraphrase identification: grouped {args.folds}-fold cross-validation",
               "machine": machine(), "threads": args.threads,

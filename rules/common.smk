@@ -12,7 +12,8 @@ from snakemake.utils import update_config
 
 from paramill.config import schema as config_schema  # the committed schema: no stage imported
 from paramill.embed.sweep import model_settings, sweep_points  # pure Python, no torch
-from paramill.pairs.names import systems  # pure Python
+from paramill.bitext.readers import CorpusSpec  # a corpus's files, as its format names them
+from paramill.pairs.readers import PairCorpusSpec
 
 # The `paramill` command sits beside the Python that runs Snakemake (.venv/bin).
 _bin = str(Path(sys.executable).parent)

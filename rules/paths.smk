@@ -6,8 +6,8 @@
 # -- bitext --------------------------------------------------------------------
 
 def corpus_files(wildcards):
-    spec = config["bitext"]["corpora"][wildcards.corpus]
-    return [spec["cs"], spec["en"]] if spec["format"] == "moses" else [spec["path"]]
+    """The files of a bitext corpus, as its format names them."""
+    return CorpusSpec.from_dict(wildcards.corpus, config["bitext"]["corpora"][wildcards.corpus]).files
 
 
 def earlier_keys(wildcards):
@@ -25,10 +25,10 @@ def corpus_shards(corpus):
 # -- pairs ---------------------------------------------------------------------
 
 def pair_corpus_files(wildcards):
-    spec = config["pairs"]["corpora"][wildcards.corpus]
-    if spec["format"] == "references":
-        return [spec["reference"], *systems(spec["hypotheses"]).values()]
-    return [spec["path"]]
+    """The files of a pair corpus, as its format names them (references: the reference and
+    every system's output)."""
+    return PairCorpusSpec.from_dict(wildcards.corpus,
+                                    config["pairs"]["corpora"][wildcards.corpus]).files
 
 
 def earlier_pair_corpora(wildcards):

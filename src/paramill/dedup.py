@@ -18,10 +18,12 @@ import numpy as np
 import polars as pl
 import pyarrow as pa
 
-from paramill.bitext.schema import KEYS
 from paramill.io import TableWriter
 
 KEEP, DUP_HERE, DUP_EARLIER = 0, 1, 2
+#: Dedup keys of kept pairs, sorted, so later corpora can skip pairs already kept (the
+#: ``.keys.parquet`` beside every cleaned or ingested corpus).
+KEYS = pa.schema([pa.field("key", pa.uint64(), nullable=False)])
 
 
 def pair_keys(left: list[str], right: list[str]) -> np.ndarray:

@@ -28,15 +28,21 @@ import stat
 import sys
 import tempfile
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
-import pyarrow as pa
-import pyarrow.parquet as pq
 
-PARQUET_COMPRESSION = "zstd"
+# Parquet tables live in paramill.tables; their names are also found here, where every
+# stage has long imported them from.
+from paramill.tables import (  # noqa: E402,F401
+    PARQUET_COMPRESSION,
+    ShardWriter,
+    TableWriter,
+    iter_parquet_batches,
+    parquet_rows,
+)
 
 _MAGIC = {
     b"\x1f\x8b": "gzip",
@@ -337,102 +343,6 @@ def write_json(path: str | os.PathLike, obj: Any) -> None:
 def read_json(path: str | os.PathLike) -> Any:
     return json.loads(Path(path).read_text())
 
-
-class ShardWriter:
-    """Stream Arrow record batches into numbered Parquet shards of at most ``shard_size`` rows.
-
-    Shards are named ``shard-00000.parquet`` … inside ``directory`` (which should be a
-    temporary path from :func:`atomic_output`). Memory holds one batch at a time.
-    """
-
-    def __init__(self, directory: str | os.PathLike, schema: pa.Schema, shard_size: int,
-                 prefix: str = "shard"):
-        if shard_size < 1:
-            raise ValueError("shard_size must be at least 1")
-        self.directory = Path(directory)
-        self.directory.mkdir(parents=True, exist_ok=True)
-        self.schema = schema
-        self.shard_size = shard_size
-        self.prefix = prefix
-        self.paths: list[Path] = []
-        self.rows = 0
-        self._writer: pq.ParquetWriter | None = None
-        self._in_shard = 0
-
-    def _open(self) -> None:
-        path = self.directory / f"{self.prefix}-{len(self.paths):05d}.parquet"
-        self.paths.append(path)
-        self._writer = pq.ParquetWriter(path, self.schema, compression=PARQUET_COMPRESSION)
-        self._in_shard = 0
-
-    def write(self, table: pa.Table | pa.RecordBatch) -> None:
-        if isinstance(table, pa.RecordBatch):
-            table = pa.Table.from_batches([table])
-        table = table.select(self.schema.names).cast(self.schema)
-        offset = 0
-        while offset < table.num_rows:
-            if self._writer is None or self._in_shard >= self.shard_size:
-                self.close_shard()
-                self._open()
-            take = min(self.shard_size - self._in_shard, table.num_rows - offset)
-            assert self._writer is not None
-            self._writer.write_table(table.slice(offset, take))
-            self._in_shard += take
-            self.rows += take
-            offset += take
-
-    def close_shard(self) -> None:
-        if self._writer is not None:
-            self._writer.close()
-            self._writer = None
-
-    def close(self) -> list[Path]:
-        self.close_shard()
-        return self.paths
-
-
-class TableWriter:
-    """Stream batches into one Parquet file (created on close when nothing was written)."""
-
-    def __init__(self, path: str | os.PathLike, schema: pa.Schema):
-        self.path = Path(path)
-        self.schema = schema
-        self.rows = 0
-        self._writer: pq.ParquetWriter | None = None
-
-    def write(self, table: pa.Table | pa.RecordBatch) -> None:
-        if isinstance(table, pa.RecordBatch):
-            table = pa.Table.from_batches([table])
-        if table.num_rows == 0:
-            return
-        if self._writer is None:
-            self._writer = pq.ParquetWriter(self.path, self.schema, compression=PARQUET_COMPRESSION)
-        self._writer.write_table(table.select(self.schema.names).cast(self.schema))
-        self.rows += table.num_rows
-
-    def close(self) -> Path:
-        if self._writer is None:
-            pq.write_table(self.schema.empty_table(), self.path, compression=PARQUET_COMPRESSION)
-        else:
-            self._writer.close()
-        return self.path
-
-
-def iter_parquet_batches(paths: Sequence[str | os.PathLike], batch_size: int = 65536,
-                         columns: Sequence[str] | None = None) -> Iterator[pa.RecordBatch]:
-    """Yield record batches from Parquet files in order, never loading a whole file.
-
-    ``pre_buffer`` is off: with it Arrow prefetches every row group of the file at once,
-    which made memory grow with the file's size.
-    """
-    for path in paths:
-        pf = pq.ParquetFile(path, pre_buffer=False)
-        yield from pf.iter_batches(batch_size=batch_size, columns=list(columns) if columns else None)
-
-
-def parquet_rows(paths: Sequence[str | os.PathLike]) -> int:
-    """Row count from Parquet footers (no data read)."""
-    return sum(pq.ParquetFile(p).metadata.num_rows for p in paths)
 
 # -- lines of text files -------------------------------------------------------
 

@@ -62,7 +62,9 @@ class Settings:
         if unknown:
             raise ValueError(f"unknown {cls.__name__} keys: {sorted(unknown)}")
         check_values(cls, data, where)
-        return cls(**data)
+        hints = typing.get_type_hints(cls)
+        return cls(**{k: _nested(hints.get(k), v, f"{where or cls.__name__}.{k}")
+                      for k, v in data.items()})
 
     @classmethod
     def keys(cls) -> list[str]:
@@ -73,6 +75,21 @@ class Settings:
     def from_section(cls, data: dict[str, Any]):
         """Only this class's config keys of ``data`` (a section shared with other classes)."""
         return cls.from_dict({k: v for k, v in data.items() if k in cls.keys()})
+
+
+def _nested(kind: Any, value: Any, where: str) -> Any:
+    """``value`` built as the settings class its field declares: a nested section from its
+    mapping, a ``tuple[X, ...]`` of settings from a list of mappings (typed all the way
+    down: no stage reads a nested setting as a dict); anything else as given."""
+    if isinstance(kind, type) and issubclass(kind, Settings) and isinstance(value, dict):
+        return kind.from_dict(value, where)
+    args = typing.get_args(kind)
+    if (typing.get_origin(kind) is tuple and len(args) == 2 and args[1] is Ellipsis
+            and isinstance(args[0], type) and issubclass(args[0], Settings)
+            and isinstance(value, (list, tuple))):
+        return tuple(args[0].from_dict(v, f"{where}.{i}") if isinstance(v, dict) else v
+                     for i, v in enumerate(value))
+    return value
 
 
 _SCALARS = {int: "integer", float: "number", bool: "boolean", str: "string", type(None): "null"}

@@ -15,9 +15,9 @@ from paramill.config import ConfigError
 from paramill.bitext.clean import CleanSettings
 from paramill.bitext.ingest import IngestSettings
 from paramill.embed.model import ModelSpec
-from paramill.embed.train import TrainSettings as EmbedTrainSettings
+from paramill.embed.train import EmbedTrainSettings
 from paramill.nmt.subwords import SubwordSettings
-from paramill.nmt.train import ModelSettings, TrainSettings
+from paramill.nmt.train import ModelSettings, NmtTrainSettings
 from paramill.nmt.translate import TranslateSettings
 
 REPO = Path(__file__).resolve().parents[2]
@@ -38,7 +38,7 @@ def test_resolved_sections_build_their_settings_classes():
     built = {
         ("bitext", "clean"): CleanSettings, ("bitext", "ingest"): IngestSettings,
         ("nmt", "spm"): SubwordSettings, ("nmt", "model"): ModelSettings,
-        ("nmt", "train"): TrainSettings, ("nmt", "translate"): TranslateSettings,
+        ("nmt", "train"): NmtTrainSettings, ("nmt", "translate"): TranslateSettings,
         ("embed", "model"): ModelSpec, ("embed", "train"): EmbedTrainSettings,
         ("filters", "heldout"): HeldoutSettings, ("filters", "kenlm"): KenlmSettings,
         ("filters", "classifier"): ClassifierSettings, ("filters", "select"): SelectSettings,

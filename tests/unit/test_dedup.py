@@ -7,8 +7,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from paramill.bitext.schema import KEYS
-from paramill.dedup import DUP_EARLIER, DUP_HERE, KEEP, KeySpill, bucket_bits, pair_keys
+from paramill.dedup import DUP_EARLIER, DUP_HERE, KEEP, KEYS, KeySpill, bucket_bits, pair_keys
 from paramill.io import TableWriter
 
 

@@ -7,7 +7,7 @@ import torch
 from paramill.cli import main
 from paramill.embed.features import Vocab, trigrams, words
 from paramill.embed.model import ModelSpec, SentenceEncoder, build, load_model
-from paramill.embed.train import TrainSettings, hardest_negatives, margin_loss, read_pairs, train
+from paramill.embed.train import EmbedTrainSettings, hardest_negatives, margin_loss, read_pairs, train
 
 SENTS = ["The man reads a book.", "A man is reading a book.", "The woman buys bread.",
          "Our neighbour sells an old car.", "The dog sleeps.", "It rains today in the city."]
@@ -114,16 +114,16 @@ PAIRS = [("The man reads a book.", "A man is reading a book."),
 
 def test_training_lowers_the_loss(tmp_path):
     summary = train(PAIRS, tmp_path / "w.pt", ModelSpec(components=("word",), dim=16),
-                    TrainSettings(epochs=6, batch_size=6, learning_rate=0.01))
+                    EmbedTrainSettings(epochs=6, batch_size=6, learning_rate=0.01))
     losses = [h["loss"] for h in summary["history"]]
     assert losses[-1] < 0.7 * losses[0]
 
 
 def test_training_resumes_exactly(tmp_path):
     spec = ModelSpec(components=("word", "lstm"), dim=8, hidden=8)
-    train(PAIRS, tmp_path / "a.pt", spec, TrainSettings(epochs=3, batch_size=6, megabatch=2))
-    train(PAIRS, tmp_path / "b.pt", spec, TrainSettings(epochs=2, batch_size=6, megabatch=2))
-    resumed = train(PAIRS, tmp_path / "b.pt", spec, TrainSettings(epochs=3, batch_size=6, megabatch=2))
+    train(PAIRS, tmp_path / "a.pt", spec, EmbedTrainSettings(epochs=3, batch_size=6, megabatch=2))
+    train(PAIRS, tmp_path / "b.pt", spec, EmbedTrainSettings(epochs=2, batch_size=6, megabatch=2))
+    resumed = train(PAIRS, tmp_path / "b.pt", spec, EmbedTrainSettings(epochs=3, batch_size=6, megabatch=2))
     assert [h["epoch"] for h in resumed["history"]] == [1, 2, 3]
     a = torch.load(tmp_path / "a.pt", weights_only=True)
     b = torch.load(tmp_path / "b.pt", weights_only=True)
@@ -135,7 +135,7 @@ def test_training_resumes_exactly(tmp_path):
 
 
 def test_load_model_encodes_and_the_cli_embeds(tmp_path):
-    train(PAIRS, tmp_path / "m.pt", ModelSpec(components=("word",), dim=16), TrainSettings(epochs=8, batch_size=6))
+    train(PAIRS, tmp_path / "m.pt", ModelSpec(components=("word",), dim=16), EmbedTrainSettings(epochs=8, batch_size=6))
     model = load_model(tmp_path / "m.pt")
     assert isinstance(model, SentenceEncoder)
     vecs = model.encode(["The dog sleeps.", "The dog is sleeping.", "The chef cooks lunch."])
@@ -251,17 +251,17 @@ def test_training_streams_in_small_buffers_and_resumes_exactly(tmp_path, monkeyp
     monkeypatch.setattr("paramill.embed.train.CHUNK_PAIRS", 4)
     spec = ModelSpec(components=("word", "lstm"), dim=8, hidden=8)
     settings = dict(batch_size=4, megabatch=2, buffer_pairs=8)
-    full = train(PAIRS, tmp_path / "a.pt", spec, TrainSettings(epochs=3, **settings))
+    full = train(PAIRS, tmp_path / "a.pt", spec, EmbedTrainSettings(epochs=3, **settings))
     assert full["pairs"] == 30 and not (tmp_path / "a.pt.ids").exists()  # store removed
-    train(PAIRS, tmp_path / "b.pt", spec, TrainSettings(epochs=2, **settings))
+    train(PAIRS, tmp_path / "b.pt", spec, EmbedTrainSettings(epochs=2, **settings))
     assert not (tmp_path / "b.pt.ids").exists()
-    train(PAIRS, tmp_path / "b.pt", spec, TrainSettings(epochs=3, **settings))
+    train(PAIRS, tmp_path / "b.pt", spec, EmbedTrainSettings(epochs=3, **settings))
     a = torch.load(tmp_path / "a.pt", weights_only=True)
     b = torch.load(tmp_path / "b.pt", weights_only=True)
     for key in a["state_dict"]:
         assert torch.allclose(a["state_dict"][key], b["state_dict"][key], atol=1e-6), key
     with pytest.raises(ValueError, match="at least two paraphrase pairs, got 1"):
-        train([("a b", "c d")], tmp_path / "c.pt", spec, TrainSettings(epochs=1))
+        train([("a b", "c d")], tmp_path / "c.pt", spec, EmbedTrainSettings(epochs=1))
 
 
 def test_a_killed_run_resumes_from_its_id_store(tmp_path, monkeypatch):
@@ -269,7 +269,7 @@ def test_a_killed_run_resumes_from_its_id_store(tmp_path, monkeypatch):
     import paramill.embed.train as training
 
     spec = ModelSpec(components=("word",), dim=8)
-    settings = TrainSettings(epochs=3, batch_size=6)
+    settings = EmbedTrainSettings(epochs=3, batch_size=6)
     real = training.epoch_buffers
 
     def killed(store, units, seed, epoch, buffer_pairs):
@@ -298,7 +298,7 @@ def test_a_killed_run_resumes_from_its_id_store(tmp_path, monkeypatch):
 
 def test_sentencepiece_units_are_trained_saved_and_loaded_with_the_model(tmp_path):
     spec = ModelSpec(components=("word", "lstm"), units="sp", dim=8, hidden=8, sp_vocab_size=40)
-    settings = TrainSettings(epochs=2, batch_size=6)
+    settings = EmbedTrainSettings(epochs=2, batch_size=6)
     train(PAIRS, tmp_path / "sp.pt", spec, settings)
     data = torch.load(tmp_path / "sp.pt", weights_only=True)
     assert data["sp_proto"].dtype == torch.uint8 and data["sp_proto"].numel() > 100
@@ -323,9 +323,9 @@ def test_sentencepiece_units_are_trained_saved_and_loaded_with_the_model(tmp_pat
 
 def test_sentencepiece_units_resume_with_the_model_they_started_with(tmp_path):
     spec = ModelSpec(components=("word",), units="sp", dim=8, sp_vocab_size=40)
-    train(PAIRS, tmp_path / "a.pt", spec, TrainSettings(epochs=3, batch_size=6))
-    train(PAIRS, tmp_path / "b.pt", spec, TrainSettings(epochs=1, batch_size=6))
-    train(PAIRS, tmp_path / "b.pt", spec, TrainSettings(epochs=3, batch_size=6))
+    train(PAIRS, tmp_path / "a.pt", spec, EmbedTrainSettings(epochs=3, batch_size=6))
+    train(PAIRS, tmp_path / "b.pt", spec, EmbedTrainSettings(epochs=1, batch_size=6))
+    train(PAIRS, tmp_path / "b.pt", spec, EmbedTrainSettings(epochs=3, batch_size=6))
     a = torch.load(tmp_path / "a.pt", weights_only=True)
     b = torch.load(tmp_path / "b.pt", weights_only=True)
     assert torch.equal(a["sp_proto"], b["sp_proto"])
@@ -358,7 +358,7 @@ def test_the_same_pairs_in_another_folder_train_a_byte_identical_model(tmp_path)
         folder.mkdir()
         (folder / "pairs.tsv").write_text("".join(f"{x}\t{y}\n" for x, y in PAIRS))
         train(PairSource.from_files([folder / "pairs.tsv"]), folder / "model.pt",
-              ModelSpec(components=("word",), dim=8), TrainSettings(epochs=1, batch_size=6))
+              ModelSpec(components=("word",), dim=8), EmbedTrainSettings(epochs=1, batch_size=6))
         outs.append((folder / "model.pt").read_bytes())
     assert outs[0] == outs[1]
 

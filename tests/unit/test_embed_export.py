@@ -9,7 +9,7 @@ import pytest
 
 from paramill.embed.model import ModelSpec, load_model
 from paramill.embed.st import export
-from paramill.embed.train import TrainSettings, train
+from paramill.embed.train import EmbedTrainSettings, train
 
 PAIRS = ([(f"the dog runs fast {i}", f"a dog is running quickly {i}") for i in range(20)]
          + [(f"cats sleep all day {i}", f"the cat is sleeping {i}") for i in range(20)])
@@ -27,7 +27,7 @@ def test_an_exported_model_encodes_like_paramill(tmp_path, components, units, mo
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     model = tmp_path / "m.pt"
     train(PAIRS, model, ModelSpec(components=components, units=units, dim=8, hidden=6,
-                                  sp_vocab_size=40), TrainSettings(epochs=1, batch_size=10))
+                                  sp_vocab_size=40), EmbedTrainSettings(epochs=1, batch_size=10))
     out = export(model, tmp_path / "st")
     names = {p.name for p in tmp_path.iterdir()}
     assert {"st", "st.prov.json"} <= names and not [n for n in names if n.startswith(".")]  # renamed
@@ -58,7 +58,7 @@ def test_a_static_export_loads_where_paramill_cannot_be_imported(tmp_path):
 
     model = tmp_path / "m.pt"
     train(PAIRS, model, ModelSpec(components=("word",), units="sp", dim=8, sp_vocab_size=40),
-          TrainSettings(epochs=1, batch_size=10))
+          EmbedTrainSettings(epochs=1, batch_size=10))
     out = export(model, tmp_path / "st")
     probe = ("import json, sys\n"
              "sys.modules['paramill'] = None  # import paramill raises ImportError\n"
@@ -80,7 +80,7 @@ def test_an_empty_text_is_a_zero_vector_in_the_static_export(tmp_path):
     from sentence_transformers import SentenceTransformer
 
     model = tmp_path / "m.pt"
-    train(PAIRS, model, ModelSpec(components=("word",), units="word", dim=4), TrainSettings(epochs=1))
+    train(PAIRS, model, ModelSpec(components=("word",), units="word", dim=4), EmbedTrainSettings(epochs=1))
     st = SentenceTransformer(str(export(model, tmp_path / "st")), device="cpu")
     assert not st.encode([""]).any()
 
@@ -90,7 +90,7 @@ def test_loading_without_trusting_paramill_says_what_to_pass(tmp_path, monkeypat
 
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     model = tmp_path / "m.pt"
-    train(PAIRS, model, ModelSpec(components=("trigram",), units="word", dim=4), TrainSettings(epochs=1))
+    train(PAIRS, model, ModelSpec(components=("trigram",), units="word", dim=4), EmbedTrainSettings(epochs=1))
     out = export(model, tmp_path / "st")
     with pytest.raises(ValueError, match="trust_remote_code=True"):
         SentenceTransformer(str(out), device="cpu")

@@ -17,7 +17,7 @@ from paramill.nmt.data import write_training_text
 from paramill.nmt.schema import CANDIDATES
 from paramill.nmt.subwords import Segmenter, SubwordSettings
 from paramill.nmt.subwords import train as train_spm
-from paramill.nmt.train import ModelSettings, TrainSettings, checkpoints, opennmt_config
+from paramill.nmt.train import ModelSettings, NmtTrainSettings, checkpoints, opennmt_config
 from paramill.nmt.train import train as train_nmt
 from paramill.nmt.translate import TranslateSettings, load_translator, translate_pieces, translate_shard
 from paramill.provenance import verify
@@ -28,7 +28,7 @@ TINY_MODEL = ModelSettings(layers=1, hidden_size=32, heads=2, ff_size=64, dropou
 
 
 def tiny_train(steps):
-    return TrainSettings(train_steps=steps, batch_size=1024, learning_rate=0.005, decay_method="none",
+    return NmtTrainSettings(train_steps=steps, batch_size=1024, learning_rate=0.005, decay_method="none",
                          save_checkpoint_steps=10, valid_steps=10, bucket_size=64, keep_checkpoint=5)
 
 
@@ -338,7 +338,7 @@ def test_training_twice_gives_the_same_model_bytes(tiny, monkeypatch, tmp_path):
         for model in tiny["spm"]:
             shutil.copy(model, root / model.name)
         monkeypatch.chdir(root)
-        settings = TrainSettings(**{**tiny_train(12).__dict__, "subword_alpha": 0.1, "subword_nbest": -1})
+        settings = NmtTrainSettings(**{**tiny_train(12).__dict__, "subword_alpha": 0.1, "subword_nbest": -1})
         train_nmt("cs-en", "data", "cs.model", "en.model", "model.pt", "work",
                   ModelSettings(layers=1, hidden_size=32, heads=2, ff_size=64, dropout=0.1), settings)
         made.append({p: hashlib.sha256((root / p).read_bytes()).hexdigest()

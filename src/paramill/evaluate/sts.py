@@ -9,10 +9,13 @@ Formats (``format`` in the config):
                  score, s1, s2, with stray extra fields; read without quoting
 ``sick``         SICK with a header: ``pair_ID sentence_A sentence_B relatedness_score ...``
 ``pit2015``      PIT-2015 ``*.data``: s1, s2 in fields 3-4, votes ``(pos, neg)``: score = pos
-``twitter_url``  Twitter URL corpus raw: ``s1\\ts2\\t(n,6)\\turl``: score = n
+``twitter-url``  Twitter URL corpus raw (:mod:`paramill.formats.twitter_url`; ``twitter_url``
+                 is its old name, still read): ``s1\\ts2\\t(n,6)\\turl``: score = n
 ``toks``         a directory with ``a.toks``, ``b.toks``, ``sim.txt`` (tokenised distributions)
 
-Pairs without a usable gold score are skipped and counted. Pearson and Spearman are x100.
+Pairs without a usable gold score are skipped and counted; a line that is not UTF-8, or
+longer than 64 KiB, is an :class:`~paramill.io.InputError` naming file and line. Pearson and
+Spearman are x100.
 """
 
 from __future__ import annotations
@@ -24,9 +27,15 @@ from typing import Any
 import numpy as np
 from scipy.stats import pearsonr, spearmanr
 
+from paramill import formats
 from paramill.fields import counts, number
+from paramill.formats import Bad, pit2015, toks, twitter_url
+from paramill.io import InputError
 
-FORMATS = ("tsv", "senteval", "stsbenchmark", "sick", "pit2015", "twitter_url", "toks")
+FORMATS = ("tsv", "senteval", "stsbenchmark", "sick", "pit2015", "twitter-url", "toks",
+           "twitter_url")  # twitter_url: twitter-url's old name
+#: longest line read (an STS pair is a few hundred bytes)
+MAX_LINE_BYTES = 65536
 
 
 @dataclass
@@ -49,7 +58,13 @@ class StsData:
 
 
 def _lines(path: Path) -> list[str]:
-    return path.read_text(encoding="utf-8", errors="replace").splitlines()
+    """The file's lines; one that is not UTF-8 or is over-long is an error naming the line."""
+    out = []
+    for item in formats.lines(str(path), MAX_LINE_BYTES):
+        if isinstance(item, Bad):
+            raise InputError(path, item.line_no, item.detail)
+        out.append(item[1])
+    return out
 
 
 def read(name: str, year: str | int, fmt: str, path: str | Path) -> StsData:
@@ -80,19 +95,26 @@ def read(name: str, year: str | int, fmt: str, path: str | Path) -> StsData:
         for line in lines[1:]:
             f = line.split("\t")
             data.add(f[ia], f[ib], f[isc] if len(f) > isc else None)
-    elif fmt in ("pit2015", "twitter_url"):
-        a, b, v = (2, 3, 4) if fmt == "pit2015" else (0, 1, 2)
-        for line in _lines(path):
-            f = line.split("\t")
-            found = counts(f[v]) if len(f) > v else None
-            data.add(f[a].strip() if len(f) > a else None, f[b].strip() if len(f) > b else None,
-                     found[0] if found else None)
-    elif fmt == "toks":
-        a, b, sim = _lines(path / "a.toks"), _lines(path / "b.toks"), _lines(path / "sim.txt")
-        if not len(a) == len(b) == len(sim):
-            raise ValueError(f"{path}: a.toks, b.toks and sim.txt differ in length")
-        for x, y, s in zip(a, b, sim):
-            data.add(x, y, s)
+    elif fmt == twitter_url.NAME or fmt in twitter_url.ALIASES:
+        for item in twitter_url.read(str(path), MAX_LINE_BYTES):
+            if isinstance(item, Bad) and item.reason in ("invalid_utf8", "line_too_long"):
+                raise InputError(path, item.line_no, item.detail)
+            if isinstance(item, Bad):
+                data.skipped += 1  # no usable gold score: skipped and counted, as elsewhere
+            else:
+                data.add(item.s1, item.s2, item.votes)
+    elif fmt == pit2015.NAME:
+        for pit in pit2015.read(str(path), MAX_LINE_BYTES):
+            if isinstance(pit, Bad) and pit.reason in ("invalid_utf8", "line_too_long"):
+                raise InputError(path, pit.line_no, pit.detail)
+            found = None if isinstance(pit, Bad) else counts(pit.label)
+            if found is None:
+                data.skipped += 1  # no crowd votes: skipped and counted
+            else:
+                data.add(pit.s1.strip(), pit.s2.strip(), found[0])
+    elif fmt == toks.NAME:
+        for row in toks.read(path, MAX_LINE_BYTES):
+            data.add(row.a, row.b, row.sim)
     else:
         raise ValueError(f"unknown STS format {fmt!r} (one of {FORMATS})")
     return data

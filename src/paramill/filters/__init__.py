@@ -18,6 +18,7 @@ from paramill.filters.base import Filter
 
 def _filter_in(module: Any) -> type[Filter] | None:
     found = [c for c in vars(module).values() if inspect.isclass(c) and issubclass(c, Filter)
+             and not inspect.isabstract(c)
              and c is not Filter and c.__module__ == module.__name__]
     return found[0] if found else None
 

@@ -16,7 +16,6 @@ from __future__ import annotations
 import enum
 import json
 import functools
-import time
 from abc import ABC, abstractmethod
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -27,9 +26,10 @@ import numpy as np
 import polars as pl
 import pyarrow as pa
 
-from paramill.io import TableWriter, atomic_output, iter_parquet_batches, parquet_rows
-from paramill.progress import progress
-from paramill.provenance import Run, prov_path
+from paramill.filters import token_table
+from paramill.io import iter_parquet_batches, parquet_rows
+from paramill.job import table_job
+from paramill.provenance import Run
 from paramill.settings import Settings
 from paramill.text import token_count_expr
 
@@ -80,19 +80,15 @@ class Batch:
     def lengths(self) -> tuple[np.ndarray, np.ndarray]:
         """Tokens of the reference and of the candidate (as cased)."""
         if self.counts is not None:
-            from paramill.filters.tokens import lengths
-
-            return lengths(self.counts)
+            return token_table.lengths(self.counts)
         counts = self.frame.select(r=token_count_expr(pl.col("en_ref")), c=token_count_expr(pl.col("candidate")))
         return counts["r"].to_numpy(), counts["c"].to_numpy()
 
     def matches(self, max_order: int, lowercase: bool):
         """Shared n-grams per order 1..max_order and token counts (see ngrams.batch_matches)."""
         if self.counts is not None and lowercase:
-            from paramill.filters.tokens import ORDERS, matches
-
-            if max_order <= ORDERS[-1]:
-                return matches(self.counts, max_order)
+            if max_order <= token_table.ORDERS[-1]:
+                return token_table.matches(self.counts, max_order)
         key = (max_order, lowercase)
         cache = self.__dict__.setdefault("_matches", {})
         if key not in cache:
@@ -149,6 +145,22 @@ class Filter(Settings, ABC):
     @abstractmethod
     def score(self, batch: Batch) -> dict[str, Any]:
         """One value per candidate of ``batch`` for each column of :meth:`columns`."""
+
+
+class ModelFilter(Filter):
+    """A filter that scores with trained models (its ``models``): :meth:`load` reads them
+    once, when the filter is made, and ``loaded`` holds what it returned."""
+
+    def __post_init__(self):
+        object.__setattr__(self, "_loaded", self.load())  # frozen: set once, here
+
+    @abstractmethod
+    def load(self) -> Any:
+        """The model(s) :meth:`score` uses, read from the filter's model paths."""
+
+    @property
+    def loaded(self) -> Any:
+        return self.__dict__["_loaded"]
 
 
 #: Parquet metadata key of a score file: {column: direction}, read by selection
@@ -219,30 +231,17 @@ def score_shard(filt: Filter, candidates: str | Path, out: str | Path,
     run = Run(rule=rule, params={"filter": filt.name, **(params or {})},
               inputs=[candidates, *([source_shard] if source_shard else []), *([tokens] if tokens else []),
                       *(inputs or [])])
-    start = time.perf_counter()
     frames = _frames(candidates, source_shard if filt.needs_source else None, batch_size,
                      ("pair_id", "candidate_id") if tokens is not None else CANDIDATE_COLUMNS)
     if tokens is not None:
-        from paramill.filters.tokens import aligned
-
-        pairs = aligned(frames, tokens, candidates)
+        pairs = token_table.aligned(frames, tokens, candidates)
     else:
         pairs = ((frame, None) for frame in frames)
-    rows = 0
-    with atomic_output(out, prov_path(out)) as (tmp, tmp_prov):
-        writer = TableWriter(tmp, score_schema(filt))
-        bar = progress(f"{filt.name} {Path(candidates).name}", unit="pairs", total=n_in)
+    columns = [c.name for c in filt.columns()]
+    with table_job(run, out, score_schema(filt), f"{filt.name} {Path(candidates).name}", n_in,
+                   extra={"columns": columns}) as job:
         for frame, counts in pairs:  # length/overlap/BLEU vectorised over `threads`; models batch
-            table = _score_table(filt, frame, threads, counts)
-            writer.write(table)
-            rows += table.num_rows
-            bar.update(table.num_rows)
-        bar.close()
-        writer.close()
-        if rows != n_in:
-            raise RuntimeError(f"{candidates}: {n_in} candidates in but {rows} scored")
-        seconds = time.perf_counter() - start
-        run.write({out: tmp}, {out: tmp_prov}, rows_in=n_in, rows_out=rows,
-                  extra={"columns": [c.name for c in filt.columns()],
-                         "seconds": round(seconds, 3)})
-    return {"rows": rows, "seconds": round(seconds, 3), "columns": [c.name for c in filt.columns()]}
+            job.write(_score_table(filt, frame, threads, counts))
+        if job.rows != n_in:
+            raise RuntimeError(f"{candidates}: {n_in} candidates in but {job.rows} scored")
+    return {"rows": job.rows, "seconds": job.seconds, "columns": columns}

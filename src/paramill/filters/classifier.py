@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import random
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Literal
 
@@ -24,7 +24,7 @@ from torch import nn
 from paramill import device
 from paramill.embed.features import Vocab
 from paramill.embed.model import ModelSpec, SentenceEncoder, build
-from paramill.filters.base import Batch, Column, Direction, Filter
+from paramill.filters.base import Batch, Column, Direction, ModelFilter
 from paramill.filters.heldout import heldout_texts
 from paramill.io import atomic_output
 from paramill.progress import progress
@@ -161,7 +161,7 @@ def load_classifier(path: str | Path, map_device: str = "auto") -> ReferenceClas
 
 
 @dataclass(frozen=True)
-class Classifier(Filter):
+class Classifier(ModelFilter):
     name = "classifier"
     doc = "Reference/translation classifier (score P(reference) of the candidate)."
     order = 6
@@ -169,13 +169,12 @@ class Classifier(Filter):
     models = {"model": "classifier"}
     model: str = ""
     batch_size: int = 512
-    _clf: Any = field(default=None, compare=False, repr=False)
 
-    def __post_init__(self):
-        object.__setattr__(self, "_clf", load_classifier(self.model))
+    def load(self) -> ReferenceClassifier:
+        return load_classifier(self.model)
 
     def columns(self) -> list[Column]:
         return [Column("classifier", Direction.HIGHER, "P(reference) of the candidate")]
 
     def score(self, batch: Batch) -> dict[str, Any]:
-        return {"classifier": self._clf.p_reference(batch.candidates, self.batch_size)}
+        return {"classifier": self.loaded.p_reference(batch.candidates, self.batch_size)}

@@ -11,10 +11,10 @@ belongs to the source pair, so every candidate of a pair carries the same value.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
-from paramill.filters.base import Batch, Column, Direction, Filter
+from paramill.filters.base import Batch, Column, Direction, ModelFilter
 from paramill.nmt.score import load_scorer, nll_per_token
 from paramill.settings import Device, setting
 
@@ -24,7 +24,7 @@ def dual_cross_entropy(h_forward: float, h_backward: float) -> float:
 
 
 @dataclass(frozen=True)
-class DualXent(Filter):
+class DualXent(ModelFilter):
     name = "dual_xent"
     doc = ("Dual cross-entropy of the bitext pair: |H(en|cs) - H(cs|en)| + their mean (ParaBank 2 "
            "kept < 3.5).")
@@ -38,15 +38,13 @@ class DualXent(Filter):
     batch_size: int = setting(32, "Sentences per scoring batch.", minimum=1)
     device: Device = setting("auto", "auto: cuda when a GPU is visible.")
     threads: int = 1
-    _models: Any = field(default=None, compare=False, repr=False)
 
-    def __post_init__(self):
+    def load(self) -> tuple[Any, Any, Any, Any]:
         from paramill.nmt.subwords import Segmenter
 
-        object.__setattr__(self, "_models", (
-            load_scorer(self.cs_en, self.device, self.threads),
-            load_scorer(self.en_cs, self.device, self.threads),
-            Segmenter(self.cs_spm), Segmenter(self.en_spm)))
+        return (load_scorer(self.cs_en, self.device, self.threads),
+                load_scorer(self.en_cs, self.device, self.threads),
+                Segmenter(self.cs_spm), Segmenter(self.en_spm))
 
     def columns(self) -> list[Column]:
         return [Column("dual_xent", Direction.LOWER,
@@ -54,7 +52,7 @@ class DualXent(Filter):
 
     def pair_scores(self, cs: list[str], en: list[str]) -> list[tuple[float, float, float]]:
         """(H_f, H_b, dual_xent) of each (cs, en) pair."""
-        fwd, bwd, cs_seg, en_seg = self._models
+        fwd, bwd, cs_seg, en_seg = self.loaded
         cs_pieces, en_pieces = cs_seg.encode(cs), en_seg.encode(en)
         h_f = nll_per_token(fwd, cs_pieces, en_pieces, self.batch_size)
         h_b = nll_per_token(bwd, en_pieces, cs_pieces, self.batch_size)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import heapq
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +21,7 @@ import pyarrow as pa
 from paramill.io import TableWriter, atomic_output, iter_parquet_batches, parquet_rows
 from paramill.progress import progress
 from paramill.provenance import Run, prov_path
-from paramill.settings import Name, setting, Settings
+from paramill.settings import setting, Settings
 
 HELDOUT = pa.schema([
     pa.field("pair_id", pa.string(), nullable=False),

@@ -14,11 +14,11 @@ from __future__ import annotations
 import shutil
 import subprocess
 import sys
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from paramill.filters.base import Batch, Column, Direction, Filter
+from paramill.filters.base import Batch, Column, Direction, ModelFilter
 from paramill.filters.heldout import heldout_texts
 from paramill.io import atomic_output, scratch_dir
 from paramill.provenance import Run, prov_path
@@ -91,7 +91,7 @@ def train_lm_from_heldout(heldout: str | Path, out: str | Path, settings: KenlmS
 
 
 @dataclass(frozen=True)
-class Kenlm(Filter):
+class Kenlm(ModelFilter):
     name = "kenlm"
     doc = ("KenLM perplexity of the candidate (kenlm_ppl) under a model of the held-out "
            "training references.")
@@ -100,18 +100,17 @@ class Kenlm(Filter):
     models = {"model": "kenlm"}
     model: str = ""
     lowercase: bool = True
-    _lm: Any = field(default=None, compare=False, repr=False)
 
-    def __post_init__(self):
+    def load(self) -> Any:
         import kenlm
 
         if not self.model or not Path(self.model).exists():
             raise FileNotFoundError(f"KenLM model not found: {self.model!r}")
-        object.__setattr__(self, "_lm", kenlm.Model(str(self.model)))
+        return kenlm.Model(str(self.model))
 
     def columns(self) -> list[Column]:
         return [Column("kenlm_ppl", Direction.LOWER, "perplexity of the candidate (KenLM, EOS included)")]
 
     def score(self, batch: Batch) -> dict[str, Any]:
-        lm = self._lm
+        lm = self.loaded
         return {"kenlm_ppl": [lm.perplexity(lm_text(s, self.lowercase)) for s in batch.candidates]}

@@ -14,13 +14,14 @@ the job's threads);
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Annotated, Any
 
 import numpy as np
 
 from paramill.filters.base import Batch, Column, Direction, Filter
 from paramill.filters.ngrams import matches, ngram_counts
+from paramill.filters.token_table import ORDERS
 from paramill.settings import setting
 
 
@@ -49,8 +50,6 @@ class Overlap(Filter):
         object.__setattr__(self, "orders", tuple(self.orders))
 
     def covered_by_tokens(self) -> bool:
-        from paramill.filters.tokens import ORDERS
-
         return self.lowercase and max(self.orders) <= ORDERS[-1]
 
     def columns(self) -> list[Column]:

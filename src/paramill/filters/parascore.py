@@ -6,12 +6,12 @@ ParaNMT ranked pairs by it, cut them into tenths, and counted pairs per range (T
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from paramill.filters.base import Batch, Column, Direction, Filter
+from paramill.filters.base import Batch, Column, Direction, ModelFilter
 from paramill.settings import Component, Settings, setting
 
 
@@ -25,7 +25,7 @@ class ParascoreSettings(Settings):
 
 
 @dataclass(frozen=True)
-class Parascore(Filter):
+class Parascore(ModelFilter):
     name = "parascore"
     doc = "Paraphrase score (cosine under an embedding model)."
     order = 7
@@ -33,12 +33,11 @@ class Parascore(Filter):
     models = {"model": "parascore"}
     model: str = ""
     batch_size: int = 512
-    _encoder: Any = field(default=None, compare=False, repr=False)
 
-    def __post_init__(self):
+    def load(self) -> Any:
         from paramill.embed.model import load_model
 
-        object.__setattr__(self, "_encoder", load_model(self.model))
+        return load_model(self.model)
 
     def columns(self) -> list[Column]:
         return [Column("parascore", Direction.HIGHER, "cosine of reference and candidate embeddings")]
@@ -46,7 +45,7 @@ class Parascore(Filter):
     def score(self, batch: Batch) -> dict[str, Any]:
         from paramill.embed.model import cosine_rows
 
-        enc = self._encoder
+        enc = self.loaded
         a = enc.encode(batch.refs, self.batch_size)
         b = enc.encode(batch.candidates, self.batch_size)
         return {"parascore": cosine_rows(a.astype(np.float64), b.astype(np.float64))}

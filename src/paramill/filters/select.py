@@ -20,7 +20,7 @@ points need the ranked column of the surviving pairs (8 bytes a pair), the sampl
 from __future__ import annotations
 
 from collections import defaultdict
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -270,7 +270,11 @@ def select(candidate_files: list[str | Path], score_files: list[str | Path],
            settings: SelectSettings = SelectSettings(), heldout: str | Path | None = None,
            name: str = "default", rule: str = "select",
            out_paranmt: str | Path | None = None) -> dict[str, Any]:
-    """Select the release; ``out_paranmt`` also writes it in the ParaNMT-50M layout."""
+    """Select the release; ``out_paranmt`` also writes it in the ParaNMT-50M layout.
+
+    Pass 1 (:func:`_filter_shards`) applies the per-row steps shard by shard and
+    deduplicates; then the rank folds and the sample are fixed (:func:`_fold_and_sample`);
+    pass 2 (:func:`_write_release`) writes the survivors in shard order."""
     candidate_files = [Path(p) for p in candidate_files]
     by_key, directions = group_scores(candidate_files, score_files)
     corpora = sorted({Path(c).parent.name for c in candidate_files})
@@ -278,86 +282,22 @@ def select(candidate_files: list[str | Path], score_files: list[str | Path],
     where = "filters.select" if name == "default" else f"filters.releases.{name}"
     check_columns(settings, candidate_files, by_key, where)
     export = paranmt_column(settings, directions, where) if out_paranmt else None
-    types = column_types(candidate_files, score_files)
     inputs = [*candidate_files, *score_files, *([heldout] if heldout else [])]
     run = Run(rule=rule, params={"selection": name, **asdict(settings)}, inputs=inputs)
     heldout_ids = None
     if heldout is not None and settings.exclude_heldout:
         heldout_ids = pl.read_parquet(heldout, columns=["pair_id"]).get_column("pair_id")
-    steps = _steps(settings, heldout_ids)
-    counts: dict[str, int] = {"candidates": 0, **{label: 0 for label, _ in steps}}
     out_parquet = Path(out_parquet)
     out_parquet.parent.mkdir(parents=True, exist_ok=True)
     with scratch_dir(out_parquet.parent, "select-") as work:
-        parts: list[Path] = []
-        keys = KeySpill(work / "keys", BUCKET_ROWS) if settings.dedup else None
-        bar = progress(f"select {name}", unit="shards", total=len(candidate_files))
-        for i, cand in enumerate(candidate_files):  # pass 1: per-row steps, shard by shard
-            frame = scored_shard(cand, by_key.get(shard_key(cand), []))
-            frame = frame.with_columns([pl.lit(None, dtype=types[c]).alias(c)
-                                        for c in directions if c not in frame.columns]
-                                       ).select(*CANDIDATE_KEEP, *directions)  # one schema
-            counts["candidates"] += frame.height
-            for label, expr in steps:
-                frame = frame.filter(expr)
-                counts[label] += frame.height
-            frame = frame.with_columns(_h=pl.col("candidate_id").hash(settings.seed))
-            if keys is not None:
-                keys.add(dedup_keys(frame))
-            part = work / f"part-{i:06d}.parquet"
-            frame.write_parquet(part)
-            parts.append(part)
-            bar.update(1)
-        bar.close()
-        if keys is not None:
-            counts["duplicates"] = drop_duplicates(parts, keys.marks())
-        survivors = sum(pl.scan_parquet(p).select(pl.len()).collect().item() for p in parts)
-        fold = None
-        if settings.rank_by is not None and survivors:
-            cuts = fold_cuts(parts, settings.rank_by, settings.n_folds)
-            fold = fold_expr(settings.rank_by, cuts, directions[settings.rank_by])
-            kept = (pl.scan_parquet(parts).select(fold.is_in(settings.folds).sum()).collect().item())
-            counts[f"folds {settings.folds} of {settings.n_folds} by {settings.rank_by}"] = kept
-            survivors = kept
-        threshold = None
-        if settings.size and survivors > settings.size:
-            lazy = pl.scan_parquet(parts)
-            if fold is not None:
-                lazy = lazy.filter(fold.is_in(settings.folds))
-            threshold = lazy.select(pl.col("_h").bottom_k(settings.size).max()).collect().item()
-        n_out = 0
-        finals = [Path(out_parquet), Path(out_tsv), Path(out_json),
+        parts, counts = _filter_shards(candidate_files, score_files, by_key, directions, settings,
+                                       heldout_ids, work, name)
+        fold, threshold = _fold_and_sample(parts, settings, directions, counts)
+        finals = [out_parquet, Path(out_tsv), Path(out_json),
                   *([Path(out_paranmt)] if out_paranmt else [])]
         with atomic_output(*finals, *map(prov_path, finals)) as tmps:
-            tmp_parquet, tmp_tsv, tmp_json = tmps[:3]
-            tmp_paranmt = tmps[3] if out_paranmt else None
-            records = dict(zip(finals, tmps[len(finals):]))
-            writer: TableWriter | None = None
-            score_columns = [c for c in directions if c not in ("pair_id", "candidate_id")]
-            with open(tmp_tsv, "w", encoding="utf-8") as tsv:
-                for part in parts:  # pass 2: folds and sample, write in shard order
-                    frame = pl.read_parquet(part)
-                    if fold is not None:
-                        frame = frame.with_columns(fold=fold).filter(pl.col("fold").is_in(settings.folds))
-                    if threshold is not None:
-                        frame = frame.filter(pl.col("_h") <= threshold)
-                    frame = frame.select(
-                        s1=pl.col("en_ref"), s2=pl.col("candidate"),
-                        *[c for c in ("pair_id", "candidate_id", "method", "rank", "fold")
-                          if c in frame.columns],
-                        *[c for c in score_columns if c in frame.columns])
-                    if writer is None:
-                        writer = TableWriter(tmp_parquet, frame.to_arrow().schema)
-                    writer.write(frame.to_arrow())
-                    for s1, s2 in frame.select("s1", "s2").iter_rows():
-                        tsv.write(f"{_one_line(s1)}\t{_one_line(s2)}\n")
-                    if tmp_paranmt is not None:
-                        _append_paranmt(tmp_paranmt, frame, export)
-                    n_out += frame.height
-            if writer is None:
-                TableWriter(tmp_parquet, pa.schema([("s1", pa.string()), ("s2", pa.string())])).close()
-            else:
-                writer.close()
+            files, records = tmps[:len(finals)], dict(zip(finals, tmps[len(finals):]))
+            n_out = _write_release(parts, files, fold, threshold, settings, directions, export)
             if settings.size:
                 counts[f"sample of {settings.size} (seed {settings.seed})"] = n_out
             steps_out = [{"step": k, "pairs": v} for k, v in counts.items()]  # in order
@@ -366,13 +306,104 @@ def select(candidate_files: list[str | Path], score_files: list[str | Path],
                        "shards": len(candidate_files)}
             if export:
                 summary["paranmt_score"] = export
-            if tmp_paranmt is not None and not n_out:
-                tmp_paranmt.touch()
-            write_json(tmp_json, summary)
-            for final, tmp in zip(finals, tmps):
+            write_json(files[2], summary)
+            for final, tmp in zip(finals, files):
                 run.write({final: tmp}, {final: records[final]}, rows_in=counts["candidates"],
                           rows_out=n_out, extra={"steps": steps_out})
     return summary
+
+
+def _filter_shards(candidate_files: list[Path], score_files: list[str | Path], by_key, directions,
+                   settings: SelectSettings, heldout_ids, work: Path, name: str
+                   ) -> tuple[list[Path], dict[str, int]]:
+    """Pass 1: each shard with its scores through the per-row steps, into a part file of
+    one schema; exact duplicates dropped across parts. (parts, pairs left after each step)."""
+    types = column_types(candidate_files, score_files)
+    steps = _steps(settings, heldout_ids)
+    counts: dict[str, int] = {"candidates": 0, **{label: 0 for label, _ in steps}}
+    parts: list[Path] = []
+    keys = KeySpill(work / "keys", BUCKET_ROWS) if settings.dedup else None
+    bar = progress(f"select {name}", unit="shards", total=len(candidate_files))
+    for i, cand in enumerate(candidate_files):
+        frame = scored_shard(cand, by_key.get(shard_key(cand), []))
+        frame = frame.with_columns([pl.lit(None, dtype=types[c]).alias(c)
+                                    for c in directions if c not in frame.columns]
+                                   ).select(*CANDIDATE_KEEP, *directions)  # one schema
+        counts["candidates"] += frame.height
+        for label, expr in steps:
+            frame = frame.filter(expr)
+            counts[label] += frame.height
+        frame = frame.with_columns(_h=pl.col("candidate_id").hash(settings.seed))
+        if keys is not None:
+            keys.add(dedup_keys(frame))
+        part = work / f"part-{i:06d}.parquet"
+        frame.write_parquet(part)
+        parts.append(part)
+        bar.update(1)
+    bar.close()
+    if keys is not None:
+        counts["duplicates"] = drop_duplicates(parts, keys.marks())
+    return parts, counts
+
+
+def _fold_and_sample(parts: list[Path], settings: SelectSettings, directions, counts: dict[str, int]
+                     ) -> tuple[pl.Expr | None, int | None]:
+    """The rank folds kept (``rank_by``) and the seeded sample's hash threshold (``size``),
+    each None when not asked for; the folds' survivors are counted."""
+    survivors = sum(pl.scan_parquet(p).select(pl.len()).collect().item() for p in parts)
+    fold = None
+    if settings.rank_by is not None and survivors:
+        cuts = fold_cuts(parts, settings.rank_by, settings.n_folds)
+        fold = fold_expr(settings.rank_by, cuts, directions[settings.rank_by])
+        kept = (pl.scan_parquet(parts).select(fold.is_in(settings.folds).sum()).collect().item())
+        counts[f"folds {settings.folds} of {settings.n_folds} by {settings.rank_by}"] = kept
+        survivors = kept
+    threshold = None
+    if settings.size and survivors > settings.size:
+        lazy = pl.scan_parquet(parts)
+        if fold is not None:
+            lazy = lazy.filter(fold.is_in(settings.folds))
+        threshold = lazy.select(pl.col("_h").bottom_k(settings.size).max()).collect().item()
+    return fold, threshold
+
+
+def _write_release(parts: list[Path], files: list[Path], fold: pl.Expr | None,
+                   threshold: int | None, settings: SelectSettings, directions,
+                   export: str | None) -> int:
+    """Pass 2: the parts' survivors of the folds and the sample, in shard order, to the
+    Parquet, the TSV and (with a fourth file) the ParaNMT layout. Returns the rows written."""
+    tmp_parquet, tmp_tsv = files[0], files[1]
+    tmp_paranmt = files[3] if len(files) > 3 else None
+    writer: TableWriter | None = None
+    score_columns = [c for c in directions if c not in ("pair_id", "candidate_id")]
+    n_out = 0
+    with open(tmp_tsv, "w", encoding="utf-8") as tsv:
+        for part in parts:
+            frame = pl.read_parquet(part)
+            if fold is not None:
+                frame = frame.with_columns(fold=fold).filter(pl.col("fold").is_in(settings.folds))
+            if threshold is not None:
+                frame = frame.filter(pl.col("_h") <= threshold)
+            frame = frame.select(
+                s1=pl.col("en_ref"), s2=pl.col("candidate"),
+                *[c for c in ("pair_id", "candidate_id", "method", "rank", "fold")
+                  if c in frame.columns],
+                *[c for c in score_columns if c in frame.columns])
+            if writer is None:
+                writer = TableWriter(tmp_parquet, frame.to_arrow().schema)
+            writer.write(frame.to_arrow())
+            for s1, s2 in frame.select("s1", "s2").iter_rows():
+                tsv.write(f"{_one_line(s1)}\t{_one_line(s2)}\n")
+            if tmp_paranmt is not None:
+                _append_paranmt(tmp_paranmt, frame, export)
+            n_out += frame.height
+    if writer is None:
+        TableWriter(tmp_parquet, pa.schema([("s1", pa.string()), ("s2", pa.string())])).close()
+    else:
+        writer.close()
+    if tmp_paranmt is not None and not n_out:
+        tmp_paranmt.touch()
+    return n_out
 
 
 def _append_paranmt(path: Path, frame: pl.DataFrame, column: str | None) -> None:

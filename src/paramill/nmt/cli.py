@@ -48,10 +48,10 @@ def data(args: argparse.Namespace) -> int | str:
                 "killed job.",
     settings={"settings": "nmt.train", "model_settings": "nmt.model"})
 def train(args: argparse.Namespace) -> int | str:
-    from paramill.nmt.train import ModelSettings, TrainSettings, train
+    from paramill.nmt.train import ModelSettings, NmtTrainSettings, train
     summary = train(args.direction, args.data, args.src_spm, args.tgt_spm, args.out, args.work,
                     ModelSettings.from_dict(args.model_settings),
-                    TrainSettings.from_dict(args.settings), rule=args.rule)
+                    NmtTrainSettings.from_dict(args.settings), rule=args.rule)
     return f"{args.direction}: {summary}"
 
 

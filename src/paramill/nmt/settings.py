@@ -7,7 +7,7 @@ from typing import Literal
 
 from paramill.nmt.sampling import SampleSettings
 from paramill.nmt.subwords import SubwordSettings
-from paramill.nmt.train import ModelSettings, TrainSettings
+from paramill.nmt.train import ModelSettings, NmtTrainSettings
 from paramill.nmt.translate import TranslateSettings
 from paramill.settings import Name, Settings, object_schema, section, setting
 
@@ -40,8 +40,8 @@ class NmtSection(Settings):
     spm: SubwordSettings = section(SubwordSettings, "SentencePiece models, one per language "
                                    "(ParaBank 2 §3.2).")
     model: ModelSettings = section(ModelSettings, "Transformer size (defaults are Transformer base).")
-    train: TrainSettings = section(
-        TrainSettings, "OpenNMT-py training. GPUs come from `resources.nmt_train.gpu`; without "
+    train: NmtTrainSettings = section(
+        NmtTrainSettings, "OpenNMT-py training. GPUs come from `resources.nmt_train.gpu`; without "
         "GPUs it trains on CPU.")
     models: dict[str, OwnModel] = setting(
         factory=dict, doc="Bring your own model for a direction: a CTranslate2 directory (`ct2`) "

@@ -49,7 +49,7 @@ class ModelSettings(Settings):
 
 
 @dataclass(frozen=True)
-class TrainSettings(Settings):
+class NmtTrainSettings(Settings):
     train_steps: int = setting(100000, "Training steps.", minimum=1)
     batch_size: int = setting(4096, "Batch size (in batch_type units).", minimum=1)
     batch_type: Literal["tokens", "sents"] = setting("tokens", "Unit of batch_size.")
@@ -84,7 +84,7 @@ def split_direction(direction: str) -> tuple[str, str]:
 
 
 def opennmt_config(direction: str, data_dir: Path, src_spm: Path, tgt_spm: Path, work: Path,
-                   model: ModelSettings, train: TrainSettings, gpus: int,
+                   model: ModelSettings, train: NmtTrainSettings, gpus: int,
                    base: Path = Path(".")) -> dict[str, Any]:
     """The OpenNMT-py YAML for one direction (paths as OpenNMT-py will see them, from its
     working folder ``base``). Subword regularisation samples the source side while
@@ -153,7 +153,7 @@ _RESUMABLE = ("train_steps", "save_checkpoint_steps", "valid_steps", "keep_check
 
 
 def _fingerprint(direction: str, data_dir: Path, src_spm, tgt_spm, model: ModelSettings,
-                 train: TrainSettings) -> str:
+                 train: NmtTrainSettings) -> str:
     """What a checkpoint in the workspace depends on: data, subwords and the settings that
     shape the model (more ``train_steps`` continues the same run)."""
     train_part = {k: v for k, v in asdict(train).items() if k not in _RESUMABLE}
@@ -213,7 +213,7 @@ def _run(cmd: list[str], env: dict[str, str], cwd: Path) -> dict[str, float]:
 
 def train(direction: str, data_dir: str | Path, src_spm: str | Path, tgt_spm: str | Path,
           out_model: str | Path, work: str | Path, model: ModelSettings = ModelSettings(),
-          train: TrainSettings = TrainSettings(), rule: str = "nmt_train") -> dict[str, Any]:
+          train: NmtTrainSettings = NmtTrainSettings(), rule: str = "nmt_train") -> dict[str, Any]:
     """Train (or resume training) one direction; copy the final checkpoint to ``out_model``."""
     data_dir, work, out_model = Path(data_dir), Path(work), Path(out_model)
     gpus = device.cuda_count()

@@ -29,10 +29,8 @@ import numpy as np
 import polars as pl
 import pyarrow as pa
 
-from paramill import text
-from paramill.bitext.clean import first_reason
-from paramill.bitext.schema import KEYS
-from paramill.dedup import DUP_HERE, KEEP, KeySpill, check_key_files, pair_keys
+from paramill import rules, text
+from paramill.dedup import DUP_HERE, KEEP, KEYS, KeySpill, check_key_files, pair_keys
 from paramill.io import (ShardWriter, TableWriter, atomic_output, iter_parquet_batches,
                          parquet_rows, scratch_dir, sha256_file, write_json)
 from paramill.pairs.readers import PairCorpusSpec, RawCandidate, read_pairs
@@ -72,24 +70,17 @@ class PairIngestSettings(Settings):
 
 
 def rule_expressions(settings: PairCleanSettings) -> tuple[list[pl.Expr], pl.Expr]:
-    """(normalising column expressions, the ``reason`` expression; null = keep)."""
-    punct = settings.normalize_punctuation
-    normal = [text.normalize_expr(pl.col("en_ref"), punct).alias("en_ref"),
-              text.normalize_expr(pl.col("candidate"), punct).alias("candidate")]
+    """(normalising column expressions, the ``reason`` expression; null = keep): the
+    English-side rules of ``clean`` (:mod:`paramill.rules`) on both sentences."""
+    normal = rules.normalised(("en_ref", "candidate"), settings.normalize_punctuation)
     ref, cand = pl.col("en_ref"), pl.col("candidate")
-    n_ref, n_cand = text.token_count_expr(ref), text.token_count_expr(cand)
-    checks: list[tuple[pl.Expr, str]] = [
-        (ref.is_null() | (ref == ""), "empty_ref"),
-        (cand.is_null() | (cand == ""), "empty_candidate"),
-    ]
+    checks: list[rules.Check] = [rules.empty(ref, "empty_ref"),
+                                 rules.empty(cand, "empty_candidate")]
     if settings.require_latin:
         checks.append((ref.str.contains(text.NOT_LATIN1_PATTERN)
                        | cand.str.contains(text.NOT_LATIN1_PATTERN), "not_latin1"))
-    checks += [
-        (pl.min_horizontal(n_ref, n_cand) < settings.min_tokens, "too_short"),
-        (pl.max_horizontal(n_ref, n_cand) > settings.max_tokens, "too_long"),
-    ]
-    return normal, first_reason(checks)
+    checks += rules.token_bounds(ref, cand, settings.min_tokens, settings.max_tokens)[0]
+    return normal, rules.first_reason(checks)
 
 
 def source_digest(files: list[str], digests: dict[str, str]) -> str:

@@ -16,8 +16,9 @@ from dataclasses import dataclass
 from typing import Any, ClassVar, Literal
 
 from paramill import fields as strict
-from paramill.io import (REJECTED_TEXT_CHARS, InputError, LineStream, check_regular_file,
-                         decode_line, shown_text)
+from paramill import formats
+from paramill.formats import Bad, twitter_url
+from paramill.io import REJECTED_TEXT_CHARS, InputError, LineStream, check_regular_file
 from paramill.pairs.names import systems
 from paramill.settings import check_spec, setting
 
@@ -136,21 +137,16 @@ class RawCandidate:
     detail: str | None = None
 
 
+def _rejected(bad: Bad, method: str, path: str) -> RawCandidate:
+    return RawCandidate(bad.line_no, bad.text, None, method, source_file=path, reason=bad.reason,
+                        detail=bad.detail)
+
+
 def _fields(stream: LineStream, method: str) -> Iterator[tuple[int, list[str] | RawCandidate]]:
     """Tab-separated fields of each line, or the rejected row of a line that has none."""
-    for line_no, raw in stream:
-        if raw is None:
-            yield line_no, RawCandidate(line_no, None, None, method, source_file=stream.path,
-                                        reason="line_too_long",
-                                        detail=f"line longer than {stream.max_line_bytes} bytes")
-            continue
-        text, bad = decode_line(raw)
-        if text is None:
-            yield line_no, RawCandidate(line_no, shown_text(raw), None, method,
-                                        source_file=stream.path, reason="invalid_utf8",
-                                        detail=bad)
-            continue
-        yield line_no, text.split("\t")
+    for item in formats.fields(stream):
+        yield ((item.line_no, _rejected(item, method, stream.path)) if isinstance(item, Bad)
+               else item)
 
 
 def _bad(line_no: int, fields: list[str], method: str, path: str, reason: str,
@@ -345,34 +341,25 @@ def read_references(reference: str, hypotheses: dict[str, str],
 def read_twitter_url(path: str, positive_votes: int = 4, negative_votes: int = 2,
                      keep: str = "positive", method: str = "twitter-url",
                      max_line_bytes: int = 65536) -> Iterator[RawCandidate]:
-    """``s1 \\t s2 \\t (n, 6) \\t url``: n >= positive_votes is a paraphrase (label 1),
-    n <= negative_votes is not (label 0), anything between is rejected as debatable; with
-    ``keep="positive"`` the non-paraphrases are rejected as ``not_paraphrase``."""
-    for line_no, columns in _fields(LineStream(path, max_line_bytes), method):
-        if isinstance(columns, RawCandidate):
-            yield columns
+    """The Twitter URL corpus (:mod:`paramill.formats.twitter_url`): n >= positive_votes is
+    a paraphrase (label 1), n <= negative_votes is not (label 0), anything between is
+    rejected as debatable; with ``keep="positive"`` the non-paraphrases are rejected as
+    ``not_paraphrase``."""
+    for item in twitter_url.read(path, max_line_bytes):
+        if isinstance(item, Bad):
+            yield _rejected(item, method, path)
             continue
-        if len(columns) != 4:
-            yield _bad(line_no, columns, method, path, "column_count",
-                       f"expected 4 tab-separated columns, found {len(columns)}")
-            continue
-        found = strict.votes(columns[2])
-        if found is None:
-            yield _bad(line_no, columns, method, path, "bad_votes",
-                       f"column 3: votes {columns[2][:40]!r} are not (n, total) with "
-                       "0 <= n <= total and total >= 1")
-            continue
-        n, total = found
-        ref, cand = columns[0].strip(), columns[1].strip()
-        label = 1 if n >= positive_votes else 0 if n <= negative_votes else None
+        ref, cand, why = item.s1, item.s2, f"{item.votes} votes of {item.total}"
+        label = item.label(positive_votes, negative_votes)
         if label is None:
-            yield RawCandidate(line_no, ref, cand, method, source_file=path,
-                               reason="debatable", detail=f"{n} votes of {total}")
+            yield RawCandidate(item.line_no, ref, cand, method, source_file=path,
+                               reason="debatable", detail=why)
         elif label == 0 and keep == "positive":
-            yield RawCandidate(line_no, ref, cand, method, label=0, source_file=path,
-                               reason="not_paraphrase", detail=f"{n} votes of {total}")
+            yield RawCandidate(item.line_no, ref, cand, method, label=0, source_file=path,
+                               reason="not_paraphrase", detail=why)
         else:
-            yield RawCandidate(line_no, ref, cand, method, 1, n / total, label, source_file=path)
+            yield RawCandidate(item.line_no, ref, cand, method, 1, item.votes / item.total, label,
+                               source_file=path)
 
 
 def read_pairs(spec: PairCorpusSpec, max_line_bytes: int = 65536,

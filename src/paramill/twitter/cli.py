@@ -48,7 +48,7 @@ def harvest(args: argparse.Namespace) -> int | str:
     settings="twitter.identify")
 def train(args: argparse.Namespace) -> int | str:
     from paramill.twitter.identify import IdentifySettings
-    from paramill.twitter.month import train_identifier
+    from paramill.twitter.identify import train_identifier
     if args.embed_model is not None:
         args.settings["embed_model"] = args.embed_model or None
     settings = IdentifySettings.from_dict(args.settings)
@@ -73,7 +73,7 @@ def train(args: argparse.Namespace) -> int | str:
               "identify_settings": "twitter.identify"})
 def month(args: argparse.Namespace) -> int | str:
     from paramill.twitter.month import load_cards, score_month
-    from paramill.twitter.pairs import PairSettings
+    from paramill.twitter.url_pairs import PairSettings
     accounts = [a.lower() for a in args.harvest_settings["accounts"]]
     stats = score_month(args.days, args.model, accounts, args.pairs, args.tsv, args.stats,
                         args.month, PairSettings.from_dict(args.settings),

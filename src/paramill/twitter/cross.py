@@ -19,7 +19,7 @@ import io
 
 import numpy as np
 
-from paramill.twitter.encoder import (SentenceEncoder, _autocast, _optimise, encoder_precision,
+from paramill.twitter.encoder import (PretrainedEncoder, _autocast, _optimise, encoder_precision,
                                       length_grouped_batches)
 
 
@@ -41,7 +41,7 @@ class CrossEncoder:
         self.device = pick("auto")
         precision = encoder_precision(precision, self.device)
         self.precision = "float32" if precision == "int8" else precision  # no int8 head
-        transformer = SentenceTransformer(str(SentenceEncoder.locate(source)), device="cpu",
+        transformer = SentenceTransformer(str(PretrainedEncoder.locate(source)), device="cpu",
                                           local_files_only=True)[0]
         self.tokenizer = transformer.tokenizer
         self.model = PairModel(transformer.auto_model)

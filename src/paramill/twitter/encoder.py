@@ -87,7 +87,7 @@ def keep_layers(model, layers: int) -> list[int]:
     return keep
 
 
-class SentenceEncoder:
+class PretrainedEncoder:
     """A sentence-transformers model on CUDA when present, in ``precision`` (see
     :func:`encoder_precision`), cut to ``layers`` transformer layers when given (a student,
     see :func:`keep_layers`), with trained weights when ``state`` (from
@@ -253,7 +253,7 @@ def _trainable(source: str, batch: int, precision: str, seed: int, layers: int,
     """A float32 encoder to train, the precision to train it in, and a seeded generator."""
     import torch
 
-    encoder = SentenceEncoder(source, batch, "float32", state, layers)
+    encoder = PretrainedEncoder(source, batch, "float32", state, layers)
     run_in = encoder_precision(precision, encoder.device)
     run_in = "float32" if run_in == "int8" else run_in  # int8 layers cannot be trained
     torch.manual_seed(seed)
@@ -298,7 +298,7 @@ def distill_state(source: str, sentences: list[str], *, layers: int, epochs: int
     sentences = sorted(set(sentences))
     if not sentences:
         raise ValueError("distilling a student needs sentences (the labelled pairs have none)")
-    teacher = SentenceEncoder(source, teacher_batch, precision)
+    teacher = PretrainedEncoder(source, teacher_batch, precision)
     parts = []
     with progress("distillation targets (the whole encoder)", unit="sentences",
                   total=len(sentences)) as bar:

@@ -6,9 +6,9 @@ from dataclasses import dataclass
 from typing import Annotated, Literal
 
 from paramill.settings import Settings, section, setting
-from paramill.twitter.harvest import HarvestSettings
+from paramill.twitter.api import HarvestSettings
 from paramill.twitter.identify import IdentifySettings
-from paramill.twitter.pairs import PairSettings
+from paramill.twitter.url_pairs import PairSettings
 
 Date = Annotated[str, {"pattern": "^[0-9]{4}-[0-9]{2}-[0-9]{2}$", "format": "date"}]
 

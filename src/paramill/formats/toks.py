@@ -1,0 +1,49 @@
+"""The tokenised distributions (the Twitter URL corpus's, PIT-2015's and others'): a
+directory with line-aligned ``a.toks``, ``b.toks`` and ``sim.txt`` (the pair's label or
+score), one pair a line.
+
+Read by the identifier's labelled data (``sim`` a 0/1 label) and STS evaluation (a score).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from paramill.formats import Bad, lines
+from paramill.io import InputError
+
+NAME = "toks"
+ALIASES: tuple[str, ...] = ()
+DESCRIPTION = "a directory with line-aligned `a.toks`, `b.toks` and `sim.txt`"
+FILES = ("a.toks", "b.toks", "sim.txt")
+
+
+@dataclass(frozen=True)
+class Toks:
+    line_no: int
+    a: str
+    b: str
+    sim: str
+
+
+def _lines(path: Path, max_line_bytes: int) -> list[str]:
+    out = []
+    for item in lines(str(path), max_line_bytes):
+        if isinstance(item, Bad):
+            raise InputError(path, item.line_no, item.detail)
+        out.append(item[1])
+    return out
+
+
+def read(path: str | Path, max_line_bytes: int = 65536) -> Iterator[Toks]:
+    """The pairs of the directory ``path`` in order. A line that is not UTF-8 or over-long,
+    or files of different lengths, are an :class:`~paramill.io.InputError`."""
+    path = Path(path)
+    a, b, sim = (_lines(path / name, max_line_bytes) for name in FILES)
+    if not len(a) == len(b) == len(sim):
+        raise InputError(path, None, f"a.toks, b.toks, sim.txt differ in length "
+                                     f"({len(a)}, {len(b)}, {len(sim)})")
+    for i, (x, y, s) in enumerate(zip(a, b, sim), 1):
+        yield Toks(i, x, y, s)

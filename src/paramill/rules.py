@@ -1,0 +1,37 @@
+"""Cleaning rules as polars expressions, shared by the bitext's cleaning (``clean``) and the
+pair corpora's (``pairs ingest``): the normalised columns, the checks both apply to a side
+(empty, token bounds), and the ``reason`` column naming the first check a row fails."""
+
+from __future__ import annotations
+
+import polars as pl
+
+from paramill import text
+
+Check = tuple[pl.Expr, str]
+
+
+def normalised(columns: tuple[str, ...], punctuation: bool) -> list[pl.Expr]:
+    """Each column through :func:`paramill.text.normalize_expr`, under its own name."""
+    return [text.normalize_expr(pl.col(c), punctuation).alias(c) for c in columns]
+
+
+def empty(column: pl.Expr, reason: str) -> Check:
+    return column.is_null() | (column == ""), reason
+
+
+def token_bounds(a: pl.Expr, b: pl.Expr, min_tokens: int, max_tokens: int
+                 ) -> tuple[list[Check], pl.Expr, pl.Expr]:
+    """``too_short`` (the shorter side under ``min_tokens``) and ``too_long`` (the longer
+    over ``max_tokens``), with the two sides' shorter and longer token counts."""
+    n_a, n_b = text.token_count_expr(a), text.token_count_expr(b)
+    shorter, longer = pl.min_horizontal(n_a, n_b), pl.max_horizontal(n_a, n_b)
+    return [(shorter < min_tokens, "too_short"), (longer > max_tokens, "too_long")], shorter, longer
+
+
+def first_reason(checks: list[Check]) -> pl.Expr:
+    """``reason``: the name of the first check a row fails, null when it passes them all."""
+    when = pl.when(checks[0][0]).then(pl.lit(checks[0][1]))
+    for cond, reason in checks[1:]:
+        when = when.when(cond).then(pl.lit(reason))
+    return when.otherwise(pl.lit(None, dtype=pl.String)).alias("reason")

@@ -1,0 +1,217 @@
+"""The X API v2 side of the harvest: its settings, the tweepy client, retries with jittered
+back-off, and secrets kept out of every log record and stored byte."""
+
+from __future__ import annotations
+
+import logging
+import os
+import random
+import re
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Annotated, Any
+
+
+from paramill.settings import Settings, setting
+
+
+#: Major English-language news accounts (Lan et al. 2017 followed news accounts like these).
+NEWS_ACCOUNTS = ["nytimes", "cnn", "bbcworld", "reuters", "ap", "washingtonpost", "wsj",
+                 "guardian", "foxnews", "abc", "nbcnews", "cbsnews", "npr", "usatoday",
+                 "latimes", "time", "bbcbreaking", "cnnbrk", "skynews", "business"]
+TWEET_FIELDS = ["created_at", "entities", "referenced_tweets", "author_id", "lang"]
+
+
+class HarvestError(RuntimeError):
+    """A harvest that cannot go on (credentials, access tier); the message says why."""
+
+
+@dataclass(frozen=True)
+class HarvestSettings(Settings):
+    accounts: list[Annotated[str, {"pattern": "^[A-Za-z0-9_]{1,15}$"}]] = setting(
+        factory=lambda: list(NEWS_ACCOUNTS),
+        doc="News accounts followed (screen names: 1-15 letters, digits or _).")
+    bearer_token_env: str = setting(
+        "X_BEARER_TOKEN", "Environment variable holding the bearer token.",
+        pattern="^[A-Za-z_][A-Za-z0-9_]*$")
+    consumer_key_env: str = setting(
+        "X_CONSUMER_KEY", "OAuth 1.0a consumer key variable (used when no bearer token).",
+        pattern="^[A-Za-z_][A-Za-z0-9_]*$")
+    consumer_secret_env: str = setting(
+        "X_CONSUMER_SECRET", "OAuth 1.0a consumer secret variable.",
+        pattern="^[A-Za-z_][A-Za-z0-9_]*$")
+    access_token_env: str = setting(
+        "X_ACCESS_TOKEN", "OAuth 1.0a access token variable.", pattern="^[A-Za-z_][A-Za-z0-9_]*$")
+    access_token_secret_env: str = setting(
+        "X_ACCESS_TOKEN_SECRET", "OAuth 1.0a access token secret variable.",
+        pattern="^[A-Za-z_][A-Za-z0-9_]*$")
+    max_results: int = setting(100, "Tweets per API page.", minimum=5, maximum=100)
+    max_pages: int = setting(20, "Pages per timeline or URL search per run.", minimum=1)
+    retries: int = setting(
+        5,
+        "Retries a call on rate limits (429), server errors (500/502/503/504), network errors and "
+        "malformed bodies; then the harvest stops.", minimum=0)
+    backoff: float = setting(
+        2.0, "First back-off in seconds (doubles each retry; each wait is jittered to 50-100%).",
+        minimum=0)
+    backoff_max: float = setting(
+        900.0, "Longest single wait in seconds, of the back-off and of a rate-limit reset.",
+        minimum=0)
+    expand_all: bool = setting(
+        False, "Follow redirects of every URL, not only known shorteners and unexpanded links.")
+    url_timeout: float = setting(5.0, "Seconds per URL expansion request.", exclusiveMinimum=0)
+    url_workers: int = setting(8, "Concurrent URL expansions.", minimum=1)
+    search_days: int = setting(
+        7, "A URL is searched again on harvests up to this many days after the one that first saw "
+        "it, then dropped from the state (recent search reaches back 7 days).", minimum=0)
+
+
+#: an Authorization header's value (Bearer or OAuth) and OAuth 1.0a's credential parameters,
+#: as they appear in a log line, a repr of headers or an echoed JSON body
+_AUTH_HEADER = re.compile(r"""(['"]?Authorization['"]?\s*[:=]\s*)(\\?['"]?)(?:OAuth\s[^\n]*|[^'",}\n]*)""",
+                          re.IGNORECASE)
+_OAUTH_PARAMS = re.compile(r"""(oauth_(?:consumer_key|token|signature)\\?"?\s*[=:]\s*\\?"?)[^"&,\s\\]*""",
+                           re.IGNORECASE)
+_SECRETS: set[str] = set()
+
+
+def redact(text: str, secrets: Iterable[str] = ()) -> str:
+    """``text`` with every Authorization header value, OAuth credential parameter and known
+    secret (those of the clients made here, and ``secrets``) replaced by ``[redacted]``."""
+    text = _AUTH_HEADER.sub(r"\1\2[redacted]", text)
+    text = _OAUTH_PARAMS.sub(r"\1[redacted]", text)
+    for secret in sorted(_SECRETS | {x for x in secrets if x}, key=len, reverse=True):
+        text = text.replace(secret, "[redacted]")
+    return text
+
+
+_base_factory = logging.getLogRecordFactory()
+
+
+def _redacting_factory(*args: Any, **kwargs: Any) -> logging.LogRecord:
+    record = _base_factory(*args, **kwargs)
+    if _SECRETS:
+        try:
+            message = record.getMessage()
+        except Exception:  # a record whose arguments do not format: left to logging
+            return record
+        record.msg, record.args = redact(message), None
+    return record
+
+
+def protect_secrets(secrets: Iterable[str]) -> None:
+    """Keep ``secrets`` out of every log record of this process, whatever logger makes it
+    and whatever its level: tweepy, requests-oauthlib and oauthlib print the request
+    headers and the OAuth 1.0a keys at DEBUG, and a logger filter would not reach records
+    made by their child loggers. The record factory blanks them when a record is made."""
+    _SECRETS.update(x for x in secrets if x and len(x) >= 4)
+    if logging.getLogRecordFactory() is not _redacting_factory:
+        logging.setLogRecordFactory(_redacting_factory)
+
+
+def client_secrets(client: Any) -> list[str]:
+    """The credentials a tweepy client holds (what must never be stored or printed)."""
+    return [v for k in ("bearer_token", "consumer_key", "consumer_secret", "access_token",
+                        "access_token_secret")
+            if isinstance(v := getattr(client, k, None), str) and v]
+
+
+def make_client(settings: HarvestSettings):
+    """A tweepy Client from the environment variables the settings name: app-only (bearer
+    token) or OAuth 1.0a user context (the four keys; every call then sends user_auth)."""
+    import tweepy
+
+    token = os.environ.get(settings.bearer_token_env)
+    keys = [os.environ.get(getattr(settings, k)) for k in
+            ("consumer_key_env", "consumer_secret_env", "access_token_env", "access_token_secret_env")]
+    # tweepy's DEBUG records print the request headers, oauthlib's the OAuth 1.0a keys:
+    # every log record of this process has them blanked, whatever its level
+    logging.getLogger("tweepy").setLevel(logging.INFO)
+    protect_secrets([token or "", *[k or "" for k in keys]])
+    # rate limits are waited for here (call), not by tweepy: with no usable reset header
+    # tweepy's own wait retries at once, without end
+    if token:
+        return tweepy.Client(bearer_token=token, wait_on_rate_limit=False, return_type=dict)
+    if all(keys):
+        return tweepy.Client(consumer_key=keys[0], consumer_secret=keys[1], access_token=keys[2],
+                             access_token_secret=keys[3], wait_on_rate_limit=False, return_type=dict)
+    raise HarvestError(f"no X API credentials: set {settings.bearer_token_env} (bearer token) or "
+                       f"{settings.consumer_key_env}, {settings.consumer_secret_env}, "
+                       f"{settings.access_token_env}, {settings.access_token_secret_env} (OAuth 1.0a)")
+
+
+class Refused(Exception):
+    """The API refused one request (400, or 404 for an account or URL it does not know):
+    skip what it was for, with a rejected row."""
+
+    def __init__(self, message: str, status: int | None = None):
+        super().__init__(message)
+        self.message = message
+        self.status = status
+
+
+RETRYABLE_STATUS = (429, 500, 502, 503, 504)
+
+
+def backoff_delay(settings: HarvestSettings, attempt: int, rng: random.Random) -> float:
+    """Exponential back-off with jitter: uniform in [½, 1] of ``backoff * 2**attempt``,
+    capped at ``backoff_max``."""
+    return min(settings.backoff_max, settings.backoff * 2 ** attempt) * rng.uniform(0.5, 1.0)
+
+
+def call(fn: Callable[..., Any], settings: HarvestSettings, sleep: Callable[[float], None] = time.sleep,
+         rng: random.Random | None = None, now: Callable[[], float] = time.time,
+         **kwargs: Any) -> dict[str, Any]:
+    """One API call, retried on every retryable failure at most ``settings.retries`` times."""
+    import requests
+    import tweepy
+
+    rng = rng or random.Random()
+    client = getattr(fn, "__self__", None)
+    if client is not None and getattr(client, "bearer_token", None) is None:
+        kwargs["user_auth"] = True  # OAuth 1.0a user context: sign the request
+    for attempt in range(settings.retries + 1):
+        wait = backoff_delay(settings, attempt, rng)
+        try:
+            return fn(**kwargs)
+        except tweepy.Unauthorized as exc:
+            raise HarvestError(
+                f"the X API did not accept the credentials for {fn.__name__} (401): "
+                f"{_api_message(exc)}. Check the token or keys (an authentication problem, "
+                "not the access tier).") from None
+        except tweepy.Forbidden as exc:
+            raise HarvestError(
+                f"the X API refused {fn.__name__} ({exc.response.status_code}): {_api_message(exc)}. "
+                "Reading timelines and search needs the Basic access tier or higher; the free "
+                "tier cannot harvest. Check the credentials' tier and project.") from None
+        except tweepy.NotFound as exc:
+            raise Refused(f"{fn.__name__} found nothing (404): {_api_message(exc)}", 404) from None
+        except tweepy.TooManyRequests as exc:
+            reset = getattr(exc, "reset_time", None)
+            if reset is not None and reset + 1 - now() > 0:  # wait for the reset the API gave
+                wait = min(settings.backoff_max, reset + 1 - now())
+            failure = "rate limited (429)"
+        except tweepy.HTTPException as exc:  # other statuses: retry those that are worth it
+            status = exc.response.status_code if exc.response is not None else None
+            if status is not None and 400 <= status < 500 and status not in RETRYABLE_STATUS:
+                raise Refused(f"{fn.__name__} refused ({status}): {_api_message(exc)}", status) from None
+            if status not in RETRYABLE_STATUS:
+                raise HarvestError(f"the X API answered {fn.__name__} with {status}: "
+                                   f"{_api_message(exc)}") from None
+            failure = f"status {status}"
+        except (requests.RequestException, ValueError) as exc:
+            failure = type(exc).__name__
+        if attempt == settings.retries:
+            raise HarvestError(f"{fn.__name__} failed after {settings.retries} retries: {failure}")
+        sleep(wait)
+    raise AssertionError("unreachable")
+
+
+def _api_message(exc: Any) -> str:
+    try:
+        body = exc.response.json()
+        text = str(body.get("detail") or body.get("title") or str(body)[:200])
+    except (ValueError, AttributeError):
+        text = getattr(exc.response, "text", "")[:200]
+    return redact(text)  # a body may echo the request's Authorization header

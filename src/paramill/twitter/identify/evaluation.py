@@ -1,0 +1,114 @@
+"""How the identifier is judged: max F1 over the precision-recall curve (as the papers
+report), out-of-fold probabilities on stratified folds grouped by source tweet, and the
+acceptance threshold's precision and recall."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from paramill.twitter.identify.featurise import features
+from paramill.twitter.identify.settings import IdentifySettings
+from paramill.twitter.text import comparable
+
+def max_f1(labels: list[int] | np.ndarray, scores: np.ndarray) -> dict[str, float]:
+    """Max F1 over the precision-recall curve, with its precision, recall and threshold."""
+    from sklearn.metrics import precision_recall_curve
+
+    precision, recall, thresholds = precision_recall_curve(labels, scores)
+    f1 = np.divide(2 * precision * recall, precision + recall,
+                   out=np.zeros_like(precision), where=(precision + recall) > 0)
+    i = int(np.argmax(f1[:-1])) if len(f1) > 1 else 0
+    return {"f1": round(float(f1[i]), 4), "precision": round(float(precision[i]), 4),
+            "recall": round(float(recall[i]), 4),
+            "threshold": round(float(thresholds[min(i, len(thresholds) - 1)]), 4)}
+
+
+def fit(x: np.ndarray, y: list[int], settings: IdentifySettings):
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    model = make_pipeline(StandardScaler(), LogisticRegression(C=settings.c, max_iter=settings.max_iter,
+                                                               random_state=settings.seed))
+    return model.fit(x, y)
+
+
+def source_groups(pairs: list[tuple[str, str]]) -> np.ndarray:
+    """One group per source tweet (the first sentence, compared as ``comparable`` text), so
+    that no fold's pairs share a source with another fold's."""
+    ids: dict[str, int] = {}
+    return np.asarray([ids.setdefault(comparable(x), len(ids)) for x, _ in pairs])
+
+
+def grouped_folds(y: np.ndarray, groups: np.ndarray, settings: IdentifySettings
+                  ) -> list[tuple[np.ndarray, np.ndarray]]:
+    """(train, test) indices of ``settings.folds`` stratified folds grouped by source tweet
+    (seeded: the same data gives the same folds)."""
+    from sklearn.model_selection import StratifiedGroupKFold
+
+    folds = min(settings.folds, len(set(groups.tolist())))
+    split = StratifiedGroupKFold(folds, shuffle=True, random_state=settings.seed)
+    return list(split.split(np.zeros(len(y)), y, groups))
+
+
+def out_of_fold(x: np.ndarray, y: np.ndarray, groups: np.ndarray, settings: IdentifySettings
+                ) -> np.ndarray:
+    """Out-of-fold probabilities: stratified folds grouped by source tweet (seeded)."""
+    scores = np.zeros(len(y))
+    for train, test in grouped_folds(y, groups, settings):
+        scores[test] = fit(x[train], y[train].tolist(), settings).predict_proba(x[test])[:, 1]
+    return scores
+
+
+def metrics(labels, scores: np.ndarray) -> dict[str, float]:
+    """Max F1 (with P, R, threshold), ROC AUC, average precision and the positives' share."""
+    from sklearn.metrics import average_precision_score, roc_auc_score
+
+    y = np.asarray(labels)
+    return {**max_f1(y, scores), "auc": round(float(roc_auc_score(y, scores)), 4),
+            "ap": round(float(average_precision_score(y, scores)), 4),
+            "positive_share": round(float(y.mean()), 4)}
+
+
+def at_threshold(labels, scores: np.ndarray, threshold: float) -> dict[str, Any]:
+    """Precision, recall and F1 of accepting the pairs scored at or above ``threshold``, and
+    the share accepted: what the chosen threshold gives on a set (max F1 picks its own)."""
+    y = np.asarray(labels).astype(bool)
+    accepted = np.asarray(scores) >= threshold
+    tp = int((accepted & y).sum())
+    precision = tp / int(accepted.sum()) if accepted.any() else None
+    recall = tp / int(y.sum()) if y.any() else None
+    f1 = (2 * precision * recall / (precision + recall)) if precision and recall else 0.0
+    return {"threshold": round(float(threshold), 6),
+            "precision": None if precision is None else round(precision, 4),
+            "recall": None if recall is None else round(recall, 4), "f1": round(f1, 4),
+            "accepted_share": round(float(accepted.mean()), 4) if len(y) else None}
+
+
+def threshold_for_precision(labels, scores: np.ndarray, target: float) -> dict[str, Any]:
+    """The lowest threshold from which precision stays at or above ``target`` for every higher
+    threshold (the most recall at that precision, without trusting a lone low point of the
+    ragged curve); if there is none, the max-F1 threshold, with ``reached`` false."""
+    from sklearn.metrics import precision_recall_curve
+
+    precision, recall, thresholds = precision_recall_curve(np.asarray(labels), scores)
+    floor = np.minimum.accumulate(precision[:-1][::-1])[::-1]  # min precision from here up
+    ok = np.flatnonzero(floor >= target)
+    if len(ok):
+        i = int(ok[0])
+        return {"threshold": round(float(thresholds[i]), 6), "target_precision": target,
+                "reached": True, "precision": round(float(precision[i]), 4),
+                "recall": round(float(recall[i]), 4)}
+    best = max_f1(labels, scores)
+    return {"threshold": best["threshold"], "target_precision": target, "reached": False,
+            "precision": best["precision"], "recall": best["recall"]}
+
+
+def cross_validate(pairs, labels, extended: bool, settings: IdentifySettings,
+                   encoder=None) -> dict[str, float]:
+    """Metrics of out-of-fold probabilities (stratified folds grouped by source tweet)."""
+    y = np.asarray(labels)
+    return metrics(y, out_of_fold(features(pairs, extended, encoder), y, source_groups(pairs),
+                                  settings))

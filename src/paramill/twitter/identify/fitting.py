@@ -1,0 +1,135 @@
+"""Fitting the identifier (``paramill twitter train``, rule ``paraid_train``): every model on
+the labelled pairs, cross-validated on folds grouped by source tweet, the threshold for the
+target precision, and the evaluation sets scored."""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from paramill.io import atomic_output, write_json
+from paramill.provenance import Run, prov_path
+from paramill.twitter.identify.data import read_labelled, unlabelled_sentences
+from paramill.twitter.identify.evaluation import (
+    at_threshold,
+    fit,
+    metrics,
+    out_of_fold,
+    source_groups,
+    threshold_for_precision,
+)
+from paramill.twitter.identify.leak import check_embedding_overlap, embedding_overlap
+from paramill.twitter.identify.model import Identifier
+from paramill.twitter.identify.settings import IdentifySettings, LabelledData
+from paramill.twitter.identify.training import crossfit_cosine, crossfit_cross, distill_student
+
+
+def train_identifier(train: list[LabelledData], evaluate: list[LabelledData], out: str | Path,
+                     report: str | Path, settings: IdentifySettings, rule: str = "paraid_train"
+                     ) -> dict[str, Any]:
+    """Fit LR (18 features), the extended model and, when configured, the encoder model on
+    ``train`` (labelled sets); with ``finetune_epochs`` the encoder's cosine is
+    cross-fitted (:func:`crossfit_cosine`). Out-of-fold scores (folds grouped by source
+    tweet) give each model's cross-validated metrics and the acceptance threshold for
+    ``target_precision``; each ``evaluate`` set is scored by the models fitted on all of
+    train. An embedding model for the cosine that was trained on the labelled pairs is
+    refused (:class:`EmbeddingLeak`)."""
+    labelled = [d.path for d in train + evaluate] + [d.labels for d in train + evaluate if d.labels]
+    student = settings.model == "encoder" and settings.encoder_layers > 0  # distilled first
+    inputs = labelled + ([settings.embed_model] if settings.embed_model else []) \
+        + (list(settings.distill_text) if student else [])
+    run = Run(rule=rule, params=asdict(settings) | {"train": [asdict(d) for d in train],
+                                                   "evaluate": [asdict(d) for d in evaluate]},
+              inputs=inputs)
+    pairs, labels, dropped = [], [], 0
+    for d in train:
+        p, y, n = read_labelled(d.path, d.format, d.labels)
+        pairs += p
+        labels += y
+        dropped += n
+    if len(set(labels)) < 2:
+        raise ValueError("the identifier's training data needs both paraphrases and non-paraphrases")
+    results: dict[str, Any] = {"train_pairs": len(pairs), "train_dropped": dropped,
+                               "positive": int(sum(labels)), "evaluations": []}
+    if settings.embed_model:
+        results["embed_overlap"] = overlap = embedding_overlap(settings.embed_model, pairs)
+        check_embedding_overlap(overlap, settings.max_embed_overlap)
+    ident = Identifier(settings, settings.embed_model)
+    y, groups = np.asarray(labels), source_groups(pairs)
+    names = ["lr", "extended"] + ([settings.model] if settings.model in ("encoder", "cross") else [])
+    if settings.model == "cross" and settings.finetune_epochs < 1:
+        raise ValueError("twitter.identify.model cross fine-tunes a cross-encoder on the labelled "
+                         "pairs: set twitter.identify.finetune_epochs to at least 1")
+    # read before any model is fitted: a bad line stops training at once
+    text = unlabelled_sentences(settings.distill_text, settings.distill_max_sentences,
+                                settings.seed) if student else []
+    oof, xs = {}, {}
+    for name in names:
+        if name == "encoder":  # the extended features and the sentence encoder's cosine
+            if student:  # distilled without labels
+                own = {s for pair in pairs for s in pair}
+                ident.encoder_state = distill_student(sorted(own) + text, settings)
+            if settings.finetune_epochs:  # cross-fitted (leak-free)
+                cosine, ident.encoder_state = crossfit_cosine(pairs, y, groups, settings,
+                                                              start=ident.encoder_state)
+            else:
+                cosine = ident.sentence_encoder().cosine(pairs)
+            x = xs[name] = np.hstack([xs["extended"], cosine[:, None]])
+        elif name == "cross":  # the extended features and the cross-encoder's probability
+            probability, ident.cross_state = crossfit_cross(pairs, y, groups, settings)
+            x = xs[name] = np.hstack([xs["extended"], probability[:, None]])
+        else:
+            x = xs[name] = ident.features(pairs, name)
+        ident.fitted[name] = fit(x, labels, settings)
+        oof[name] = out_of_fold(x, y, groups, settings)
+    if "encoder" in names:
+        ident.sentence_encoder()  # built (with the fine-tuned weights) to record what it is
+        results["sentence_encoder"] = {**ident.encoder_used(),
+                                       "finetune_epochs": settings.finetune_epochs}
+        if student:
+            results["sentence_encoder"]["distilled"] = {
+                "from": settings.sentence_encoder, "epochs": settings.distill_epochs,
+                "sentences": len(own | set(text)),
+                "on": "the training pairs' sentences, without their labels"
+                      + (" and unlabelled text" if settings.distill_text else ""),
+                "text": {"files": list(settings.distill_text), "sentences": len(text),
+                         "max_sentences": settings.distill_max_sentences}}
+        if settings.finetune_epochs:
+            results["sentence_encoder"]["cosine"] = (
+                f"cross-fitted: each of the {settings.folds} grouped folds scored by an encoder "
+                "fine-tuned on the others; new pairs by one fine-tuned on all")
+    if "cross" in names:
+        results["cross_encoder"] = {
+            "from": settings.sentence_encoder, "finetune_epochs": settings.finetune_epochs,
+            "device": ident.cross_encoder().device, "precision": ident.cross_encoder().precision,
+            "probability": f"cross-fitted: each of the {settings.folds} grouped folds scored by a "
+                           "cross-encoder fine-tuned on the others; new pairs by one fine-tuned "
+                           "on all"}
+    ident.threshold_choice = threshold_for_precision(y, oof[settings.model], settings.target_precision)
+    ident.threshold = ident.threshold_choice["threshold"]
+    results["threshold"] = {**ident.threshold_choice, "model": settings.model,
+                            "chosen_on": f"{settings.folds}-fold out-of-fold scores on train, "
+                                         "folds grouped by source tweet",
+                            "used": ident.accept_at(settings.threshold)}
+    used = ident.accept_at(settings.threshold)
+    results["evaluations"].append({
+        "data": f"{settings.folds}-fold cross-validation on train, grouped by source tweet",
+        "pairs": len(pairs), **{name: metrics(y, oof[name]) for name in names},
+        "at_threshold": {"model": settings.model, **at_threshold(y, oof[settings.model], used)}})
+    for d in evaluate:
+        p, yy, n = read_labelled(d.path, d.format, d.labels)
+        scored = {name: ident.score(p, name) for name in names}
+        results["evaluations"].append({
+            "data": d.path, "pairs": len(p), "dropped": n,
+            **{name: metrics(yy, scored[name]) for name in names},
+            "at_threshold": {"model": settings.model, **at_threshold(yy, scored[settings.model], used)}})
+    with atomic_output(out, report, prov_path(out), prov_path(report)) as (tmp, tmp_rep, prov, prov_rep):
+        ident.save(tmp)
+        write_json(tmp_rep, results)
+        for final, t, pv in ((out, tmp, prov), (report, tmp_rep, prov_rep)):
+            run.write({final: t}, {final: pv}, rows_in=len(pairs), rows_out=None,
+                      extra={"evaluations": results["evaluations"], "threshold": results["threshold"]})
+    return results

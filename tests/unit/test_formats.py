@@ -1,0 +1,116 @@
+"""paramill.formats: one module per on-disk layout, one name, one reader for every stage."""
+
+from __future__ import annotations
+
+import pytest
+
+from paramill import formats
+from paramill.evaluate.sts import read as read_sts
+from paramill.formats import Bad, twitter_url
+from paramill.io import InputError
+from paramill.pairs.readers import read_twitter_url
+from paramill.twitter.identify import read_labelled
+
+LINES = ["A storm hits the town\tThe town is hit by a storm\t(5,6)\thttp://n.example/1",
+         "A storm hits the town\tMy cat sleeps\t(0,6)\thttp://n.example/1",
+         "Rates rise again\tThe bank raises rates\t(3,6)\thttp://n.example/2"]
+
+
+def test_every_name_resolves_to_one_layout():
+    assert formats.names()["twitter-url"] == "twitter-url"
+    assert formats.names()["url_raw"] == formats.names()["twitter_url"] == "twitter-url"
+    assert formats.layout("url_raw") is formats.layout("twitter-url") is twitter_url
+    with pytest.raises(ValueError, match=r"unknown format 'twitter url'; known: .*twitter-url"):
+        formats.layout("twitter url")
+
+
+@pytest.mark.parametrize("kind", ["plain", "gz", "zst"])
+def test_twitter_url_records_in_any_compression_with_crlf_and_bom(write_file, kind):
+    data = ("\ufeff" + "\r\n".join(LINES) + "\r\n").encode()
+    records = list(twitter_url.read(str(write_file("t.txt", data, kind))))
+    assert [(r.line_no, r.s1, r.votes, r.total, r.url) for r in records] == [
+        (1, "A storm hits the town", 5, 6, "http://n.example/1"),
+        (2, "A storm hits the town", 0, 6, "http://n.example/1"),
+        (3, "Rates rise again", 3, 6, "http://n.example/2")]
+    assert [r.label() for r in records] == [1, 0, None]
+    assert [r.label(positive=3, negative=0) for r in records] == [1, 0, 1]
+
+
+def test_twitter_url_bad_lines_say_why(write_file):
+    path = write_file("t.txt", [LINES[0], "only\ttwo", "a\tb\t(7,6)\tu", "a\tb\t(x,6)\tu",
+                                b"a \xff\tb\t(1,6)\tu", "x" * 200, LINES[1]])
+    records = list(twitter_url.read(str(path), max_line_bytes=100))
+    bad = [(r.line_no, r.reason) for r in records if isinstance(r, Bad)]
+    assert bad == [(2, "column_count"), (3, "bad_votes"), (4, "bad_votes"), (5, "invalid_utf8"),
+                   (6, "line_too_long")]
+    assert records[1].text == "only\ttwo" and "found 2" in records[1].detail
+    assert records[5].text is None  # an over-long line is never held
+    assert [r.line_no for r in records if not isinstance(r, Bad)] == [1, 7]
+
+
+def test_the_stages_read_the_layout_alike(write_file):
+    """The pair corpora, the identifier's labelled data and STS evaluation read the same
+    pairs and votes from one file (each labels them by its own rule)."""
+    path = write_file("t.txt", LINES)
+    rows = list(read_twitter_url(str(path), keep="all"))
+    assert [(r.line_no, r.en_ref, r.candidate, r.label, r.reason) for r in rows] == [
+        (1, "A storm hits the town", "The town is hit by a storm", 1, None),
+        (2, "A storm hits the town", "My cat sleeps", 0, None),
+        (3, "Rates rise again", "The bank raises rates", None, "debatable")]
+    pairs, labels, dropped = read_labelled(path, "twitter-url")
+    assert pairs == [(r.en_ref, r.candidate) for r in rows[:2]] and labels == [1, 0]
+    assert dropped == 1
+    sts = read_sts("t", 2026, "twitter-url", path)
+    assert sts.s1 == [r.en_ref for r in rows] and sts.gold == [5.0, 0.0, 3.0]
+    assert read_sts("t", 2026, "twitter_url", path).gold == sts.gold  # the old name
+
+
+def test_sts_lines_are_strict_utf8(write_file):
+    path = write_file("s.tsv", ["4.0\ta cat\ta kitten", b"3.0\ta \xff dog\ta hound"])
+    with pytest.raises(InputError, match=r"s.tsv:2: invalid UTF-8"):
+        read_sts("s", 2026, "tsv", path)
+    path = write_file("u.txt", [LINES[0], b"a \xff\tb\t(1,6)\tu"])
+    with pytest.raises(InputError, match=r"u.txt:2: invalid UTF-8"):
+        read_sts("u", 2026, "twitter-url", path)
+    # a line without a usable score is skipped and counted, as in every STS layout
+    assert read_sts("u", 2026, "twitter-url", write_file("v.txt", [LINES[0], "a\tb"])).skipped == 1
+
+
+def test_pit2015_and_toks_are_read_alike_by_the_identifier_and_sts(write_file, tmp_path):
+    from paramill.formats import pit2015, toks
+
+    data = write_file("d.data", ["1\tt\tA storm hits\tThe storm hit\t(4, 1)\tEN",
+                                 "2\tt\tRates rise\tMy cat\t(0, 5)\tEN",
+                                 "3\tt\tNo votes here\tnone\t"])
+    rows = list(pit2015.read(str(data)))
+    assert [(r.s1, r.label) for r in rows] == [("A storm hits", "(4, 1)"), ("Rates rise", "(0, 5)"),
+                                               ("No votes here", "")]
+    with pytest.raises(InputError, match=r"d.data:3: label must be crowd votes"):
+        read_labelled(data, "pit2015")  # the identifier needs every line's label
+    labelled = write_file("l.data", ["1\tt\tA storm hits\tThe storm hit\t(4, 1)\tEN",
+                                     "2\tt\tRates rise\tMy cat\t(0, 5)\tEN",
+                                     "3\tt\tDebated\tpair\t(2, 3)\tEN"])
+    assert read_labelled(labelled, "pit2015") == (
+        [("A storm hits", "The storm hit"), ("Rates rise", "My cat")], [1, 0], 1)
+    sts = read_sts("p", 2015, "pit2015", data)
+    assert sts.gold == [4.0, 0.0] and sts.skipped == 1
+    short = write_file("s.data", ["1\tt\tonly three"])
+    assert [r.reason for r in pit2015.read(str(short))] == ["column_count"]
+    with pytest.raises(InputError, match=r"s.data:1: expected PIT-2015 fields"):
+        read_labelled(short, "pit2015")
+    folder = tmp_path / "toks"
+    folder.mkdir()
+    (folder / "a.toks").write_text("a dog runs\na cat\n")
+    (folder / "b.toks").write_text("the dog is running\nmy car\n")
+    (folder / "sim.txt").write_text("1\n0\n")
+    assert [(r.line_no, r.a, r.sim) for r in toks.read(folder)] == [(1, "a dog runs", "1"),
+                                                                      (2, "a cat", "0")]
+    assert read_labelled(folder, "toks") == ([("a dog runs", "the dog is running"),
+                                              ("a cat", "my car")], [1, 0], 0)
+    assert read_sts("t", 2015, "toks", folder).gold == [1.0, 0.0]
+    (folder / "sim.txt").write_bytes(b"1\n\xff\n")
+    with pytest.raises(InputError, match=r"sim.txt:2: invalid UTF-8"):
+        read_labelled(folder, "toks")
+    (folder / "sim.txt").write_text("1\n")
+    with pytest.raises(InputError, match="differ in length"):
+        read_sts("t", 2015, "toks", folder)

@@ -1,0 +1,119 @@
+"""The package's shape: no import cycle, no import from the core up into a stage, no module
+too big to read. Walks every module's imports, top-level and inside functions alike (a lazy
+import is still a dependency)."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import paramill
+
+PACKAGE = Path(paramill.__file__).parent
+#: the pipeline's stages: each a package, importing the core and (for contracts) each other
+STAGES = {"bitext", "pairs", "nmt", "filters", "embed", "twitter", "lexicon", "evaluate", "report"}
+#: top-level modules that compose the stages (the command line, the config and its schema);
+#: every other top-level module is core, and imports no stage
+COMPOSITION = {"cli", "commands", "config", "schema"}
+MAX_LINES = 450
+
+
+def module_name(path: Path) -> str:
+    parts = ["paramill", *path.relative_to(PACKAGE).with_suffix("").parts]
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+MODULES = {module_name(p): p for p in PACKAGE.rglob("*.py")}
+
+
+def _target(name: str) -> str | None:
+    """The package module ``name`` refers to (a symbol's module when it names a symbol)."""
+    while name and name not in MODULES:
+        name = name.rpartition(".")[0]
+    return name or None
+
+
+def imports(name: str) -> set[str]:
+    """Every paramill module ``name`` imports, anywhere in its body."""
+    path = MODULES[name]
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            targets = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = package.split(".")[:len(package.split(".")) - node.level + 1]
+                base = ".".join([*anchor, *([base] if base else [])])
+            targets = [f"{base}.{a.name}" for a in node.names]
+        else:
+            continue
+        found |= {t for t in map(_target, (t for t in targets if t.startswith("paramill"))) if t}
+    found.discard(name)
+    return found
+
+
+GRAPH = {name: imports(name) for name in MODULES}
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan), plus packages
+    whose __init__ is imported by a module of their own that it imports."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    found = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        for w in graph[v]:
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for v in graph:
+        if v not in index:
+            visit(v)
+    return found
+
+
+def _stage(name: str) -> str | None:
+    parts = name.split(".")
+    return parts[1] if len(parts) > 1 and parts[1] in STAGES else None
+
+
+def test_the_walk_sees_lazy_and_relative_imports():
+    graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}
+    assert cycles(graph) == [["a", "b", "c"]]
+    assert "paramill.io" in GRAPH["paramill.dedup"]  # top level
+    assert "paramill.filters.tokens" in GRAPH["paramill.filters.cli"]  # inside a function
+
+
+def test_no_import_cycle():
+    assert cycles(GRAPH) == []
+
+
+def test_the_core_imports_no_stage():
+    core = [n for n in MODULES if n.count(".") == 1 and not _stage(n)
+            and n.split(".")[1] not in COMPOSITION]
+    assert "paramill.dedup" in core and "paramill.io" in core
+    upward = {n: sorted(d for d in GRAPH[n] if _stage(d)) for n in core}
+    assert {n: d for n, d in upward.items() if d} == {}
+
+
+def test_no_module_is_too_big_to_read():
+    sizes = {n: len(p.read_text(encoding="utf-8").splitlines()) for n, p in MODULES.items()}
+    assert {n: s for n, s in sizes.items() if s > MAX_LINES} == {}
