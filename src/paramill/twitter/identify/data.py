@@ -55,7 +55,7 @@ def read_labelled(path: str | Path, fmt: str, labels: str | Path | None = None
         raise ValueError(f"a separate label file is read for format pit2015 only, not {fmt!r}")
     if labels is not None:
         return _pit_with_label_file(Path(path), Path(labels))
-    pairs, labels, dropped = [], [], 0
+    pairs, gold = [], []
     path = Path(path)
     if fmt == toks.NAME:
         for row in toks.read(path, MAX_TEXT_LINE_BYTES):
@@ -63,36 +63,39 @@ def read_labelled(path: str | Path, fmt: str, labels: str | Path | None = None
                 raise InputError(path / "sim.txt", row.line_no,
                                  f"label must be 0 or 1, not {row.sim!r}")
             pairs.append((row.a, row.b))
-            labels.append(int(row.sim))
-        return pairs, labels, 0
+            gold.append(int(row.sim))
+        return pairs, gold, 0
     if fmt in twitter_url.ALIASES or fmt == twitter_url.NAME:
-        for item in twitter_url.read(str(path), MAX_TEXT_LINE_BYTES):
-            if isinstance(item, Bad):
-                if item.reason == "column_count" and not (item.text or "").strip():
-                    continue  # a blank line
-                raise InputError(path, item.line_no, item.detail)
-            label = item.label()  # the corpus's rule: 4-6 yes, 0-2 no, 3 dropped
-            if label is None:
-                dropped += 1
-                continue
-            pairs.append((item.s1, item.s2))
-            labels.append(label)
-        return pairs, labels, dropped
-    for pit in pit2015.read(str(path), MAX_TEXT_LINE_BYTES):
-        if isinstance(pit, Bad):
-            if pit.reason == "column_count" and not (pit.text or "").strip():
-                continue  # a blank line
-            raise InputError(path, pit.line_no, pit.detail)
+        # the corpus's rule: 4-6 yes, 0-2 no, 3 dropped
+        return _collect(twitter_url.read(str(path), MAX_TEXT_LINE_BYTES), path,
+                        lambda item: item.label())
+
+    def pit_label(pit) -> int | None:
         if pit.label is None:
             raise InputError(path, pit.line_no, "expected PIT-2015 fields (topic id, topic, s1, "
                                                 "s2, label); got 4 fields")
         label, error = _pit_label(pit.label)
         if error:
             raise InputError(path, pit.line_no, error)
+        return label
+
+    return _collect(pit2015.read(str(path), MAX_TEXT_LINE_BYTES), path, pit_label)
+
+
+def _collect(records, path: Path, label_of) -> tuple[list[tuple[str, str]], list[int], int]:
+    """(pairs, labels, dropped) of a format's records: a blank line is skipped, any other bad
+    line is an error naming file and line, a record ``label_of`` gives None is dropped."""
+    pairs, labels, dropped = [], [], 0
+    for record in records:
+        if isinstance(record, Bad):
+            if record.reason == "column_count" and not (record.text or "").strip():
+                continue  # a blank line
+            raise InputError(path, record.line_no, record.detail)
+        label = label_of(record)
         if label is None:
             dropped += 1
             continue
-        pairs.append((pit.s1, pit.s2))
+        pairs.append((record.s1, record.s2))
         labels.append(label)
     return pairs, labels, dropped
 
