@@ -58,13 +58,7 @@ class StsData:
 
 
 def _lines(path: Path) -> list[str]:
-    """The file's lines; one that is not UTF-8 or is over-long is an error naming the line."""
-    out = []
-    for item in formats.lines(str(path), MAX_LINE_BYTES):
-        if isinstance(item, Bad):
-            raise InputError(path, item.line_no, item.detail)
-        out.append(item[1])
-    return out
+    return formats.text_lines(path, MAX_LINE_BYTES)
 
 
 def read(name: str, year: str | int, fmt: str, path: str | Path) -> StsData:
@@ -95,7 +89,7 @@ def read(name: str, year: str | int, fmt: str, path: str | Path) -> StsData:
         for line in lines[1:]:
             f = line.split("\t")
             data.add(f[ia], f[ib], f[isc] if len(f) > isc else None)
-    elif fmt == twitter_url.NAME or fmt in twitter_url.ALIASES:
+    elif formats.canonical(fmt) == twitter_url.NAME:
         for item in twitter_url.read(str(path), MAX_LINE_BYTES):
             if isinstance(item, Bad) and item.reason in ("invalid_utf8", "line_too_long"):
                 raise InputError(path, item.line_no, item.detail)

@@ -18,13 +18,15 @@ its name in the settings that accept it (see docs/architecture.md).
 
 from __future__ import annotations
 
+import functools
 import importlib
 import pkgutil
 from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from types import ModuleType
 
-from paramill.io import REJECTED_TEXT_CHARS, LineStream, decode_line, shown_text
+from paramill.io import REJECTED_TEXT_CHARS, InputError, LineStream, decode_line, shown_text
 
 @dataclass(frozen=True)
 class Bad:
@@ -55,6 +57,17 @@ def lines(source: str | LineStream, max_line_bytes: int = 65536
         yield line_no, text
 
 
+def text_lines(path: str | Path, max_line_bytes: int = 65536) -> list[str]:
+    """The whole file's lines, where any bad line is an :class:`~paramill.io.InputError`
+    naming file and line."""
+    out = []
+    for item in lines(str(path), max_line_bytes):
+        if isinstance(item, Bad):
+            raise InputError(path, item.line_no, item.detail)
+        out.append(item[1])
+    return out
+
+
 def fields(source: str | LineStream, max_line_bytes: int = 65536
            ) -> Iterator[tuple[int, list[str]] | Bad]:
     """Each line's tab-separated fields, or a :class:`Bad` (see :func:`lines`)."""
@@ -66,11 +79,12 @@ def bad_fields(line_no: int, columns: list[str], reason: str, detail: str) -> Ba
     return Bad(line_no, reason, detail, "\t".join(columns)[:REJECTED_TEXT_CHARS])
 
 
-def _modules() -> list[ModuleType]:
+@functools.cache
+def _modules() -> tuple[ModuleType, ...]:
     """Every format module of this package (a module that declares ``NAME``)."""
     found = [importlib.import_module(f"{__name__}.{info.name}")
              for info in pkgutil.iter_modules(__path__)]
-    return [m for m in found if hasattr(m, "NAME")]
+    return tuple(m for m in found if hasattr(m, "NAME"))
 
 
 def names() -> dict[str, str]:
@@ -80,6 +94,11 @@ def names() -> dict[str, str]:
         for name in (module.NAME, *module.ALIASES):
             found[name] = module.NAME
     return found
+
+
+def canonical(name: str) -> str:
+    """The one name of the layout read by ``name`` (an alias's layout), else ``name``."""
+    return names().get(name, name)
 
 
 def layout(name: str) -> ModuleType:

@@ -11,7 +11,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from paramill.formats import Bad, lines
+from paramill.formats import text_lines
 from paramill.io import InputError
 
 NAME = "toks"
@@ -28,20 +28,11 @@ class Toks:
     sim: str
 
 
-def _lines(path: Path, max_line_bytes: int) -> list[str]:
-    out = []
-    for item in lines(str(path), max_line_bytes):
-        if isinstance(item, Bad):
-            raise InputError(path, item.line_no, item.detail)
-        out.append(item[1])
-    return out
-
-
 def read(path: str | Path, max_line_bytes: int = 65536) -> Iterator[Toks]:
     """The pairs of the directory ``path`` in order. A line that is not UTF-8 or over-long,
     or files of different lengths, are an :class:`~paramill.io.InputError`."""
     path = Path(path)
-    a, b, sim = (_lines(path / name, max_line_bytes) for name in FILES)
+    a, b, sim = (text_lines(path / name, max_line_bytes) for name in FILES)
     if not len(a) == len(b) == len(sim):
         raise InputError(path, None, f"a.toks, b.toks, sim.txt differ in length "
                                      f"({len(a)}, {len(b)}, {len(sim)})")

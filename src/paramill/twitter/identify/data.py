@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from paramill import formats
 from paramill.fields import counts
 from paramill.formats import Bad, pit2015, toks, twitter_url
 from paramill.io import InputError, open_compressed
@@ -65,7 +66,7 @@ def read_labelled(path: str | Path, fmt: str, labels: str | Path | None = None
             pairs.append((row.a, row.b))
             gold.append(int(row.sim))
         return pairs, gold, 0
-    if fmt in twitter_url.ALIASES or fmt == twitter_url.NAME:
+    if formats.canonical(fmt) == twitter_url.NAME:
         # the corpus's rule: 4-6 yes, 0-2 no, 3 dropped
         return _collect(twitter_url.read(str(path), MAX_TEXT_LINE_BYTES), path,
                         lambda item: item.label())
