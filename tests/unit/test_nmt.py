@@ -1,5 +1,6 @@
 """The NMT stage on a tiny model trained here (seconds on CPU)."""
 
+import dataclasses
 import json
 import os
 import math
@@ -94,6 +95,12 @@ def test_opennmt_config_matches_the_known_facts(tmp_path):
     assert "gpu_ranks" not in cfg
     assert opennmt_config("cs-en", tmp_path, tmp_path, tmp_path, tmp_path, TINY_MODEL,
                           tiny_train(5), gpus=2)["gpu_ranks"] == [0, 1]
+    # mixed precision on a GPU only; CPU training stays fp32 whatever the setting
+    half = dataclasses.replace(tiny_train(5), precision="fp16")
+    assert "model_dtype" not in cfg and "model_dtype" not in opennmt_config(
+        "cs-en", tmp_path, tmp_path, tmp_path, tmp_path, TINY_MODEL, half, gpus=0)
+    assert opennmt_config("cs-en", tmp_path, tmp_path, tmp_path, tmp_path, TINY_MODEL, half,
+                          gpus=1)["model_dtype"] == "fp16"
 
 
 def test_training_resumes_from_the_last_checkpoint(tiny, capfd):
@@ -467,13 +474,188 @@ def test_the_engine_is_named_in_provenance_and_the_log(tiny, shard, tmp_path, ca
         in capfd.readouterr().err
 
 
+# --- the opennmt-py engine (torch): what stands in for CTranslate2 on a GPU it cannot use ---
+
+def _engines(tiny, settings=None):
+    from paramill.nmt.engine import select
+
+    bundle = tiny["root"] / "ct2"
+    settings = settings or TranslateSettings()
+    return (load_translator(bundle, settings, threads=1, engine=select("cpu")),
+            load_translator(bundle, settings, threads=1,
+                            engine=select("cpu", engine="opennmt-py", models=[bundle])))
+
+
+def test_every_bundle_carries_the_checkpoint_without_its_optimizer(tiny):
+    import torch
+
+    from paramill.nmt.torch_engine import CHECKPOINT
+
+    bundled = torch.load(tiny["root"] / "ct2" / CHECKPOINT, map_location="cpu", weights_only=False)
+    full = torch.load(tiny["root"] / "model.pt", map_location="cpu", weights_only=False)
+    assert sorted(bundled) == ["generator", "model", "opt", "vocab"] and "optim" in full
+    assert all(torch.equal(bundled["model"][k], full["model"][k]) for k in full["model"])
+    assert (tiny["root"] / "ct2" / CHECKPOINT).stat().st_size < (tiny["root"] / "model.pt").stat().st_size
+
+
+@pytest.mark.parametrize("settings", [
+    TranslateSettings(beam_size=12), TranslateSettings(beam_size=4, min_decoding_length=0),
+    TranslateSettings(beam_size=4, max_decoding_length=3), TranslateSettings(beam_size=4, length_penalty=1.0)])
+def test_the_opennmt_engine_finds_ctranslate2s_translations_and_exact_costs(tiny, shard, settings):
+    ct2, onmt = _engines(tiny, settings)
+    src = Segmenter(tiny["spm"][0]).encode(pl.read_parquet(shard).head(60)["cs"].to_list())
+    a, b = translate_pieces(ct2, src, settings), translate_pieces(onmt, src, settings)
+    same = [(x[0], y[0]) for x, y in zip(a, b) if x[0][0] == y[0][0]]
+    assert len(same) >= 0.95 * len(src)
+    # costs: the model's NLL per piece (EOS included), exact on both (rescored where CT2 renormalises)
+    assert max(abs(x[1] - y[1]) for x, y in same) < 1e-4
+
+
+def test_the_opennmt_engine_scores_as_ctranslate2(tiny, shard):
+    ct2, onmt = _engines(tiny)
+    cs, en = (Segmenter(p) for p in tiny["spm"])
+    frame = pl.read_parquet(shard).head(40)
+    src, tgt = cs.encode(frame["cs"].to_list()), en.encode(frame["en"].to_list())
+    a, b = ct2.score_batch(src, tgt, max_batch_size=16), onmt.score_batch(src, tgt, max_batch_size=7)
+    for x, y, t in zip(a, b, tgt):
+        assert len(y.log_probs) == len(t) + 1 == len(x.log_probs)
+        assert max(abs(p - q) for p, q in zip(x.log_probs, y.log_probs)) < 1e-4
+    with pytest.raises(ValueError, match="2 sources but 1 targets"):
+        onmt.score_batch(src[:2], tgt[:1])
+
+
+def test_opennmt_engine_sampling_is_seeded_topk_and_obeys_suppressions(tiny, shard):
+    from paramill.nmt.sampling import contains
+    from paramill.nmt.torch_engine import TorchTranslator
+
+    cs, en = (Segmenter(p) for p in tiny["spm"])
+    src = cs.encode(pl.read_parquet(shard).head(8)["cs"].to_list())
+    engine = TorchTranslator(tiny["root"] / "ct2")
+    free = engine.translate_batch(src, beam_size=1, sampling_topk=10, num_hypotheses=20)
+    common = {}
+    for r in free:
+        for h in r.hypotheses:
+            for w in range(1, 3):
+                for i in range(len(h) - w + 1):
+                    common[tuple(h[i:i + w])] = common.get(tuple(h[i:i + w]), 0) + 1
+    banned = [list(k) for k, _ in sorted(common.items(), key=lambda kv: -kv[1])[:4]]
+    assert any(len(b) == 2 for b in banned) or any(len(b) == 1 for b in banned)
+    runs = []
+    for _ in range(2):
+        engine.seed(7)
+        runs.append(engine.translate_batch(src, beam_size=1, sampling_topk=10, num_hypotheses=20,
+                                           suppress_sequences=banned))
+    assert [r.hypotheses for r in runs[0]] == [r.hypotheses for r in runs[1]]  # seeded
+    hyps = [h for r in runs[0] for h in r.hypotheses]
+    assert len(hyps) == 8 * 20 and len({tuple(h) for h in hyps}) > 8  # samples, not one beam
+    assert not any(contains(h, b) for h in hyps for b in banned)
+    assert any(contains(h, b) for r in free for h in r.hypotheses for b in banned)
+    engine.seed(8)
+    other = engine.translate_batch(src, beam_size=1, sampling_topk=10, num_hypotheses=20,
+                                   suppress_sequences=banned)
+    assert [r.hypotheses for r in other] != [r.hypotheses for r in runs[0]]
+    greedy = engine.translate_batch(src, beam_size=1, sampling_topk=1, num_hypotheses=1)
+    assert [r.hypotheses for r in greedy] == [r.hypotheses for r in engine.translate_batch(src, beam_size=1)]
+
+
+def test_shards_decode_with_the_opennmt_engine_to_the_same_contract(tiny, shard, tmp_path, capfd):
+    from paramill.nmt.sampling import SampleSettings, sample_shard
+
+    small = tmp_path / "small.parquet"
+    pl.read_parquet(shard).head(30).write_parquet(small)
+    bundle = tiny["root"] / "ct2"
+    stats = {engine: translate_shard(small, bundle, *tiny["spm"], tmp_path / f"{engine}.parquet",
+                                     TranslateSettings(device="cpu", engine=engine, beam_size=4))
+             for engine in ("ctranslate2", "opennmt-py")}
+    assert stats["opennmt-py"]["engine"]["name"] == "opennmt-py"
+    assert "paramill nmt translate: engine opennmt-py" in capfd.readouterr().err
+    a, b = (pl.read_parquet(tmp_path / f"{e}.parquet") for e in ("ctranslate2", "opennmt-py"))
+    assert a.select("candidate_id", "candidate").equals(b.select("candidate_id", "candidate"))
+    assert (a["fwd_nll"] - b["fwd_nll"]).abs().max() < 1e-4
+    record = json.loads((tmp_path / "opennmt-py.parquet.prov.json").read_text())
+    assert record["translation"]["engine"]["name"] == "opennmt-py"
+    out = tmp_path / "s.parquet"
+    sampled = sample_shard(small, bundle, bundle, *tiny["spm"], out,
+                           SampleSettings(device="cpu", engine="opennmt-py", samples=8, constraint_sets=2,
+                                          block=10, threshold=100.0, n=3))
+    frame = pl.read_parquet(out)
+    assert sampled["engine"]["name"] == "opennmt-py" and sampled["sampled"] == 30 * 2 * 8
+    assert frame.height and frame["bwd_nll"].null_count() == 0 and frame["cluster"].null_count() == 0
+    again = sample_shard(small, bundle, bundle, *tiny["spm"], tmp_path / "s2.parquet",
+                         SampleSettings(device="cpu", engine="opennmt-py", samples=8, constraint_sets=2,
+                                        block=10, threshold=100.0, n=3))
+    assert again["output"] == sampled["output"] and pl.read_parquet(tmp_path / "s2.parquet").equals(frame)
+
+
+def test_on_a_gpu_ctranslate2_cannot_use_the_opennmt_engine_stands_in(tiny, tmp_path, monkeypatch):
+    import torch
+
+    from paramill.nmt import engine
+
+    _no_cublas(monkeypatch)
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    bundle = tiny["root"] / "ct2"
+    chosen = engine.select("auto", models=[bundle])
+    assert (chosen.name, chosen.device) == ("opennmt-py", "cuda")
+    assert "CTranslate2 cannot use the GPU" in chosen.note and "libparamill-missing-cublas" in chosen.note
+    assert chosen.record()["note"] == chosen.note and "opennmt-py" in chosen.describe()
+    # a bundle without the checkpoint (a CTranslate2 directory of the user's own): no stand-in
+    bare = tmp_path / "bare"
+    bare.mkdir()
+    with pytest.raises(engine.GpuUnavailable, match="cannot stand in .*has no OpenNMT-py checkpoint"):
+        engine.select("auto", models=[bare])
+    with pytest.raises(engine.GpuUnavailable, match="engine ctranslate2 was asked for"):
+        engine.select("auto", engine="ctranslate2", models=[bundle])
+    with pytest.raises(ValueError, match="engine must be one of"):
+        engine.select("auto", engine="onmt")
+
+
+def test_opennmt_imports_without_the_packages_of_transforms_paramill_never_uses(tmp_path):
+    import subprocess
+    import sys
+
+    probe = (
+        "import importlib.abc, sys\n"
+        "class Hide(importlib.abc.MetaPathFinder):\n"
+        "    def find_spec(self, name, path=None, target=None):\n"
+        "        if name.split('.')[0] in ('spacy', 'fasttext', 'ahocorasick'):\n"
+        "            raise ModuleNotFoundError(name)\n"
+        "sys.meta_path.insert(0, Hide())\n"
+        "from paramill.nmt.onmt_import import import_onmt\n"
+        "import_onmt()\n"
+        "import onmt.transforms.terminology, spacy\n"
+        "try:\n"
+        "    spacy.load('en')\n"
+        "except ImportError as exc:\n"
+        "    print(exc)\n")
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "spacy is not installed: OpenNMT-py's terminology transform(s) need it" in done.stdout
+
+
 # --- on a GPU (pytest -m gpu on a machine with CUDA; skipped with the reason elsewhere) ----
 
 @pytest.mark.gpu
-def test_gpu_translation_decodes_on_cuda_with_costs(tiny, shard, tmp_path):
+def test_gpu_the_engine_auto_picks_decodes_on_cuda(tiny):
+    """On a GPU node as installed: CTranslate2 where CUDA 12's cuBLAS loads, else the
+    opennmt-py engine, which says why; never the CPU."""
+    from paramill.nmt import engine
+
+    chosen = engine.select("auto", models=[tiny["root"] / "ct2"])
+    assert chosen.device == "cuda"
+    problem = engine.cuda_library_problem()
+    if problem is None:
+        assert chosen.name == "ctranslate2" and chosen.libraries
+    else:
+        assert chosen.name == "opennmt-py" and problem in chosen.note
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("engine_name", ["auto", "opennmt-py"])
+def test_gpu_translation_decodes_on_cuda_with_costs(tiny, shard, tmp_path, engine_name):
     out = tmp_path / "cand.parquet"
     gpu = translate_shard(shard, tiny["root"] / "ct2", *tiny["spm"], out,
-                          TranslateSettings(device="cuda", beam_size=12))
+                          TranslateSettings(device="cuda", engine=engine_name, beam_size=12))
     assert gpu["engine"]["device"] == "cuda" and gpu["candidates"] > 0
     frame = pl.read_parquet(out)
     assert frame["fwd_nll"].min() > 0 and (frame["rank"] == 1).all()
@@ -490,17 +672,25 @@ def test_gpu_translation_decodes_on_cuda_with_costs(tiny, shard, tmp_path):
 @pytest.mark.gpu
 def test_gpu_sampling_fills_costs_ranks_and_clusters(tiny, shard, tmp_path):
     from paramill.nmt.sampling import SampleSettings, sample_shard
+    from paramill.nmt.score import load_scorer, nll_per_token
 
     ct2, (cs_spm, en_spm) = tiny["root"] / "ct2", tiny["spm"]
-    stats = sample_shard(shard, ct2, ct2, cs_spm, en_spm, tmp_path / "s.parquet",
-                         SampleSettings(device="cuda", samples=10, constraint_sets=3, block=50,
-                                        threshold=100.0, n=5))
+    settings = SampleSettings(device="cuda", samples=10, constraint_sets=3, block=50, threshold=100.0, n=5)
+    stats = sample_shard(shard, ct2, ct2, cs_spm, en_spm, tmp_path / "s.parquet", settings)
     assert stats["engine"]["device"] == "cuda" and stats["output"] > 0
     frame = pl.read_parquet(tmp_path / "s.parquet")
     assert frame["fwd_nll"].null_count() == 0 and frame["bwd_nll"].null_count() == 0
     assert frame["cluster"].null_count() == 0 and frame["constraint_set"].null_count() == 0
     ranks = frame.group_by("pair_id").agg(pl.col("rank").sort())
     assert all(r.to_list() == list(range(1, len(r) + 1)) for r in ranks["rank"])
+    # the GPU's dual scores are the CPU's, within float noise
+    cs_seg, en_seg = Segmenter(cs_spm), Segmenter(en_spm)
+    sources = dict(zip(*pl.read_parquet(shard).select("pair_id", "cs")))
+    rows = frame.head(50)
+    src = cs_seg.encode([sources[p] for p in rows["pair_id"]])
+    hyp = en_seg.encode(rows["candidate"].to_list())
+    cpu = nll_per_token(load_scorer(ct2, "cpu"), src, hyp)
+    assert max(abs(a - b) for a, b in zip(cpu, rows["fwd_nll"])) < 1e-2
 
 
 @pytest.mark.gpu
@@ -510,6 +700,9 @@ def test_gpu_training_runs_opennmt_steps_on_cuda(tiny, tmp_path):
     summary = train_nmt("cs-en", tiny["root"] / "data", *tiny["spm"], tmp_path / "m.pt",
                         tmp_path / "work", TINY_MODEL, tiny_train(20))
     assert summary["gpus"] >= 1 and summary["step"] == 20 and (tmp_path / "m.pt").stat().st_size
+    half = train_nmt("cs-en", tiny["root"] / "data", *tiny["spm"], tmp_path / "h.pt", tmp_path / "half",
+                     TINY_MODEL, dataclasses.replace(tiny_train(20), precision="fp16"))
+    assert half["step"] == 20 and "model_dtype: fp16" in (tmp_path / "half" / "opennmt.yaml").read_text()
 
 
 def test_paths_with_both_quotes_and_yaml_syntax_train(tiny, tmp_path):

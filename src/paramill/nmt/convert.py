@@ -1,8 +1,9 @@
 """Convert an OpenNMT-py checkpoint to a CTranslate2 model bundle.
 
 A bundle is the CTranslate2 model directory plus the two SentencePiece models
-(``source.spm.model``, ``target.spm.model``) and ``paramill.json``, so translation needs
-one path. A user's own CTranslate2 directory works the same, given its SentencePiece models.
+(``source.spm.model``, ``target.spm.model``), ``paramill.json`` and the OpenNMT-py checkpoint
+without its optimizer state (``onmt.pt``: what the opennmt-py engine decodes with, on a GPU
+CTranslate2 cannot use), so translation needs one path. A user's own CTranslate2 directory works the same, given its SentencePiece models.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from paramill.io import atomic_output, sha256_file
+from paramill.nmt.torch_engine import CHECKPOINT, strip_checkpoint
 from paramill.provenance import Run, prov_path
 
 QUANTIZATIONS = ("int8", "int8_float32", "int8_float16", "int8_bfloat16", "int16", "float16",
@@ -28,16 +30,16 @@ def convert(checkpoint: str | Path, src_spm: str | Path, tgt_spm: str | Path, ou
     if quantization is not None and quantization not in QUANTIZATIONS:
         raise ValueError(f"quantization must be one of {QUANTIZATIONS} or none, not {quantization!r}")
     run = Run(rule=rule, params={"quantization": quantization}, inputs=[checkpoint, src_spm, tgt_spm])
-    converter = Path(sys.executable).parent / "ct2-opennmt-py-converter"
     with atomic_output(out_dir, prov_path(out_dir)) as (tmp, tmp_prov):
-        cmd = [str(converter) if converter.exists() else "ct2-opennmt-py-converter",
-               "--model_path", str(checkpoint), "--output_dir", str(tmp), "--unsafe_deserialization"]
+        # CTranslate2's converter, run by this interpreter (its console script need not exist)
+        cmd = [sys.executable, "-m", "ctranslate2.converters.opennmt_py", "--model_path", str(checkpoint), "--output_dir", str(tmp), "--unsafe_deserialization"]
         if quantization:
             cmd += ["--quantization", quantization]
         env = {**os.environ, "TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD": "1"}
         proc = subprocess.run(cmd, env=env, capture_output=True, text=True)
         if proc.returncode != 0:
             raise RuntimeError(f"CTranslate2 conversion of {checkpoint} failed:\n{proc.stderr[-3000:]}")
+        strip_checkpoint(checkpoint, tmp / CHECKPOINT)
         shutil.copyfile(src_spm, tmp / SOURCE_SPM)
         shutil.copyfile(tgt_spm, tmp / TARGET_SPM)
         meta = {"checkpoint": str(checkpoint), "checkpoint_sha256": sha256_file(checkpoint),

@@ -11,16 +11,22 @@ is a CUDA build): :func:`load_cuda_libraries` loads ``libcublasLt.so.12`` and
 the loaded library by its soname. No ``LD_LIBRARY_PATH`` is left to the user.
 
 When a GPU is visible (``device: auto``) or asked for (``device: cuda``) and CTranslate2 cannot
-use it, :func:`open_translator` raises :class:`GpuUnavailable` before any work, saying what to
-install: a job that was given a GPU never decodes on the CPU behind the user's back.
+use it, the second engine stands in (``engine: auto``): OpenNMT-py's own model in torch
+(:mod:`paramill.nmt.torch_engine`), which runs on any CUDA torch supports, decoding from the
+OpenNMT-py checkpoint every bundle carries; the job log and provenance name it and why. Where
+neither can use the GPU, :func:`select` raises :class:`GpuUnavailable` before any work,
+saying what to install: a job that was given a GPU never decodes on the CPU behind the
+user's back.
 """
 
 from __future__ import annotations
 
 import ctypes
+import importlib.util
 import os
 import sys
 from dataclasses import dataclass, field
+from importlib import metadata
 from pathlib import Path
 
 from paramill import device
@@ -29,6 +35,9 @@ from paramill import device
 CUDA12_LIBRARIES = ("libcublasLt.so.12", "libcublas.so.12")
 #: where the nvidia-cublas-cu12 wheel puts them, under a site-packages folder
 WHEEL_FOLDER = Path("nvidia") / "cublas" / "lib"
+#: the engines: CTranslate2, and OpenNMT-py's model in torch (paramill.nmt.torch_engine)
+TORCH_ENGINE = "opennmt-py"
+ENGINES = ("auto", "ctranslate2", TORCH_ENGINE)
 INSTALL_HINT = ("install CUDA 12's cuBLAS into this environment: "
                 "pip install 'nvidia-cublas-cu12>=12.1,<13' (make install does where torch is a "
                 "CUDA build), or decode on the CPU with nmt.translate.device: cpu")
@@ -47,14 +56,18 @@ class Engine:
     version: str
     device: str
     libraries: dict[str, str] = field(default_factory=dict)
+    note: str = ""  # why this engine (the opennmt-py engine standing in for CTranslate2)
 
     def describe(self) -> str:
         where = "".join(f", {lib} from {path}" for lib, path in self.libraries.items())
-        return f"{self.name} {self.version} on {self.device}{where}"
+        return f"{self.name} {self.version} on {self.device}{where}" + (f" ({self.note})" if self.note else "")
 
     def record(self) -> dict[str, object]:
-        return {"name": self.name, "version": self.version, "device": self.device,
-                "libraries": dict(self.libraries)}
+        record: dict[str, object] = {"name": self.name, "version": self.version, "device": self.device,
+                                     "libraries": dict(self.libraries)}
+        if self.note:
+            record["note"] = self.note
+        return record
 
 
 _LOADED: dict[str, str] = {}
@@ -107,11 +120,51 @@ def cuda_library_problem(search: list[str] | None = None) -> str | None:
     return None
 
 
-def select(requested: str = "auto", what: str = "nmt.translate") -> Engine:
-    """The engine and device for ``requested`` (auto|cpu|cuda), checked before any work:
-    :class:`GpuUnavailable` when a GPU is visible or asked for and CTranslate2 cannot use it."""
+def _torch_problem(model_dirs: list[str | Path], dev: str) -> str | None:
+    """Why the opennmt-py engine cannot decode ``model_dirs`` on ``dev`` (None when it can)."""
+    from paramill.nmt.torch_engine import CHECKPOINT, checkpoint_path
+
+    missing = [str(m) for m in model_dirs if not checkpoint_path(m).is_file()]
+    if missing:
+        return (f"{', '.join(missing)} has no OpenNMT-py checkpoint ({CHECKPOINT}; paramill nmt "
+                "convert writes one into each bundle)")
+    try:
+        import torch
+    except ImportError as exc:  # pragma: no cover - torch is a dependency
+        return f"torch cannot be imported ({exc})"
+    if dev == "cuda" and not torch.cuda.is_available():
+        return f"torch {torch.__version__} sees no CUDA device"
+    if importlib.util.find_spec("onmt") is None:
+        return "OpenNMT-py is not installed"
+    return None
+
+
+def _torch_engine(dev: str, note: str = "") -> Engine:
+    import torch
+
+    return Engine(TORCH_ENGINE, f"{metadata.version('OpenNMT-py')} (torch {torch.__version__})",
+                  dev, note=note)
+
+
+def select(requested: str = "auto", what: str = "nmt.translate", engine: str = "auto",
+           models: list[str | Path] | None = None) -> Engine:
+    """The engine and device for ``requested`` (auto|cpu|cuda), checked before any work.
+
+    ``engine`` auto: CTranslate2, except on a GPU it cannot use (no CUDA 12 cuBLAS), where the
+    opennmt-py engine (torch) decodes ``models`` from their OpenNMT-py checkpoints, the reason
+    named in the job log and provenance. :class:`GpuUnavailable` when a GPU is visible or asked
+    for and neither engine can use it: never the CPU behind the user's back."""
     if requested not in ("auto", "cpu", "cuda"):
         raise ValueError(f"{what}.device must be auto, cpu or cuda, not {requested!r}")
+    if engine not in ENGINES:
+        raise ValueError(f"{what}.engine must be one of {', '.join(ENGINES)}, not {engine!r}")
+    models = list(models or [])
+    if engine == TORCH_ENGINE:
+        dev = requested if requested != "auto" else ("cuda" if device.cuda_count() else "cpu")
+        problem = _torch_problem(models, dev)
+        if problem:
+            raise GpuUnavailable(f"{what}.engine is {TORCH_ENGINE} on {dev}, but {problem}")
+        return _torch_engine(dev)
     ct2 = import_ctranslate2()
     visible = 0 if requested == "cpu" else device.cuda_count()
     if requested == "cuda" and not visible:
@@ -122,18 +175,33 @@ def select(requested: str = "auto", what: str = "nmt.translate") -> Engine:
     if dev == "cuda":
         problem = cuda_library_problem()
         if problem:
+            fallback = _torch_problem(models, "cuda") if engine == "auto" else "engine ctranslate2 was asked for"
+            if fallback is None:
+                return _torch_engine("cuda", note=f"CTranslate2 cannot use the GPU: {problem}")
             raise GpuUnavailable(
                 f"{what}.device is {requested} and {visible} GPU(s) are visible, "
-                f"but {problem}; {INSTALL_HINT}")
+                f"but {problem}, and the {TORCH_ENGINE} engine cannot stand in ({fallback}); "
+                f"{INSTALL_HINT}")
     return Engine("ctranslate2", ct2.__version__, dev, load_cuda_libraries() if dev == "cuda" else {})
 
 
 def open_translator(model_dir: str | Path, engine: Engine, threads: int = 1,
-                    compute_type: str = "default"):
-    """A CTranslate2 translator on ``engine.device``. On CPU each thread decodes its own batch
-    (inter_threads = threads, intra_threads = 1): for beam search with small and medium
-    models that measured 1.6x faster here than one batch on all threads."""
+                    compute_type: str = "default", seed: int | None = None):
+    """A translator on ``engine.device``: CTranslate2's, or the opennmt-py engine's
+    (:class:`paramill.nmt.torch_engine.TorchTranslator`, same calls). ``seed`` seeds its
+    sampler. On CPU, CTranslate2 decodes a batch per thread (inter_threads = threads,
+    intra_threads = 1): for beam search with small and medium models that measured 1.6x faster
+    here than one batch on all threads; torch uses the rule's threads (``--threads``)."""
+    if engine.name == TORCH_ENGINE:
+        from paramill.nmt.torch_engine import TorchTranslator
+
+        translator = TorchTranslator(model_dir, engine.device, compute_type)
+        if seed is not None:
+            translator.seed(seed)
+        return translator
     ct2 = import_ctranslate2()
+    if seed is not None:  # CTranslate2 seeds a worker thread's generator when it starts
+        ct2.set_random_seed(seed)
     if engine.device == "cpu":
         return ct2.Translator(str(model_dir), device="cpu", compute_type=compute_type,
                               inter_threads=max(1, threads), intra_threads=1)

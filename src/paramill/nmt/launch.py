@@ -11,7 +11,9 @@ sampler by :func:`sample_segmentation`: Kudo (2018)'s l-best sampling, one of th
 segmentations drawn with probability proportional to P(x)^alpha, from a generator seeded
 with SEED (``nbest_size`` -1, the whole lattice in SentencePiece, becomes the
 :data:`LATTICE_NBEST` best). Inference and the target side keep Viterbi segmentation.
-Then it runs the tool's own ``main`` in this process. TOOL is ``build_vocab`` or ``train``.
+Then it runs the tool's own ``main`` in this process. TOOL is ``build_vocab``, ``train`` or ``translate`` (benchmarks compare with OpenNMT-py's own translator).
+OpenNMT-py is imported through :func:`paramill.nmt.onmt_import.import_onmt`, so spaCy, fastText
+and pyahocorasick (imported by transforms paramill never uses) need not be installed.
 """
 
 from __future__ import annotations
@@ -22,7 +24,8 @@ import random
 import sys
 from typing import Any
 
-TOOLS = {"build_vocab": "onmt.bin.build_vocab", "train": "onmt.bin.train"}
+TOOLS = {"build_vocab": "onmt.bin.build_vocab", "train": "onmt.bin.train",
+         "translate": "onmt.bin.translate"}
 #: how many segmentations stand in for the whole lattice (nbest_size -1); Kudo (2018) l=64
 LATTICE_NBEST = 64
 
@@ -46,6 +49,9 @@ def seed_subword_sampling(seed: int) -> None:
     """Make OpenNMT-py's SentencePiece transform sample with :func:`sample_segmentation`
     from a generator seeded with ``seed`` (each process that forks from here continues
     the same sequence, so build_vocab's worker and training draw the same)."""
+    from paramill.nmt.onmt_import import import_onmt
+
+    import_onmt()  # placeholders for the packages only unused transforms import
     from onmt.constants import DefaultTokens
     from onmt.transforms.tokenize import SentencePieceTransform
 

@@ -22,7 +22,8 @@ For each Czech source with English reference:
 
 Determinism: CTranslate2 seeds the random generator of a translator's worker thread when the
 thread starts, so each block of ``block`` sources gets a translator of its own, created just
-after ``set_random_seed(seed of the block)`` (the seed hashes ``seed`` and the block's first
+after ``set_random_seed(seed of the block)`` (the opennmt-py engine seeds its own generator
+with the same value) (the seed hashes ``seed`` and the block's first
 ``pair_id``). Blocks run in worker processes (``threads``), so the output does not depend
 on how many run at once. On a GPU one process runs the blocks in turn.
 """
@@ -45,7 +46,7 @@ import pyarrow as pa
 
 from paramill.io import TableWriter, atomic_output, iter_parquet_batches, parquet_rows
 from paramill.nmt.cluster import best_per_cluster, cluster_units, kmedoids
-from paramill.nmt.engine import Engine, announce, import_ctranslate2, open_translator, select
+from paramill.nmt.engine import Engine, announce, open_translator, select
 from paramill.nmt.schema import CANDIDATES
 from paramill.nmt.score import load_scorer, nll_per_token
 from paramill.nmt.subwords import Segmenter
@@ -84,6 +85,9 @@ class SampleSettings(Settings):
     max_decoding_length: int = setting(256, "Maximum output length in subwords.", minimum=1)
     seed: int = setting(13, "Seed of constraints and sampling.")
     device: Device = setting("auto", "auto: cuda when a GPU is visible.")
+    engine: Literal["auto", "ctranslate2", "opennmt-py"] = setting(
+        "auto", "As nmt.translate.engine: auto is CTranslate2, or OpenNMT-py's model in torch on a "
+        "GPU CTranslate2 cannot use.")
 
 
 def _seed(*parts: object) -> int:
@@ -169,13 +173,12 @@ def _init(models: _Models, settings: SampleSettings, engine: Engine) -> None:
 
 def process_block(block: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], dict[str, int]]:
     """Sample, score and cluster one block of sources (in a worker process)."""
-    ctranslate2 = import_ctranslate2()
     models: _Models = _STATE["models"]
     settings: SampleSettings = _STATE["settings"]
     cs_seg: Segmenter = _STATE["cs"]
     en_seg: Segmenter = _STATE["en"]
-    ctranslate2.set_random_seed(_seed(settings.seed, block[0]["pair_id"], "sample") or 1)
-    translator = open_translator(models.fwd, _STATE["engine"], threads=1)
+    translator = open_translator(models.fwd, _STATE["engine"], threads=1,
+                                 seed=_seed(settings.seed, block[0]["pair_id"], "sample") or 1)
     stats = {"sources": 0, "sampled": 0, "unique": 0, "below_threshold": 0, "output": 0}
     rows: list[dict[str, Any]] = []
     for row in block:
@@ -235,7 +238,7 @@ def sample_shard(shard: str | Path, fwd_model: str | Path, bwd_model: str | Path
     n_in = parquet_rows([shard])
     run = Run(rule=rule, params={**asdict(settings), "threads": threads},
               inputs=[shard, fwd_model, bwd_model, cs_spm, en_spm])
-    engine = select(settings.device, "nmt.sample")  # before any work
+    engine = select(settings.device, "nmt.sample", settings.engine, [fwd_model, bwd_model])  # before any work
     announce(engine, "nmt translate (sample)")
     workers = 1 if engine.device != "cpu" else max(1, threads)
     totals = {"sources": 0, "sampled": 0, "unique": 0, "below_threshold": 0, "output": 0}

@@ -1,4 +1,5 @@
-"""Forced-decoding scores: the NLL of given target sentences under a CTranslate2 model.
+"""Forced-decoding scores: the NLL of given target sentences under a translation model
+(CTranslate2, or the opennmt-py engine on a GPU CTranslate2 cannot use).
 
 Used for dual scoring (ParaBank 2) and dual cross-entropy filtering (Junczys-Dowmunt 2018):
 ``score_batch`` returns one log-probability per target piece plus end-of-sentence, and the
@@ -14,9 +15,9 @@ from paramill.nmt.engine import Engine, open_translator, select
 
 def load_scorer(model_dir: str | Path, device_name: str = "auto", threads: int = 1,
                 engine: Engine | None = None):
-    """A CTranslate2 translator for scoring (CPU: one batch per thread) on the device
+    """A translator for scoring (CPU: one batch per thread) on the device
     ``device_name`` resolves to (a GPU it cannot use is an error, not the CPU)."""
-    return open_translator(model_dir, engine or select(device_name, "scoring"), threads)
+    return open_translator(model_dir, engine or select(device_name, "scoring", models=[model_dir]), threads)
 
 
 def nll_per_token(scorer, sources: list[list[str]], targets: list[list[str]],

@@ -74,6 +74,9 @@ class NmtTrainSettings(Settings):
         "disables).")
     subword_alpha: float = setting(0.1, "Smoothing of subword sampling.", minimum=0)
     seed: int = setting(13, "Random seed.")
+    precision: Literal["fp32", "fp16"] = setting(
+        "fp32", "Training precision on a GPU: fp16 is mixed precision (OpenNMT-py model_dtype fp16, "
+        "torch amp with a loss scaler); CPU training is always fp32.")
 
 
 def split_direction(direction: str) -> tuple[str, str]:
@@ -145,6 +148,8 @@ def opennmt_config(direction: str, data_dir: Path, src_spm: Path, tgt_spm: Path,
     if gpus > 0:
         cfg["world_size"] = gpus
         cfg["gpu_ranks"] = list(range(gpus))
+        if train.precision == "fp16":
+            cfg["model_dtype"] = "fp16"
     return cfg
 
 

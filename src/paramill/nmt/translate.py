@@ -1,4 +1,5 @@
-"""Back-translation of one bitext shard with CTranslate2: the Czech side into English.
+"""Back-translation of one bitext shard: the Czech side into English, with CTranslate2 or
+(on a GPU CTranslate2 cannot use) OpenNMT-py's model in torch (:mod:`paramill.nmt.engine`).
 
 ``beam``: beam search, the ``n_best`` best kept (ParaNMT: beam 12, 1-best).
 ``kbest``: every entry of the final beam is a candidate (Wieting 2017: beam 50).
@@ -7,7 +8,9 @@ Each candidate's ``fwd_nll`` is its translation cost: the negative log-likelihoo
 target subword, end-of-sentence included (CTranslate2 returns the summed log-probability
 when ``length_penalty`` and ``min_decoding_length`` are 0, so the cost is exact; otherwise
 the search's score is penalised or renormalised (end-of-sentence masked at the first step)
-and the cost is recomputed with ``score_batch``, one cheap forward pass). A hypothesis cut
+and the cost is recomputed with ``score_batch``, one cheap forward pass; the opennmt-py engine
+masks end-of-sentence without renormalising, so its scores are exact whenever
+``length_penalty`` is 0). A hypothesis cut
 at ``max_decoding_length`` has no end-of-sentence and is normalised by its own length.
 Empty outputs are dropped. The output appears only when the whole shard is done.
 """
@@ -53,6 +56,10 @@ class TranslateSettings(Settings):
                           "int8_bfloat16", "int16", "float16", "bfloat16", "float32"] = setting(
         "default", "CTranslate2 compute type: default, int8, float16, ...")
     device: Device = setting("auto", "auto: cuda when a GPU is visible, else cpu.")
+    engine: Literal["auto", "ctranslate2", "opennmt-py"] = setting(
+        "auto",
+        "auto: CTranslate2, or on a GPU it cannot use (no CUDA 12 cuBLAS) OpenNMT-py's model in "
+        "torch; ctranslate2 or opennmt-py: that engine only.")
 
     def hypotheses(self) -> int:
         return self.beam_size if self.method == "kbest" else self.n_best
@@ -60,10 +67,12 @@ class TranslateSettings(Settings):
 
 def load_translator(model_dir: str | Path, settings: TranslateSettings, threads: int,
                     engine: Engine | None = None):
-    """A CTranslate2 translator on the device ``settings.device`` resolves to
-    (:func:`paramill.nmt.engine.select`; a GPU it cannot use is an error, not the CPU)."""
-    return open_translator(model_dir, engine or select(settings.device), threads,
-                           settings.compute_type)
+    """A translator on the device ``settings.device`` resolves to, from the engine
+    ``settings.engine`` resolves to (:func:`paramill.nmt.engine.select`; a GPU no engine can use
+    is an error, not the CPU)."""
+    return open_translator(model_dir, engine or select(settings.device, engine=settings.engine,
+                                                        models=[model_dir]),
+                           threads, settings.compute_type)
 
 
 def translate_pieces(translator, pieces: list[list[str]], settings: TranslateSettings
@@ -82,7 +91,8 @@ def translate_pieces(translator, pieces: list[list[str]], settings: TranslateSet
     out = []
     for src, result in zip(pieces, results):
         hyps = result.hypotheses
-        if settings.length_penalty == 0 and settings.min_decoding_length == 0:
+        if settings.length_penalty == 0 and (settings.min_decoding_length == 0
+                                             or getattr(translator, "exact_scores", False)):
             scores = result.scores
         else:  # the returned score is length-penalised or renormalised: score plainly
             scored = translator.score_batch([src] * len(hyps), hyps, max_batch_size=settings.batch_size)
@@ -121,7 +131,8 @@ def translate_shard(shard: str | Path, model_dir: str | Path, src_spm: str | Pat
                     tgt_spm: str | Path, out: str | Path, settings: TranslateSettings = TranslateSettings(),
                     threads: int = 1, rule: str = "nmt_translate") -> dict[str, Any]:
     """Translate the ``cs`` column of ``shard``; write the candidate table to ``out``."""
-    engine = select(settings.device)  # before any work: a GPU it cannot use stops here
+    # before any work: a GPU no engine can use stops here
+    engine = select(settings.device, engine=settings.engine, models=[model_dir])
     announce(engine, "nmt translate")
     src_seg, tgt_seg = Segmenter(src_spm), Segmenter(tgt_spm)
     translator = load_translator(model_dir, settings, threads, engine)

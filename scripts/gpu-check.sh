@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# On a bare GPU machine, with .gpu/ packed by scripts/gpu-carry.sh: the GPU tests, then
+# benchmarks/nmt_gpu.py. Results go to $OUT (default .gpu/out). Usage: scripts/gpu-check.sh [BENCH_TIMEOUT_S]
+set -uo pipefail
+cd "$(dirname "$0")/.."
+OUT=$(realpath -m "${OUT:-.gpu/out}")
+mkdir -p "$OUT" /tmp/paramill-site
+tar -C /tmp/paramill-site -xJf .gpu/site.tar.xz
+export PYTHONPATH="$PWD/src:/tmp/paramill-site/site" PYTHONUNBUFFERED=1 TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD=1
+PY=${PYTHON:-python3}
+nvidia-smi > "$OUT/nvidia-smi.txt" 2>&1
+"$PY" - <<'PYEOF' 2>&1 | tee "$OUT/env.txt"
+from paramill.nmt.onmt_import import import_onmt
+import_onmt()
+import torch, ctranslate2, polars, pyonmttok, onmt, sys
+from paramill.nmt import engine
+print("python", sys.version.split()[0], "torch", torch.__version__, "cuda", torch.version.cuda,
+      torch.cuda.get_device_name(0) if torch.cuda.is_available() else "no GPU")
+print("ctranslate2", ctranslate2.__version__, "sees", ctranslate2.get_cuda_device_count(), "GPU(s)")
+print("cuBLAS 12 for CTranslate2:", engine.cuda_library_problem() or "loads")
+print("engine auto picks:", engine.select("auto").describe() if not engine.cuda_library_problem() else "(needs a bundle; see tests)")
+PYEOF
+start=$(date +%s)
+[ "${SKIP_TESTS:-}" ] || timeout 300 "$PY" -m pytest -m gpu tests/unit/test_nmt.py -p no:cacheprovider -p no:randomly -q -rs \
+  -o addopts="" 2>&1 | tee "$OUT/pytest-gpu.txt" | tail -40
+echo "gpu tests: $(( $(date +%s) - start )) s"
+start=$(date +%s)
+(cd .gpu && timeout "${1:-300}" "$PY" ../benchmarks/nmt_gpu.py --data work/nmt/data \
+   --src-spm work/nmt/spm/cs.model --tgt-spm work/nmt/spm/en.model --shards 'work/shards/*/shard-*.parquet' \
+   --steps ${STEPS:-300} --precision ${PRECISION:-fp32 fp16} --bucket-size 2048 --batch-tokens 4096 \
+   --sentences 1000 --batch 64 256 --length 24 --sample-sources 32 \
+   --out "$OUT/nmt_gpu.json" > "$OUT/nmt_gpu.log" 2>&1)
+echo "benchmark: rc $? in $(( $(date +%s) - start )) s"
+tail -c 3000 "$OUT/nmt_gpu.log"
