@@ -169,6 +169,33 @@ def onmt_translate(checkpoint: Path, src: Path, out: Path, beam: int, batch: int
     return time.perf_counter() - start
 
 
+def sampling(table: pa.Table, bundle: Path, args, tmp: Path, batched: bool) -> dict:
+    """ParaBank 2's path on ``--sample-sources`` sources (``--sample-per-call`` of them when
+    not ``batched``: one engine call per (source, constraint set), as CTranslate2 must)."""
+    from paramill.nmt import sampling as sampling_mod
+
+    count = args.sample_sources if batched else args.sample_per_call
+    shard = tmp / f"sample-{count}.parquet"
+    pq.write_table(table.slice(0, count), shard)
+    settings = SampleSettings(max_decoding_length=args.length, block=count, threshold=args.sample_threshold)
+    saved = sampling_mod.sample_block
+    if not batched:
+        sampling_mod.sample_block = lambda translator, sources, banned, st: [
+            sampling_mod.sample_set(translator, src, ban, st) for src, ban in zip(sources, banned)]
+    try:
+        start = time.perf_counter()
+        stats = sample_shard(shard, bundle, bundle, args.src_spm, args.tgt_spm, tmp / f"sampled-{count}.parquet",
+                             settings)
+        seconds = time.perf_counter() - start
+    finally:
+        sampling_mod.sample_block = saved
+    return {"batched": batched, "sources": stats["sources"], "sampled": stats["sampled"],
+            "output": stats["output"], "engine": stats["engine"], "seconds": round(seconds, 2),
+            "sources_per_second": round(stats["sources"] / seconds, 2),
+            "settings": "5 constraint sets x 30 samples, top-10, dual scoring, clustering; "
+                        f"max {args.length} subwords, threshold {args.sample_threshold:g}"}
+
+
 def partial(report: dict, out: str | None) -> None:
     """What is measured so far, written to ``out`` (a run cut short still leaves it)."""
     if out:
@@ -190,7 +217,13 @@ def main() -> None:
     parser.add_argument("--beam", type=int, default=12)
     parser.add_argument("--batch", type=int, nargs="+", default=[64, 256], help="decoding batch sizes")
     parser.add_argument("--length", type=int, default=24, help="forced output length in subwords")
-    parser.add_argument("--sample-sources", type=int, default=64)
+    parser.add_argument("--sample-sources", type=int, default=256)
+    parser.add_argument("--sample-per-call", type=int, default=0,
+                        help="also time this many sources one engine call per (source, set)")
+    parser.add_argument("--sample-threshold", type=float, default=1e9,
+                        help="dual-score threshold (default: keep all, so clustering's work is "
+                             "measured too; a barely trained model's scores are all above 3.5)")
+    parser.add_argument("--sampling-only", action="store_true", help="train, then sampling only")
     parser.add_argument("--bucket-size", type=int, default=262144,
                         help="OpenNMT-py's bucket (examples): small for the sample, whose few "
                              "thousand pairs otherwise fill a bucket by reading the corpus many times")
@@ -228,14 +261,14 @@ def main() -> None:
                                  max_decoding_length=args.length, min_decoding_length=args.length,
                                  device="auto")
         runs = []
-        for batch in args.batch:
+        for batch in ([] if args.sampling_only else args.batch):
             for engine, compute in (("auto", "default"), ("opennmt-py", "float32"), ("opennmt-py", "float16")):
                 settings = dataclasses.replace(base, engine=engine, compute_type=compute, batch_size=batch)
                 try:
                     runs.append(decode(bundle, pieces, settings))
                 except Exception as exc:  # an engine that cannot run here is reported, not fatal
                     runs.append({"engine": engine, "compute_type": compute, "batch": batch, "error": str(exc)})
-        reference = next((r["outputs"] for r in runs if "outputs" in r), None)
+        reference = next((r["outputs"] for r in runs if "outputs" in r), [])
         for run in runs:
             if "outputs" in run:
                 run["identical_to_first"] = round(sum(a == b for a, b in zip(run.pop("outputs"), reference))
@@ -243,7 +276,7 @@ def main() -> None:
         report["decoding"] = {"sentences": len(pieces), "beam_size": args.beam, "length": args.length,
                               "runs": runs}
         partial(report, args.out)
-        if not args.no_onmt:
+        if not args.no_onmt and not args.sampling_only:
             src_file, small = tmp / "src.sp", tmp / "small.sp"
             src_file.write_text("".join(" ".join(p) + "\n" for p in pieces))
             small.write_text("".join(" ".join(p) + "\n" for p in pieces[:8]))
@@ -256,17 +289,13 @@ def main() -> None:
                 "seconds_with_startup": round(wall, 2),
                 "sentences_per_second": round(len(pieces) / seconds, 1)}
         # ParaBank 2 sampling: the CS->EN model stands in for EN->CS too (same shapes, same work)
-        shard = tmp / "sample.parquet"
-        pq.write_table(table.slice(0, args.sample_sources), shard)
-        sample = SampleSettings(max_decoding_length=args.length, block=args.sample_sources)
-        start = time.perf_counter()
-        stats = sample_shard(shard, bundle, bundle, args.src_spm, args.tgt_spm, tmp / "sampled.parquet", sample)
-        seconds = time.perf_counter() - start
-        report["sampling"] = {"sources": stats["sources"], "sampled": stats["sampled"],
-                              "engine": stats["engine"], "seconds": round(seconds, 2),
-                              "sources_per_second": round(stats["sources"] / seconds, 2),
-                              "settings": "5 constraint sets x 30 samples, top-10, dual scoring, clustering; "
-                                          f"max {args.length} subwords"}
+        report["sampling"] = [sampling(table, bundle, args, tmp, batched=True)]
+        if args.sample_per_call:  # the same path one (source, constraint set) per call, as CTranslate2 must
+            report["sampling"].append(sampling(table, bundle, args, tmp, batched=False))
+        partial(report, args.out)
+    if not runs:
+        emit(report, args.out)
+        return
     best = max((r for r in runs if "sentences_per_second" in r), key=lambda r: r["sentences_per_second"])
     fastest_train = max(report["training"], key=lambda t: t["target_tokens_per_second"] or 0)
     steps_per_second = (fastest_train["steps_per_second"]
@@ -276,7 +305,7 @@ def main() -> None:
         "czeng_sentences": CZENG_SENTENCES,
         "beam12_gpu_hours": round(CZENG_SENTENCES / best["sentences_per_second"] / 3600, 1),
         "beam12_from": f"{best['engine']} {best['compute_type']} batch {best['batch']}",
-        "sampling_gpu_hours": round(CZENG_SENTENCES / report["sampling"]["sources_per_second"] / 3600, 1),
+        "sampling_gpu_hours": round(CZENG_SENTENCES / report["sampling"][0]["sources_per_second"] / 3600, 1),
         "train_both_directions_gpu_hours": round(2 * default_steps / steps_per_second / 3600, 1),
         "train_from": (f"{default_steps} steps (nmt.train.train_steps default) at the measured "
                        f"{fastest_train['precision']} rate ({steps_per_second:.2f} steps/s), batch "

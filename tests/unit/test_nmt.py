@@ -558,6 +558,36 @@ def test_opennmt_engine_sampling_is_seeded_topk_and_obeys_suppressions(tiny, sha
     assert [r.hypotheses for r in greedy] == [r.hypotheses for r in engine.translate_batch(src, beam_size=1)]
 
 
+def test_opennmt_engine_samples_many_sources_each_under_its_own_suppressions(tiny, shard):
+    from paramill.nmt.sampling import contains
+    from paramill.nmt.torch_engine import TorchTranslator
+
+    cs = Segmenter(tiny["spm"][0])
+    src = cs.encode(pl.read_parquet(shard).head(6)["cs"].to_list())
+    engine = TorchTranslator(tiny["root"] / "ct2")
+    engine.seed(3)
+    free = engine.sample_sets(src, [[] for _ in src], 12, 10, max_decoding_length=40)
+    # ban, per source, its own most frequent piece and pair of pieces of the free samples
+    bans = []
+    for hyps in free:
+        counts: dict[tuple[str, ...], int] = {}
+        for h in hyps:
+            for w in (1, 2):
+                for i in range(len(h) - w + 1):
+                    counts[tuple(h[i:i + w])] = counts.get(tuple(h[i:i + w]), 0) + 1
+        top = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
+        bans.append([list(next(k for k, _ in top if len(k) == w)) for w in (1, 2)])
+    engine.seed(3)
+    kept = engine.sample_sets(src, bans, 12, 10, max_decoding_length=40, max_rows=25)  # 2 sources a batch
+    assert [len(h) for h in kept] == [12] * len(src)
+    for hyps, ban in zip(kept, bans):
+        assert not any(contains(h, b) for h in hyps for b in ban)
+    # unbanned, the samples did say those sequences
+    assert all(any(contains(h, b) for h in hyps for b in ban) for hyps, ban in zip(free, bans))
+    with pytest.raises(ValueError, match="2 sources but 1 suppression sets"):
+        engine.sample_sets(src[:2], bans[:1], 3, 10)
+
+
 def test_shards_decode_with_the_opennmt_engine_to_the_same_contract(tiny, shard, tmp_path, capfd):
     from paramill.nmt.sampling import SampleSettings, sample_shard
 

@@ -9,7 +9,8 @@ For each Czech source with English reference:
    Because that option holds for a whole ``translate_batch`` call, every (source, set) is
    its own call: ``per_call`` asks for ``samples`` hypotheses of one source, ``replicate``
    repeats the source ``samples`` times with one hypothesis each (benchmarks/diverse.py
-   measures both; ``per_call`` is the default).
+   measures both; ``per_call`` is the default). The opennmt-py engine takes a suppression
+   list per source, so it samples every (source, set) of a block in one batch.
 2. **Sampling.** ``beam_size=1``, ``sampling_topk`` = ``k`` (10), ``samples`` (30) per set:
    150 candidates per source; identical strings are kept once (the best-scored copy).
 3. **Dual scoring.** ``fwd_nll`` (CS→EN) and ``bwd_nll`` (EN→CS: the Czech source given the
@@ -171,53 +172,81 @@ def _init(models: _Models, settings: SampleSettings, engine: Engine) -> None:
                   bwd_scorer=load_scorer(models.bwd, engine=engine))
 
 
+def sample_block(translator, sources: list[list[str]], banned: list[list[list[str]]],
+                 settings: SampleSettings) -> list[list[list[str]]]:
+    """The samples of each (source, constraint set): one batch for the whole block where the
+    engine takes a suppression list per source (the opennmt-py engine's ``sample_sets``),
+    else one CTranslate2 call per (source, set) (:func:`sample_set`)."""
+    if hasattr(translator, "sample_sets"):
+        return translator.sample_sets(sources, banned, settings.samples, settings.k,
+                                      settings.max_decoding_length)
+    return [sample_set(translator, src, ban, settings) for src, ban in zip(sources, banned)]
+
+
 def process_block(block: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], dict[str, int]]:
     """Sample, score and cluster one block of sources (in a worker process)."""
     models: _Models = _STATE["models"]
     settings: SampleSettings = _STATE["settings"]
     cs_seg: Segmenter = _STATE["cs"]
     en_seg: Segmenter = _STATE["en"]
-    translator = open_translator(models.fwd, _STATE["engine"], threads=1,
-                                 seed=_seed(settings.seed, block[0]["pair_id"], "sample") or 1)
-    stats = {"sources": 0, "sampled": 0, "unique": 0, "below_threshold": 0, "output": 0}
-    rows: list[dict[str, Any]] = []
-    for row in block:
-        stats["sources"] += 1
-        src = cs_seg.encode([row["cs"]])[0]
+    seed = _seed(settings.seed, block[0]["pair_id"], "sample") or 1
+    if hasattr(_STATE["fwd_scorer"], "seed"):  # the opennmt-py engine: one model, reseeded per block
+        translator = _STATE["fwd_scorer"]
+        translator.seed(seed)
+    else:  # CTranslate2 seeds a translator's thread when it starts: a translator per block
+        translator = open_translator(models.fwd, _STATE["engine"], threads=1, seed=seed)
+    stats = {"sources": len(block), "sampled": 0, "unique": 0, "below_threshold": 0, "output": 0}
+    sources = cs_seg.encode([row["cs"] for row in block])
+    jobs: list[tuple[int, int, list[list[str]]]] = []  # (row, constraint set, suppressed)
+    for i, row in enumerate(block):
         sets = constraint_tokens(row["en"], settings.constraint_sets, settings.constraint_fraction,
                                  settings.seed, row["pair_id"])
-        found: dict[str, tuple[list[str], int]] = {}
-        for set_id, tokens in enumerate(sets):
-            banned = suppressions(tokens, en_seg, _STATE["vocabulary"])
-            for hyp in sample_set(translator, src, banned, settings):
-                stats["sampled"] += 1
-                text = en_seg.decode([hyp])[0] if hyp else ""
-                if text.strip() and text not in found:
-                    found[text] = (hyp, set_id)
-        if not found:
-            continue
-        texts = list(found)
-        stats["unique"] += len(texts)
-        # scored on the Viterbi segmentation of the text, so a candidate's score depends on
-        # its text only (not on which segmentation the sampler happened to produce first)
-        hyps = en_seg.encode(texts)
-        fwd = nll_per_token(_STATE["fwd_scorer"], [src] * len(hyps), hyps, settings.batch_size)
-        bwd = nll_per_token(_STATE["bwd_scorer"], hyps, [src] * len(hyps), settings.batch_size)
-        keep = [i for i in range(len(texts)) if fwd[i] + bwd[i] <= settings.threshold]
+        jobs.extend((i, set_id, suppressions(tokens, en_seg, _STATE["vocabulary"]))
+                    for set_id, tokens in enumerate(sets))
+    samples = sample_block(translator, [sources[i] for i, _, _ in jobs], [b for _, _, b in jobs], settings)
+    found: list[dict[str, tuple[list[str], int]]] = [{} for _ in block]
+    decoded = iter(en_seg.decode([h for hyps in samples for h in hyps]))  # one call for the block
+    for (i, set_id, _), hyps in zip(jobs, samples):
+        for hyp in hyps:
+            stats["sampled"] += 1
+            text = next(decoded)
+            if hyp and text.strip() and text not in found[i]:
+                found[i][text] = (hyp, set_id)
+    # scored on the Viterbi segmentation of the text, so a candidate's score depends on its
+    # text only (not on which segmentation the sampler happened to produce first); the whole
+    # block in one call per direction
+    texts = [list(f) for f in found]
+    flat = [t for ts in texts for t in ts]
+    segmented = iter(en_seg.encode(flat))
+    hyps = [[next(segmented) for _ in ts] for ts in texts]
+    pairs = [(sources[i], h) for i in range(len(block)) for h in hyps[i]]
+    fwd_all = nll_per_token(_STATE["fwd_scorer"], [a for a, _ in pairs], [b for _, b in pairs],
+                            settings.batch_size)
+    bwd_all = nll_per_token(_STATE["bwd_scorer"], [b for _, b in pairs], [a for a, _ in pairs],
+                            settings.batch_size)
+    # the clustering units (lower-cased text) of every candidate and reference, in one call
+    lowered = iter(en_seg.encode([t.lower() for t in flat] + [row["en"].lower() for row in block]))
+    units_all = [[cluster_units(next(lowered)) for _ in ts] for ts in texts]
+    references = [cluster_units(next(lowered)) for _ in block]
+    rows: list[dict[str, Any]] = []
+    at = 0
+    for i, row in enumerate(block):
+        fwd, bwd = fwd_all[at:at + len(texts[i])], bwd_all[at:at + len(texts[i])]
+        at += len(texts[i])
+        stats["unique"] += len(texts[i])
+        keep = [j for j in range(len(texts[i])) if fwd[j] + bwd[j] <= settings.threshold]
         stats["below_threshold"] += len(keep)
         if not keep:
             continue
-        units = [cluster_units(en_seg.encode([texts[i].lower()])[0]) for i in keep]
-        reference = cluster_units(en_seg.encode([row["en"].lower()])[0])
-        clustering = kmedoids(units, reference, settings.clusters, settings.max_iter)
-        scores = [fwd[i] + bwd[i] for i in keep]
-        for rank, (j, cluster) in enumerate(best_per_cluster(clustering, scores, settings.n), start=1):
-            i = keep[j]
+        clustering = kmedoids([units_all[i][j] for j in keep], references[i], settings.clusters,
+                              settings.max_iter)
+        scores = [fwd[j] + bwd[j] for j in keep]
+        for rank, (c, cluster) in enumerate(best_per_cluster(clustering, scores, settings.n), start=1):
+            j = keep[c]
             rows.append({"pair_id": row["pair_id"], "candidate_id": f"{row['pair_id']}:sample:{rank}",
-                         "en_ref": row["en"], "candidate": texts[i], "method": "sample", "rank": rank,
-                         "fwd_nll": fwd[i], "bwd_nll": bwd[i], "n_tokens": len(hyps[i]),
-                         "constraint_set": found[texts[i]][1], "cluster": cluster})
-        stats["output"] += 0
+                         "en_ref": row["en"], "candidate": texts[i][j], "method": "sample", "rank": rank,
+                         "fwd_nll": fwd[j], "bwd_nll": bwd[j], "n_tokens": len(hyps[i][j]),
+                         "constraint_set": found[i][texts[i][j]][1], "cluster": cluster})
     stats["output"] = len(rows)
     return rows, stats
 

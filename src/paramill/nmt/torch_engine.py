@@ -41,6 +41,8 @@ CHECKPOINT = "onmt.pt"
 DTYPES = {"float16": "float16", "int8_float16": "float16", "bfloat16": "bfloat16",
           "int8_bfloat16": "bfloat16"}
 NEG_INF = float("-inf")
+#: rows (sources x samples) of one sampling batch
+SAMPLE_ROWS = 4096
 
 
 @dataclass
@@ -186,7 +188,7 @@ class TorchTranslator:
                 sources = [source[i] for i in chunk]
                 if sampling:
                     found = self._sample(sources, num_hypotheses, sampling_topk, max_decoding_length,
-                                         min_decoding_length, suppress_sequences)
+                                         min_decoding_length, [suppress_sequences or []] * len(sources))
                 else:
                     found = self._beam(sources, beam_size, num_hypotheses, length_penalty,
                                        max_decoding_length, min_decoding_length, suppress_sequences)
@@ -316,26 +318,80 @@ class TorchTranslator:
 
     # --- top-k sampling ----------------------------------------------------------------------
 
-    def _sample(self, sources, n: int, k: int, max_len: int, min_len: int, suppress
-                ) -> list[list[tuple[list[int], float]]]:
-        """``n`` samples a source, each step drawn from the ``k`` most probable pieces."""
+    def sample_sets(self, sources: list[list[str]], suppressions: list[list[list[str]]], samples: int,
+                    k: int, max_decoding_length: int = 256, min_decoding_length: int = 1,
+                    max_rows: int = SAMPLE_ROWS) -> list[list[list[str]]]:
+        """``samples`` top-k samples of each source under its own suppressed sequences, many
+        sources in one batch (at most ``max_rows`` rows): what CTranslate2 can only do one
+        source and constraint set per call, since its ``suppress_sequences`` holds for a
+        whole call. Returns the samples' pieces per source, in input order."""
         import torch
 
-        single, multi = self._banned(suppress)
+        if len(sources) != len(suppressions):
+            raise ValueError(f"{len(sources)} sources but {len(suppressions)} suppression sets")
+        per_chunk = max(1, max_rows // max(1, samples))
+        out: list[list[list[str]]] = []
+        with torch.inference_mode():
+            for at in range(0, len(sources), per_chunk):
+                found = self._sample(sources[at:at + per_chunk], samples, k, max_decoding_length,
+                                     min_decoding_length, suppressions[at:at + per_chunk])
+                out.extend([[self.tgt_vocab[t] for t in h] for h, _ in hyps] for hyps in found)
+        return out
+
+    def _suppression_index(self, per_source: list[list[list[str]]], vocab: int):
+        """Per source, its single-piece bans as a (sources, vocabulary) mask on the device,
+        and its longer sequences as {length of prefix: {(source, prefix): [last pieces]}}."""
+        import torch
+
+        mask = None
+        multi: dict[int, dict[tuple[int, tuple[int, ...]], list[int]]] = {}
+        for src, seqs in enumerate(per_source):
+            single, longer = self._banned(seqs)
+            if single:
+                if mask is None:
+                    mask = torch.zeros((len(per_source), vocab), dtype=torch.bool, device=self.device)
+                mask[src, single] = True
+            for prefix, last in longer:
+                multi.setdefault(len(prefix), {}).setdefault((src, prefix), []).append(last)
+        return mask, multi
+
+    def _sample(self, sources, n: int, k: int, max_len: int, min_len: int,
+                per_source: list[list[list[str]]]) -> list[list[tuple[list[int], float]]]:
+        """``n`` samples a source, each step drawn from the ``k`` most probable pieces, never
+        completing a sequence of the source's ``per_source`` list."""
+        import torch
+
         count = len(sources)
         src, enc_out, src_len = self._encode(sources)
         rows = torch.arange(count, device=self.device).repeat_interleave(n)
         src, enc_out, src_len = src[rows], enc_out[rows], src_len[rows]
         self.model.decoder.init_state(src, enc_out, None)
         owner = np.repeat(np.arange(count), n)  # the source of each alive row
+        owner_t = rows
         history = np.zeros((count * n, 0), dtype=np.int64)
         totals = np.zeros(count * n)
         tokens = torch.full((count * n, 1, 1), self.bos, dtype=torch.long, device=self.device)
         found: list[list[tuple[list[int], float]]] = [[] for _ in range(count)]
+        mask = multi = None
         for step in range(max_len):
             dec_out, _ = self.model.decoder(tokens, enc_out, src_len=src_len, step=step)
             logp = self._log_probs(dec_out.squeeze(1))
-            self._mask(logp, step, min_len, history, single, multi)
+            if step == 0:
+                mask, multi = self._suppression_index(per_source, logp.shape[-1])
+            if step < min_len:
+                logp[:, self.eos] = NEG_INF
+            if mask is not None:
+                logp.masked_fill_(mask.index_select(0, owner_t), NEG_INF)
+            for m, table in (multi or {}).items():
+                if history.shape[1] < m:
+                    continue
+                ban_rows, ban_tokens = [], []
+                for row, (who, tail) in enumerate(zip(owner.tolist(), history[:, -m:].tolist())):
+                    for last in table.get((who, tuple(tail)), ()):
+                        ban_rows.append(row)
+                        ban_tokens.append(last)
+                if ban_rows:
+                    logp[ban_rows, ban_tokens] = NEG_INF
             top_s, top_i = logp.topk(min(k, logp.shape[-1]), dim=-1)
             choice = torch.multinomial(torch.softmax(top_s, dim=-1), 1, generator=self.generator)
             picked = top_i.gather(1, choice).squeeze(1)
@@ -352,6 +408,7 @@ class TorchTranslator:
             index = torch.tensor(keep, dtype=torch.long, device=self.device)
             self.model.decoder.map_state(lambda state, dim: state.index_select(dim, index))
             enc_out, src_len = enc_out.index_select(0, index), src_len.index_select(0, index)
+            owner_t = owner_t.index_select(0, index)
             history = np.concatenate([history[keep], picked[keep, None]], axis=1)
             totals, owner = totals[keep], owner[keep]
             tokens = torch.tensor(picked[keep], dtype=torch.long, device=self.device).reshape(-1, 1, 1)
