@@ -42,10 +42,12 @@ CZENG_SENTENCES = 51_000_000
 
 def onmt_translate(checkpoint: Path, src: Path, out: Path, beam: int, batch: int, threads: int,
                    max_length: int = 256, min_length: int = 0) -> float:
-    tool = Path(sys.executable).parent / "onmt_translate"
+    # OpenNMT-py's translator through paramill's launcher (placeholders for the packages only
+    # its unused transforms import)
+    tool = [sys.executable, "-m", "paramill.nmt.launch", "translate", "1"]
     env = {**os.environ, "TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD": "1", "OMP_NUM_THREADS": str(threads)}
     start = time.perf_counter()
-    subprocess.run([str(tool), "-model", str(checkpoint), "-src", str(src), "-output", str(out),
+    subprocess.run([*tool, "-model", str(checkpoint), "-src", str(src), "-output", str(out),
                     "-beam_size", str(beam), "-batch_size", str(batch), "-batch_type", "sents",
                     "-length_penalty", "none", "-max_length", str(max_length),
                     "-min_length", str(min_length), "-gpu", "-1"],

@@ -24,7 +24,7 @@ def test_metadata_matches_what_the_project_uses():
     assert isinstance(meta["project"]["license"], str)
     floor = next(r for r in meta["build-system"]["requires"] if r.startswith("setuptools"))
     assert tuple(map(int, re.search(r">=\s*([\d.]+)", floor).group(1).split(".")))[:1] >= (77,)
-    # every binary pin has wheels for 3.11 and 3.12 (pyonmttok and fasttext-wheel have none
+    # every binary pin has wheels for 3.11 and 3.12 (pyonmttok has none
     # for 3.13), so the range is 3.11-3.12 and the running Python is inside it
     spec = meta["project"]["requires-python"]
     assert spec == ">=3.11,<3.13"
