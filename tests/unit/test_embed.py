@@ -119,6 +119,24 @@ def test_training_lowers_the_loss(tmp_path):
     assert losses[-1] < 0.7 * losses[0]
 
 
+@pytest.mark.parametrize("components", [("word",), ("word", "trigram")])
+def test_batches_assembled_on_the_device_train_as_on_the_host(tmp_path, monkeypatch, components):
+    from paramill.embed import train as train_mod
+
+    spec = ModelSpec(components=components, dim=8, units="word")
+    settings = EmbedTrainSettings(epochs=3, batch_size=4, megabatch=2)
+    assert train_mod.assemble_on_device(spec) and not train_mod.assemble_on_device(
+        ModelSpec(components=("lstm",), dim=8, hidden=8))
+    device_side = train(PAIRS, tmp_path / "d.pt", spec, settings)
+    monkeypatch.setattr(train_mod, "assemble_on_device", lambda spec: False)
+    host_side = train(PAIRS, tmp_path / "h.pt", spec, settings)
+    for a, b in zip(device_side["history"], host_side["history"]):
+        assert a["loss"] == pytest.approx(b["loss"], rel=1e-5, abs=1e-6)
+    a = torch.load(tmp_path / "d.pt", weights_only=True)["state_dict"]
+    b = torch.load(tmp_path / "h.pt", weights_only=True)["state_dict"]
+    assert all(torch.allclose(a[k], b[k], atol=1e-5) for k in a)
+
+
 def test_training_resumes_exactly(tmp_path):
     spec = ModelSpec(components=("word", "lstm"), dim=8, hidden=8)
     train(PAIRS, tmp_path / "a.pt", spec, EmbedTrainSettings(epochs=3, batch_size=6, megabatch=2))
@@ -232,6 +250,17 @@ def test_id_store_buffers_cover_every_pair_once_and_pad_like_the_encoder(tmp_pat
     theirs = model.tensors(model.units(sentences))
     for unit in ("word", "trigram"):
         assert torch.equal(ours[unit][0], theirs[unit][0]) and torch.equal(ours[unit][1], theirs[unit][1])
+    # assembled on the device from ids placed there once: the same ids and lengths, padded to
+    # the widths asked for
+    buffer.place("cpu")
+    widths = buffer.widths(rows)
+    assert widths == {u: ours[u][0].shape[1] for u in ("word", "trigram")}
+    wide = {u: w + 3 for u, w in widths.items()}
+    placed = buffer.batch(torch.from_numpy(rows), wide)
+    for unit in ("word", "trigram"):
+        ids, lengths = placed[unit]
+        assert ids.shape == (3, wide[unit]) and torch.equal(lengths, ours[unit][1])
+        assert torch.equal(ids[:, :widths[unit]], ours[unit][0]) and not ids[:, widths[unit]:].any()
 
 
 def test_scramble_shuffles_real_positions_only():

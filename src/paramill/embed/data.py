@@ -201,6 +201,32 @@ class Buffer:
             np.cumsum(lengths, out=offsets[1:])
             self.flat[u] = both.flatten().to_numpy(zero_copy_only=False).astype(np.int64)
             self.offsets[u] = offsets
+        self._placed: dict[str, tuple[torch.Tensor, torch.Tensor]] = {}
+
+    def place(self, device: torch.device | str) -> None:
+        """Move the ids and offsets to ``device`` once (a buffer's batches are then assembled
+        there: :meth:`batch`)."""
+        self._placed = {u: (torch.from_numpy(self.flat[u]).to(device),
+                            torch.from_numpy(self.offsets[u]).to(device)) for u in self.flat}
+
+    def widths(self, rows: np.ndarray) -> dict[str, int]:
+        """The longest sentence among ``rows``, per unit (on the host: no device sync)."""
+        return {u: max(1, int((self.offsets[u][rows + 1] - self.offsets[u][rows]).max()))
+                if len(rows) else 1 for u in self.flat}
+
+    def batch(self, rows: torch.Tensor, widths: dict[str, int]) -> dict[str, tuple[torch.Tensor, torch.Tensor]]:
+        """:meth:`tensors` of ``rows`` (a tensor on the :meth:`place` device), assembled there
+        and padded to ``widths`` (at least each unit's longest among ``rows``), with no copy
+        from the host and no sync: the same ids and lengths, maybe more padding."""
+        out = {}
+        for u, (flat, offsets) in self._placed.items():
+            start = offsets[rows]
+            lengths = offsets[rows + 1] - start
+            pos = torch.arange(widths[u], device=flat.device)[None, :]
+            mask = pos < lengths[:, None]
+            index = torch.where(mask, start[:, None] + pos, torch.zeros_like(pos))
+            out[u] = (torch.where(mask, flat[index], torch.zeros_like(index)), lengths)
+        return out
 
     def tensors(self, rows: np.ndarray, device: torch.device | str = "cpu", scramble_unit: str | None = None,
                 rate: float = 0.0) -> dict[str, tuple[torch.Tensor, torch.Tensor]]:

@@ -96,6 +96,12 @@ def hardest_negatives(e1: torch.Tensor, e2: torch.Tensor) -> tuple[torch.Tensor,
     return out[0], out[1]
 
 
+def assemble_on_device(spec: ModelSpec) -> bool:
+    """Whether training assembles its batches on the device (averaging models) or on the host
+    (recurrent models: packed sequences need their lengths there, scrambling is seeded there)."""
+    return not spec.recurrent
+
+
 def train(source: PairSource | list[tuple[str, str]], out: str | Path, spec: ModelSpec,
           settings: EmbedTrainSettings = EmbedTrainSettings(), resume: str | Path | None = None,
           inputs: list[str | Path] = (), rule: str = "embed_train",
@@ -153,37 +159,57 @@ def train(source: PairSource | list[tuple[str, str]], out: str | Path, spec: Mod
     scramble = spec.units if settings.scramble_rate > 0 and spec.recurrent else None
     mega = settings.batch_size * settings.megabatch
     started = time.perf_counter()
+    # averaging models assemble their batches on the device from ids moved there once a buffer,
+    # pick negatives there and sync once a mega-batch; recurrent ones (packed sequences need
+    # their lengths on the host, scrambling draws from torch's CPU generator) build them here
+    on_device = assemble_on_device(spec)
     for epoch in range(start_epoch, settings.epochs):
         bar = progress(f"embed epoch {epoch + 1}/{settings.epochs}", unit="pairs", total=n)
-        total, batches = 0.0, 0
+        total, batches = torch.zeros((), device=dev), 0
         for buffer, order in epoch_buffers(store, units, settings.seed, epoch, settings.buffer_pairs):
+            if on_device:
+                buffer.place(dev)
+                order_t = torch.from_numpy(order).to(dev)
             for m in range(0, buffer.n, mega):
                 idx = order[m:m + mega]
                 pool = np.concatenate([idx, buffer.n + idx])  # pool position -> sentence row
+                if on_device:
+                    idx_t = order_t[m:m + mega]
+                    pool_t = torch.cat([idx_t, idx_t + buffer.n])
+                    widths = buffer.widths(pool)
+
+                    def feats(rows, scramble_rows=None):
+                        return buffer.batch(rows, widths)
+                else:
+                    idx_t, pool_t = idx, pool
+
+                    def feats(rows, scramble_rows=None):
+                        return buffer.tensors(rows, dev, scramble_rows, settings.scramble_rate)
                 with torch.no_grad():
                     model.eval()
-                    e1, e2 = (torch.cat([model(buffer.tensors(rows[b:b + 512], dev))
+                    e1, e2 = (torch.cat([model(feats(rows[b:b + 512]))
                                          for b in range(0, len(rows), 512)])
-                              for rows in (pool[:len(idx)], pool[len(idx):]))
+                              for rows in (pool_t[:len(idx)], pool_t[len(idx):]))
                     model.train()
-                n1, n2 = (t.cpu().numpy() for t in hardest_negatives(e1, e2))
+                n1, n2 = hardest_negatives(e1, e2)
+                if not on_device:
+                    n1, n2 = n1.cpu().numpy(), n2.cpu().numpy()
                 for b in range(0, len(idx), settings.batch_size):
                     sl = slice(b, b + settings.batch_size)
-                    rows = (idx[sl], buffer.n + idx[sl], pool[n1[sl]], pool[n2[sl]])
-                    g1, g2, t1, t2 = (model(buffer.tensors(r, dev, scramble, settings.scramble_rate))
-                                      for r in rows)
+                    rows = (idx_t[sl], buffer.n + idx_t[sl], pool_t[n1[sl]], pool_t[n2[sl]])
+                    g1, g2, t1, t2 = (model(feats(r, scramble)) for r in rows)
                     loss = margin_loss(g1, g2, t1, t2, settings.margin)
                     optimizer.zero_grad()
                     loss.backward()
                     if settings.grad_clip > 0:
                         torch.nn.utils.clip_grad_norm_(model.parameters(), settings.grad_clip)
                     optimizer.step()
-                    total += loss.item()
+                    total += loss.detach()
                     batches += 1
                     bar.update(len(rows[0]))
-                    bar.set_postfix(loss=f"{total / batches:.4f}", refresh=False)
+                bar.set_postfix(loss=f"{total.item() / max(1, batches):.4f}", refresh=False)  # a sync a mega-batch
         bar.close()
-        history.append({"epoch": epoch + 1, "loss": total / max(1, batches)})
+        history.append({"epoch": epoch + 1, "loss": total.item() / max(1, batches)})
         with atomic_output(resume) as (tmp,):
             torch.save(model.checkpoint(train=asdict(settings), optimizer=optimizer.state_dict(),
                                         epoch=epoch + 1, history=history, rng=rng.capture(),
