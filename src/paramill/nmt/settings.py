@@ -54,7 +54,8 @@ class NmtSection(Settings):
                           "float16", "bfloat16", "float32"] | None = setting(
         None, "Weight quantization when converting to CTranslate2 (none by default).")
     translate: TranslateSettings = section(
-        TranslateSettings, "CTranslate2 decoding of each shard's Czech side.")
+        TranslateSettings, "Decoding of each shard's Czech side (CTranslate2; OpenNMT-py's model in torch "
+        "on a GPU CTranslate2 cannot use: engine).")
     sample: SampleSettings = section(
         SampleSettings, "ParaBank 2 (§2, §3.3) diverse paraphrases, used when "
         "nmt.translate.method is sample.")
