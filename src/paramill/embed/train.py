@@ -176,15 +176,14 @@ def train(source: PairSource | list[tuple[str, str]], out: str | Path, spec: Mod
                 if on_device:
                     idx_t = order_t[m:m + mega]
                     pool_t = torch.cat([idx_t, idx_t + buffer.n])
-                    widths = buffer.widths(pool)
-
-                    def feats(rows, scramble_rows=None):
-                        return buffer.batch(rows, widths)
                 else:
                     idx_t, pool_t = idx, pool
+                widths = buffer.widths(pool) if on_device else None
 
-                    def feats(rows, scramble_rows=None):
-                        return buffer.tensors(rows, dev, scramble_rows, settings.scramble_rate)
+                def feats(rows, scramble_unit=None):
+                    if widths is not None:
+                        return buffer.batch(rows, widths)
+                    return buffer.tensors(rows, dev, scramble_unit, settings.scramble_rate)
                 with torch.no_grad():
                     model.eval()
                     e1, e2 = (torch.cat([model(feats(rows[b:b + 512]))

@@ -23,9 +23,8 @@ For each Czech source with English reference:
 
 Determinism: CTranslate2 seeds the random generator of a translator's worker thread when the
 thread starts, so each block of ``block`` sources gets a translator of its own, created just
-after ``set_random_seed(seed of the block)`` (the opennmt-py engine seeds its own generator
-with the same value) (the seed hashes ``seed`` and the block's first
-``pair_id``). Blocks run in worker processes (``threads``), so the output does not depend
+after ``set_random_seed(seed of the block)`` (the seed hashes ``seed`` and the block's first
+``pair_id``; the opennmt-py engine reseeds its own generator with the same value). Blocks run in worker processes (``threads``), so the output does not depend
 on how many run at once. On a GPU one process runs the blocks in turn.
 """
 
@@ -204,14 +203,14 @@ def process_block(block: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], di
         jobs.extend((i, set_id, suppressions(tokens, en_seg, _STATE["vocabulary"]))
                     for set_id, tokens in enumerate(sets))
     samples = sample_block(translator, [sources[i] for i, _, _ in jobs], [b for _, _, b in jobs], settings)
-    found: list[dict[str, tuple[list[str], int]]] = [{} for _ in block]
+    found: list[dict[str, int]] = [{} for _ in block]  # per source: text -> its constraint set
     decoded = iter(en_seg.decode([h for hyps in samples for h in hyps]))  # one call for the block
     for (i, set_id, _), hyps in zip(jobs, samples):
         for hyp in hyps:
             stats["sampled"] += 1
             text = next(decoded)
             if hyp and text.strip() and text not in found[i]:
-                found[i][text] = (hyp, set_id)
+                found[i][text] = set_id
     # scored on the Viterbi segmentation of the text, so a candidate's score depends on its
     # text only (not on which segmentation the sampler happened to produce first); the whole
     # block in one call per direction
@@ -246,7 +245,7 @@ def process_block(block: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], di
             rows.append({"pair_id": row["pair_id"], "candidate_id": f"{row['pair_id']}:sample:{rank}",
                          "en_ref": row["en"], "candidate": texts[i][j], "method": "sample", "rank": rank,
                          "fwd_nll": fwd[j], "bwd_nll": bwd[j], "n_tokens": len(hyps[i][j]),
-                         "constraint_set": found[i][texts[i][j]][1], "cluster": cluster})
+                         "constraint_set": found[i][texts[i][j]], "cluster": cluster})
     stats["output"] = len(rows)
     return rows, stats
 

@@ -223,20 +223,26 @@ class TorchTranslator:
 
     # --- beam search -------------------------------------------------------------------------
 
-    def _mask(self, logp, step: int, min_len: int, history: np.ndarray | None,
-              single: list[int], multi: list[tuple[tuple[int, ...], int]]) -> None:
+    def _mask(self, logp, step: int, min_len: int, bans, owner: np.ndarray, owner_t,
+              history: np.ndarray) -> None:
+        """Mask end-of-sentence before ``min_len`` pieces, and each row's suppressed sequences
+        (``bans`` from :meth:`_suppression_index`; ``owner``/``owner_t``: each row's source
+        index, on the host and on the device; ``history``: each row's pieces so far)."""
         if step < min_len:
             logp[:, self.eos] = NEG_INF
-        if single:
-            logp[:, single] = NEG_INF
-        if multi and history is not None:
-            for prefix, last in multi:
-                m = len(prefix)
-                if history.shape[1] < m:
-                    continue
-                rows = np.nonzero((history[:, -m:] == np.array(prefix)).all(axis=1))[0]
-                if len(rows):
-                    logp[rows.tolist(), last] = NEG_INF
+        mask, multi = bans
+        if mask is not None:
+            logp.masked_fill_(mask.index_select(0, owner_t), NEG_INF)
+        for m, table in multi.items():
+            if history.shape[1] < m:
+                continue
+            ban_rows, ban_tokens = [], []
+            for row, (who, tail) in enumerate(zip(owner.tolist(), history[:, -m:].tolist())):
+                for last in table.get((who, tuple(tail)), ()):
+                    ban_rows.append(row)
+                    ban_tokens.append(last)
+            if ban_rows:
+                logp[ban_rows, ban_tokens] = NEG_INF
 
     def _beam(self, sources, beam: int, n: int, lp: float, max_len: int, min_len: int,
               suppress) -> list[list[tuple[list[int], float]]]:
@@ -244,7 +250,6 @@ class TorchTranslator:
 
         if n > beam:
             raise ValueError(f"num_hypotheses ({n}) cannot exceed beam_size ({beam})")
-        single, multi = self._banned(suppress)
         count = len(sources)
         src, enc_out, src_len = self._encode(sources)
         rows = torch.arange(count, device=self.device).repeat_interleave(beam)
@@ -263,8 +268,12 @@ class TorchTranslator:
         for step in range(max_len):
             dec_out, _ = self.model.decoder(tokens, enc_out, src_len=src_len, step=step)
             logp = self._log_probs(dec_out.squeeze(1))  # (rows, V)
-            self._mask(logp, step, min_len, history.reshape(-1, history.shape[2]) if multi else None,
-                       single, multi)
+            if step == 0:  # one suppression list for the whole call: every row is "source" 0
+                bans = self._suppression_index([suppress or []], logp.shape[-1])
+            rows_now = logp.shape[0]
+            self._mask(logp, step, min_len, bans, np.zeros(rows_now, dtype=np.int64),
+                       torch.zeros(rows_now, dtype=torch.long, device=self.device),
+                       history.reshape(rows_now, history.shape[2]))
             vocab = logp.shape[-1]
             total = (scores.reshape(-1, 1) + logp).reshape(len(alive), beam * vocab)
             top_s, top_i = total.topk(min(2 * beam, beam * vocab), dim=1)
@@ -372,26 +381,12 @@ class TorchTranslator:
         totals = np.zeros(count * n)
         tokens = torch.full((count * n, 1, 1), self.bos, dtype=torch.long, device=self.device)
         found: list[list[tuple[list[int], float]]] = [[] for _ in range(count)]
-        mask = multi = None
         for step in range(max_len):
             dec_out, _ = self.model.decoder(tokens, enc_out, src_len=src_len, step=step)
             logp = self._log_probs(dec_out.squeeze(1))
             if step == 0:
-                mask, multi = self._suppression_index(per_source, logp.shape[-1])
-            if step < min_len:
-                logp[:, self.eos] = NEG_INF
-            if mask is not None:
-                logp.masked_fill_(mask.index_select(0, owner_t), NEG_INF)
-            for m, table in (multi or {}).items():
-                if history.shape[1] < m:
-                    continue
-                ban_rows, ban_tokens = [], []
-                for row, (who, tail) in enumerate(zip(owner.tolist(), history[:, -m:].tolist())):
-                    for last in table.get((who, tuple(tail)), ()):
-                        ban_rows.append(row)
-                        ban_tokens.append(last)
-                if ban_rows:
-                    logp[ban_rows, ban_tokens] = NEG_INF
+                bans = self._suppression_index(per_source, logp.shape[-1])
+            self._mask(logp, step, min_len, bans, owner, owner_t, history)
             top_s, top_i = logp.topk(min(k, logp.shape[-1]), dim=-1)
             choice = torch.multinomial(torch.softmax(top_s, dim=-1), 1, generator=self.generator)
             picked = top_i.gather(1, choice).squeeze(1)
