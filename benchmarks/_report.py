@@ -11,7 +11,9 @@ from pathlib import Path
 from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
-SHARED = REPO.parent / "shared" / "data"
+#: the real public data (../shared/data beside the checkout; PARAMILL_SHARED_DATA elsewhere, e.g.
+#: a copy carried to a GPU machine by scripts/gpu-carry.sh)
+SHARED = Path(os.environ.get("PARAMILL_SHARED_DATA") or REPO.parent / "shared" / "data")
 #: what a run of the workflow needs from the checkout (as tests/workflow/conftest.py copies)
 PROJECT_FILES = ["Snakefile", "config.yaml", "rules", "configs", "envs", "report", "profiles",
                  "slurm", "data/sample"]

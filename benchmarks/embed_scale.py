@@ -61,7 +61,7 @@ signal.signal(signal.SIGALRM, stop)
 threading.Thread(target=watch, daemon=True).start()
 start = time.perf_counter()
 try:
-    train(PairSource.from_files([{pairs!r}]), out, ModelSpec(components=("word",), dim=300),
+    train(PairSource.from_files([{pairs!r}]), out, ModelSpec(components=("word",), dim=300, units={units!r}),
           EmbedTrainSettings(epochs=1, batch_size=100, megabatch=20, buffer_pairs=100000,
                         device={device!r}))
     stopped = False
@@ -107,11 +107,14 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=len(os.sched_getaffinity(0)))
     parser.add_argument("--device", choices=["auto", "cpu", "cuda"], default="auto",
                         help="where the training steps run (auto: cuda when a GPU is visible)")
+    parser.add_argument("--units", choices=["sp", "word"], default="sp",
+                        help="units of the WORD model: sp (SentencePiece, trained on the pairs: "
+                             "the default) or word")
     parser.add_argument("--out")
     args = parser.parse_args()
     report: dict = {"benchmark": "embedding training peak RSS vs corpus size",
                     "machine": machine(), "threads": args.threads,
-                    "settings": {"model": "word", "dim": 300, "batch": 100, "megabatch": 20,
+                    "settings": {"model": "word", "units": args.units, "dim": 300, "batch": 100, "megabatch": 20,
                                  "buffer_pairs": 100_000, "train_seconds": args.train_seconds},
                     "runs": []}
     with tempfile.TemporaryDirectory() as tmp_name:
@@ -123,7 +126,7 @@ def main() -> None:
             made = time.perf_counter() - t0
             child = CHILD.format(src=str(REPO / "src"), threads=args.threads, out=str(tmp / f"m{n}.pt"),
                                  pairs=str(data), train_seconds=args.train_seconds, peak=PEAK_RSS_MB,
-                                 device=args.device)
+                                 device=args.device, units=args.units)
             t0 = time.perf_counter()
             done = subprocess.run([sys.executable, "-c", child], capture_output=True, text=True,
                                   env={**os.environ, "PARAMILL_PROGRESS": "0"})

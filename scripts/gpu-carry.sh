@@ -1,20 +1,39 @@
 #!/usr/bin/env bash
 # Pack what a bare GPU machine (Python 3.12 with torch, sentencepiece, pyarrow, numpy, but not
-# polars, CTranslate2, OpenNMT-py, pyonmttok, rapidfuzz, ...) needs to run paramill's GPU tests
-# and benchmarks/nmt_gpu.py, into .gpu/ (ignored by git):
-#   .gpu/site.tar.xz  the missing packages (cp312 manylinux wheels, unpacked, shared objects
-#                     stripped of symbols: CTranslate2 43 MB -> 14 MB, polars 54 MB -> 29 MB)
-#   .gpu/work/        the sample's NMT data, SentencePiece models and shards (from `make run`)
-# On the GPU machine: scripts/gpu-check.sh. Spacy, fastText and pyahocorasick are not packed:
-# only OpenNMT-py transforms paramill never uses import them (paramill.nmt.onmt_import).
+# polars, CTranslate2, OpenNMT-py, pyonmttok, rapidfuzz, ...) needs to run one suite of
+# paramill's GPU tests and benchmarks, into .gpu/ (ignored by git; a call carries 64 MiB):
+#
+#   scripts/gpu-carry.sh nmt [WORK]   back-translation (benchmarks/nmt_gpu.py):
+#       .gpu/site.tar.xz  the missing packages (cp312 manylinux wheels, unpacked, shared objects
+#                         stripped of symbols: CTranslate2 43 MB -> 14 MB, polars 54 MB -> 29 MB)
+#       .gpu/work/        the sample's NMT data, SentencePiece models and shards (from `make run`)
+#   scripts/gpu-carry.sh embed        embeddings (benchmarks/embeddings.py, embed_reference.py,
+#                                     embed_scale.py):
+#       .gpu/site.tar.xz  polars and paramill's other missing imports; h5py and sacremoses for
+#                         the authors' reference code
+#       .gpu/reference/   a checkout of jwieting/paraphrastic-representations-at-scale (REFERENCE:
+#                         a local clone or bare mirror of it)
+#       .gpu/shared-data/ the Twitter URL corpus train split and STS Benchmark dev (from SHARED,
+#                         default ../shared/data)
+#
+# On the GPU machine: SUITE=<the same> scripts/gpu-check.sh. Spacy, fastText and pyahocorasick
+# are never packed: only OpenNMT-py transforms paramill never uses import them
+# (paramill.nmt.onmt_import).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-WORK=${1:-work}
+SUITE=${1:-nmt}
+WORK=${2:-work}
 PY=${PYTHON:-.venv/bin/python}
+CORE="polars==2.1.0 polars-runtime-32==2.1.0 rapidfuzz zstandard configargparse jsonschema
+jsonschema-specifications referencing rpds-py"
+case "$SUITE" in
+  nmt) PACKAGES="$CORE ctranslate2==4.8.5 OpenNMT-py==3.5.1 pyonmttok==1.38.1" ;;
+  embed) PACKAGES="$CORE h5py sacremoses click joblib" ;;
+  *) echo "usage: $0 nmt [WORK] | embed" >&2; exit 2 ;;
+esac
 grep -qx '/.gpu/' .git/info/exclude 2>/dev/null || echo '/.gpu/' >> .git/info/exclude
 rm -rf .gpu && mkdir -p .gpu/wheels .gpu/site
-PACKAGES="ctranslate2==4.8.5 OpenNMT-py==3.5.1 pyonmttok==1.38.1 polars==2.1.0 polars-runtime-32==2.1.0
-rapidfuzz zstandard configargparse jsonschema jsonschema-specifications referencing rpds-py"
+echo "$SUITE" > .gpu/SUITE
 for p in $PACKAGES; do
   "$PY" -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
     --platform manylinux_2_28_x86_64 --platform manylinux_2_27_x86_64 --platform manylinux_2_17_x86_64 \
@@ -24,7 +43,17 @@ for w in .gpu/wheels/*.whl; do "$PY" -m zipfile -e "$w" .gpu/site; done
 find .gpu/site -name '*.so*' -type f -exec strip --strip-unneeded {} +
 tar -C .gpu -cf - site | xz -9e -T0 > .gpu/site.tar.xz
 rm -rf .gpu/site .gpu/wheels
-mkdir -p .gpu/work/nmt
-cp -r "$WORK/nmt/data" "$WORK/nmt/spm" .gpu/work/nmt/
-mkdir -p .gpu/work/shards && cp -r "$WORK"/shards/* .gpu/work/shards/
+if [ "$SUITE" = nmt ]; then
+  mkdir -p .gpu/work/nmt
+  cp -r "$WORK/nmt/data" "$WORK/nmt/spm" .gpu/work/nmt/
+  mkdir -p .gpu/work/shards && cp -r "$WORK"/shards/* .gpu/work/shards/
+else
+  SHARED=${SHARED:-../shared/data}
+  git clone -q "${REFERENCE:-/work/.mirror/jwieting+paraphrastic-representations-at-scale/repo}" .gpu/reference
+  rm -rf .gpu/reference/.git/hooks
+  twitter=twitter-url-corpus/castorini-twitterPPDB/train
+  mkdir -p ".gpu/shared-data/$twitter" .gpu/shared-data/stsbenchmark
+  cp "$SHARED/$twitter"/{a.toks,b.toks,sim.txt} ".gpu/shared-data/$twitter/"
+  cp "$SHARED/stsbenchmark/sts-dev.csv" .gpu/shared-data/stsbenchmark/
+fi
 du -sh .gpu/*

@@ -1,6 +1,10 @@
 #!/usr/bin/env bash
-# On a bare GPU machine, with .gpu/ packed by scripts/gpu-carry.sh: the GPU tests, then
-# benchmarks/nmt_gpu.py. Results go to $OUT (default .gpu/out). Usage: scripts/gpu-check.sh [BENCH_TIMEOUT_S]
+# On a bare GPU machine, with .gpu/ packed by scripts/gpu-carry.sh for one suite (.gpu/SUITE):
+#   nmt    the back-translation GPU tests, then benchmarks/nmt_gpu.py
+#   embed  the embedding GPU tests, then (PARTS, default all of "embeddings reference scale")
+#          benchmarks/embeddings.py, embed_reference.py (the authors' code, --gpu 1) and
+#          embed_scale.py (featurisation on every core, 1M pairs), all on cuda
+# Results go to $OUT (default .gpu/out). Usage: scripts/gpu-check.sh [BENCH_TIMEOUT_S]
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=$(realpath -m "${OUT:-.gpu/out}")
@@ -9,6 +13,39 @@ tar -C /tmp/paramill-site -xJf .gpu/site.tar.xz
 export PYTHONPATH="$PWD/src:/tmp/paramill-site/site" PYTHONUNBUFFERED=1 TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD=1
 PY=${PYTHON:-python3}
 nvidia-smi > "$OUT/nvidia-smi.txt" 2>&1
+SUITE=$(cat .gpu/SUITE 2>/dev/null || echo nmt)
+THREADS=$(nproc)
+if [ "$SUITE" = embed ]; then
+  export PARAMILL_SHARED_DATA="$PWD/.gpu/shared-data"
+  "$PY" - <<'PYEOF' 2>&1 | tee "$OUT/env.txt"
+import sys, torch, polars, sentence_transformers
+from paramill import device
+print("python", sys.version.split()[0], "torch", torch.__version__, "cuda", torch.version.cuda,
+      torch.cuda.get_device_name(0) if torch.cuda.is_available() else "no GPU",
+      "polars", polars.__version__, "device.pick:", device.pick("auto"))
+PYEOF
+  start=$(date +%s)
+  [ "${SKIP_TESTS:-}" ] || timeout 300 "$PY" -m pytest -m gpu tests/unit/test_embed.py -p no:cacheprovider \
+    -p no:randomly -q -rs -o addopts="" 2>&1 | tee "$OUT/pytest-gpu.txt" | tail -40
+  echo "gpu tests: $(( $(date +%s) - start )) s"
+  for part in ${PARTS:-embeddings reference scale}; do
+    start=$(date +%s)
+    case $part in
+      embeddings) timeout "${1:-300}" "$PY" benchmarks/embeddings.py --device cuda --threads "$THREADS" \
+          --variants ${VARIANTS:-word word-sp trigram word-trigram gran-sp} --epochs ${EPOCHS:-15} \
+          --out "$OUT/embeddings.json" > "$OUT/embeddings.log" 2>&1 ;;
+      reference) timeout "${1:-300}" "$PY" benchmarks/embed_reference.py --device cuda --threads "$THREADS" \
+          --reference .gpu/reference --deps /tmp/paramill-site/site --epochs 5 \
+          --out "$OUT/embed_reference.json" > "$OUT/embed_reference.log" 2>&1 ;;
+      scale) timeout "${1:-300}" "$PY" benchmarks/embed_scale.py --device cuda --threads "$THREADS" \
+          --sizes ${SIZES:-1000000} --units sp --train-seconds 30 \
+          --out "$OUT/embed_scale.json" > "$OUT/embed_scale.log" 2>&1 ;;
+    esac
+    echo "$part: rc $? in $(( $(date +%s) - start )) s"
+    tail -c 1500 "$OUT/$( [ $part = embeddings ] && echo embeddings || echo embed_$part ).log"
+  done
+  exit 0
+fi
 "$PY" - <<'PYEOF' 2>&1 | tee "$OUT/env.txt"
 from paramill.nmt.onmt_import import import_onmt
 import_onmt()

@@ -412,3 +412,90 @@ def test_worker_processes_featurise_to_the_same_counts_and_store_bytes(tmp_path,
                          chunk_pairs=5, key={"k": 1}, workers=workers) == len(pairs)
     assert (tmp_path / "ids1" / "ids.parquet").read_bytes() == \
         (tmp_path / "ids2" / "ids.parquet").read_bytes()
+
+
+# --- on a GPU (pytest -m gpu on a machine with CUDA; skipped with the reason elsewhere) ----
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("components", [("word",), ("word", "trigram"), ("lstm",), ("gran",)])
+def test_gpu_training_follows_the_cpu_loss_curve(tmp_path, components):
+    """The same data, seed and settings on CUDA and on CPU: the same loss curve within float
+    noise (averaging models assemble their batches on the device, recurrent ones run cuDNN's
+    packed path), and the CUDA model encodes on the CPU to nearly the same vectors."""
+    spec = ModelSpec(components=components, units="word", dim=16, hidden=16)
+    runs = {}
+    for dev in ("cuda", "cpu"):
+        settings = EmbedTrainSettings(epochs=4, batch_size=6, megabatch=2, device=dev)
+        runs[dev] = train(PAIRS, tmp_path / f"{dev}.pt", spec, settings)
+    assert runs["cuda"]["device"] == "cuda" and runs["cpu"]["device"] == "cpu"
+    gpu, cpu = ([h["loss"] for h in runs[d]["history"]] for d in ("cuda", "cpu"))
+    assert gpu == pytest.approx(cpu, rel=2e-2, abs=1e-3)
+    assert gpu[-1] < gpu[0]
+    texts = [a for a, _ in PAIRS[:6]]
+    a = load_model(tmp_path / "cuda.pt", "cpu").encode(texts)
+    b = load_model(tmp_path / "cpu.pt", "cpu").encode(texts)
+    assert np.abs(a - b).max() < 5e-2
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("components", [("word",), ("word", "lstm")])
+def test_gpu_training_resumes_on_cuda(tmp_path, components):
+    """Two epochs, then a third from the checkpoint, on CUDA: the model three epochs in one
+    go gives (deterministic kernels, the same data order and generator states)."""
+    spec = ModelSpec(components=components, units="word", dim=8, hidden=8)
+    settings = dict(batch_size=6, megabatch=2, device="cuda")
+    whole = train(PAIRS, tmp_path / "a.pt", spec, EmbedTrainSettings(epochs=3, **settings))
+    train(PAIRS, tmp_path / "b.pt", spec, EmbedTrainSettings(epochs=2, **settings))
+    resumed = train(PAIRS, tmp_path / "b.pt", spec, EmbedTrainSettings(epochs=3, **settings))
+    assert resumed["device"] == "cuda" and [h["epoch"] for h in resumed["history"]] == [1, 2, 3]
+    assert [h["loss"] for h in resumed["history"]] == pytest.approx(
+        [h["loss"] for h in whole["history"]], rel=1e-5)
+    a = torch.load(tmp_path / "a.pt", weights_only=True)["state_dict"]
+    b = torch.load(tmp_path / "b.pt", weights_only=True)["state_dict"]
+    assert all(torch.allclose(a[k], b[k], atol=1e-5) for k in a)
+
+
+def test_sentencepiece_units_in_bulk_are_the_per_sentence_units(tmp_path):
+    """The id store and the counts featurise SentencePiece units in bulk, as piece ids; a
+    sentence gets the ids its pieces get one at a time (unknown characters and empty text
+    included), and the counts are the pieces' counts without the unknown ones."""
+    from collections import Counter
+
+    from paramill.embed.featurise import _ids_column, chunk_counts
+    from paramill.embed.model import build_from_counts, featurizers, sentencepiece_for
+
+    spec = ModelSpec(units="sp", components=("word",), dim=4, sp_vocab_size=40)
+    train_text = [x for p in PAIRS for x in p]
+    proto = sentencepiece_for(spec, train_text)
+    f = featurizers(spec, proto)["sp"]
+    texts = ["The dog sleeps ☃☃ 雨.", "", "   ", "Ünïcode Straße", "ok", "The chef cooks lunch."]
+    strings = Counter(u for t in texts for u in f(t))
+    bulk = f.counter(chunk_counts({"sp": f}, (texts[:3], texts[3:]))["sp"])
+    known = set(f.pieces)
+    assert bulk == Counter({u: c for u, c in strings.items() if u in known and u != "<unk>"})
+    assert any(u not in known for u in strings)  # the text has pieces the model does not know
+    model = build_from_counts(spec, {"sp": Counter(u for t in train_text for u in f(t))}, proto)
+    vocab = model.vocabs["sp"]
+    column = _ids_column(vocab, f, texts).to_pylist()
+    assert column == [vocab.ids(f(t)) for t in texts]
+    assert column[1] == column[2] == [1] and 1 in column[0]
+
+
+def test_the_sentencepiece_sample_is_seeded_and_bounded(tmp_path):
+    import polars as pl
+
+    from paramill.embed.data import PairSource
+
+    pairs = [(f"first {i}", f"second {i}") for i in range(3000)]
+    pl.DataFrame({"s1": [a for a, _ in pairs], "s2": [b for _, b in pairs]}).write_parquet(
+        tmp_path / "p.parquet", row_group_size=500)
+    (tmp_path / "p.tsv").write_text("".join(f"{a}\t{b}\n" for a, b in pairs))
+    parquet = PairSource.from_files([tmp_path / "p.parquet"], batch_rows=700)
+    assert parquet.rows() == 3000 and PairSource.from_files([tmp_path / "p.tsv"]).rows() is None
+    sample = list(parquet.sentences(1000, seed=13))
+    assert 800 < len(sample) < 1200 and sample == list(parquet.sentences(1000, seed=13))
+    assert sample != list(parquet.sentences(1000, seed=14))
+    assert all(b == "second " + a.split()[1] for a, b in zip(sample[::2], sample[1::2]))  # whole pairs
+    everything = [x for p in pairs for x in p]
+    assert list(parquet.sentences(6000, seed=13)) == everything  # the sample is the corpus
+    assert list(PairSource.from_files([tmp_path / "p.tsv"]).sentences(10, seed=13)) == everything

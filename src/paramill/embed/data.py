@@ -68,6 +68,30 @@ class PairSource:
             what = {"files": [sha256_file(p) for p in self.paths]}
         return {**what, "max_pairs": self.max_pairs, "drop_identical": self.drop_identical}
 
+    def rows(self) -> int | None:
+        """Rows in the source before filtering (Parquet: from the files' metadata, nothing
+        read), or None where only a full read can tell (TSV)."""
+        if self.pairs is not None:
+            return len(self.pairs)
+        if not all(path.endswith(".parquet") for path in self.paths):
+            return None
+        return sum(pq.ParquetFile(path).metadata.num_rows for path in self.paths)
+
+    def sentences(self, sample: int, seed: int) -> Iterator[str]:
+        """Both sentences of a seeded random sample of the pairs, about ``sample`` sentences
+        (each pair kept with probability sample / (2 x rows)); every sentence where the
+        source is smaller or its size unknown. What paramill trains its SentencePiece model
+        on: the sample, never the corpus, reaches the trainer."""
+        rows = self.rows()
+        share = 1.0 if not rows else min(1.0, sample / (2 * rows))
+        for k, (s1, s2) in enumerate(self):
+            if share < 1.0:
+                keep = np.flatnonzero(np.random.default_rng([seed, k]).random(len(s1)) < share)
+                s1, s2 = [s1[i] for i in keep], [s2[i] for i in keep]
+            for a, b in zip(s1, s2):
+                yield a
+                yield b
+
     def __iter__(self) -> Iterator[tuple[list[str], list[str]]]:
         left = self.max_pairs or None
         for frame in self._frames():
@@ -137,13 +161,17 @@ def count_units(featurizers: dict[str, Featurizer], source: PairSource,
                 workers: int = 1) -> tuple[dict[str, Counter], int]:
     """Unit counts per unit type over every sentence of ``source``, and the pairs seen;
     chunks are featurised by ``workers`` processes when there is more than one."""
-    counts = {unit: Counter() for unit in featurizers}
+    counts: dict[str, Counter | np.ndarray] = {unit: Counter() for unit in featurizers}
     n = 0
     for found, size in ordered_map(partial(chunk_counts, featurizers), source, workers):
         n += size
         for unit, c in found.items():
-            counts[unit].update(c)
-    return counts, n
+            if isinstance(c, np.ndarray):  # SentencePiece ids: summed, pieces named at the end
+                counts[unit] = c if isinstance(counts[unit], Counter) else counts[unit] + c
+            else:
+                counts[unit].update(c)  # type: ignore[union-attr]
+    return {unit: featurizers[unit].counter(c) if isinstance(c, np.ndarray) else c
+            for unit, c in counts.items()}, n
 
 
 def write_ids(vocabs: dict[str, Vocab], featurizers: dict[str, Featurizer], source: PairSource,

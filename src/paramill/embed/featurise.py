@@ -22,9 +22,13 @@ from paramill.embed.features import Featurizer, Vocab
 
 
 def chunk_counts(featurizers: dict[str, Featurizer], chunk: tuple[list[str], list[str]]
-                  ) -> dict[str, Counter]:
+                  ) -> dict[str, Counter | np.ndarray]:
+    """Unit counts of a chunk's sentences: a Counter of units, or for SentencePiece units an
+    array of counts by piece id (summed by the caller, turned into pieces once at the end:
+    :meth:`Featurizer.counter`)."""
     s1, s2 = chunk
-    return {unit: Counter(u for sentence in s1 + s2 for u in f(sentence))
+    return {unit: f.piece_counts(s1 + s2) if unit == "sp" else
+            Counter(u for sentence in s1 + s2 for u in f(sentence))
             for unit, f in featurizers.items()}
 
 
@@ -60,17 +64,41 @@ def _single_threaded() -> None:
     device.limit_threads(1)
 
 
+#: SentencePiece id -> vocabulary id tables, one per (vocabulary, featurizer) a process uses
+_LOOKUPS: dict[tuple[int, int], tuple[Vocab, np.ndarray]] = {}
+
+
+def _sp_ids(vocab: Vocab, f: Featurizer, sentences: list[str]) -> tuple[np.ndarray, np.ndarray]:
+    """Vocabulary ids and lengths of SentencePiece units, a sentence without pieces as one
+    :data:`UNK` (as :meth:`Vocab.ids`): the piece ids of the whole chunk mapped by one table."""
+    key = (id(vocab), id(f))
+    if key not in _LOOKUPS or _LOOKUPS[key][0] is not vocab:
+        _LOOKUPS[key] = (vocab, f.lookup(vocab))
+    flat, lengths = f.piece_ids(sentences)
+    ids = _LOOKUPS[key][1][flat]
+    empty = np.flatnonzero(lengths == 0)
+    if len(empty):  # each gets one unknown id, inserted where its sentence starts
+        starts = np.cumsum(lengths)[empty] - lengths[empty]
+        ids = np.insert(ids, starts, 1).astype(np.int32)
+        lengths = np.maximum(lengths, 1)
+    return ids, lengths
+
+
 def _ids_column(vocab: Vocab, f: Featurizer, sentences: list[str]) -> pa.Array:
-    index, unk = vocab.index, 1
-    lengths = np.empty(len(sentences), dtype=np.int32)
-    flat: list[int] = []
-    for i, sentence in enumerate(sentences):
-        ids = [index.get(u, unk) for u in f(sentence)] or [unk]
-        lengths[i] = len(ids)
-        flat.extend(ids)
+    if f.unit == "sp":
+        ids, lengths = _sp_ids(vocab, f, sentences)
+    else:
+        index, unk = vocab.index, 1
+        lengths = np.empty(len(sentences), dtype=np.int64)
+        found: list[int] = []
+        for i, sentence in enumerate(sentences):
+            units = [index.get(u, unk) for u in f(sentence)] or [unk]
+            lengths[i] = len(units)
+            found.extend(units)
+        ids = np.asarray(found, dtype=np.int32)
     offsets = np.zeros(len(sentences) + 1, dtype=np.int32)
     np.cumsum(lengths, out=offsets[1:])
-    return pa.ListArray.from_arrays(pa.array(offsets), pa.array(np.asarray(flat, dtype=np.int32)))
+    return pa.ListArray.from_arrays(pa.array(offsets), pa.array(ids))
 
 
 def ids_table(vocabs: dict[str, Vocab], featurizers: dict[str, Featurizer], schema: pa.Schema,

@@ -139,12 +139,18 @@ def train(source: PairSource | list[tuple[str, str]], out: str | Path, spec: Mod
             state = None
     if state is None:
         proto = None
-        if needs_sentencepiece(spec):  # trained on every training sentence, sampled
-            proto = sentencepiece_for(spec, (x for s1, s2 in source for x in s1 + s2),
+        if needs_sentencepiece(spec):  # trained on a seeded sample of the training sentences
+            started = time.perf_counter()
+            proto = sentencepiece_for(spec, source.sentences(spec.sp_input_sentences, settings.seed),
                                       settings.seed, device.threads())
+            print(f"embed train: SentencePiece model trained in {time.perf_counter() - started:.1f} s",
+                  file=sys.stderr)
+        started = time.perf_counter()
         counts, n = count_units(featurizers(spec, proto), source, workers=device.threads())
         if n < 2:
             raise ValueError(f"training needs at least two paraphrase pairs, got {n}")
+        print(f"embed train: {n} pairs' units counted in {time.perf_counter() - started:.1f} s",
+              file=sys.stderr)
         model = build_from_counts(spec, counts, proto).to(dev).train()
     optimizer = torch.optim.Adam(model.parameters(), lr=settings.learning_rate)
     if state is not None:
@@ -153,8 +159,11 @@ def train(source: PairSource | list[tuple[str, str]], out: str | Path, spec: Mod
     known = {str(Path(p)): d for p, d in zip(source.paths, data.get("files", []))}  # hashed once
     run = Run(rule=rule, params={"spec": asdict(spec), "train": asdict(settings)}, inputs=list(inputs),
               known_digests=known)
+    started = time.perf_counter()
     n = write_ids(model.vocabs, model.featurizers, source, store, CHUNK_PAIRS,
                   key={"data": data, "spec": asdict(spec)}, workers=device.threads())
+    print(f"embed train: id store of {n} pairs ready in {time.perf_counter() - started:.1f} s",
+          file=sys.stderr)
     units = sorted(model.vocabs)
     scramble = spec.units if settings.scramble_rate > 0 and spec.recurrent else None
     mega = settings.batch_size * settings.megabatch
