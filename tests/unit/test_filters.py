@@ -187,7 +187,7 @@ def test_kenlm_needs_its_model():
 
 # -- classifier -----------------------------------------------------------------------
 
-def test_classifier_learns_a_separable_toy_set(tmp_path):
+def test_classifier_learns_a_separable_toy_set(tmp_path, monkeypatch):
     refs = [f"the {w} walked home slowly" for w in ("man", "woman", "child", "dog", "cat")] * 8
     trans = [f"a {w} go house quick quick" for w in ("man", "woman", "child", "dog", "cat")] * 8
     data = [(s, 1.0) for s in refs] + [(s, 0.0) for s in trans]
@@ -199,6 +199,25 @@ def test_classifier_learns_a_separable_toy_set(tmp_path):
     p = model.p_reference(["the bird walked home slowly", "a bird go house quick quick"])
     assert p[0] > 0.5 > p[1]
     assert verify(out) == []
+    # the scoring batch is its own setting: the section's training batch_size does not reach it
+    import paramill.filters.classifier as classifier_module
+    from paramill.cli import main
+
+    batches = []
+    real = classifier_module.ReferenceClassifier.p_reference
+
+    def spy(self, sentences, batch_size=512):
+        batches.append(batch_size)
+        return real(self, sentences, batch_size)
+
+    shard = write_candidates(tmp_path / "c" / "shard-00000.parquet",
+                             [(f"p{i}", refs[i], trans[i], 0.1) for i in range(5)])
+    monkeypatch.setattr(classifier_module.ReferenceClassifier, "p_reference", spy)
+    for settings, expected in (('{"batch_size": 3}', 512), ('{"score_batch_size": 7}', 7)):
+        assert main(["filters", "score", "--filter", "classifier", "--candidates", str(shard),
+                     "--out", str(tmp_path / "s.parquet"), "--settings", settings,
+                     "--models", json.dumps({"model": str(out)})]) == 0
+        assert batches.pop() == expected
 
 
 def test_classifier_lstm_variant_trains(tmp_path):

@@ -40,7 +40,8 @@ class ClassifierSettings(Settings):
     dim: int = setting(300, "Embedding size.", minimum=1)
     hidden: int = setting(300, "LSTM hidden size.", minimum=1)
     epochs: int = setting(10, "Training epochs (best validation epoch kept).", minimum=1)
-    batch_size: int = setting(100, "Sentences per batch.", minimum=1)
+    batch_size: int = setting(100, "Sentences per training batch.", minimum=1)
+    score_batch_size: int = setting(512, "Candidates per batch when scoring.", minimum=1)
     learning_rate: float = setting(0.001, "Adam learning rate.", exclusiveMinimum=0)
     seed: int = setting(13, "Random seed.")
     device: Device = setting("auto", "auto: cuda when a GPU is visible.")
@@ -168,7 +169,7 @@ class Classifier(ModelFilter):
     settings = ClassifierSettings
     models = {"model": "classifier"}
     model: str = ""
-    batch_size: int = 512
+    score_batch_size: int = 512  # filters.classifier.score_batch_size (batch_size trains)
 
     def load(self) -> ReferenceClassifier:
         return load_classifier(self.model)
@@ -177,4 +178,4 @@ class Classifier(ModelFilter):
         return [Column("classifier", Direction.HIGHER, "P(reference) of the candidate")]
 
     def score(self, batch: Batch) -> dict[str, Any]:
-        return {"classifier": self.loaded.p_reference(batch.candidates, self.batch_size)}
+        return {"classifier": self.loaded.p_reference(batch.candidates, self.score_batch_size)}
