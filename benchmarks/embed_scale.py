@@ -74,6 +74,12 @@ print("RESULT", json.dumps({{"data_seconds": marks["store_ready"] - start, "stop
 """
 
 
+#: the data phases as ``paramill.embed.train.train`` logs them
+PHASES = {"sentencepiece": r"SentencePiece model trained in ([0-9.]+) s",
+          "counting": r"units counted in ([0-9.]+) s",
+          "id_store": r"id store of \d+ pairs ready in ([0-9.]+) s"}
+
+
 def synthetic(path: Path, n: int, seed: int = 0, chunk: int = 500_000) -> None:
     rng = np.random.default_rng(seed)
     vocab = np.array([f"w{i}" for i in range(20_000)])
@@ -134,10 +140,13 @@ def main() -> None:
             if done.returncode:
                 sys.exit(f"child failed ({done.returncode}):\n{done.stdout[-2000:]}\n{done.stderr[-3000:]}")
             result = json.loads(re.search(r"RESULT (.*)", done.stdout).group(1))
+            phases = {name: float(m.group(1)) for name, pattern in PHASES.items()
+                      if (m := re.search(pattern, done.stderr))}
             report["runs"].append({
                 "pairs": n, "generate_seconds": round(made, 1), "wall_seconds": round(wall, 1),
                 "count_and_id_store_seconds": round(result["data_seconds"], 1),
                 "count_and_id_store_pairs_per_second": round(n / result["data_seconds"]),
+                "phase_seconds": phases,  # from train()'s log: the SentencePiece model (units sp), counting, id store
                 "stopped_after_train_seconds": result["stopped"],
                 "peak_rss_mb": round(result["peak_rss_mb"])})
             for f in tmp.glob(f"m{n}.pt*"):

@@ -15,6 +15,7 @@ PY=${PYTHON:-python3}
 nvidia-smi > "$OUT/nvidia-smi.txt" 2>&1
 SUITE=$(cat .gpu/SUITE 2>/dev/null || echo nmt)
 THREADS=$(nproc)
+DEVICE=${DEVICE:-cuda}  # DEVICE=cpu: a dry run of the embed suite on a machine without a GPU
 if [ "$SUITE" = embed ]; then
   export PARAMILL_SHARED_DATA="$PWD/.gpu/shared-data"
   "$PY" - <<'PYEOF' 2>&1 | tee "$OUT/env.txt"
@@ -31,13 +32,13 @@ PYEOF
   for part in ${PARTS:-embeddings reference scale}; do
     start=$(date +%s)
     case $part in
-      embeddings) timeout "${1:-300}" "$PY" benchmarks/embeddings.py --device cuda --threads "$THREADS" \
+      embeddings) timeout "${1:-300}" "$PY" benchmarks/embeddings.py --device "$DEVICE" --threads "$THREADS" \
           --variants ${VARIANTS:-word word-sp trigram word-trigram gran-sp} --epochs ${EPOCHS:-15} \
           --out "$OUT/embeddings.json" > "$OUT/embeddings.log" 2>&1 ;;
-      reference) timeout "${1:-300}" "$PY" benchmarks/embed_reference.py --device cuda --threads "$THREADS" \
+      reference) timeout "${1:-300}" "$PY" benchmarks/embed_reference.py --device "$DEVICE" --threads "$THREADS" \
           --reference .gpu/reference --deps /tmp/paramill-site/site --epochs 5 \
           --out "$OUT/embed_reference.json" > "$OUT/embed_reference.log" 2>&1 ;;
-      scale) timeout "${1:-300}" "$PY" benchmarks/embed_scale.py --device cuda --threads "$THREADS" \
+      scale) timeout "${1:-300}" "$PY" benchmarks/embed_scale.py --device "$DEVICE" --threads "$THREADS" \
           --sizes ${SIZES:-1000000} --units sp --train-seconds 30 \
           --out "$OUT/embed_scale.json" > "$OUT/embed_scale.log" 2>&1 ;;
     esac

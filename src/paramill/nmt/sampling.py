@@ -35,7 +35,6 @@ import json
 import multiprocessing
 import random
 import re
-import time
 from collections.abc import Iterator
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import asdict, dataclass
@@ -44,14 +43,14 @@ from typing import Any, Literal
 
 import pyarrow as pa
 
-from paramill.io import TableWriter, atomic_output, iter_parquet_batches, parquet_rows
+from paramill.io import iter_parquet_batches, parquet_rows
+from paramill.job import table_job
 from paramill.nmt.cluster import best_per_cluster, cluster_units, kmedoids
 from paramill.nmt.engine import Engine, announce, open_translator, select
 from paramill.nmt.schema import CANDIDATES
 from paramill.nmt.score import load_scorer, nll_per_token
 from paramill.nmt.subwords import Segmenter
-from paramill.progress import progress
-from paramill.provenance import Run, prov_path
+from paramill.provenance import Run
 from paramill.settings import Device, setting, Settings
 from paramill.text import tokenize
 
@@ -270,10 +269,7 @@ def sample_shard(shard: str | Path, fwd_model: str | Path, bwd_model: str | Path
     announce(engine, "nmt translate (sample)")
     workers = 1 if engine.device != "cpu" else max(1, threads)
     totals = {"sources": 0, "sampled": 0, "unique": 0, "below_threshold": 0, "output": 0}
-    start = time.perf_counter()
-    with atomic_output(out, prov_path(out)) as (tmp, tmp_prov):
-        writer = TableWriter(tmp, CANDIDATES)
-        bar = progress(f"sample {Path(shard).name}", unit="sent", total=n_in)
+    with table_job(run, out, CANDIDATES, f"sample {Path(shard).name}", n_in, unit="sent") as job:
         if workers == 1:
             _init(models, settings, engine)
             results: Iterator = map(process_block, _blocks(shard, settings.block))
@@ -286,18 +282,13 @@ def sample_shard(shard: str | Path, fwd_model: str | Path, bwd_model: str | Path
             results = pool.map(process_block, _blocks(shard, settings.block))
         try:
             for rows, stats in results:
-                writer.write(pa.Table.from_pylist(rows, schema=CANDIDATES))
+                job.write(pa.Table.from_pylist(rows, schema=CANDIDATES), done=stats["sources"])
                 for key, value in stats.items():
                     totals[key] += value
-                bar.update(stats["sources"])
         finally:
             if pool is not None:
                 pool.shutdown()
-        bar.close()
-        writer.close()
-        seconds = time.perf_counter() - start
-        totals["seconds"] = round(seconds, 2)
+        totals["seconds"] = round(job.elapsed, 2)
         totals["engine"] = engine.record()
-        run.write({out: tmp}, {out: tmp_prov}, rows_in=n_in, rows_out=totals["output"],
-                  extra={"sampling": totals})
+        job.extra["sampling"] = totals
     return totals

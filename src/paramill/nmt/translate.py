@@ -17,7 +17,6 @@ Empty outputs are dropped. The output appears only when the whole shard is done.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -25,12 +24,12 @@ from typing import Any, Literal
 
 import pyarrow as pa
 
-from paramill.io import TableWriter, atomic_output, iter_parquet_batches, parquet_rows
+from paramill.io import iter_parquet_batches, parquet_rows
+from paramill.job import table_job
 from paramill.nmt.engine import Engine, announce, open_translator, select
 from paramill.nmt.schema import CANDIDATES
 from paramill.nmt.subwords import Segmenter
-from paramill.progress import progress
-from paramill.provenance import Run, prov_path
+from paramill.provenance import Run
 from paramill.settings import Device, setting, Settings
 
 METHODS = ("beam", "kbest")  # "sample" is paramill.nmt.sampling
@@ -139,26 +138,17 @@ def translate_shard(shard: str | Path, model_dir: str | Path, src_spm: str | Pat
     n_in = parquet_rows([shard])
     run = Run(rule=rule, params={**asdict(settings), "threads": threads},
               inputs=[shard, model_dir, src_spm, tgt_spm])
-    start = time.perf_counter()
-    rows_out = 0
     target_pieces = 0
-    with atomic_output(out, prov_path(out)) as (tmp, tmp_prov):
-        writer = TableWriter(tmp, CANDIDATES)
-        bar = progress(f"translate {Path(shard).name}", unit="sent", total=n_in)
+    with table_job(run, out, CANDIDATES, f"translate {Path(shard).name}", n_in, unit="sent") as job:
         for batch in iter_parquet_batches([shard], batch_size=max(256, settings.batch_size * 8),
                                           columns=["pair_id", "cs", "en"]):
             rows = list(_rows(batch, translator, src_seg, tgt_seg, settings))
-            writer.write(pa.Table.from_pylist(rows, schema=CANDIDATES))
-            rows_out += len(rows)
+            job.write(pa.Table.from_pylist(rows, schema=CANDIDATES), done=batch.num_rows)
             target_pieces += sum(r["n_tokens"] for r in rows if r["rank"] == 1)
-            bar.update(batch.num_rows)
-        bar.close()
-        writer.close()
-        seconds = time.perf_counter() - start
-        stats = {"sources": n_in, "candidates": rows_out, "seconds": round(seconds, 3),
+        seconds = job.elapsed
+        stats = {"sources": n_in, "candidates": job.rows, "seconds": round(seconds, 3),
                  "sentences_per_second": round(n_in / seconds, 2) if seconds else None,
                  "target_tokens_per_second": round(target_pieces / seconds, 2) if seconds else None,
                  "device": engine.device, "engine": engine.record()}
-        run.write({out: tmp}, {out: tmp_prov}, rows_in=n_in, rows_out=rows_out,
-                  extra={"translation": stats})
+        job.extra["translation"] = stats
     return stats
