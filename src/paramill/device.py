@@ -96,6 +96,22 @@ def pick(requested: str = "auto") -> str:
     return requested
 
 
+def _deterministic_algorithms(torch) -> None:
+    """``torch.use_deterministic_algorithms(True, warn_only=True)`` without its import of
+    ``torch._inductor.config`` (2.4 s a job in torch 2.13, for a compiler paramill never runs):
+    the flag is set on torch's core, and on the inductor's config only where something has
+    already imported it."""
+    import sys
+
+    setter = getattr(torch._C, "_set_deterministic_algorithms", None)
+    if setter is None:  # another torch: the public call
+        torch.use_deterministic_algorithms(True, warn_only=True)
+        return
+    setter(True, warn_only=True)
+    if "torch._inductor.config" in sys.modules:
+        sys.modules["torch._inductor.config"].deterministic = True
+
+
 def deterministic(seed: int | None = None, n_threads: int | None = None) -> None:
     """Make torch training repeatable: deterministic algorithms, a fixed thread count
     (``n_threads``, else :func:`threads`: the rule's ``--threads``), and with ``seed`` the
@@ -112,7 +128,7 @@ def deterministic(seed: int | None = None, n_threads: int | None = None) -> None
     import torch
 
     os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
-    torch.use_deterministic_algorithms(True, warn_only=True)
+    _deterministic_algorithms(torch)
     _torch_threads(n_threads or threads())
     if seed is not None:
         import sentencepiece

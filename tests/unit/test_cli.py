@@ -206,3 +206,30 @@ def test_an_error_starts_its_own_line_after_a_progress_bar(tmp_path, capfd, monk
     assert "ingest c" in err or "lines" in err  # the bar was drawn before the failure
     errors = [line for line in err.split("\n") if "error:" in line]
     assert errors and all(line.startswith("paramill bitext ingest: error:") for line in errors), errors
+
+
+def test_a_jobs_fixed_costs_stay_small():
+    """What every job pays before its work: deterministic torch without importing the
+    inductor compiler (2.4 s a job in torch 2.13), and the config schema read by libyaml
+    where PyYAML has it (0.8 s with the pure-Python loader). In a fresh interpreter."""
+    import subprocess
+    import sys
+
+    probe = (
+        "import sys, yaml\n"
+        "from paramill import config, device\n"
+        "import torch\n"
+        "assert not torch.are_deterministic_algorithms_enabled()\n"
+        "device.deterministic()\n"
+        "assert torch.are_deterministic_algorithms_enabled()\n"
+        "assert torch.is_deterministic_algorithms_warn_only_enabled()\n"
+        "assert 'torch._inductor.config' not in sys.modules, 'the inductor was imported'\n"
+        "assert config.SAFE_LOADER is getattr(yaml, 'CSafeLoader', yaml.SafeLoader)\n"
+        "assert config.schema() == yaml.safe_load(open(config.resources.files('paramill')"
+        ".joinpath('data/config.schema.yaml')))\n"
+        "import torch._inductor.config as inductor\n"
+        "inductor.deterministic = False\n"
+        "device.deterministic()\n"
+        "assert inductor.deterministic  # where it was imported, its flag is set too\n")
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-3000:]

@@ -25,9 +25,9 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from scipy.stats import pearsonr, spearmanr
 
 from paramill import formats
+from paramill.correlation import pearson, spearman
 from paramill.fields import counts, number
 from paramill.formats import Bad, pit2015, toks, twitter_url
 from paramill.io import InputError
@@ -127,8 +127,8 @@ def score(model, data: StsData) -> dict[str, Any]:
     if len(data.gold) >= 2:
         sims = cosine(model.encode(data.s1), model.encode(data.s2))
         if np.std(sims) > 0 and np.std(data.gold) > 0:
-            row["pearson"] = round(100 * float(pearsonr(sims, data.gold)[0]), 2)
-            row["spearman"] = round(100 * float(spearmanr(sims, data.gold)[0]), 2)
+            row["pearson"] = round(100 * pearson(sims, data.gold), 2)
+            row["spearman"] = round(100 * spearman(sims, data.gold), 2)
     return row
 
 

@@ -126,12 +126,12 @@ def read_lines(path: str | Path) -> Iterable[str]:
 
 
 def _spearman(x: list[float], y: list[float]) -> float | None:
-    from scipy.stats import spearmanr
+    from paramill.correlation import spearman
 
     pairs = [(a, b) for a, b in zip(x, y) if a is not None and b is not None]
     if len(pairs) < 3 or len({a for a, _ in pairs}) < 2 or len({b for _, b in pairs}) < 2:
         return None  # undefined for a constant input
-    rho = spearmanr([a for a, _ in pairs], [b for _, b in pairs]).statistic
+    rho = spearman([a for a, _ in pairs], [b for _, b in pairs])
     return None if rho != rho else round(100.0 * float(rho), 2)
 
 

@@ -34,7 +34,7 @@ def read_simlex(path: str | Path) -> list[tuple[str, str, float]]:
 
 def evaluate(lexicon_tsv: str | Path, simlex: str | Path, out_tsv: str | Path, out_json: str | Path,
              rule: str = "lexicon_simlex") -> dict[str, Any]:
-    from scipy.stats import spearmanr
+    from paramill.correlation import spearman
 
     run = Run(rule=rule, params={}, inputs=[lexicon_tsv, simlex])
     gold = read_simlex(simlex)
@@ -52,7 +52,7 @@ def evaluate(lexicon_tsv: str | Path, simlex: str | Path, out_tsv: str | Path, o
             seen += 1
         per_pair.append((a, b, g, [sum((f[i] if f else 0.0) for f in found) / 2 for i in (0, 1)]))
     for name, i in columns.items():
-        rho = spearmanr([g for _, _, g, _ in per_pair], [s[i] for *_, s in per_pair]).statistic
+        rho = spearman([g for _, _, g, _ in per_pair], [s[i] for *_, s in per_pair])
         results.append({"score": name, "spearman": round(100 * float(rho), 2) if rho == rho else None,
                         "pairs": len(gold), "seen": seen, "coverage": round(seen / len(gold), 4) if gold else 0.0})
         rows.append(results[-1])
