@@ -7,7 +7,7 @@ import subprocess
 
 import pytest
 
-from .conftest import REPO, TINY_NMT, copy_project, coverage, digests, snakemake
+from .conftest import REPO, TINY_NMT, copy_project, digests, snakemake
 
 pytestmark = pytest.mark.slow
 
@@ -46,16 +46,18 @@ def _squeue(job_ids):
     return {f[0]: (f[1], " ".join(f[2:])) for f in (line.split() for line in out.splitlines())}
 
 
-#: the bitext outputs, compared byte for byte. Not the models' bytes: a model trained in a
-#: SLURM job differs from the same training run locally in the last bits of its weights
-#: (about 2e-7; each side is the same run to run, see test_reproducible.py), and the
-#: candidates follow the models: of those, the pairs each table covers are compared.
+#: the bitext outputs, compared byte for byte with the local run's. Not the subword models
+#: or what follows them: a model trained in a SLURM job can differ from the same training
+#: run locally in the last bits (the job's CPUs are SLURM's to give).
 BITEXT = ("work/shards/", "results/bitext/stats.json", "results/bitext/outcomes.tsv")
 
 
-#: what both runs build: the bitext, the models and the candidates (the whole default DAG
-#: runs locally in test_default_workflow.py; here the point is the executor)
-TARGETS = ["results/bitext/stats.json", "results/nmt/backtranslation.json"]
+#: what the SLURM run builds: the bitext, its statistics, both subword models and the NMT
+#: training data: five rules, two levels of dependencies, a job asking for a GPU. The whole
+#: default DAG runs locally in test_default_workflow.py; here the point is the executor and
+#: the profile. (Training and translating through SLURM too took 263 s of the suite's
+#: critical path, mostly the plugin's status polling, which backs off 10 s a check.)
+TARGETS = ["results/bitext/stats.json", "work/nmt/data"]
 
 
 def test_dag_through_slurm_equals_a_local_run(cluster, tiny_run, tmp_path):
@@ -73,8 +75,7 @@ def test_dag_through_slurm_equals_a_local_run(cluster, tiny_run, tmp_path):
     for record in records:
         assert record["slurm_job_id"], f"{record['rule']} did not run under SLURM"
         by_rule.setdefault(record["rule"], set()).add(record["slurm_job_id"])
-    assert set(by_rule) >= {"ingest", "clean", "bitext_stats", "spm_train", "nmt_data", "nmt_train",
-                            "nmt_convert", "nmt_translate", "backtranslation_stats"}
+    assert set(by_rule) == {"ingest", "clean", "bitext_stats", "spm_train", "nmt_data"}
     jobs = _squeue(sorted({j for ids in by_rule.values() for j in ids}))
     assert all(state == "COMPLETED" for state, _ in jobs.values()), jobs
     (stats_job,) = by_rule["bitext_stats"]
@@ -85,4 +86,5 @@ def test_dag_through_slurm_equals_a_local_run(cluster, tiny_run, tmp_path):
     local = {k: v for k, v in tiny_run.digests.items() if k.startswith(BITEXT)}
     remote_files = {k: v for k, v in digests(remote).items() if k.startswith(BITEXT)}
     assert len(local) > 6 and remote_files == local
-    assert coverage(remote) == tiny_run.coverage and len(tiny_run.coverage) >= 4
+    assert sorted(p.name for p in (remote / "work/nmt/data").iterdir()) == \
+        sorted(p.name for p in (tiny_run.root / "work/nmt/data").iterdir())

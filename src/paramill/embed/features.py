@@ -126,7 +126,7 @@ class Featurizer:
 
 
 def train_sentencepiece(sentences: Iterable[str], vocab_size: int, model_type: str = "unigram",
-                        character_coverage: float = 0.995, input_sentences: int = 10_000_000,
+                        character_coverage: float = 0.995, input_sentences: int = 1_000_000,
                         seed: int = 13, threads: int = 1) -> bytes:
     """A SentencePiece model trained on ``sentences`` (the vocabulary size a soft limit, as
     the authors' at-scale code has it); returns the model's bytes. Memory: at most
