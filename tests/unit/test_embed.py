@@ -470,15 +470,16 @@ def test_sentencepiece_units_in_bulk_are_the_per_sentence_units(tmp_path):
     f = featurizers(spec, proto)["sp"]
     texts = ["The dog sleeps ☃☃ 雨.", "", "   ", "Ünïcode Straße", "ok", "The chef cooks lunch."]
     strings = Counter(u for t in texts for u in f(t))
-    bulk = f.counter(chunk_counts({"sp": f}, (texts[:3], texts[3:]))["sp"])
-    known = set(f.pieces)
-    assert bulk == Counter({u: c for u, c in strings.items() if u in known and u != "<unk>"})
-    assert any(u not in known for u in strings)  # the text has pieces the model does not know
-    model = build_from_counts(spec, {"sp": Counter(u for t in train_text for u in f(t))}, proto)
-    vocab = model.vocabs["sp"]
-    column = _ids_column(vocab, f, texts).to_pylist()
-    assert column == [vocab.ids(f(t)) for t in texts]
-    assert column[1] == column[2] == [1] and 1 in column[0]
+    by_id, unknown = chunk_counts({"sp": f}, (texts[:3], texts[3:]))["sp"]
+    assert f.counter(by_id) + unknown == strings
+    assert any(u not in f.pieces for u in strings) and unknown  # text the model does not know
+    for counted in (train_text, texts):  # unknown text out of the vocabulary, then in it
+        model = build_from_counts(spec, {"sp": Counter(u for t in counted for u in f(t))}, proto)
+        vocab = model.vocabs["sp"]
+        column = _ids_column(vocab, f, texts).to_pylist()
+        assert column == [vocab.ids(f(t)) for t in texts]
+        assert column[1] == column[2] == [1]
+    assert vocab.index["☃☃"] in column[0]
 
 
 def test_the_sentencepiece_sample_is_seeded_and_bounded(tmp_path):

@@ -161,17 +161,19 @@ def count_units(featurizers: dict[str, Featurizer], source: PairSource,
                 workers: int = 1) -> tuple[dict[str, Counter], int]:
     """Unit counts per unit type over every sentence of ``source``, and the pairs seen;
     chunks are featurised by ``workers`` processes when there is more than one."""
-    counts: dict[str, Counter | np.ndarray] = {unit: Counter() for unit in featurizers}
+    counts: dict[str, Counter] = {unit: Counter() for unit in featurizers}
+    by_id: dict[str, np.ndarray] = {}  # SentencePiece units: counts by piece id, summed
     n = 0
     for found, size in ordered_map(partial(chunk_counts, featurizers), source, workers):
         n += size
         for unit, c in found.items():
-            if isinstance(c, np.ndarray):  # SentencePiece ids: summed, pieces named at the end
-                counts[unit] = c if isinstance(counts[unit], Counter) else counts[unit] + c
-            else:
-                counts[unit].update(c)  # type: ignore[union-attr]
-    return {unit: featurizers[unit].counter(c) if isinstance(c, np.ndarray) else c
-            for unit, c in counts.items()}, n
+            if isinstance(c, tuple):
+                ids, c = c
+                by_id[unit] = by_id[unit] + ids if unit in by_id else ids
+            counts[unit].update(c)
+    for unit, ids in by_id.items():  # the pieces named once, at the end
+        counts[unit].update(featurizers[unit].counter(ids))
+    return counts, n
 
 
 def write_ids(vocabs: dict[str, Vocab], featurizers: dict[str, Featurizer], source: PairSource,

@@ -95,10 +95,9 @@ class Featurizer:
     def piece_ids(self, sentences: list[str]) -> tuple[np.ndarray, np.ndarray]:
         """Units sp of many sentences at once, as SentencePiece ids: a flat int32 array and each
         sentence's length. One call into SentencePiece for the lot (about 4x the per-sentence
-        :meth:`__call__` with its strings). A piece the model does not know (a character it
-        never saw) is the model's ``<unk>`` id, which :meth:`piece_counts` leaves out and
-        :meth:`lookup` maps to :data:`UNK`: what the strings of :meth:`__call__` give through
-        :meth:`Vocab.ids` against a vocabulary built from these counts."""
+        :meth:`__call__` with its strings). Text the model does not know (a character it never
+        saw) is the model's ``<unk>`` id here, where :meth:`__call__` gives its surface:
+        :meth:`unknown` recovers those."""
         import itertools
 
         texts = [s.lower() for s in sentences] if self.lowercase else list(sentences)
@@ -108,12 +107,31 @@ class Featurizer:
                            count=int(lengths.sum()))
         return flat, lengths
 
-    def piece_counts(self, sentences: list[str]) -> np.ndarray:
-        """How often each SentencePiece id occurs in ``sentences`` (``<unk>`` left at 0)."""
-        flat, _ = self.piece_ids(sentences)
+    def unknown(self, sentences: list[str], flat: np.ndarray, lengths: np.ndarray
+                ) -> tuple[np.ndarray, list[str]]:
+        """The positions in ``flat`` (of :meth:`piece_ids`) that hold ``<unk>``, and the units
+        :meth:`__call__` gives there (the unknown text itself: SentencePiece segments the same
+        way whichever it returns). Only sentences with such a piece are encoded again."""
+        hits = np.flatnonzero(flat == self._sp.unk_id())  # type: ignore[union-attr]
+        if not len(hits):
+            return hits, []
+        starts = np.concatenate([[0], np.cumsum(lengths)])
+        rows = np.searchsorted(starts, hits, side="right") - 1
+        pieces: dict[int, list[str]] = {}
+        surfaces = []
+        for pos, row in zip(hits.tolist(), rows.tolist()):
+            if row not in pieces:
+                pieces[row] = self(sentences[row])
+            surfaces.append(pieces[row][pos - int(starts[row])])
+        return hits, surfaces
+
+    def piece_counts(self, sentences: list[str]) -> tuple[np.ndarray, Counter]:
+        """The units of ``sentences`` counted as :meth:`__call__` would give them: an array of
+        counts by piece id (``<unk>`` left at 0), and a Counter of the unknown texts."""
+        flat, lengths = self.piece_ids(sentences)
         counts = np.bincount(flat, minlength=self._sp.get_piece_size())  # type: ignore[union-attr]
         counts[self._sp.unk_id()] = 0  # type: ignore[union-attr]
-        return counts
+        return counts, Counter(self.unknown(sentences, flat, lengths)[1])
 
     def counter(self, piece_counts: np.ndarray) -> Counter:
         """Piece id counts as the Counter of pieces that :meth:`Vocab.from_counts` reads."""

@@ -22,10 +22,10 @@ from paramill.embed.features import Featurizer, Vocab
 
 
 def chunk_counts(featurizers: dict[str, Featurizer], chunk: tuple[list[str], list[str]]
-                  ) -> dict[str, Counter | np.ndarray]:
+                  ) -> dict[str, Counter | tuple[np.ndarray, Counter]]:
     """Unit counts of a chunk's sentences: a Counter of units, or for SentencePiece units an
     array of counts by piece id (summed by the caller, turned into pieces once at the end:
-    :meth:`Featurizer.counter`)."""
+    :meth:`Featurizer.counter`) with a Counter of the text the model does not know."""
     s1, s2 = chunk
     return {unit: f.piece_counts(s1 + s2) if unit == "sp" else
             Counter(u for sentence in s1 + s2 for u in f(sentence))
@@ -76,6 +76,9 @@ def _sp_ids(vocab: Vocab, f: Featurizer, sentences: list[str]) -> tuple[np.ndarr
         _LOOKUPS[key] = (vocab, f.lookup(vocab))
     flat, lengths = f.piece_ids(sentences)
     ids = _LOOKUPS[key][1][flat]
+    hits, surfaces = f.unknown(sentences, flat, lengths)  # text the model does not know: the
+    if len(hits):  # vocabulary may hold it as a unit of its own (it was counted as one)
+        ids[hits] = [vocab.index.get(u, 1) for u in surfaces]
     empty = np.flatnonzero(lengths == 0)
     if len(empty):  # each gets one unknown id, inserted where its sentence starts
         starts = np.cumsum(lengths)[empty] - lengths[empty]

@@ -202,14 +202,10 @@ def train(source: PairSource | list[tuple[str, str]], out: str | Path, spec: Mod
                 n1, n2 = hardest_negatives(e1, e2)
                 if not on_device:
                     n1, n2 = n1.cpu().numpy(), n2.cpu().numpy()
-                join = torch.cat if on_device else np.concatenate
                 for b in range(0, len(idx), settings.batch_size):
                     sl = slice(b, b + settings.batch_size)
-                    size = len(idx_t[sl])
-                    # s, s', t, t' of the batch through the encoder in one call (one set of
-                    # kernels, not four: each sentence's embedding is its own)
-                    rows = join([idx_t[sl], buffer.n + idx_t[sl], pool_t[n1[sl]], pool_t[n2[sl]]])
-                    g1, g2, t1, t2 = model(feats(rows, scramble)).split(size)
+                    rows = (idx_t[sl], buffer.n + idx_t[sl], pool_t[n1[sl]], pool_t[n2[sl]])
+                    g1, g2, t1, t2 = (model(feats(r, scramble)) for r in rows)
                     loss = margin_loss(g1, g2, t1, t2, settings.margin)
                     optimizer.zero_grad()
                     loss.backward()
@@ -218,7 +214,7 @@ def train(source: PairSource | list[tuple[str, str]], out: str | Path, spec: Mod
                     optimizer.step()
                     total += loss.detach()
                     batches += 1
-                    bar.update(size)
+                    bar.update(len(rows[0]))
                 bar.set_postfix(loss=f"{total.item() / max(1, batches):.4f}", refresh=False)  # a sync a mega-batch
         bar.close()
         history.append({"epoch": epoch + 1, "loss": total.item() / max(1, batches)})
