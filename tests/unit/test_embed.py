@@ -499,4 +499,6 @@ def test_the_sentencepiece_sample_is_seeded_and_bounded(tmp_path):
     assert all(b == "second " + a.split()[1] for a, b in zip(sample[::2], sample[1::2]))  # whole pairs
     everything = [x for p in pairs for x in p]
     assert list(parquet.sentences(6000, seed=13)) == everything  # the sample is the corpus
+    first = PairSource.from_files([tmp_path / "p.parquet"], max_pairs=400)  # max_pairs counts
+    assert first.rows() == 400 and list(first.sentences(1000, seed=13)) == everything[:800]
     assert list(PairSource.from_files([tmp_path / "p.tsv"]).sentences(10, seed=13)) == everything

@@ -69,13 +69,15 @@ class PairSource:
         return {**what, "max_pairs": self.max_pairs, "drop_identical": self.drop_identical}
 
     def rows(self) -> int | None:
-        """Rows in the source before filtering (Parquet: from the files' metadata, nothing
-        read), or None where only a full read can tell (TSV)."""
+        """Rows in the source before filtering, at most ``max_pairs`` (Parquet: from the
+        files' metadata, nothing read), or None where only a full read can tell (TSV)."""
         if self.pairs is not None:
-            return len(self.pairs)
-        if not all(path.endswith(".parquet") for path in self.paths):
+            rows = len(self.pairs)
+        elif all(path.endswith(".parquet") for path in self.paths):
+            rows = sum(pq.ParquetFile(path).metadata.num_rows for path in self.paths)
+        else:
             return None
-        return sum(pq.ParquetFile(path).metadata.num_rows for path in self.paths)
+        return min(rows, self.max_pairs) if self.max_pairs else rows
 
     def sentences(self, sample: int, seed: int) -> Iterator[str]:
         """Both sentences of a seeded random sample of the pairs, about ``sample`` sentences
