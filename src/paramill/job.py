@@ -1,6 +1,7 @@
-"""The skeleton of a job that streams one table: its output written under a temporary name
-and renamed when complete, with its provenance record, a progress line, and its rows and
-seconds counted. A stage writes the batches; this writes everything around them once.
+"""The skeleton of a job: its outputs written under temporary names and renamed when
+complete, with their provenance record (:func:`output_job`); for a job that streams one
+table, also a progress line and its rows and seconds counted (:func:`table_job`). A stage
+writes its data; this writes everything around it once.
 
     run = Run(rule=rule, params=..., inputs=[...])
     with table_job(run, out, SCHEMA, f"tokens {name}", total=n_in) as job:
@@ -53,18 +54,53 @@ class TableJob:
         return time.perf_counter() - self.started
 
 
+@dataclass
+class OutputJob:
+    """The open job of :func:`output_job`: ``paths`` are where to write the outputs now (in
+    the order given); what the record says is set here before the block ends."""
+
+    paths: tuple[Path, ...]
+    rows_in: int | None = None
+    rows_out: int | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+@contextlib.contextmanager
+def output_job(run: Run, *outs: str | Path, rows_in: int | None = None,
+               each: bool = False) -> Iterator[OutputJob]:
+    """Any job's outputs: temporary names to write, then, when the block succeeds, their
+    provenance and everything renamed into place together. An exception leaves none of them
+    behind. The record names all the outputs, written beside each; with ``each``, every
+    output gets a record naming it alone (so that verifying one does not need the others:
+    a job's side tables, reports and plots).
+
+        with output_job(run, out_tsv, out_json, rows_in=n) as job:
+            tsv, json_path = job.paths
+            ...
+            job.rows_out = ...
+    """
+    finals = [Path(o) for o in outs]
+    with atomic_output(*finals, *[prov_path(o) for o in finals]) as temps:
+        job = OutputJob(tuple(temps[:len(finals)]), rows_in)
+        yield job
+        records = dict(zip(finals, temps[len(finals):]))
+        groups = [{f: t} for f, t in zip(finals, job.paths)] if each else [dict(zip(finals, job.paths))]
+        for outputs in groups:
+            run.write(outputs, {f: records[f] for f in outputs}, rows_in=job.rows_in,
+                      rows_out=job.rows_out, extra=job.extra)
+
+
 @contextlib.contextmanager
 def table_job(run: Run, out: str | Path, schema: pa.Schema, desc: str, total: int | None,
               unit: str = "pairs", extra: dict[str, Any] | None = None) -> Iterator[TableJob]:
     """Open ``out`` for a stream of ``schema`` tables; on success close it, write its
     provenance (``rows_in``: ``total``; ``rows_out``: the rows written; ``extra`` and the
     seconds taken) and rename both into place. An exception leaves neither behind."""
-    with atomic_output(out, prov_path(out)) as (tmp, tmp_prov):
-        job = TableJob(TableWriter(tmp, schema), progress(desc, unit=unit, total=total),
+    with output_job(run, out, rows_in=total) as files:
+        job = TableJob(TableWriter(files.paths[0], schema), progress(desc, unit=unit, total=total),
                        extra=dict(extra or {}))
         yield job
         job.bar.close()
         job.writer.close()
         job.seconds = round(job.elapsed, 3)
-        run.write({out: tmp}, {out: tmp_prov}, rows_in=total, rows_out=job.rows,
-                  extra={**job.extra, "seconds": job.seconds})
+        files.rows_out, files.extra = job.rows, {**job.extra, "seconds": job.seconds}

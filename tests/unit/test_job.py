@@ -8,7 +8,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from paramill.job import table_job
+from paramill.job import output_job, table_job
 from paramill.provenance import Run
 
 SCHEMA = pa.schema([pa.field("x", pa.int64())])
@@ -36,4 +36,35 @@ def test_a_failing_table_job_leaves_nothing(tmp_path):
         with table_job(Run(rule="demo", params={}, inputs=[]), out, SCHEMA, "demo", 3) as job:
             job.write(pa.table({"x": [1]}, schema=SCHEMA))
             raise RuntimeError("short")
+    assert sorted(p.name for p in tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("each", [False, True])
+def test_an_output_job_writes_its_files_and_their_records_together(tmp_path, each):
+    from paramill.provenance import verify
+
+    src = tmp_path / "in.txt"
+    src.write_text("input\n")
+    a, b = tmp_path / "a.tsv", tmp_path / "b.json"
+    with output_job(Run(rule="demo", params={}, inputs=[src]), a, b, rows_in=7, each=each) as job:
+        job.paths[0].write_text("x\n")
+        job.paths[1].write_text("{}\n")
+        job.rows_out, job.extra = 3, {"note": "n"}
+        assert not a.exists() and not b.exists()
+    records = [json.loads((tmp_path / f"{p.name}.prov.json").read_text()) for p in (a, b)]
+    for record, own in zip(records, ("a.tsv", "b.json")):
+        assert (record["rows_in"], record["rows_out"], record["note"]) == (7, 3, "n")
+        named = sorted(e["path"].rsplit("/", 1)[-1] for e in record["outputs"])
+        assert named == ([own] if each else ["a.tsv", "b.json"])
+    assert verify(a) == [] and verify(b) == []
+    b.unlink()  # a record of its own: verifying a does not need b
+    assert (verify(a) == []) == each
+
+
+def test_a_failing_output_job_leaves_nothing(tmp_path):
+    a = tmp_path / "a.tsv"
+    with pytest.raises(RuntimeError, match="stop"):
+        with output_job(Run(rule="demo", params={}, inputs=[]), a) as job:
+            job.paths[0].write_text("half\n")
+            raise RuntimeError("stop")
     assert sorted(p.name for p in tmp_path.iterdir()) == []

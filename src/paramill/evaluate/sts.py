@@ -157,22 +157,22 @@ def evaluate(model_path: str | Path, datasets: list[dict[str, Any]], out_tsv: st
     import polars as pl
 
     from paramill.embed.model import load_model
-    from paramill.io import atomic_output, write_json
-    from paramill.provenance import Run, prov_path
+    from paramill.io import write_json
+    from paramill.job import output_job
+    from paramill.provenance import Run
 
     run = Run(rule=rule, params={"datasets": datasets},
               inputs=[model_path, *[d["path"] for d in datasets]])
     model = load_model(model_path)
     rows = [score(model, read(d["name"], d["year"], d["format"], d["path"])) for d in datasets]
     result = {"model": str(model_path), "datasets": rows, "years": by_year(rows)}
-    finals = [Path(out_tsv), Path(out_json)]
-    with atomic_output(*finals, *(prov_path(f) for f in finals)) as temps:
+    with output_job(run, out_tsv, out_json, rows_in=sum(r["n"] + r["skipped"] for r in rows)) as job:
+        tsv, json_path = job.paths
         pl.DataFrame(rows, schema={"dataset": pl.String, "year": pl.String, "n": pl.Int64,
                                    "skipped": pl.Int64, "pearson": pl.Float64,
-                                   "spearman": pl.Float64}).write_csv(temps[0], separator="\t")
-        write_json(temps[1], result)
-        run.write(dict(zip(finals, temps[:2])), dict(zip(finals, temps[2:])),
-                  rows_in=sum(r["n"] + r["skipped"] for r in rows), rows_out=len(rows))
+                                   "spearman": pl.Float64}).write_csv(tsv, separator="\t")
+        write_json(json_path, result)
+        job.rows_out = len(rows)
     return result
 
 
@@ -184,8 +184,9 @@ def collect(result_files: list[str | Path], points: dict[str, dict[str, Any]], o
 
     import polars as pl
 
-    from paramill.io import atomic_output, read_json
-    from paramill.provenance import Run, prov_path
+    from paramill.io import read_json
+    from paramill.job import output_job
+    from paramill.provenance import Run
 
     run = Run(rule=rule, params={"points": points}, inputs=list(result_files))
     rows = []
@@ -204,7 +205,7 @@ def collect(result_files: list[str | Path], points: dict[str, dict[str, Any]], o
     frame = pl.DataFrame(rows, schema={"model": pl.String, "setting": pl.String, "dataset": pl.String,
                                        "year": pl.String, "n": pl.Int64, "pearson": pl.Float64,
                                        "spearman": pl.Float64, "pearson_weighted": pl.Float64})
-    with atomic_output(out, prov_path(out)) as (tmp, tmp_prov):
-        frame.write_csv(tmp, separator="\t", quote_style="never")
-        run.write({out: tmp}, {out: tmp_prov}, rows_in=len(result_files), rows_out=frame.height)
+    with output_job(run, out, rows_in=len(result_files)) as job:
+        frame.write_csv(job.paths[0], separator="\t", quote_style="never")
+        job.rows_out = frame.height
     return frame.height

@@ -18,9 +18,10 @@ from typing import Any
 import polars as pl
 
 from paramill.filters.select import group_scores, scored_shard, shard_key
-from paramill.io import atomic_output, write_json
+from paramill.io import write_json
+from paramill.job import output_job
 from paramill.progress import progress
-from paramill.provenance import Run, prov_path
+from paramill.provenance import Run
 
 
 class _Column:
@@ -79,9 +80,9 @@ def by_method(candidate_files: list[str | Path], score_files: list[str | Path],
     result = {"columns": {c: directions[c].value for c in columns},
               "methods": {m: {"candidates": counts[m],
                               **{c: stats[m][c].summary() for c in columns}} for m in methods}}
-    with atomic_output(out_tsv, out_json, out_png, prov_path(out_tsv), prov_path(out_json),
-                       prov_path(out_png)) as tmps:
-        tmp_tsv, tmp_json, tmp_png = tmps[:3]
+    total = sum(counts.values())
+    with output_job(run, out_tsv, out_json, out_png, rows_in=total, each=True) as job:
+        tmp_tsv, tmp_json, tmp_png = job.paths
         with open(tmp_tsv, "w", encoding="utf-8") as fh:
             fh.write("\t".join(["method", "candidates", *[f"{c}_mean" for c in columns]]) + "\n")
             for m in methods:
@@ -90,9 +91,7 @@ def by_method(candidate_files: list[str | Path], score_files: list[str | Path],
                                     *["" if v is None else f"{v:.4f}" for v in means]]) + "\n")
         write_json(tmp_json, result)
         _plot(methods, columns, stats, tmp_png)
-        total = sum(counts.values())
-        for final, tmp, record in zip((out_tsv, out_json, out_png), tmps[:3], tmps[3:]):
-            run.write({final: tmp}, {final: record}, rows_in=total, rows_out=len(methods))
+        job.rows_out = len(methods)
     return result
 
 

@@ -41,9 +41,10 @@ from typing import Any
 import polars as pl
 import pyarrow.parquet as pq
 
-from paramill.io import atomic_output, iter_parquet_batches, scratch_dir, write_json
+from paramill.io import iter_parquet_batches, scratch_dir, write_json
+from paramill.job import output_job
 from paramill.progress import progress
-from paramill.provenance import Run, prov_path
+from paramill.provenance import Run
 from paramill.settings import Name, Settings, setting
 from paramill.text import TOKEN_PATTERN, regex_problem
 
@@ -325,9 +326,9 @@ def count_and_score(corpus: list[str | Path], out_tsv: str | Path, out_neighbour
         bar.close()
         words = vocab["w"]
         lexicon_pairs = words_with_neighbours = 0
-        with atomic_output(out_tsv, out_neighbours, out_stats, prov_path(out_tsv),
-                           prov_path(out_neighbours), prov_path(out_stats)) as tmps:
-            t_tsv, t_nb, t_stats, p_tsv, p_nb, p_stats = tmps
+        with output_job(run, out_tsv, out_neighbours, out_stats, rows_in=totals["pairs_read"],
+                        each=True) as job:
+            t_tsv, t_nb, t_stats = job.paths
             with open(t_tsv, "w", encoding="utf-8") as f_tsv, open(t_nb, "w", encoding="utf-8") as f_nb:
                 f_tsv.write("u\tv\tcount\tpmi_cross\tpmi_adjusted\n")
                 f_nb.write("u\tneighbours\n")
@@ -350,7 +351,5 @@ def count_and_score(corpus: list[str | Path], out_tsv: str | Path, out_neighbour
                      "seconds": round(time.perf_counter() - start, 1)}
             # the time goes to provenance only: stats.json is the same bytes run to run
             write_json(t_stats, {k: v for k, v in stats.items() if k != "seconds"})
-            for final, t, pv in ((out_tsv, t_tsv, p_tsv), (out_neighbours, t_nb, p_nb), (out_stats, t_stats, p_stats)):
-                run.write({final: t}, {final: pv}, rows_in=totals["pairs_read"], rows_out=lexicon_pairs,
-                          extra={"stats": stats})
+            job.rows_out, job.extra = lexicon_pairs, {"stats": stats}
     return stats

@@ -8,8 +8,9 @@ from typing import Any
 
 import polars as pl
 
-from paramill.io import InputError, atomic_output, write_json
-from paramill.provenance import Run, prov_path
+from paramill.io import InputError, write_json
+from paramill.job import output_job
+from paramill.provenance import Run
 
 
 def read_simlex(path: str | Path) -> list[tuple[str, str, float]]:
@@ -56,9 +57,9 @@ def evaluate(lexicon_tsv: str | Path, simlex: str | Path, out_tsv: str | Path, o
         results.append({"score": name, "spearman": round(100 * float(rho), 2) if rho == rho else None,
                         "pairs": len(gold), "seen": seen, "coverage": round(seen / len(gold), 4) if gold else 0.0})
         rows.append(results[-1])
-    with atomic_output(out_tsv, out_json, prov_path(out_tsv), prov_path(out_json)) as (t1, t2, p1, p2):
-        pl.DataFrame(rows).write_csv(t1, separator="\t")
-        write_json(t2, {"simlex": str(simlex), "results": results})
-        for final, t, pv in ((out_tsv, t1, p1), (out_json, t2, p2)):
-            run.write({final: t}, {final: pv}, rows_in=len(gold), rows_out=len(results))
+    with output_job(run, out_tsv, out_json, rows_in=len(gold), each=True) as job:
+        tsv, json_path = job.paths
+        pl.DataFrame(rows).write_csv(tsv, separator="\t")
+        write_json(json_path, {"simlex": str(simlex), "results": results})
+        job.rows_out = len(results)
     return {"results": results}

@@ -17,9 +17,10 @@ from typing import Any
 
 import polars as pl
 
-from paramill.io import atomic_output, write_json
+from paramill.io import write_json
+from paramill.job import output_job
 from paramill.nmt.subwords import Segmenter
-from paramill.provenance import Run, prov_path
+from paramill.provenance import Run
 
 
 def bag_iou(a: list[str], b: list[str]) -> float:
@@ -77,13 +78,11 @@ def write_diversity(candidate_files: list[str | Path], spm: str | Path, tsv: str
     run = Run(rule=rule, params={}, inputs=[*candidate_files, spm])
     result = diversity(candidate_files, spm)
     outs = [tsv, json_out] + ([png] if png else [])
-    with atomic_output(*outs, *[prov_path(o) for o in outs]) as tmps:
-        files, provs = tmps[:len(outs)], tmps[len(outs):]
+    with output_job(run, *outs, rows_in=result["candidates"], each=True) as job:
+        files = job.paths
         pl.DataFrame(result["by_rank"]).write_csv(files[0], separator="\t")
         write_json(files[1], result)
         if png:
             plot(result, files[2])
-        for final, tmp, prov in zip(outs, files, provs):
-            run.write({final: tmp}, {final: prov}, rows_in=result["candidates"],
-                      rows_out=len(result["by_rank"]))
+        job.rows_out = len(result["by_rank"])
     return result

@@ -7,8 +7,9 @@ from typing import Any
 
 import polars as pl
 
-from paramill.io import atomic_output, write_json
-from paramill.provenance import Run, prov_path
+from paramill.io import write_json
+from paramill.job import output_job
+from paramill.provenance import Run
 
 
 def summarize(candidate_files: list[str | Path]) -> dict[str, Any]:
@@ -34,8 +35,7 @@ def write_summary(candidate_files: list[str | Path], out: str | Path,
                   rule: str = "backtranslation_stats") -> dict[str, Any]:
     run = Run(rule=rule, params={}, inputs=list(candidate_files))
     summary = summarize(candidate_files)
-    with atomic_output(out, prov_path(out)) as (tmp, tmp_prov):
-        write_json(tmp, summary)
-        run.write({out: tmp}, {out: tmp_prov}, rows_in=summary["sources"],
-                  rows_out=summary["candidates"])
+    with output_job(run, out, rows_in=summary["sources"]) as job:
+        write_json(job.paths[0], summary)
+        job.rows_out = summary["candidates"]
     return summary

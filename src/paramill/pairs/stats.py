@@ -5,9 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from paramill.io import atomic_output, read_json, write_json
+from paramill.io import read_json, write_json
+from paramill.job import output_job
 from paramill.pairs.ingest import STATS_NAME
-from paramill.provenance import Run, prov_path
+from paramill.provenance import Run
 
 
 def gather(corpus_dirs: list[str | Path]) -> dict[str, Any]:
@@ -35,14 +36,12 @@ def write_stats(corpus_dirs: list[str | Path], out_json: str | Path, out_tsv: st
                 rule: str = "pairs_stats") -> dict[str, Any]:
     summary = gather(corpus_dirs)
     run = Run(rule=rule, params={}, inputs=[Path(d) / STATS_NAME for d in corpus_dirs])
-    with atomic_output(out_json, out_tsv, prov_path(out_json), prov_path(out_tsv)) as tmps:
-        tmp_json, tmp_tsv, prov_json, prov_tsv = tmps
+    with output_job(run, out_json, out_tsv, rows_in=summary["rows_in"], each=True) as job:
+        tmp_json, tmp_tsv = job.paths
         write_json(tmp_json, summary)
         with open(tmp_tsv, "w", encoding="utf-8") as fh:
             fh.write("corpus\tmethod\toutcome\tcandidates\n")
             for row in rows(summary):
                 fh.write("\t".join(map(str, row)) + "\n")
-        for final, tmp, prov in ((out_json, tmp_json, prov_json), (out_tsv, tmp_tsv, prov_tsv)):
-            run.write({final: tmp}, {final: prov}, rows_in=summary["rows_in"],
-                      rows_out=summary["kept"])
+        job.rows_out = summary["kept"]
     return summary

@@ -12,8 +12,9 @@ from typing import Any
 import polars as pl
 import pyarrow as pa
 
-from paramill.io import TableWriter, atomic_output, read_json, write_json
-from paramill.provenance import Run, prov_path
+from paramill.io import TableWriter, read_json, write_json
+from paramill.job import output_job
+from paramill.provenance import Run
 from paramill.twitter.identify import Identifier
 from paramill.twitter.url_pairs import PAIRS, PairSettings, build_pairs
 
@@ -51,9 +52,8 @@ def score_month(days: list[str | Path], model: str | Path, accounts: list[str], 
              "model": ident.settings.model, "threshold": threshold}
     if ident.encoder_used():
         stats["sentence_encoder"] = ident.encoder_used()
-    with atomic_output(out_pairs, out_tsv, out_stats, prov_path(out_pairs), prov_path(out_tsv),
-                       prov_path(out_stats)) as tmps:
-        t_pairs, t_tsv, t_stats, p_pairs, p_tsv, p_stats = tmps
+    with output_job(run, out_pairs, out_tsv, out_stats, rows_in=stats["tweets"], each=True) as job:
+        t_pairs, t_tsv, t_stats = job.paths
         writer = TableWriter(t_pairs, SCORED)
         writer.write(pa.Table.from_pylist(pairs, schema=SCORED))
         writer.close()
@@ -61,9 +61,7 @@ def score_month(days: list[str | Path], model: str | Path, accounts: list[str], 
             for p in accepted:
                 fh.write(f"{p['s1']}\t{p['s2']}\t{p['tweet_a']}\t{p['tweet_b']}\t{p['p_paraphrase']:.4f}\n")
         write_json(t_stats, stats)
-        for final, t, pv in ((out_pairs, t_pairs, p_pairs), (out_tsv, t_tsv, p_tsv), (out_stats, t_stats, p_stats)):
-            run.write({final: t}, {final: pv}, rows_in=stats["tweets"], rows_out=len(accepted),
-                      extra={"stats": stats})
+        job.rows_out, job.extra = len(accepted), {"stats": stats}
     return stats
 
 
@@ -74,13 +72,11 @@ def growth(stats_files: list[str | Path], tsv: str | Path, png: str | Path | Non
     table = [{k: r[k] for k in ("month", "days", "tweets", "news_tweets", "urls", "pairs", "accepted")}
              for r in rows]
     outs = [tsv] + ([png] if png else [])
-    with atomic_output(*outs, *[prov_path(o) for o in outs]) as tmps:
-        files, provs = tmps[:len(outs)], tmps[len(outs):]
-        pl.DataFrame(table).write_csv(files[0], separator="\t")
+    with output_job(run, *outs, rows_in=len(rows), each=True) as job:
+        pl.DataFrame(table).write_csv(job.paths[0], separator="\t")
         if png:
-            plot(table, files[1])
-        for final, t, pv in zip(outs, files, provs):
-            run.write({final: t}, {final: pv}, rows_in=len(rows), rows_out=len(table))
+            plot(table, job.paths[1])
+        job.rows_out = len(table)
     return table
 
 

@@ -10,8 +10,9 @@ from typing import Any
 
 import numpy as np
 
-from paramill.io import atomic_output, write_json
-from paramill.provenance import Run, prov_path
+from paramill.io import write_json
+from paramill.job import output_job
+from paramill.provenance import Run
 from paramill.twitter.identify.data import read_labelled, unlabelled_sentences
 from paramill.twitter.identify.evaluation import (
     at_threshold,
@@ -126,10 +127,9 @@ def train_identifier(train: list[LabelledData], evaluate: list[LabelledData], ou
             "data": d.path, "pairs": len(p), "dropped": n,
             **{name: metrics(yy, scored[name]) for name in names},
             "at_threshold": {"model": settings.model, **at_threshold(yy, scored[settings.model], used)}})
-    with atomic_output(out, report, prov_path(out), prov_path(report)) as (tmp, tmp_rep, prov, prov_rep):
+    with output_job(run, out, report, rows_in=len(pairs), each=True) as job:
+        tmp, tmp_rep = job.paths
         ident.save(tmp)
         write_json(tmp_rep, results)
-        for final, t, pv in ((out, tmp, prov), (report, tmp_rep, prov_rep)):
-            run.write({final: t}, {final: pv}, rows_in=len(pairs), rows_out=None,
-                      extra={"evaluations": results["evaluations"], "threshold": results["threshold"]})
+        job.extra = {"evaluations": results["evaluations"], "threshold": results["threshold"]}
     return results
