@@ -224,8 +224,12 @@ def main() -> None:
     import torch
 
     ref = Path(args.reference).resolve()
-    commit = subprocess.run(["git", "-C", str(ref), "rev-parse", "HEAD"], capture_output=True,
-                            text=True).stdout.strip()
+    try:
+        commit = subprocess.run(["git", "-C", str(ref), "rev-parse", "HEAD"], capture_output=True,
+                                text=True).stdout.strip()
+    except FileNotFoundError:  # no git where it runs (a bare GPU machine): the carried note
+        note = ref / "COMMIT"
+        commit = note.read_text().strip() if note.exists() else ""
     sts = []
     for line in Path(args.sts).read_text(encoding="utf-8").splitlines():
         f = line.split("\t")

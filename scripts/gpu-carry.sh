@@ -50,6 +50,7 @@ if [ "$SUITE" = nmt ]; then
 else
   SHARED=${SHARED:-../shared/data}
   git clone -q "${REFERENCE:-/work/.mirror/jwieting+paraphrastic-representations-at-scale/repo}" .gpu/reference
+  git -C .gpu/reference rev-parse HEAD > .gpu/reference/COMMIT  # for a machine without git
   rm -rf .gpu/reference/.git/hooks
   twitter=twitter-url-corpus/castorini-twitterPPDB/train
   mkdir -p ".gpu/shared-data/$twitter" .gpu/shared-data/stsbenchmark
