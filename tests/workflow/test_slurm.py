@@ -57,7 +57,8 @@ BITEXT = ("work/shards/", "results/bitext/stats.json", "results/bitext/outcomes.
 #: default DAG runs locally in test_default_workflow.py; here the point is the executor and
 #: the profile. (Training and translating through SLURM too took 263 s of the suite's
 #: critical path, mostly the plugin's status polling, which backs off 10 s a check.)
-TARGETS = ["results/bitext/stats.json", "work/nmt/data"]
+TARGETS = ["results/bitext/stats.json", "work/nmt/spm/cs.model", "work/nmt/spm/en.model",
+           "work/nmt/data"]
 
 
 def test_dag_through_slurm_equals_a_local_run(cluster, tiny_run, tmp_path):
