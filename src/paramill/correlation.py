@@ -21,10 +21,10 @@ def pearson(x: Sequence[float] | np.ndarray, y: Sequence[float] | np.ndarray) ->
     if len(a) < 2:
         return float("nan")
     a, b = a - a.mean(), b - b.mean()
-    norm = np.linalg.norm(a) * np.linalg.norm(b)
-    if norm == 0:
+    na, nb = np.linalg.norm(a), np.linalg.norm(b)
+    if na == 0 or nb == 0:
         return float("nan")
-    return float(np.clip(np.dot(a / np.linalg.norm(a), b / np.linalg.norm(b)), -1.0, 1.0))
+    return float(np.clip(np.dot(a / na, b / nb), -1.0, 1.0))
 
 
 def ranks(x: Sequence[float] | np.ndarray) -> np.ndarray:

@@ -65,17 +65,16 @@ def _single_threaded() -> None:
 
 
 #: SentencePiece id -> vocabulary id tables, one per (vocabulary, featurizer) a process uses
-_LOOKUPS: dict[tuple[int, int], tuple[Vocab, np.ndarray]] = {}
+_LOOKUPS: dict[tuple[Vocab, Featurizer], np.ndarray] = {}
 
 
 def _sp_ids(vocab: Vocab, f: Featurizer, sentences: list[str]) -> tuple[np.ndarray, np.ndarray]:
     """Vocabulary ids and lengths of SentencePiece units, a sentence without pieces as one
     :data:`UNK` (as :meth:`Vocab.ids`): the piece ids of the whole chunk mapped by one table."""
-    key = (id(vocab), id(f))
-    if key not in _LOOKUPS or _LOOKUPS[key][0] is not vocab:
-        _LOOKUPS[key] = (vocab, f.lookup(vocab))
+    if (vocab, f) not in _LOOKUPS:  # keyed by the objects themselves (identity)
+        _LOOKUPS[vocab, f] = f.lookup(vocab)
     flat, lengths = f.piece_ids(sentences)
-    ids = _LOOKUPS[key][1][flat]
+    ids = _LOOKUPS[vocab, f][flat]
     hits, surfaces = f.unknown(sentences, flat, lengths)  # text the model does not know: the
     if len(hits):  # vocabulary may hold it as a unit of its own (it was counted as one)
         ids[hits] = [vocab.index.get(u, 1) for u in surfaces]

@@ -96,6 +96,11 @@ def hardest_negatives(e1: torch.Tensor, e2: torch.Tensor) -> tuple[torch.Tensor,
     return out[0], out[1]
 
 
+def _phase(what: str, started: float) -> None:
+    """Log a data phase's seconds (benchmarks/embed_scale.py reads these lines)."""
+    print(f"embed train: {what} in {time.perf_counter() - started:.1f} s", file=sys.stderr)
+
+
 def assemble_on_device(spec: ModelSpec) -> bool:
     """Whether training assembles its batches on the device (averaging models) or on the host
     (recurrent models: packed sequences need their lengths there, scrambling is seeded there)."""
@@ -143,14 +148,12 @@ def train(source: PairSource | list[tuple[str, str]], out: str | Path, spec: Mod
             started = time.perf_counter()
             proto = sentencepiece_for(spec, source.sentences(spec.sp_input_sentences, settings.seed),
                                       settings.seed, device.threads())
-            print(f"embed train: SentencePiece model trained in {time.perf_counter() - started:.1f} s",
-                  file=sys.stderr)
+            _phase("SentencePiece model trained", started)
         started = time.perf_counter()
         counts, n = count_units(featurizers(spec, proto), source, workers=device.threads())
         if n < 2:
             raise ValueError(f"training needs at least two paraphrase pairs, got {n}")
-        print(f"embed train: {n} pairs' units counted in {time.perf_counter() - started:.1f} s",
-              file=sys.stderr)
+        _phase(f"{n} pairs' units counted", started)
         model = build_from_counts(spec, counts, proto).to(dev).train()
     optimizer = torch.optim.Adam(model.parameters(), lr=settings.learning_rate)
     if state is not None:
@@ -162,8 +165,7 @@ def train(source: PairSource | list[tuple[str, str]], out: str | Path, spec: Mod
     started = time.perf_counter()
     n = write_ids(model.vocabs, model.featurizers, source, store, CHUNK_PAIRS,
                   key={"data": data, "spec": asdict(spec)}, workers=device.threads())
-    print(f"embed train: id store of {n} pairs ready in {time.perf_counter() - started:.1f} s",
-          file=sys.stderr)
+    _phase(f"id store of {n} pairs ready", started)
     units = sorted(model.vocabs)
     scramble = spec.units if settings.scramble_rate > 0 and spec.recurrent else None
     mega = settings.batch_size * settings.megabatch
