@@ -32,7 +32,7 @@ from _report import PEAK_RSS_MB, emit  # noqa: E402
 SRC = Path(__file__).resolve().parents[1] / "src"
 sys.path.insert(0, str(SRC))
 
-from paramill.nmt.schema import CANDIDATES  # noqa: E402
+from paramill.nmt.tables import CANDIDATES  # noqa: E402
 
 RUN = """
 import json, resource, sys, time

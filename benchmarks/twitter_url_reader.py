@@ -2,7 +2,7 @@
 labels of the independent tokenised release of the whole train split.
 
 Reads ``Twitter_URL_Corpus_{train,test}_sample.txt`` (the raw layout, ``s1 \\t s2 \\t (n,6) \\t
-url``) with ``paramill.pairs.readers.read_twitter_url`` (``keep: all``), counts lines per
+url``) with the pair corpora's reader (``paramill.pairs.readers.read_pairs``, layout ``twitter-url``, ``keep: all``), counts lines per
 outcome, and looks every labelled train-sample pair up in castorini's ``twitterPPDB/train``
 (tokenised and lowercased, n == 3 removed, 0/1 labels): a pair matches when both sentences
 agree letters and digits only, lowercased. Prints JSON.
@@ -22,7 +22,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _report import SHARED, emit, machine  # noqa: E402
 
-from paramill.pairs.readers import read_twitter_url  # noqa: E402
+from paramill.pairs.readers import PairCorpusSpec, read_pairs  # noqa: E402
 
 
 def _key(text: str) -> str:
@@ -32,7 +32,9 @@ def _key(text: str) -> str:
 def outcomes(path: Path) -> tuple[Counter, list]:
     counts: Counter[str] = Counter()
     labelled = []
-    for row in read_twitter_url(str(path), keep="all"):
+    spec = PairCorpusSpec.from_dict("url", {"format": "twitter-url", "path": str(path),
+                                            "keep": "all"})
+    for row in read_pairs(spec):
         counts[row.reason or f"label {row.label}"] += 1
         if not row.reason:
             labelled.append(row)

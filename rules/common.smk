@@ -14,6 +14,7 @@ from paramill.config import schema as config_schema  # the committed schema: no 
 from paramill.embed.sweep import model_settings, sweep_points  # pure Python, no torch
 from paramill.bitext.readers import CorpusSpec  # a corpus's files, as its format names them
 from paramill.pairs.readers import PairCorpusSpec
+from paramill import formats  # what each input layout reads
 
 # The `paramill` command sits beside the Python that runs Snakemake (.venv/bin).
 _bin = str(Path(sys.executable).parent)

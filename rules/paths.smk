@@ -225,7 +225,8 @@ def embed_pairs(wildcards):
 
 
 def sts_paths():
-    return [d["path"] for d in config["evaluate"]["sts"]]
+    """Every file of the STS sets, as their formats name them (senteval: input and gold)."""
+    return [f for d in config["evaluate"]["sts"] for f in formats.files(d["format"], d["path"])]
 
 
 # -- twitter -------------------------------------------------------------------
@@ -247,7 +248,8 @@ def month_days(wildcards):
 def paraid_labelled():
     """The identifier's labelled files (and PIT-2015 test's separate label files)."""
     sets = config["twitter"]["identify"]["train"] + config["twitter"]["identify"]["evaluate"]
-    return [d["path"] for d in sets] + [d["labels"] for d in sets if d.get("labels")]
+    return ([f for d in sets for f in formats.files(d["format"], d["path"])]
+            + [d["labels"] for d in sets if d.get("labels")])
 
 
 def paraid_distill_text():

@@ -30,7 +30,7 @@ rule harvest:
         " --settings {params.settings:q} > {log:q} 2>&1"
 
 
-rule paraid_train:
+rule twitter_identify:
     input:
         labelled=paraid_labelled(),
         embed=paraid_embed_model(),
@@ -42,16 +42,16 @@ rule paraid_train:
         settings=as_json(config["twitter"]["identify"]),
         embed=lambda w, input: input.embed if input.embed else "",
     log:
-        f"{LOGS}/twitter/paraid_train.log",
+        f"{LOGS}/twitter/twitter_identify.log",
     benchmark:
-        f"{LOGS}/benchmarks/twitter/paraid_train.tsv"
-    threads: rule_threads("paraid_train")
+        f"{LOGS}/benchmarks/twitter/twitter_identify.tsv"
+    threads: rule_threads("twitter_identify")
     resources:
-        **rule_resources("paraid_train", mem_mb=4000, runtime=120),
+        **rule_resources("twitter_identify", mem_mb=4000, runtime=120),
     conda:
         "../envs/cpu.yaml"
     shell:
-        "paramill --rule {rule} --threads {threads} twitter train --embed-model={params.embed:q}"
+        "paramill --rule {rule} --threads {threads} twitter identify --embed-model={params.embed:q}"
         " --settings {params.settings:q} --out {output.model:q} --report {output.report:q}"
         " > {log:q} 2>&1"
 

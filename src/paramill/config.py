@@ -216,6 +216,25 @@ def _rules(root: dict[str, Any]) -> set[str]:
     return set(root["properties"]["resources"].get("x-rules", [])) | {f"score_{f}" for f in filters}
 
 
+def _corpus_problems(bitext: dict[str, Any], pairs: dict[str, Any]) -> list[str]:
+    """What each corpus's layout says of its keys (the keys it takes and needs, its own
+    checks: votes in order, hypothesis globs that match files), built as the stage builds it."""
+    from paramill.bitext.readers import CorpusSpec  # pure Python: the layouts' settings
+    from paramill.io import InputError
+    from paramill.pairs.readers import PairCorpusSpec
+
+    problems = []
+    for corpora, cls, kind in ((bitext, CorpusSpec, "bitext"), (pairs, PairCorpusSpec, "pairs")):
+        for name, spec in corpora.items():
+            try:
+                cls.from_dict(name, spec)
+            except (InputError, ValueError) as exc:
+                text = str(exc)
+                problems.append("config key " + (text if text.startswith(f"{kind}.corpora.")
+                                                 else f"{kind}.corpora.{name}: {text}"))
+    return problems
+
+
 def cross_field_problems(config: dict[str, Any]) -> list[str]:
     """Constraints between keys that JSON Schema cannot say, each naming the key path."""
     import difflib
@@ -256,14 +275,7 @@ def cross_field_problems(config: dict[str, Any]) -> list[str]:
         if isinstance(release, str) and release not in releases:
             problems.append(f"config key {_key(where)}: no release is named {release!r} (default, "
                             f"or one under filters.releases: {', '.join(sorted(releases))})")
-    for name, spec in pairs.items():
-        if isinstance(spec, dict) and spec.get("format") == "references" and spec.get("hypotheses"):
-            from paramill.pairs.names import systems  # pure Python: names and globs
-
-            try:
-                systems(spec["hypotheses"])
-            except (FileNotFoundError, ValueError) as exc:
-                problems.append(f"config key pairs.corpora.{name}.hypotheses: {exc}")
+    problems += _corpus_problems(bitext, pairs)
     selects = {"filters.select": _get(config, ("filters", "select")) or {}}
     for name, variant in (_get(config, ("filters", "releases")) or {}).items():
         selects[f"filters.releases.{name}"] = variant or {}

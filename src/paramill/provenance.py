@@ -112,12 +112,13 @@ def _now() -> str:
 class Run:
     """One command's provenance, started when the command starts.
 
-    Usage::
+    A job writes its outputs through :func:`paramill.job.output_job`, which calls
+    :meth:`write` once the outputs are complete::
 
         run = Run(rule="clean", params=settings, inputs=[...])
-        with atomic_output(out, prov_path(out)) as (tmp, tmp_prov):
-            ... write tmp ...
-            run.write({out: tmp}, {out: tmp_prov}, rows_in=..., rows_out=...)
+        with output_job(run, out, rows_in=...) as job:
+            ... write job.paths[0] ...
+            job.rows_out = ...
     """
 
     rule: str

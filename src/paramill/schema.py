@@ -61,7 +61,6 @@ RULES = (
     "nmt_translate",
     "pairs_ingest",
     "pairs_stats",
-    "paraid_train",
     "parascore_model",
     "plot_bitext_outcomes",
     "provenance_summary",
@@ -74,6 +73,7 @@ RULES = (
     "sweep",
     "tokens",
     "twitter_growth",
+    "twitter_identify",
     "twitter_month",
 )  # and score_<filter> for every filter
 

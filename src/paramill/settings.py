@@ -210,11 +210,14 @@ def object_schema(cls: type, defaults: bool = True) -> dict[str, Any]:
         if f.metadata["doc"]:
             node["description"] = f.metadata["doc"]
         props[f.name] = node
+    extra = dict(getattr(cls, "schema_extra", {}))
+    for key, node in extra.pop("properties", {}).items():  # keys declared elsewhere (a layout's)
+        props[key] = {k: v for k, v in node.items() if defaults or k != "default"}
     out: dict[str, Any] = {"type": "object", "additionalProperties": False}
     if required:
         out["required"] = required
     out["properties"] = props
-    out.update(getattr(cls, "schema_extra", {}))
+    out.update(extra)
     return out
 
 

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 import zstandard
 
-from paramill.bitext.readers import read_tsv
+from paramill.bitext.readers import CorpusSpec, read_corpus
 from paramill.io import LineStream
 from paramill.io import InputError, open_compressed
 from paramill.text import normalize, normalize_expr
@@ -170,13 +170,19 @@ def test_an_unreadable_file_is_refused_for_a_user_without_override(tmp_path):
         shutil.rmtree(where, ignore_errors=True)
 
 
+def tsv_rows(path, max_line_bytes=65536, **spec):
+    """The rows of a bitext corpus in the tsv layout."""
+    return read_corpus(CorpusSpec.from_dict("c", {"format": "tsv", "path": str(path), **spec}),
+                       max_line_bytes)
+
+
 def test_a_bom_before_a_tsv_header_is_not_part_of_the_first_name(tmp_path):
     path = tmp_path / "h.tsv"
     path.write_bytes(b"\xef\xbb\xbfcs\ten\nAhoj.\tHello.\n")
-    assert [(r.cs, r.en) for r in read_tsv(str(path), header=True)] == [("Ahoj.", "Hello.")]
+    assert [(r.cs, r.en) for r in tsv_rows(path, header=True)] == [("Ahoj.", "Hello.")]
     plain = tmp_path / "p.tsv"
     plain.write_bytes(b"\xef\xbb\xbfAhoj.\tHello.\n")
-    assert [(r.cs, r.en) for r in read_tsv(str(plain))] == [("Ahoj.", "Hello.")]
+    assert [(r.cs, r.en) for r in tsv_rows(plain)] == [("Ahoj.", "Hello.")]
 
 
 @pytest.mark.parametrize("ending", [b"\n", b"\r\n"])
@@ -185,7 +191,7 @@ def test_max_line_bytes_counts_the_content_whatever_the_line_ending(tmp_path, en
     exact, over = b"x" * (limit - 3) + b"\tyz", b"x" * (limit - 2) + b"\tyz"
     path = tmp_path / "l.tsv"
     path.write_bytes(exact + ending + over + ending + b"a\tb" + ending)
-    rows = list(read_tsv(str(path), max_line_bytes=limit))
+    rows = list(tsv_rows(path, limit))
     assert [(r.line_no, r.reason) for r in rows] == [(1, None), (2, "line_too_long"), (3, None)]
     assert rows[0].en == "yz" and rows[2].en == "b"
 

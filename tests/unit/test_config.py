@@ -90,9 +90,18 @@ def test_empty_config_gets_every_default():
     assert resolved["bitext"]["corpora"] == {}
 
 
-def test_defaults_fill_inside_corpus_entries():
-    resolved = config.resolve({"bitext": {"corpora": {"a": {"format": "tsv", "path": "x"}}}})
-    assert resolved["bitext"]["corpora"]["a"]["header"] is False
+def test_defaults_fill_inside_corpus_entries_but_a_layouts_own_keys_stay_its_own():
+    """The stage's keys get their defaults in the resolved config; a layout's own keys do not
+    (another layout of the same corpus kind would be given a key it does not take): its
+    ``Spec`` fills them in."""
+    from paramill.pairs.readers import PairCorpusSpec
+
+    resolved = config.resolve({"pairs": {"corpora": {"a": {"format": "twitter-url", "path": "x"}}}})
+    assert resolved["pairs"]["corpora"]["a"] == {"format": "twitter-url", "path": "x",
+                                                 "dedup": True}
+    spec = PairCorpusSpec.from_dict("a", resolved["pairs"]["corpora"]["a"])
+    assert (spec.layout.positive_votes, spec.layout.negative_votes, spec.layout.keep) == (
+        4, 2, "positive")
 
 
 @pytest.mark.parametrize("cfg,message", [
@@ -191,7 +200,7 @@ def test_pair_and_bitext_corpora_share_one_namespace(tmp_path, monkeypatch):
                         "pairs": {"corpora": {"x": {"format": "paranmt", "path": "b.txt"}}}})
     resolved = config.resolve({"pairs": {"corpora": {"p": {
         "format": "references", "reference": "r.en", "hypotheses": ["hyp.*.en"]}}}})
-    assert resolved["pairs"]["corpora"]["p"]["positive_votes"] == 4
+    assert resolved["pairs"]["corpora"]["p"]["dedup"] is True
     with pytest.raises(config.ConfigError, match="pairs.corpora.p"):
         config.resolve({"pairs": {"corpora": {"p": {"format": "references", "path": "x"}}}})
 

@@ -36,8 +36,8 @@ from paramill.filters.overlap import ngram_overlap
 from paramill.filters.release import write_release_docs
 from paramill.filters.select import SelectSettings, fold_expr, iter_scored, select
 from paramill.io import sha256_file
-from paramill.nmt.schema import CANDIDATES
-from paramill.pairs.schema import PAIR_CANDIDATES
+from paramill.nmt.tables import CANDIDATES
+from paramill.pairs.tables import PAIR_CANDIDATES
 from paramill.provenance import verify
 
 
@@ -611,3 +611,51 @@ def test_batch_scores_equal_the_pair_by_pair_reference():
             assert overlap[f"overlap_{n}"][i] == pytest.approx(ngram_overlap(rt, ct, n))
     cased = filters.make("overlap", lowercase=False).score(Batch(frame))
     assert any(a != b for a, b in zip(cased["overlap_1"], overlap["overlap_1"]))
+
+
+OUTSIDE_FILTER = '''
+"""A filter from outside paramill: exclamation marks in the candidate."""
+from dataclasses import dataclass
+
+from paramill.filters.base import Column, Direction, Filter
+
+
+@dataclass(frozen=True)
+class Shout(Filter):
+    name = "shout"
+    doc = "Exclamation marks in the candidate (shout)."
+    order = 99
+
+    def columns(self):
+        return [Column("shout", Direction.RANGE, "'!' in the candidate")]
+
+    def score(self, batch):
+        return {"shout": [float(c.count("!")) for c in batch.candidates]}
+'''
+
+
+def test_a_filter_from_another_package_joins_through_an_entry_point(tmp_path):
+    """A package outside paramill declares a filter under the ``paramill.filters``
+    entry-point group: the schema generator lists it and ``filters score`` runs it."""
+    import subprocess
+    import sys
+
+    import yaml
+
+    (tmp_path / "my_filters.py").write_text(OUTSIDE_FILTER)
+    info = tmp_path / "my_filters-0.1.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: my-filters\nVersion: 0.1\n")
+    (info / "entry_points.txt").write_text("[paramill.filters]\nshout = my_filters\n")
+    env = {**__import__("os").environ, "PYTHONPATH": str(tmp_path)}
+    schema = yaml.safe_load(subprocess.run(
+        [sys.executable, "-m", "paramill.cli", "config", "schema"], capture_output=True,
+        text=True, env=env, check=True).stdout)
+    filters = schema["properties"]["filters"]["properties"]
+    assert filters["enabled"]["items"]["enum"][-1] == "shout" and "shout" in filters
+    probe = ("import polars as pl; from paramill import filters; "
+             "from paramill.filters.base import Batch; f = filters.make('shout'); "
+             "print(type(f).__module__, f.score(Batch(pl.DataFrame("
+             "{'en_ref': ['a .', 'b .'], 'candidate': ['a !!', 'b .']})))['shout'])")
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, env=env)
+    assert done.stdout.split(maxsplit=1) == ["my_filters", "[2.0, 0.0]\n"], done.stderr

@@ -8,7 +8,7 @@ from paramill import formats
 from paramill.evaluate.sts import read as read_sts
 from paramill.formats import Bad, twitter_url
 from paramill.io import InputError
-from paramill.pairs.readers import read_twitter_url
+from paramill.pairs.readers import PairCorpusSpec, read_pairs
 from paramill.twitter.identify import read_labelled
 
 LINES = ["A storm hits the town\tThe town is hit by a storm\t(5,6)\thttp://n.example/1",
@@ -52,7 +52,8 @@ def test_the_stages_read_the_layout_alike(write_file):
     """The pair corpora, the identifier's labelled data and STS evaluation read the same
     pairs and votes from one file (each labels them by its own rule)."""
     path = write_file("t.txt", LINES)
-    rows = list(read_twitter_url(str(path), keep="all"))
+    rows = list(read_pairs(PairCorpusSpec.from_dict(
+        "t", {"format": "twitter-url", "path": str(path), "keep": "all"})))
     assert [(r.line_no, r.en_ref, r.candidate, r.label, r.reason) for r in rows] == [
         (1, "A storm hits the town", "The town is hit by a storm", 1, None),
         (2, "A storm hits the town", "My cat sleeps", 0, None),
@@ -114,3 +115,122 @@ def test_pit2015_and_toks_are_read_alike_by_the_identifier_and_sts(write_file, t
     (folder / "sim.txt").write_text("1\n")
     with pytest.raises(InputError, match="differ in length"):
         read_sts("t", 2015, "toks", folder)
+
+
+# -- the registry: uses, specs, files, and a layout from outside the package ------------
+
+def test_each_use_lists_the_layouts_that_read_it():
+    assert list(formats.names("bitext")) == ["czeng1", "czeng2", "moses", "tsv"]
+    assert formats.enum("pairs") == ["parabank2", "paranmt", "parquet", "references", "tsv",
+                                     "twitter-url", "url_raw", "twitter_url"]
+    assert [m.NAME for m in formats.modules("sts")] == [
+        "pit2015", "senteval", "sick", "stsbenchmark", "toks", "tsv", "twitter-url"]
+    assert [m.NAME for m in formats.modules("labelled")] == ["pit2015", "toks", "twitter-url"]
+    with pytest.raises(ValueError, match=r"unknown bitext format 'paranmt'; known: czeng1, "):
+        formats.reader("bitext", "paranmt")  # a layout of another use
+
+
+def test_a_corpus_takes_its_layouts_keys_and_says_which_it_does_not():
+    from paramill.bitext.readers import CorpusSpec
+
+    moses = CorpusSpec.from_dict("m", {"format": "moses", "cs": "a.cs", "en": "a.en"})
+    assert moses.files == ["a.cs", "a.en"] and moses.source_file == "a.cs;a.en"
+    assert moses.record() == {"name": "m", "format": "moses", "cs": "a.cs", "en": "a.en"}
+    with pytest.raises(ValueError, match=r"bitext.corpora.m: format moses takes no header "
+                                         r"\(its keys: cs, en\)"):
+        CorpusSpec.from_dict("m", {"format": "moses", "cs": "a", "en": "b", "header": True})
+    with pytest.raises(ValueError, match=r"bitext.corpora.m: unknown keys \['colour'\]"):
+        CorpusSpec.from_dict("m", {"format": "tsv", "path": "a", "colour": 1})
+    with pytest.raises(ValueError, match=r"setting bitext.corpora.t.header: 'yes' is not"):
+        CorpusSpec.from_dict("t", {"format": "tsv", "path": "a", "header": "yes"})
+    with pytest.raises(ValueError, match=r"pairs.corpora.u: negative_votes \(4\) must be below"):
+        PairCorpusSpec.from_dict("u", {"format": "twitter-url", "path": "u", "negative_votes": 4})
+
+
+def test_the_schema_lists_each_layouts_keys_with_the_layouts_that_take_them():
+    from paramill import config
+
+    corpus = config.schema()["properties"]["pairs"]["properties"]["corpora"][
+        "additionalProperties"]
+    assert corpus["properties"]["format"]["enum"] == formats.enum("pairs")
+    assert corpus["properties"]["keep"]["description"].startswith("twitter-url: ")
+    assert "default" not in corpus["properties"]["keep"]  # the layout's Spec fills it in
+    needs = {tuple(c["if"]["properties"]["format"]["enum"]): c["then"]["required"]
+             for c in corpus["allOf"]}
+    assert needs[("references",)] == ["reference", "hypotheses"]
+
+
+def test_an_sts_set_and_a_labelled_set_name_their_files(tmp_path):
+    assert formats.files("senteval", "d/STS.input.news.txt") == ["d/STS.input.news.txt",
+                                                                  "d/STS.gs.news.txt"]
+    assert formats.files("stsbenchmark", "sts-dev.csv") == ["sts-dev.csv"]
+
+
+OUTSIDE = '''
+"""A layout from outside paramill: one JSON object a line, {"a": ..., "b": ...}."""
+import json
+from dataclasses import dataclass
+
+from paramill.formats import Candidate, LineStream, lines, rejected
+from paramill.settings import Settings, setting
+
+NAME = "jsonl-pairs"
+ALIASES = ()
+DESCRIPTION = "one JSON object a line with `a` and `b`"
+
+
+@dataclass(frozen=True)
+class Spec(Settings):
+    path: str = setting(doc="The file.", type="string")
+
+
+def pairs(spec, method=NAME, max_line_bytes=65536, batch_rows=0):
+    for item in lines(LineStream(spec.path, max_line_bytes)):
+        if not isinstance(item, tuple):
+            yield rejected(item, method, spec.path)
+            continue
+        row = json.loads(item[1])
+        yield Candidate(item[0], row["a"], row["b"], method, source_file=spec.path)
+'''
+
+
+def test_a_layout_from_another_package_joins_through_an_entry_point(tmp_path):
+    """A package outside paramill declares a format module under the ``paramill.formats``
+    entry-point group: the schema takes its name and keys, and a pair corpus reads it."""
+    import json
+    import subprocess
+    import sys
+
+    import yaml
+
+    (tmp_path / "my_layouts.py").write_text(OUTSIDE)
+    info = tmp_path / "my_layouts-0.1.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: my-layouts\nVersion: 0.1\n")
+    (info / "entry_points.txt").write_text("[paramill.formats]\njsonl-pairs = my_layouts\n")
+    data = tmp_path / "p.jsonl"
+    data.write_text('{"a": "He left .", "b": "He went away ."}\n{"a": "Hi .", "b": "Hello ."}\n')
+    env = {**__import__("os").environ, "PYTHONPATH": str(tmp_path)}
+    schema = subprocess.run([sys.executable, "-m", "paramill.cli", "config", "schema"],
+                            capture_output=True, text=True, env=env, check=True).stdout
+    corpus = yaml.safe_load(schema)["properties"]["pairs"]["properties"]["corpora"][
+        "additionalProperties"]
+    assert "jsonl-pairs" in corpus["properties"]["format"]["enum"]
+    assert "jsonl-pairs" not in formats.names()  # this process has no such entry point
+    done = subprocess.run(
+        [sys.executable, "-m", "paramill.cli", "pairs", "ingest", "--corpus", "j", "--spec",
+         json.dumps({"format": "jsonl-pairs", "path": str(data)}), "--out", str(tmp_path / "o")],
+        capture_output=True, text=True, env=env)
+    assert done.returncode == 0, done.stderr
+    assert "2 candidates, 2 kept" in done.stdout + done.stderr
+    clash = tmp_path / "clash"
+    clash.mkdir()
+    (clash / "tsv_again.py").write_text(OUTSIDE.replace('"jsonl-pairs"', '"tsv"'))
+    info = clash / "tsv_again-0.1.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: tsv-again\nVersion: 0.1\n")
+    (info / "entry_points.txt").write_text("[paramill.formats]\ntsv = tsv_again\n")
+    done = subprocess.run([sys.executable, "-m", "paramill.cli", "config", "schema"],
+                          capture_output=True, text=True, env={**env, "PYTHONPATH": str(clash)})
+    assert done.returncode != 0
+    assert "format name 'tsv' is declared by both paramill.formats.tsv and tsv_again" in done.stderr

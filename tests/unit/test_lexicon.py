@@ -8,7 +8,8 @@ import pytest
 
 from paramill.io import InputError
 from paramill.lexicon.pmi import _SpillBuffer, LexiconSettings, count_and_score
-from paramill.lexicon.simlex import evaluate, read_simlex
+from paramill.formats import simlex as simlex_format
+from paramill.lexicon.simlex import evaluate
 from paramill.provenance import verify
 
 PAIRS = [("hong kong big", "hong kong large"), ("big house", "large house")]
@@ -65,7 +66,7 @@ def test_simlex_reader_and_scores(tmp_path):
     simlex = tmp_path / "simlex.txt"
     simlex.write_text("word1\tword2\tPOS\tSimLex999\tconc(w1)\n"
                       "Big\tlarge\tA\t9.5\t1\nhong\tkong\tN\t1.0\t1\nbig\thouse\tN\t2.0\t1\nsea\tsky\tN\t0.5\t1\n")
-    assert read_simlex(simlex)[0] == ("big", "large", 9.5)
+    assert simlex_format.read(simlex)[0] == ("big", "large", 9.5)
     build(tmp_path, PAIRS)
     result = evaluate(tmp_path / "lex.tsv", simlex, tmp_path / "s.tsv", tmp_path / "s.json")
     by = {r["score"]: r for r in result["results"]}
@@ -80,10 +81,10 @@ def test_simlex_reader_and_scores(tmp_path):
     bad = tmp_path / "bad.txt"
     bad.write_text("a\tb\tc\n")
     with pytest.raises(InputError, match="word1, word2 and SimLex999"):
-        read_simlex(bad)
+        simlex_format.read(bad)
     bad.write_text("word1\tword2\tSimLex999\nx\ty\tnan-ish\n")
     with pytest.raises(InputError, match="bad.txt:2"):
-        read_simlex(bad)
+        simlex_format.read(bad)
 
 
 def test_partitions_and_chunks_do_not_change_the_lexicon(tmp_path):

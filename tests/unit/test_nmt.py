@@ -15,7 +15,7 @@ from paramill.bitext.ingest import IngestSettings, ingest
 from paramill.bitext.readers import CorpusSpec
 from paramill.nmt import convert as convert_mod
 from paramill.nmt.data import write_training_text
-from paramill.nmt.schema import CANDIDATES
+from paramill.nmt.tables import CANDIDATES
 from paramill.nmt.subwords import Segmenter, SubwordSettings
 from paramill.nmt.subwords import train as train_spm
 from paramill.nmt.train import ModelSettings, NmtTrainSettings, checkpoints, opennmt_config

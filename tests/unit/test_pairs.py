@@ -12,10 +12,15 @@ import pytest
 
 from paramill.io import InputError
 from paramill.pairs.ingest import PairCleanSettings, PairIngestSettings, ingest_pairs
-from paramill.pairs.names import systems
-from paramill.pairs.readers import (PairCorpusSpec, read_pairs, read_parabank2, read_paranmt,
-                                    read_parquet, read_references, read_tsv, read_twitter_url)
+from paramill.formats.references import systems
+from paramill.pairs.readers import PairCorpusSpec, read_pairs
 from paramill.pairs.stats import write_stats
+
+
+def read(fmt, max_line_bytes=65536, batch_rows=50000, **spec):
+    """The candidates of a pair corpus in layout ``fmt`` with settings ``spec``."""
+    return read_pairs(PairCorpusSpec.from_dict("c", {"format": fmt, **spec}), max_line_bytes,
+                      batch_rows)
 
 
 def rows(candidates):
@@ -26,17 +31,17 @@ def rows(candidates):
 def test_paranmt_keeps_the_given_score_and_rejects_bad_lines(write_file):
     path = write_file("p.txt.gz", ["He left.\tHe went away.\t0.83", "no tabs here",
                                    "A b.\tC d.\tmany", "A b.\tC d.\tnan", "X.\tY.\t0.5\textra"], "gz")
-    got = rows(read_paranmt(str(path)))
+    got = rows(read("paranmt", path=str(path)))
     assert got[0] == (1, "He left.", "He went away.", "paranmt", 1, 0.83, None, None)
     assert [r[-1] for r in got[1:]] == ["column_count", "bad_score", "bad_score", "column_count"]
-    assert list(read_paranmt(str(path)))[1].detail == "expected 3 tab-separated columns, found 1"
+    assert list(read("paranmt", path=str(path)))[1].detail == "expected 3 tab-separated columns, found 1"
 
 
 def test_parabank2_gives_one_ranked_candidate_per_paraphrase(write_file):
     path = write_file("pb.tsv.xz", ["0.71\tThe cat sat.\tA cat sat.\tThe cat was sitting.",
                                     "0.5\tonly a reference", "x\tRef.\tPara.",
                                     "0.2\tR.\t1\t2\t3\t4\t5\t6"], "xz")
-    got = rows(read_parabank2(str(path)))
+    got = rows(read("parabank2", path=str(path)))
     assert got[:2] == [(1, "The cat sat.", "A cat sat.", "parabank2", 1, 0.71, None, None),
                        (1, "The cat sat.", "The cat was sitting.", "parabank2", 2, 0.71, None, None)]
     assert [r[-1] for r in got[2:]] == ["column_count", "bad_score", "column_count"]
@@ -45,7 +50,7 @@ def test_parabank2_gives_one_ranked_candidate_per_paraphrase(write_file):
 def test_tsv_by_header_names_with_score_and_label(write_file):
     path = write_file("t.tsv", ["id\tlabel\ts2\ts1\tscore", "7\t1\tPara.\tRef.\t0.4",
                                 "8\tmaybe\tP.\tR.\t0.1", "9\t0\tP2.\tR2.\t0.3"])
-    got = rows(read_tsv(str(path), header=True, method="mine"))
+    got = rows(read("tsv", path=str(path), header=True, method="mine"))
     assert got[0] == (2, "Ref.", "Para.", "mine", 1, 0.4, 1, None)
     assert got[1][-1] == "bad_label" and got[2][6] == 0
 
@@ -53,29 +58,29 @@ def test_tsv_by_header_names_with_score_and_label(write_file):
 def test_tsv_without_a_reference_column_is_an_error(write_file):
     path = write_file("t.tsv", ["a\tb", "x\ty"])
     with pytest.raises(InputError, match=r"t.tsv:1: columns \['a', 'b'\] have no s1"):
-        list(read_tsv(str(path), header=True))
+        list(read("tsv", path=str(path), header=True))
 
 
 def test_parquet_reads_s1_s2_with_row_numbers(tmp_path):
     path = tmp_path / "p.parquet"
     pq.write_table(pa.table({"s1": ["a b", "c d"], "s2": ["b a", "d c"],
                              "score": [0.5, float("inf")]}), path)
-    got = rows(read_parquet(str(path)))
+    got = rows(read("parquet", path=str(path)))
     assert got[0] == (1, "a b", "b a", "parquet", 1, 0.5, None, None)
     assert got[1][-1] == "bad_score"
     pq.write_table(pa.table({"x": ["a"]}), tmp_path / "bad.parquet")
     with pytest.raises(InputError, match="have no s1"):
-        list(read_parquet(str(tmp_path / "bad.parquet")))
+        list(read("parquet", path=str(tmp_path / "bad.parquet")))
     (tmp_path / "not.parquet").write_text("hello")
     with pytest.raises(InputError, match="not a readable Parquet file"):
-        list(read_parquet(str(tmp_path / "not.parquet")))
+        list(read("parquet", path=str(tmp_path / "not.parquet")))
 
 
 def test_references_pair_each_system_with_the_reference_line(write_file):
     ref = write_file("ref.en", ["One.", "Two.", "Three."])
     a = write_file("hyp.A.en", ["Uno.", "Dos.", "Tres."])
     b = write_file("hyp.B.en", [b"B1.", b"\xff bad", b"B3."])
-    got = rows(read_references(str(ref), {"A": str(a), "B": str(b)}))
+    got = rows(read("references", reference=str(ref), hypotheses={"A": str(a), "B": str(b)}))
     assert got[:2] == [(1, "One.", "Uno.", "A", 1, None, None, None),
                        (1, "One.", "B1.", "B", 1, None, None, None)]
     assert got[3][:4] == (2, "Two.", got[3][2], "B") and got[3][-1] == "invalid_utf8"
@@ -86,7 +91,7 @@ def test_references_of_different_lengths_is_an_error_naming_the_files(write_file
     ref = write_file("ref.en", ["One.", "Two."])
     short = write_file("hyp.A.en", ["Uno."])
     with pytest.raises(InputError, match=r"hyp.A.en:.*ended after 1 lines but .*ref.en go on"):
-        list(read_references(str(ref), {"A": str(short)}))
+        list(read("references", reference=str(ref), hypotheses={"A": str(short)}))
 
 
 def test_systems_are_named_by_what_their_file_names_do_not_share(tmp_path):
@@ -102,10 +107,10 @@ def test_systems_are_named_by_what_their_file_names_do_not_share(tmp_path):
 def test_twitter_url_votes_label_and_reject(write_file):
     path = write_file("tw.txt", ["A b.\tC d.\t(5,6)\thttp://t.co/x", "E.\tF.\t(3,6)\tu",
                                  "G.\tH.\t(1,6)\tu", "I.\tJ.\t(7,6)\tu", "K.\tL.\t(4,6)"])
-    got = rows(read_twitter_url(str(path)))
+    got = rows(read("twitter-url", path=str(path)))
     assert got[0] == (1, "A b.", "C d.", "twitter-url", 1, 5 / 6, 1, None)
     assert [r[-1] for r in got[1:]] == ["debatable", "not_paraphrase", "bad_votes", "column_count"]
-    kept = rows(read_twitter_url(str(path), keep="all"))
+    kept = rows(read("twitter-url", path=str(path), keep="all"))
     assert kept[2][6] == 0 and kept[2][-1] is None
 
 
@@ -117,7 +122,7 @@ def test_twitter_url_raw_layout_crlf_and_compressed(write_file):
            b"Female supporters explain why . \tbut supporting the \t( 2 , 6 )\thttps://t.co/k\r\n"
            b"Female supporters explain why . \tWomen for Trump ROCK ! \t(3,6)\thttps://t.co/k\r\n")
     path = write_file("Twitter_URL_Corpus_test.txt.xz", raw, "xz")
-    got = rows(read_twitter_url(str(path), keep="all"))
+    got = rows(read("twitter-url", path=str(path), keep="all"))
     assert got[0] == (1, "Female supporters explain why .", "These are the women who support Trump",
                       "twitter-url", 1, 5 / 6, 1, None)
     assert got[1][6] == 0 and got[1][5] == 2 / 6
@@ -235,28 +240,28 @@ def test_parquet_labels_are_parsed_strictly(tmp_path):
     labels = ["1", "0", "no", "false", "TRUE", "2", "-1", None]
     pq.write_table(pa.table({"s1": [f"r{i}" for i in range(8)], "s2": [f"c{i}" for i in range(8)],
                              "label": labels}), path)
-    got = list(read_parquet(str(path)))
+    got = list(read("parquet", path=str(path)))
     assert [(c.label, c.reason) for c in got] == [
         (1, None), (0, None), (None, "bad_label"), (0, None), (1, None), (None, "bad_label"),
         (None, "bad_label"), (None, None)]
     assert got[2].detail == "column label: label 'no' is not 0/1/true/false"
     ints = tmp_path / "i.parquet"
     pq.write_table(pa.table({"s1": ["a", "b", "c"], "s2": ["x", "y", "z"], "label": [1, 2, -1]}), ints)
-    assert [c.reason for c in read_parquet(str(ints))] == [None, "bad_label", "bad_label"]
+    assert [c.reason for c in read("parquet", path=str(ints))] == [None, "bad_label", "bad_label"]
     flags = tmp_path / "b.parquet"
     pq.write_table(pa.table({"s1": ["a", "b"], "s2": ["x", "y"], "label": [True, False]}), flags)
-    assert [c.label for c in read_parquet(str(flags))] == [1, 0]
+    assert [c.label for c in read("parquet", path=str(flags))] == [1, 0]
 
 
 def test_parquet_text_and_score_columns_are_checked(tmp_path):
     numbers = tmp_path / "n.parquet"
     pq.write_table(pa.table({"s1": [1, 2], "s2": ["x", "y"]}), numbers)
     with pytest.raises(InputError, match=r"n.parquet: column s1 holds int64, not text"):
-        list(read_parquet(str(numbers)))
+        list(read("parquet", path=str(numbers)))
     scores = tmp_path / "s.parquet"
     pq.write_table(pa.table({"s1": ["a", "b", "c", "d"], "s2": ["w", "x", "y", "z"],
                              "score": ["0.5", "high", "1_0", "nan"]}), scores)
-    got = list(read_parquet(str(scores)))
+    got = list(read("parquet", path=str(scores)))
     assert [(c.score, c.reason) for c in got] == [(0.5, None), (None, "bad_score"),
                                                   (None, "bad_score"), (None, "bad_score")]
     assert got[1].detail == "column score: score 'high' is not a finite number"
@@ -265,7 +270,7 @@ def test_parquet_text_and_score_columns_are_checked(tmp_path):
 @pytest.mark.parametrize("score", ["1_0", "١٢", "５", "nan", "inf", "0x1p3", "1.2.3", ""])
 def test_scores_are_plain_ascii_decimals(write_file, score):
     path = write_file("p.txt", [f"A b.\tC d.\t{score}", "A b.\tC d.\t-1.5e-2"])
-    got = rows(read_paranmt(str(path)))
+    got = rows(read("paranmt", path=str(path)))
     assert got[0][-1] == "bad_score" and got[1][5] == -0.015
 
 
@@ -274,21 +279,22 @@ def test_scores_are_plain_ascii_decimals(write_file, score):
                                           ("( 5 , 6 )", None)])
 def test_twitter_url_votes_are_checked_not_divided_by_zero(write_file, votes, reason):
     path = write_file("u.tsv", [f"one two three\tfour five six\t{votes}\thttp://x"])
-    (got,) = list(read_twitter_url(str(path), keep="all"))
+    (got,) = list(read("twitter-url", path=str(path), keep="all"))
     assert got.reason == reason
     if reason is None:
         assert got.score == 5 / 6 and got.label == 1
 
 
-def test_a_header_naming_a_column_twice_is_refused_in_both_readers(write_file):
-    from paramill.bitext.readers import read_tsv as read_bitext_tsv
+def test_a_header_naming_a_column_twice_is_refused_as_bitext_and_as_pairs(write_file):
+    from paramill.bitext.readers import CorpusSpec, read_corpus
 
     bitext = write_file("b.tsv", ["cs\ten\ten", "Ahoj.\tHello.\tHi."])
-    with pytest.raises(InputError, match=r"b.tsv:1: header .* names en more than once"):
-        list(read_bitext_tsv(str(bitext), header=True))
+    with pytest.raises(InputError, match=r"b.tsv:1: columns .* name en more than once"):
+        list(read_corpus(CorpusSpec.from_dict("b", {"format": "tsv", "path": str(bitext),
+                                                    "header": True})))
     pairs = write_file("p.tsv", ["s1\ts2\tx\tx", "a\tb\tc\td"])
     with pytest.raises(InputError, match=r"p.tsv:1: columns .* name x more than once"):
-        list(read_tsv(str(pairs), header=True))
+        list(read("tsv", path=str(pairs), header=True))
 
 
 @pytest.mark.parametrize("spec,message", [

@@ -437,7 +437,7 @@ def test_scoring_in_chunks_gives_the_scores_of_one_pass(tmp_path):
 
 
 def test_the_command_line_trains_a_finetuned_encoder_model(tiny_sentence_encoder, tmp_path):
-    """The rule's command: `paramill twitter train --settings JSON` with model encoder and
+    """The rule's command: `paramill twitter identify --settings JSON` with model encoder and
     finetune_epochs, as config.yaml would give them."""
     _train_on_the_command_line(tiny_sentence_encoder, tmp_path, {"encoder_layers": 0})
 
@@ -478,7 +478,7 @@ def _train_on_the_command_line(source, tmp_path, extra):
     settings = {"model": "encoder", "sentence_encoder": str(source),
                 "finetune_epochs": 1, "finetune_batch": 8, "folds": 2,
                 "train": _url_raw(tmp_path / "l.tsv", POS, NEG), **extra}
-    assert main(["--threads", "1", "twitter", "train", "--embed-model=", "--settings",
+    assert main(["--threads", "1", "twitter", "identify", "--embed-model=", "--settings",
                  json.dumps(settings), "--out", str(tmp_path / "m.pkl"),
                  "--report", str(tmp_path / "r.json")]) == 0
     report = json.loads((tmp_path / "r.json").read_text())
@@ -670,7 +670,7 @@ def test_the_command_line_trains_saves_loads_and_scores_a_cross_model(tiny_sente
     settings = {"model": "cross", "sentence_encoder": source, "finetune_epochs": 2,
                 "finetune_batch": 8, "finetune_lr": 1e-3, "folds": 2,
                 "train": _url_raw(tmp_path / "l.tsv", POS, NEG), "evaluate": evaluate}
-    assert main(["--threads", "1", "twitter", "train", "--embed-model=", "--settings",
+    assert main(["--threads", "1", "twitter", "identify", "--embed-model=", "--settings",
                  json.dumps(settings), "--out", str(tmp_path / "m.pkl"),
                  "--report", str(tmp_path / "r.json")]) == 0
     report = json.loads((tmp_path / "r.json").read_text())
@@ -693,7 +693,7 @@ def test_the_command_line_trains_saves_loads_and_scores_a_cross_model(tiny_sente
     assert np.allclose(ours, CrossEncoder(source, state=loaded.cross_state).score(probe))
     assert not np.allclose(ours, CrossEncoder(source, state=None).score(probe), atol=1e-3)
     bad = {**settings, "finetune_epochs": 0}
-    assert main(["twitter", "train", "--embed-model=", "--settings", json.dumps(bad),
+    assert main(["twitter", "identify", "--embed-model=", "--settings", json.dumps(bad),
                  "--out", str(tmp_path / "x.pkl"), "--report", str(tmp_path / "x.json")]) == 2
 
 

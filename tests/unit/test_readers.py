@@ -1,8 +1,12 @@
 import pytest
 
-from paramill.bitext.readers import (CorpusSpec, read_corpus, read_czeng1, read_moses,
-                                     read_tsv)
+from paramill.bitext.readers import CorpusSpec, read_corpus
 from paramill.io import InputError
+
+
+def read(fmt, max_line_bytes=65536, **spec):
+    """The rows of a bitext corpus in layout ``fmt`` with settings ``spec``."""
+    return read_corpus(CorpusSpec.from_dict("c", {"format": fmt, **spec}), max_line_bytes)
 
 
 def pairs(rows):
@@ -12,13 +16,13 @@ def pairs(rows):
 def test_czeng1_reads_the_czech_and_english_columns(write_file):
     path = write_file("c.tsv.gz", ["b1-1\t0.95\tMuž čte.\tThe man reads.",
                                    "b1-2\t0.41\tŽena píše.\tThe woman writes."], "gz")
-    assert pairs(read_czeng1(str(path))) == [(1, "Muž čte.", "The man reads.", None),
+    assert pairs(read("czeng1", path=str(path))) == [(1, "Muž čte.", "The man reads.", None),
                                              (2, "Žena píše.", "The woman writes.", None)]
 
 
 def test_czeng1_wrong_column_count_is_a_rejected_row(write_file):
     path = write_file("c.tsv", ["id\t0.9\tjen česky", "id\t0.9\tcs\ten\textra", "id\t1\tcs\ten"])
-    rows = list(read_czeng1(str(path)))
+    rows = list(read("czeng1", path=str(path)))
     assert [r.reason for r in rows] == ["column_count", "column_count", None]
     assert rows[0].detail == "expected 4 tab-separated columns, found 3"
 
@@ -32,19 +36,19 @@ def test_czeng2_with_configured_column_names(write_file):
 
 def test_tsv_with_header_picks_columns_by_name(write_file):
     path = write_file("h.tsv.zst", ["en\tid\tcs", "Hello.\t7\tAhoj."], "zst")
-    assert pairs(read_tsv(str(path), header=True)) == [(2, "Ahoj.", "Hello.", None)]
+    assert pairs(read("tsv", path=str(path), header=True)) == [(2, "Ahoj.", "Hello.", None)]
 
 
 def test_tsv_header_without_cs_column_is_an_error(write_file):
     path = write_file("h.tsv", ["english\tczech", "Hello.\tAhoj."])
-    with pytest.raises(InputError, match=r"h.tsv:1: header .* no `cs`"):
-        list(read_tsv(str(path), header=True))
+    with pytest.raises(InputError, match=r"h.tsv:1: columns .* no `cs`"):
+        list(read("tsv", path=str(path), header=True))
 
 
 def test_moses_pairs_lines_and_strips_crlf(write_file):
     cs = write_file("c.cs.bz2", b"Ahoj.\r\nNazdar.\r\n", "bz2")
     en = write_file("c.en", ["Hello.", "Hi."])
-    assert pairs(read_moses(str(cs), str(en))) == [(1, "Ahoj.", "Hello.", None),
+    assert pairs(read("moses", cs=str(cs), en=str(en))) == [(1, "Ahoj.", "Hello.", None),
                                                    (2, "Nazdar.", "Hi.", None)]
 
 
@@ -52,14 +56,14 @@ def test_moses_sides_of_different_length_name_both_files_and_the_line(write_file
     cs = write_file("m.cs", ["a", "b", "c"])
     en = write_file("m.en", ["a", "b"])
     with pytest.raises(InputError) as err:
-        list(read_moses(str(cs), str(en)))
+        list(read("moses", cs=str(cs), en=str(en)))
     assert err.value.path == str(cs) and err.value.line == 3
     assert str(en) in str(err.value) and "ended after 2 lines" in str(err.value)
 
 
 def test_invalid_utf8_is_rejected_with_the_byte_offset(write_file):
     path = write_file("u.tsv", [b"id\t0.9\tMu\xff\xfe.\tMan.", b"id\t0.9\tok\tok"])
-    rows = list(read_czeng1(str(path)))
+    rows = list(read("czeng1", path=str(path)))
     assert rows[0].reason == "invalid_utf8" and rows[0].detail == "invalid UTF-8 at byte offset 9"
     assert "\ufffd" in rows[0].cs  # shown with replacement characters
     assert rows[1].reason is None and rows[1].line_no == 2
@@ -68,7 +72,7 @@ def test_invalid_utf8_is_rejected_with_the_byte_offset(write_file):
 def test_a_one_megabyte_line_is_rejected_and_reading_goes_on(write_file):
     big = b"id\t0.9\t" + b"x" * (1 << 20) + b"\ty"
     path = write_file("big.tsv.gz", [b"id\t1\ta\tb", big, b"id\t1\tc\td"], "gz")
-    rows = list(read_czeng1(str(path), max_line_bytes=65536))
+    rows = list(read("czeng1", path=str(path), max_line_bytes=65536))
     assert [(r.line_no, r.reason) for r in rows] == [(1, None), (2, "line_too_long"), (3, None)]
     assert rows[2].cs == "c"
 
@@ -78,7 +82,7 @@ def test_truncated_gzip_is_an_error_naming_file_and_line(write_file, tmp_path):
     cut = tmp_path / "cut.tsv.gz"
     cut.write_bytes(full.read_bytes()[:-200])
     with pytest.raises(InputError) as err:
-        list(read_czeng1(str(cut)))
+        list(read("czeng1", path=str(cut)))
     assert err.value.path == str(cut) and err.value.line is not None and err.value.line > 1
     assert "truncated or corrupt" in str(err.value)
 
@@ -86,17 +90,17 @@ def test_truncated_gzip_is_an_error_naming_file_and_line(write_file, tmp_path):
 def test_empty_file_is_an_error(write_file):
     path = write_file("empty.tsv", b"")
     with pytest.raises(InputError, match="empty.tsv: file is empty"):
-        list(read_czeng1(str(path)))
+        list(read("czeng1", path=str(path)))
 
 
 def test_missing_file_is_an_error(tmp_path):
     with pytest.raises(InputError, match="file not found"):
-        list(read_czeng1(str(tmp_path / "nope.tsv")))
+        list(read("czeng1", path=str(tmp_path / "nope.tsv")))
 
 
 def test_spec_checks_its_fields():
-    with pytest.raises(ValueError, match="needs both `cs` and `en`"):
+    with pytest.raises(ValueError, match="bitext.corpora.m: format moses needs `en`"):
         CorpusSpec.from_dict("m", {"format": "moses", "cs": "a"})
-    with pytest.raises(ValueError, match="must name a `cs` and an `en`"):
+    with pytest.raises(ValueError, match=r"bitext.corpora.t: columns \['a', 'b'\] have no `cs` and `en`"):
         CorpusSpec.from_dict("t", {"format": "tsv", "path": "x", "columns": ["a", "b"]})
     assert CorpusSpec.from_dict("m", {"format": "moses", "cs": "a", "en": "b"}).source_file == "a;b"

@@ -3,6 +3,8 @@ import json
 import numpy as np
 import pytest
 
+from paramill.io import InputError
+
 from paramill.evaluate.sts import by_year, collect, cosine, read, score
 
 
@@ -20,7 +22,7 @@ def test_senteval_input_and_gold(tmp_path):
     data = read("news", 2013, "senteval", tmp_path / "STS.input.news.txt")
     assert data.s1 == ['A "quoted" one.', "E."] and data.gold == [3.2, 0.4] and data.skipped == 1
     (tmp_path / "STS.gs.news.txt").write_text("3.2\n")
-    with pytest.raises(ValueError, match="3 pairs but"):
+    with pytest.raises(InputError, match="STS.gs.news.txt: 1 scores for the 3 pairs of"):
         read("news", 2013, "senteval", tmp_path / "STS.input.news.txt")
 
 
@@ -58,7 +60,7 @@ def test_tokenised_directory(tmp_path):
 
 
 def test_unknown_format():
-    with pytest.raises(ValueError, match="unknown STS format"):
+    with pytest.raises(ValueError, match="unknown sts format 'xml'; known: pit2015, senteval"):
         read("x", 1, "xml", "nowhere")
 
 

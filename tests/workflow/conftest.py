@@ -98,7 +98,7 @@ def after_candidates(filters, shards, export=False):
 
 
 #: the Twitter branch on the sample (5 days, 2 months)
-TWITTER = {"harvest": 5, "paraid_train": 1, "twitter_month": 2, "twitter_growth": 1}
+TWITTER = {"harvest": 5, "twitter_identify": 1, "twitter_month": 2, "twitter_growth": 1}
 _BITEXT_NMT = {"ingest": 2, "clean": 2, "bitext_stats": 1, "plot_bitext_outcomes": 1,
                "provenance_summary": 1, "spm_train": 2, "nmt_data": 1, "nmt_train": 2,
                "nmt_convert": 2, "nmt_translate": 4, "backtranslation_stats": 1}

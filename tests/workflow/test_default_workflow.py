@@ -216,7 +216,7 @@ def test_bad_config_fails_before_any_job(project, tmp_path):
 
 
 def test_a_students_unlabelled_text_is_an_input_of_the_identifier(project, tmp_path):
-    """twitter.identify.distill_text: the files are paraid_train's inputs (a changed file
+    """twitter.identify.distill_text: the files are twitter_identify's inputs (a changed file
     retrains the identifier) only when a student is distilled."""
     text = tmp_path / "tweets.txt"
     text.write_text("a storm hits town\n")
@@ -226,7 +226,7 @@ def test_a_students_unlabelled_text_is_an_input_of_the_identifier(project, tmp_p
         overlay.write_text(json.dumps({"twitter": {"identify": identify}}))
         proc = snakemake(project, "-n", "--forceall", "work/twitter/paraid.pkl",
                          "--configfile", "config.yaml", str(overlay))
-        (job,) = re.findall(r"rule paraid_train:\n\s+input: ([^\n]+)", proc.stdout + proc.stderr)
+        (job,) = re.findall(r"rule twitter_identify:\n\s+input: ([^\n]+)", proc.stdout + proc.stderr)
         return job.split(", ")
 
     student = {"model": "encoder", "encoder_layers": 1, "distill_text": [str(text)]}

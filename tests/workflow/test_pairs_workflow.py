@@ -7,7 +7,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from paramill.pairs.readers import read_paranmt
+from paramill.pairs.readers import PairCorpusSpec, read_pairs
 
 from .conftest import copy_project, executed, scoring, snakemake
 
@@ -86,7 +86,7 @@ def test_embeddings_sts_and_lexicon_come_out(finished):
 def test_the_paranmt_export_reads_back_in(finished):
     root, _, _ = finished
     path = root / "results/corpus/default/corpus.paranmt.txt"
-    back = list(read_paranmt(str(path)))
+    back = list(read_pairs(PairCorpusSpec.from_dict("p", {"format": "paranmt", "path": str(path)})))
     tsv = (root / "results/corpus/default/corpus.tsv").read_text().splitlines()
     assert len(back) == len(tsv) and all(c.reason is None for c in back)
     assert [f"{c.en_ref}\t{c.candidate}" for c in back] == tsv

@@ -33,12 +33,13 @@ import pyarrow as pa
 
 from paramill import rules, text
 from paramill.bitext.ingest import REJECTED_NAME, STATS_NAME
-from paramill.bitext.schema import BITEXT, REJECTED
+from paramill.bitext.tables import BITEXT, REJECTED
 from paramill.dedup import DUP_HERE, KEEP, KEYS, bucket_bits, check_key_files, dedup_buckets, pair_keys, spill
-from paramill.io import (ShardWriter, TableWriter, atomic_output, iter_parquet_batches,
+from paramill.job import output_job
+from paramill.io import (ShardWriter, TableWriter, iter_parquet_batches,
                          parquet_rows, read_json, scratch_dir, write_json)
 from paramill.progress import progress
-from paramill.provenance import Run, prov_path
+from paramill.provenance import Run
 from paramill.settings import Settings, setting
 
 
@@ -108,11 +109,10 @@ def clean(corpus: str, ingest_dir: str | Path, shards_dir: str | Path, rejected_
     # buckets sized by this corpus and the earlier corpora's keys read against it
     bits = bucket_bits(n_in + parquet_rows(prior), settings.bucket_rows)
     outputs = [Path(shards_dir), Path(rejected_path), Path(keys_path), Path(stats_path)]
-    records = [prov_path(p) for p in outputs]
     sums = {"cs_tokens": 0, "en_tokens": 0}
-    with atomic_output(*outputs, *records) as temps, \
+    with output_job(run, *outputs) as job, \
             scratch_dir(Path(keys_path).parent, "paramill-clean-") as spill:
-        t_shards, t_rejected, t_keys, t_stats = temps[:4]
+        t_shards, t_rejected, t_keys, t_stats = job.paths
         rejected = TableWriter(t_rejected, REJECTED)
         # ingest's own rejected rows come first, so one table holds every dropped row
         for batch in iter_parquet_batches([ingest_dir / REJECTED_NAME], batch_rows):
@@ -202,8 +202,7 @@ def clean(corpus: str, ingest_dir: str | Path, shards_dir: str | Path, rejected_
             raise RuntimeError(f"clean {corpus}: rows do not add up: {rows_in} in, {kept_rows} "
                                f"kept, {stats['rejected_total']} rejected")
         write_json(t_stats, stats)
-        finals = dict(zip(outputs, temps[:4]))
-        run.write(finals, dict(zip(outputs, temps[4:])), rows_in=rows_in, rows_out=kept_rows)
+        job.rows_in, job.rows_out = rows_in, kept_rows
     return stats
 
 

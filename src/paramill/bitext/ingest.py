@@ -18,10 +18,11 @@ from typing import Any
 import pyarrow as pa
 
 from paramill.bitext.readers import CorpusSpec, read_corpus
-from paramill.bitext.schema import BITEXT, REJECTED
-from paramill.io import ShardWriter, TableWriter, atomic_output, sha256_file, write_json
+from paramill.bitext.tables import BITEXT, REJECTED
+from paramill.job import output_job
+from paramill.io import ShardWriter, TableWriter, sha256_file, write_json
 from paramill.progress import progress
-from paramill.provenance import Run, prov_path
+from paramill.provenance import Run
 from paramill.settings import Settings, setting
 
 STATS_NAME = "stats.json"
@@ -71,11 +72,12 @@ def ingest(spec: CorpusSpec, out_dir: str | Path, settings: IngestSettings = Ing
     """Read ``spec`` into ``out_dir``; returns the stats written to ``stats.json``."""
     digests = {f: sha256_file(f) for f in spec.files}
     prefix = f"{spec.name}-{source_digest(spec, digests)}-"
-    run = Run(rule=rule, params={"corpus": spec.name, "spec": asdict(spec), **asdict(settings)},
+    run = Run(rule=rule, params={"corpus": spec.name, "spec": spec.record(), **asdict(settings)},
               inputs=spec.files, known_digests=digests)
     reasons: Counter[str] = Counter()
     rows_in = 0
-    with atomic_output(out_dir, prov_path(out_dir)) as (tmp, tmp_prov):
+    with output_job(run, out_dir) as job:
+        (tmp,) = job.paths
         shards = ShardWriter(tmp, BITEXT, settings.shard_size)
         rejected = TableWriter(tmp / REJECTED_NAME, REJECTED)
         good = _Columns(BITEXT.names)
@@ -120,5 +122,5 @@ def ingest(spec: CorpusSpec, out_dir: str | Path, settings: IngestSettings = Ing
         }
         assert rows_in == shards.rows + sum(reasons.values())
         write_json(tmp / STATS_NAME, stats)
-        run.write({out_dir: tmp}, {out_dir: tmp_prov}, rows_in=rows_in, rows_out=shards.rows)
+        job.rows_in, job.rows_out = rows_in, shards.rows
     return stats

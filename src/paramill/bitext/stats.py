@@ -8,8 +8,9 @@ from typing import Any
 
 import polars as pl
 
-from paramill.io import atomic_output, read_json, write_json
-from paramill.provenance import Run, prov_path
+from paramill.job import output_job
+from paramill.io import read_json, write_json
+from paramill.provenance import Run
 
 
 def summarize(stats: list[dict[str, Any]]) -> dict[str, Any]:
@@ -60,9 +61,8 @@ def write_stats(stats_files: list[str | Path], out_json: str | Path, out_tsv: st
     summary = summarize(stats)
     run = Run(rule=rule, params={}, inputs=list(stats_files))
     outs = [Path(out_json), Path(out_tsv)]
-    with atomic_output(*outs, *(prov_path(p) for p in outs)) as temps:
-        write_json(temps[0], summary)
-        outcomes_table(stats).write_csv(temps[1], separator="\t")
-        run.write(dict(zip(outs, temps[:2])), dict(zip(outs, temps[2:])),
-                  rows_in=summary["rows_in"], rows_out=summary["kept"])
+    with output_job(run, *outs, rows_in=summary["rows_in"]) as job:
+        write_json(job.paths[0], summary)
+        outcomes_table(stats).write_csv(job.paths[1], separator="\t")
+        job.rows_out = summary["kept"]
     return summary

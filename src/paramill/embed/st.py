@@ -203,8 +203,8 @@ def export(model: str | Path, out_dir: str | Path, rule: str = "embed_export") -
 
     from sentence_transformers import SentenceTransformer
 
-    from paramill.io import atomic_output
-    from paramill.provenance import Run, prov_path
+    from paramill.job import output_job
+    from paramill.provenance import Run
 
     out_dir = Path(out_dir)
     run = Run(rule=rule, params={}, inputs=[model])
@@ -216,7 +216,8 @@ def export(model: str | Path, out_dir: str | Path, rule: str = "embed_export") -
              "StaticEmbedding: paramill is not needed\n" if static is not None else
              f"model = SentenceTransformer(\"{out_dir.name}\", trust_remote_code=True)  "
              "# the module class is paramill's: install paramill\n")
-    with atomic_output(out_dir, prov_path(out_dir)) as (tmp, tmp_prov):
+    with output_job(run, out_dir) as job:
+        (tmp,) = job.paths
         tmp.mkdir()
         st.save(str(tmp))
         spec = json.dumps(asdict(encoder.spec))
@@ -227,5 +228,4 @@ def export(model: str | Path, out_dir: str | Path, rule: str = "embed_export") -
             "```python\nfrom sentence_transformers import SentenceTransformer\n" + usage +
             "vectors = model.encode([\"A sentence.\", \"Another one.\"])\n```\n\n"
             f"Model: `{spec}`\n", encoding="utf-8")
-        run.write({out_dir: tmp}, {out_dir: tmp_prov}, rows_in=None, rows_out=None)
     return out_dir

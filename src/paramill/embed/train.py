@@ -34,8 +34,9 @@ from paramill.embed.data import PairSource, count_units, epoch_buffers, write_id
 from paramill.embed.model import (RNG, ModelSpec, build_from_counts, featurizers, load_model,
                                   needs_sentencepiece, sentencepiece_for)
 from paramill.io import atomic_output
+from paramill.job import output_job
 from paramill.progress import progress
-from paramill.provenance import Run, prov_path
+from paramill.provenance import Run
 from paramill.settings import Device, setting, Settings
 
 
@@ -229,11 +230,12 @@ def train(source: PairSource | list[tuple[str, str]], out: str | Path, spec: Mod
                "dim": model.dim, "seconds": round(seconds, 2),
                "pairs_per_second": round(n * (settings.epochs - start_epoch) / seconds, 1)
                if seconds > 0 and settings.epochs > start_epoch else None}
-    with atomic_output(out, prov_path(out)) as (tmp, tmp_prov):
+    with output_job(run, out) as job:
+        (tmp,) = job.paths
         torch.save(model.checkpoint(train=asdict(settings), optimizer=optimizer.state_dict(),
                                     epoch=settings.epochs, history=history, rng=rng.capture(),
                                     pairs=n, data=data), tmp)
-        run.write({out: tmp}, {out: tmp_prov}, rows_in=n, rows_out=None,
-                  extra={"training": summary})
+        job.rows_in = n
+        job.extra = {"training": summary}
     shutil.rmtree(store, ignore_errors=True)
     return summary

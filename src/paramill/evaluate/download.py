@@ -19,8 +19,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from paramill.io import atomic_output, scratch_dir
-from paramill.provenance import Run, prov_path
+from paramill.job import output_job
+from paramill.io import scratch_dir
+from paramill.provenance import Run
 
 
 @dataclass(frozen=True)
@@ -110,12 +111,12 @@ def download(name: str, out: str | Path, archives: dict[str, list[Archive]] | No
     out.parent.mkdir(parents=True, exist_ok=True)
     run = Run(rule=rule, params={"name": name, "archives": [a.__dict__ for a in catalogue[name]]},
               inputs=[])
-    with scratch_dir(out.parent, "sts-download-") as tmp, \
-            atomic_output(out, prov_path(out)) as (tmp_out, tmp_prov):
+    with scratch_dir(out.parent, "sts-download-") as tmp, output_job(run, out) as job:
+        (tmp_out,) = job.paths
         tmp_out.mkdir(parents=True)
         files: list[str] = []
         for i, archive in enumerate(catalogue[name]):
             files += unpack(fetch(archive, tmp / f"archive-{i}"), tmp_out, archive.strip)
-        run.write({out: tmp_out}, {out: tmp_prov}, rows_in=None, rows_out=len(files),
-                  extra={"sha256_checked": [a.sha256 for a in catalogue[name]]})
+        job.rows_out = len(files)
+        job.extra = {"sha256_checked": [a.sha256 for a in catalogue[name]]}
     return {"name": name, "files": sorted(files)}

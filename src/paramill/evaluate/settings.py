@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
 
+from paramill import formats
 from paramill.settings import Settings, setting
 
 
@@ -12,9 +12,8 @@ from paramill.settings import Settings, setting
 class StsDataset(Settings):
     name: str = setting(doc="Dataset name in the results.")
     year: str | int = setting(doc="Year (or group) its mean is reported under.")
-    format: Literal["tsv", "senteval", "stsbenchmark", "sick", "pit2015", "twitter-url",
-                    "toks", "twitter_url"] = setting(
-        doc="Layout of the file (twitter_url: the old name of twitter-url, still read).")
+    format: str = setting(doc="Layout of the file: " + formats.format_doc("sts") + ".",
+                          enum=formats.enum("sts"))
     path: str = setting(doc="File (for senteval: the STS.input.* file; for toks: the directory).")
 
 
@@ -24,4 +23,4 @@ class EvaluateSection(Settings):
         "data/sts", "Where `snakemake sts_data` unpacks the official STS archives.")
     sts: tuple[StsDataset, ...] = setting(
         (), "STS datasets scored for every embedding model: {name, year, format, path}; format is "
-        "one of tsv, senteval, stsbenchmark, sick, pit2015, twitter-url, toks.")
+        "one of " + ", ".join(m.NAME for m in formats.modules("sts")) + ".")

@@ -1,17 +1,6 @@
-"""Semantic textual similarity: readers for the common distributions, and evaluation.
-
-Formats (``format`` in the config):
-
-``tsv``          ``score\\ts1\\ts2`` (SemEval STS 2012-2016 re-distributions, STS 2017)
-``senteval``     SentEval's ``STS.input.<name>.txt`` + ``STS.gs.<name>.txt`` (give ``path``
-                 to the input file; the gold file is found beside it)
-``stsbenchmark`` STS Benchmark ``sts-{train,dev,test}.csv``: tab-separated, fields 5-7 are
-                 score, s1, s2, with stray extra fields; read without quoting
-``sick``         SICK with a header: ``pair_ID sentence_A sentence_B relatedness_score ...``
-``pit2015``      PIT-2015 ``*.data``: s1, s2 in fields 3-4, votes ``(pos, neg)``: score = pos
-``twitter-url``  Twitter URL corpus raw (:mod:`paramill.formats.twitter_url`; ``twitter_url``
-                 is its old name, still read): ``s1\\ts2\\t(n,6)\\turl``: score = n
-``toks``         a directory with ``a.toks``, ``b.toks``, ``sim.txt`` (tokenised distributions)
+"""Semantic textual similarity: STS sets read by their layouts in :mod:`paramill.formats`
+(any layout that can be read as ``sts``: tsv, senteval, stsbenchmark, sick, pit2015,
+twitter-url, toks), and evaluation.
 
 Pairs without a usable gold score are skipped and counted; a line that is not UTF-8, or
 longer than 64 KiB, is an :class:`~paramill.io.InputError` naming file and line. Pearson and
@@ -28,14 +17,15 @@ import numpy as np
 
 from paramill import formats
 from paramill.correlation import pearson, spearman
-from paramill.fields import counts, number
-from paramill.formats import Bad, pit2015, toks, twitter_url
+from paramill.fields import number
+from paramill.formats import Bad
 from paramill.io import InputError
 
-FORMATS = ("tsv", "senteval", "stsbenchmark", "sick", "pit2015", "twitter-url", "toks",
-           "twitter_url")  # twitter_url: twitter-url's old name
+USE = "sts"
 #: longest line read (an STS pair is a few hundred bytes)
 MAX_LINE_BYTES = 65536
+#: what makes a line unreadable (an error); any other bad line is a pair without a score
+UNREADABLE = ("invalid_utf8", "line_too_long")
 
 
 @dataclass
@@ -57,60 +47,16 @@ class StsData:
         self.gold.append(value)
 
 
-def _lines(path: Path) -> list[str]:
-    return formats.text_lines(path, MAX_LINE_BYTES)
-
-
 def read(name: str, year: str | int, fmt: str, path: str | Path) -> StsData:
-    """Read one dataset in ``fmt``; see the module doc."""
-    path = Path(path)
+    """Read one dataset in layout ``fmt``."""
     data = StsData(name, str(year))
-    if fmt == "tsv":
-        for line in _lines(path):
-            f = line.split("\t")
-            data.add(f[1] if len(f) > 1 else None, f[2] if len(f) > 2 else None, f[0])
-    elif fmt == "senteval":
-        gold_path = path.with_name(path.name.replace("STS.input.", "STS.gs."))
-        inputs, gold = _lines(path), _lines(gold_path)
-        if len(inputs) != len(gold):
-            raise ValueError(f"{path}: {len(inputs)} pairs but {gold_path} has {len(gold)} scores")
-        for line, score in zip(inputs, gold):
-            f = line.split("\t")
-            data.add(f[0], f[1] if len(f) > 1 else None, score)
-    elif fmt == "stsbenchmark":
-        for line in _lines(path):
-            f = line.split("\t")
-            data.add(f[5] if len(f) > 6 else None, f[6] if len(f) > 6 else None,
-                     f[4] if len(f) > 6 else None)
-    elif fmt == "sick":
-        lines = _lines(path)
-        header = lines[0].split("\t")
-        ia, ib, isc = (header.index(c) for c in ("sentence_A", "sentence_B", "relatedness_score"))
-        for line in lines[1:]:
-            f = line.split("\t")
-            data.add(f[ia], f[ib], f[isc] if len(f) > isc else None)
-    elif formats.canonical(fmt) == twitter_url.NAME:
-        for item in twitter_url.read(str(path), MAX_LINE_BYTES):
-            if isinstance(item, Bad) and item.reason in ("invalid_utf8", "line_too_long"):
-                raise InputError(path, item.line_no, item.detail)
-            if isinstance(item, Bad):
-                data.skipped += 1  # no usable gold score: skipped and counted, as elsewhere
-            else:
-                data.add(item.s1, item.s2, item.votes)
-    elif fmt == pit2015.NAME:
-        for pit in pit2015.read(str(path), MAX_LINE_BYTES):
-            if isinstance(pit, Bad) and pit.reason in ("invalid_utf8", "line_too_long"):
-                raise InputError(path, pit.line_no, pit.detail)
-            found = None if isinstance(pit, Bad) else counts(pit.label)
-            if found is None:
-                data.skipped += 1  # no crowd votes: skipped and counted
-            else:
-                data.add(pit.s1.strip(), pit.s2.strip(), found[0])
-    elif fmt == toks.NAME:
-        for row in toks.read(path, MAX_LINE_BYTES):
-            data.add(row.a, row.b, row.sim)
-    else:
-        raise ValueError(f"unknown STS format {fmt!r} (one of {FORMATS})")
+    for row in formats.reader(USE, fmt)(str(path), MAX_LINE_BYTES):
+        if isinstance(row, Bad):
+            if row.reason in UNREADABLE:
+                raise InputError(path, row.line_no, row.detail)
+            data.skipped += 1  # no usable gold score: skipped and counted, as elsewhere
+        else:
+            data.add(row.s1, row.s2, row.score)
     return data
 
 

@@ -26,9 +26,9 @@ from paramill.embed.features import Vocab
 from paramill.embed.model import ModelSpec, SentenceEncoder, build
 from paramill.filters.base import Batch, Column, Direction, ModelFilter
 from paramill.filters.heldout import heldout_texts
-from paramill.io import atomic_output
+from paramill.job import output_job
 from paramill.progress import progress
-from paramill.provenance import Run, prov_path
+from paramill.provenance import Run
 from paramill.settings import Device, setting, Settings
 
 FORMAT = "paramill-reference-classifier/1"
@@ -129,14 +129,15 @@ def train_classifier(train: list[tuple[str, float]], valid: list[tuple[str, floa
                "valid": len(valid), "test": len(test), "history": history,
                "seconds": round(time.perf_counter() - start, 1)}
     out = Path(out)
-    with atomic_output(out, prov_path(out)) as (tmp, tmp_prov):
+    with output_job(run, out) as job:
+        (tmp,) = job.paths
         torch.save({"format": FORMAT, "settings": asdict(settings),
                     "vocabs": {u: v.units for u, v in model.encoder.vocabs.items()},
                     "state_dict": model.state_dict(),
                     # the time goes to provenance only: the model file is the same bytes run to run
                     "summary": {k: v for k, v in summary.items() if k != "seconds"}}, tmp)
-        run.write({out: tmp}, {out: tmp_prov}, rows_in=len(train), rows_out=None,
-                  extra={"summary": {k: v for k, v in summary.items() if k != "history"}})
+        job.rows_in = len(train)
+        job.extra = {"summary": {k: v for k, v in summary.items() if k != "history"}}
     return summary
 
 

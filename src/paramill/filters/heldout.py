@@ -18,9 +18,10 @@ from typing import Any
 import polars as pl
 import pyarrow as pa
 
-from paramill.io import TableWriter, atomic_output, iter_parquet_batches, parquet_rows
+from paramill.io import TableWriter, iter_parquet_batches, parquet_rows
+from paramill.job import output_job
 from paramill.progress import progress
-from paramill.provenance import Run, prov_path
+from paramill.provenance import Run
 from paramill.settings import setting, Settings
 
 HELDOUT = pa.schema([
@@ -80,13 +81,15 @@ def select_heldout(candidate_files: list[str | Path], out: str | Path,
     splits = ["train"] * (n - n_valid - n_test) + ["valid"] * n_valid + ["test"] * n_test
     rows = [{"pair_id": p, "candidate_id": c, "en_ref": r, "candidate": t, "split": s}
             for (_, p, c, r, t), s in zip(chosen, splits)]
-    with atomic_output(out, prov_path(out)) as (tmp, tmp_prov):
+    with output_job(run, out) as job:
+        (tmp,) = job.paths
         writer = TableWriter(tmp, HELDOUT)
         writer.write(pa.Table.from_pylist(rows, schema=HELDOUT))
         writer.close()
         counts = {s: splits.count(s) for s in ("train", "valid", "test")}
-        run.write({out: tmp}, {out: tmp_prov}, rows_in=eligible, rows_out=n,
-                  extra={"splits": counts})
+        job.rows_in = eligible
+        job.rows_out = n
+        job.extra = {"splits": counts}
     return {"eligible": eligible, "heldout": n, **counts}
 
 

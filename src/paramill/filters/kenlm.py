@@ -20,8 +20,9 @@ from typing import Any
 
 from paramill.filters.base import Batch, Column, Direction, ModelFilter
 from paramill.filters.heldout import heldout_texts
-from paramill.io import atomic_output, scratch_dir
-from paramill.provenance import Run, prov_path
+from paramill.io import scratch_dir
+from paramill.job import output_job
+from paramill.provenance import Run
 from paramill.settings import Settings, setting
 from paramill.text import tokenize
 
@@ -74,12 +75,13 @@ def train_lm(sentences: list[str], out: str | Path, settings: KenlmSettings = Ke
             proc = subprocess.run(cmd, stdin=fin, stdout=fout, stderr=subprocess.PIPE)
         if proc.returncode != 0:
             raise RuntimeError(f"lmplz failed ({proc.returncode}): {proc.stderr.decode()[-2000:]}")
-        with atomic_output(out, prov_path(out)) as (tmp, tmp_prov):
+        with output_job(run, out) as job:
+            (tmp,) = job.paths
             proc = subprocess.run([kenlm_tool("build_binary"), str(arpa), str(tmp)],
                                   capture_output=True, text=True)
             if proc.returncode != 0:
                 raise RuntimeError(f"build_binary failed: {proc.stderr[-2000:]}")
-            run.write({out: tmp}, {out: tmp_prov}, rows_in=len(sentences), rows_out=None)
+            job.rows_in = len(sentences)
     return {"sentences": len(sentences), "order": settings.order}
 
 

@@ -13,8 +13,9 @@ import polars as pl
 from paramill import __version__
 from paramill.filters.analysis import AnalysisSettings, analyse, annotation_sample
 from paramill.filters.select import iter_scored
-from paramill.io import atomic_output, parquet_rows, read_json, sha256_file, write_json
-from paramill.provenance import Run, code_version, prov_path
+from paramill.job import output_job
+from paramill.io import parquet_rows, read_json, sha256_file, write_json
+from paramill.provenance import Run, code_version
 
 LICENCE = """\
 The pairs are derived from the bitext listed under Sources and inherit its terms. Data
@@ -212,8 +213,8 @@ def write_release_docs(name: str, candidate_files: list[str | Path], score_files
     names = (["stats.json", "annotation.tsv", "datasheet.md", "README.md"]
              + (["scores.png"] if plot else []))
     finals = [out_dir / n for n in names]
-    with atomic_output(*finals, *[prov_path(f) for f in finals]) as tmps:
-        files, provs = tmps[:len(finals)], tmps[len(finals):]
+    with output_job(run, *finals, rows_in=total, each=True) as job:
+        files = job.paths
         write_json(files[0], stats)
         annotation.write_csv(files[1], separator="\t", quote_style="never")
         files[2].write_text(datasheet(name, selection, stats, sources or {}), encoding="utf-8")
@@ -221,6 +222,5 @@ def write_release_docs(name: str, candidate_files: list[str | Path], score_files
                             encoding="utf-8")
         if plot:
             plot(sample, list(selection["score_columns"]), files[4])
-        for final, tmp, prov in zip(finals, files, provs):
-            run.write({final: tmp}, {final: prov}, rows_in=total, rows_out=selection["rows"])
+        job.rows_out = selection["rows"]
     return stats

@@ -31,9 +31,10 @@ import pyarrow.parquet as pq
 
 from paramill.dedup import KEEP, KeySpill, pair_keys
 from paramill.filters.base import Direction, score_directions
-from paramill.io import TableWriter, atomic_output, scratch_dir, write_json
+from paramill.job import output_job
+from paramill.io import TableWriter, scratch_dir, write_json
 from paramill.progress import progress
-from paramill.provenance import Run, prov_path
+from paramill.provenance import Run
 from paramill.settings import Settings, setting
 from paramill.text import normalize_expr, token_count_expr
 
@@ -295,8 +296,8 @@ def select(candidate_files: list[str | Path], score_files: list[str | Path],
         fold, threshold = _fold_and_sample(parts, settings, directions, counts)
         finals = [out_parquet, Path(out_tsv), Path(out_json),
                   *([Path(out_paranmt)] if out_paranmt else [])]
-        with atomic_output(*finals, *map(prov_path, finals)) as tmps:
-            files, records = tmps[:len(finals)], dict(zip(finals, tmps[len(finals):]))
+        with output_job(run, *finals, rows_in=counts["candidates"], each=True) as job:
+            files = job.paths
             n_out = _write_release(parts, files, fold, threshold, settings, directions, export)
             if settings.size:
                 counts[f"sample of {settings.size} (seed {settings.seed})"] = n_out
@@ -307,9 +308,7 @@ def select(candidate_files: list[str | Path], score_files: list[str | Path],
             if export:
                 summary["paranmt_score"] = export
             write_json(files[2], summary)
-            for final, tmp in zip(finals, files):
-                run.write({final: tmp}, {final: records[final]}, rows_in=counts["candidates"],
-                          rows_out=n_out, extra={"steps": steps_out})
+            job.rows_out, job.extra = n_out, {"steps": steps_out}
     return summary
 
 

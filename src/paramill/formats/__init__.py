@@ -1,32 +1,59 @@
-"""On-disk layouts of paired text: one module per layout, one name per layout, one reader.
+"""On-disk layouts of input data: one module per layout, one name per layout, one reader.
 
 A format module declares
 
 - ``NAME``: the layout's one name, in the config, on the command line and in the docs;
 - ``ALIASES``: older names still read (a config written with one keeps working);
 - ``DESCRIPTION``: one line for the docs and ``--help``;
-- ``read(path, max_line_bytes)``: the file's records in order, each a :class:`Bad` (a line
-  that cannot be one, with its reason) or the layout's own record, streamed through
+- for each *use* it can be read as (:data:`USES`), a function of that name: ``bitext`` (a
+  Czech-English corpus: :class:`BitextPair` rows), ``pairs`` (a paraphrase pair corpus:
+  :class:`Candidate` rows), ``sts`` (an STS set: :class:`Scored` rows) or ``labelled`` (the
+  identifier's labelled pairs: :class:`Labelled` rows). A line that gives no row is a row
+  with ``reason`` set (or :class:`Bad` for ``sts``/``labelled``); every line is read through
   :class:`paramill.io.LineStream` (strict UTF-8, bounded lines, a cut or corrupt file an
-  :class:`~paramill.io.InputError` naming file and line).
+  :class:`~paramill.io.InputError` naming file and line);
+- for the corpus uses (``bitext``, ``pairs``), ``Spec``: its own settings (a
+  :class:`~paramill.settings.Settings` dataclass: they join the corpus's keys in the config
+  schema) and, where it reads more than ``path``, ``files(spec)``: what a rule lists as its
+  inputs.
 
-A stage takes the records and applies its own policy: the pair corpora turn a :class:`Bad`
-into a rejected row, the paraphrase identifier's labelled data into an error naming file and
-line, STS evaluation into a skipped pair. Adding a layout is one module here, its test, and
-its name in the settings that accept it (see docs/architecture.md).
+The stages dispatch through :func:`reader` and build a corpus's settings with :func:`spec`;
+the config schema's ``format`` enums and corpus keys come from :func:`enum` and
+:func:`corpus_schema`. Adding a layout is one module here, its test and
+``paramill config schema --write`` (docs/architecture.md). A module outside the package
+joins through the ``paramill.formats`` entry-point group.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import importlib
+import importlib.metadata
+import json
 import pkgutil
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 from paramill.io import REJECTED_TEXT_CHARS, InputError, LineStream, decode_line, shown_text
+from paramill.settings import check_values, config_keys, object_schema
+
+#: what a layout can be read as: the function its module defines for each, and where
+USES = {
+    "bitext": "a Czech-English corpus (`bitext.corpora.<name>.format`)",
+    "pairs": "a paraphrase pair corpus (`pairs.corpora.<name>.format`)",
+    "sts": "an STS evaluation set (`evaluate.sts[].format`)",
+    "labelled": "the paraphrase identifier's labelled pairs "
+                "(`twitter.identify.train`/`evaluate[].format`)",
+}
+#: the entry-point group through which a package outside paramill adds format modules
+ENTRY_POINTS = "paramill.formats"
+
+
+# -- rows ----------------------------------------------------------------------
 
 @dataclass(frozen=True)
 class Bad:
@@ -38,6 +65,55 @@ class Bad:
     detail: str
     text: str | None
 
+
+@dataclass(slots=True)
+class BitextPair:
+    """One Czech-English pair of a bitext corpus, or one unusable line (``reason`` set)."""
+
+    line_no: int
+    cs: str | None
+    en: str | None
+    reason: str | None = None
+    detail: str | None = None
+
+
+@dataclass(slots=True)
+class Candidate:
+    """One candidate paraphrase of a reference, or one unusable line (``reason`` set)."""
+
+    line_no: int
+    en_ref: str | None
+    candidate: str | None
+    method: str
+    rank: int = 1
+    score: float | None = None
+    label: int | None = None
+    source_file: str = ""
+    reason: str | None = None
+    detail: str | None = None
+
+
+@dataclass(frozen=True)
+class Scored:
+    """One pair of an STS set with its gold score as written (``None``: a pair the set
+    gives no score for; the evaluation skips and counts it)."""
+
+    s1: str | None
+    s2: str | None
+    score: str | float | None
+
+
+@dataclass(frozen=True)
+class Labelled:
+    """One labelled pair: ``label`` 1 (paraphrase), 0, or None (debatable: dropped)."""
+
+    line_no: int
+    s1: str
+    s2: str
+    label: int | None
+
+
+# -- lines ---------------------------------------------------------------------
 
 def lines(source: str | LineStream, max_line_bytes: int = 65536
           ) -> Iterator[tuple[int, str] | Bad]:
@@ -79,21 +155,83 @@ def bad_fields(line_no: int, columns: list[str], reason: str, detail: str) -> Ba
     return Bad(line_no, reason, detail, "\t".join(columns)[:REJECTED_TEXT_CHARS])
 
 
+def rejected(bad: Bad, method: str, path: str) -> Candidate:
+    """The rejected candidate row of a bad line of a pair corpus."""
+    return Candidate(bad.line_no, bad.text, None, method, source_file=path, reason=bad.reason,
+                     detail=bad.detail)
+
+
+def candidate_fields(stream: LineStream, method: str
+                     ) -> Iterator[tuple[int, list[str] | Candidate]]:
+    """Tab-separated fields of each line, or the rejected row of a line that has none."""
+    for item in fields(stream):
+        yield ((item.line_no, rejected(item, method, stream.path)) if isinstance(item, Bad)
+               else item)
+
+
+def bad_candidate(line_no: int, columns: list[str], method: str, path: str, reason: str,
+                  detail: str) -> Candidate:
+    """The rejected row of a line whose columns cannot be a candidate."""
+    return Candidate(line_no, "\t".join(columns)[:REJECTED_TEXT_CHARS], None, method,
+                     source_file=path, reason=reason, detail=detail)
+
+
+def collect_labelled(rows: Iterator[Labelled | Bad], path: str | Path
+                     ) -> tuple[list[tuple[str, str]], list[int], int]:
+    """(pairs, labels, dropped) of labelled rows: a blank line is skipped, any other bad line
+    is an :class:`~paramill.io.InputError` naming file and line, a debatable pair dropped."""
+    pairs, labels, dropped = [], [], 0
+    for row in rows:
+        if isinstance(row, Bad):
+            if row.reason == "column_count" and not (row.text or "").strip():
+                continue  # a blank line
+            raise InputError(path, row.line_no, row.detail)
+        if row.label is None:
+            dropped += 1
+            continue
+        pairs.append((row.s1, row.s2))
+        labels.append(row.label)
+    return pairs, labels, dropped
+
+
+# -- the registry --------------------------------------------------------------
+
 @functools.cache
 def _modules() -> tuple[ModuleType, ...]:
-    """Every format module of this package (a module that declares ``NAME``)."""
+    """Every format module: this package's (a module that declares ``NAME``), then those of
+    the ``paramill.formats`` entry points. Two modules may not share a name."""
     found = [importlib.import_module(f"{__name__}.{info.name}")
              for info in pkgutil.iter_modules(__path__)]
-    return tuple(m for m in found if hasattr(m, "NAME"))
-
-
-def names() -> dict[str, str]:
-    """Every name a format is read by (its own and its aliases) -> its one name."""
-    found: dict[str, str] = {}
-    for module in _modules():
+    found += [point.load() for point in importlib.metadata.entry_points(group=ENTRY_POINTS)]
+    modules = tuple(m for m in found if hasattr(m, "NAME"))
+    seen: dict[str, str] = {}
+    for module in modules:
         for name in (module.NAME, *module.ALIASES):
-            found[name] = module.NAME
-    return found
+            if name in seen and seen[name] != module.__name__:
+                raise ValueError(f"format name {name!r} is declared by both {seen[name]} and "
+                                 f"{module.__name__}")
+            seen[name] = module.__name__
+    return modules
+
+
+def modules(use: str | None = None) -> list[ModuleType]:
+    """The format modules (that can be read as ``use``), by name."""
+    if use is not None and use not in USES:
+        raise ValueError(f"unknown use {use!r}; known: {', '.join(USES)}")
+    return sorted((m for m in _modules() if use is None or callable(getattr(m, use, None))),
+                  key=lambda m: m.NAME)
+
+
+def names(use: str | None = None) -> dict[str, str]:
+    """Every name a format is read by (its own and its aliases) -> its one name."""
+    return {name: module.NAME for module in modules(use)
+            for name in (module.NAME, *module.ALIASES)}
+
+
+def enum(use: str) -> list[str]:
+    """The names a ``format`` key of ``use`` accepts: each layout's, then the old ones."""
+    found = modules(use)
+    return [m.NAME for m in found] + [a for m in found for a in m.ALIASES]
 
 
 def canonical(name: str) -> str:
@@ -101,9 +239,85 @@ def canonical(name: str) -> str:
     return names().get(name, name)
 
 
-def layout(name: str) -> ModuleType:
-    """The format module read by ``name`` (its name or an alias)."""
-    canonical = names().get(name)
-    if canonical is None:
-        raise ValueError(f"unknown format {name!r}; known: {', '.join(sorted(names()))}")
-    return next(m for m in _modules() if m.NAME == canonical)
+def layout(name: str, use: str | None = None) -> ModuleType:
+    """The format module read by ``name`` (its name or an alias), readable as ``use``."""
+    known = names(use)
+    if name not in known:
+        what = f"{use} format" if use else "format"
+        raise ValueError(f"unknown {what} {name!r}; known: {', '.join(sorted(known))}")
+    return next(m for m in modules(use) if m.NAME == known[name])
+
+
+def reader(use: str, name: str) -> Callable[..., Any]:
+    """The function that reads layout ``name`` as ``use``."""
+    return getattr(layout(name, use), use)
+
+
+def files(name: str, spec: Any) -> list[str]:
+    """The files that data in layout ``name`` reads (its rule's inputs): ``spec`` is a
+    corpus's layout settings, or the path of a set given by its path alone (an STS set, a
+    labelled set). A module that reads more than ``path`` says so with ``files``."""
+    module = layout(name)
+    if hasattr(module, "files"):
+        return list(module.files(spec))
+    return [spec if isinstance(spec, str) else spec.path]
+
+
+def spec(use: str, name: str, data: dict[str, Any], where: str) -> Any:
+    """The layout's own settings (its ``Spec``) from a corpus's keys ``data`` (the stage's
+    own keys taken out): a key of no format, one the layout does not take, a missing or
+    bad value is an error naming ``where`` and the key."""
+    module = layout(name, use)
+    cls = module.Spec
+    own = config_keys(cls)
+    if stray := sorted(set(data) - set(own)):
+        others = sorted(set(stray) & set(corpus_schema(use)["properties"]))
+        unknown = sorted(set(stray) - set(others))
+        if unknown:
+            raise ValueError(f"{where}: unknown keys {unknown} (known: "
+                             f"{', '.join(sorted(corpus_schema(use)['properties']))})")
+        raise ValueError(f"{where}: format {name} takes no {', '.join(others)} (its keys: "
+                         f"{', '.join(own) or 'none'})")
+    if missing := [f.name for f in dataclasses.fields(cls) if f.name in own and f.name not in data
+                   and f.default is dataclasses.MISSING
+                   and f.default_factory is dataclasses.MISSING]:
+        raise ValueError(f"{where}: format {name} needs {' and '.join(f'`{k}`' for k in missing)}")
+    check_values(cls, data, where)
+    made = cls(**{k: tuple(v) if isinstance(v, list) and k != "hypotheses" else v
+                  for k, v in data.items()})
+    if hasattr(module, "check"):
+        module.check(made, use, where)
+    return made
+
+
+@functools.cache
+def corpus_schema(use: str) -> dict[str, Any]:
+    """The keys every layout of ``use`` adds to a corpus (each described with the layouts
+    that take it) and, per layout, the keys it needs: joined into the stage's corpus schema."""
+    props: dict[str, Any] = {}
+    takers: dict[str, list[str]] = {}
+    needs: dict[tuple[str, ...], list[str]] = {}  # required keys -> the layouts that need them
+    for module in modules(use):
+        node = object_schema(module.Spec, defaults=True)
+        for key, value in node["properties"].items():
+            # no default in the schema: a layout that does not take the key would get it;
+            # the layout's Spec fills it in (the description says it)
+            if "default" in value:
+                value = dict(value)
+                default = value.pop("default")
+                value["description"] = f"{value.get('description', '')} Default: {json.dumps(default)}."
+            props.setdefault(key, value)
+            takers.setdefault(key, []).append(module.NAME)
+        if node.get("required"):
+            needs.setdefault(tuple(node["required"]), []).extend([module.NAME, *module.ALIASES])
+    for key, node in props.items():
+        node["description"] = (f"{', '.join(takers[key])}: {node.get('description', '')}"
+                               .strip())
+    conditions = [{"if": {"properties": {"format": {"enum": names}}},
+                   "then": {"required": list(keys)}} for keys, names in needs.items()]
+    return {"properties": props, "allOf": conditions}
+
+
+def format_doc(use: str) -> str:
+    """Each layout of ``use`` in one line: ``name: description`` (the docs and the schema)."""
+    return "; ".join(f"{m.NAME}: {m.DESCRIPTION}" for m in modules(use))

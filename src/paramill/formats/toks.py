@@ -2,7 +2,7 @@
 directory with line-aligned ``a.toks``, ``b.toks`` and ``sim.txt`` (the pair's label or
 score), one pair a line.
 
-Read by the identifier's labelled data (``sim`` a 0/1 label) and STS evaluation (a score).
+Read as the identifier's labelled data (``sim`` a 0/1 label) and as an STS set (a score).
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from paramill.formats import text_lines
+from paramill.formats import Scored, text_lines
 from paramill.io import InputError
 
 NAME = "toks"
@@ -38,3 +38,21 @@ def read(path: str | Path, max_line_bytes: int = 65536) -> Iterator[Toks]:
                                      f"({len(a)}, {len(b)}, {len(sim)})")
     for i, (x, y, s) in enumerate(zip(a, b, sim), 1):
         yield Toks(i, x, y, s)
+
+
+def sts(path: str, max_line_bytes: int = 65536) -> Iterator[Scored]:
+    for row in read(path, max_line_bytes):
+        yield Scored(row.a, row.b, row.sim)
+
+
+def labelled(path: str, max_line_bytes: int = 65536
+             ) -> tuple[list[tuple[str, str]], list[int], int]:
+    """``sim`` must be 0 or 1 (an error naming sim.txt and the line otherwise)."""
+    pairs, gold = [], []
+    for row in read(path, max_line_bytes):
+        if row.sim.strip() not in ("0", "1"):
+            raise InputError(Path(path) / "sim.txt", row.line_no,
+                             f"label must be 0 or 1, not {row.sim!r}")
+        pairs.append((row.a, row.b))
+        gold.append(int(row.sim))
+    return pairs, gold, 0

@@ -8,29 +8,10 @@ from typing import Any
 
 import polars as pl
 
-from paramill.io import InputError, write_json
+from paramill.formats import simlex as simlex_format
+from paramill.io import write_json
 from paramill.job import output_job
 from paramill.provenance import Run
-
-
-def read_simlex(path: str | Path) -> list[tuple[str, str, float]]:
-    """(word1, word2, score) from SimLex-999's TSV (header ``word1 word2 POS SimLex999 ...``)."""
-    rows = []
-    with open(path, encoding="utf-8") as fh:
-        header = fh.readline().rstrip("\n").split("\t")
-        try:
-            i1, i2, i_s = header.index("word1"), header.index("word2"), header.index("SimLex999")
-        except ValueError:
-            raise InputError(path, 1, f"header must name word1, word2 and SimLex999, not {header[:4]}") from None
-        for line_no, line in enumerate(fh, 2):
-            fields = line.rstrip("\n").split("\t")
-            if not line.strip():
-                continue
-            try:
-                rows.append((fields[i1].lower(), fields[i2].lower(), float(fields[i_s])))
-            except (IndexError, ValueError):
-                raise InputError(path, line_no, f"expected word1, word2 and a SimLex999 score: {line.strip()[:80]!r}") from None
-    return rows
 
 
 def evaluate(lexicon_tsv: str | Path, simlex: str | Path, out_tsv: str | Path, out_json: str | Path,
@@ -38,7 +19,7 @@ def evaluate(lexicon_tsv: str | Path, simlex: str | Path, out_tsv: str | Path, o
     from paramill.correlation import spearman
 
     run = Run(rule=rule, params={}, inputs=[lexicon_tsv, simlex])
-    gold = read_simlex(simlex)
+    gold = simlex_format.read(simlex)
     wanted = {w for a, b, _ in gold for w in (a, b)}
     lex = (pl.scan_csv(lexicon_tsv, separator="\t", quote_char=None, schema_overrides={"u": pl.String, "v": pl.String})
            .filter(pl.col("u").is_in(wanted) & pl.col("v").is_in(wanted)).collect())

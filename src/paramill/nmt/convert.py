@@ -16,9 +16,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from paramill.io import atomic_output, sha256_file
+from paramill.io import sha256_file
+from paramill.job import output_job
 from paramill.nmt.torch_engine import CHECKPOINT, strip_checkpoint
-from paramill.provenance import Run, prov_path
+from paramill.provenance import Run
 
 QUANTIZATIONS = ("int8", "int8_float32", "int8_float16", "int8_bfloat16", "int16", "float16",
                  "bfloat16", "float32")
@@ -30,7 +31,8 @@ def convert(checkpoint: str | Path, src_spm: str | Path, tgt_spm: str | Path, ou
     if quantization is not None and quantization not in QUANTIZATIONS:
         raise ValueError(f"quantization must be one of {QUANTIZATIONS} or none, not {quantization!r}")
     run = Run(rule=rule, params={"quantization": quantization}, inputs=[checkpoint, src_spm, tgt_spm])
-    with atomic_output(out_dir, prov_path(out_dir)) as (tmp, tmp_prov):
+    with output_job(run, out_dir) as job:
+        (tmp,) = job.paths
         # CTranslate2's converter, run by this interpreter (its console script need not exist)
         cmd = [sys.executable, "-m", "ctranslate2.converters.opennmt_py", "--model_path", str(checkpoint), "--output_dir", str(tmp), "--unsafe_deserialization"]
         if quantization:
@@ -45,7 +47,6 @@ def convert(checkpoint: str | Path, src_spm: str | Path, tgt_spm: str | Path, ou
         meta = {"checkpoint": str(checkpoint), "checkpoint_sha256": sha256_file(checkpoint),
                 "quantization": quantization}
         (tmp / META).write_text(json.dumps(meta, indent=2) + "\n")
-        run.write({out_dir: tmp}, {out_dir: tmp_prov}, rows_in=None, rows_out=None)
     return meta
 
 

@@ -10,8 +10,9 @@ import hashlib
 from pathlib import Path
 from typing import Any
 
-from paramill.io import atomic_output, iter_parquet_batches, parquet_rows, write_json
-from paramill.provenance import Run, prov_path
+from paramill.io import iter_parquet_batches, parquet_rows, write_json
+from paramill.job import output_job
+from paramill.provenance import Run
 
 FILES = ("train.cs", "train.en", "valid.cs", "valid.en")
 
@@ -29,7 +30,8 @@ def write_training_text(shards: list[str | Path], out_dir: str | Path, valid_siz
     threshold = int(share * 2**64) if share < 1 else 2**64
     run = Run(rule=rule, params={"valid_size": valid_size, "seed": seed}, inputs=list(shards))
     counts = {"train": 0, "valid": 0}
-    with atomic_output(out_dir, prov_path(out_dir)) as (tmp, tmp_prov):
+    with output_job(run, out_dir) as job:
+        (tmp,) = job.paths
         tmp.mkdir()
         handles = {name: open(tmp / name, "w", encoding="utf-8") for name in FILES}
         try:
@@ -49,5 +51,6 @@ def write_training_text(shards: list[str | Path], out_dir: str | Path, valid_siz
             raise ValueError("no training pairs: the shards are empty")
         stats = {"pairs": total, **counts}
         write_json(tmp / "stats.json", stats)
-        run.write({out_dir: tmp}, {out_dir: tmp_prov}, rows_in=total, rows_out=total)
+        job.rows_in = total
+        job.rows_out = total
     return stats

@@ -47,7 +47,7 @@ from paramill.io import iter_parquet_batches, parquet_rows
 from paramill.job import table_job
 from paramill.nmt.cluster import best_per_cluster, cluster_units, kmedoids
 from paramill.nmt.engine import Engine, announce, open_translator, select
-from paramill.nmt.schema import CANDIDATES
+from paramill.nmt.tables import CANDIDATES
 from paramill.nmt.score import load_scorer, nll_per_token
 from paramill.nmt.subwords import Segmenter
 from paramill.provenance import Run

@@ -15,8 +15,9 @@ from typing import Literal
 
 import sentencepiece as spm
 
-from paramill.io import atomic_output, iter_parquet_batches
-from paramill.provenance import Run, prov_path
+from paramill.job import output_job
+from paramill.io import iter_parquet_batches
+from paramill.provenance import Run
 from paramill.settings import Settings, setting
 
 
@@ -47,7 +48,8 @@ def train(shards: list[str | Path], lang: str, model: str | Path, settings: Subw
     model = Path(model)
     vocab = model.with_suffix(".vocab")
     run = Run(rule=rule, params={"lang": lang, **asdict(settings)}, inputs=list(shards))
-    with atomic_output(model, vocab, prov_path(model)) as (t_model, t_vocab, t_prov):
+    with output_job(run, model, vocab) as job:
+        t_model, t_vocab = job.paths
         prefix = t_model.with_suffix("")
         spm.set_random_generator_seed(settings.seed)
         spm.SentencePieceTrainer.train(
@@ -58,7 +60,7 @@ def train(shards: list[str | Path], lang: str, model: str | Path, settings: Subw
         shutil.move(f"{prefix}.model", t_model)
         shutil.move(f"{prefix}.vocab", t_vocab)
         size = Segmenter(t_model).vocab_size
-        run.write({model: t_model}, {model: t_prov}, rows_in=None, rows_out=size)
+        job.rows_out = size
     return size
 
 

@@ -27,9 +27,10 @@ from typing import Any, Literal
 import yaml
 
 from paramill import device
-from paramill.io import atomic_output, sha256_file
+from paramill.io import sha256_file
+from paramill.job import output_job
 from paramill.nmt.data import FILES
-from paramill.provenance import Run, prov_path
+from paramill.provenance import Run
 from paramill.settings import Settings, setting
 
 DIRECTIONS = ("cs-en", "en-cs")
@@ -253,9 +254,9 @@ def train(direction: str, data_dir: str | Path, src_spm: str | Path, tgt_spm: st
             cmd += ["-train_from", done[-1][1].name]
         figures = _run(cmd, env, work)
     step, final = checkpoints(work)[-1]
-    with atomic_output(out_model, prov_path(out_model)) as (tmp, tmp_prov):
+    with output_job(run, out_model) as job:
+        (tmp,) = job.paths
         shutil.copyfile(final, tmp)
         summary = {"direction": direction, "step": step, "gpus": gpus, **figures}
-        run.write({out_model: tmp}, {out_model: tmp_prov}, rows_in=None, rows_out=None,
-                  extra={"training": summary})
+        job.extra = {"training": summary}
     return summary

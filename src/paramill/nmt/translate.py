@@ -27,7 +27,7 @@ import pyarrow as pa
 from paramill.io import iter_parquet_batches, parquet_rows
 from paramill.job import table_job
 from paramill.nmt.engine import Engine, announce, open_translator, select
-from paramill.nmt.schema import CANDIDATES
+from paramill.nmt.tables import CANDIDATES
 from paramill.nmt.subwords import Segmenter
 from paramill.provenance import Run
 from paramill.settings import Device, setting, Settings

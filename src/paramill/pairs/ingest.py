@@ -31,12 +31,14 @@ import pyarrow as pa
 
 from paramill import rules, text
 from paramill.dedup import DUP_HERE, KEEP, KEYS, KeySpill, check_key_files, pair_keys
-from paramill.io import (ShardWriter, TableWriter, atomic_output, iter_parquet_batches,
+from paramill.job import output_job
+from paramill.io import (ShardWriter, TableWriter, iter_parquet_batches,
                          parquet_rows, scratch_dir, sha256_file, write_json)
-from paramill.pairs.readers import PairCorpusSpec, RawCandidate, read_pairs
-from paramill.pairs.schema import PAIR_CANDIDATES, PAIR_REJECTED
+from paramill.formats import Candidate
+from paramill.pairs.readers import PairCorpusSpec, read_pairs
+from paramill.pairs.tables import PAIR_CANDIDATES, PAIR_REJECTED
 from paramill.progress import progress
-from paramill.provenance import Run, prov_path
+from paramill.provenance import Run
 from paramill.settings import Settings, setting
 
 STATS_NAME, REJECTED_NAME, KEYS_NAME = "stats.json", "rejected.parquet", "keys.parquet"
@@ -99,7 +101,7 @@ class _Rows:
     def __init__(self) -> None:
         self.data: dict[str, list] = {n: [] for n in self.NAMES}
 
-    def add(self, c: RawCandidate) -> None:
+    def add(self, c: Candidate) -> None:
         d = self.data
         for name, value in (("line_no", c.line_no), ("en_ref", c.en_ref),
                             ("candidate", c.candidate), ("method", c.method), ("rank", c.rank),
@@ -146,7 +148,7 @@ def ingest_pairs(spec: PairCorpusSpec, out_dir: str | Path,
     prefix = f"{spec.name}-{source_digest(files, digests)}-"
     prior = [p / KEYS_NAME if p.is_dir() else p for p in map(Path, prior_key_files)]
     check_key_files(prior)  # before any work
-    run = Run(rule=rule, params={"corpus": spec.name, "spec": asdict(spec),
+    run = Run(rule=rule, params={"corpus": spec.name, "spec": spec.record(),
                                  "clean": asdict(clean), **asdict(settings)},
               inputs=[*files, *prior], known_digests=digests)
     normal, reason = rule_expressions(clean)
@@ -156,8 +158,9 @@ def ingest_pairs(spec: PairCorpusSpec, out_dir: str | Path,
     rows_in = lines = 0
     last_line = None
     out_dir = Path(out_dir)
-    with atomic_output(out_dir, prov_path(out_dir)) as (tmp, tmp_prov), \
+    with output_job(run, out_dir) as job, \
             scratch_dir(out_dir.parent, f"paramill-pairs-{spec.name}-") as spill:
+        (tmp,) = job.paths
         tmp.mkdir(parents=True, exist_ok=True)
         rejected = TableWriter(tmp / REJECTED_NAME, PAIR_REJECTED)
         survivors = TableWriter(spill / "survivors.parquet", _SPILL)
@@ -253,7 +256,7 @@ def ingest_pairs(spec: PairCorpusSpec, out_dir: str | Path,
             raise RuntimeError(f"pairs ingest {spec.name}: rows do not add up: {rows_in} in, "
                                f"{kept_rows} kept, {stats['rejected_total']} rejected")
         write_json(tmp / STATS_NAME, stats)
-        run.write({out_dir: tmp}, {out_dir: tmp_prov}, rows_in=rows_in, rows_out=kept_rows)
+        job.rows_in, job.rows_out = rows_in, kept_rows
     return stats
 
 

@@ -10,8 +10,8 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import polars as pl  # noqa: E402
 
-from paramill.io import atomic_output  # noqa: E402
-from paramill.provenance import Run, prov_path  # noqa: E402
+from paramill.job import output_job  # noqa: E402
+from paramill.provenance import Run  # noqa: E402
 
 
 def outcomes_plot(tsv: str | Path, png: str | Path, rule: str = "plot_bitext_outcomes") -> int:
@@ -47,9 +47,11 @@ def outcomes_plot(tsv: str | Path, png: str | Path, rule: str = "plot_bitext_out
     ax_rej.tick_params(axis="x", labelrotation=60, labelsize=8)
     fig.suptitle("Bitext ingest and cleaning outcomes per input shard")
     fig.tight_layout()
-    with atomic_output(png, prov_path(png)) as (tmp, tmp_prov):
+    with output_job(run, png) as job:
+        (tmp,) = job.paths
         fig.savefig(tmp, format="png", dpi=110)
-        run.write({png: tmp}, {png: tmp_prov}, rows_in=table.height, rows_out=len(bars))
+        job.rows_in = table.height
+        job.rows_out = len(bars)
     plt.close(fig)
     return len(bars)
 

@@ -9,7 +9,8 @@ from typing import Any
 
 import polars as pl
 
-from paramill.io import atomic_output, read_json
+from paramill.job import output_job
+from paramill.io import read_json
 from paramill.provenance import Run, prov_path
 
 COLUMNS = ["output", "rule", "started", "seconds", "rows_in", "rows_out", "inputs",
@@ -79,7 +80,8 @@ def write_summary(outputs: list[str | Path], html_path: str | Path, tsv_path: st
             f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>\n")
     finals = ([Path(html_path), Path(tsv_path)] + ([Path(glance_path)] if glance_path else [])
               + ([Path(pages)] if pages else []))
-    with atomic_output(*finals, *(prov_path(f) for f in finals)) as temps:
+    with output_job(run, *finals, rows_in=len(rows)) as job:
+        temps = job.paths
         temps[0].write_text(page)
         frame.write_csv(temps[1], separator="\t")
         if glance_path:
@@ -90,7 +92,5 @@ def write_summary(outputs: list[str | Path], html_path: str | Path, tsv_path: st
             from paramill.report.pages import render
 
             render(list(render_files), temps[len(finals) - 1])
-        n = len(finals)
-        run.write(dict(zip(finals, temps[:n])), dict(zip(finals, temps[n:])),
-                  rows_in=len(rows), rows_out=len(rows))
+        job.rows_out = len(rows)
     return len(rows)

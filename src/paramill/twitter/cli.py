@@ -36,7 +36,8 @@ def harvest(args: argparse.Namespace) -> int | str:
 
 
 @group.verb(
-    "train", "train the paraphrase identifier (LR and extended)",
+    "identify", "train the paraphrase identifier (twitter.identify: lr, extended, encoder or "
+    "cross)",
     arg("--embed-model", help="the embedding model file for the cosine feature (the workflow "
                               "resolves twitter.identify.embed_model; "" = none)"),
     need("--out", "model file"), need("--report", "evaluation JSON (max F1, P, R)"),
@@ -46,7 +47,7 @@ def harvest(args: argparse.Namespace) -> int | str:
                 "threshold chosen for twitter.identify.target_precision. Refuses an embedding "
                 "model trained on the labelled pairs.",
     settings="twitter.identify")
-def train(args: argparse.Namespace) -> int | str:
+def identify(args: argparse.Namespace) -> int | str:
     from paramill.twitter.identify import IdentifySettings
     from paramill.twitter.identify import train_identifier
     if args.embed_model is not None:
@@ -62,7 +63,7 @@ def train(args: argparse.Namespace) -> int | str:
 @group.verb(
     "month", "pairs of a month's tweets with p_paraphrase",
     arg("days", nargs="*", help="day tables of the month"), need("--month", "YYYY-MM"),
-    need("--model", "identifier from `paramill twitter train`"),
+    need("--model", "identifier from `paramill twitter identify`"),
     arg("--cards", help="JSON {url: {title, description}} of linked pages"),
     need("--pairs", "output: every candidate pair with p_paraphrase"),
     need("--tsv", "accepted: s1, s2, tweet_a, tweet_b, p"), need("--stats", "output counts (JSON)"),

@@ -44,8 +44,9 @@ from typing import Any
 
 import pyarrow as pa
 
-from paramill.io import TableWriter, atomic_output
-from paramill.provenance import Run, prov_path
+from paramill.job import output_job
+from paramill.io import TableWriter
+from paramill.provenance import Run
 from paramill.twitter.api import (
     TWEET_FIELDS,
     HarvestError,
@@ -281,15 +282,16 @@ def write_day(table: list[dict[str, Any]], bad: list[dict[str, Any]], out: str |
         for key in ("detail", "raw"):  # an echoed request header or credential is never stored
             if isinstance(row.get(key), str):
                 row[key] = redact(row[key])
-    with atomic_output(out, prov_path(out), rejected_out, prov_path(rejected_out)) as (tmp, tmp_prov, tmp_bad, tmp_bad_prov):
+    with output_job(run, out, rejected_out) as job:
+        tmp, tmp_bad = job.paths
         writer = TableWriter(tmp, TWEETS)
         writer.write(pa.Table.from_pylist(table, schema=TWEETS))
         writer.close()
         bad_writer = TableWriter(tmp_bad, REJECTED_TWEETS)
         bad_writer.write(pa.Table.from_pylist(bad, schema=REJECTED_TWEETS))
         bad_writer.close()
-        run.write({out: tmp, rejected_out: tmp_bad}, {out: tmp_prov, rejected_out: tmp_bad_prov},
-                  rows_in=None, rows_out=len(table), extra={**extra, "rejected": dict(sorted(reasons.items()))})
+        job.rows_out = len(table)
+        job.extra = {**extra, "rejected": dict(sorted(reasons.items()))}
 
 
 def rejected_path(out: str | Path) -> Path:

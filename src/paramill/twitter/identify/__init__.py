@@ -21,13 +21,12 @@ The package, one module per concern: :mod:`.settings` (the config section),
 :mod:`.evaluation` (folds, metrics, thresholds), :mod:`.training` (the fine-tuned and
 cross-fitted encoders), :mod:`.leak` (the embedding model's overlap with the labels) and
 :mod:`.model` (the fitted :class:`Identifier`) and :mod:`.fitting` (fitting it:
-:func:`train_identifier`, the ``twitter train`` verb). Its names are re-exported here.
+:func:`train_identifier`, the ``twitter identify`` verb). Its names are re-exported here.
 """
 
 from paramill.twitter.encoder import PretrainedEncoder
 from paramill.twitter.identify.data import (
     MAX_TEXT_LINE_BYTES,
-    read_label_file,
     read_labelled,
     unlabelled_sentences,
 )
@@ -79,6 +78,6 @@ __all__ = [
     "crossfit_cosine", "crossfit_cross", "distill_student", "embedding_overlap",
     "embedding_training_files", "extra_features", "features", "finetune_on", "fit",
     "grouped_folds", "max_f1", "metrics", "model_features", "out_of_fold", "pair_key", "prf",
-    "read_label_file", "read_labelled", "source_groups", "stem", "threshold_for_precision",
+    "read_labelled", "source_groups", "stem", "threshold_for_precision",
     "train_identifier", "unlabelled_sentences", "words",
 ]

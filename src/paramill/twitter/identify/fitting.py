@@ -1,4 +1,4 @@
-"""Fitting the identifier (``paramill twitter train``, rule ``paraid_train``): every model on
+"""Fitting the identifier (``paramill twitter identify``, rule ``twitter_identify``): every model on
 the labelled pairs, cross-validated on folds grouped by source tweet, the threshold for the
 target precision, and the evaluation sets scored."""
 
@@ -29,7 +29,7 @@ from paramill.twitter.identify.training import crossfit_cosine, crossfit_cross, 
 
 
 def train_identifier(train: list[LabelledData], evaluate: list[LabelledData], out: str | Path,
-                     report: str | Path, settings: IdentifySettings, rule: str = "paraid_train"
+                     report: str | Path, settings: IdentifySettings, rule: str = "twitter_identify"
                      ) -> dict[str, Any]:
     """Fit LR (18 features), the extended model and, when configured, the encoder model on
     ``train`` (labelled sets); with ``finetune_epochs`` the encoder's cosine is

@@ -6,16 +6,19 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
+from paramill import formats
 from paramill.settings import Settings, setting
 
-#: the layouts of labelled data
-FORMATS = ("twitter-url", "toks", "pit2015", "url_raw")  # url_raw: twitter-url's old name
+#: the layouts of labelled data (:mod:`paramill.formats`' modules that can be read as
+#: ``labelled``; old names after the layouts')
+FORMATS = tuple(formats.enum("labelled"))
+
 
 @dataclass(frozen=True)
 class LabelledData(Settings):
     path: str = setting(doc="File (twitter-url, pit2015) or directory (toks).")
-    format: Literal["twitter-url", "toks", "pit2015", "url_raw"] = setting(
-        doc="Layout of the labelled data (url_raw: the old name of twitter-url, still read).")
+    format: str = setting(doc="Layout of the labelled data: " + formats.format_doc("labelled")
+                          + ".", enum=list(FORMATS))
     labels: str | None = setting(
         None, "PIT-2015 test: the separate label file (test.label, true|false|---- and the "
         "expert score per line of the data); null: the data's own label column.")

@@ -3,7 +3,7 @@ what a released corpus gives) and their rejected rows."""
 
 import pyarrow as pa
 
-from paramill.nmt.schema import CANDIDATES
+from paramill.nmt.tables import CANDIDATES
 
 #: A pair corpus's candidate shard: CANDIDATES (decoder columns null) + the given score/label.
 PAIR_CANDIDATES = pa.schema([

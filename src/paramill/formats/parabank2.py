@@ -1,0 +1,46 @@
+"""ParaBank 2 as released (Hu et al. 2019): ``score \\t reference \\t paraphrase_1 ...
+paraphrase_k`` (k <= 5, best first): one candidate a paraphrase, ranked 1..k, each carrying
+the line's score."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from paramill import fields as strict
+from paramill.formats import Candidate, LineStream, bad_candidate, candidate_fields
+from paramill.settings import Settings, setting
+
+NAME = "parabank2"
+ALIASES: tuple[str, ...] = ()
+DESCRIPTION = ("`score \\t reference \\t paraphrase ...` (up to five, ranked; the ParaBank 2 "
+               "release)")
+#: ParaBank 2 lists at most this many paraphrases after the reference
+MAX_PARAPHRASES = 5
+
+
+@dataclass(frozen=True)
+class Spec(Settings):
+    path: str = setting(doc="The file. Plain, .gz, .xz, .zst or .bz2.", type="string")
+
+
+def pairs(spec: Spec, method: str = NAME, max_line_bytes: int = 65536, batch_rows: int = 0
+          ) -> Iterator[Candidate]:
+    path = spec.path
+    for line_no, columns in candidate_fields(LineStream(path, max_line_bytes), method):
+        if isinstance(columns, Candidate):
+            yield columns
+            continue
+        paraphrases = [p for p in columns[2:] if p != ""]
+        if len(columns) < 3 or not paraphrases or len(columns) > 2 + MAX_PARAPHRASES:
+            yield bad_candidate(line_no, columns, method, path, "column_count",
+                                f"expected a score, a reference and 1 to {MAX_PARAPHRASES} "
+                                f"paraphrases, found {len(columns)} columns")
+        elif (score := strict.number(columns[0])) is None:
+            yield bad_candidate(line_no, columns, method, path, "bad_score",
+                                f"column 1: score {columns[0][:40]!r} is not a finite decimal "
+                                "number")
+        else:
+            for rank, paraphrase in enumerate(paraphrases, 1):
+                yield Candidate(line_no, columns[1], paraphrase, method, rank, score,
+                                source_file=path)

@@ -1,0 +1,66 @@
+"""A Parquet file of pairs: columns ``s1`` and ``s2`` (or ``en_ref``/``reference`` and
+``candidate``/``paraphrase``), optionally ``score`` and ``label``; read a row group at a
+time, ``line_no`` the row number counted from 1."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from paramill import fields as strict
+from paramill.formats import Candidate, tsv
+from paramill.io import InputError, check_regular_file
+from paramill.settings import Settings, setting
+
+NAME = "parquet"
+ALIASES: tuple[str, ...] = ()
+DESCRIPTION = "a Parquet file with columns s1, s2 (optional score, label)"
+
+
+@dataclass(frozen=True)
+class Spec(Settings):
+    path: str = setting(doc="The file. Plain, .gz, .xz, .zst or .bz2.", type="string")
+
+
+def pairs(spec: Spec, method: str = NAME, max_line_bytes: int = 65536, batch_rows: int = 50000
+          ) -> Iterator[Candidate]:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    path = spec.path
+    check_regular_file(path)
+    try:
+        handle = pq.ParquetFile(path, pre_buffer=False)  # see paramill.io.iter_parquet_batches
+    except Exception as exc:  # pyarrow raises several types for a file that is not Parquet
+        raise InputError(path, None, f"not a readable Parquet file ({exc})") from None
+    schema = handle.schema_arrow
+    names = tuple(schema.names)
+    roles = tsv.roles("pairs", names, path, None)
+    for role in ("en_ref", "candidate"):
+        kind = schema.field(roles[role]).type
+        if not (pa.types.is_string(kind) or pa.types.is_large_string(kind)):
+            raise InputError(path, None, f"column {names[roles[role]]} holds {kind}, not text")
+    wanted = [names[roles[r]] for r in ("en_ref", "candidate", "score", "label") if r in roles]
+    row = 0
+    for batch in handle.iter_batches(batch_size=batch_rows or 50000, columns=wanted):
+        data = batch.to_pydict()
+        refs, cands = data[names[roles["en_ref"]]], data[names[roles["candidate"]]]
+        scores = data[names[roles["score"]]] if "score" in roles else [None] * len(refs)
+        labels = data[names[roles["label"]]] if "label" in roles else [None] * len(refs)
+        for ref, cand, given_score, given_label in zip(refs, cands, scores, labels):
+            row += 1
+            score = None if given_score is None else strict.number(given_score)
+            if given_score is not None and score is None:
+                yield Candidate(row, ref, cand, method, source_file=path, reason="bad_score",
+                                detail=f"column {names[roles['score']]}: score "
+                                       f"{str(given_score)[:40]!r} is not a finite number")
+                continue
+            label = None if given_label is None else strict.label(given_label)
+            if given_label is not None and label is None:
+                yield Candidate(row, ref, cand, method, source_file=path, reason="bad_label",
+                                detail=f"column {names[roles['label']]}: label "
+                                       f"{str(given_label)[:40]!r} is not 0/1/true/false")
+                continue
+            yield Candidate(row, ref, cand, method, 1, score, label, source_file=path)
+    if row == 0:
+        raise InputError(path, None, "file has no rows")

@@ -1,0 +1,34 @@
+"""SentEval's STS files: ``STS.input.<name>.txt`` (``s1 \\t s2`` a line) with its gold scores
+in ``STS.gs.<name>.txt`` beside it, line for line (a gold line may be empty: no score)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+from paramill.formats import Scored, text_lines
+from paramill.io import InputError
+
+NAME = "senteval"
+ALIASES: tuple[str, ...] = ()
+DESCRIPTION = "SentEval's `STS.input.<name>.txt` with `STS.gs.<name>.txt` beside it"
+
+
+def gold_file(path: str | Path) -> Path:
+    path = Path(path)
+    return path.with_name(path.name.replace("STS.input.", "STS.gs."))
+
+
+def files(path: str) -> list[str]:
+    return [str(path), str(gold_file(path))]
+
+
+def sts(path: str, max_line_bytes: int = 65536) -> Iterator[Scored]:
+    gold_path = gold_file(path)
+    inputs, gold = text_lines(path, max_line_bytes), text_lines(gold_path, max_line_bytes)
+    if len(inputs) != len(gold):
+        raise InputError(gold_path, None, f"{len(gold)} scores for the {len(inputs)} pairs of "
+                                          f"{path}: one line a pair")
+    for line, score in zip(inputs, gold):
+        f = line.split("\t")
+        yield Scored(f[0], f[1] if len(f) > 1 else None, score)
