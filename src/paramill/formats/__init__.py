@@ -39,7 +39,7 @@ from types import ModuleType
 from typing import Any
 
 from paramill.io import REJECTED_TEXT_CHARS, InputError, LineStream, decode_line, shown_text
-from paramill.settings import check_values, config_keys, object_schema
+from paramill.settings import Settings, check_values, config_keys, object_schema, setting
 
 #: what a layout can be read as: the function its module defines for each, and where
 USES = {
@@ -51,6 +51,13 @@ USES = {
 }
 #: the entry-point group through which a package outside paramill adds format modules
 ENTRY_POINTS = "paramill.formats"
+
+
+@dataclass(frozen=True)
+class FileSpec(Settings):
+    """The settings of a layout read from one file and nothing else."""
+
+    path: str = setting(doc="The file. Plain, .gz, .xz, .zst or .bz2.", type="string")
 
 
 # -- rows ----------------------------------------------------------------------
@@ -290,6 +297,19 @@ def spec(use: str, name: str, data: dict[str, Any], where: str) -> Any:
     return made
 
 
+def corpus(cls: type, use: str, name: str, data: Any, where: str) -> Any:
+    """A stage's corpus settings ``cls`` (its own keys, ``format``, and ``layout``: the
+    layout's ``Spec``) from the config entry ``data`` of corpus ``name``."""
+    if not isinstance(data, dict):
+        raise ValueError(f"{where}: a corpus is an object of keys, not a {type(data).__name__}")
+    if "format" not in data:
+        raise ValueError(f"{where}: no format")
+    own = {k: v for k, v in data.items() if k in config_keys(cls)}
+    check_values(cls, own, where)
+    layout = spec(use, data["format"], {k: v for k, v in data.items() if k not in own}, where)
+    return cls(name=name, layout=layout, **own)
+
+
 @functools.cache
 def corpus_schema(use: str) -> dict[str, Any]:
     """The keys every layout of ``use`` adds to a corpus (each described with the layouts
@@ -305,7 +325,8 @@ def corpus_schema(use: str) -> dict[str, Any]:
             if "default" in value:
                 value = dict(value)
                 default = value.pop("default")
-                value["description"] = f"{value.get('description', '')} Default: {json.dumps(default)}."
+                value["description"] = (f"{value.get('description', '')} "
+                                         f"Default: {json.dumps(default)}.")
             props.setdefault(key, value)
             takers.setdefault(key, []).append(module.NAME)
         if node.get("required"):

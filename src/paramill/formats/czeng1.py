@@ -4,10 +4,8 @@ pair a line."""
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
 
-from paramill.formats import BitextPair, tsv
-from paramill.settings import Settings, setting
+from paramill.formats import BitextPair, FileSpec, tsv
 
 NAME = "czeng1"
 ALIASES: tuple[str, ...] = ()
@@ -15,9 +13,7 @@ DESCRIPTION = "CzEng 1.6/1.7 plain-text export (pair id, filter score, Czech, En
 COLUMNS = ("pair_id", "score", "cs", "en")
 
 
-@dataclass(frozen=True)
-class Spec(Settings):
-    path: str = setting(doc="The file. Plain, .gz, .xz, .zst or .bz2.", type="string")
+Spec = FileSpec
 
 
 def bitext(spec: Spec, max_line_bytes: int = 65536) -> Iterator[BitextPair]:

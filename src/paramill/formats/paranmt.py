@@ -4,20 +4,16 @@ one pair a line; the score is kept as given."""
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
 
 from paramill import fields as strict
-from paramill.formats import Candidate, LineStream, bad_candidate, candidate_fields
-from paramill.settings import Settings, setting
+from paramill.formats import Candidate, FileSpec, LineStream, bad_candidate, candidate_fields
 
 NAME = "paranmt"
 ALIASES: tuple[str, ...] = ()
 DESCRIPTION = "`reference \\t paraphrase \\t score` (the ParaNMT-50M release)"
 
 
-@dataclass(frozen=True)
-class Spec(Settings):
-    path: str = setting(doc="The file. Plain, .gz, .xz, .zst or .bz2.", type="string")
+Spec = FileSpec
 
 
 def pairs(spec: Spec, method: str = NAME, max_line_bytes: int = 65536, batch_rows: int = 0

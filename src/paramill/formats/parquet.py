@@ -5,21 +5,17 @@ time, ``line_no`` the row number counted from 1."""
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
 
 from paramill import fields as strict
-from paramill.formats import Candidate, tsv
+from paramill.formats import Candidate, FileSpec, tsv
 from paramill.io import InputError, check_regular_file
-from paramill.settings import Settings, setting
 
 NAME = "parquet"
 ALIASES: tuple[str, ...] = ()
 DESCRIPTION = "a Parquet file with columns s1, s2 (optional score, label)"
 
 
-@dataclass(frozen=True)
-class Spec(Settings):
-    path: str = setting(doc="The file. Plain, .gz, .xz, .zst or .bz2.", type="string")
+Spec = FileSpec
 
 
 def pairs(spec: Spec, method: str = NAME, max_line_bytes: int = 65536, batch_rows: int = 50000

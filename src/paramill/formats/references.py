@@ -102,7 +102,8 @@ def pairs(spec: Spec, method: str = NAME, max_line_bytes: int = 65536, batch_row
                 yield Candidate(line_no, ref_fields.en_ref, None, name, source_file=reference,
                                 reason=ref_fields.reason, detail=f"reference: {ref_fields.detail}")
             elif isinstance(fields, Candidate):
-                fields.method, fields.en_ref, fields.candidate = name, "\t".join(ref_fields), fields.en_ref
+                fields.method, fields.en_ref, fields.candidate = (name, "\t".join(ref_fields),
+                                                                  fields.en_ref)
                 yield fields
             else:
                 yield Candidate(line_no, "\t".join(ref_fields), "\t".join(fields), name,

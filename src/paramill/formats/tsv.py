@@ -51,7 +51,8 @@ def roles(use: str, names: tuple[str, ...], path: str, line: int | None) -> dict
     """{role: column index} of ``names`` for ``use``; an error names ``path`` (and ``line``)
     where a name repeats or a needed column is missing."""
     if twice := strict.repeated(names):
-        raise InputError(path, line, f"columns {list(names)} name {', '.join(twice)} more than once")
+        raise InputError(path, line,
+                         f"columns {list(names)} name {', '.join(twice)} more than once")
     if use == "bitext":
         if not {"cs", "en"} <= set(names):
             raise InputError(path, line, f"columns {list(names)} have no `cs` and `en` columns")
@@ -99,7 +100,8 @@ def bitext(spec: Spec, max_line_bytes: int = 65536, default: tuple[str, ...] = D
             continue
         line_no, columns = item
         if len(columns) != width:
-            yield BitextPair(line_no, "\t".join(columns)[:REJECTED_TEXT_CHARS], None, "column_count",
+            yield BitextPair(line_no, "\t".join(columns)[:REJECTED_TEXT_CHARS], None,
+                             "column_count",
                              f"expected {width} tab-separated columns, found {len(columns)}")
             continue
         yield BitextPair(line_no, columns[i_cs], columns[i_en])

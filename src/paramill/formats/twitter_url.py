@@ -13,9 +13,9 @@ from dataclasses import dataclass
 from typing import Literal
 
 from paramill import fields as strict
-from paramill.formats import (Bad, Candidate, Labelled, Scored, bad_fields, collect_labelled,
-                              fields, rejected)
-from paramill.settings import Settings, setting
+from paramill.formats import (Bad, Candidate, FileSpec, Labelled, Scored, bad_fields,
+                              collect_labelled, fields, rejected)
+from paramill.settings import setting
 
 NAME = "twitter-url"
 #: the names the identifier (``url_raw``) and STS evaluation (``twitter_url``) used for it
@@ -25,8 +25,7 @@ COLUMNS = 4
 
 
 @dataclass(frozen=True)
-class Spec(Settings):
-    path: str = setting(doc="The file. Plain, .gz, .xz, .zst or .bz2.", type="string")
+class Spec(FileSpec):
     positive_votes: int = setting(
         4, "At least this many of the 6 votes make a paraphrase (label 1).", minimum=0, maximum=6)
     negative_votes: int = setting(

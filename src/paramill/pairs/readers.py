@@ -20,7 +20,7 @@ from typing import Any, ClassVar
 
 from paramill import formats
 from paramill.formats import Candidate
-from paramill.settings import check_values, config_keys, setting
+from paramill.settings import setting
 
 USE = "pairs"
 
@@ -48,17 +48,7 @@ class PairCorpusSpec:
 
     @classmethod
     def from_dict(cls, name: str, spec: dict[str, Any]) -> PairCorpusSpec:
-        where = f"pairs.corpora.{name}"
-        if not isinstance(spec, dict):
-            raise ValueError(f"{where}: a corpus is an object of keys, not a "
-                             f"{type(spec).__name__}")
-        if "format" not in spec:
-            raise ValueError(f"{where}: no format")
-        own = {k: v for k, v in spec.items() if k in config_keys(cls)}
-        check_values(cls, own, where)
-        layout = formats.spec(USE, spec["format"],
-                              {k: v for k, v in spec.items() if k not in own}, where)
-        return cls(name=name, layout=layout, **own)
+        return formats.corpus(cls, USE, name, spec, f"pairs.corpora.{name}")
 
     def record(self) -> dict[str, Any]:
         """The corpus's settings as plain data (its provenance)."""
