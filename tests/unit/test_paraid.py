@@ -67,6 +67,9 @@ def test_pit2015_test_with_its_separate_label_file(tmp_path):
         identify.read_labelled(data, "pit2015", gold)
     with pytest.raises(ValueError, match="pit2015 only"):
         identify.read_labelled(data, "url_raw", gold)
+    gold.write_bytes(b"true\t0.8\nfal\xffse\t0.2\n----\ntrue\n")  # read strictly, not replaced
+    with pytest.raises(InputError, match="test.label:2: invalid UTF-8"):
+        identify.read_labelled(data, "pit2015", gold)
 
 
 def test_pit2015_dev_votes_still_read_with_their_boundaries(tmp_path):

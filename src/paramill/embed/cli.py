@@ -1,7 +1,6 @@
 """``paramill embed``: train and use paraphrastic sentence embeddings."""
 
 import argparse
-from pathlib import Path
 
 from paramill.commands import Group, arg, need
 
@@ -37,8 +36,9 @@ def encode(args: argparse.Namespace) -> int | str:
     import numpy as np
 
     from paramill.embed.model import load_model
+    from paramill.formats import text_lines
     from paramill.io import atomic_output
-    sentences = Path(args.input).read_text(encoding="utf-8").splitlines()
+    sentences = text_lines(args.input)  # strict UTF-8: a bad line names file and line
     vectors = load_model(args.model).encode(sentences, batch_size=args.batch_size)
     with atomic_output(args.out) as (tmp,):
         with open(tmp, "wb") as fh:

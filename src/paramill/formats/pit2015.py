@@ -15,8 +15,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from paramill.fields import counts
-from paramill.formats import Bad, Labelled, Scored, bad_fields, collect_labelled, fields
-from paramill.io import InputError, open_compressed
+from paramill.formats import (Bad, Labelled, Scored, bad_fields, collect_labelled, fields,
+                              text_lines)
+from paramill.io import InputError
 
 NAME = "pit2015"
 ALIASES: tuple[str, ...] = ()
@@ -83,14 +84,12 @@ def read_label_file(path: str | Path) -> list[int | None]:
     """PIT-2015's ``test.label``: one ``true|false|----`` (and the expert score) per line of
     the data; debatable lines are None."""
     out: list[int | None] = []
-    with open_compressed(path) as fh:
-        for line_no, raw in enumerate(fh, 1):
-            line = raw.decode("utf-8", errors="replace").rstrip("\r\n")
-            m = _LABEL_LINE.match(line.strip())
-            if not m:
-                raise InputError(path, line_no, f"expected true, false or ---- (and a score), "
-                                                f"not {line!r}")
-            out.append({"true": 1, "false": 0}.get(m.group(1)))
+    for line_no, line in enumerate(text_lines(path), 1):
+        m = _LABEL_LINE.match(line.strip())
+        if not m:
+            raise InputError(path, line_no, f"expected true, false or ---- (and a score), "
+                                            f"not {line[:80]!r}")
+        out.append({"true": 1, "false": 0}.get(m.group(1)))
     return out
 
 
