@@ -140,15 +140,18 @@ def lines(source: str | LineStream, max_line_bytes: int = 65536
         yield line_no, text
 
 
-def text_lines(path: str | Path, max_line_bytes: int = 65536) -> list[str]:
-    """The whole file's lines, where any bad line is an :class:`~paramill.io.InputError`
-    naming file and line."""
-    out = []
+def strict_lines(path: str | Path, max_line_bytes: int = 65536) -> Iterator[tuple[int, str]]:
+    """Each line's number and text, where any bad line is an
+    :class:`~paramill.io.InputError` naming file and line."""
     for item in lines(str(path), max_line_bytes):
         if isinstance(item, Bad):
             raise InputError(path, item.line_no, item.detail)
-        out.append(item[1])
-    return out
+        yield item
+
+
+def text_lines(path: str | Path, max_line_bytes: int = 65536) -> list[str]:
+    """The whole file's lines (see :func:`strict_lines`)."""
+    return [text for _, text in strict_lines(path, max_line_bytes)]
 
 
 def fields(source: str | LineStream, max_line_bytes: int = 65536

@@ -9,7 +9,6 @@ from __future__ import annotations
 from pathlib import Path
 
 from paramill import formats
-from paramill.io import InputError
 
 
 def read_labelled(path: str | Path, fmt: str, labels: str | Path | None = None
@@ -35,18 +34,11 @@ def unlabelled_sentences(paths, limit: int, seed: int) -> list[str]:
     import hashlib
     import heapq
 
-    from paramill.io import LineStream, decode_line
-
     key = seed.to_bytes(8, "little", signed=True)
     heap: list[tuple[int, str]] = []  # (-hash, line): the largest kept hash on top
     kept: set[str] = set()
     for path in paths:
-        for line_no, raw in LineStream(str(path), MAX_TEXT_LINE_BYTES):
-            if raw is None:
-                raise InputError(path, line_no, f"line longer than {MAX_TEXT_LINE_BYTES} bytes")
-            text, problem = decode_line(raw)
-            if text is None:
-                raise InputError(path, line_no, problem)
+        for _, text in formats.strict_lines(path, MAX_TEXT_LINE_BYTES):
             text = text.strip()
             if not text or text in kept:
                 continue
