@@ -245,14 +245,14 @@ def month_days(wildcards):
     return [f"{WORK}/twitter/harvest/{d}.parquet" for d in sorted(days)]
 
 
-def paraid_labelled():
+def identify_labelled():
     """The identifier's labelled files (and PIT-2015 test's separate label files)."""
     sets = config["twitter"]["identify"]["train"] + config["twitter"]["identify"]["evaluate"]
     return ([f for d in sets for f in formats.files(d["format"], d["path"])]
             + [d["labels"] for d in sets if d.get("labels")])
 
 
-def paraid_distill_text():
+def identify_distill_text():
     """The unlabelled text a student identifier is distilled on (encoder_layers > 0 only)."""
     identify = config["twitter"]["identify"]
     if identify["model"] != "encoder" or not identify["encoder_layers"]:
@@ -260,7 +260,7 @@ def paraid_distill_text():
     return list(identify["distill_text"])
 
 
-def paraid_embed_model():
+def identify_embed_model():
     """The identifier's embedding model: a name in embed.models, a path, or none."""
     name = config["twitter"]["identify"]["embed_model"]
     if not name:

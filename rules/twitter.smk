@@ -32,9 +32,9 @@ rule harvest:
 
 rule twitter_identify:
     input:
-        labelled=paraid_labelled(),
-        embed=paraid_embed_model(),
-        distill_text=paraid_distill_text(),
+        labelled=identify_labelled(),
+        embed=identify_embed_model(),
+        distill_text=identify_distill_text(),
     output:
         model=f"{WORK}/twitter/paraid.pkl",
         report=f"{RESULTS}/twitter/paraid.json",
