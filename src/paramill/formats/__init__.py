@@ -32,6 +32,7 @@ import importlib
 import importlib.metadata
 import json
 import pkgutil
+import typing
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -273,10 +274,11 @@ def files(name: str, spec: Any) -> list[str]:
     return [spec if isinstance(spec, str) else spec.path]
 
 
-def spec(use: str, name: str, data: dict[str, Any], where: str) -> Any:
+def spec(use: str, name: str, data: dict[str, Any], where: str,
+         stage_keys: tuple[str, ...] = ()) -> Any:
     """The layout's own settings (its ``Spec``) from a corpus's keys ``data`` (the stage's
-    own keys taken out): a key of no format, one the layout does not take, a missing or
-    bad value is an error naming ``where`` and the key."""
+    own keys, ``stage_keys``, taken out): a key of no format, one the layout does not take,
+    a missing or bad value is an error naming ``where`` and the key."""
     module = layout(name, use)
     cls = module.Spec
     own = config_keys(cls)
@@ -284,8 +286,8 @@ def spec(use: str, name: str, data: dict[str, Any], where: str) -> Any:
         others = sorted(set(stray) & set(corpus_schema(use)["properties"]))
         unknown = sorted(set(stray) - set(others))
         if unknown:
-            raise ValueError(f"{where}: unknown keys {unknown} (known: "
-                             f"{', '.join(sorted(corpus_schema(use)['properties']))})")
+            known = sorted({*stage_keys, *corpus_schema(use)["properties"]})
+            raise ValueError(f"{where}: unknown keys {unknown} (known: {', '.join(known)})")
         raise ValueError(f"{where}: format {name} takes no {', '.join(others)} (its keys: "
                          f"{', '.join(own) or 'none'})")
     if missing := [f.name for f in dataclasses.fields(cls) if f.name in own and f.name not in data
@@ -293,7 +295,8 @@ def spec(use: str, name: str, data: dict[str, Any], where: str) -> Any:
                    and f.default_factory is dataclasses.MISSING]:
         raise ValueError(f"{where}: format {name} needs {' and '.join(f'`{k}`' for k in missing)}")
     check_values(cls, data, where)
-    made = cls(**{k: tuple(v) if isinstance(v, list) and k != "hypotheses" else v
+    hints = typing.get_type_hints(cls)
+    made = cls(**{k: tuple(v) if isinstance(v, list) and _is_tuple(hints[k]) else v
                   for k, v in data.items()})
     if hasattr(module, "check"):
         module.check(made, use, where)
@@ -309,8 +312,15 @@ def corpus(cls: type, use: str, name: str, data: Any, where: str) -> Any:
         raise ValueError(f"{where}: no format")
     own = {k: v for k, v in data.items() if k in config_keys(cls)}
     check_values(cls, own, where)
-    layout = spec(use, data["format"], {k: v for k, v in data.items() if k not in own}, where)
+    layout = spec(use, data["format"], {k: v for k, v in data.items() if k not in own}, where,
+                  tuple(config_keys(cls)))
     return cls(name=name, layout=layout, **own)
+
+
+def _is_tuple(hint: Any) -> bool:
+    """Whether a field declared ``hint`` holds a tuple (``tuple[...]``, maybe ``| None``)."""
+    return typing.get_origin(hint) is tuple or any(typing.get_origin(a) is tuple
+                                                   for a in typing.get_args(hint))
 
 
 @functools.cache
