@@ -735,3 +735,59 @@ def test_labelled_sets_are_built_as_typed_settings():
     with pytest.raises(ValueError, match="colour"):
         identify.IdentifySettings.from_dict(
             {"train": [{"path": "l.tsv", "format": "twitter-url", "colour": "red"}]})
+
+
+# -- on a GPU (pytest -m gpu on a machine with CUDA; skipped with the reason elsewhere) ----
+
+def _on_cpu(monkeypatch) -> None:
+    """Make the encoders pick the CPU although a GPU is visible."""
+    from paramill import device
+
+    monkeypatch.setattr(device, "pick", lambda requested="auto": "cpu")
+
+
+@pytest.mark.gpu
+def test_gpu_cross_encoder_fine_tunes_on_cuda_and_scores_as_on_cpu(tiny_sentence_encoder,
+                                                                    monkeypatch):
+    """The cross-encoder fine-tunes on CUDA by itself; its weights score the same on CPU, and
+    the same fine-tuning on CPU gives the same probabilities within float32 drift."""
+    from paramill.twitter.cross import CrossEncoder, cross_state
+
+    source = str(tiny_sentence_encoder)
+    pairs, labels = TOY_POS + TOY_NEG, [1] * 6 + [0] * 6
+    kwargs = dict(epochs=40, lr=3e-3, batch=12, precision="float32", seed=3)
+    state = cross_state(source, pairs, labels, **kwargs)
+    gpu = CrossEncoder(source, precision="float32", state=state)
+    assert gpu.device == "cuda"
+    on_gpu = gpu.score(pairs)
+    assert on_gpu[:6].min() > on_gpu[6:].max()
+    _on_cpu(monkeypatch)
+    cpu = CrossEncoder(source, precision="float32", state=state)
+    assert cpu.device == "cpu"
+    assert cpu.score(pairs) == pytest.approx(on_gpu, abs=1e-4)
+    trained_on_cpu = CrossEncoder(source, precision="float32",
+                                  state=cross_state(source, pairs, labels, **kwargs))
+    assert trained_on_cpu.score(pairs) == pytest.approx(on_gpu, abs=0.02)
+
+
+@pytest.mark.gpu
+def test_gpu_encoder_fine_tunes_on_cuda_as_on_cpu(tiny_sentence_encoder, monkeypatch):
+    """The encoder model's fine-tuning (CoSENT) on CUDA gives the CPU's cosines within
+    float32 drift, and bfloat16 autocast runs there (``precision: auto`` on a GPU)."""
+    source = str(tiny_sentence_encoder)
+    pairs, labels = TOY_POS + TOY_NEG, [1] * 6 + [0] * 6
+    kwargs = dict(epochs=20, lr=3e-3, batch=12, scale=20.0, seed=3)
+    gpu_state = encoder.finetune_state(source, pairs, labels, precision="float32", **kwargs)
+    on_gpu = encoder.PretrainedEncoder(source, precision="float32", state=gpu_state)
+    assert on_gpu.device == "cuda"
+    gpu_cos = on_gpu.cosine(pairs)
+    assert gpu_cos[:6].min() > gpu_cos[6:].max()
+    auto = encoder.PretrainedEncoder(source, precision="auto", state=encoder.finetune_state(
+        source, pairs, labels, precision="auto", **kwargs))
+    assert auto.precision in ("bfloat16", "float16", "float32")
+    assert auto.cosine(pairs)[:6].min() > auto.cosine(pairs)[6:].max()
+    _on_cpu(monkeypatch)
+    cpu_state = encoder.finetune_state(source, pairs, labels, precision="float32", **kwargs)
+    on_cpu = encoder.PretrainedEncoder(source, precision="float32", state=cpu_state)
+    assert on_cpu.device == "cpu"
+    assert on_cpu.cosine(pairs) == pytest.approx(gpu_cos, abs=0.02)
