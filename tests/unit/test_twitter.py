@@ -146,9 +146,15 @@ def test_v1_and_v2_objects_and_archive_errors(tmp_path):
     assert [(r["record"], r["reason"]) for r in rejected] == [
         (3, "not_json"), (4, "no_id"), (5, "not_a_tweet"), (6, "no_id"), (6, "not_a_tweet")]
     assert all(r["where"] == str(bad) for r in rejected)
+    strict = tmp_path / "strict.jsonl"  # archive lines are read strictly, one bad line at a time
+    strict.write_bytes(json.dumps(v1).encode() + b"\n{\"text\": \"caf\xe9\"}\n"
+                       + json.dumps(v1).replace("Yo", "Hi").encode() + b"\n")
+    rejected = []
+    assert [r["text"] for r in read_archive([strict], rejected)] == ["Yo", "Hi"]
+    assert [(r["record"], r["reason"]) for r in rejected] == [(2, "invalid_utf8")]
     cut = tmp_path / "cut.jsonl.gz"
     cut.write_bytes(bad.read_bytes()[:-10])
-    with pytest.raises(InputError, match="cut.jsonl.gz: gzip data is truncated"):
+    with pytest.raises(InputError, match=r"cut.jsonl.gz:\d+: gzip data is truncated"):
         list(read_archive([cut]))
 
 

@@ -162,6 +162,23 @@ def fields(source: str | LineStream, max_line_bytes: int = 65536
         yield item if isinstance(item, Bad) else (item[0], item[1].split("\t"))
 
 
+def json_lines(path: str | Path, max_line_bytes: int = 16 << 20
+               ) -> Iterator[tuple[int, Any] | Bad]:
+    """Each non-blank line's JSON value, or a :class:`Bad` for a line that is too long, not
+    UTF-8 or not JSON (``not_json``)."""
+    for item in lines(str(path), max_line_bytes):
+        if isinstance(item, Bad):
+            yield item
+            continue
+        line_no, text = item
+        if not text.strip():
+            continue
+        try:
+            yield line_no, json.loads(text)
+        except ValueError as exc:
+            yield Bad(line_no, "not_json", str(exc), text[:REJECTED_TEXT_CHARS])
+
+
 def bad_fields(line_no: int, columns: list[str], reason: str, detail: str) -> Bad:
     return Bad(line_no, reason, detail, "\t".join(columns)[:REJECTED_TEXT_CHARS])
 

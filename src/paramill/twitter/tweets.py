@@ -11,7 +11,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from paramill.io import open_compressed
+from paramill.formats import Bad, json_lines
 
 #: The normalised tweet table (DESIGN.md).
 TWEETS = pa.schema([
@@ -30,6 +30,8 @@ TWEETS = pa.schema([
 ])
 
 _V1_TIME = "%a %b %d %H:%M:%S %z %Y"
+#: longest archive line read (one tweet object, or a v2 page of up to 100 with its includes)
+MAX_ARCHIVE_LINE_BYTES = 16 << 20
 
 
 def _iso(value: str | None) -> str | None:
@@ -141,7 +143,7 @@ def from_v1(tweet: dict[str, Any], source: str) -> dict[str, Any]:
 REJECTED_TWEETS = pa.schema([
     pa.field("where", pa.string()),   # the archive file or the saved API page
     pa.field("record", pa.int64()),   # line of the archive file, or position in the page
-    pa.field("reason", pa.string()),  # no_id | not_a_tweet | bad_field | not_json | unknown_account | unusable_page | unreadable_page | invalid_url | api_error
+    pa.field("reason", pa.string()),  # no_id | not_a_tweet | bad_field | not_json | invalid_utf8 | line_too_long | unknown_account | unusable_page | unreadable_page | invalid_url | api_error
     pa.field("detail", pa.string()),
     pa.field("raw", pa.string()),     # the record, cut to REJECTED_TEXT_CHARS
 ])
@@ -212,24 +214,19 @@ def read_archive(paths: Iterable[str | Path], bad: list[dict[str, Any]] | None =
                  ) -> Iterator[dict[str, Any]]:
     """Tweets from JSONL files (plain or compressed) of v1.1/v2 objects or v2 pages.
 
-    A line that is not JSON or not a tweet becomes a rejected row in ``bad`` (given or
-    not, it never stops the replay); a file that cannot be read raises InputError.
+    A line that is not JSON (or not UTF-8, or over 16 MiB) or not a tweet becomes a rejected
+    row in ``bad`` (given or not, it never stops the replay); a file that cannot be read
+    raises InputError.
     """
     bad = bad if bad is not None else []
     for path in paths:
-        with open_compressed(path) as fh:
-            for line_no, raw in enumerate(fh, 1):
-                line = raw.strip()
-                if not line:
-                    continue
-                try:
-                    obj = json.loads(line)
-                except ValueError as exc:  # includes invalid UTF-8
-                    bad.append(rejected(str(path), line_no, "not_json", str(exc),
-                                        line.decode("utf-8", "replace")))
-                    continue
-                rows, rejects = from_object(obj, "archive", str(path), line_no)
-                for r in rejects:
-                    r["record"] = line_no
-                bad.extend(rejects)
-                yield from rows
+        for item in json_lines(path, MAX_ARCHIVE_LINE_BYTES):
+            if isinstance(item, Bad):  # not JSON, not UTF-8, or longer than the limit
+                bad.append(rejected(str(path), item.line_no, item.reason, item.detail, item.text))
+                continue
+            line_no, obj = item
+            rows, rejects = from_object(obj, "archive", str(path), line_no)
+            for r in rejects:
+                r["record"] = line_no
+            bad.extend(rejects)
+            yield from rows
