@@ -7,6 +7,7 @@ import torch
 from paramill.cli import main
 from paramill.embed.features import Vocab, trigrams, words
 from paramill.embed.model import ModelSpec, SentenceEncoder, build, load_model
+from paramill.io import InputError
 from paramill.embed.train import EmbedTrainSettings, hardest_negatives, margin_loss, read_pairs, train
 
 SENTS = ["The man reads a book.", "A man is reading a book.", "The woman buys bread.",
@@ -171,7 +172,13 @@ def test_glove_initialisation(tmp_path):
     emb = model.parts[0].embedding.weight
     assert emb[model.vocabs["word"].index["dog"]].tolist() == [1, 2, 3]
     (tmp_path / "bad.txt").write_text("dog 1 2\n")
-    with pytest.raises(ValueError, match="bad.txt:1: vector of 2 values"):
+    with pytest.raises(InputError, match="bad.txt:1: vector of 2 values"):
+        build(ModelSpec(units="word", components=("word",), dim=3, word_vectors=str(tmp_path / "bad.txt")), SENTS)
+    (tmp_path / "bad.txt").write_bytes(b"zzz 1 2\ndog 1 2 nan\n")  # a word not in the vocabulary is not parsed
+    with pytest.raises(InputError, match="bad.txt:2: value 'nan' is not a finite decimal"):
+        build(ModelSpec(units="word", components=("word",), dim=3, word_vectors=str(tmp_path / "bad.txt")), SENTS)
+    (tmp_path / "bad.txt").write_bytes(b"dog 1 2 3\nthe \xff 1 2\n")
+    with pytest.raises(InputError, match="bad.txt:2: invalid UTF-8"):
         build(ModelSpec(units="word", components=("word",), dim=3, word_vectors=str(tmp_path / "bad.txt")), SENTS)
     with pytest.raises(ValueError, match="word_vectors initialise word units"):
         ModelSpec(components=("word",), dim=3, word_vectors=str(tmp_path / "g.txt"))  # units sp

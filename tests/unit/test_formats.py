@@ -234,3 +234,25 @@ def test_a_layout_from_another_package_joins_through_an_entry_point(tmp_path):
                           capture_output=True, text=True, env={**env, "PYTHONPATH": str(clash)})
     assert done.returncode != 0
     assert "format name 'tsv' is declared by both paramill.formats.tsv and tsv_again" in done.stderr
+
+
+def test_every_text_input_is_read_strictly(tmp_path):
+    """The stages' other text inputs (training pairs from a TSV, a lexicon stop-list, the
+    corpus analysis's IDF corpus) name file and line for a line that is not UTF-8, where
+    they used to read it with replacement characters."""
+    from paramill.embed.data import PairSource
+    from paramill.filters.analysis import read_lines
+    from paramill.lexicon.pmi import LexiconSettings, _stopwords
+
+    bad = tmp_path / "bad.txt"
+    bad.write_bytes(b"a dog\ta hound\nthe caf\xe9\tthe bar\n")
+    with pytest.raises(InputError, match=r"bad.txt:2: invalid UTF-8"):
+        list(PairSource.from_files([bad]))
+    good = tmp_path / "good.tsv"
+    good.write_text("a dog\ta hound\none column\nthe cat\tthe kitten\textra\n")
+    assert [p for batch in PairSource.from_files([good]) for p in zip(*batch)] == [
+        ("a dog", "a hound"), ("the cat", "the kitten")]
+    with pytest.raises(InputError, match=r"bad.txt:2: invalid UTF-8"):
+        list(read_lines(bad))
+    with pytest.raises(InputError, match=r"bad.txt:2: invalid UTF-8"):
+        _stopwords(LexiconSettings(stoplist=str(bad)))

@@ -34,10 +34,11 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import torch
 
+from paramill import formats
 from paramill.embed.features import Featurizer, Vocab
 from paramill.embed.featurise import chunk_counts, ids_table, ordered_map
-from paramill.io import (TableWriter, atomic_output, iter_parquet_batches, read_json, sha256_file,
-                         write_json)
+from paramill.io import (InputError, TableWriter, atomic_output, iter_parquet_batches, read_json,
+                         sha256_file, write_json)
 
 
 @dataclass
@@ -142,19 +143,21 @@ def _parquet_frames(path: str, batch_rows: int) -> Iterator[pl.DataFrame]:
 
 
 def _tsv_frames(path: str, batch_rows: int) -> Iterator[pl.DataFrame]:
-    """TSV read without quoting (a quote character is just text); lines with fewer than two
-    fields are skipped."""
+    """TSV read without quoting (a quote character is just text), the first two columns;
+    lines with fewer than two fields are skipped; a line that is not UTF-8 or over 64 KiB is
+    an error naming file and line."""
     s1: list[str] = []
     s2: list[str] = []
-    with open(path, encoding="utf-8", errors="replace") as fh:
-        for line in fh:
-            fields = line.rstrip("\n").split("\t")
-            if len(fields) >= 2:
-                s1.append(fields[0])
-                s2.append(fields[1])
-            if len(s1) >= batch_rows:
-                yield pl.DataFrame({"s1": s1, "s2": s2}, schema={"s1": pl.String, "s2": pl.String})
-                s1, s2 = [], []
+    for item in formats.fields(path):
+        if isinstance(item, formats.Bad):
+            raise InputError(path, item.line_no, item.detail)
+        columns = item[1]
+        if len(columns) >= 2:
+            s1.append(columns[0])
+            s2.append(columns[1])
+        if len(s1) >= batch_rows:
+            yield pl.DataFrame({"s1": s1, "s2": s2}, schema={"s1": pl.String, "s2": pl.String})
+            s1, s2 = [], []
     if s1:
         yield pl.DataFrame({"s1": s1, "s2": s2}, schema={"s1": pl.String, "s2": pl.String})
 

@@ -27,6 +27,7 @@ from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 from paramill import device
+from paramill.formats import glove
 from paramill.embed.features import Featurizer, Vocab, train_sentencepiece
 from paramill.settings import Settings, setting
 
@@ -271,22 +272,12 @@ def load_word_vectors(model: SentenceEncoder, path: str | Path) -> int:
     targets = [p.embedding for c, p in zip(model.spec.components, model.parts)
                if model.spec.unit_of(c) == "word"]
     found = 0
-    with open(path, encoding="utf-8", errors="replace") as fh:
-        for line_no, line in enumerate(fh, 1):
-            parts = line.rstrip().split(" ")
-            if len(parts) == 2 and line_no == 1:  # word2vec-style header
-                continue
-            word, values = parts[0], parts[1:]
-            if word not in vocab.index:
-                continue
-            if len(values) != model.spec.dim:
-                raise ValueError(f"{path}:{line_no}: vector of {len(values)} values, model dim is "
-                                 f"{model.spec.dim}")
-            vec = torch.tensor([float(v) for v in values])
-            for emb in targets:
-                with torch.no_grad():
-                    emb.weight[vocab.index[word]] = vec
-            found += 1
+    for _, word, values in glove.read(path, model.spec.dim, set(vocab.index)):
+        vec = torch.tensor(values)
+        for emb in targets:
+            with torch.no_grad():
+                emb.weight[vocab.index[word]] = vec
+        found += 1
     return found
 
 

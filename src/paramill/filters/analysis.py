@@ -118,11 +118,11 @@ class Idf:
 
 
 def read_lines(path: str | Path) -> Iterable[str]:
-    from paramill.io import open_compressed
+    """The IDF corpus's lines (one sentence a line; strict UTF-8, errors name file and line)."""
+    from paramill.formats import strict_lines
 
-    with open_compressed(path) as fh:
-        for line in fh:
-            yield line.decode("utf-8", errors="replace").rstrip("\n")
+    for _, line in strict_lines(path):
+        yield line
 
 
 def _spearman(x: list[float], y: list[float]) -> float | None:

@@ -41,6 +41,7 @@ from typing import Any
 import polars as pl
 import pyarrow.parquet as pq
 
+from paramill import formats
 from paramill.io import iter_parquet_batches, scratch_dir, write_json
 from paramill.job import output_job
 from paramill.progress import progress
@@ -100,7 +101,7 @@ def check_settings(settings: LexiconSettings) -> None:
 
 def _stopwords(settings: LexiconSettings) -> list[str]:
     if settings.stoplist:
-        return [w.strip() for w in Path(settings.stoplist).read_text(encoding="utf-8").splitlines() if w.strip()]
+        return [w.strip() for w in formats.text_lines(settings.stoplist) if w.strip()]
     return sorted(STOPWORDS) if settings.stopwords else []
 
 
