@@ -107,9 +107,10 @@ def test_no_import_cycle():
 
 
 def test_the_core_imports_no_stage():
-    core = [n for n in MODULES if n.count(".") == 1 and not _stage(n)
+    core = [n for n in MODULES if n.count(".") >= 1 and not _stage(n)
             and n.split(".")[1] not in COMPOSITION]
     assert "paramill.dedup" in core and "paramill.io" in core
+    assert "paramill.formats.tsv" in core  # the core's own packages, module by module
     upward = {n: sorted(d for d in GRAPH[n] if _stage(d)) for n in core}
     assert {n: d for n, d in upward.items() if d} == {}
 
@@ -117,3 +118,15 @@ def test_the_core_imports_no_stage():
 def test_no_module_is_too_big_to_read():
     sizes = {n: len(p.read_text(encoding="utf-8").splitlines()) for n, p in MODULES.items()}
     assert {n: s for n, s in sizes.items() if s > MAX_LINES} == {}
+
+
+def test_inputs_are_decoded_strictly():
+    """Input text is decoded by ``paramill.io``'s line stream (through ``paramill.formats``):
+    a line that is not UTF-8 is an error or a rejected row naming file and line, never text
+    with replacement characters. Decoding leniently is left to showing a bad line
+    (``paramill.io.shown_text``) and to web pages (the URL resolver's card titles)."""
+    allowed = {"paramill.io", "paramill.twitter.urls"}
+    lenient = {name for name, path in MODULES.items()
+               if any(isinstance(node, ast.Constant) and node.value == "replace"
+                      for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))))}
+    assert lenient - allowed == set()
