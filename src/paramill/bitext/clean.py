@@ -23,7 +23,7 @@ normalised text that matched.
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -92,6 +92,75 @@ def apply_rules(frame: pl.DataFrame, settings: CleanSettings) -> pl.DataFrame:
             .with_columns(normal).with_columns(reason))
 
 
+@dataclass
+class _Tally:
+    """What became of the rows: rejections by reason, and per input shard (with the kept)."""
+
+    reasons: Counter
+    by_shard: dict[str, Counter]
+    sums: dict[str, int] = field(default_factory=lambda: {"cs_tokens": 0, "en_tokens": 0})
+
+
+def _rule_pass(corpus: str, in_shards: list[Path], settings: CleanSettings, batch_rows: int,
+               rejected: TableWriter, candidates: TableWriter, bits: int, bucket_fhs: list,
+               tally: _Tally, total: int) -> tuple[int, list[int]]:
+    """Apply the rules shard by shard: rejected rows written, survivors spilled in order
+    with their keys. Returns the survivors' count and each ingest shard's first position."""
+    position = 0
+    bounds: list[int] = []  # first candidate position of each ingest shard
+    bar = progress(f"clean {corpus}", total=total)
+    for shard in in_shards:
+        bounds.append(position)
+        counts = tally.by_shard.setdefault(shard.name, Counter())
+        for batch in iter_parquet_batches([shard], batch_rows):
+            frame = apply_rules(pl.from_arrow(batch), settings)
+            bad = frame.filter(pl.col("reason").is_not_null())
+            if bad.height:
+                for reason, n in bad.group_by("reason").len().iter_rows():
+                    tally.reasons[reason] += n
+                    counts[reason] += n
+                rejected.write(bad.with_columns(cs=pl.col("cs_raw"), en=pl.col("en_raw"),
+                                                detail=pl.lit(None, pl.String)).to_arrow())
+            good = frame.filter(pl.col("reason").is_null()).with_columns(
+                cs_tokens=text.token_count_expr(pl.col("cs")),
+                en_tokens=text.token_count_expr(pl.col("en")))
+            if good.height:
+                candidates.write(good.to_arrow())
+                if settings.dedup:
+                    _spill_keys(good, position, bits, bucket_fhs)
+                position += good.height
+            bar.update(batch.num_rows)
+    bar.close()
+    return position, bounds
+
+
+def _keep_pass(candidates: Path, marks: np.ndarray, bounds: list[int], in_shards: list[Path],
+               shards: ShardWriter, rejected: TableWriter, tally: _Tally,
+               batch_rows: int) -> None:
+    """Kept rows into the shards, duplicates into the rejected table (saying whose)."""
+    offset = 0
+    for batch in iter_parquet_batches([candidates], batch_rows):
+        frame = pl.from_arrow(batch)
+        mark = pl.Series("mark", marks[offset:offset + frame.height])
+        source = np.searchsorted(bounds, np.arange(offset, offset + frame.height), "right") - 1
+        offset += frame.height
+        frame = frame.with_columns(mark, pl.Series("source", source))
+        for src, m, n in frame.group_by("source", "mark").len().iter_rows():
+            tally.by_shard[in_shards[src].name]["kept" if m == KEEP else "duplicate"] += n
+        kept = frame.filter(pl.col("mark") == KEEP)
+        shards.write(kept.to_arrow())
+        tally.sums["cs_tokens"] += int(kept["cs_tokens"].sum() or 0)
+        tally.sums["en_tokens"] += int(kept["en_tokens"].sum() or 0)
+        dups = frame.filter(pl.col("mark") != KEEP)
+        if dups.height:
+            tally.reasons["duplicate"] += dups.height
+            rejected.write(dups.with_columns(
+                reason=pl.lit("duplicate"),
+                detail=pl.when(pl.col("mark") == DUP_HERE)
+                .then(pl.lit("duplicate of an earlier pair in this corpus"))
+                .otherwise(pl.lit("duplicate of a pair in an earlier corpus"))).to_arrow())
+
+
 def clean(corpus: str, ingest_dir: str | Path, shards_dir: str | Path, rejected_path: str | Path,
           keys_path: str | Path, stats_path: str | Path, prior_key_files: list[str | Path] = (),
           settings: CleanSettings = CleanSettings(), shard_size: int = 1000,
@@ -105,11 +174,11 @@ def clean(corpus: str, ingest_dir: str | Path, shards_dir: str | Path, rejected_
     run = Run(rule=rule, params={"corpus": corpus, **asdict(settings), "shard_size": shard_size},
               inputs=[ingest_dir, *prior])
     n_in = parquet_rows(in_shards)
-    reasons: Counter[str] = Counter(ingest_stats["rejected"])
+    tally = _Tally(Counter(ingest_stats["rejected"]),
+                   {"(unreadable lines)": Counter(ingest_stats["rejected"])})
     # buckets sized by this corpus and the earlier corpora's keys read against it
     bits = bucket_bits(n_in + parquet_rows(prior), settings.bucket_rows)
     outputs = [Path(shards_dir), Path(rejected_path), Path(keys_path), Path(stats_path)]
-    sums = {"cs_tokens": 0, "en_tokens": 0}
     with output_job(run, *outputs) as job, \
             scratch_dir(Path(keys_path).parent, "paramill-clean-") as spill:
         t_shards, t_rejected, t_keys, t_stats = job.paths
@@ -123,32 +192,8 @@ def clean(corpus: str, ingest_dir: str | Path, shards_dir: str | Path, rejected_
                                             pa.field("en_tokens", pa.int32())]))
         bucket_files = [spill / f"bucket-{b:05d}.u64" for b in range(1 << bits)]
         bucket_fhs = [open(p, "wb") for p in bucket_files] if settings.dedup else []
-        position = 0
-        bounds: list[int] = []  # first candidate position of each ingest shard
-        by_shard: dict[str, Counter[str]] = {"(unreadable lines)": Counter(ingest_stats["rejected"])}
-        bar = progress(f"clean {corpus}", total=n_in)
-        for shard in in_shards:
-            bounds.append(position)
-            counts = by_shard.setdefault(shard.name, Counter())
-            for batch in iter_parquet_batches([shard], batch_rows):
-                frame = apply_rules(pl.from_arrow(batch), settings)
-                bad = frame.filter(pl.col("reason").is_not_null())
-                if bad.height:
-                    for reason, n in bad.group_by("reason").len().iter_rows():
-                        reasons[reason] += n
-                        counts[reason] += n
-                    rejected.write(bad.with_columns(cs=pl.col("cs_raw"), en=pl.col("en_raw"),
-                                                    detail=pl.lit(None, pl.String)).to_arrow())
-                good = frame.filter(pl.col("reason").is_null()).with_columns(
-                    cs_tokens=text.token_count_expr(pl.col("cs")),
-                    en_tokens=text.token_count_expr(pl.col("en")))
-                if good.height:
-                    candidates.write(good.to_arrow())
-                    if settings.dedup:
-                        _spill_keys(good, position, bits, bucket_fhs)
-                    position += good.height
-                bar.update(batch.num_rows)
-        bar.close()
+        position, bounds = _rule_pass(corpus, in_shards, settings, batch_rows, rejected,
+                                      candidates, bits, bucket_fhs, tally, n_in)
         candidates.close()
         for fh in bucket_fhs:
             fh.close()
@@ -160,31 +205,12 @@ def clean(corpus: str, ingest_dir: str | Path, shards_dir: str | Path, rejected_
         keys_out.close()
         # pass 3: kept rows into shards, duplicates into the rejected table
         shards = ShardWriter(t_shards, BITEXT, shard_size)
-        offset = 0
-        for batch in iter_parquet_batches([candidates.path], batch_rows):
-            frame = pl.from_arrow(batch)
-            mark = pl.Series("mark", marks[offset:offset + frame.height])
-            source = np.searchsorted(bounds, np.arange(offset, offset + frame.height), "right") - 1
-            offset += frame.height
-            frame = frame.with_columns(mark, pl.Series("source", source))
-            for src, m, n in frame.group_by("source", "mark").len().iter_rows():
-                by_shard[in_shards[src].name]["kept" if m == KEEP else "duplicate"] += n
-            kept = frame.filter(pl.col("mark") == KEEP)
-            shards.write(kept.to_arrow())
-            sums["cs_tokens"] += int(kept["cs_tokens"].sum() or 0)
-            sums["en_tokens"] += int(kept["en_tokens"].sum() or 0)
-            dups = frame.filter(pl.col("mark") != KEEP)
-            if dups.height:
-                reasons["duplicate"] += dups.height
-                rejected.write(dups.with_columns(
-                    reason=pl.lit("duplicate"),
-                    detail=pl.when(pl.col("mark") == DUP_HERE)
-                    .then(pl.lit("duplicate of an earlier pair in this corpus"))
-                    .otherwise(pl.lit("duplicate of a pair in an earlier corpus"))).to_arrow())
+        _keep_pass(candidates.path, marks, bounds, in_shards, shards, rejected, tally, batch_rows)
         shard_paths = shards.close()
         rejected.close()
         kept_rows = shards.rows
         rows_in = ingest_stats["rows_in"]
+        sums, reasons = tally.sums, tally.reasons
         stats = {
             "corpus": corpus,
             "stage": "clean",
@@ -193,7 +219,8 @@ def clean(corpus: str, ingest_dir: str | Path, shards_dir: str | Path, rejected_
             "rejected": dict(sorted(reasons.items())),
             "rejected_total": sum(reasons.values()),
             "shards": {p.name: n for p, n in zip(shard_paths, _shard_rows(shard_paths))},
-            "by_input_shard": {name: dict(sorted(c.items())) for name, c in by_shard.items() if c},
+            "by_input_shard": {name: dict(sorted(c.items()))
+                               for name, c in tally.by_shard.items() if c},
             "avg_tokens_cs": round(sums["cs_tokens"] / kept_rows, 3) if kept_rows else None,
             "avg_tokens_en": round(sums["en_tokens"] / kept_rows, 3) if kept_rows else None,
             "settings": asdict(settings),

@@ -108,6 +108,98 @@ def assemble_on_device(spec: ModelSpec) -> bool:
     return not spec.recurrent
 
 
+def _resumed(resume: Path, spec: ModelSpec, settings: EmbedTrainSettings, data: dict,
+             dev: str):
+    """The model and checkpoint of ``resume`` when it was written by the same spec, settings
+    (the epochs aside) and data, and has not gone past them; else (None, None)."""
+    if not resume.exists():
+        return None, None
+    state = torch.load(resume, map_location="cpu", weights_only=True)
+    same = {k: v for k, v in state["train"].items() if k != "epochs"} == \
+        {k: v for k, v in asdict(settings).items() if k != "epochs"}
+    if state["spec"] == asdict(spec) and same and state.get("data") == data \
+            and state["epoch"] <= settings.epochs:
+        print(f"embed train: resuming after epoch {state['epoch']}", file=sys.stderr)
+        return load_model(resume, map_device=dev).train(), state
+    print("embed train: settings or data changed, starting afresh", file=sys.stderr)
+    return None, None
+
+
+def _built(spec: ModelSpec, settings: EmbedTrainSettings, source: PairSource, dev: str):
+    """A new model: its SentencePiece model (on a seeded sample) where its units need one, and
+    its vocabularies from the units counted over the training pairs."""
+    proto = None
+    if needs_sentencepiece(spec):  # trained on a seeded sample of the training sentences
+        started = time.perf_counter()
+        proto = sentencepiece_for(spec, source.sentences(spec.sp_input_sentences, settings.seed),
+                                  settings.seed, device.threads())
+        _phase("SentencePiece model trained", started)
+    started = time.perf_counter()
+    counts, n = count_units(featurizers(spec, proto), source, workers=device.threads())
+    if n < 2:
+        raise ValueError(f"training needs at least two paraphrase pairs, got {n}")
+    _phase(f"{n} pairs' units counted", started)
+    return build_from_counts(spec, counts, proto).to(dev).train()
+
+
+def _epoch(model, optimizer, store: Path, units: list[str], settings: EmbedTrainSettings,
+           spec: ModelSpec, epoch: int, n: int, dev: str) -> float:
+    """One epoch over the id store's shuffled buffers; returns the mean loss.
+
+    Averaging models assemble their batches on the device from ids moved there once a
+    buffer, pick negatives there and sync once a mega-batch; recurrent ones (packed
+    sequences need their lengths on the host, scrambling draws from torch's CPU generator)
+    build them here."""
+    scramble = spec.units if settings.scramble_rate > 0 and spec.recurrent else None
+    mega = settings.batch_size * settings.megabatch
+    on_device = assemble_on_device(spec)
+    bar = progress(f"embed epoch {epoch + 1}/{settings.epochs}", unit="pairs", total=n)
+    total, batches = torch.zeros((), device=dev), 0
+    for buffer, order in epoch_buffers(store, units, settings.seed, epoch, settings.buffer_pairs):
+        if on_device:
+            buffer.place(dev)
+            order_t = torch.from_numpy(order).to(dev)
+        for m in range(0, buffer.n, mega):
+            idx = order[m:m + mega]
+            pool = np.concatenate([idx, buffer.n + idx])  # pool position -> sentence row
+            if on_device:
+                idx_t = order_t[m:m + mega]
+                pool_t = torch.cat([idx_t, idx_t + buffer.n])
+            else:
+                idx_t, pool_t = idx, pool
+            widths = buffer.widths(pool) if on_device else None
+
+            def feats(rows, scramble_unit=None):
+                if widths is not None:
+                    return buffer.batch(rows, widths)
+                return buffer.tensors(rows, dev, scramble_unit, settings.scramble_rate)
+            with torch.no_grad():
+                model.eval()
+                e1, e2 = (torch.cat([model(feats(rows[b:b + 512]))
+                                     for b in range(0, len(rows), 512)])
+                          for rows in (pool_t[:len(idx)], pool_t[len(idx):]))
+                model.train()
+            n1, n2 = hardest_negatives(e1, e2)
+            if not on_device:
+                n1, n2 = n1.cpu().numpy(), n2.cpu().numpy()
+            for b in range(0, len(idx), settings.batch_size):
+                sl = slice(b, b + settings.batch_size)
+                rows = (idx_t[sl], buffer.n + idx_t[sl], pool_t[n1[sl]], pool_t[n2[sl]])
+                g1, g2, t1, t2 = (model(feats(r, scramble)) for r in rows)
+                loss = margin_loss(g1, g2, t1, t2, settings.margin)
+                optimizer.zero_grad()
+                loss.backward()
+                if settings.grad_clip > 0:
+                    torch.nn.utils.clip_grad_norm_(model.parameters(), settings.grad_clip)
+                optimizer.step()
+                total += loss.detach()
+                batches += 1
+                bar.update(len(rows[0]))
+            bar.set_postfix(loss=f"{total.item() / max(1, batches):.4f}", refresh=False)  # a sync a mega-batch
+    bar.close()
+    return total.item() / max(1, batches)
+
+
 def train(source: PairSource | list[tuple[str, str]], out: str | Path, spec: ModelSpec,
           settings: EmbedTrainSettings = EmbedTrainSettings(), resume: str | Path | None = None,
           inputs: list[str | Path] = (), rule: str = "embed_train",
@@ -129,33 +221,10 @@ def train(source: PairSource | list[tuple[str, str]], out: str | Path, spec: Mod
     rng.seed_all()
     device.deterministic()  # deterministic kernels, the rule's thread count
     data = source.describe()
-    start_epoch, history = 0, []
-    state = None
-    if resume.exists():
-        state = torch.load(resume, map_location="cpu", weights_only=True)
-        same = {k: v for k, v in state["train"].items() if k != "epochs"} == \
-            {k: v for k, v in asdict(settings).items() if k != "epochs"}
-        if state["spec"] == asdict(spec) and same and state.get("data") == data \
-                and state["epoch"] <= settings.epochs:
-            model = load_model(resume, map_device=dev).train()
-            start_epoch, history = state["epoch"], state["history"]
-            print(f"embed train: resuming after epoch {start_epoch}", file=sys.stderr)
-        else:
-            print("embed train: settings or data changed, starting afresh", file=sys.stderr)
-            state = None
-    if state is None:
-        proto = None
-        if needs_sentencepiece(spec):  # trained on a seeded sample of the training sentences
-            started = time.perf_counter()
-            proto = sentencepiece_for(spec, source.sentences(spec.sp_input_sentences, settings.seed),
-                                      settings.seed, device.threads())
-            _phase("SentencePiece model trained", started)
-        started = time.perf_counter()
-        counts, n = count_units(featurizers(spec, proto), source, workers=device.threads())
-        if n < 2:
-            raise ValueError(f"training needs at least two paraphrase pairs, got {n}")
-        _phase(f"{n} pairs' units counted", started)
-        model = build_from_counts(spec, counts, proto).to(dev).train()
+    model, state = _resumed(resume, spec, settings, data, dev)
+    start_epoch, history = (state["epoch"], state["history"]) if state is not None else (0, [])
+    if model is None:
+        model = _built(spec, settings, source, dev)
     optimizer = torch.optim.Adam(model.parameters(), lr=settings.learning_rate)
     if state is not None:
         optimizer.load_state_dict(state["optimizer"])
@@ -168,59 +237,10 @@ def train(source: PairSource | list[tuple[str, str]], out: str | Path, spec: Mod
                   key={"data": data, "spec": asdict(spec)}, workers=device.threads())
     _phase(f"id store of {n} pairs ready", started)
     units = sorted(model.vocabs)
-    scramble = spec.units if settings.scramble_rate > 0 and spec.recurrent else None
-    mega = settings.batch_size * settings.megabatch
     started = time.perf_counter()
-    # averaging models assemble their batches on the device from ids moved there once a buffer,
-    # pick negatives there and sync once a mega-batch; recurrent ones (packed sequences need
-    # their lengths on the host, scrambling draws from torch's CPU generator) build them here
-    on_device = assemble_on_device(spec)
     for epoch in range(start_epoch, settings.epochs):
-        bar = progress(f"embed epoch {epoch + 1}/{settings.epochs}", unit="pairs", total=n)
-        total, batches = torch.zeros((), device=dev), 0
-        for buffer, order in epoch_buffers(store, units, settings.seed, epoch, settings.buffer_pairs):
-            if on_device:
-                buffer.place(dev)
-                order_t = torch.from_numpy(order).to(dev)
-            for m in range(0, buffer.n, mega):
-                idx = order[m:m + mega]
-                pool = np.concatenate([idx, buffer.n + idx])  # pool position -> sentence row
-                if on_device:
-                    idx_t = order_t[m:m + mega]
-                    pool_t = torch.cat([idx_t, idx_t + buffer.n])
-                else:
-                    idx_t, pool_t = idx, pool
-                widths = buffer.widths(pool) if on_device else None
-
-                def feats(rows, scramble_unit=None):
-                    if widths is not None:
-                        return buffer.batch(rows, widths)
-                    return buffer.tensors(rows, dev, scramble_unit, settings.scramble_rate)
-                with torch.no_grad():
-                    model.eval()
-                    e1, e2 = (torch.cat([model(feats(rows[b:b + 512]))
-                                         for b in range(0, len(rows), 512)])
-                              for rows in (pool_t[:len(idx)], pool_t[len(idx):]))
-                    model.train()
-                n1, n2 = hardest_negatives(e1, e2)
-                if not on_device:
-                    n1, n2 = n1.cpu().numpy(), n2.cpu().numpy()
-                for b in range(0, len(idx), settings.batch_size):
-                    sl = slice(b, b + settings.batch_size)
-                    rows = (idx_t[sl], buffer.n + idx_t[sl], pool_t[n1[sl]], pool_t[n2[sl]])
-                    g1, g2, t1, t2 = (model(feats(r, scramble)) for r in rows)
-                    loss = margin_loss(g1, g2, t1, t2, settings.margin)
-                    optimizer.zero_grad()
-                    loss.backward()
-                    if settings.grad_clip > 0:
-                        torch.nn.utils.clip_grad_norm_(model.parameters(), settings.grad_clip)
-                    optimizer.step()
-                    total += loss.detach()
-                    batches += 1
-                    bar.update(len(rows[0]))
-                bar.set_postfix(loss=f"{total.item() / max(1, batches):.4f}", refresh=False)  # a sync a mega-batch
-        bar.close()
-        history.append({"epoch": epoch + 1, "loss": total.item() / max(1, batches)})
+        loss = _epoch(model, optimizer, store, units, settings, spec, epoch, n, dev)
+        history.append({"epoch": epoch + 1, "loss": loss})
         with atomic_output(resume) as (tmp,):
             torch.save(model.checkpoint(train=asdict(settings), optimizer=optimizer.state_dict(),
                                         epoch=epoch + 1, history=history, rng=rng.capture(),

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import hashlib
 from collections import Counter
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -137,6 +137,99 @@ def _select(frame: pl.DataFrame, schema: pa.Schema) -> pa.Table:
     return frame.select(schema.names).to_arrow().cast(schema)
 
 
+@dataclass
+class _Tally:
+    """What became of the candidates: rejections by reason, and by method (with the kept)."""
+
+    reasons: Counter = field(default_factory=Counter)
+    by_method: dict[str, Counter] = field(default_factory=dict)
+    kept: Counter = field(default_factory=Counter)
+
+    def reject(self, frame: pl.DataFrame) -> None:
+        """Count ``frame``'s rows (with ``method`` and ``reason``) as rejected."""
+        for method, why, n in frame.group_by("method", "reason").len().iter_rows():
+            self.reasons[why] += n
+            self.by_method.setdefault(method, Counter())[why] += n
+
+    def summary(self) -> dict[str, dict[str, int]]:
+        return {m: {"kept": self.kept[m], **dict(sorted(self.by_method.get(m, {}).items()))}
+                for m in sorted(set(self.kept) | set(self.by_method))}
+
+
+def _rule_pass(spec: PairCorpusSpec, clean: PairCleanSettings, settings: PairIngestSettings,
+               prefix: str, dedup: bool, rejected: TableWriter, survivors: TableWriter,
+               keys: KeySpill, tally: _Tally) -> tuple[int, int, int]:
+    """Read the corpus, apply the cleaning rules, write the rejected rows and spill the
+    survivors (and their keys, when deduplicating). Returns (rows in, lines, survivors)."""
+    normal, reason = rule_expressions(clean)
+    rows_in = lines = position = 0
+    last_line = None
+    buffer = _Rows()
+    bar = progress(f"pairs ingest {spec.name}", unit="candidates")
+
+    def flush() -> None:
+        nonlocal position
+        if not len(buffer):
+            return
+        frame = buffer.frame(spec.name, prefix)
+        bad = frame.filter(pl.col("reason").is_not_null())
+        frame = frame.filter(pl.col("reason").is_null()).drop("reason")
+        frame = (frame.with_columns(pl.col("en_ref").alias("_ref_raw"),
+                                    pl.col("candidate").alias("_cand_raw"))
+                 .with_columns(normal).with_columns(reason))
+        ruled = frame.filter(pl.col("reason").is_not_null()).with_columns(
+            en_ref=pl.col("_ref_raw"), candidate=pl.col("_cand_raw"))
+        for part in (bad, ruled):
+            if part.height:
+                tally.reject(part)
+                rejected.write(_select(part, PAIR_REJECTED))
+        good = frame.filter(pl.col("reason").is_null())
+        if good.height:
+            survivors.write(_select(good, _SPILL))
+            if dedup:
+                keys.add(pair_keys(good["en_ref"].to_list(), good["candidate"].to_list()))
+            position += good.height
+
+    for cand in read_pairs(spec, settings.max_line_bytes, settings.batch_rows):
+        rows_in += 1
+        if cand.line_no != last_line:
+            lines, last_line = lines + 1, cand.line_no
+        buffer.add(cand)
+        if len(buffer) >= settings.batch_rows:
+            bar.update(len(buffer))
+            flush()
+    bar.update(len(buffer))
+    flush()
+    bar.close()
+    return rows_in, lines, position
+
+
+def _dedup_pass(survivors: Path, marks: np.ndarray, shards: ShardWriter, rejected: TableWriter,
+                tally: _Tally, batch_rows: int) -> None:
+    """The survivors, in order, into the shards, less the duplicates ``marks`` names (which
+    go to the rejected rows, saying whose duplicate they are)."""
+    offset = 0
+    for batch in iter_parquet_batches([survivors], batch_rows):
+        frame = pl.from_arrow(batch)
+        assert isinstance(frame, pl.DataFrame)
+        mark = pl.Series("_mark", marks[offset:offset + frame.height])
+        offset += frame.height
+        frame = frame.with_columns(mark)
+        kept = frame.filter(pl.col("_mark") == KEEP).drop("_mark")
+        if kept.height:
+            shards.write(_select(kept, PAIR_CANDIDATES))
+            for method, n in kept.group_by("method").len().iter_rows():
+                tally.kept[method] += n
+        dups = frame.filter(pl.col("_mark") != KEEP).with_columns(
+            reason=pl.lit("duplicate"),
+            detail=pl.when(pl.col("_mark") == DUP_HERE)
+            .then(pl.lit("duplicate of an earlier pair in this corpus"))
+            .otherwise(pl.lit("duplicate of a pair in an earlier pair corpus")))
+        if dups.height:
+            tally.reject(dups)
+            rejected.write(_select(dups, PAIR_REJECTED))
+
+
 def ingest_pairs(spec: PairCorpusSpec, out_dir: str | Path,
                  clean: PairCleanSettings = PairCleanSettings(),
                  settings: PairIngestSettings = PairIngestSettings(),
@@ -151,12 +244,8 @@ def ingest_pairs(spec: PairCorpusSpec, out_dir: str | Path,
     run = Run(rule=rule, params={"corpus": spec.name, "spec": spec.record(),
                                  "clean": asdict(clean), **asdict(settings)},
               inputs=[*files, *prior], known_digests=digests)
-    normal, reason = rule_expressions(clean)
     dedup = clean.dedup and spec.dedup
-    reasons: Counter[str] = Counter()
-    by_method: dict[str, Counter[str]] = {}
-    rows_in = lines = 0
-    last_line = None
+    tally = _Tally()
     out_dir = Path(out_dir)
     with output_job(run, out_dir) as job, \
             scratch_dir(out_dir.parent, f"paramill-pairs-{spec.name}-") as spill:
@@ -165,46 +254,8 @@ def ingest_pairs(spec: PairCorpusSpec, out_dir: str | Path,
         rejected = TableWriter(tmp / REJECTED_NAME, PAIR_REJECTED)
         survivors = TableWriter(spill / "survivors.parquet", _SPILL)
         keys = KeySpill(spill / "buckets", clean.bucket_rows)  # survivors' keys, in order
-        position = 0
-        buffer = _Rows()
-        bar = progress(f"pairs ingest {spec.name}", unit="candidates")
-
-        def flush() -> None:
-            nonlocal position
-            if not len(buffer):
-                return
-            frame = buffer.frame(spec.name, prefix)
-            bad = frame.filter(pl.col("reason").is_not_null())
-            frame = frame.filter(pl.col("reason").is_null()).drop("reason")
-            frame = (frame.with_columns(pl.col("en_ref").alias("_ref_raw"),
-                                        pl.col("candidate").alias("_cand_raw"))
-                     .with_columns(normal).with_columns(reason))
-            ruled = frame.filter(pl.col("reason").is_not_null()).with_columns(
-                en_ref=pl.col("_ref_raw"), candidate=pl.col("_cand_raw"))
-            for part in (bad, ruled):
-                if part.height:
-                    for method, why, n in part.group_by("method", "reason").len().iter_rows():
-                        reasons[why] += n
-                        by_method.setdefault(method, Counter())[why] += n
-                    rejected.write(_select(part, PAIR_REJECTED))
-            good = frame.filter(pl.col("reason").is_null())
-            if good.height:
-                survivors.write(_select(good, _SPILL))
-                if dedup:
-                    keys.add(pair_keys(good["en_ref"].to_list(), good["candidate"].to_list()))
-                position += good.height
-
-        for cand in read_pairs(spec, settings.max_line_bytes, settings.batch_rows):
-            rows_in += 1
-            if cand.line_no != last_line:
-                lines, last_line = lines + 1, cand.line_no
-            buffer.add(cand)
-            if len(buffer) >= settings.batch_rows:
-                bar.update(len(buffer))
-                flush()
-        bar.update(len(buffer))
-        flush()
-        bar.close()
+        rows_in, lines, position = _rule_pass(spec, clean, settings, prefix, dedup, rejected,
+                                              survivors, keys, tally)
         survivors.close()
         # dedup: bucket the spilled keys by their top bits, then mark duplicates per bucket
         keys_out = TableWriter(tmp / KEYS_NAME, KEYS)
@@ -212,29 +263,7 @@ def ingest_pairs(spec: PairCorpusSpec, out_dir: str | Path,
                  else np.zeros(position, dtype=np.uint8))
         keys_out.close()
         shards = ShardWriter(tmp, PAIR_CANDIDATES, settings.shard_size)
-        offset = 0
-        kept_by_method: Counter[str] = Counter()
-        for batch in iter_parquet_batches([survivors.path], settings.batch_rows):
-            frame = pl.from_arrow(batch)
-            assert isinstance(frame, pl.DataFrame)
-            mark = pl.Series("_mark", marks[offset:offset + frame.height])
-            offset += frame.height
-            frame = frame.with_columns(mark)
-            kept = frame.filter(pl.col("_mark") == KEEP).drop("_mark")
-            if kept.height:
-                shards.write(_select(kept, PAIR_CANDIDATES))
-                for method, n in kept.group_by("method").len().iter_rows():
-                    kept_by_method[method] += n
-            dups = frame.filter(pl.col("_mark") != KEEP)
-            if dups.height:
-                for method, n in dups.group_by("method").len().iter_rows():
-                    by_method.setdefault(method, Counter())["duplicate"] += n
-                reasons["duplicate"] += dups.height
-                rejected.write(_select(dups.with_columns(
-                    reason=pl.lit("duplicate"),
-                    detail=pl.when(pl.col("_mark") == DUP_HERE)
-                    .then(pl.lit("duplicate of an earlier pair in this corpus"))
-                    .otherwise(pl.lit("duplicate of a pair in an earlier pair corpus"))), PAIR_REJECTED))
+        _dedup_pass(survivors.path, marks, shards, rejected, tally, settings.batch_rows)
         paths = shards.close()
         rejected.close()
         kept_rows = shards.rows
@@ -245,10 +274,9 @@ def ingest_pairs(spec: PairCorpusSpec, out_dir: str | Path,
             "lines_in": lines,
             "rows_in": rows_in,
             "kept": kept_rows,
-            "rejected": dict(sorted(reasons.items())),
-            "rejected_total": sum(reasons.values()),
-            "by_method": {m: {"kept": kept_by_method[m], **dict(sorted(by_method.get(m, {}).items()))}
-                          for m in sorted(set(kept_by_method) | set(by_method))},
+            "rejected": dict(sorted(tally.reasons.items())),
+            "rejected_total": sum(tally.reasons.values()),
+            "by_method": tally.summary(),
             "shards": [p.name for p in paths],
             "source_files": {f: digests[f] for f in files},
         }

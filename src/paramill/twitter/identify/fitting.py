@@ -28,46 +28,24 @@ from paramill.twitter.identify.settings import IdentifySettings, LabelledData
 from paramill.twitter.identify.training import crossfit_cosine, crossfit_cross, distill_student
 
 
-def train_identifier(train: list[LabelledData], evaluate: list[LabelledData], out: str | Path,
-                     report: str | Path, settings: IdentifySettings, rule: str = "twitter_identify"
-                     ) -> dict[str, Any]:
-    """Fit LR (18 features), the extended model and, when configured, the encoder model on
-    ``train`` (labelled sets); with ``finetune_epochs`` the encoder's cosine is
-    cross-fitted (:func:`crossfit_cosine`). Out-of-fold scores (folds grouped by source
-    tweet) give each model's cross-validated metrics and the acceptance threshold for
-    ``target_precision``; each ``evaluate`` set is scored by the models fitted on all of
-    train. An embedding model for the cosine that was trained on the labelled pairs is
-    refused (:class:`EmbeddingLeak`)."""
-    labelled = [d.path for d in train + evaluate] + [d.labels for d in train + evaluate if d.labels]
-    student = settings.model == "encoder" and settings.encoder_layers > 0  # distilled first
-    inputs = labelled + ([settings.embed_model] if settings.embed_model else []) \
-        + (list(settings.distill_text) if student else [])
-    run = Run(rule=rule, params=asdict(settings) | {"train": [asdict(d) for d in train],
-                                                   "evaluate": [asdict(d) for d in evaluate]},
-              inputs=inputs)
+def _read_sets(sets: list[LabelledData]) -> tuple[list[tuple[str, str]], list[int], int]:
+    """The labelled pairs of ``sets`` together: (pairs, labels, pairs dropped as debatable)."""
     pairs, labels, dropped = [], [], 0
-    for d in train:
+    for d in sets:
         p, y, n = read_labelled(d.path, d.format, d.labels)
         pairs += p
         labels += y
         dropped += n
-    if len(set(labels)) < 2:
-        raise ValueError("the identifier's training data needs both paraphrases and non-paraphrases")
-    results: dict[str, Any] = {"train_pairs": len(pairs), "train_dropped": dropped,
-                               "positive": int(sum(labels)), "evaluations": []}
-    if settings.embed_model:
-        results["embed_overlap"] = overlap = embedding_overlap(settings.embed_model, pairs)
-        check_embedding_overlap(overlap, settings.max_embed_overlap)
-    ident = Identifier(settings, settings.embed_model)
-    y, groups = np.asarray(labels), source_groups(pairs)
-    names = ["lr", "extended"] + ([settings.model] if settings.model in ("encoder", "cross") else [])
-    if settings.model == "cross" and settings.finetune_epochs < 1:
-        raise ValueError("twitter.identify.model cross fine-tunes a cross-encoder on the labelled "
-                         "pairs: set twitter.identify.finetune_epochs to at least 1")
-    # read before any model is fitted: a bad line stops training at once
-    text = unlabelled_sentences(settings.distill_text, settings.distill_max_sentences,
-                                settings.seed) if student else []
-    oof, xs = {}, {}
+    return pairs, labels, dropped
+
+
+def _fit_each(ident: Identifier, names: list[str], pairs: list[tuple[str, str]],
+              labels: list[int], groups: np.ndarray, text: list[str], student: bool,
+              settings: IdentifySettings) -> tuple[dict[str, np.ndarray], set[str]]:
+    """Fit each model of ``names`` into ``ident`` on all pairs; returns their out-of-fold
+    scores (grouped folds) and the training sentences (what a student was distilled on)."""
+    y = np.asarray(labels)
+    oof, xs, own = {}, {}, set()
     for name in names:
         if name == "encoder":  # the extended features and the sentence encoder's cosine
             if student:  # distilled without labels
@@ -86,6 +64,13 @@ def train_identifier(train: list[LabelledData], evaluate: list[LabelledData], ou
             x = xs[name] = ident.features(pairs, name)
         ident.fitted[name] = fit(x, labels, settings)
         oof[name] = out_of_fold(x, y, groups, settings)
+    return oof, own
+
+
+def _encoders_used(ident: Identifier, names: list[str], own: set[str], text: list[str],
+                   student: bool, settings: IdentifySettings) -> dict[str, Any]:
+    """What the report says of the sentence encoder and the cross-encoder, where used."""
+    results: dict[str, Any] = {}
     if "encoder" in names:
         ident.sentence_encoder()  # built (with the fine-tuned weights) to record what it is
         results["sentence_encoder"] = {**ident.encoder_used(),
@@ -109,6 +94,45 @@ def train_identifier(train: list[LabelledData], evaluate: list[LabelledData], ou
             "probability": f"cross-fitted: each of the {settings.folds} grouped folds scored by a "
                            "cross-encoder fine-tuned on the others; new pairs by one fine-tuned "
                            "on all"}
+    return results
+
+
+def train_identifier(train: list[LabelledData], evaluate: list[LabelledData], out: str | Path,
+                     report: str | Path, settings: IdentifySettings, rule: str = "twitter_identify"
+                     ) -> dict[str, Any]:
+    """Fit LR (18 features), the extended model and, when configured, the encoder model on
+    ``train`` (labelled sets); with ``finetune_epochs`` the encoder's cosine is
+    cross-fitted (:func:`crossfit_cosine`). Out-of-fold scores (folds grouped by source
+    tweet) give each model's cross-validated metrics and the acceptance threshold for
+    ``target_precision``; each ``evaluate`` set is scored by the models fitted on all of
+    train. An embedding model for the cosine that was trained on the labelled pairs is
+    refused (:class:`EmbeddingLeak`)."""
+    labelled = [d.path for d in train + evaluate] + [d.labels for d in train + evaluate if d.labels]
+    student = settings.model == "encoder" and settings.encoder_layers > 0  # distilled first
+    inputs = labelled + ([settings.embed_model] if settings.embed_model else []) \
+        + (list(settings.distill_text) if student else [])
+    run = Run(rule=rule, params=asdict(settings) | {"train": [asdict(d) for d in train],
+                                                   "evaluate": [asdict(d) for d in evaluate]},
+              inputs=inputs)
+    pairs, labels, dropped = _read_sets(train)
+    if len(set(labels)) < 2:
+        raise ValueError("the identifier's training data needs both paraphrases and non-paraphrases")
+    results: dict[str, Any] = {"train_pairs": len(pairs), "train_dropped": dropped,
+                               "positive": int(sum(labels)), "evaluations": []}
+    if settings.embed_model:
+        results["embed_overlap"] = overlap = embedding_overlap(settings.embed_model, pairs)
+        check_embedding_overlap(overlap, settings.max_embed_overlap)
+    ident = Identifier(settings, settings.embed_model)
+    y, groups = np.asarray(labels), source_groups(pairs)
+    names = ["lr", "extended"] + ([settings.model] if settings.model in ("encoder", "cross") else [])
+    if settings.model == "cross" and settings.finetune_epochs < 1:
+        raise ValueError("twitter.identify.model cross fine-tunes a cross-encoder on the labelled "
+                         "pairs: set twitter.identify.finetune_epochs to at least 1")
+    # read before any model is fitted: a bad line stops training at once
+    text = unlabelled_sentences(settings.distill_text, settings.distill_max_sentences,
+                                settings.seed) if student else []
+    oof, own = _fit_each(ident, names, pairs, labels, groups, text, student, settings)
+    results.update(_encoders_used(ident, names, own, text, student, settings))
     ident.threshold_choice = threshold_for_precision(y, oof[settings.model], settings.target_precision)
     ident.threshold = ident.threshold_choice["threshold"]
     results["threshold"] = {**ident.threshold_choice, "model": settings.model,
