@@ -8,8 +8,9 @@ A format module declares
 - for each *use* it can be read as (:data:`USES`), a function of that name: ``bitext`` (a
   Czech-English corpus: :class:`BitextPair` rows), ``pairs`` (a paraphrase pair corpus:
   :class:`Candidate` rows), ``sts`` (an STS set: :class:`Scored` rows) or ``labelled`` (the
-  identifier's labelled pairs: :class:`Labelled` rows). A line that gives no row is a row
-  with ``reason`` set (or :class:`Bad` for ``sts``/``labelled``); every line is read through
+  identifier's labelled pairs: ``(pairs, labels, dropped)``, from :class:`Labelled` rows by
+  :func:`collect_labelled`). A line that gives no row is a row with ``reason`` set (a
+  :class:`Bad` for ``sts``; an error for ``labelled``); every line is read through
   :class:`paramill.io.LineStream` (strict UTF-8, bounded lines, a cut or corrupt file an
   :class:`~paramill.io.InputError` naming file and line);
 - for the corpus uses (``bitext``, ``pairs``), ``Spec``: its own settings (a
