@@ -205,6 +205,26 @@ def bad_candidate(line_no: int, columns: list[str], method: str, path: str, reas
                      source_file=path, reason=reason, detail=detail)
 
 
+def candidates_by_line(path: str, method: str, max_line_bytes: int,
+                       parse: Callable[[int, list[str]], Iterator[Candidate]]
+                       ) -> Iterator[Candidate]:
+    """The candidates ``parse(line_no, columns)`` makes of each readable line of ``path``;
+    the rejected row of each unreadable line (not UTF-8, too long) passed on in its place."""
+    for line_no, columns in candidate_fields(LineStream(path, max_line_bytes), method):
+        if isinstance(columns, Candidate):
+            yield columns
+        else:
+            yield from parse(line_no, columns)
+
+
+def bad_score(line_no: int, columns: list[str], column: int | str, value: str, method: str,
+              path: str) -> Candidate:
+    """The rejected row of a line whose score (``column``: its number or name) is not a
+    finite decimal number."""
+    return bad_candidate(line_no, columns, method, path, "bad_score",
+                         f"column {column}: score {value[:40]!r} is not a finite decimal number")
+
+
 def collect_labelled(rows: Iterator[Labelled | Bad], path: str | Path
                      ) -> tuple[list[tuple[str, str]], list[int], int]:
     """(pairs, labels, dropped) of labelled rows: a blank line is skipped, any other bad line

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from paramill import fields as strict
-from paramill.formats import Candidate, FileSpec, LineStream, bad_candidate, candidate_fields
+from paramill.formats import Candidate, FileSpec, bad_candidate, bad_score, candidates_by_line
 
 NAME = "parabank2"
 ALIASES: tuple[str, ...] = ()
@@ -22,21 +22,17 @@ Spec = FileSpec
 
 def pairs(spec: Spec, method: str = NAME, max_line_bytes: int = 65536, batch_rows: int = 0
           ) -> Iterator[Candidate]:
-    path = spec.path
-    for line_no, columns in candidate_fields(LineStream(path, max_line_bytes), method):
-        if isinstance(columns, Candidate):
-            yield columns
-            continue
+    def parse(line_no: int, columns: list[str]) -> Iterator[Candidate]:
         paraphrases = [p for p in columns[2:] if p != ""]
         if len(columns) < 3 or not paraphrases or len(columns) > 2 + MAX_PARAPHRASES:
-            yield bad_candidate(line_no, columns, method, path, "column_count",
+            yield bad_candidate(line_no, columns, method, spec.path, "column_count",
                                 f"expected a score, a reference and 1 to {MAX_PARAPHRASES} "
                                 f"paraphrases, found {len(columns)} columns")
         elif (score := strict.number(columns[0])) is None:
-            yield bad_candidate(line_no, columns, method, path, "bad_score",
-                                f"column 1: score {columns[0][:40]!r} is not a finite decimal "
-                                "number")
+            yield bad_score(line_no, columns, 1, columns[0], method, spec.path)
         else:
             for rank, paraphrase in enumerate(paraphrases, 1):
                 yield Candidate(line_no, columns[1], paraphrase, method, rank, score,
-                                source_file=path)
+                                source_file=spec.path)
+
+    return candidates_by_line(spec.path, method, max_line_bytes, parse)

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from paramill import fields as strict
-from paramill.formats import Candidate, FileSpec, LineStream, bad_candidate, candidate_fields
+from paramill.formats import Candidate, FileSpec, bad_candidate, bad_score, candidates_by_line
 
 NAME = "paranmt"
 ALIASES: tuple[str, ...] = ()
@@ -18,16 +18,14 @@ Spec = FileSpec
 
 def pairs(spec: Spec, method: str = NAME, max_line_bytes: int = 65536, batch_rows: int = 0
           ) -> Iterator[Candidate]:
-    path = spec.path
-    for line_no, columns in candidate_fields(LineStream(path, max_line_bytes), method):
-        if isinstance(columns, Candidate):
-            yield columns
-        elif len(columns) != 3:
-            yield bad_candidate(line_no, columns, method, path, "column_count",
+    def parse(line_no: int, columns: list[str]) -> Iterator[Candidate]:
+        if len(columns) != 3:
+            yield bad_candidate(line_no, columns, method, spec.path, "column_count",
                                 f"expected 3 tab-separated columns, found {len(columns)}")
         elif (score := strict.number(columns[2])) is None:
-            yield bad_candidate(line_no, columns, method, path, "bad_score",
-                                f"column 3: score {columns[2][:40]!r} is not a finite decimal "
-                                "number")
+            yield bad_score(line_no, columns, 3, columns[2], method, spec.path)
         else:
-            yield Candidate(line_no, columns[0], columns[1], method, 1, score, source_file=path)
+            yield Candidate(line_no, columns[0], columns[1], method, 1, score,
+                            source_file=spec.path)
+
+    return candidates_by_line(spec.path, method, max_line_bytes, parse)

@@ -16,7 +16,7 @@ from typing import Any
 
 from paramill import fields as strict
 from paramill.formats import (Bad, BitextPair, Candidate, LineStream, Scored, bad_candidate,
-                              candidate_fields, fields)
+                              bad_score, candidate_fields, fields)
 from paramill.io import REJECTED_TEXT_CHARS, InputError
 from paramill.settings import Settings, setting
 
@@ -126,9 +126,8 @@ def pairs(spec: Spec, method: str = "tsv", max_line_bytes: int = 65536, batch_ro
             continue
         score = label = None
         if "score" in found and (score := strict.number(columns[found["score"]])) is None:
-            yield bad_candidate(line_no, columns, method, path, "bad_score",
-                                f"column {names[found['score']]}: score "
-                                f"{columns[found['score']][:40]!r} is not a finite decimal number")
+            yield bad_score(line_no, columns, names[found["score"]], columns[found["score"]],
+                            method, path)
             continue
         if "label" in found and (label := strict.label(columns[found["label"]])) is None:
             yield bad_candidate(line_no, columns, method, path, "bad_label",
