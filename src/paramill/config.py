@@ -235,6 +235,10 @@ def _corpus_problems(bitext: dict[str, Any], pairs: dict[str, Any]) -> list[str]
     return problems
 
 
+#: rules that were renamed: a config naming the old name is told the new one
+RENAMED_RULES = {"paraid_train": "twitter_identify"}
+
+
 def cross_field_problems(config: dict[str, Any]) -> list[str]:
     """Constraints between keys that JSON Schema cannot say, each naming the key path."""
     import difflib
@@ -250,7 +254,8 @@ def cross_field_problems(config: dict[str, Any]) -> list[str]:
     rules = _rules(schema())
     for name in sorted(_get(config, ("resources",)) or {}):
         if name not in rules:
-            near = difflib.get_close_matches(name, sorted(rules), n=1)
+            near = ([RENAMED_RULES[name]] if name in RENAMED_RULES
+                    else difflib.get_close_matches(name, sorted(rules), n=1))
             problems.append(f"config key resources.{name}: no rule is named {name!r}"
                             + (f" (did you mean {near[0]!r}?)" if near else "")
                             + "; its resources would be ignored")

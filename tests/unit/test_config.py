@@ -233,6 +233,7 @@ def test_corpus_names_in_other_sections_must_be_configured_corpora():
     ({"resources": {"nmt_trian": {"gpu": 1}}},
      "config key resources.nmt_trian: no rule is named 'nmt_trian' (did you mean 'nmt_train'?)"),
     ({"resources": {"score_kenlmm": {"mem_mb": 10}}}, "did you mean 'score_kenlm'?"),
+    ({"resources": {"paraid_train": {"gpu": 1}}}, "did you mean 'twitter_identify'?"),  # renamed
     ({"nmt": {"translate": {"n_best": 20, "beam_size": 12}}},
      "nmt.translate.n_best (20) and nmt.translate.beam_size (12)"),
     ({"twitter": {"dates": ["2026-02-30"]}},
