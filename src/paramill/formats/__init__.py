@@ -283,11 +283,6 @@ def enum(use: str) -> list[str]:
     return [m.NAME for m in found] + [a for m in found for a in m.ALIASES]
 
 
-def canonical(name: str) -> str:
-    """The one name of the layout read by ``name`` (an alias's layout), else ``name``."""
-    return names().get(name, name)
-
-
 def layout(name: str, use: str | None = None) -> ModuleType:
     """The format module read by ``name`` (its name or an alias), readable as ``use``."""
     known = names(use)

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from paramill.fields import counts
 from paramill.formats import (Bad, Labelled, Scored, bad_fields, collect_labelled, fields,
-                              text_lines)
+                              strict_lines)
 from paramill.io import InputError
 
 NAME = "pit2015"
@@ -84,7 +84,7 @@ def read_label_file(path: str | Path) -> list[int | None]:
     """PIT-2015's ``test.label``: one ``true|false|----`` (and the expert score) per line of
     the data; debatable lines are None."""
     out: list[int | None] = []
-    for line_no, line in enumerate(text_lines(path), 1):
+    for line_no, line in strict_lines(path):
         m = _LABEL_LINE.match(line.strip())
         if not m:
             raise InputError(path, line_no, f"expected true, false or ---- (and a score), "
