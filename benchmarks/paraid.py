@@ -43,6 +43,7 @@ from paramill import device  # noqa: E402
 from paramill.twitter.encoder import PRECISIONS, PretrainedEncoder, native_bfloat16  # noqa: E402
 from paramill.twitter.identify import (  # noqa: E402
     MODELS,
+    at_threshold,
     IdentifySettings,
     crossfit_cosine,
     crossfit_cross,
@@ -50,11 +51,13 @@ from paramill.twitter.identify import (  # noqa: E402
     embedding_overlap,
     grouped_folds,
     fit,
+    holdout,
     metrics,
     model_features,
     out_of_fold,
     read_labelled,
     source_groups,
+    threshold_for_precision,
     unlabelled_sentences,
 )
 
@@ -105,7 +108,10 @@ def measure(pairs, labels, settings, encoder, sentences, tests, models, finetune
         else:
             x = model_features(pairs, name, encoder, sentence)
         feature_seconds = time.perf_counter() - start
-        row["cv"] = metrics(y, out_of_fold(x, y, groups, settings))
+        oof = out_of_fold(x, y, groups, settings)
+        row["cv"] = metrics(y, oof)
+        chosen = threshold_for_precision(y, oof, settings.target_precision)
+        row["threshold"] = chosen
         start = time.perf_counter()
         model = fit(x, labels, settings)
         row["train_seconds"] = round(feature_seconds + time.perf_counter() - start, 1)
@@ -121,7 +127,8 @@ def measure(pairs, labels, settings, encoder, sentences, tests, models, finetune
         model.predict_proba(matrix(sample))
         row["scoring_pairs_per_second"] = round(len(sample) / (time.perf_counter() - start))
         for test_name, (tp, ty) in tests.items():
-            row[test_name] = metrics(ty, model.predict_proba(matrix(tp))[:, 1])
+            p = model.predict_proba(matrix(tp))[:, 1]
+            row[test_name] = {**metrics(ty, p), "at_threshold": at_threshold(ty, p, chosen["threshold"])}
         out[label] = row
     return out
 
@@ -218,6 +225,11 @@ def main() -> None:
                         help="students: also distil on these files' lines (twitter.identify."
                              "distill_text), e.g. the unlabelled sentences of the set to score")
     parser.add_argument("--datasets", nargs="+", choices=("url", "pit"), default=["url", "pit"])
+    parser.add_argument("--holdout", type=float, default=0.0, metavar="FRACTION",
+                        help="hold out the last FRACTION of each set's source tweets (in file order; "
+                             "all their pairs) as a test set (row '<set> held-out'): nothing of it "
+                             "reaches distillation, fine-tuning or the classifier, as for a test "
+                             "split; cross-validation then runs on the rest")
     parser.add_argument("--folds", type=int, default=IdentifySettings().folds,
                         help="folds of the grouped cross-validation (every row of the run)")
     parser.add_argument("--threads", type=int, default=len(os.sched_getaffinity(0)))
@@ -256,6 +268,15 @@ def main() -> None:
     keys = [key for key in ("url", "pit") if key in args.datasets]
     sets = [s for s, key in zip(sets, ("url", "pit")) if key in args.datasets]
     read = {key: read_labelled(s[1], s[2], s[3]) for key, s in zip(keys, sets)}
+    held = {}
+    if args.holdout:
+        if not 0 < args.holdout < 1:
+            parser.error(f"--holdout: a fraction between 0 and 1, not {args.holdout}")
+        report["holdout"] = {"fraction": args.holdout, "split": "the last source tweets in file order"}
+        for key in keys:
+            pairs, labels, dropped = read[key]
+            kept, held[key] = holdout(pairs, labels, args.holdout)  # ValueError outside (0, 1)
+            read[key] = (*kept, dropped)
     distilled = {}  # dataset -> {row name: sentence encoder}
     if args.students:
         report["students"] = {"distill_epochs": args.distill_epochs, "distilled_on": {}}
@@ -280,8 +301,12 @@ def main() -> None:
         if test_path:
             tp, ty, _ = read_labelled(test_path, test_fmt, test_labels)
             tests[test_name] = (tp, ty)
+        if key in held:
+            tests[f"{key} held-out"] = held[key]
         report["datasets"].append({"name": name, "pairs": len(pairs), "positive": sum(labels),
                                    "dropped": dropped,
+                                   **({"held_out": {"pairs": len(held[key][0]), "positive": sum(held[key][1])}}
+                                      if key in held else {}),
                                    "models": measure(pairs, labels, settings, encoder, own, tests,
                                                      args.models, finetune, cross_settings)})
     emit(report, args.out)

@@ -7,9 +7,26 @@
 #   paraid the identifier's GPU tests, then benchmarks/cross_speed.py and (PARTS, default
 #          "speed cross") benchmarks/paraid.py --models extended cross on the URL corpus
 #          train split and PIT-2015 dev (grouped 5-fold CV: F1, training seconds, pairs/s)
-# Results go to $OUT (default .gpu/out). Usage: scripts/gpu-check.sh [BENCH_TIMEOUT_S]
+# Results go to $OUT (default .gpu/out). Usage: scripts/gpu-check.sh [PART_TIMEOUT_S]
+# The whole call ends within BUDGET seconds (default 540, under a device call's 600): each
+# step gets at most PART_TIMEOUT_S (default 300) and never more than what is left, and a step
+# with under 20 s left is skipped and says so, so a call always comes back with what ran.
 set -uo pipefail
 cd "$(dirname "$0")/.."
+DEADLINE=$(( $(date +%s) + ${BUDGET:-540} ))
+CAP=${1:-300}
+# step NAME LOG CMD...: CMD under timeout, at most CAP and what the budget leaves, its output in
+# $OUT/LOG; prints the return code, the seconds and the log's tail
+step() {
+  local name=$1 log=$2 left start rc; shift 2
+  left=$(( DEADLINE - $(date +%s) - 10 ))
+  (( left > CAP )) && left=$CAP
+  if (( left < 20 )); then echo "$name: skipped, the budget is spent"; return 0; fi
+  start=$(date +%s)
+  timeout "$left" "$@" > "$OUT/$log" 2>&1; rc=$?
+  echo "$name: rc $rc in $(( $(date +%s) - start )) s (limit $left s)"
+  tail -c "${TAIL:-1500}" "$OUT/$log"; echo
+}
 OUT=$(realpath -m "${OUT:-.gpu/out}")
 mkdir -p "$OUT" /tmp/paramill-site
 tar -C /tmp/paramill-site -xJf .gpu/site.tar.xz
@@ -19,24 +36,20 @@ nvidia-smi > "$OUT/nvidia-smi.txt" 2>&1
 SUITE=$(cat .gpu/SUITE 2>/dev/null || echo nmt)
 THREADS=$(nproc)
 DEVICE=${DEVICE:-cuda}  # DEVICE=cpu: a dry run of the embed suite on a machine without a GPU
+TESTS="-m gpu -p no:cacheprovider -p no:randomly -q -rs -o addopts="
 if [ "$SUITE" = paraid ]; then
   cat .gpu-a/model.part-* .gpu/model.part-* | xz -d | tar -C /tmp/paramill-site/site -xf - || {
     echo "the MiniLM weights are incomplete: carry .gpu-a in a call just before this one"; exit 3; }
   export PARAMILL_SHARED_DATA="$PWD/.gpu/shared-data"
-  start=$(date +%s)
-  [ "${SKIP_TESTS:-}" ] || timeout 300 "$PY" -m pytest -m gpu tests/unit/test_paraid.py -p no:cacheprovider \
-    -p no:randomly -q -rs -o addopts="" 2>&1 | tee "$OUT/pytest-gpu.txt" | tail -20
-  echo "gpu tests: $(( $(date +%s) - start )) s"
+  [ "${SKIP_TESTS:-}" ] || step "gpu tests" pytest-gpu.txt "$PY" -m pytest $TESTS tests/unit/test_paraid.py
   for part in ${PARTS:-speed cross}; do
-    start=$(date +%s)
     case $part in
-      speed) timeout "${1:-300}" "$PY" benchmarks/cross_speed.py --score 20000 --train 5000 \
-          --out "$OUT/cross_speed.json" > "$OUT/cross_speed.log" 2>&1 ;;
-      cross) timeout "${1:-300}" "$PY" benchmarks/paraid.py --models extended cross --cross-epochs 1 \
-          --datasets url pit --out "$OUT/paraid_cross.json" > "$OUT/paraid_cross.log" 2>&1 ;;
+      speed) step speed cross_speed.log "$PY" benchmarks/cross_speed.py --score 20000 --train 5000 \
+          --out "$OUT/cross_speed.json" ;;
+      cross) step cross paraid_cross.log "$PY" benchmarks/paraid.py --models extended cross --cross-epochs 1 \
+          --datasets url pit --holdout "${HOLDOUT:-0.2}" --out "$OUT/paraid_cross.json" ;;
+      *) echo "unknown part $part (speed, cross)" ;;
     esac
-    echo "$part: rc $? in $(( $(date +%s) - start )) s"
-    tail -c 1500 "$OUT/$( [ $part = speed ] && echo cross_speed || echo paraid_cross ).log"
   done
   exit 0
 fi
@@ -49,25 +62,19 @@ print("python", sys.version.split()[0], "torch", torch.__version__, "cuda", torc
       torch.cuda.get_device_name(0) if torch.cuda.is_available() else "no GPU",
       "polars", polars.__version__, "device.pick:", device.pick("auto"))
 PYEOF
-  start=$(date +%s)
-  [ "${SKIP_TESTS:-}" ] || timeout 300 "$PY" -m pytest -m gpu tests/unit/test_embed.py -p no:cacheprovider \
-    -p no:randomly -q -rs -o addopts="" 2>&1 | tee "$OUT/pytest-gpu.txt" | tail -40
-  echo "gpu tests: $(( $(date +%s) - start )) s"
+  [ "${SKIP_TESTS:-}" ] || step "gpu tests" pytest-gpu.txt "$PY" -m pytest $TESTS tests/unit/test_embed.py
   for part in ${PARTS:-embeddings reference scale}; do
-    start=$(date +%s)
     case $part in
-      embeddings) timeout "${1:-300}" "$PY" benchmarks/embeddings.py --device "$DEVICE" --threads "$THREADS" \
-          --variants ${VARIANTS:-word word-sp trigram word-trigram gran-sp} --epochs ${EPOCHS:-15} \
-          --out "$OUT/embeddings.json" > "$OUT/embeddings.log" 2>&1 ;;
-      reference) timeout "${1:-300}" "$PY" benchmarks/embed_reference.py --device "$DEVICE" --threads "$THREADS" \
-          --reference .gpu/reference --deps /tmp/paramill-site/site --epochs 5 \
-          --out "$OUT/embed_reference.json" > "$OUT/embed_reference.log" 2>&1 ;;
-      scale) timeout "${1:-300}" "$PY" benchmarks/embed_scale.py --device "$DEVICE" --threads "$THREADS" \
-          --sizes ${SIZES:-1000000} --units sp --train-seconds 30 \
-          --out "$OUT/embed_scale.json" > "$OUT/embed_scale.log" 2>&1 ;;
+      embeddings) step embeddings embeddings.log "$PY" benchmarks/embeddings.py --device "$DEVICE" \
+          --threads "$THREADS" --variants ${VARIANTS:-word word-sp trigram word-trigram gran-sp} \
+          --epochs ${EPOCHS:-15} --out "$OUT/embeddings.json" ;;
+      reference) step reference embed_reference.log "$PY" benchmarks/embed_reference.py --device "$DEVICE" \
+          --threads "$THREADS" --reference .gpu/reference --deps /tmp/paramill-site/site --epochs 5 \
+          --out "$OUT/embed_reference.json" ;;
+      scale) step scale embed_scale.log "$PY" benchmarks/embed_scale.py --device "$DEVICE" --threads "$THREADS" \
+          --sizes ${SIZES:-1000000} --units sp --train-seconds 30 --out "$OUT/embed_scale.json" ;;
+      *) echo "unknown part $part (embeddings, reference, scale)" ;;
     esac
-    echo "$part: rc $? in $(( $(date +%s) - start )) s"
-    tail -c 1500 "$OUT/$( [ $part = embeddings ] && echo embeddings || echo embed_$part ).log"
   done
   exit 0
 fi
@@ -82,15 +89,8 @@ print("ctranslate2", ctranslate2.__version__, "sees", ctranslate2.get_cuda_devic
 print("cuBLAS 12 for CTranslate2:", engine.cuda_library_problem() or "loads")
 print("engine auto picks:", engine.select("auto").describe() if not engine.cuda_library_problem() else "(needs a bundle; see tests)")
 PYEOF
-start=$(date +%s)
-[ "${SKIP_TESTS:-}" ] || timeout 300 "$PY" -m pytest -m gpu tests/unit/test_nmt.py -p no:cacheprovider -p no:randomly -q -rs \
-  -o addopts="" 2>&1 | tee "$OUT/pytest-gpu.txt" | tail -40
-echo "gpu tests: $(( $(date +%s) - start )) s"
-start=$(date +%s)
-(cd .gpu && timeout "${1:-300}" "$PY" ../benchmarks/nmt_gpu.py --data work/nmt/data \
-   --src-spm work/nmt/spm/cs.model --tgt-spm work/nmt/spm/en.model --shards 'work/shards/*/shard-*.parquet' \
-   --steps ${STEPS:-300} --precision ${PRECISION:-fp32 fp16} --bucket-size 2048 --batch-tokens 4096 \
-   --sentences 1000 --batch 64 256 --length 24 --sample-sources 32 \
-   --out "$OUT/nmt_gpu.json" > "$OUT/nmt_gpu.log" 2>&1)
-echo "benchmark: rc $? in $(( $(date +%s) - start )) s"
-tail -c 3000 "$OUT/nmt_gpu.log"
+[ "${SKIP_TESTS:-}" ] || step "gpu tests" pytest-gpu.txt "$PY" -m pytest $TESTS tests/unit/test_nmt.py
+cd .gpu && TAIL=3000 step benchmark nmt_gpu.log "$PY" ../benchmarks/nmt_gpu.py --data work/nmt/data \
+  --src-spm work/nmt/spm/cs.model --tgt-spm work/nmt/spm/en.model --shards 'work/shards/*/shard-*.parquet' \
+  --steps ${STEPS:-300} --precision ${PRECISION:-fp32 fp16} --bucket-size 2048 --batch-tokens 4096 \
+  --sentences 1000 --batch 64 256 --length 24 --sample-sources 32 --out "$OUT/nmt_gpu.json"

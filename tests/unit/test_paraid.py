@@ -104,6 +104,16 @@ def test_out_of_fold_never_puts_one_source_in_two_folds(monkeypatch):
     assert identify.metrics(y, scores)["f1"] == 1.0
 
 
+def test_holdout_keeps_the_last_source_tweets_whole_and_apart():
+    # five sources in order of first appearance; "a" comes back after "c" and stays kept
+    pairs = [("a", "1"), ("b", "2"), ("c", "3"), ("A", "4"), ("d", "5"), ("e", "6"), ("d!", "7")]
+    (kept, y_kept), (held, y_held) = identify.holdout(pairs, [1, 0, 1, 0, 1, 0, 0], 0.4)
+    assert [s for s, _ in kept] == ["a", "b", "c", "A"] and y_kept == [1, 0, 1, 0]
+    assert [s for s, _ in held] == ["d", "e", "d!"] and y_held == [1, 0, 0]
+    with pytest.raises(ValueError, match="between 0 and 1"):
+        identify.holdout(pairs, [0] * 7, 1.0)
+
+
 def test_metrics_by_hand():
     got = identify.metrics([1, 0, 1, 0], np.array([0.9, 0.8, 0.4, 0.1]))
     # ranking: 1, 0, 1, 0 -> AUC 3/4; AP = (1/1 + 2/3) / 2

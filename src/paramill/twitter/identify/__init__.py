@@ -35,6 +35,7 @@ from paramill.twitter.identify.evaluation import (
     cross_validate,
     fit,
     grouped_folds,
+    holdout,
     max_f1,
     metrics,
     out_of_fold,
@@ -78,6 +79,6 @@ __all__ = [
     "crossfit_cosine", "crossfit_cross", "distill_student", "embedding_overlap",
     "embedding_training_files", "extra_features", "features", "finetune_on", "fit",
     "grouped_folds", "max_f1", "metrics", "model_features", "out_of_fold", "pair_key", "prf",
-    "read_labelled", "source_groups", "stem", "threshold_for_precision",
+    "holdout", "read_labelled", "source_groups", "stem", "threshold_for_precision",
     "train_identifier", "unlabelled_sentences", "words",
 ]

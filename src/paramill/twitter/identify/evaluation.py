@@ -53,6 +53,23 @@ def grouped_folds(y: np.ndarray, groups: np.ndarray, settings: IdentifySettings
     return list(split.split(np.zeros(len(y)), y, groups))
 
 
+def holdout(pairs: list[tuple[str, str]], labels, fraction: float
+            ) -> tuple[tuple[list, list[int]], tuple[list, list[int]]]:
+    """((pairs, labels) kept, (pairs, labels) held out): every pair of the last ``fraction`` of
+    source tweets, in order of first appearance, is held out. No source tweet is on both sides,
+    and the held-out part is a later stretch of the file, as a test split is a later stretch of
+    a harvest; what a model fitted on the kept part scores on it is a held-out figure (nothing
+    of it, not even its unlabelled sentences, reached training)."""
+    if not 0 < fraction < 1:
+        raise ValueError(f"the held-out fraction must lie between 0 and 1, not {fraction}")
+    groups = source_groups(pairs)
+    cut = int(round((int(groups.max()) + 1) * (1 - fraction))) if len(groups) else 0
+    out = groups >= cut
+    y = np.asarray(labels)
+    kept = [p for p, o in zip(pairs, out) if not o], y[~out].tolist()
+    return kept, ([p for p, o in zip(pairs, out) if o], y[out].tolist())
+
+
 def out_of_fold(x: np.ndarray, y: np.ndarray, groups: np.ndarray, settings: IdentifySettings
                 ) -> np.ndarray:
     """Out-of-fold probabilities: stratified folds grouped by source tweet (seeded)."""
