@@ -44,7 +44,7 @@ if [ "$SUITE" = paraid ]; then
   [ "${SKIP_TESTS:-}" ] || step "gpu tests" pytest-gpu.txt "$PY" -m pytest $TESTS tests/unit/test_paraid.py
   for part in ${PARTS:-speed cross}; do
     case $part in
-      speed) step speed cross_speed.log "$PY" benchmarks/cross_speed.py --score 20000 --train 5000 \
+      speed) step speed cross_speed.log "$PY" benchmarks/cross_speed.py --score "${SCORE:-20000}" --train "${TRAIN:-5000}" \
           --out "$OUT/cross_speed.json" ;;
       cross) step cross paraid_cross.log "$PY" benchmarks/paraid.py --models extended cross --cross-epochs 1 \
           --datasets url pit --holdout "${HOLDOUT:-0.2}" --out "$OUT/paraid_cross.json" ;;

@@ -143,6 +143,7 @@ def test_training_chooses_records_and_applies_the_threshold(tmp_path):
                               tmp_path / "r.json", settings)
     cv = result["evaluations"][0]
     assert "grouped by source tweet" in cv["data"] and cv["lr"]["auc"] == 1.0 and cv["lr"]["ap"] == 1.0
+    assert cv["test_fold_sentences"].startswith("unseen")
     chosen = result["threshold"]
     assert chosen["reached"] and chosen["precision"] >= 0.9 and chosen["used"] == chosen["threshold"]
     model = identify.Identifier.load(tmp_path / "m.pkl")
@@ -474,6 +475,8 @@ def test_the_command_line_trains_a_distilled_then_finetuned_student(tiny_deep_en
     assert distilled["text"] == {"files": [str(text)], "sentences": 5, "max_sentences": 5}
     # 60 pairs, 90 texts; the text's sample of 5 may hold the pair's sentence once more
     assert distilled["sentences"] in (94, 95) and "unlabelled text" in distilled["on"]
+    # the cross-validation says its test folds' sentences were distilled on: optimistic
+    assert report["evaluations"][0]["test_fold_sentences"].startswith("seen: the student")
     # what the student learnt from: every pair's sentence and the text's sample
     (learnt,) = seen
     assert len(learnt) == distilled["sentences"] and {t for pair in POS + NEG for t in pair} <= learnt

@@ -97,6 +97,17 @@ def _encoders_used(ident: Identifier, names: list[str], own: set[str], text: lis
     return results
 
 
+def _test_fold_sentences(student: bool) -> str:
+    """What of the cross-validation's test folds reached training: the honest figure names
+    itself as such, the optimistic one says why it is optimistic."""
+    if student:
+        return ("seen: the student encoder was distilled on every train sentence, the test "
+                "folds' included (without their labels), so the encoder model's figure is "
+                "optimistic; a held-out set (evaluate, or benchmarks/paraid.py --holdout) "
+                "measures sentences it never saw")
+    return ("unseen: no model learnt from the test folds (fine-tuned scores are cross-fitted)")
+
+
 def train_identifier(train: list[LabelledData], evaluate: list[LabelledData], out: str | Path,
                      report: str | Path, settings: IdentifySettings, rule: str = "twitter_identify"
                      ) -> dict[str, Any]:
@@ -142,7 +153,8 @@ def train_identifier(train: list[LabelledData], evaluate: list[LabelledData], ou
     used = ident.accept_at(settings.threshold)
     results["evaluations"].append({
         "data": f"{settings.folds}-fold cross-validation on train, grouped by source tweet",
-        "pairs": len(pairs), **{name: metrics(y, oof[name]) for name in names},
+        "pairs": len(pairs), "test_fold_sentences": _test_fold_sentences(student),
+        **{name: metrics(y, oof[name]) for name in names},
         "at_threshold": {"model": settings.model, **at_threshold(y, oof[settings.model], used)}})
     for d in evaluate:
         p, yy, n = read_labelled(d.path, d.format, d.labels)
