@@ -677,7 +677,7 @@ def test_precision_and_recall_at_the_chosen_threshold_by_hand():
 
 
 def test_the_command_line_trains_saves_loads_and_scores_a_cross_model(tiny_sentence_encoder,
-                                                                     tmp_path):
+                                                                     tmp_path, capsys):
     from paramill.cli import main
     from paramill.twitter.cross import CrossEncoder
 
@@ -689,6 +689,8 @@ def test_the_command_line_trains_saves_loads_and_scores_a_cross_model(tiny_sente
     assert main(["--threads", "1", "twitter", "identify", "--embed-model=", "--settings",
                  json.dumps(settings), "--out", str(tmp_path / "m.pkl"),
                  "--report", str(tmp_path / "r.json")]) == 0
+    summary = capsys.readouterr().err  # the verb's one line names every model's F1
+    assert "paramill twitter identify:" in summary and summary.count("cross F1") == 2
     report = json.loads((tmp_path / "r.json").read_text())
     assert report["threshold"]["model"] == "cross" and "cross-fitted" in report["cross_encoder"]["probability"]
     cv, held = report["evaluations"]

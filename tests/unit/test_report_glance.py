@@ -69,6 +69,12 @@ def test_a_result_without_its_figures_never_stops_the_summary(tmp_path):
     simlex = tmp_path / "simlex.json"
     simlex.write_text(json.dumps({"results": [{"score": "pmi", "spearman": None}]}))
     assert _headline(simlex) == "SimLex-999: no pair of the lexicon's words to score"
+    paraid = tmp_path / "paraid.json"  # every model of the report, the cross-encoder's too
+    paraid.write_text(json.dumps({"evaluations": [{"data": "cv", **{m: {"f1": f} for m, f in (
+        ("lr", 0.7), ("extended", 0.72), ("cross", 0.8))}}], "threshold": {
+        "used": 0.4, "model": "cross", "precision": 0.8}}))
+    assert _headline(paraid) == ("identifier max F1 (cv): lr 0.7, extended 0.72, cross 0.8; "
+                                 "accepts at p ≥ 0.4 (cross, precision 0.8 on held-out folds)")
     broken = tmp_path / "paraid.json"
     broken.write_text(json.dumps({"evaluations": []}))
     assert _headline(broken) is None

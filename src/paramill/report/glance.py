@@ -37,8 +37,10 @@ def _figures(name: str, data: dict[str, Any]) -> str | None:
         best = max(scored, key=lambda r: r["spearman"])
         return f"SimLex-999 Spearman ×100 {best['spearman']} ({best['score']}, coverage {best['coverage']})"
     if name == "paraid.json":
+        from paramill.twitter.identify.featurise import MODELS
+
         cv = data["evaluations"][0]
-        models = [m for m in ("lr", "extended", "encoder") if m in cv]
+        models = [m for m in MODELS if m in cv]
         thr = data.get("threshold", {})
         return ("identifier max F1 (" + cv["data"] + "): "
                 + ", ".join(f"{m} {cv[m]['f1']}" for m in models)

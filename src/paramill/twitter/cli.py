@@ -48,15 +48,14 @@ def harvest(args: argparse.Namespace) -> int | str:
                 "model trained on the labelled pairs.",
     settings="twitter.identify")
 def identify(args: argparse.Namespace) -> int | str:
-    from paramill.twitter.identify import IdentifySettings
-    from paramill.twitter.identify import train_identifier
+    from paramill.twitter.identify import MODELS, IdentifySettings, train_identifier
     if args.embed_model is not None:
         args.settings["embed_model"] = args.embed_model or None
     settings = IdentifySettings.from_dict(args.settings)
     result = train_identifier(list(settings.train), list(settings.evaluate), args.out,
                               args.report, settings, rule=args.rule)
     return "; ".join(f"{ev['data']}: " + ", ".join(f"{name} F1 {ev[name]['f1']}" for name in
-                                                  ("lr", "extended", "encoder") if name in ev)
+                                                  MODELS if name in ev)
                      for ev in result["evaluations"])
 
 
