@@ -43,8 +43,8 @@ from paramill import device  # noqa: E402
 from paramill.twitter.encoder import PRECISIONS, PretrainedEncoder, native_bfloat16  # noqa: E402
 from paramill.twitter.identify import (  # noqa: E402
     MODELS,
-    at_threshold,
     IdentifySettings,
+    at_threshold,
     crossfit_cosine,
     crossfit_cross,
     distill_student,
@@ -110,8 +110,7 @@ def measure(pairs, labels, settings, encoder, sentences, tests, models, finetune
         feature_seconds = time.perf_counter() - start
         oof = out_of_fold(x, y, groups, settings)
         row["cv"] = metrics(y, oof)
-        chosen = threshold_for_precision(y, oof, settings.target_precision)
-        row["threshold"] = chosen
+        chosen = row["threshold"] = threshold_for_precision(y, oof, settings.target_precision)
         start = time.perf_counter()
         model = fit(x, labels, settings)
         row["train_seconds"] = round(feature_seconds + time.perf_counter() - start, 1)
@@ -275,7 +274,7 @@ def main() -> None:
         report["holdout"] = {"fraction": args.holdout, "split": "the last source tweets in file order"}
         for key in keys:
             pairs, labels, dropped = read[key]
-            kept, held[key] = holdout(pairs, labels, args.holdout)  # ValueError outside (0, 1)
+            kept, held[key] = holdout(pairs, labels, args.holdout)
             read[key] = (*kept, dropped)
     distilled = {}  # dataset -> {row name: sentence encoder}
     if args.students:
@@ -301,12 +300,11 @@ def main() -> None:
         if test_path:
             tp, ty, _ = read_labelled(test_path, test_fmt, test_labels)
             tests[test_name] = (tp, ty)
+        record = {"name": name, "pairs": len(pairs), "positive": sum(labels), "dropped": dropped}
         if key in held:
             tests[f"{key} held-out"] = held[key]
-        report["datasets"].append({"name": name, "pairs": len(pairs), "positive": sum(labels),
-                                   "dropped": dropped,
-                                   **({"held_out": {"pairs": len(held[key][0]), "positive": sum(held[key][1])}}
-                                      if key in held else {}),
+            record["held_out"] = {"pairs": len(held[key][0]), "positive": sum(held[key][1])}
+        report["datasets"].append({**record,
                                    "models": measure(pairs, labels, settings, encoder, own, tests,
                                                      args.models, finetune, cross_settings)})
     emit(report, args.out)

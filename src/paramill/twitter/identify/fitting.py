@@ -105,7 +105,7 @@ def _test_fold_sentences(student: bool) -> str:
                 "folds' included (without their labels), so the encoder model's figure is "
                 "optimistic; a held-out set (evaluate, or benchmarks/paraid.py --holdout) "
                 "measures sentences it never saw")
-    return ("unseen: no model learnt from the test folds (fine-tuned scores are cross-fitted)")
+    return "unseen: no model learnt from the test folds (fine-tuned scores are cross-fitted)"
 
 
 def train_identifier(train: list[LabelledData], evaluate: list[LabelledData], out: str | Path,
