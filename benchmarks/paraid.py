@@ -48,7 +48,6 @@ from paramill.twitter.identify import (  # noqa: E402
     crossfit_cosine,
     crossfit_cross,
     distill_student,
-    embedding_overlap,
     grouped_folds,
     fit,
     holdout,

@@ -20,9 +20,6 @@ def finetune_on(pairs: list[tuple[str, str]], labels, settings: IdentifySettings
                           seed=seed, layers=settings.encoder_layers, state=state, desc=desc)
 
 
-#: longest line distill_text reads (a tweet is at most 280 characters)
-
-
 def distill_student(sentences: list[str], settings: IdentifySettings) -> bytes:
     """The weights of the student of ``settings.encoder_layers`` layers distilled from the
     whole sentence encoder on ``sentences`` (no labels)."""
