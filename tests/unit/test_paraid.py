@@ -635,6 +635,32 @@ def test_the_cross_encoder_learns_a_toy_task_and_is_repeatable(tiny_sentence_enc
         cross_state(source, pairs, labels, **{**kwargs, "epochs": 0})
 
 
+def test_the_cross_encoder_reads_a_pair_both_ways_when_asked(tiny_sentence_encoder):
+    """Scoring both orders averages the two logits (so a pair and its swap score alike);
+    training both ways swaps a seeded half of the pairs at each step, and still learns."""
+    from paramill.twitter.cross import CrossEncoder, cross_state
+
+    source = str(tiny_sentence_encoder)
+    pairs, labels = TOY_POS + TOY_NEG, [1] * 6 + [0] * 6
+    swapped = [(b, a) for a, b in pairs]
+    kwargs = dict(epochs=40, lr=3e-3, batch=12, precision="float32", seed=3)
+    given = CrossEncoder(source, precision="float32", state=cross_state(source, pairs, labels, **kwargs))
+    forward, backward = given.logits(pairs), given.logits(swapped)
+    assert np.abs(forward - backward).max() > 1e-3  # trained one way, the order matters
+    both = given.score(pairs, both_orders=True)
+    assert np.allclose(both, 1 / (1 + np.exp(-(forward + backward) / 2)), atol=1e-6)
+    assert np.allclose(given.score(swapped, both_orders=True), both, atol=1e-6)
+    assert np.allclose(given.score(pairs), 1 / (1 + np.exp(-forward)), atol=1e-6)
+
+    state = cross_state(source, pairs, labels, **kwargs, both_orders=True)
+    assert state == cross_state(source, pairs, labels, **kwargs, both_orders=True)  # seeded
+    trained = CrossEncoder(source, precision="float32", state=state)
+    assert not np.array_equal(trained.logits(pairs), forward)  # the swaps changed training
+    for order in (pairs, swapped):
+        scores = trained.score(order)
+        assert scores[:6].min() > scores[6:].max(), order  # learnt, read either way
+
+
 def test_the_cross_encoder_is_cross_fitted_no_pair_scored_by_one_trained_on_it(monkeypatch):
     from paramill.twitter import cross
 
