@@ -7,6 +7,7 @@ import json
 import os
 import platform
 import shutil
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +25,84 @@ PROJECT_FILES = ["Snakefile", "config.yaml", "rules", "configs", "envs", "report
 #: ru_maxrss: Linux carries it over from the parent at fork and keeps it through exec, so a
 #: child of a benchmark holding 800 MB of synthetic pairs reported 800 MB whatever it did.
 PEAK_RSS_MB = "float(open('/proc/self/status').read().split('VmHWM:')[1].split()[0]) / 1024"
+
+
+def _tree_pids(root: int) -> list[int]:
+    """``root`` and every process below it (each thread's ``children`` file: Linux)."""
+    tree, todo = [], [root]
+    while todo:
+        pid = todo.pop()
+        tree.append(pid)
+        try:
+            for task in os.scandir(f"/proc/{pid}/task"):
+                todo += map(int, Path(task.path, "children").read_text().split())
+        except OSError:  # gone since its parent listed it
+            continue
+    return tree
+
+
+def _status_kb(pid: int, *fields: str) -> int:
+    """The sum of ``fields`` (kB) of ``/proc/PID/status``; 0 when it is gone."""
+    try:
+        lines = Path(f"/proc/{pid}/status").read_text().splitlines()
+    except OSError:
+        return 0
+    return sum(int(line.split()[1]) for line in lines if line.split(":")[0] in fields)
+
+
+def _tree_rss_bytes(root: int) -> int:
+    """The resident memory of ``root`` and every process below it, now (from /proc: Linux):
+    ``root``'s whole resident set and each child's anonymous pages (its heap and arrays). A
+    child's file-backed pages (the libraries) are left out as the ones ``root`` also maps:
+    right for spawned workers, which share no anonymous pages with it. (smaps' Pss would
+    split shared pages exactly, but reading it walks the page tables: ~11 ms a sample for a
+    1.4 GB process, against 0.06 ms for ``status``.)"""
+    return sum(_tree_rss_parts(root))
+
+
+def _tree_rss_parts(root: int) -> tuple[int, int, int]:
+    """:func:`_tree_rss_bytes` in parts: ``root``'s bytes, its children's, how many children."""
+    root_pid, *children = _tree_pids(root)
+    return (1024 * _status_kb(root_pid, "VmRSS"),
+            1024 * sum(_status_kb(pid, "RssAnon") for pid in children), len(children))
+
+
+class TreePeak:
+    """The peak resident memory of a process *and its children together* (worker pools),
+    sampled every ``interval`` seconds while it runs: what a SLURM job's memory limit counts,
+    where :data:`PEAK_RSS_MB` sees only the process that evaluates it. Sampling can miss a
+    peak shorter than ``interval``. ``with TreePeak(proc.pid) as peak: proc.wait()``; then
+    ``peak.mb``; also the children's peak together (``children_mb``) and the most children
+    seen at once (``children``), to size a run with more workers."""
+
+    def __init__(self, pid: int, interval: float = 0.2):
+        self.pid, self.interval, self.peak, self.children_peak, self.children = pid, interval, 0, 0, 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._sample, daemon=True)
+
+    def _sample(self) -> None:
+        while not self._stop.is_set():
+            own, children, count = _tree_rss_parts(self.pid)
+            self.peak = max(self.peak, own + children)
+            self.children_peak = max(self.children_peak, children)
+            self.children = max(self.children, count)
+            self._stop.wait(self.interval)
+
+    def __enter__(self) -> "TreePeak":
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    @property
+    def mb(self) -> float:
+        return self.peak / 2**20
+
+    @property
+    def children_mb(self) -> float:
+        return self.children_peak / 2**20
 
 
 def machine() -> dict[str, Any]:

@@ -1,14 +1,16 @@
 #!/usr/bin/env python3
-"""Peak memory of embedding training from 1M to 10M synthetic pairs (flat within 1.5x?).
+"""Peak memory of embedding training from 1M to 10M synthetic pairs (flat: within 1.2x?).
 
 For each size, a Parquet file of synthetic pairs (``s1``/``s2``; 5-25 words from a 20,000-word
 Zipf-like vocabulary, the paraphrase a shuffled, partly replaced copy) is written in chunks,
 then a child process runs the real ``paramill.embed.train.train`` on it (WORD, 300 dims,
 batch 100, mega-batch 20, ``buffer_pairs`` 100,000): the whole counting pass and id store,
 then training steps until ``--train-seconds`` after the id store is complete, when the child
-stops the run (SIGALRM) and reports its own peak RSS (VmHWM). Training memory does not
-depend on how far an epoch has gone (one buffer at a time), so stopping it early measures
-the same peak; a full epoch of 10M pairs at the measured rate would take over an hour here.
+stops the run (SIGALRM) and reports its own peak RSS (VmHWM). The parent also samples the
+peak of the child and its featurising workers together (``peak_tree_rss_mb``, every 0.2 s:
+what a SLURM job's memory limit counts). Training memory does not depend on how far an
+epoch has gone (one buffer at a time), so stopping it early measures the same peak; a full
+epoch of 10M pairs at the measured rate would take over an hour here.
 
     python benchmarks/embed_scale.py [--sizes 1000000 10000000] [--out benchmarks/out/embed_scale.json]
 """
@@ -30,7 +32,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _report import PEAK_RSS_MB, REPO, emit, machine  # noqa: E402
+from _report import PEAK_RSS_MB, REPO, TreePeak, emit, machine  # noqa: E402
 
 CHILD = """
 import json, signal, sys, threading, time
@@ -134,8 +136,14 @@ def main() -> None:
                                  pairs=str(data), train_seconds=args.train_seconds, peak=PEAK_RSS_MB,
                                  device=args.device, units=args.units)
             t0 = time.perf_counter()
-            done = subprocess.run([sys.executable, "-c", child], capture_output=True, text=True,
-                                  env={**os.environ, "PARAMILL_PROGRESS": "0"})
+            with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
+                proc = subprocess.Popen([sys.executable, "-c", child], stdout=out, stderr=err, text=True,
+                                        env={**os.environ, "PARAMILL_PROGRESS": "0"})
+                with TreePeak(proc.pid) as tree:
+                    proc.wait()
+                out.seek(0)
+                err.seek(0)
+                done = subprocess.CompletedProcess(proc.args, proc.returncode, out.read(), err.read())
             wall = time.perf_counter() - t0
             if done.returncode:
                 sys.exit(f"child failed ({done.returncode}):\n{done.stdout[-2000:]}\n{done.stderr[-3000:]}")
@@ -148,12 +156,17 @@ def main() -> None:
                 "count_and_id_store_pairs_per_second": round(n / result["data_seconds"]),
                 "phase_seconds": phases,  # from train()'s log: the SentencePiece model (units sp), counting, id store
                 "stopped_after_train_seconds": result["stopped"],
-                "peak_rss_mb": round(result["peak_rss_mb"])})
+                "peak_rss_mb": round(result["peak_rss_mb"]),
+                # the trainer and its featurising workers together, sampled every 0.2 s
+                "peak_tree_rss_mb": round(tree.mb),
+                # the workers alone (their anonymous memory, together), and how many ran at once
+                "peak_workers_rss_mb": round(tree.children_mb), "workers_seen": tree.children})
             for f in tmp.glob(f"m{n}.pt*"):
                 subprocess.run(["rm", "-rf", str(f)])
             data.unlink()
     runs = report["runs"]
-    report["peak_rss_ratio_largest_to_smallest"] = round(runs[-1]["peak_rss_mb"] / runs[0]["peak_rss_mb"], 2)
+    for key in ("peak_rss_mb", "peak_tree_rss_mb"):
+        report[key.replace("_mb", "_ratio_largest_to_smallest")] = round(runs[-1][key] / runs[0][key], 2)
     emit(report, args.out)
 
 

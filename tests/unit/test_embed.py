@@ -421,6 +421,92 @@ def test_worker_processes_featurise_to_the_same_counts_and_store_bytes(tmp_path,
         (tmp_path / "ids2" / "ids.parquet").read_bytes()
 
 
+class _RecordingSentencePiece:
+    """A SentencePiece processor that notes the ``num_threads`` of every call."""
+
+    def __init__(self, sp):
+        self.sp, self.threads = sp, []
+
+    def encode(self, *args, **kwargs):
+        self.threads.append(kwargs.get("num_threads"))
+        return self.sp.encode(*args, **kwargs)
+
+    def decode(self, *args, **kwargs):
+        self.threads.append(kwargs.get("num_threads"))
+        return self.sp.decode(*args, **kwargs)
+
+    def __getattr__(self, name):
+        return getattr(self.sp, name)
+
+
+def _threads_here(chunk):
+    from paramill import device
+
+    return device.threads()
+
+
+def test_sentencepiece_batches_use_the_jobs_threads_not_the_machines(tmp_path, monkeypatch):
+    """Left to itself, a SentencePiece batch call starts one thread per CPU of the machine
+    (not of the job's allocation), in every featurising worker. The featurizer and the NMT
+    segmenter pass the job's thread count, which is 1 in a worker."""
+    from paramill import device
+    from paramill.embed.featurise import ordered_map
+    from paramill.embed.model import featurizers, sentencepiece_for
+    from paramill.nmt.subwords import Segmenter
+
+    spec = ModelSpec(units="sp", components=("word",), dim=4, sp_vocab_size=40)
+    sentences = [x for p in PAIRS for x in p]
+    proto = sentencepiece_for(spec, sentences)
+    monkeypatch.setattr(device, "_threads", 3)  # as `paramill --threads 3` sets it
+    featurizer = featurizers(spec, proto)["sp"]
+    featurizer._sp = _RecordingSentencePiece(featurizer._sp)
+    flat, lengths = featurizer.piece_ids(sentences)
+    assert len(lengths) == len(sentences) and featurizer._sp.threads == [3]
+    # in batches of a few sentences (bounded memory in each call): the same ids
+    small_flat, small_lengths = featurizer.piece_ids(sentences, batch=3)
+    assert np.array_equal(small_flat, flat) and np.array_equal(small_lengths, lengths)
+    assert featurizer._sp.threads == [3] * (1 + -(-len(sentences) // 3))
+    (tmp_path / "sp.model").write_bytes(proto)
+    segmenter = Segmenter(tmp_path / "sp.model")
+    segmenter.sp = _RecordingSentencePiece(segmenter.sp)
+    pieces = segmenter.encode(sentences[:4])
+    assert segmenter.decode(pieces) == sentences[:4]
+    segmenter.sample(sentences[:4])
+    assert segmenter.sp.threads == [3, 3, 3]
+    chunks = [([s], [s]) for s in sentences[:4]]
+    assert [n for n, _ in ordered_map(_threads_here, chunks, workers=2)] == [1, 1, 1, 1]
+
+
+class _CountedPickles:
+    """Counts how often it is pickled (in this process: each copy a worker is sent)."""
+
+    pickled = 0
+
+    def __reduce__(self):
+        type(self).pickled += 1
+        return _CountedPickles, ()
+
+
+def _chunk_size(context, chunk):
+    assert isinstance(context, _CountedPickles)
+    return len(chunk[0])
+
+
+def test_workers_get_the_featurizers_once_not_with_every_chunk():
+    """Sent with every chunk, the featurizers and vocabularies were rebuilt per chunk in each
+    worker (a SentencePiece model each time) and their id tables kept: a worker's memory grew
+    with the corpus (4.3 GB for 16 workers at 10M pairs). They go once, when a worker starts."""
+    from paramill.embed.featurise import ordered_map
+
+    chunks = [([f"s{i}"] * (i + 1), [f"t{i}"] * (i + 1)) for i in range(12)]
+    _CountedPickles.pickled = 0
+    got = list(ordered_map(_chunk_size, chunks, workers=2, context=(_CountedPickles(),)))
+    assert got == [(i + 1, i + 1) for i in range(12)]  # in order
+    assert 1 <= _CountedPickles.pickled <= 2  # once per worker started, not 12 times
+    here = list(ordered_map(_chunk_size, chunks[:1], workers=2, context=(_CountedPickles(),)))
+    assert here == [(1, 1)]  # one chunk: featurised in this process
+
+
 # --- on a GPU (pytest -m gpu on a machine with CUDA; skipped with the reason elsewhere) ----
 
 @pytest.mark.gpu

@@ -23,7 +23,6 @@ import hashlib
 import json
 from collections import Counter
 from collections.abc import Iterator
-from functools import partial
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -169,7 +168,7 @@ def count_units(featurizers: dict[str, Featurizer], source: PairSource,
     counts: dict[str, Counter] = {unit: Counter() for unit in featurizers}
     by_id: dict[str, np.ndarray] = {}  # SentencePiece units: counts by piece id, summed
     n = 0
-    for found, size in ordered_map(partial(chunk_counts, featurizers), source, workers):
+    for found, size in ordered_map(chunk_counts, source, workers, context=(featurizers,)):
         n += size
         for unit, c in found.items():
             if isinstance(c, tuple):
@@ -204,8 +203,8 @@ def write_ids(vocabs: dict[str, Vocab], featurizers: dict[str, Featurizer], sour
         writer = TableWriter(tmp_ids, schema)  # one row group a write
         pending: list[pa.Table] = []
         rows = 0
-        make = partial(ids_table, {u: vocabs[u] for u in units}, featurizers, schema)
-        for table, _ in ordered_map(make, source, workers):
+        for table, _ in ordered_map(ids_table, source, workers,
+                                    context=({u: vocabs[u] for u in units}, featurizers, schema)):
             pending.append(table)
             rows += table.num_rows
             n += table.num_rows

@@ -33,24 +33,29 @@ def chunk_counts(featurizers: dict[str, Featurizer], chunk: tuple[list[str], lis
 
 
 def ordered_map(fn, chunks: Iterable[tuple[list[str], list[str]]], workers: int,
-                window: int | None = None) -> Iterator[tuple[Any, int]]:
-    """``(fn(chunk), pairs in chunk)`` for each chunk, in order. With ``workers`` > 1 and more
-    than one chunk, the chunks go to that many worker processes (spawned; each one thread),
-    at most ``window`` (default 2 x workers) in flight, so memory stays bounded; a corpus of
-    one chunk (the sample, tests) is featurised here, without starting any process."""
+                window: int | None = None, context: tuple = ()) -> Iterator[tuple[Any, int]]:
+    """``(fn(*context, chunk), pairs in chunk)`` for each chunk, in order. With ``workers`` > 1
+    and more than one chunk, the chunks go to that many worker processes (spawned; each one
+    thread), at most ``window`` (default 2 x workers) in flight, so memory stays bounded; a
+    corpus of one chunk (the sample, tests) is featurised here, without starting any process.
+
+    ``context`` (the featurizers, vocabularies) goes to each worker once, when it starts, not
+    with every chunk: sent with each chunk, a worker would rebuild the SentencePiece model and
+    the vocabularies per chunk and keep each copy's id table (:data:`_LOOKUPS` is keyed by the
+    objects), growing with the corpus. ``fn`` is a module-level function (sent by name)."""
     it = iter(chunks)
     head = list(itertools.islice(it, 2))
     chunks = itertools.chain(head, it)
     if workers <= 1 or len(head) < 2:
         for chunk in chunks:
-            yield fn(chunk), len(chunk[0])
+            yield fn(*context, chunk), len(chunk[0])
         return
     window = window or 2 * workers
     with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"),
-                             initializer=_single_threaded) as pool:
+                             initializer=_start_worker, initargs=(context,)) as pool:
         pending: deque = deque()
         for chunk in chunks:
-            pending.append((pool.submit(fn, chunk), len(chunk[0])))
+            pending.append((pool.submit(_in_worker, fn, chunk), len(chunk[0])))
             if len(pending) >= window:
                 future, size = pending.popleft()
                 yield future.result(), size
@@ -59,9 +64,20 @@ def ordered_map(fn, chunks: Iterable[tuple[list[str], list[str]]], workers: int,
             yield future.result(), size
 
 
-def _single_threaded() -> None:
-    """A featurising worker uses one thread: the job's threads are the workers."""
+#: what :func:`ordered_map` gave this worker process when it started
+_CONTEXT: tuple = ()
+
+
+def _start_worker(context: tuple) -> None:
+    """A featurising worker uses one thread (the job's threads are the workers) and keeps
+    ``context`` for every chunk it is given."""
+    global _CONTEXT
     device.limit_threads(1)
+    _CONTEXT = context
+
+
+def _in_worker(fn, chunk):
+    return fn(*_CONTEXT, chunk)
 
 
 #: SentencePiece id -> vocabulary id tables, one per (vocabulary, featurizer) a process uses
@@ -72,6 +88,8 @@ def _sp_ids(vocab: Vocab, f: Featurizer, sentences: list[str]) -> tuple[np.ndarr
     """Vocabulary ids and lengths of SentencePiece units, a sentence without pieces as one
     :data:`UNK` (as :meth:`Vocab.ids`): the piece ids of the whole chunk mapped by one table."""
     if (vocab, f) not in _LOOKUPS:  # keyed by the objects themselves (identity)
+        if len(_LOOKUPS) >= 8:  # a process that featurises for many models in turn
+            _LOOKUPS.clear()
         _LOOKUPS[vocab, f] = f.lookup(vocab)
     flat, lengths = f.piece_ids(sentences)
     ids = _LOOKUPS[vocab, f][flat]

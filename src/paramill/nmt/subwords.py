@@ -15,6 +15,7 @@ from typing import Literal
 
 import sentencepiece as spm
 
+from paramill import device
 from paramill.job import output_job
 from paramill.io import iter_parquet_batches
 from paramill.provenance import Run
@@ -65,7 +66,9 @@ def train(shards: list[str | Path], lang: str, model: str | Path, settings: Subw
 
 
 class Segmenter:
-    """A loaded SentencePiece model: Viterbi ``encode``, stochastic ``sample``, ``decode``."""
+    """A loaded SentencePiece model: Viterbi ``encode``, stochastic ``sample``, ``decode``.
+    Each batch call uses the job's threads (:func:`paramill.device.threads`): left to itself
+    SentencePiece starts one per CPU of the machine, whatever the job was given."""
 
     def __init__(self, model: str | Path):
         self.path = Path(model)
@@ -76,11 +79,11 @@ class Segmenter:
         return self.sp.get_piece_size()
 
     def encode(self, texts: list[str]) -> list[list[str]]:
-        return self.sp.encode(texts, out_type=str)
+        return self.sp.encode(texts, out_type=str, num_threads=device.threads())
 
     def sample(self, texts: list[str], nbest: int = -1, alpha: float = 0.1) -> list[list[str]]:
         return self.sp.encode(texts, out_type=str, enable_sampling=True, nbest_size=nbest,
-                              alpha=alpha)
+                              alpha=alpha, num_threads=device.threads())
 
     def decode(self, pieces: list[list[str]]) -> list[str]:
-        return self.sp.decode(pieces)
+        return self.sp.decode(pieces, num_threads=device.threads())
