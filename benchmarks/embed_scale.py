@@ -136,14 +136,12 @@ def main() -> None:
                                  pairs=str(data), train_seconds=args.train_seconds, peak=PEAK_RSS_MB,
                                  device=args.device, units=args.units)
             t0 = time.perf_counter()
-            with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
-                proc = subprocess.Popen([sys.executable, "-c", child], stdout=out, stderr=err, text=True,
-                                        env={**os.environ, "PARAMILL_PROGRESS": "0"})
-                with TreePeak(proc.pid) as tree:
-                    proc.wait()
-                out.seek(0)
-                err.seek(0)
-                done = subprocess.CompletedProcess(proc.args, proc.returncode, out.read(), err.read())
+            proc = subprocess.Popen([sys.executable, "-c", child], stdout=subprocess.PIPE,
+                                    stderr=subprocess.PIPE, text=True,
+                                    env={**os.environ, "PARAMILL_PROGRESS": "0"})
+            with TreePeak(proc.pid) as tree:
+                stdout, stderr = proc.communicate()
+            done = subprocess.CompletedProcess(proc.args, proc.returncode, stdout, stderr)
             wall = time.perf_counter() - t0
             if done.returncode:
                 sys.exit(f"child failed ({done.returncode}):\n{done.stdout[-2000:]}\n{done.stderr[-3000:]}")
