@@ -10,7 +10,10 @@ stops the run (SIGALRM) and reports its own peak RSS (VmHWM). The parent also sa
 peak of the child and its featurising workers together (``peak_tree_rss_mb``, every 0.2 s:
 what a SLURM job's memory limit counts). Training memory does not depend on how far an
 epoch has gone (one buffer at a time), so stopping it early measures the same peak; a full
-epoch of 10M pairs at the measured rate would take over an hour here.
+epoch of 10M pairs at the measured rate would take over an hour here. Each phase also
+reports the CPU seconds of the trainer and of its workers: the trainer's share of counting
+and the id store is serial, so ``count_and_id_store_trainer_bound_pairs_per_second`` is what
+those phases could reach with unlimited cores.
 
     python benchmarks/embed_scale.py [--sizes 1000000 10000000] [--out benchmarks/out/embed_scale.json]
 """
@@ -29,6 +32,7 @@ from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -76,32 +80,40 @@ print("RESULT", json.dumps({{"data_seconds": marks["store_ready"] - start, "stop
 """
 
 
-#: the data phases as ``paramill.embed.train.train`` logs them
-PHASES = {"sentencepiece": r"SentencePiece model trained in ([0-9.]+) s",
-          "counting": r"units counted in ([0-9.]+) s",
-          "id_store": r"id store of \d+ pairs ready in ([0-9.]+) s"}
+#: the data phases as ``paramill.embed.train.train`` logs them: wall seconds, then the CPU
+#: seconds of the trainer (all its threads) and of its featurising workers
+CPU = r" in ([0-9.]+) s \(CPU: trainer ([0-9.]+) s, workers ([0-9.]+) s\)"
+PHASES = {"sentencepiece": "SentencePiece model trained" + CPU,
+          "counting": "units counted" + CPU,
+          "id_store": r"id store of \d+ pairs ready" + CPU}
 
 
-def synthetic(path: Path, n: int, seed: int = 0, chunk: int = 500_000) -> None:
+def synthetic(path: Path, n: int, seed: int = 0, chunk: int = 1_000_000) -> None:
+    """``n`` pairs: s1 5-25 words drawn from a Zipf-like vocabulary of 20,000; s2 the same
+    words with the first third shuffled, then each word replaced with probability 0.2 by one
+    word drawn for the sentence. Built with numpy and Arrow, not a Python loop a pair (10M
+    pairs in about a minute, not five: the GPU machine's run has minutes, not hours)."""
     rng = np.random.default_rng(seed)
-    vocab = np.array([f"w{i}" for i in range(20_000)])
-    p = 1.0 / np.arange(1, len(vocab) + 1)
+    size = 20_000
+    vocab = pa.array([f"w{i}" for i in range(size)])
+    p = 1.0 / np.arange(1, size + 1)
     p /= p.sum()
     writer = None
     for start in range(0, n, chunk):
         m = min(chunk, n - start)
         lengths = rng.integers(5, 26, size=m)
-        words = rng.choice(len(vocab), size=int(lengths.sum()), p=p)
-        bounds = np.concatenate([[0], np.cumsum(lengths)])
-        s1, s2 = [], []
-        for i in range(m):
-            w = words[bounds[i]:bounds[i + 1]]
-            s1.append(" ".join(vocab[w]))
-            v = w.copy()
-            rng.shuffle(v[: max(1, len(v) // 3)])
-            v[rng.random(len(v)) < 0.2] = rng.integers(0, len(vocab))
-            s2.append(" ".join(vocab[v]))
-        table = pa.table({"s1": s1, "s2": s2})
+        offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int32)
+        words = rng.choice(size, size=int(offsets[-1]), p=p)
+        row = np.repeat(np.arange(m), lengths)  # each word's sentence, and its place in it
+        place = np.arange(len(words)) - offsets[:-1][row]
+        head = place < np.maximum(1, lengths // 3)[row]
+        # sorted by sentence, then a random key in the first third and the place after it
+        shuffled = words[np.argsort(row * 32.0 + np.where(head, rng.random(len(words)), place + 1.0))]
+        replaced = rng.random(len(words)) < 0.2
+        shuffled[replaced] = rng.integers(0, size, size=m)[row[replaced]]
+        table = pa.table({side: pc.binary_join(pa.ListArray.from_arrays(pa.array(offsets),
+                                                                        vocab.take(pa.array(ids))), " ")
+                          for side, ids in (("s1", words), ("s2", shuffled))})
         if writer is None:
             writer = pq.ParquetWriter(path, table.schema, compression="zstd")
         writer.write_table(table)
@@ -146,13 +158,20 @@ def main() -> None:
             if done.returncode:
                 sys.exit(f"child failed ({done.returncode}):\n{done.stdout[-2000:]}\n{done.stderr[-3000:]}")
             result = json.loads(re.search(r"RESULT (.*)", done.stdout).group(1))
-            phases = {name: float(m.group(1)) for name, pattern in PHASES.items()
+            phases = {name: [float(x) for x in m.groups()] for name, pattern in PHASES.items()
                       if (m := re.search(pattern, done.stderr))}
+            # what the trainer itself spends on counting + id store per pair: more cores do
+            # not shorten it, so it bounds the pairs/s of those two phases on any machine
+            serial = sum(phases[p][1] for p in ("counting", "id_store") if p in phases)
             report["runs"].append({
                 "pairs": n, "generate_seconds": round(made, 1), "wall_seconds": round(wall, 1),
                 "count_and_id_store_seconds": round(result["data_seconds"], 1),
                 "count_and_id_store_pairs_per_second": round(n / result["data_seconds"]),
-                "phase_seconds": phases,  # from train()'s log: the SentencePiece model (units sp), counting, id store
+                # from train()'s log: the SentencePiece model (units sp), counting, id store
+                "phase_seconds": {p: v[0] for p, v in phases.items()},
+                "phase_trainer_cpu_seconds": {p: v[1] for p, v in phases.items()},
+                "phase_workers_cpu_seconds": {p: v[2] for p, v in phases.items()},
+                "count_and_id_store_trainer_bound_pairs_per_second": round(n / serial) if serial else None,
                 "stopped_after_train_seconds": result["stopped"],
                 "peak_rss_mb": round(result["peak_rss_mb"]),
                 # the trainer and its featurising workers together, sampled every 0.2 s

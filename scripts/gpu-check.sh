@@ -3,7 +3,7 @@
 #   nmt    the back-translation GPU tests, then benchmarks/nmt_gpu.py
 #   embed  the embedding GPU tests, then (PARTS, default all of "embeddings reference scale")
 #          benchmarks/embeddings.py, embed_reference.py (the authors' code, --gpu 1) and
-#          embed_scale.py (featurisation on every core, 1M pairs), all on cuda
+#          embed_scale.py (featurisation on every core, 1M and 10M pairs), all on cuda
 #   paraid the identifier's GPU tests, then (PARTS, default "speed cross order")
 #          benchmarks/cross_speed.py, benchmarks/paraid.py --models extended cross on the URL
 #          corpus train split and PIT-2015 dev (grouped 5-fold CV and a held-out fifth: F1,
@@ -75,7 +75,7 @@ PYEOF
           --threads "$THREADS" --reference .gpu/reference --deps /tmp/paramill-site/site --epochs 5 \
           --out "$OUT/embed_reference.json" ;;
       scale) step scale embed_scale.log "$PY" benchmarks/embed_scale.py --device "$DEVICE" --threads "$THREADS" \
-          --sizes ${SIZES:-1000000} --units sp --train-seconds 30 --out "$OUT/embed_scale.json" ;;
+          --sizes ${SIZES:-1000000 10000000} --units sp --train-seconds 10 --out "$OUT/embed_scale.json" ;;
       *) echo "unknown part $part (embeddings, reference, scale)" ;;
     esac
   done

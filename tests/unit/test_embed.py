@@ -1,6 +1,7 @@
 import json
 
 import numpy as np
+import pyarrow.parquet as pq
 import pytest
 import torch
 
@@ -230,10 +231,17 @@ def test_id_store_buffers_cover_every_pair_once_and_pad_like_the_encoder(tmp_pat
     assert n == 30
     assert write_ids(model.vocabs, model.featurizers, source, tmp_path / "ids", chunk_pairs=4,
                      key={"k": ("a", 1)}) == 30
-    stamp = (tmp_path / "ids" / "ids.parquet").stat().st_mtime_ns
+    parts = sorted((tmp_path / "ids" / "parts").iterdir())
+    assert [p.name for p in parts] == [f"part-{k:06d}.parquet" for k in range(5)]  # a chunk each
+    assert [pq.ParquetFile(p).metadata.num_rows for p in parts] == [7, 7, 7, 7, 2]
+    assert [pq.ParquetFile(p).metadata.num_row_groups for p in parts] == [2, 2, 2, 2, 1]  # 4 + 3
+    stamp = [p.stat().st_mtime_ns for p in parts]
     assert write_ids(model.vocabs, model.featurizers, source, tmp_path / "ids", chunk_pairs=4,
                      key={"k": ("a", 1)}) == 30  # reused
-    assert (tmp_path / "ids" / "ids.parquet").stat().st_mtime_ns == stamp
+    assert [p.stat().st_mtime_ns for p in parts] == stamp
+    assert write_ids(model.vocabs, model.featurizers, source, tmp_path / "ids", chunk_pairs=4,
+                     key={"k": ("b", 1)}) == 30  # another key: written again
+    assert [p.stat().st_mtime_ns for p in parts] != stamp
     seen = []
     for buffer, order in epoch_buffers(tmp_path / "ids", ["trigram", "word"], seed=3, epoch=0,
                                        buffer_pairs=8):
@@ -399,6 +407,42 @@ def test_the_same_pairs_in_another_folder_train_a_byte_identical_model(tmp_path)
     assert outs[0] == outs[1]
 
 
+def test_an_old_id_store_is_rebuilt_and_a_failed_one_leaves_nothing(tmp_path, monkeypatch):
+    """An id store of the single-file layout is neither read nor reused; a store whose
+    writing fails leaves neither files nor a meta.json behind."""
+    import paramill.embed.featurise as featurise
+    from paramill.embed.data import PairSource, count_units, epoch_buffers, write_ids
+    from paramill.embed.model import build_from_counts, featurizers
+    from paramill.io import write_json
+
+    spec = ModelSpec(units="word", components=("word",), dim=4)
+    source = PairSource.from_pairs(PAIRS, batch_rows=4)
+    model = build_from_counts(spec, count_units(featurizers(spec), source)[0])
+    store = tmp_path / "ids"
+    store.mkdir()
+    (store / "ids.parquet").write_bytes(b"an older paramill's store")
+    write_json(store / "meta.json", {"key": {"k": 1}, "pairs": len(PAIRS), "chunk_pairs": 4,
+                                     "vocab_sizes": {u: len(v) for u, v in model.vocabs.items()}})
+    with pytest.raises(ValueError, match="another layout"):
+        next(epoch_buffers(store, ["word"], 0, 0, 8))
+    assert write_ids(model.vocabs, model.featurizers, source, store, 4, key={"k": 1}) == len(PAIRS)
+    assert sorted(p.name for p in store.iterdir()) == ["meta.json", "parts"]
+    assert sum(b.n for b, _ in epoch_buffers(store, ["word"], 0, 0, 8)) == len(PAIRS)
+
+    real, calls = featurise.ids_table, []
+
+    def dies_at_the_third_chunk(*args):
+        calls.append(1)
+        if len(calls) == 3:
+            raise RuntimeError("node lost")
+        return real(*args)
+
+    monkeypatch.setattr(featurise, "ids_table", dies_at_the_third_chunk)
+    with pytest.raises(RuntimeError, match="node lost"):
+        write_ids(model.vocabs, model.featurizers, source, store, 4, key={"k": 2})
+    assert list(store.iterdir()) == []  # the old store went first: nothing half-written stays
+
+
 @pytest.mark.parametrize("units", ["word", "sp"])
 def test_worker_processes_featurise_to_the_same_counts_and_store_bytes(tmp_path, units):
     """Counting and the id store over several chunks: two worker processes give what one
@@ -417,8 +461,8 @@ def test_worker_processes_featurise_to_the_same_counts_and_store_bytes(tmp_path,
     for workers in (1, 2):
         assert write_ids(model.vocabs, model.featurizers, source, tmp_path / f"ids{workers}",
                          chunk_pairs=5, key={"k": 1}, workers=workers) == len(pairs)
-    assert (tmp_path / "ids1" / "ids.parquet").read_bytes() == \
-        (tmp_path / "ids2" / "ids.parquet").read_bytes()
+    one, two = (sorted((tmp_path / f"ids{w}" / "parts").iterdir()) for w in (1, 2))
+    assert len(one) == 14 and [p.read_bytes() for p in one] == [p.read_bytes() for p in two]
 
 
 class _RecordingSentencePiece:

@@ -6,7 +6,8 @@
 2. :func:`count_units` counts every unit type's units over one pass; the vocabularies are
    built from the counts (memory: the distinct units, not the pairs).
 3. :func:`write_ids` turns each batch into unit ids once and stores them as Parquet
-   ``list<int32>`` columns ``<unit>_1``/``<unit>_2``, one row group per ``chunk_pairs`` pairs.
+   ``list<int32>`` columns ``<unit>_1``/``<unit>_2``, a file per batch (written by the worker
+   that featurised it), row groups of ``chunk_pairs`` pairs.
 4. :func:`epoch_buffers` reads the id store back for an epoch: the row groups in an order
    seeded by ``seed + epoch``, ``buffer_pairs`` pairs at a time, each buffer's pairs shuffled
    by a generator seeded from the epoch and the buffer's position. The order is a function
@@ -21,6 +22,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import shutil
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -35,9 +37,9 @@ import torch
 
 from paramill import formats
 from paramill.embed.features import Featurizer, Vocab
-from paramill.embed.featurise import chunk_counts, ids_table, ordered_map
-from paramill.io import (InputError, TableWriter, atomic_output, iter_parquet_batches, read_json,
-                         sha256_file, write_json)
+from paramill.embed.featurise import chunk_counts, ids_part, ordered_map, part_name
+from paramill.io import (InputError, atomic_output, iter_parquet_batches, read_json, sha256_file,
+                         write_json)
 
 
 @dataclass
@@ -86,15 +88,27 @@ class PairSource:
         on: the sample, never the corpus, reaches the trainer."""
         rows = self.rows()
         share = 1.0 if not rows else min(1.0, sample / (2 * rows))
-        for k, (s1, s2) in enumerate(self):
-            if share < 1.0:
-                keep = np.flatnonzero(np.random.default_rng([seed, k]).random(len(s1)) < share)
-                s1, s2 = [s1[i] for i in keep], [s2[i] for i in keep]
-            for a, b in zip(s1, s2):
+        for k, frame in enumerate(self._pair_frames()):
+            if share < 1.0:  # drawn before the texts become Python strings (most are not kept)
+                frame = frame.filter(np.random.default_rng([seed, k]).random(frame.height) < share)
+            for a, b in zip(frame["s1"].to_list(), frame["s2"].to_list()):
                 yield a
                 yield b
 
     def __iter__(self) -> Iterator[tuple[list[str], list[str]]]:
+        for frame in self._pair_frames():
+            yield frame["s1"].to_list(), frame["s2"].to_list()
+
+    def arrow_chunks(self) -> Iterator[tuple[pa.Array, pa.Array]]:
+        """The batches as Arrow arrays, what the trainer hands its featurising workers: they
+        pickle as buffers, where lists of Python strings cost the trainer 3 times as much
+        (to_list, then pickle), and the worker makes the strings."""
+        for frame in self._pair_frames():
+            yield frame["s1"].to_arrow(), frame["s2"].to_arrow()
+
+    def _pair_frames(self) -> Iterator[pl.DataFrame]:
+        """The pairs a batch at a time, as frames: empty sides (and identical pairs unless
+        kept) dropped, at most ``max_pairs``."""
         left = self.max_pairs or None
         for frame in self._frames():
             frame = frame.drop_nulls().filter((pl.col("s1").str.strip_chars() != "")
@@ -105,7 +119,7 @@ class PairSource:
                 frame = frame.head(left)
                 left -= frame.height
             if frame.height:
-                yield frame["s1"].to_list(), frame["s2"].to_list()
+                yield frame
             if left == 0:
                 return
 
@@ -168,7 +182,8 @@ def count_units(featurizers: dict[str, Featurizer], source: PairSource,
     counts: dict[str, Counter] = {unit: Counter() for unit in featurizers}
     by_id: dict[str, np.ndarray] = {}  # SentencePiece units: counts by piece id, summed
     n = 0
-    for found, size in ordered_map(chunk_counts, source, workers, context=(featurizers,)):
+    for found, size in ordered_map(chunk_counts, source.arrow_chunks(), workers,
+                                   context=(featurizers,)):
         n += size
         for unit, c in found.items():
             if isinstance(c, tuple):
@@ -183,41 +198,48 @@ def count_units(featurizers: dict[str, Featurizer], source: PairSource,
 def write_ids(vocabs: dict[str, Vocab], featurizers: dict[str, Featurizer], source: PairSource,
               store: str | Path, chunk_pairs: int = 10_000, key: dict | None = None,
               workers: int = 1) -> int:
-    """Write the id store (``ids.parquet`` + ``meta.json``) under ``store``; returns the pairs.
-    An existing store with the same ``key`` is reused. Chunks are featurised by ``workers``
-    processes (the same bytes whatever their number)."""
+    """Write the id store under ``store`` (``parts/part-NNNNNN.parquet``, one file a chunk of
+    the source, then ``meta.json``); returns the pairs. An existing store with the same ``key``
+    is reused. Chunks are featurised and written by ``workers`` processes (the same bytes
+    whatever their number): the trainer only reads the source and hands out chunks."""
     store = Path(store)
     key = json.loads(json.dumps(key))  # as it reads back (tuples become lists)
-    meta = {"key": key, "vocab_sizes": {u: len(v) for u, v in vocabs.items()},
+    meta = {"key": key, "layout": STORE_LAYOUT, "chunk_pairs": chunk_pairs,
+            "vocab_sizes": {u: len(v) for u, v in vocabs.items()},
             "vocab_digest": {u: hashlib.sha256("\n".join(v.units).encode()).hexdigest()
                              for u, v in vocabs.items()}}
     if (store / "meta.json").exists():
         old = read_json(store / "meta.json")
-        if {k: old.get(k) for k in meta} == meta:
+        if {k: old.get(k) for k in meta} == meta and (store / "parts").is_dir():
             return int(old["pairs"])
     units = sorted(vocabs)
     schema = pa.schema([pa.field(f"{u}_{side}", pa.list_(pa.int32())) for u in units for side in (1, 2)])
     store.mkdir(parents=True, exist_ok=True)
-    n = 0
-    with atomic_output(store / "ids.parquet", store / "meta.json") as (tmp_ids, tmp_meta):
-        writer = TableWriter(tmp_ids, schema)  # one row group a write
-        pending: list[pa.Table] = []
-        rows = 0
-        for table, _ in ordered_map(ids_table, source, workers,
-                                    context=({u: vocabs[u] for u in units}, featurizers, schema)):
-            pending.append(table)
-            rows += table.num_rows
-            n += table.num_rows
-            while rows >= chunk_pairs:  # whole row groups of chunk_pairs
-                whole = pa.concat_tables(pending)
-                writer.write(whole.slice(0, chunk_pairs))
-                rest = whole.slice(chunk_pairs)
-                pending, rows = ([rest] if rest.num_rows else []), rest.num_rows
-        if rows:
-            writer.write(pa.concat_tables(pending))
-        writer.close()
-        write_json(tmp_meta, {**meta, "pairs": n, "chunk_pairs": chunk_pairs})
-    return n
+    for stale in (store / "meta.json", store / "ids.parquet"):  # this layout's or an older one's
+        stale.unlink(missing_ok=True)
+    shutil.rmtree(store / "parts", ignore_errors=True)  # its disk is free before the new one
+    with atomic_output(store / "parts") as (tmp,):
+        tmp.mkdir()
+        chunks = ((s1, s2, k) for k, (s1, s2) in enumerate(source.arrow_chunks()))
+        context = ({u: vocabs[u] for u in units}, featurizers, schema, str(tmp), chunk_pairs)
+        rows = [r for r, _ in ordered_map(ids_part, chunks, workers, context=context)]
+    write_json(store / "meta.json", {**meta, "pairs": sum(rows), "parts": rows})
+    return sum(rows)
+
+
+#: what :func:`write_ids` writes (an id store of another layout is rebuilt, not read)
+STORE_LAYOUT = "parts-1"
+
+
+def _store_groups(store: Path) -> list[tuple[Path, int, int]]:
+    """Every row group of the id store, in order: (part file, its group, rows)."""
+    meta = read_json(store / "meta.json")
+    if meta.get("layout") != STORE_LAYOUT:
+        raise ValueError(f"{store}: an id store of another layout ({meta.get('layout')}); "
+                         "remove it and train again")
+    size = meta["chunk_pairs"]
+    return [(store / "parts" / part_name(k), g, min(size, rows - g * size))
+            for k, rows in enumerate(meta["parts"]) for g in range(-(-rows // size))]
 
 
 class Buffer:
@@ -298,15 +320,18 @@ def _scramble(ids: torch.Tensor, mask: np.ndarray, rate: float) -> torch.Tensor:
 
 def epoch_buffers(store: str | Path, units: list[str], seed: int, epoch: int,
                   buffer_pairs: int) -> Iterator[tuple[Buffer, np.ndarray]]:
-    """The buffers of one epoch, each with the shuffled order of its pairs."""
-    path = Path(store) / "ids.parquet"
-    parquet = pq.ParquetFile(path, pre_buffer=False)
-    groups = np.random.default_rng([seed, epoch]).permutation(parquet.num_row_groups)
-    per_group = max(1, parquet.metadata.row_group(0).num_rows) if parquet.num_row_groups else 1
+    """The buffers of one epoch, each with the shuffled order of its pairs: the store's row
+    groups in a seeded order, as many a buffer as make about ``buffer_pairs`` pairs."""
+    groups = _store_groups(Path(store))
+    order = np.random.default_rng([seed, epoch]).permutation(len(groups))
+    per_group = max(1, groups[0][2]) if groups else 1
     take = max(1, buffer_pairs // per_group)
     columns = [f"{u}_{side}" for u in units for side in (1, 2)]
-    for k, start in enumerate(range(0, len(groups), take)):
-        table = parquet.read_row_groups(sorted(groups[start:start + take].tolist()), columns=columns)
+    for k, start in enumerate(range(0, len(order), take)):
+        by_part: dict[Path, list[int]] = {}
+        for i in sorted(order[start:start + take].tolist()):
+            by_part.setdefault(groups[i][0], []).append(groups[i][1])
+        table = pa.concat_tables(pq.ParquetFile(path, pre_buffer=False).read_row_groups(g, columns=columns)
+                                 for path, g in by_part.items())
         buffer = Buffer(table, units)
-        order = np.random.default_rng([seed, epoch, k]).permutation(buffer.n)
-        yield buffer, order
+        yield buffer, np.random.default_rng([seed, epoch, k]).permutation(buffer.n)
