@@ -189,6 +189,14 @@ def test_conversion_bundles_the_subword_models(tiny):
         convert_mod.convert(tiny["root"] / "model.pt", *tiny["spm"], tiny["root"] / "x", "int3")
 
 
+def test_a_file_that_is_no_checkpoint_fails_conversion_and_leaves_nothing(spm_models, tmp_path):
+    bad = tmp_path / "model.pt"
+    bad.write_bytes(b"not a checkpoint")
+    with pytest.raises(RuntimeError, match=r"CTranslate2 conversion of .*model\.pt failed"):
+        convert_mod.convert(bad, *spm_models, tmp_path / "ct2")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["model.pt"]
+
+
 def test_int8_quantization_converts_and_translates(tiny, tmp_path):
     meta = convert_mod.convert(tiny["root"] / "model.pt", *tiny["spm"], tmp_path / "q", "int8")
     assert meta["quantization"] == "int8"
@@ -332,6 +340,45 @@ def test_subword_sampling_is_seeded_and_draws_from_the_nbest(spm_models):
     viterbi = tuple(sp.encode(text, out_type=str))
     assert draws(13, 50.0).count(viterbi) > 35  # a sharp alpha keeps the best segmentation
     assert all("".join(d).replace("▁", " ").strip() == text for d in draws(13, 0.1))
+
+
+def test_the_launcher_runs_tools_in_turn_each_from_a_fresh_seeding(monkeypatch):
+    """``build_vocab ... --then train ...`` in one process: each tool starts from the seeding
+    a process of its own would (the same draws), with its own arguments; a failing tool
+    stops the chain with its status."""
+    import random
+    import sys
+    import types
+
+    from paramill.nmt import launch
+
+    seen = []
+
+    def tool(name, status=0):
+        module = types.ModuleType(name)
+
+        def main():
+            seen.append((name, list(sys.argv), random.random()))
+            return status
+
+        module.main = main
+        monkeypatch.setitem(sys.modules, name, module)
+        return name
+
+    monkeypatch.setattr(launch, "seed_subword_sampling", lambda seed: None)
+    monkeypatch.setitem(launch.TOOLS, "build_vocab", tool("fake_vocab"))
+    monkeypatch.setitem(launch.TOOLS, "train", tool("fake_train"))
+    monkeypatch.setitem(launch.TOOLS, "translate", tool("fake_translate", status=3))
+    assert launch.main(["build_vocab", "13", "-config", "a.yaml", "-n_sample", "-1",
+                        "--then", "train", "-config", "a.yaml"]) == 0
+    (_, argv1, draw1), (_, argv2, draw2) = seen
+    assert argv1 == ["onmt_build_vocab", "-config", "a.yaml", "-n_sample", "-1"]
+    assert argv2 == ["onmt_train", "-config", "a.yaml"]
+    assert draw1 == draw2  # reseeded before the second tool
+    seen.clear()
+    assert launch.main(["translate", "13", "--then", "train"]) == 3 and len(seen) == 1
+    for bad in (["train"], ["train", "x"], ["train", "13", "--then"], ["train", "13", "--then", "rm"]):
+        assert launch.main(bad) == 2
 
 
 def test_training_twice_gives_the_same_model_bytes(tiny, monkeypatch, tmp_path):

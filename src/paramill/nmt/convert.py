@@ -9,10 +9,7 @@ CTranslate2 cannot use), so translation needs one path. A user's own CTranslate2
 from __future__ import annotations
 
 import json
-import os
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -33,14 +30,16 @@ def convert(checkpoint: str | Path, src_spm: str | Path, tgt_spm: str | Path, ou
     run = Run(rule=rule, params={"quantization": quantization}, inputs=[checkpoint, src_spm, tgt_spm])
     with output_job(run, out_dir) as job:
         (tmp,) = job.paths
-        # CTranslate2's converter, run by this interpreter (its console script need not exist)
-        cmd = [sys.executable, "-m", "ctranslate2.converters.opennmt_py", "--model_path", str(checkpoint), "--output_dir", str(tmp), "--unsafe_deserialization"]
-        if quantization:
-            cmd += ["--quantization", quantization]
-        env = {**os.environ, "TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD": "1"}
-        proc = subprocess.run(cmd, env=env, capture_output=True, text=True)
-        if proc.returncode != 0:
-            raise RuntimeError(f"CTranslate2 conversion of {checkpoint} failed:\n{proc.stderr[-3000:]}")
+        # CTranslate2's converter, in this process: a process of its own started Python and
+        # torch again (about 3 s of CPU a model)
+        from ctranslate2.converters import OpenNMTPyConverter
+
+        try:
+            OpenNMTPyConverter(str(checkpoint), unsafe_deserialization=True).convert(
+                str(tmp), quantization=quantization)
+        except Exception as exc:
+            raise RuntimeError(f"CTranslate2 conversion of {checkpoint} failed: "
+                               f"{type(exc).__name__}: {exc}") from exc
         strip_checkpoint(checkpoint, tmp / CHECKPOINT)
         shutil.copyfile(src_spm, tmp / SOURCE_SPM)
         shutil.copyfile(tgt_spm, tmp / TARGET_SPM)

@@ -12,6 +12,9 @@ segmentations drawn with probability proportional to P(x)^alpha, from a generato
 with SEED (``nbest_size`` -1, the whole lattice in SentencePiece, becomes the
 :data:`LATTICE_NBEST` best). Inference and the target side keep Viterbi segmentation.
 Then it runs the tool's own ``main`` in this process. TOOL is ``build_vocab``, ``train`` or ``translate`` (benchmarks compare with OpenNMT-py's own translator).
+``--then TOOL ARGS...`` runs a further tool in the same process, each from a fresh seeding
+(so ``build_vocab ... --then train ...`` trains the model two processes would, and Python,
+torch and OpenNMT-py start once: about 3 s of CPU less a model).
 OpenNMT-py is imported through :func:`paramill.nmt.onmt_import.import_onmt`, so spaCy, fastText
 and pyahocorasick (imported by transforms paramill never uses) need not be installed.
 """
@@ -38,7 +41,7 @@ def sample_segmentation(sp: Any, text: str, nbest_size: int, alpha: float, rng: 
     candidates = sp.nbest_encode(text, nbest_size=size, out_type=int)
     if len(candidates) <= 1:
         return sp.encode(text, out_type=str)
-    logp = [alpha * sum(scores[i] for i in ids) for ids in candidates]
+    logp = [alpha * sum(map(scores.__getitem__, ids)) for ids in candidates]
     top = max(logp)
     weights = [math.exp(v - top) for v in logp]
     chosen = rng.choices(range(len(candidates)), weights=weights)[0]
@@ -73,19 +76,45 @@ def seed_subword_sampling(seed: int) -> None:
     SentencePieceTransform.tokenize_string = tokenize_string
 
 
+THEN = "--then"
+
+
+def _tools(argv: list[str]) -> list[tuple[str, list[str]]] | None:
+    """``TOOL SEED ARGS... [--then TOOL ARGS...]...`` -> the seed and each (tool, args);
+    None where the line is not of that form."""
+    if len(argv) < 2 or not argv[1].lstrip("-").isdigit():
+        return None
+    steps, current = [], [argv[0]]
+    for word in argv[2:]:
+        if word == THEN:
+            steps.append(current)
+            current = []
+        else:
+            current.append(word)
+    steps.append(current)
+    if any(not step or step[0] not in TOOLS for step in steps):
+        return None
+    return [(step[0], step[1:]) for step in steps]
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
-    if len(argv) < 2 or argv[0] not in TOOLS or not argv[1].lstrip("-").isdigit():
-        print(f"usage: python -m paramill.nmt.launch {{{','.join(TOOLS)}}} SEED ARGS...", file=sys.stderr)
+    steps = _tools(argv)
+    if steps is None:
+        print(f"usage: python -m paramill.nmt.launch {{{','.join(TOOLS)}}} SEED ARGS... "
+              f"[{THEN} TOOL ARGS...]", file=sys.stderr)
         return 2
-    tool, seed, rest = argv[0], int(argv[1]), argv[2:]
+    seed = int(argv[1])
     from paramill.device import deterministic
 
-    deterministic(seed)
-    seed_subword_sampling(seed)
-    sys.argv = [f"onmt_{tool}", *rest]
-    result = importlib.import_module(TOOLS[tool]).main()
-    return int(result or 0)
+    for tool, rest in steps:
+        deterministic(seed)  # each tool from the state a process of its own would start in
+        seed_subword_sampling(seed)
+        sys.argv = [f"onmt_{tool}", *rest]
+        result = int(importlib.import_module(TOOLS[tool]).main() or 0)
+        if result:
+            return result
+    return 0
 
 
 if __name__ == "__main__":  # pragma: no cover - run as a module by paramill.nmt.train

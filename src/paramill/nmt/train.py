@@ -30,6 +30,7 @@ from paramill import device
 from paramill.io import sha256_file
 from paramill.job import output_job
 from paramill.nmt.data import FILES
+from paramill.nmt.launch import THEN
 from paramill.provenance import Run
 from paramill.settings import Settings, setting
 
@@ -242,16 +243,19 @@ def train(direction: str, data_dir: str | Path, src_spm: str | Path, tgt_spm: st
     env = {**os.environ, "TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD": "1"}
     run = Run(rule=rule, params={**params, "gpus": gpus},
               inputs=[data_dir, src_spm, tgt_spm])
+    # the vocabulary (where missing) and the training run in one launcher process
+    cmd: list[str] = []
     if not (work / "vocab.src").exists() or not (work / "vocab.tgt").exists():
-        _run([*_tool("build_vocab", train.seed), "-config", cfg_path.name, "-n_sample", "-1"], env,
-             work)
+        cmd = [*_tool("build_vocab", train.seed), "-config", cfg_path.name, "-n_sample", "-1"]
     done = checkpoints(work)
     figures: dict[str, float] = {}
     if not done or done[-1][0] < train.train_steps:
-        cmd = [*_tool("train", train.seed), "-config", cfg_path.name]
+        more = ["-config", cfg_path.name]
         if done:
             print(f"nmt train {direction}: resuming from step {done[-1][0]}", file=sys.stderr)
-            cmd += ["-train_from", done[-1][1].name]
+            more += ["-train_from", done[-1][1].name]
+        cmd = [*cmd, THEN, "train", *more] if cmd else [*_tool("train", train.seed), *more]
+    if cmd:
         figures = _run(cmd, env, work)
     step, final = checkpoints(work)[-1]
     with output_job(run, out_model) as job:
