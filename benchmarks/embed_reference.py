@@ -194,6 +194,20 @@ def train_paramill(args, tmp: Path, data: Path, sts: list, init_std: float) -> d
     return ours
 
 
+def stage(report: dict, out: str | None, key: str, figures: dict | None) -> None:
+    """One side's figures as soon as they are measured: a line on stderr, and the report so
+    far in ``--out`` (``"complete": false``), so a run cut off by a time limit still says
+    what it measured."""
+    report[key] = figures
+    print(f"{key}: {json.dumps(figures)}", file=sys.stderr, flush=True)
+    if out:
+        path = Path(out)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(path.name + ".part")
+        tmp.write_text(json.dumps({**report, "complete": False}, indent=2) + "\n")
+        tmp.replace(path)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--reference", required=True,
@@ -281,11 +295,13 @@ def main() -> None:
                 weights = checkpoint["state_dict"]["embedding.weight"].numpy()
                 reference["sts_benchmark_dev"] = sts_scores(
                     averager(weights, checkpoint["vocab"], splitter(ref_sp)), sts)
+            stage(report, args.out, "reference_run", reference)
         # paramill, same data file: its default initialisation, and (WORD) the reference's
         ours = train_paramill(args, tmp, data, sts, 0.1)
+        stage(report, args.out, "paramill_run", ours)
         if args.model == "word":
-            same_init = train_paramill(args, tmp, data, sts, 1.0)
-            report["paramill_run_with_the_reference_init"] = same_init
+            stage(report, args.out, "paramill_run_with_the_reference_init",
+                  train_paramill(args, tmp, data, sts, 1.0))
     report["reference_run"] = reference
     report["paramill_run"] = ours
     if reference:
@@ -295,6 +311,7 @@ def main() -> None:
         report["sts_dev_pearson_difference"] = round(ours["sts_benchmark_dev"]["pearson"] - ref_pearson, 2)
         same = report["paramill_run_with_the_reference_init"]["sts_benchmark_dev"]["pearson"]
         report["sts_dev_pearson_difference_with_the_reference_init"] = round(same - ref_pearson, 2)
+    report["complete"] = True
     emit(report, args.out)
 
 
