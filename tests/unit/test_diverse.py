@@ -85,3 +85,20 @@ def test_kmedoids_furthest_first_and_degenerate_cases():
 def test_bag_iou():
     assert bag_iou(["a", "b", "b"], ["b", "b", "c"]) == pytest.approx(2 / 4)
     assert bag_iou([], []) == 1.0
+
+
+def test_bleu_on_pieces_scores_without_the_tokenised_period_warning(caplog):
+    import logging
+
+    import sacrebleu
+
+    from paramill.nmt.diversity import _bleu
+
+    hyps = [["▁the", "▁dog", "▁runs", "."]] * 60 + [["▁a", "▁cat", "▁sleeps", "."]] * 60
+    refs = [["▁the", "▁dog", "▁ran", "."]] * 60 + [["▁a", "▁cat", "▁sleeps", "."]] * 60
+    with caplog.at_level(logging.WARNING, logger="sacrebleu"):
+        score = _bleu(hyps, refs)
+    assert caplog.records == []
+    plain = sacrebleu.corpus_bleu([" ".join(h) for h in hyps], [[" ".join(r) for r in refs]],
+                                  tokenize="none").score / 100.0
+    assert score == plain and 0.3 < score < 1.0
