@@ -349,6 +349,7 @@ def test_the_launcher_runs_tools_in_turn_each_from_a_fresh_seeding(monkeypatch):
     import random
     import sys
     import types
+    import warnings
 
     from paramill.nmt import launch
 
@@ -359,6 +360,10 @@ def test_the_launcher_runs_tools_in_turn_each_from_a_fresh_seeding(monkeypatch):
 
         def main():
             seen.append((name, list(sys.argv), random.random()))
+            with warnings.catch_warnings(record=True) as caught:  # under the launcher's filters
+                warnings.warn("`torch.cuda.amp.custom_fwd(args...)` is deprecated.", FutureWarning)
+                warnings.warn("a warning of the tool's own", FutureWarning)
+            assert [str(w.message) for w in caught] == ["a warning of the tool's own"]
             return status
 
         module.main = main

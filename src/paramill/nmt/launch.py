@@ -25,6 +25,7 @@ import importlib
 import math
 import random
 import sys
+import warnings
 from typing import Any
 
 TOOLS = {"build_vocab": "onmt.bin.build_vocab", "train": "onmt.bin.train",
@@ -105,6 +106,9 @@ def main(argv: list[str] | None = None) -> int:
               f"[{THEN} TOOL ARGS...]", file=sys.stderr)
         return 2
     seed = int(argv[1])
+    # OpenNMT-py 3.5.1 decorates its modules with torch.cuda.amp's deprecated functions:
+    # thirteen lines of FutureWarning in every training log, about nothing a user can change
+    warnings.filterwarnings("ignore", message=r"`torch\.cuda\.amp\.", category=FutureWarning)
     from paramill.device import deterministic
 
     for tool, rest in steps:
