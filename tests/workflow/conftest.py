@@ -131,8 +131,7 @@ def digests(root: Path, work: str = "work", results: str = "results") -> dict[st
 @dataclass(frozen=True)
 class TinyRun:
     """The tiny default DAG, run once a session. The incremental tests go on to change
-    ``root``; the others use the digests taken right after the run (the SLURM test also
-    the names of the NMT data files, which no change renames)."""
+    ``root``; the reproducibility test uses the digests taken right after the run."""
 
     root: Path
     digests: dict[str, str]
