@@ -386,6 +386,17 @@ def test_the_launcher_runs_tools_in_turn_each_from_a_fresh_seeding(monkeypatch):
         assert launch.main(bad) == 2
 
 
+def test_a_failing_opennmt_run_names_its_tools(tmp_path):
+    import sys
+
+    from paramill.nmt.train import _run
+
+    cmd = [sys.executable, "-m", "paramill.nmt.launch", "build_vocab", "13", "-config",
+           "missing.yaml", "--then", "train", "-config", "missing.yaml"]
+    with pytest.raises(RuntimeError, match=r"OpenNMT-py build_vocab then train failed with exit status [1-9]"):
+        _run(cmd, dict(os.environ), tmp_path)
+
+
 def test_training_twice_gives_the_same_model_bytes(tiny, monkeypatch, tmp_path):
     import hashlib
     import shutil

@@ -81,8 +81,8 @@ THEN = "--then"
 
 
 def _tools(argv: list[str]) -> list[tuple[str, list[str]]] | None:
-    """``TOOL SEED ARGS... [--then TOOL ARGS...]...`` -> the seed and each (tool, args);
-    None where the line is not of that form."""
+    """``TOOL SEED ARGS... [--then TOOL ARGS...]...`` -> each (tool, args); None where the
+    line is not of that form."""
     if len(argv) < 2 or not argv[1].lstrip("-").isdigit():
         return None
     steps, current = [], [argv[0]]

@@ -30,7 +30,7 @@ from paramill import device
 from paramill.io import sha256_file
 from paramill.job import output_job
 from paramill.nmt.data import FILES
-from paramill.nmt.launch import THEN
+from paramill.nmt.launch import THEN, TOOLS
 from paramill.provenance import Run
 from paramill.settings import Settings, setting
 
@@ -214,7 +214,9 @@ def _run(cmd: list[str], env: dict[str, str], cwd: Path) -> dict[str, float]:
         if m := _VALID.search(line):
             figures[f"valid_{m.group(1)}"] = float(m.group(2))
     if proc.wait() != 0:
-        raise RuntimeError(f"{' '.join(cmd[:5])} failed with exit status {proc.returncode}")
+        tools = [w for i, w in enumerate(cmd) if w in TOOLS and (i == 3 or cmd[i - 1] == THEN)]
+        raise RuntimeError(f"OpenNMT-py {' then '.join(tools)} failed with exit status "
+                           f"{proc.returncode} (its output is above)")
     return figures
 
 
