@@ -80,7 +80,7 @@ def seed_subword_sampling(seed: int) -> None:
 THEN = "--then"
 
 
-def _tools(argv: list[str]) -> list[tuple[str, list[str]]] | None:
+def parse_steps(argv: list[str]) -> list[tuple[str, list[str]]] | None:
     """``TOOL SEED ARGS... [--then TOOL ARGS...]...`` -> each (tool, args); None where the
     line is not of that form."""
     if len(argv) < 2 or not argv[1].lstrip("-").isdigit():
@@ -100,7 +100,7 @@ def _tools(argv: list[str]) -> list[tuple[str, list[str]]] | None:
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
-    steps = _tools(argv)
+    steps = parse_steps(argv)
     if steps is None:
         print(f"usage: python -m paramill.nmt.launch {{{','.join(TOOLS)}}} SEED ARGS... "
               f"[{THEN} TOOL ARGS...]", file=sys.stderr)

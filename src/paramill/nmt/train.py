@@ -30,7 +30,7 @@ from paramill import device
 from paramill.io import sha256_file
 from paramill.job import output_job
 from paramill.nmt.data import FILES
-from paramill.nmt.launch import THEN, TOOLS
+from paramill.nmt.launch import THEN, parse_steps
 from paramill.provenance import Run
 from paramill.settings import Settings, setting
 
@@ -177,10 +177,13 @@ def checkpoints(work: Path) -> list[tuple[int, Path]]:
     return sorted(found)
 
 
+LAUNCHER = "paramill.nmt.launch"
+
+
 def _tool(name: str, seed: int) -> list[str]:
     """The command that runs OpenNMT-py's ``name`` (build_vocab, train) with every random
     generator seeded and deterministic algorithms (:mod:`paramill.nmt.launch`)."""
-    return [sys.executable, "-m", "paramill.nmt.launch", name, str(seed)]
+    return [sys.executable, "-m", LAUNCHER, name, str(seed)]
 
 
 #: the inputs as OpenNMT-py sees them: links in its working folder with plain names
@@ -214,9 +217,9 @@ def _run(cmd: list[str], env: dict[str, str], cwd: Path) -> dict[str, float]:
         if m := _VALID.search(line):
             figures[f"valid_{m.group(1)}"] = float(m.group(2))
     if proc.wait() != 0:
-        tools = [w for i, w in enumerate(cmd) if w in TOOLS and (i == 3 or cmd[i - 1] == THEN)]
-        raise RuntimeError(f"OpenNMT-py {' then '.join(tools)} failed with exit status "
-                           f"{proc.returncode} (its output is above)")
+        tools = " then ".join(tool for tool, _ in parse_steps(cmd[cmd.index(LAUNCHER) + 1:]) or [])
+        raise RuntimeError(f"OpenNMT-py {tools} failed with exit status {proc.returncode} "
+                           "(its output is above)")
     return figures
 
 
