@@ -75,3 +75,19 @@ def test_unusable_input_leaves_no_output_at_all(write_file, tmp_path, case):
     with pytest.raises(InputError):
         ingest(spec, out, IngestSettings(shard_size=100, batch_rows=100))
     assert os.listdir(tmp_path / "work") == []
+
+
+def test_a_corpus_of_which_no_line_can_be_read_is_an_error_not_an_empty_corpus(write_file, tmp_path):
+    """A wrong ``format`` (a four-column CzEng 1.x file read as two-column TSV) rejects every
+    line: the stage stops with the file, the first line and the reasons, and writes nothing.
+    One readable line is enough for the rest to be data: they go to the rejected table."""
+    path = write_file("c.tsv", ["1\t1\tVěta.\tA sentence.", "2\t1\tDalší.\tAnother.", b"\xff"])
+    spec = CorpusSpec.from_dict("c", {"format": "tsv", "path": str(path)})
+    with pytest.raises(InputError) as caught:
+        ingest(spec, tmp_path / "out")
+    assert str(caught.value).startswith(f"{path}:1: no line could be read as a tsv bitext corpus "
+                                        "(column_count 2, invalid_utf8 1); this one: expected 2")
+    assert "Check the corpus's format, columns and header" in str(caught.value)
+    assert not (tmp_path / "out").exists() and not list(tmp_path.glob(".out*"))
+    stats = ingest(CorpusSpec.from_dict("c", {"format": "czeng1", "path": str(path)}), tmp_path / "ok")
+    assert stats["rows_out"] == 2 and stats["rejected"] == {"invalid_utf8": 1}

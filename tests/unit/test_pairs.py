@@ -186,6 +186,25 @@ def test_a_bad_file_leaves_nothing_behind(write_file, tmp_path):
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".m")]
 
 
+def test_no_readable_line_is_an_error_but_rejected_content_is_not(write_file, tmp_path):
+    """Every line unreadable (a Twitter URL file read as two-column TSV) stops the stage with
+    the file and line; a file whose every pair is read but labelled a non-paraphrase is data."""
+    lines = ["A b.\tC d.\t(0,6)\thttp://t.co/x", "E f.\tG h.\t(1,6)\thttp://t.co/y"]
+    path = write_file("tw.txt", lines)
+    with pytest.raises(InputError, match=r"tw.txt:1: no line could be read as a tsv pair corpus "
+                                         r"\(column_count 2\); this one: expected 2 tab-separated "
+                                         r"columns, found 4\. Check the corpus's format"):
+        _ingest(tmp_path, "t", {"format": "tsv", "path": str(path)})
+    assert not (tmp_path / "t").exists()
+    stats = _ingest(tmp_path, "u", {"format": "twitter-url", "path": str(path)})
+    assert stats["kept"] == 0 and stats["rejected"] == {"not_paraphrase": 2}
+    ref, hyp = write_file("ref.en", ["One .", "Two ."]), write_file("hyp.en", [b"\xff", b"\xfe"])
+    with pytest.raises(InputError, match=r"hyp.en:1: no line could be read as a references pair "
+                                         r"corpus \(invalid_utf8 2\)"):
+        _ingest(tmp_path, "r", {"format": "references", "reference": str(ref),
+                                "hypotheses": {"s": str(hyp)}})
+
+
 def test_stats_gather_counts_per_method(write_file, tmp_path):
     ref = write_file("ref.en", ["One .", "Two ."])
     a = write_file("hyp.a.en", ["Uno .", "Dos ."])
@@ -278,8 +297,9 @@ def test_scores_are_plain_ascii_decimals(write_file, score):
                                           ("(٣, 6)", "bad_votes"), ("(3,6)", "debatable"),
                                           ("( 5 , 6 )", None)])
 def test_twitter_url_votes_are_checked_not_divided_by_zero(write_file, votes, reason):
-    path = write_file("u.tsv", [f"one two three\tfour five six\t{votes}\thttp://x"])
-    (got,) = list(read("twitter-url", path=str(path), keep="all"))
+    path = write_file("u.tsv", [f"one two three\tfour five six\t{votes}\thttp://x",
+                                "seven\teight\t(1,6)\thttp://x"])  # a file with one readable line
+    got, _ = list(read("twitter-url", path=str(path), keep="all"))
     assert got.reason == reason
     if reason is None:
         assert got.score == 5 / 6 and got.label == 1

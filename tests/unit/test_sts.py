@@ -180,3 +180,15 @@ def test_gold_scores_are_plain_decimals_others_skipped_and_counted():
     for score in ("3.5", " 4 ", "1_0", "٣", "５", "nan", "inf", ""):
         data.add("a b", "c d", score)
     assert data.gold == [3.5, 4.0] and data.skipped == 6
+
+
+def test_a_set_without_one_scored_pair_is_an_error_naming_it(tmp_path):
+    """Columns in another order (s1, s2, score read as score, s1, s2) skip every line: the
+    evaluation stops naming the file instead of reporting a set of no pairs."""
+    path = tmp_path / "sts.tsv"
+    path.write_text("A man sings.\tA man is singing.\t4.8\nA dog.\tA cat.\t0.5\n")
+    with pytest.raises(InputError, match=r"sts.tsv: no pair with a gold score could be read as "
+                                         r"tsv \(2 skipped\); check the set's format"):
+        read("x", 2012, "tsv", path)
+    path.write_text("4.8\tA man sings.\tA man is singing.\n")
+    assert read("x", 2012, "tsv", path).gold == [4.8]

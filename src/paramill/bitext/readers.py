@@ -54,5 +54,7 @@ class CorpusSpec:
 
 
 def read_corpus(spec: CorpusSpec, max_line_bytes: int = 65536) -> Iterator[BitextPair]:
-    """The corpus's rows, read by its layout."""
-    return formats.reader(USE, spec.format)(spec.layout, max_line_bytes)
+    """The corpus's rows, read by its layout; an error when not one line could be read
+    (:func:`paramill.formats.some_readable`)."""
+    return formats.some_readable(formats.reader(USE, spec.format)(spec.layout, max_line_bytes),
+                                 spec.source_file, f"a {spec.format} bitext corpus")

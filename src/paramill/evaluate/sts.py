@@ -24,8 +24,9 @@ from paramill.io import InputError
 USE = "sts"
 #: longest line read (an STS pair is a few hundred bytes)
 MAX_LINE_BYTES = 65536
-#: what makes a line unreadable (an error); any other bad line is a pair without a score
-UNREADABLE = ("invalid_utf8", "line_too_long")
+#: the bad lines an STS set may not have (an error: a gold set is curated, and a broken byte
+#: means the wrong file); any other bad line is a pair without a score, skipped and counted
+BROKEN = ("invalid_utf8", "line_too_long")
 
 
 @dataclass
@@ -48,15 +49,20 @@ class StsData:
 
 
 def read(name: str, year: str | int, fmt: str, path: str | Path) -> StsData:
-    """Read one dataset in layout ``fmt``."""
+    """Read one dataset in layout ``fmt``: a broken line (:data:`BROKEN`), or a set without
+    one pair with a gold score, is an :class:`~paramill.io.InputError`."""
     data = StsData(name, str(year))
     for row in formats.reader(USE, fmt)(str(path), MAX_LINE_BYTES):
         if isinstance(row, Bad):
-            if row.reason in UNREADABLE:
+            if row.reason in BROKEN:
                 raise InputError(path, row.line_no, row.detail)
             data.skipped += 1  # no usable gold score: skipped and counted, as elsewhere
         else:
             data.add(row.s1, row.s2, row.score)
+    if not data.gold:  # every line skipped: columns in another order, or not an STS set
+        raise InputError(path, None, f"no pair with a gold score could be read as {fmt} "
+                         f"({data.skipped} skipped); check the set's format (tsv is score, s1, "
+                         "s2 a line)")
     return data
 
 

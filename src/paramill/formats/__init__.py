@@ -34,7 +34,8 @@ import importlib.metadata
 import json
 import pkgutil
 import typing
-from collections.abc import Callable, Iterator
+from collections import Counter
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
@@ -241,6 +242,41 @@ def collect_labelled(rows: Iterator[Labelled | Bad], path: str | Path
         pairs.append((row.s1, row.s2))
         labels.append(row.label)
     return pairs, labels, dropped
+
+
+#: the reasons a reader gives a line it could not parse at all (as opposed to a judgement on
+#: a parsed row's content, such as a Twitter URL pair's ``not_paraphrase`` label)
+UNREADABLE = frozenset({"invalid_utf8", "line_too_long", "column_count", "not_json",
+                        "bad_score", "bad_label", "bad_votes"})
+
+
+def some_readable(rows: Iterable[Any], path: str, what: str,
+                  hint: str = "Check the corpus's format, columns and header") -> Iterator[Any]:
+    """``rows`` (a reader's: a row whose ``reason`` is set carries ``line_no`` and ``detail``,
+    as :class:`Bad` does) passed on; when the reader ends and every one of them was
+    :data:`UNREADABLE`, an :class:`~paramill.io.InputError` naming ``path`` (or the row's
+    ``source_file``), the first such line, the reasons and ``hint``.
+
+    Some bad lines are data (they go to the rejected table); none readable is a wrong
+    ``format``, ``columns`` or ``header`` (a four-column file read as two), or not this
+    kind of file at all: the stage fails (its outputs were never renamed into place)
+    instead of writing an empty corpus."""
+    reasons: Counter[str] = Counter()
+    first = None
+    for row in rows:
+        reason = getattr(row, "reason", None)
+        if reason not in UNREADABLE:
+            yield row
+            yield from rows
+            return
+        reasons[reason] += 1
+        first = first or row
+        yield row
+    if first is not None:
+        counts = ", ".join(f"{r} {n}" for r, n in reasons.most_common())
+        raise InputError(getattr(first, "source_file", None) or path, first.line_no,
+                         f"no line could be read as {what} ({counts}); this one: {first.detail}. "
+                         + hint)
 
 
 # -- the registry --------------------------------------------------------------

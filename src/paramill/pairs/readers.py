@@ -63,6 +63,8 @@ class PairCorpusSpec:
 def read_pairs(spec: PairCorpusSpec, max_line_bytes: int = 65536,
                batch_rows: int = 50000) -> Iterator[Candidate]:
     """The corpus's candidates, read by its layout (``method``: the corpus's, else the
-    layout's name as configured)."""
-    return formats.reader(USE, spec.format)(spec.layout, spec.method or spec.format,
-                                             max_line_bytes, batch_rows)
+    layout's name as configured); an error when not one line could be read
+    (:func:`paramill.formats.some_readable`)."""
+    rows = formats.reader(USE, spec.format)(spec.layout, spec.method or spec.format,
+                                            max_line_bytes, batch_rows)
+    return formats.some_readable(rows, ";".join(spec.files), f"a {spec.format} pair corpus")

@@ -11,7 +11,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from paramill.formats import Bad, json_lines
+from paramill.formats import Bad, json_lines, some_readable
 
 #: The normalised tweet table (DESIGN.md).
 TWEETS = pa.schema([
@@ -215,12 +215,14 @@ def read_archive(paths: Iterable[str | Path], bad: list[dict[str, Any]] | None =
     """Tweets from JSONL files (plain or compressed) of v1.1/v2 objects or v2 pages.
 
     A line that is not JSON (or not UTF-8, or over 16 MiB) or not a tweet becomes a rejected
-    row in ``bad`` (given or not, it never stops the replay); a file that cannot be read
-    raises InputError.
+    row in ``bad`` (given or not, it never stops the replay); a file that cannot be read, or
+    of which not one line is JSON, raises InputError.
     """
     bad = bad if bad is not None else []
     for path in paths:
-        for item in json_lines(path, MAX_ARCHIVE_LINE_BYTES):
+        lines = json_lines(path, MAX_ARCHIVE_LINE_BYTES)
+        for item in some_readable(lines, str(path), "JSON", "An archive holds a v1.1 or v2 "
+                                  "tweet object, or a v2 response page, a line (JSONL)"):
             if isinstance(item, Bad):  # not JSON, not UTF-8, or longer than the limit
                 bad.append(rejected(str(path), item.line_no, item.reason, item.detail, item.text))
                 continue
