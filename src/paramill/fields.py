@@ -51,11 +51,12 @@ def integer(value: Any) -> int | None:
 
 
 def label(value: Any) -> int | None:
-    """A binary label: 1/0, true/false (any case), a boolean, or the integers 0 and 1."""
+    """A binary label: 1/0, true/false (any case), a boolean, the integers 0 and 1, or the
+    floats 0.0 and 1.0 (a label column pandas turned to float64 for its missing values)."""
     if isinstance(value, bool):
         return int(value)
-    if isinstance(value, int):
-        return value if value in (0, 1) else None
+    if isinstance(value, (int, float)):
+        return int(value) if value in (0, 1) else None
     if isinstance(value, str):
         return _LABELS.get(value.strip(_BLANK).lower())
     return None

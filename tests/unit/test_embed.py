@@ -106,6 +106,26 @@ def test_read_pairs_from_candidates_tsv_and_s1s2(tmp_path):
     assert read_pairs([tmp_path / "c.parquet"], max_pairs=1) == [("x", "x1")]
 
 
+def test_parquet_pairs_must_be_text_and_a_dictionary_of_strings_is(tmp_path):
+    """Numbers or bytes in s1/s2 stop training with the file and column (they reached
+    polars' string functions as a traceback); a categorical column is read as its text."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    pq.write_table(pa.table({"s1": [1, 2], "s2": ["a", "b"]}), tmp_path / "n.parquet")
+    with pytest.raises(InputError, match=r"n.parquet: column s1 holds int64, not text"):
+        read_pairs([tmp_path / "n.parquet"])
+    pq.write_table(pa.table({"en_ref": ["x"], "candidate": pa.array([b"y"])}), tmp_path / "b.parquet")
+    with pytest.raises(InputError, match=r"b.parquet: column candidate holds binary, not text"):
+        read_pairs([tmp_path / "b.parquet"])
+    pq.write_table(pa.table({"s2": ["a"], "t": ["b"]}), tmp_path / "none.parquet")
+    with pytest.raises(InputError, match=r"none.parquet: needs columns s1/s2 or en_ref/candidate"):
+        read_pairs([tmp_path / "none.parquet"])
+    pq.write_table(pa.table({"s1": pa.array(["u", "w"]).dictionary_encode(),
+                             "s2": pa.array(["v", "u"]).dictionary_encode()}), tmp_path / "d.parquet")
+    assert read_pairs([tmp_path / "d.parquet"]) == [("u", "v"), ("w", "u")]
+
+
 PAIRS = [("The man reads a book.", "A man is reading a book."),
          ("The woman buys bread.", "The lady purchases bread."),
          ("Our neighbour sells an old car.", "Our neighbor is selling an old car."),

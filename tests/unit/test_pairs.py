@@ -270,6 +270,11 @@ def test_parquet_labels_are_parsed_strictly(tmp_path):
     flags = tmp_path / "b.parquet"
     pq.write_table(pa.table({"s1": ["a", "b"], "s2": ["x", "y"], "label": [True, False]}), flags)
     assert [c.label for c in read("parquet", path=str(flags))] == [1, 0]
+    floats = tmp_path / "f.parquet"  # pandas makes a label column with gaps float64
+    pq.write_table(pa.table({"s1": ["a", "b", "c", "d"], "s2": ["w", "x", "y", "z"],
+                             "label": [1.0, 0.0, 0.5, None]}), floats)
+    assert [(c.label, c.reason) for c in read("parquet", path=str(floats))] == [
+        (1, None), (0, None), (None, "bad_label"), (None, None)]
 
 
 def test_parquet_text_and_score_columns_are_checked(tmp_path):
@@ -277,6 +282,15 @@ def test_parquet_text_and_score_columns_are_checked(tmp_path):
     pq.write_table(pa.table({"s1": [1, 2], "s2": ["x", "y"]}), numbers)
     with pytest.raises(InputError, match=r"n.parquet: column s1 holds int64, not text"):
         list(read("parquet", path=str(numbers)))
+    raw = tmp_path / "b.parquet"
+    pq.write_table(pa.table({"s1": ["a"], "s2": pa.array([b"x"])}), raw)
+    with pytest.raises(InputError, match=r"b.parquet: column s2 holds binary, not text"):
+        list(read("parquet", path=str(raw)))
+    categories = tmp_path / "c.parquet"  # pandas' category, polars' Categorical: text
+    pq.write_table(pa.table({"s1": pa.array(["a b", "c d"]).dictionary_encode(),
+                             "s2": pa.array(["b a", "d c"], pa.large_string())}), categories)
+    assert [(c.en_ref, c.candidate) for c in read("parquet", path=str(categories))] == [
+        ("a b", "b a"), ("c d", "d c")]
     scores = tmp_path / "s.parquet"
     pq.write_table(pa.table({"s1": ["a", "b", "c", "d"], "s2": ["w", "x", "y", "z"],
                              "score": ["0.5", "high", "1_0", "nan"]}), scores)

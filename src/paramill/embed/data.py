@@ -36,6 +36,7 @@ import pyarrow.parquet as pq
 import torch
 
 from paramill import formats
+from paramill.formats import parquet
 from paramill.embed.features import Featurizer, Vocab
 from paramill.embed.featurise import chunk_counts, ids_part, ordered_map, part_name
 from paramill.io import (InputError, atomic_output, iter_parquet_batches, read_json, sha256_file,
@@ -138,13 +139,17 @@ class PairSource:
 
 
 def _parquet_frames(path: str, batch_rows: int) -> Iterator[pl.DataFrame]:
-    names = pq.ParquetFile(path).schema_arrow.names
+    """The file's pairs as ``s1``/``s2`` text frames; a file without those columns (or
+    ``en_ref``/``candidate``), or with columns that do not hold text, is an InputError."""
+    schema = pq.ParquetFile(path).schema_arrow
+    names = schema.names
     if {"en_ref", "candidate"} <= set(names):
         columns = ["en_ref", "candidate", *(["rank"] if "rank" in names else [])]
     elif {"s1", "s2"} <= set(names):
         columns = ["s1", "s2"]
     else:
-        raise ValueError(f"{path}: needs columns s1/s2 or en_ref/candidate, has {names}")
+        raise InputError(path, None, f"needs columns s1/s2 or en_ref/candidate, has {names}")
+    parquet.check_text(path, schema, columns[:2])
     for batch in iter_parquet_batches([path], batch_rows, columns):
         frame = pl.from_arrow(batch)
         assert isinstance(frame, pl.DataFrame)
@@ -152,7 +157,7 @@ def _parquet_frames(path: str, batch_rows: int) -> Iterator[pl.DataFrame]:
             frame = frame.filter(pl.col("rank") == 1)
         if "en_ref" in frame.columns:
             frame = frame.select(s1=pl.col("en_ref"), s2=pl.col("candidate"))
-        yield frame
+        yield frame.cast({"s1": pl.String, "s2": pl.String})  # a dictionary column is text too
 
 
 def _tsv_frames(path: str, batch_rows: int) -> Iterator[pl.DataFrame]:

@@ -5,6 +5,7 @@ time, ``line_no`` the row number counted from 1."""
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
 
 from paramill import fields as strict
 from paramill.formats import Candidate, FileSpec, tsv
@@ -18,9 +19,28 @@ DESCRIPTION = "a Parquet file with columns s1, s2 (optional score, label)"
 Spec = FileSpec
 
 
+def is_text(kind: Any) -> bool:
+    """Whether a column of Arrow type ``kind`` holds text: a string, large string or string
+    view, or a dictionary of them (pandas' ``category``, polars' ``Categorical``/``Enum``)."""
+    import pyarrow as pa
+
+    if pa.types.is_dictionary(kind):
+        kind = kind.value_type
+    is_view = getattr(pa.types, "is_string_view", lambda _: False)
+    return bool(pa.types.is_string(kind) or pa.types.is_large_string(kind) or is_view(kind))
+
+
+def check_text(path: str, schema: Any, columns: list[str]) -> None:
+    """An :class:`~paramill.io.InputError` naming ``path`` and the first of ``columns``
+    whose type in ``schema`` (an Arrow schema) is not text."""
+    for name in columns:
+        kind = schema.field(name).type
+        if not is_text(kind):
+            raise InputError(path, None, f"column {name} holds {kind}, not text")
+
+
 def pairs(spec: Spec, method: str = NAME, max_line_bytes: int = 65536, batch_rows: int = 50000
           ) -> Iterator[Candidate]:
-    import pyarrow as pa
     import pyarrow.parquet as pq
 
     path = spec.path
@@ -32,10 +52,7 @@ def pairs(spec: Spec, method: str = NAME, max_line_bytes: int = 65536, batch_row
     schema = handle.schema_arrow
     names = tuple(schema.names)
     roles = tsv.roles("pairs", names, path, None)
-    for role in ("en_ref", "candidate"):
-        kind = schema.field(roles[role]).type
-        if not (pa.types.is_string(kind) or pa.types.is_large_string(kind)):
-            raise InputError(path, None, f"column {names[roles[role]]} holds {kind}, not text")
+    check_text(path, schema, [names[roles[r]] for r in ("en_ref", "candidate")])
     wanted = [names[roles[r]] for r in ("en_ref", "candidate", "score", "label") if r in roles]
     row = 0
     for batch in handle.iter_batches(batch_size=batch_rows or 50000, columns=wanted):
