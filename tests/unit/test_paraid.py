@@ -420,6 +420,27 @@ def test_the_cosine_is_cross_fitted_no_pair_scored_by_an_encoder_trained_on_it(m
     assert b"state-3" not in scored  # the final encoder scores no training pair
 
 
+def test_too_little_data_for_grouped_folds_is_said_plainly():
+    """One source tweet, or a fold that would train on one class, is a ValueError naming
+    the data's size (it was scikit-learn's 'n_splits=1' or 'only one class')."""
+    settings = identify.IdentifySettings(folds=5)
+    same = [("The same first tweet", f"reply {i}") for i in range(6)]
+    with pytest.raises(ValueError, match=r"at least 2 source tweets .* 6 pairs, 3 of them "
+                                         r"paraphrases, from 1 source tweet"):
+        identify.grouped_folds(np.asarray([1, 0] * 3), identify.source_groups(same), settings)
+    few = [(f"tweet {i}", f"reply {i}") for i in range(4)]
+    with pytest.raises(ValueError, match=r"4-fold grouped cross-validation needs at least 4 pairs "
+                                         r"of each class; the training data has 4 pairs, 3 of"):
+        identify.grouped_folds(np.asarray([1, 1, 1, 0]), identify.source_groups(few), settings)
+    clumped = [("tweet a", "r1"), ("tweet a", "r2"), ("tweet b", "r3"), ("tweet b", "r4")]
+    with pytest.raises(ValueError, match=r"fold \d of 2-fold grouped cross-validation would train "
+                                         r"on (non-)?paraphrases alone"):  # a class per tweet
+        identify.grouped_folds(np.asarray([1, 1, 0, 0]), identify.source_groups(clumped), settings)
+    enough = [(f"tweet {i}", f"reply {i}") for i in range(10)]
+    assert len(identify.grouped_folds(np.asarray([1, 0] * 5), identify.source_groups(enough),
+                                      settings)) == 5
+
+
 def test_a_sentence_encoder_that_is_not_there_is_a_clear_error():
     with pytest.raises(ValueError, match="neither a directory nor an installed package"):
         identify.PretrainedEncoder.locate("no_such_encoder_package")

@@ -39,7 +39,7 @@ def harvest(args: argparse.Namespace) -> int | str:
     "identify", "train the paraphrase identifier (twitter.identify: lr, extended, encoder or "
     "cross)",
     arg("--embed-model", help="the embedding model file for the cosine feature (the workflow "
-                              "resolves twitter.identify.embed_model; "" = none)"),
+                              "resolves twitter.identify.embed_model; '' = none)"),
     need("--out", "model file"), need("--report", "evaluation JSON (max F1, P, R)"),
     description="Labelled data and evaluation sets are the settings' train and evaluate. "
                 "Reports grouped cross-validation on train (folds by source tweet: max F1 with "

@@ -45,12 +45,28 @@ def source_groups(pairs: list[tuple[str, str]]) -> np.ndarray:
 def grouped_folds(y: np.ndarray, groups: np.ndarray, settings: IdentifySettings
                   ) -> list[tuple[np.ndarray, np.ndarray]]:
     """(train, test) indices of ``settings.folds`` stratified folds grouped by source tweet
-    (seeded: the same data gives the same folds)."""
+    (seeded: the same data gives the same folds). Too little data for them (one source
+    tweet, fewer pairs of a class than folds, or a fold whose training part holds one class)
+    is a ValueError saying so, not scikit-learn's."""
     from sklearn.model_selection import StratifiedGroupKFold
 
-    folds = min(settings.folds, len(set(groups.tolist())))
+    n_groups = len(set(groups.tolist()))
+    size = f"{len(y)} pairs, {int(np.sum(y))} of them paraphrases, from {n_groups} source tweet(s)"
+    if n_groups < 2:
+        raise ValueError(f"grouped cross-validation needs pairs of at least 2 source tweets (first "
+                         f"sentences); the training data has {size}")
+    folds = min(settings.folds, n_groups)
+    if folds > int(min(np.sum(y), len(y) - np.sum(y))):
+        raise ValueError(f"{folds}-fold grouped cross-validation needs at least {folds} pairs of "
+                         f"each class; the training data has {size}")
     split = StratifiedGroupKFold(folds, shuffle=True, random_state=settings.seed)
-    return list(split.split(np.zeros(len(y)), y, groups))
+    splits = list(split.split(np.zeros(len(y)), y, groups))
+    for k, (train, _) in enumerate(splits, 1):
+        if len(set(y[train].tolist())) < 2:
+            raise ValueError(f"fold {k} of {folds}-fold grouped cross-validation would train on "
+                             f"{'paraphrases' if y[train][0] else 'non-paraphrases'} alone: the "
+                             f"training data ({size}) is too small")
+    return splits
 
 
 def holdout(pairs: list[tuple[str, str]], labels, fraction: float
