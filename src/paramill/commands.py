@@ -10,10 +10,8 @@ import argparse
 import json
 import sys
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
-import yaml
 
 #: a verb returns its exit status, or a one-line summary printed to stderr (status 0)
 Verb = Callable[[argparse.Namespace], "int | str"]
@@ -21,12 +19,16 @@ Verb = Callable[[argparse.Namespace], "int | str"]
 
 def json_arg(value: str) -> Any:
     """A JSON value given inline, or ``@path`` to a JSON or YAML file."""
+    from paramill.config import ConfigError, read_yaml
+
     try:
         if value.startswith("@"):
-            return yaml.safe_load(Path(value[1:]).read_text())
+            return read_yaml(value[1:])
         return json.loads(value)
-    except (json.JSONDecodeError, yaml.YAMLError) as exc:
+    except json.JSONDecodeError as exc:
         raise argparse.ArgumentTypeError(f"not valid JSON ({exc}): {value[:80]!r}") from None
+    except (ConfigError, OSError) as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def arg(*flags: str, **kw: Any) -> tuple[tuple[str, ...], dict[str, Any]]:

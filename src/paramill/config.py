@@ -109,6 +109,7 @@ def resolve(config: dict[str, Any] | None) -> dict[str, Any]:
 
     Raises :class:`ConfigError` listing each problem as ``config key a.b.c: message``.
     """
+    check_expanded(config, "the config")  # before anything walks it
     config = copy.deepcopy(config or {})
     root = schema()
     coerce_strings(config, root, root)
@@ -292,10 +293,65 @@ def cross_field_problems(config: dict[str, Any]) -> list[str]:
     return problems
 
 
+#: the most values (every mapping, list and scalar) a config may hold once its YAML aliases are
+#: expanded: the presets hold a few hundred; an alias bomb of a kilobyte expands to billions
+MAX_VALUES = 1_000_000
+
+
+def check_expanded(data: Any, where: str, limit: int = MAX_VALUES) -> None:
+    """A :class:`ConfigError` naming ``where`` when ``data`` contains itself (a YAML alias to
+    an enclosing node) or holds more than ``limit`` values with its aliases expanded ("billion
+    laughs": validating, printing or digesting it would walk every copy). Counted once per
+    shared node, without recursion, so the check costs what the file's own nodes do."""
+    sizes: dict[int, int] = {}
+    active: set[int] = set()
+    stack: list[tuple[Any, bool]] = [(data, False)]
+    while stack:
+        node, finished = stack.pop()
+        if not isinstance(node, (dict, list)):
+            continue
+        key = id(node)
+        kids = list(node.values()) if isinstance(node, dict) else node
+        if finished:
+            active.discard(key)
+            sizes[key] = 1 + sum(sizes.get(id(k), 1) for k in kids)
+            if sizes[key] > limit:
+                raise ConfigError(f"{where}: more than {limit:,} values once its YAML aliases are "
+                                  "expanded (an alias bomb?)")
+        elif key in active:
+            raise ConfigError(f"{where}: a value contains itself (a YAML alias to the node it is in)")
+        elif key not in sizes:
+            active.add(key)
+            stack.append((node, True))
+            stack.extend((k, False) for k in kids)
+
+
+def read_yaml(path: str | Path) -> Any:
+    """The data of a YAML (or JSON) file. A file that is not UTF-8, not YAML (the line where
+    it broke), nested too deeply, or that contains itself or expands past :data:`MAX_VALUES`
+    through aliases is a :class:`ConfigError` naming it."""
+    try:
+        text = Path(path).read_bytes().decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{path}: not UTF-8 (byte {exc.start})") from None
+    try:
+        data = yaml.load(text, Loader=SAFE_LOADER)
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        where = f"{path}:{mark.line + 1}" if mark is not None else str(path)
+        raise ConfigError(f"{where}: not valid YAML: {exc.context or ''} {exc.problem or ''}"
+                          .replace("  ", " ").rstrip()) from None
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{path}: not valid YAML: {exc}") from None
+    except RecursionError:
+        raise ConfigError(f"{path}: nested too deeply to read") from None
+    check_expanded(data, str(path))
+    return data
+
+
 def load(path: str | Path) -> dict[str, Any]:
-    """Read a YAML config file and resolve it."""
-    with open(path) as fh:
-        data = yaml.safe_load(fh) or {}
+    """Read a YAML config file (:func:`read_yaml`) and resolve it."""
+    data = read_yaml(path) or {}
     if not isinstance(data, dict):
         raise ConfigError(f"{path}: a config file must hold a mapping at the top level")
     return resolve(data)

@@ -285,3 +285,41 @@ def test_the_schema_lists_exactly_the_workflow_rules():
     assert config.schema()["properties"]["resources"]["x-rules"] == list(RULES)
     # a score rule per filter (rules/filters.smk makes them in a loop) is known too
     assert config.resolve({"resources": {"score_dual_xent": {"gpu": 1}}})
+
+
+def _bomb(levels: int) -> str:
+    """A YAML alias bomb: 9**levels strings from a few hundred bytes (under a known key)."""
+    nodes = ['&a0 ["x","x","x","x","x","x","x","x","x"]']
+    nodes += [f"&a{k} [" + ",".join([f"*a{k - 1}"] * 9) + "]" for k in range(1, levels)]
+    return "twitter:\n  dates: [" + ", ".join(nodes) + "]\n"
+
+
+def test_a_yaml_file_that_cannot_be_read_is_one_error_naming_it(tmp_path):
+    """Bad YAML (the line), bytes that are not UTF-8, a value that contains itself and an
+    alias bomb (4.8 million values from 300 bytes: 15 GB and 100 s of validating and
+    printing before) are each a ConfigError naming the file, raised before validation."""
+    cases = {"syntax.yaml": ("twitter:\n  dates: [\n", r"syntax.yaml:3: not valid YAML"),
+             "bytes.yaml": (b"a: \xff\n", r"bytes.yaml: not UTF-8 \(byte 3\)"),
+             "itself.yaml": ("twitter:\n  dates: &a [*a]\n", r"itself.yaml: a value contains itself"),
+             "bomb.yaml": (_bomb(7), r"bomb.yaml: more than 1,000,000 values once its YAML aliases")}
+    for name, (text, message) in cases.items():
+        path = tmp_path / name
+        path.write_bytes(text if isinstance(text, bytes) else text.encode())
+        with pytest.raises(ConfigError, match=message):
+            config.load(path)
+    with pytest.raises(ConfigError, match="the config: more than 5 values"):
+        config.check_expanded({"a": [1, 2], "b": [3, 4]}, "the config", limit=5)
+    shared = [1, 2]
+    config.check_expanded({"a": shared, "b": shared}, "the config", limit=7)  # 1 + 2 + 2 * 2
+
+
+def test_a_settings_file_that_cannot_be_read_is_a_usage_error(tmp_path, capsys):
+    from paramill.cli import main
+
+    bomb = tmp_path / "s.yaml"
+    bomb.write_text(_bomb(7))
+    with pytest.raises(SystemExit) as caught:
+        main(["bitext", "ingest", "--corpus", "c", "--spec", "{}", "--out", str(tmp_path / "o"),
+              "--settings", f"@{bomb}"])
+    assert caught.value.code == 2
+    assert f"argument --settings: {bomb}: more than 1,000,000 values" in capsys.readouterr().err
