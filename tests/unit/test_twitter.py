@@ -23,7 +23,7 @@ from paramill.twitter.harvest import HarvestError, HarvestSettings, harvest_day
 from paramill.twitter.url_pairs import PairSettings, build_pairs, reject_reason
 from paramill.twitter.text import clean, comparable, tokenize
 from paramill.twitter.tweets import from_object, read_archive
-from paramill.twitter.urls import Expander, canonical, page_card
+from paramill.twitter.urls import Expander, canonical, page_card, web_session
 
 TOKEN = "SECRET-BEARER-TOKEN-0123456789"
 
@@ -56,7 +56,10 @@ class Web(http.server.BaseHTTPRequestHandler):
 
     def _serve(self, body):
         path = self.path
-        if path.startswith("/short/"):
+        self.server.requested.append(path)
+        if path == "/to-localhost":  # to the same server, under another name
+            self._redirect(f"http://localhost:{self.server.server_port}/article")
+        elif path.startswith("/short/"):
             n = int(path.rsplit("/", 1)[1])
             self._redirect(f"/short/{n - 1}" if n > 1 else "/article?utm_source=x")
         elif path == "/loop/a":
@@ -91,17 +94,28 @@ class Web(http.server.BaseHTTPRequestHandler):
         pass
 
 
+#: the paths each `web` server was asked for, by its URL
+REQUESTED: dict[str, list[str]] = {}
+
+
+def http_requests(web: str) -> list[str]:
+    return REQUESTED[web]
+
+
 @pytest.fixture
 def web():
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Web)
+    server.requested = []
     threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True).start()
-    yield f"http://127.0.0.1:{server.server_port}"
+    url = f"http://127.0.0.1:{server.server_port}"
+    REQUESTED[url] = server.requested
+    yield url
     server.shutdown()
 
 
 def test_url_expansion_follows_chains_stops_loops_and_timeouts(web, tmp_path):
     cache = tmp_path / "cache.json"
-    exp = Expander(cache, timeout=0.5, max_redirects=5, workers=4)
+    exp = Expander(cache, timeout=0.5, max_redirects=5, workers=4, private_urls=True)
     urls = [f"{web}/short/3", f"{web}/loop/a", f"{web}/slow", f"{web}/nohead", f"{web}/article"]
     out = exp.expand(urls)
     assert out[f"{web}/short/3"] == f"{web}/article?utm_source=x"
@@ -112,12 +126,50 @@ def test_url_expansion_follows_chains_stops_loops_and_timeouts(web, tmp_path):
     # cached on disk: a new expander answers without the network
     again = Expander(cache, session=None).expand([f"{web}/short/3"])
     assert again == {f"{web}/short/3": f"{web}/article?utm_source=x"}
-    assert page_card(f"{web}/article") == {"title": "Storm hits Florida", "description": "Thousands lose power"}
-    assert page_card("http://127.0.0.1:9/none", timeout=0.2) == {}
+    loopback = web_session(private_urls=True)
+    assert page_card(f"{web}/article", loopback) == {"title": "Storm hits Florida",
+                                                     "description": "Thousands lose power"}
+    assert page_card("http://127.0.0.1:9/none", loopback, timeout=0.2) == {}
     from paramill.twitter.urls import fetch_cards
 
-    cards = fetch_cards([f"{web}/article", f"{web}/article", "http://127.0.0.1:9/x"], timeout=0.5)
+    cards = fetch_cards([f"{web}/article", f"{web}/article", "http://127.0.0.1:9/x"], timeout=0.5,
+                        private_urls=True)
     assert cards == {f"{web}/article": {"title": "Storm hits Florida", "description": "Thousands lose power"}}
+
+
+def test_links_to_hosts_off_the_public_internet_are_never_requested(web, monkeypatch):
+    """A tweet's link to a loopback, private or link-local host (a cloud's metadata service),
+    first or at a redirect, is kept as it is and not requested: by the expander and by the
+    card fetcher, unless private_urls."""
+    from paramill.twitter import urls as urls_module
+    from paramill.twitter.urls import fetch_cards, is_public
+
+    for host in ("127.0.0.1", "localhost", "10.1.2.3", "192.168.0.1", "169.254.169.254",
+                 "::1", "::ffff:127.0.0.1", "2130706433", "0.0.0.0", "224.0.0.1"):
+        assert not is_public(host), host
+    assert is_public("8.8.8.8") and is_public("2001:4860:4860::8888")
+    server = web.rsplit(":", 1)
+    out = Expander(timeout=0.5).expand([f"{web}/short/2", f"{server[0]}:{server[1]}/article"])
+    assert out == {f"{web}/short/2": f"{web}/short/2", f"{web}/article": f"{web}/article"}
+    assert fetch_cards([f"{web}/article"], timeout=0.5) == {}
+    requested = http_requests(web)
+    assert requested == []  # nothing reached the server
+    # a public first hop whose redirect leads to a private host: the redirect is not followed
+    monkeypatch.setattr(urls_module, "is_public", lambda host: host != "localhost")
+    port = server[1]
+    assert Expander(timeout=0.5).expand([f"{web}/to-localhost"]) == {
+        f"{web}/to-localhost": f"http://localhost:{port}/article"}
+    assert requested == ["/to-localhost"]  # HEAD of the first hop only
+    assert Expander(timeout=0.5, private_urls=True).expand([f"{web}/to-localhost"]) == {
+        f"{web}/to-localhost": f"http://localhost:{port}/article"}
+    assert requested[1:] == ["/to-localhost", "/article"]  # followed when allowed
+
+
+def test_a_url_cache_that_is_not_json_is_an_error_naming_it(tmp_path):
+    cache = tmp_path / "cache.json"
+    cache.write_text("{half")
+    with pytest.raises(ValueError, match=r"cache.json: not a URL cache .*remove it"):
+        Expander(cache)
 
 
 # -- tweet objects ---------------------------------------------------------------------

@@ -62,6 +62,11 @@ class HarvestSettings(Settings):
         False, "Follow redirects of every URL, not only known shorteners and unexpanded links.")
     url_timeout: float = setting(5.0, "Seconds per URL expansion request.", exclusiveMinimum=0)
     url_workers: int = setting(8, "Concurrent URL expansions.", minimum=1)
+    private_urls: bool = setting(
+        False, "Follow links to hosts that are not on the public internet (loopback, private, "
+        "link-local, reserved): an intranet's news site. Off, such a link (first or at a "
+        "redirect) is kept as it is and never requested: a tweet's link could otherwise make the "
+        "harvest node request its cloud's metadata service or an internal host.")
     search_days: int = setting(
         7, "A URL is searched again on harvests up to this many days after the one that first saw "
         "it, then dropped from the state (recent search reaches back 7 days).", minimum=0)

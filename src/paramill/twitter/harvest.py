@@ -312,7 +312,8 @@ def harvest_day(date: str, out: str | Path, settings: HarvestSettings, source: s
         raise ValueError(f"harvest date {date!r} is not a date (YYYY-MM-DD)") from None
     rejected_out = rejected_out or rejected_path(out)
     params = {k: v for k, v in asdict(settings).items()}  # env var names only, never values
-    expander = Expander(url_cache, timeout=settings.url_timeout, workers=settings.url_workers)
+    expander = Expander(url_cache, timeout=settings.url_timeout, workers=settings.url_workers,
+                        private_urls=settings.private_urls)
     bad: list[dict[str, Any]] = []
     if source == "archive":
         files = list(archive or [])

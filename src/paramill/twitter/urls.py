@@ -7,19 +7,27 @@ present; other links on known shortener hosts (or every link, with ``expand_all`
 followed with HEAD (then GET when HEAD is refused) through redirects, with a timeout,
 a redirect limit (loops end there), bounded concurrency, and a persistent cache.
 Optionally the linked page's ``twitter:title``/``twitter:description`` are read.
+
+A tweet's link is anyone's to write, so no request goes to a host that is not on the public
+internet (loopback, private, link-local such as a cloud's metadata service at 169.254.169.254,
+multicast, reserved), first or at any redirect: the URL is kept as it is, unrequested
+(:class:`PrivateAddress`; ``private_urls`` lifts it, for an intranet's news site).
 """
 
 from __future__ import annotations
 
 import html
+import ipaddress
 import json
 import re
+import socket
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import requests
+from requests.adapters import HTTPAdapter
 
 TRACKING = re.compile(r"^(utm_\w+|fbclid|gclid|dclid|mc_cid|mc_eid|cmpid|ocid|ref|ref_src|"
                       r"smid|smtyp|s_cid|share|taid|at_medium|at_campaign|__twitter_impression)$", re.I)
@@ -57,18 +65,66 @@ def is_short(url: str) -> bool:
         return False
 
 
+class PrivateAddress(requests.RequestException):
+    """A request to a host that is not on the public internet, refused before connecting."""
+
+
+def is_public(host: str) -> bool:
+    """Whether every address ``host`` resolves to (a name, or an address in any of its
+    spellings: ``2130706433`` is 127.0.0.1) is a global unicast address. A name that does not
+    resolve counts as public: connecting to it fails on its own."""
+    try:
+        infos = socket.getaddrinfo(host, None, proto=socket.IPPROTO_TCP)
+    except (OSError, UnicodeError):
+        return True
+    for info in infos:
+        address = ipaddress.ip_address(str(info[4][0]).split("%")[0])
+        if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
+            address = address.ipv4_mapped
+        if not address.is_global or address.is_multicast:
+            return False
+    return True
+
+
+class _PublicOnly(HTTPAdapter):
+    """Sends only to public hosts: requests calls an adapter for the first request and for
+    every redirect it follows, so each hop is checked before it connects."""
+
+    def send(self, request, *args, **kwargs):
+        host = urlsplit(request.url).hostname or ""
+        if not is_public(host):
+            raise PrivateAddress(f"{host} is not a public address", request=request)
+        return super().send(request, *args, **kwargs)
+
+
+def web_session(private_urls: bool = False, session: requests.Session | None = None
+                ) -> requests.Session:
+    """A session for following tweets' links: public hosts only unless ``private_urls``."""
+    session = session or requests.Session()
+    if not private_urls:
+        for prefix in ("http://", "https://"):
+            session.mount(prefix, _PublicOnly())
+    return session
+
+
 class Expander:
-    """Follows redirects of URLs, with a JSON cache file (``None`` = in memory only)."""
+    """Follows redirects of URLs, with a JSON cache file (``None`` = in memory only); public
+    hosts only unless ``private_urls`` (module docstring)."""
 
     def __init__(self, cache: str | Path | None = None, timeout: float = 5.0,
-                 max_redirects: int = 10, workers: int = 8, session: requests.Session | None = None):
+                 max_redirects: int = 10, workers: int = 8, session: requests.Session | None = None,
+                 private_urls: bool = False):
         self.cache_path = Path(cache) if cache else None
         self.cache: dict[str, str] = {}
         if self.cache_path and self.cache_path.exists():
-            self.cache = json.loads(self.cache_path.read_text())
+            try:
+                self.cache = json.loads(self.cache_path.read_text())
+            except ValueError as exc:  # not JSON, not UTF-8: name the file
+                raise ValueError(f"{self.cache_path}: not a URL cache ({exc}); remove it to "
+                                 "start a new one") from None
         self.timeout = timeout
         self.workers = workers
-        self.session = session or requests.Session()
+        self.session = web_session(private_urls, session)
         self.session.max_redirects = max_redirects
         self._lock = threading.Lock()
 
@@ -82,6 +138,8 @@ class Expander:
                     return resp.url
             except requests.TooManyRedirects as exc:  # a loop or a very long chain
                 return exc.response.url if exc.response is not None else url
+            except PrivateAddress as exc:  # where the link leads, never requested
+                return exc.request.url if exc.request is not None else url
             except requests.RequestException:
                 if method == "get":
                     return url
@@ -112,8 +170,9 @@ _META_REV = re.compile(r"""<meta\s+[^>]*?content\s*=\s*["']([^"']*)["'][^>]*?(?:
 
 def page_card(url: str, session: requests.Session | None = None, timeout: float = 5.0,
               limit: int = 200_000) -> dict[str, str]:
-    """``twitter:title``/``twitter:description`` of a page (empty when unavailable)."""
-    session = session or requests.Session()
+    """``twitter:title``/``twitter:description`` of a page (empty when unavailable; a page
+    on a host that is not public is not requested unless ``session`` allows it)."""
+    session = session or web_session()
     try:
         resp = session.get(url, timeout=timeout, stream=True)
         body = resp.raw.read(limit, decode_content=True).decode(resp.encoding or "utf-8", "replace")
@@ -125,9 +184,11 @@ def page_card(url: str, session: requests.Session | None = None, timeout: float 
     return {k.split(":")[1]: v for k, v in found.items()}
 
 
-def fetch_cards(urls: list[str], workers: int = 8, timeout: float = 5.0) -> dict[str, dict[str, str]]:
-    """``page_card`` of each URL, with bounded concurrency (pages without a card left out)."""
-    session = requests.Session()
+def fetch_cards(urls: list[str], workers: int = 8, timeout: float = 5.0,
+                private_urls: bool = False) -> dict[str, dict[str, str]]:
+    """``page_card`` of each URL, with bounded concurrency (pages without a card left out;
+    public hosts only unless ``private_urls``)."""
+    session = web_session(private_urls)
     unique = list(dict.fromkeys(urls))
     with ThreadPoolExecutor(workers) as pool:
         cards = pool.map(lambda u: page_card(u, session, timeout), unique)
