@@ -59,6 +59,17 @@ class Web(http.server.BaseHTTPRequestHandler):
         self.server.requested.append(path)
         if path == "/to-localhost":  # to the same server, under another name
             self._redirect(f"http://localhost:{self.server.server_port}/article")
+        elif path == "/drip":  # a card one byte at a time, each within the read timeout
+            self.send_response(200)
+            self.send_header("Content-Type", "text/html; charset=klingon")
+            self.end_headers()
+            try:
+                for byte in b'<meta name="twitter:title" content="Never ends">' * 50:
+                    self.wfile.write(bytes([byte]))
+                    self.wfile.flush()
+                    time.sleep(0.05)
+            except OSError:  # the client gave up
+                pass
         elif path.startswith("/short/"):
             n = int(path.rsplit("/", 1)[1])
             self._redirect(f"/short/{n - 1}" if n > 1 else "/article?utm_source=x")
@@ -163,6 +174,14 @@ def test_links_to_hosts_off_the_public_internet_are_never_requested(web, monkeyp
     assert Expander(timeout=0.5, private_urls=True).expand([f"{web}/to-localhost"]) == {
         f"{web}/to-localhost": f"http://localhost:{port}/article"}
     assert requested[1:] == ["/to-localhost", "/article"]  # followed when allowed
+
+
+def test_a_page_card_read_ends_at_its_deadline(web):
+    """A page that drips a byte every 0.05 s (each read within the timeout) is read for three
+    timeouts, not until it ends (about two minutes); an unknown charset is no card, not an error."""
+    started = time.monotonic()
+    assert page_card(f"{web}/drip", web_session(private_urls=True), timeout=0.3) == {}
+    assert time.monotonic() - started < 2.5
 
 
 def test_a_url_cache_that_is_not_json_is_an_error_naming_it(tmp_path):

@@ -22,6 +22,7 @@ import json
 import re
 import socket
 import threading
+import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
@@ -171,13 +172,23 @@ _META_REV = re.compile(r"""<meta\s+[^>]*?content\s*=\s*["']([^"']*)["'][^>]*?(?:
 def page_card(url: str, session: requests.Session | None = None, timeout: float = 5.0,
               limit: int = 200_000) -> dict[str, str]:
     """``twitter:title``/``twitter:description`` of a page (empty when unavailable; a page
-    on a host that is not public is not requested unless ``session`` allows it)."""
+    on a host that is not public is not requested unless ``session`` allows it). At most
+    ``limit`` bytes are read, for at most three times ``timeout`` in all."""
     session = session or web_session()
+    deadline = time.monotonic() + 3 * timeout  # a page dripping a byte a second ends here
     try:
         resp = session.get(url, timeout=timeout, stream=True)
-        body = resp.raw.read(limit, decode_content=True).decode(resp.encoding or "utf-8", "replace")
+        data = bytearray()
+        read1 = getattr(resp.raw, "read1", None)  # what has arrived (urllib3 2); else small reads
+        while len(data) < limit and time.monotonic() < deadline:
+            chunk = (read1(16384, decode_content=True) if read1 is not None
+                     else resp.raw.read(1024, decode_content=True))
+            if not chunk:
+                break
+            data += chunk
         resp.close()
-    except (requests.RequestException, OSError):
+        body = bytes(data[:limit]).decode(resp.encoding or "utf-8", "replace")
+    except (requests.RequestException, OSError, LookupError):  # LookupError: an unknown charset
         return {}
     found = {k.lower(): html.unescape(v) for k, v in _META.findall(body)}
     found.update({k.lower(): html.unescape(v) for v, k in _META_REV.findall(body)})
