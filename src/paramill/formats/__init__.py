@@ -263,6 +263,7 @@ def some_readable(rows: Iterable[Any], path: str, what: str,
     instead of writing an empty corpus."""
     reasons: Counter[str] = Counter()
     first = None
+    rows = iter(rows)  # the rest is passed on from where the first readable row was
     for row in rows:
         reason = getattr(row, "reason", None)
         if reason not in UNREADABLE:
