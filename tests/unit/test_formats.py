@@ -256,3 +256,17 @@ def test_every_text_input_is_read_strictly(tmp_path):
         list(read_lines(bad))
     with pytest.raises(InputError, match=r"bad.txt:2: invalid UTF-8"):
         _stopwords(LexiconSettings(stoplist=str(bad)))
+
+
+def test_some_readable_passes_every_row_once_and_refuses_a_file_of_no_readable_line():
+    rows = [Bad(1, "column_count", "expected 2", None), ("a", "b"), Bad(3, "invalid_utf8", "x", None)]
+    assert list(formats.some_readable(rows, "f.tsv", "a tsv pair corpus")) == rows  # a list too
+    content = [Bad(1, "not_paraphrase", "votes", None)]  # read, then judged: not an error
+    assert list(formats.some_readable(iter(content), "f.tsv", "x")) == content
+    unreadable = [Bad(2, "column_count", "expected 2 columns, found 4", None),
+                  Bad(5, "invalid_utf8", "byte 3", None), Bad(6, "column_count", "", None)]
+    with pytest.raises(InputError, match=r"^f.tsv:2: no line could be read as a tsv pair corpus "
+                                         r"\(column_count 2, invalid_utf8 1\); this one: expected "
+                                         r"2 columns, found 4\. Check the corpus's format"):
+        list(formats.some_readable(iter(unreadable), "f.tsv", "a tsv pair corpus"))
+    assert list(formats.some_readable([], "f.tsv", "x")) == []  # nothing read: the reader says
