@@ -340,8 +340,27 @@ def write_json(path: str | os.PathLike, obj: Any) -> None:
         tmp.write_text(json.dumps(obj, indent=2, sort_keys=True, ensure_ascii=False) + "\n")
 
 
+class MalformedJson(InputError, ValueError):
+    """A JSON file that is not UTF-8 (``utf8``) or not JSON; a ValueError too, as json's own
+    errors are, so code that caught those still does."""
+
+    def __init__(self, path: str | os.PathLike, line: int | None, message: str, utf8: bool):
+        super().__init__(path, line, message)
+        self.utf8 = utf8
+
+
 def read_json(path: str | os.PathLike) -> Any:
-    return json.loads(Path(path).read_text())
+    """The JSON value in ``path``; bytes that are not UTF-8 or text that is not JSON are a
+    :class:`MalformedJson` naming the file and line (a state, stats or meta file edited by
+    hand reads as one error line, not as json's own words without the file)."""
+    data = Path(path).read_bytes()
+    try:
+        return json.loads(data.decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        raise MalformedJson(path, None, f"not UTF-8 (byte {exc.start})", utf8=False) from None
+    except json.JSONDecodeError as exc:
+        raise MalformedJson(path, exc.lineno, f"not JSON ({exc.msg}, column {exc.colno})",
+                            utf8=True) from None
 
 
 # -- lines of text files -------------------------------------------------------

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from paramill import __version__, device
-from paramill.io import read_json, sha256_file, write_json
+from paramill.io import MalformedJson, read_json, sha256_file, write_json
 
 PROV_SUFFIX = ".prov.json"
 SCHEMA_VERSION = 2
@@ -195,10 +195,11 @@ class _Malformed(Exception):
 def _load_record(record_path: Path) -> dict[str, Any]:
     try:
         record = read_json(record_path)
-    except (OSError, UnicodeDecodeError) as exc:
-        raise _Malformed(f"unreadable record: {getattr(exc, 'strerror', None) or exc}") from None
-    except ValueError as exc:
-        raise _Malformed(f"malformed record (not JSON: {exc})") from None
+    except OSError as exc:
+        raise _Malformed(f"unreadable record: {exc.strerror or exc}") from None
+    except MalformedJson as exc:
+        raise _Malformed(f"malformed record ({exc.message})" if exc.utf8 else
+                         f"unreadable record: {exc.message}") from None
     if not isinstance(record, dict):
         raise _Malformed("malformed record (not a JSON object)")
     for kind in ("inputs", "outputs", "input_records"):

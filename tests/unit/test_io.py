@@ -164,3 +164,21 @@ def test_what_a_killed_job_left_is_removed_by_the_next_one(tmp_path):
         assert list(work.iterdir()) == [fresh]
         tmp.write_text("complete")
     assert out.read_text() == "complete" and not list(tmp_path.glob(".out.txt.tmp-*"))
+
+
+def test_a_json_file_that_cannot_be_read_is_one_error_naming_it(tmp_path):
+    """A harvest state, stats or meta file edited by hand: the file and line, not json's
+    words alone; still a ValueError, as json's own error was."""
+    from paramill.io import MalformedJson, read_json
+
+    bad = tmp_path / "state.json"
+    bad.write_text('{\n  "users": {"1": "cnn",}\n}\n')
+    with pytest.raises(MalformedJson, match=r"state.json:2: not JSON \(Expecting property name "
+                                            r"enclosed in double quotes, column 24\)") as caught:
+        read_json(bad)
+    assert isinstance(caught.value, ValueError) and caught.value.utf8
+    bad.write_bytes(b'{"a": "caf\xe9"}')
+    with pytest.raises(MalformedJson, match=r"state.json: not UTF-8 \(byte 10\)"):
+        read_json(bad)
+    bad.write_text('{"a": [1, 2]}')
+    assert read_json(bad) == {"a": [1, 2]}
