@@ -66,7 +66,14 @@ def validate(args: argparse.Namespace) -> int:
         help='print {"config": ..., "digest": sha256} (used by the Snakefile)'))
 def resolve(args: argparse.Namespace) -> int:
     from paramill import config
-    resolved = config.resolve(json.load(sys.stdin)) if args.file == "-" else config.load(args.file)
+    if args.file == "-":
+        try:
+            given = json.load(sys.stdin)
+        except RecursionError:
+            raise ValueError("standard input: JSON nested too deeply to read") from None
+        resolved = config.resolve(given)
+    else:
+        resolved = config.load(args.file)
     if args.with_digest:
         resolved = {"config": resolved, "digest": config.digest(resolved)}
     print(json.dumps(resolved))

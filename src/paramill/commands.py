@@ -27,6 +27,8 @@ def json_arg(value: str) -> Any:
         return json.loads(value)
     except json.JSONDecodeError as exc:
         raise argparse.ArgumentTypeError(f"not valid JSON ({exc}): {value[:80]!r}") from None
+    except RecursionError:
+        raise argparse.ArgumentTypeError(f"not valid JSON (nested too deeply): {value[:80]!r}") from None
     except (ConfigError, OSError) as exc:
         raise argparse.ArgumentTypeError(str(exc)) from None
 

@@ -361,6 +361,8 @@ def read_json(path: str | os.PathLike) -> Any:
     except json.JSONDecodeError as exc:
         raise MalformedJson(path, exc.lineno, f"not JSON ({exc.msg}, column {exc.colno})",
                             utf8=True) from None
+    except RecursionError:
+        raise MalformedJson(path, None, "not JSON (nested too deeply to read)", utf8=True) from None
 
 
 # -- lines of text files -------------------------------------------------------

@@ -180,5 +180,8 @@ def test_a_json_file_that_cannot_be_read_is_one_error_naming_it(tmp_path):
     bad.write_bytes(b'{"a": "caf\xe9"}')
     with pytest.raises(MalformedJson, match=r"state.json: not UTF-8 \(byte 10\)"):
         read_json(bad)
+    bad.write_text("[" * 100_000 + "]" * 100_000)
+    with pytest.raises(MalformedJson, match=r"state.json: not JSON \(nested too deeply to read\)"):
+        read_json(bad)
     bad.write_text('{"a": [1, 2]}')
     assert read_json(bad) == {"a": [1, 2]}

@@ -227,6 +227,12 @@ def test_v1_and_v2_objects_and_archive_errors(tmp_path):
     cut.write_bytes(bad.read_bytes()[:-10])
     with pytest.raises(InputError, match=r"cut.jsonl.gz:\d+: gzip data is truncated"):
         list(read_archive([cut]))
+    deep = tmp_path / "deep.jsonl"  # deeper than Python's parser goes: a rejected line
+    deep.write_text(json.dumps(v1) + "\n" + "[" * 100_000 + "]" * 100_000 + "\n")
+    rejected = []
+    assert [r["text"] for r in read_archive([deep], rejected)] == ["Yo"]
+    assert [(r["record"], r["reason"], r["detail"]) for r in rejected] == [
+        (2, "not_json", "nested too deeply to read")]
     binary = tmp_path / "not-json.jsonl"  # not one line is JSON: the wrong file, not bad records
     binary.write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00\nIHDR\n")
     with pytest.raises(InputError, match=r"not-json.jsonl:1: no line could be read as JSON "
@@ -930,3 +936,21 @@ def test_no_secret_reaches_a_log_or_a_stored_row_at_any_level(fake_x, tmp_path, 
     for value in secrets.values():
         assert value not in text, value
         assert value.encode() not in stored, value
+
+
+def test_cards_given_on_the_command_line_are_checked(tmp_path):
+    from paramill.io import InputError
+    from paramill.twitter.month import load_cards
+
+    assert load_cards(None) == {}
+    with pytest.raises(InputError, match="none.json"):
+        load_cards(tmp_path / "none.json")
+    bad = tmp_path / "cards.json"
+    bad.write_text('["https://a.example/1"]')
+    with pytest.raises(InputError, match=r"cards.json: cards must be a JSON object"):
+        load_cards(bad)
+    bad.write_text('{"https://a.example/1": {"title": "Storm"}')
+    with pytest.raises(InputError, match=r"cards.json:1: not JSON"):
+        load_cards(bad)
+    bad.write_text('{"https://a.example/1": {"title": "Storm"}}')
+    assert load_cards(bad) == {"https://a.example/1": {"title": "Storm"}}

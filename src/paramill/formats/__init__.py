@@ -167,7 +167,7 @@ def fields(source: str | LineStream, max_line_bytes: int = 65536
 def json_lines(path: str | Path, max_line_bytes: int = 16 << 20
                ) -> Iterator[tuple[int, Any] | Bad]:
     """Each non-blank line's JSON value, or a :class:`Bad` for a line that is too long, not
-    UTF-8 or not JSON (``not_json``)."""
+    UTF-8 or not JSON (``not_json``, also for JSON nested deeper than Python parses)."""
     for item in lines(str(path), max_line_bytes):
         if isinstance(item, Bad):
             yield item
@@ -176,9 +176,13 @@ def json_lines(path: str | Path, max_line_bytes: int = 16 << 20
         if not text.strip():
             continue
         try:
-            yield line_no, json.loads(text)
+            value = json.loads(text)
         except ValueError as exc:
             yield Bad(line_no, "not_json", str(exc), text[:REJECTED_TEXT_CHARS])
+        except RecursionError:  # '[[[[...' a hundred thousand deep: Python's parser gives up
+            yield Bad(line_no, "not_json", "nested too deeply to read", text[:REJECTED_TEXT_CHARS])
+        else:
+            yield line_no, value
 
 
 def bad_fields(line_no: int, columns: list[str], reason: str, detail: str) -> Bad:

@@ -4,7 +4,6 @@ their tweet ids, and growth over months."""
 
 from __future__ import annotations
 
-import json
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
@@ -12,7 +11,7 @@ from typing import Any
 import polars as pl
 import pyarrow as pa
 
-from paramill.io import TableWriter, read_json, write_json
+from paramill.io import InputError, TableWriter, check_regular_file, read_json, write_json
 from paramill.job import output_job
 from paramill.provenance import Run
 from paramill.twitter.identify import Identifier
@@ -81,4 +80,12 @@ def growth(stats_files: list[str | Path], tsv: str | Path, png: str | Path | Non
 
 
 def load_cards(path: str | Path | None) -> dict[str, dict[str, str]]:
-    return json.loads(Path(path).read_text()) if path and Path(path).exists() else {}
+    """``{url: {title, description}}`` from ``path`` (``twitter month --cards``; none without
+    it). A file that is missing, not JSON or not such a mapping is an error naming it."""
+    if not path:
+        return {}
+    check_regular_file(path)
+    cards = read_json(path)
+    if not isinstance(cards, dict) or not all(isinstance(c, dict) for c in cards.values()):
+        raise InputError(path, None, "cards must be a JSON object of {url: {title, description}}")
+    return cards
