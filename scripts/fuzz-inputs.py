@@ -1,0 +1,153 @@
+#!/usr/bin/env python3
+"""Hostile-input check of the commands that read users' files: each sample input mutated 23
+ways (empty, blank lines, cut mid-line, invalid UTF-8, NUL, a surrogate's bytes, CRLF, a lone
+CR, tabs removed or added, a line of tabs, a 300 KB line, 100,000 nested brackets, a BOM,
+U+2028/NEL, random bytes, no final newline, every line twice, a stray quote, five random
+byte changes) and read by the command that takes it (bitext and pairs ingest in every
+sample layout, the tweet-archive replay), in this process.
+
+A run passes when each case exits 0 or exits 2 with one error line naming the mutated file;
+a traceback, another exit status or an error that does not name the file fails it (exit 1).
+Nothing is written outside a temporary folder. Not part of `make test` (a few minutes);
+run it after changing a reader:
+
+    .venv/bin/python scripts/fuzz-inputs.py [CASE ...]
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gzip
+import io
+import json
+import lzma
+import random
+import sys
+import tempfile
+import traceback
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "src"))
+
+from paramill import cli  # noqa: E402
+
+SAMPLE = ROOT / "data" / "sample"
+
+
+def plain(path: Path) -> bytes:
+    data = path.read_bytes()
+    return {".gz": gzip.decompress, ".xz": lzma.decompress}.get(path.suffix, lambda b: b)(data)
+
+
+def mutations(data: bytes, rnd: random.Random) -> Iterator[tuple[str, bytes]]:
+    lines = data.split(b"\n")
+    line = lines[min(3, len(lines) - 1)]
+
+    def at(new: bytes) -> bytes:  # the fourth line replaced
+        return data.replace(line, new, 1)
+
+    yield "empty", b""
+    yield "blank_lines", b"\n\n\n"
+    yield "cut", data[: len(data) // 2 + 7]
+    yield "invalid_utf8", at(line[:5] + b"\xff\xfe" + line[5:])
+    yield "nul", at(line[:5] + b"\x00" + line[5:])
+    yield "surrogate", at(line[:5] + b"\xed\xa0\x80" + line[5:])
+    yield "crlf", data.replace(b"\n", b"\r\n")
+    yield "lone_cr", at(line[:5] + b"\r" + line[5:])
+    yield "tabs_removed", at(line.replace(b"\t", b" "))
+    yield "tabs_added", at(line + b"\t\t")
+    yield "only_tabs", at(b"\t\t\t")
+    yield "long_line", at(line + b"x" * 300_000)
+    yield "deep", at(b"[" * 100_000 + b"]" * 100_000)  # deeper than Python's JSON parser goes
+    yield "bom", b"\xef\xbb\xbf" + data
+    yield "separators", at(line[:5] + "\u2028\u0085".encode() + line[5:])
+    yield "binary", bytes(rnd.randrange(256) for _ in range(2000))
+    yield "no_final_newline", data.rstrip(b"\n")
+    yield "twice", data + data
+    yield "quote", at(b'"' + line)
+    for k in range(4):
+        changed = bytearray(data)
+        for _ in range(5):
+            if changed:
+                changed[rnd.randrange(len(changed))] = rnd.randrange(256)
+        yield f"random{k}", bytes(changed)
+
+
+def ingest(group: str, spec: Callable[[dict[str, str]], dict]) -> Callable[[dict[str, str], Path], list[str]]:
+    return lambda files, out: [group, "ingest", "--corpus", "c", "--out", str(out / "out"),
+                               "--spec", json.dumps(spec(files))]
+
+
+def replay(files: dict[str, str], out: Path) -> list[str]:
+    return ["twitter", "harvest", "--date", "2026-11-03", "--out", str(out / "day.parquet"),
+            "--archive", files["archive"], "--url-cache", str(out / "cache.json"),
+            "--twitter-settings", json.dumps({"source": "archive", "raw_dir": str(out / "raw"),
+                                              "state": str(out / "state.json")})]
+
+
+#: name: (the files, by role, and the command line reading them)
+CASES = {
+    "moses": ({"cs": SAMPLE / "bitext/grammar.cs.gz", "en": SAMPLE / "bitext/grammar.en.gz"},
+              ingest("bitext", lambda f: {"format": "moses", "cs": f["cs"], "en": f["en"]})),
+    "czeng1": ({"path": SAMPLE / "bitext/grammar-b.czeng.tsv.xz"},
+               ingest("bitext", lambda f: {"format": "czeng1", "path": f["path"]})),
+    "paranmt": ({"path": SAMPLE / "pairs/grammar.paranmt.txt.gz"},
+                ingest("pairs", lambda f: {"format": "paranmt", "path": f["path"]})),
+    "references": ({"reference": SAMPLE / "pairs/refs.en", "hypothesis": SAMPLE / "pairs/hyp.system-a.en"},
+                   ingest("pairs", lambda f: {"format": "references", "reference": f["reference"],
+                                              "hypotheses": {"a": f["hypothesis"]}})),
+    "twitter-url": ({"path": SAMPLE / "tweets/labelled.tsv"},
+                    ingest("pairs", lambda f: {"format": "twitter-url", "path": f["path"]})),
+    "tsv": ({"path": SAMPLE / "tweets/labelled.tsv"},  # four columns read as two: none readable
+            ingest("pairs", lambda f: {"format": "tsv", "path": f["path"]})),
+    "archive": ({"archive": SAMPLE / "tweets/tweets.jsonl.gz"}, replay),
+}
+
+
+def run(argv: list[str]) -> tuple[int | str, str]:
+    err = io.StringIO()
+    try:
+        with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
+            status = cli.main(argv)
+    except SystemExit as exc:
+        status = exc.code
+    except BaseException:  # noqa: BLE001 - what this script looks for
+        return "traceback", traceback.format_exc()
+    return status, err.getvalue()
+
+
+def main() -> int:
+    wanted = sys.argv[1:] or list(CASES)
+    unknown = set(wanted) - set(CASES)
+    if unknown:
+        print(f"unknown case(s) {sorted(unknown)}; known: {', '.join(CASES)}", file=sys.stderr)
+        return 2
+    rnd, failed = random.Random(1), 0
+    with tempfile.TemporaryDirectory(prefix="paramill-fuzz-") as tmp:
+        for name in wanted:
+            sources, command = CASES[name]
+            for role, source in sources.items():
+                for mutation, data in mutations(plain(source), rnd):
+                    where = Path(tmp) / f"{name}-{role}-{mutation}"
+                    where.mkdir()
+                    files = {}
+                    for other, path in sources.items():
+                        target = where / f"{other}-{path.name.removesuffix('.gz').removesuffix('.xz')}"
+                        target.write_bytes(data if other == role else plain(path))
+                        files[other] = str(target)
+                    status, text = run(command(files, where))
+                    last = text.strip().splitlines()[-1] if text.strip() else ""
+                    good = status == 0 or (status == 2 and Path(files[role]).name in last)
+                    failed += not good
+                    print(f"{'ok ' if good else 'BAD'} {name:11} {role:10} {mutation:16} "
+                          f"exit {status}: {last[:160]}")
+                    if status == "traceback":
+                        print(text, file=sys.stderr)
+    print(f"{failed} case(s) failed", file=sys.stderr)
+    return int(failed > 0)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
