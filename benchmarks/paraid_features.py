@@ -36,7 +36,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
 from paramill import formats  # noqa: E402
 from paramill.twitter import identify  # noqa: E402
-from paramill.twitter.identify.featurise import features, words  # noqa: E402
+from paramill.twitter.identify.featurise import features, prf, words  # noqa: E402
 
 GROUPS = {"idf": slice(0, 3), "char": slice(3, 9), "numbers": slice(9, 11), "unmatched": slice(11, 13)}
 VARIANTS = {"extended": [], "+idf": ["idf"], "+idf+char": ["idf", "char"],
@@ -60,11 +60,9 @@ def candidates(a: str, b: str, idf) -> list[float]:
     wa, wb = words(a), words(b)
     sa, sb = set(wa), set(wb)
     out = _prf(sum(map(idf, sa & sb)), sum(map(idf, sa)), sum(map(idf, sb)))
-    ca, cb = " ".join(wa), " ".join(wb)
-    for n in (3, 4):
-        ga = Counter(ca[i:i + n] for i in range(len(ca) - n + 1))
-        gb = Counter(cb[i:i + n] for i in range(len(cb) - n + 1))
-        out += _prf(sum((ga & gb).values()), sum(ga.values()), sum(gb.values()))
+    ca, cb = list(" ".join(wa)), list(" ".join(wb))
+    for n in (3, 4):  # the n-gram overlap of the baseline features, over characters
+        out += prf(ca, cb, n)
     da = {w for w in sa if any(c.isdigit() for c in w)}
     db = {w for w in sb if any(c.isdigit() for c in w)}
     out += [float(bool(da) and bool(db) and not da & db), float(bool(da) != bool(db))]

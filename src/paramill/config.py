@@ -109,7 +109,6 @@ def resolve(config: dict[str, Any] | None) -> dict[str, Any]:
 
     Raises :class:`ConfigError` listing each problem as ``config key a.b.c: message``.
     """
-    check_expanded(config, "the config")  # before anything walks it
     config = copy.deepcopy(config or {})
     root = schema()
     coerce_strings(config, root, root)

@@ -30,6 +30,8 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 import requests
 from requests.adapters import HTTPAdapter
 
+from paramill.io import MalformedJson, atomic_output, read_json
+
 TRACKING = re.compile(r"^(utm_\w+|fbclid|gclid|dclid|mc_cid|mc_eid|cmpid|ocid|ref|ref_src|"
                       r"smid|smtyp|s_cid|share|taid|at_medium|at_campaign|__twitter_impression)$", re.I)
 SHORTENERS = {"t.co", "bit.ly", "ow.ly", "buff.ly", "trib.al", "dlvr.it", "tinyurl.com",
@@ -119,10 +121,10 @@ class Expander:
         self.cache: dict[str, str] = {}
         if self.cache_path and self.cache_path.exists():
             try:
-                self.cache = json.loads(self.cache_path.read_text())
-            except ValueError as exc:  # not JSON, not UTF-8: name the file
-                raise ValueError(f"{self.cache_path}: not a URL cache ({exc}); remove it to "
-                                 "start a new one") from None
+                self.cache = read_json(self.cache_path)
+            except MalformedJson as exc:
+                raise ValueError(f"{self.cache_path}: not a URL cache ({exc.message}); remove it "
+                                 "to start a new one") from None
         self.timeout = timeout
         self.workers = workers
         self.session = web_session(private_urls, session)
@@ -159,8 +161,6 @@ class Expander:
 
     def save(self) -> None:
         if self.cache_path:
-            from paramill.io import atomic_output
-
             with atomic_output(self.cache_path) as (tmp,):
                 tmp.write_text(json.dumps(self.cache, sort_keys=True))
 
