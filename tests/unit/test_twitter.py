@@ -70,6 +70,13 @@ class Web(http.server.BaseHTTPRequestHandler):
                     time.sleep(0.05)
             except OSError:  # the client gave up
                 pass
+        elif path == "/echo-host":  # the Host header the client sent
+            text = self.headers.get("Host", "").encode()
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(text)))
+            self.end_headers()
+            if body:
+                self.wfile.write(text)
         elif path.startswith("/short/"):
             n = int(path.rsplit("/", 1)[1])
             self._redirect(f"/short/{n - 1}" if n > 1 else "/article?utm_source=x")
@@ -174,6 +181,87 @@ def test_links_to_hosts_off_the_public_internet_are_never_requested(web, monkeyp
     assert Expander(timeout=0.5, private_urls=True).expand([f"{web}/to-localhost"]) == {
         f"{web}/to-localhost": f"http://localhost:{port}/article"}
     assert requested[1:] == ["/to-localhost", "/article"]  # followed when allowed
+
+
+def test_a_name_that_rebinds_to_a_private_address_after_the_check_is_never_connected(web, monkeypatch):
+    """DNS rebinding: the name looked public when it was checked (the check is made to say
+    so here) and resolves to loopback when the connection looks it up. The connection goes
+    to an address that was itself checked, or nowhere: nothing reaches the server, where a
+    connection resolving the name afresh would have."""
+    import socket
+
+    from paramill.twitter import urls as urls_module
+
+    real_check, system = urls_module.is_public, socket.getaddrinfo
+    monkeypatch.setattr(urls_module, "is_public", lambda host: host == "rebind.test" or real_check(host))
+    monkeypatch.setattr(socket, "getaddrinfo", lambda host, *a, **k: system(
+        "127.0.0.1" if host == "rebind.test" else host, *a, **k))
+    port = web.rsplit(":", 1)[1]
+    short, url = f"http://rebind.test:{port}/short/1", f"http://rebind.test:{port}/article"
+    assert Expander(timeout=0.5).expand([short]) == {short: short}  # kept as it is
+    assert page_card(url, web_session(), timeout=0.5) == {}
+    assert http_requests(web) == []
+    with pytest.raises(urls_module.PrivateAddress, match="rebind.test resolves to 127.0.0.1"):
+        urls_module.checked_addresses("rebind.test")
+
+
+def test_a_public_name_is_connected_at_the_address_checked_with_its_own_name(web, monkeypatch):
+    """The pinned connection reaches the address the name resolved to, in the order resolved
+    (an unreachable first address is skipped), and sends the name, not the address, as Host."""
+    from paramill.twitter import urls as urls_module
+
+    real = urls_module.is_public
+    monkeypatch.setattr(urls_module, "is_public",  # the test's loopback server counts as public
+                        lambda host: host in ("news.test", "127.0.0.1", "127.0.0.2") or real(host))
+    import socket
+
+    system = socket.getaddrinfo
+
+    def two(host, port, *args, **kwargs):  # 127.0.0.2 first: nothing listens there
+        if host == "news.test":
+            return system("127.0.0.2", port, *args, **kwargs) + system("127.0.0.1", port, *args, **kwargs)
+        return system(host, port, *args, **kwargs)
+
+    monkeypatch.setattr(socket, "getaddrinfo", two)
+    assert urls_module.checked_addresses("news.test") == ["127.0.0.2", "127.0.0.1"]
+    port = web.rsplit(":", 1)[1]
+    response = web_session().get(f"http://news.test:{port}/echo-host", timeout=2)
+    assert response.text == f"news.test:{port}"
+    assert http_requests(web) == ["/echo-host"]
+
+
+def test_a_pinned_https_connection_checks_the_certificate_of_the_name(monkeypatch):
+    """Over TLS the pinned connection (to the checked address) still sends the name as SNI
+    and checks the certificate against the name: a certificate for news.test, served on
+    loopback, verifies for https://news.test and not for another name of the same address."""
+    import socket
+    import ssl
+    from pathlib import Path
+
+    from paramill.twitter import urls as urls_module
+
+    tls = Path(__file__).parent / "tls"
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(tls / "news.test.crt", tls / "news.test.key")
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Web)
+    server.requested = []
+    server.socket = context.wrap_socket(server.socket, server_side=True)
+    threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True).start()
+    try:
+        real, system = urls_module.is_public, socket.getaddrinfo
+        names = ("news.test", "other.test")
+        monkeypatch.setattr(urls_module, "is_public", lambda h: h in names + ("127.0.0.1",) or real(h))
+        monkeypatch.setattr(socket, "getaddrinfo", lambda host, *a, **k: system(
+            "127.0.0.1" if host in names else host, *a, **k))
+        port = server.server_port
+        session = web_session()
+        got = session.get(f"https://news.test:{port}/echo-host", timeout=2, verify=str(tls / "news.test.crt"))
+        assert got.text == f"news.test:{port}"
+        with pytest.raises(requests.exceptions.SSLError, match="other.test"):
+            session.get(f"https://other.test:{port}/echo-host", timeout=2, verify=str(tls / "news.test.crt"))
+        assert server.requested == ["/echo-host"]
+    finally:
+        server.shutdown()
 
 
 def test_a_page_card_read_ends_at_its_deadline(web):

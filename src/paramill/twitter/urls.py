@@ -11,7 +11,9 @@ Optionally the linked page's ``twitter:title``/``twitter:description`` are read.
 A tweet's link is anyone's to write, so no request goes to a host that is not on the public
 internet (loopback, private, link-local such as a cloud's metadata service at 169.254.169.254,
 multicast, reserved), first or at any redirect: the URL is kept as it is, unrequested
-(:class:`PrivateAddress`; ``private_urls`` lifts it, for an intranet's news site).
+(:class:`PrivateAddress`; ``private_urls`` lifts it, for an intranet's news site). The
+connection goes to an address that was checked, so a name cannot resolve to a public address
+for the check and to a private one for the connection.
 """
 
 from __future__ import annotations
@@ -29,6 +31,9 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import requests
 from requests.adapters import HTTPAdapter
+from urllib3.connection import HTTPConnection, HTTPSConnection
+from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
+from urllib3.exceptions import ConnectTimeoutError, NewConnectionError
 
 from paramill.io import MalformedJson, atomic_output, read_json
 
@@ -89,9 +94,69 @@ def is_public(host: str) -> bool:
     return True
 
 
+def checked_addresses(host: str) -> list[str]:
+    """The addresses a connection to ``host`` may go to, resolved once, each checked
+    (:func:`is_public` on the address itself): connecting to one of these, not to a second
+    resolution of the name, leaves a name no way to answer public to the check and private to
+    the connection (DNS rebinding). A host that resolves to any address off the public
+    internet is :class:`PrivateAddress`; one that does not resolve is returned as it is, to
+    fail as it would."""
+    try:
+        infos = socket.getaddrinfo(host, None, proto=socket.IPPROTO_TCP)
+    except (OSError, UnicodeError):
+        return [host]
+    addresses = list(dict.fromkeys(str(info[4][0]) for info in infos))
+    for address in addresses:
+        if not is_public(address):
+            raise PrivateAddress(f"{host} resolves to {address}, not a public address")
+    return addresses
+
+
+class _Pinned:
+    """A urllib3 connection that connects to the addresses :func:`checked_addresses` checked
+    (each in turn, as the name's own resolution would be tried), the name kept for the Host
+    header, TLS's server name and its certificate check."""
+
+    def _new_conn(self):
+        name, error = self._dns_host, None
+        try:
+            for address in checked_addresses(name):
+                self._dns_host = address
+                try:
+                    return super()._new_conn()
+                except (NewConnectionError, ConnectTimeoutError) as exc:
+                    error = exc  # the next address, as socket.create_connection would
+        finally:
+            self._dns_host = name
+        raise error
+
+
+class _PinnedHTTP(_Pinned, HTTPConnection):
+    pass
+
+
+class _PinnedHTTPS(_Pinned, HTTPSConnection):
+    pass
+
+
+class _PinnedHTTPPool(HTTPConnectionPool):
+    ConnectionCls = _PinnedHTTP
+
+
+class _PinnedHTTPSPool(HTTPSConnectionPool):
+    ConnectionCls = _PinnedHTTPS
+
+
 class _PublicOnly(HTTPAdapter):
     """Sends only to public hosts: requests calls an adapter for the first request and for
-    every redirect it follows, so each hop is checked before it connects."""
+    every redirect it follows, so each hop is checked before it connects, and the connection
+    goes to an address that was checked (:class:`_Pinned`; through a proxy, the proxy
+    resolves the name and only the first check holds)."""
+
+    def init_poolmanager(self, *args, **kwargs):
+        super().init_poolmanager(*args, **kwargs)
+        self.poolmanager.pool_classes_by_scheme = {"http": _PinnedHTTPPool,
+                                                   "https": _PinnedHTTPSPool}
 
     def send(self, request, *args, **kwargs):
         host = urlsplit(request.url).hostname or ""
