@@ -44,12 +44,16 @@ from paramill.twitter.encoder import PRECISIONS, PretrainedEncoder, native_bfloa
 from paramill.twitter.identify import (  # noqa: E402
     MODELS,
     IdentifySettings,
+    DocumentFrequencies,
     at_threshold,
+    check_embedding_overlap,
     crossfit_cosine,
     crossfit_cross,
     distill_student,
+    embedding_overlap,
     grouped_folds,
     fit,
+    fold_idf,
     holdout,
     metrics,
     model_features,
@@ -71,6 +75,9 @@ def measure(pairs, labels, settings, encoder, sentences, tests, models, finetune
     ``finetune_final`` is off (then no scoring rate: the fine-tuned encoder has the
     architecture and speed of the one it was fine-tuned from)."""
     y, groups = np.asarray(labels), source_groups(pairs)
+    # the IDF overlap as the identifier counts it: on the training sentences, per fold in CV
+    idf = DocumentFrequencies.count(s for p in pairs for s in p) if settings.idf_overlap else None
+    refit = fold_idf(pairs) if settings.idf_overlap else None
     out = {}
     variants = [(m, m, None) for m in models if m not in ("encoder", "cross")]
     if "cross" in models:
@@ -92,7 +99,7 @@ def measure(pairs, labels, settings, encoder, sentences, tests, models, finetune
             cosine, state = crossfit_cosine(pairs, y, groups, s, final=finetune["final"],
                                             start=getattr(sentence, "state", None))
             row["crossfit_seconds"] = round(time.perf_counter() - fold_start, 1)
-            x = np.hstack([model_features(pairs, "extended", encoder), cosine[:, None]])
+            x = np.hstack([model_features(pairs, "extended", encoder, idf=idf), cosine[:, None]])
             name = "encoder"
             sentence = (PretrainedEncoder(s.sentence_encoder, s.encoder_batch, s.encoder_precision, state,
                                         layers) if state else None)
@@ -102,12 +109,12 @@ def measure(pairs, labels, settings, encoder, sentences, tests, models, finetune
             s = cross_settings
             probability, state = crossfit_cross(pairs, y, groups, s)
             row["crossfit_seconds"] = round(time.perf_counter() - start, 1)
-            x = np.hstack([model_features(pairs, "extended", encoder), probability[:, None]])
+            x = np.hstack([model_features(pairs, "extended", encoder, idf=idf), probability[:, None]])
             sentence = CrossEncoder(s.sentence_encoder, s.encoder_batch, s.encoder_precision, state)
         else:
-            x = model_features(pairs, name, encoder, sentence)
+            x = model_features(pairs, name, encoder, sentence, idf=idf)
         feature_seconds = time.perf_counter() - start
-        oof = out_of_fold(x, y, groups, settings)
+        oof = out_of_fold(x, y, groups, settings, refit if name != "lr" else None)
         row["cv"] = metrics(y, oof)
         chosen = row["threshold"] = threshold_for_precision(y, oof, settings.target_precision)
         start = time.perf_counter()
@@ -118,8 +125,8 @@ def measure(pairs, labels, settings, encoder, sentences, tests, models, finetune
             continue
         def matrix(part, name=name, sentence=sentence):
             if name == "cross":
-                return model_features(part, "cross", encoder, cross=sentence)
-            return model_features(part, name, encoder, sentence)
+                return model_features(part, "cross", encoder, cross=sentence, idf=idf)
+            return model_features(part, name, encoder, sentence, idf=idf)
 
         start = time.perf_counter()
         model.predict_proba(matrix(sample))
@@ -230,11 +237,14 @@ def main() -> None:
                              "split; cross-validation then runs on the rest")
     parser.add_argument("--folds", type=int, default=IdentifySettings().folds,
                         help="folds of the grouped cross-validation (every row of the run)")
+    parser.add_argument("--idf-overlap", action=argparse.BooleanOptionalAction, default=True,
+                        help="the extended models' IDF overlap (twitter.identify.idf_overlap); "
+                             "--no-idf-overlap measures the 22 features of before")
     parser.add_argument("--threads", type=int, default=len(os.sched_getaffinity(0)))
     parser.add_argument("--out")
     args = parser.parse_args()
     device.limit_threads(args.threads)
-    settings = IdentifySettings(folds=args.folds)
+    settings = IdentifySettings(folds=args.folds, idf_overlap=args.idf_overlap)
     encoder = None
     sentences = {}
     if "encoder" in args.models:
@@ -245,6 +255,7 @@ def main() -> None:
               "machine": machine(), "threads": args.threads,
               "sentence_encoder": args.sentence_encoder if sentences else None,
               "native_bfloat16": native_bfloat16(), "cosine_feature": bool(args.embed_model),
+              "idf_overlap": args.idf_overlap,
               "datasets": []}
     sets = [("twitter-url-corpus train", args.url_corpus, "toks", None, "url test",
              (args.url_test, "toks", None)),
@@ -295,11 +306,17 @@ def main() -> None:
     for key, (name, path, fmt, labels_file, test_name, (test_path, test_fmt, test_labels)) in zip(keys, sets):
         pairs, labels, dropped = read[key]
         own = {**sentences, **distilled.get(key, {})}
+        record = {"name": name, "pairs": len(pairs), "positive": sum(labels), "dropped": dropped}
+        if args.embed_model:  # the extended models' cosine; refused if it learnt these labels
+            from paramill.embed.model import load_model
+
+            record["embed_overlap"] = overlap = embedding_overlap(args.embed_model, pairs)
+            check_embedding_overlap(overlap, settings.max_embed_overlap)
+            encoder = load_model(args.embed_model)
         tests = {}
         if test_path:
             tp, ty, _ = read_labelled(test_path, test_fmt, test_labels)
             tests[test_name] = (tp, ty)
-        record = {"name": name, "pairs": len(pairs), "positive": sum(labels), "dropped": dropped}
         if key in held:
             tests[f"{key} held-out"] = held[key]
             record["held_out"] = {"pairs": len(held[key][0]), "positive": sum(held[key][1])}

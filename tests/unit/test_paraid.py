@@ -153,6 +153,103 @@ def test_training_chooses_records_and_applies_the_threshold(tmp_path):
     assert prov["threshold"]["threshold"] == chosen["threshold"]
 
 
+# -- the extended models' IDF overlap --------------------------------------------------------
+
+def test_idf_overlap_by_hand():
+    import math
+
+    sentences = ["the cat sat", "the cat sat", "a dog sat", "the bird"]  # a repeat counts once
+    df = identify.DocumentFrequencies.count(sentences)
+    assert df.documents == 3 and df.counts == {"the": 2, "cat": 1, "sat": 2, "a": 1, "dog": 1,
+                                               "bird": 1}
+    w = {word: math.log(4 / (n + 1)) for word, n in df.counts.items()}
+    assert df.weight("sat") == pytest.approx(w["sat"]) and df.weight("unseen") == math.log(4)
+    got = identify.idf_overlap(identify.featurise.word_sets(
+        [("The cat sat", "a cat sat"), ("x", ""), ("http://t.co/a dog", "dog")]), df)
+    shared = w["cat"] + w["sat"]
+    p, r = shared / (shared + w["the"]), shared / (shared + w["a"])
+    assert got[0] == pytest.approx([p, r, 2 * p * r / (p + r)])
+    assert got[1].tolist() == [0.0, 0.0, 0.0]  # an empty side shares nothing
+    assert got[2].tolist() == [1.0, 1.0, 1.0]  # links are not words
+    x = identify.features([("The cat sat", "a cat sat")], True, None, df)
+    assert x.shape == (1, 25) and x[0, identify.featurise.IDF_COLUMNS] == pytest.approx(got[0])
+    assert identify.model_features([("The cat sat", "a cat sat")], "lr", idf=df).shape == (1, 18)
+    assert identify.DocumentFrequencies.from_dict(df.to_dict()) == df
+
+
+def test_the_idf_overlap_is_counted_per_fold_on_its_training_sentences_only():
+    pairs = POS + NEG
+    x = identify.features(pairs, True, None, identify.DocumentFrequencies.count(
+        s for p in pairs for s in p))
+    refit = identify.fold_idf(pairs)
+    train = np.arange(0, 40)
+    xk = refit(x, train)
+    fold_df = identify.DocumentFrequencies.count(s for i in train for s in pairs[i])
+    assert fold_df.documents < 90  # the test rows' sentences are not counted
+    cols = identify.featurise.IDF_COLUMNS
+    assert xk[:, cols] == pytest.approx(identify.idf_overlap(identify.featurise.word_sets(pairs), fold_df))
+    assert np.array_equal(xk[:, :cols.start], x[:, :cols.start])  # the rest untouched
+    assert not np.array_equal(xk, x) and refit(x, train) is not xk  # a copy, x as it was
+    # a number only the test rows have weighs as unseen: log(N + 1), not log((N + 1) / 2)
+    assert fold_df.weight("45") == pytest.approx(np.log(fold_df.documents + 1))
+
+
+def _noisy_pairs(n=120, seed=5):
+    """Pairs of random words sharing a random part, labelled by that share with noise: a set
+    no model separates, so differently computed out-of-fold scores give different metrics."""
+    rng = np.random.default_rng(seed)
+    vocab = [f"w{i}" for i in range(60)]
+    pos, neg = [], []
+    for i in range(n):
+        a = list(rng.choice(vocab, 7, replace=False))
+        keep = int(rng.integers(1, 7))
+        b = a[:keep] + list(rng.choice(vocab, 7 - keep, replace=False))
+        (pos if keep + rng.normal(0, 2) > 4 else neg).append((f"src{i} " + " ".join(a), " ".join(b)))
+    return pos, neg
+
+
+def test_the_identifier_keeps_its_document_frequencies_and_cross_validates_per_fold(tmp_path):
+    settings = identify.IdentifySettings()
+    assert settings.idf_overlap  # on by default
+    pos, neg = _noisy_pairs()
+    result = train_identifier(_labelled(tmp_path / "l.tsv", pos, neg), [], tmp_path / "m.pkl",
+                              tmp_path / "r.json", settings)
+    assert result["idf_overlap"]["features"] == identify.IDF
+    ident = identify.Identifier.load(tmp_path / "m.pkl")
+    pairs = pos + neg
+    assert ident.idf == identify.DocumentFrequencies.count(s for p in pairs for s in p)
+    assert ident.fitted["extended"][-1].n_features_in_ == 25
+    assert ident.fitted["lr"][-1].n_features_in_ == 18
+    # the report's cross-validation is the per-fold one, not one counted on every sentence
+    y, groups = np.asarray([1] * len(pos) + [0] * len(neg)), identify.source_groups(pairs)
+    x = ident.features(pairs, "extended")
+    per_fold = identify.out_of_fold(x, y, groups, settings, identify.fold_idf(pairs))
+    assert result["evaluations"][0]["extended"] == identify.metrics(y, per_fold)
+    assert identify.metrics(y, identify.out_of_fold(x, y, groups, settings)) != \
+        identify.metrics(y, per_fold)
+    assert ident.score([POS[0], NEG[0]]).round(6).tolist() == \
+        identify.Identifier.load(tmp_path / "m.pkl").score([POS[0], NEG[0]]).round(6).tolist()
+    off = train_identifier(_labelled(tmp_path / "l.tsv", POS, NEG), [], tmp_path / "off.pkl",
+                           tmp_path / "off.json", identify.IdentifySettings(idf_overlap=False))
+    assert "idf_overlap" not in off
+    old = identify.Identifier.load(tmp_path / "off.pkl")
+    assert old.idf is None and old.fitted["extended"][-1].n_features_in_ == 22
+
+
+def test_an_identifier_saved_before_the_idf_overlap_scores_with_its_22_features(tmp_path):
+    pairs, y = POS + NEG, [1] * 30 + [0] * 30
+    settings = identify.IdentifySettings()
+    fitted = {"extended": identify.fit(identify.features(pairs, True), y, settings)}
+    saved = {k: v for k, v in settings.__dict__.items() if k != "idf_overlap"}
+    with open(tmp_path / "old.pkl", "wb") as fh:
+        pickle.dump({"format": "paramill-paraid/2", "fitted": fitted, "settings": saved,
+                     "embed_model": None, "threshold": 0.5, "threshold_choice": None}, fh)
+    ident = identify.Identifier.load(tmp_path / "old.pkl")
+    assert ident.idf is None and ident.settings.idf_overlap is False
+    p = ident.score([POS[0], NEG[0]], "extended")
+    assert p[0] > 0.5 > p[1]
+
+
 # -- the cosine's embedding model must not have seen the labelled pairs --------------------
 
 def _embedding(tmp_path, name, pairs):
@@ -253,7 +350,8 @@ def test_model_encoder_trains_saves_and_loads_to_the_same_scores(tiny_sentence_e
     result = train_identifier(_labelled(tmp_path / "l.tsv", POS, NEG), [], tmp_path / "m.pkl",
                               tmp_path / "r.json", settings)
     assert result["evaluations"][0]["encoder"]["f1"] == 1.0 and result["threshold"]["model"] == "encoder"
-    trained = identify.Identifier(settings, None, {})
+    trained = identify.Identifier(settings, None, {}, idf=identify.DocumentFrequencies.count(
+        s for pair in POS + NEG for s in pair))  # what training counts, on the same pairs
     trained.fitted["encoder"] = identify.fit(trained.features(POS + NEG, "encoder"),
                                              [1] * 30 + [0] * 30, settings)
     loaded = identify.Identifier.load(tmp_path / "m.pkl")
@@ -531,7 +629,7 @@ def _train_on_the_command_line(source, tmp_path, extra):
     probe = [POS[3], NEG[7], ("a storm hits town", "my cat likes fish")]
     assert not np.allclose(loaded.sentence_encoder().cosine(probe), pretrained.cosine(probe))
     fresh = identify.Identifier(loaded.settings, None, dict(loaded.fitted),
-                                encoder_state=loaded.encoder_state)
+                                encoder_state=loaded.encoder_state, idf=loaded.idf)
     assert np.allclose(loaded.score(probe), fresh.score(probe), atol=1e-9)
     assert loaded.score(probe)[0] > loaded.score(probe)[1]
     return loaded
@@ -750,7 +848,7 @@ def test_the_command_line_trains_saves_loads_and_scores_a_cross_model(tiny_sente
     assert loaded.cross_state and set(loaded.fitted) == {"lr", "extended", "cross"}
     probe = [POS[3], NEG[7], ("a storm hits town", "my cat likes fish")]
     fresh = identify.Identifier(loaded.settings, None, dict(loaded.fitted),
-                                cross_state=loaded.cross_state)
+                                cross_state=loaded.cross_state, idf=loaded.idf)
     assert np.allclose(loaded.score(probe), fresh.score(probe), atol=1e-9)
     assert loaded.score(probe)[0] > loaded.score(probe)[1]
     # the cross-encoder that scores new pairs is the fine-tuned one in the file

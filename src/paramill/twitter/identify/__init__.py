@@ -4,8 +4,9 @@ Baseline: logistic regression on the 18 features of Das & Smith (2009) as used b
 PIT-2015 baseline: precision, recall and F1 of shared 1-, 2- and 3-grams, on lower-cased
 tokens and on their Porter stems (3 x 3 x 2). Extended: those plus cheap signals — the
 cosine under a paraphrastic embedding model (``paramill.embed``), the character-level
-similarity of the comparable texts (rapidfuzz ratio), the length ratio, and the token-set
-Jaccard. Evaluation is max F1 over the precision-recall curve, with its precision and
+similarity of the comparable texts (rapidfuzz ratio), the length ratio, the token-set
+Jaccard, and (``idf_overlap``) the precision, recall and F1 of the shared words' inverse
+document frequency, counted on the training sentences. Evaluation is max F1 over the precision-recall curve, with its precision and
 recall, as the paper reports.
 
 Labelled data: Twitter URL corpus raw (``s1\\ts2\\t(n,6)\\turl``: n<=2 negative, n>=4
@@ -45,10 +46,14 @@ from paramill.twitter.identify.evaluation import (
 from paramill.twitter.identify.featurise import (
     BASELINE,
     EXTRA,
+    IDF,
     MODELS,
+    DocumentFrequencies,
     baseline_features,
     extra_features,
     features,
+    fold_idf,
+    idf_overlap,
     model_features,
     prf,
     stem,
@@ -73,7 +78,7 @@ from paramill.twitter.identify.training import (
 )
 
 __all__ = [
-    "BASELINE", "EXTRA", "FORMATS", "MAX_TEXT_LINE_BYTES", "MODELS", "EmbeddingLeak",
+    "BASELINE", "EXTRA", "FORMATS", "IDF", "DocumentFrequencies", "fold_idf", "idf_overlap", "MAX_TEXT_LINE_BYTES", "MODELS", "EmbeddingLeak",
     "Identifier", "IdentifySettings", "LabelledData", "PretrainedEncoder", "at_threshold",
     "baseline_features", "check_embedding_overlap", "cross_validate", "crossfit",
     "crossfit_cosine", "crossfit_cross", "distill_student", "embedding_overlap",

@@ -4,11 +4,12 @@ acceptance threshold's precision and recall."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
-from paramill.twitter.identify.featurise import features
+from paramill.twitter.identify.featurise import DocumentFrequencies, features, fold_idf
 from paramill.twitter.identify.settings import IdentifySettings
 from paramill.twitter.text import comparable
 
@@ -86,12 +87,17 @@ def holdout(pairs: list[tuple[str, str]], labels, fraction: float
     return kept, ([p for p, o in zip(pairs, out) if o], y[out].tolist())
 
 
-def out_of_fold(x: np.ndarray, y: np.ndarray, groups: np.ndarray, settings: IdentifySettings
+def out_of_fold(x: np.ndarray, y: np.ndarray, groups: np.ndarray, settings: IdentifySettings,
+                refit: Callable[[np.ndarray, np.ndarray], np.ndarray] | None = None
                 ) -> np.ndarray:
-    """Out-of-fold probabilities: stratified folds grouped by source tweet (seeded)."""
+    """Out-of-fold probabilities: stratified folds grouped by source tweet (seeded).
+    ``refit(x, train)``, when given, is a fold's own feature matrix: the features learnt from
+    data (document frequencies, :func:`~paramill.twitter.identify.featurise.fold_idf`)
+    counted on the fold's training part only."""
     scores = np.zeros(len(y))
     for train, test in grouped_folds(y, groups, settings):
-        scores[test] = fit(x[train], y[train].tolist(), settings).predict_proba(x[test])[:, 1]
+        xk = x if refit is None else refit(x, train)
+        scores[test] = fit(xk[train], y[train].tolist(), settings).predict_proba(xk[test])[:, 1]
     return scores
 
 
@@ -141,7 +147,12 @@ def threshold_for_precision(labels, scores: np.ndarray, target: float) -> dict[s
 
 def cross_validate(pairs, labels, extended: bool, settings: IdentifySettings,
                    encoder=None) -> dict[str, float]:
-    """Metrics of out-of-fold probabilities (stratified folds grouped by source tweet)."""
+    """Metrics of out-of-fold probabilities (stratified folds grouped by source tweet); the
+    extended features with the IDF overlap where ``settings.idf_overlap``, its document
+    frequencies counted per fold."""
     y = np.asarray(labels)
-    return metrics(y, out_of_fold(features(pairs, extended, encoder), y, source_groups(pairs),
-                                  settings))
+    idf = extended and settings.idf_overlap
+    x = features(pairs, extended, encoder,
+                 DocumentFrequencies.count(s for p in pairs for s in p) if idf else None)
+    return metrics(y, out_of_fold(x, y, source_groups(pairs), settings,
+                                  fold_idf(pairs) if idf else None))

@@ -1,11 +1,15 @@
 """The identifier's features: the 18 n-gram overlaps of Das & Smith (2009) on tokens and
-Porter stems, the extended model's cheap signals and embedding cosine, and the model
-feature matrices (lr, extended, encoder, cross)."""
+Porter stems, the extended model's cheap signals, embedding cosine and IDF-weighted word
+overlap, and the model feature matrices (lr, extended, encoder, cross)."""
 
 from __future__ import annotations
 
 import functools
+import math
 from collections import Counter
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -14,6 +18,10 @@ from paramill.twitter.text import comparable, tokenize
 
 BASELINE = [f"{kind}_{n}_{m}" for kind in ("tok", "stem") for n in (1, 2, 3) for m in ("p", "r", "f")]
 EXTRA = ["char_ratio", "length_ratio", "jaccard", "cosine"]
+#: IDF-weighted unigram overlap (precision, recall, F1): the extended models' last columns
+#: where the identifier holds document frequencies (identifiers saved before have none)
+IDF = ["idf_p", "idf_r", "idf_f"]
+IDF_COLUMNS = slice(len(BASELINE) + len(EXTRA), len(BASELINE) + len(EXTRA) + len(IDF))
 
 
 @functools.lru_cache(maxsize=1 << 18)
@@ -71,7 +79,79 @@ def extra_features(s1: str, s2: str) -> list[float]:
             len(sa & sb) / len(sa | sb) if sa | sb else 0.0]
 
 
-def features(pairs: list[tuple[str, str]], extended: bool, encoder=None) -> np.ndarray:
+@dataclass(frozen=True)
+class DocumentFrequencies:
+    """In how many of ``documents`` distinct sentences each word (:func:`words`) occurs:
+    counted on the identifier's training sentences, without their labels."""
+
+    documents: int
+    counts: dict[str, int]
+
+    @staticmethod
+    def count(sentences: Iterable[str]) -> DocumentFrequencies:
+        """Document frequencies over the distinct sentences of ``sentences``."""
+        counts: Counter = Counter()
+        distinct = set(sentences)
+        for s in distinct:
+            counts.update(set(words(s)))
+        return DocumentFrequencies(len(distinct), dict(counts))
+
+    def weight(self, word: str) -> float:
+        """Inverse document frequency, smoothed: log((N + 1) / (df + 1)); an unseen word
+        weighs most."""
+        return math.log((self.documents + 1) / (self.counts.get(word, 0) + 1))
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"documents": self.documents, "counts": self.counts}
+
+    @staticmethod
+    def from_dict(data: dict[str, Any]) -> DocumentFrequencies:
+        return DocumentFrequencies(int(data["documents"]), dict(data["counts"]))
+
+
+def word_sets(pairs: list[tuple[str, str]]) -> list[tuple[frozenset, frozenset]]:
+    """Each pair's two sets of words (:func:`words`), the IDF overlap's input: tokenised once
+    when the overlap is counted under several document frequencies (cross-fitting)."""
+    return [(frozenset(words(x)), frozenset(words(y))) for x, y in pairs]
+
+
+def idf_overlap(sets: list[tuple[frozenset, frozenset]], df: DocumentFrequencies) -> np.ndarray:
+    """IDF-weighted unigram overlap of each pair of word sets: precision (shared weight / the
+    first side's), recall (/ the second side's) and F1; one row per pair, columns :data:`IDF`."""
+    out = np.zeros((len(sets), len(IDF)))
+    weight = functools.lru_cache(maxsize=None)(df.weight)
+    for i, (a, b) in enumerate(sets):
+        shared = sum(map(weight, a & b))
+        wa, wb = sum(map(weight, a)), sum(map(weight, b))
+        p, r = (shared / wa if wa else 0.0), (shared / wb if wb else 0.0)
+        out[i] = p, r, (2 * p * r / (p + r) if p + r else 0.0)
+    return out
+
+
+def fold_idf(pairs: list[tuple[str, str]]) -> Callable[[np.ndarray, np.ndarray], np.ndarray]:
+    """For :func:`~paramill.twitter.identify.evaluation.out_of_fold`: a fold's own copy of a
+    feature matrix whose IDF columns (:data:`IDF_COLUMNS`) are recounted under document
+    frequencies of the fold's training pairs only, so no test fold's sentence reaches them.
+    Each fold's columns are computed once, whatever the number of models."""
+    sets = word_sets(pairs)
+    done: dict[bytes, np.ndarray] = {}
+
+    def refit(x: np.ndarray, train: np.ndarray) -> np.ndarray:
+        key = np.asarray(train).tobytes()
+        if key not in done:
+            df = DocumentFrequencies.count(s for i in train for s in pairs[i])
+            done[key] = idf_overlap(sets, df)
+        x = x.copy()
+        x[:, IDF_COLUMNS] = done[key]
+        return x
+
+    return refit
+
+
+def features(pairs: list[tuple[str, str]], extended: bool, encoder=None,
+             idf: DocumentFrequencies | None = None) -> np.ndarray:
+    """The 18 baseline features; ``extended``: also :data:`EXTRA` (the cosine under
+    ``encoder``, 0 without one) and, given document frequencies ``idf``, :data:`IDF`."""
     rows = [baseline_features(x, y) + (extra_features(x, y) if extended else []) for x, y in pairs]
     matrix = np.asarray(rows, dtype=np.float64).reshape(len(pairs), -1)
     if extended:
@@ -82,6 +162,8 @@ def features(pairs: list[tuple[str, str]], extended: bool, encoder=None) -> np.n
             cos[:, 0] = cosine_rows(encoder.encode([x for x, _ in pairs]).astype(np.float64),
                                     encoder.encode([y for _, y in pairs]).astype(np.float64))
         matrix = np.hstack([matrix, cos])
+        if idf is not None:
+            matrix = np.hstack([matrix, idf_overlap(word_sets(pairs), idf)])
     return matrix
 
 
@@ -89,11 +171,13 @@ MODELS = ("lr", "extended", "encoder", "cross")
 
 
 def model_features(pairs: list[tuple[str, str]], which: str, encoder=None,
-                   sentence: PretrainedEncoder | None = None, cross=None) -> np.ndarray:
-    """The feature matrix of model ``which`` (lr, extended, encoder, cross)."""
+                   sentence: PretrainedEncoder | None = None, cross=None,
+                   idf: DocumentFrequencies | None = None) -> np.ndarray:
+    """The feature matrix of model ``which`` (lr, extended, encoder, cross); the IDF overlap
+    in the extended ones where document frequencies ``idf`` are given."""
     if which == "lr":
         return features(pairs, False)
-    x = features(pairs, True, encoder)
+    x = features(pairs, True, encoder, idf)
     if which in ("encoder", "cross"):
         scorer = sentence if which == "encoder" else cross
         if scorer is None:

@@ -22,6 +22,7 @@ from paramill.twitter.identify.evaluation import (
     source_groups,
     threshold_for_precision,
 )
+from paramill.twitter.identify.featurise import IDF, DocumentFrequencies, fold_idf
 from paramill.twitter.identify.leak import check_embedding_overlap, embedding_overlap
 from paramill.twitter.identify.model import Identifier
 from paramill.twitter.identify.settings import IdentifySettings, LabelledData
@@ -46,6 +47,10 @@ def _fit_each(ident: Identifier, names: list[str], pairs: list[tuple[str, str]],
     scores (grouped folds) and the training sentences (what a student was distilled on)."""
     y = np.asarray(labels)
     oof, xs, own = {}, {}, set()
+    refit = None
+    if settings.idf_overlap:  # counted on all training sentences; per fold for the folds
+        ident.idf = DocumentFrequencies.count(s for pair in pairs for s in pair)
+        refit = fold_idf(pairs)
     for name in names:
         if name == "encoder":  # the extended features and the sentence encoder's cosine
             if student:  # distilled without labels
@@ -63,7 +68,7 @@ def _fit_each(ident: Identifier, names: list[str], pairs: list[tuple[str, str]],
         else:
             x = xs[name] = ident.features(pairs, name)
         ident.fitted[name] = fit(x, labels, settings)
-        oof[name] = out_of_fold(x, y, groups, settings)
+        oof[name] = out_of_fold(x, y, groups, settings, refit if name != "lr" else None)
     return oof, own
 
 
@@ -130,6 +135,10 @@ def train_identifier(train: list[LabelledData], evaluate: list[LabelledData], ou
         raise ValueError("the identifier's training data needs both paraphrases and non-paraphrases")
     results: dict[str, Any] = {"train_pairs": len(pairs), "train_dropped": dropped,
                                "positive": int(sum(labels)), "evaluations": []}
+    if settings.idf_overlap:  # the extended model (always fitted) and those built on it
+        results["idf_overlap"] = {
+            "features": IDF, "documents": "the training pairs' distinct sentences, without "
+            "their labels; in cross-validation, each fold's training part only"}
     if settings.embed_model:
         results["embed_overlap"] = overlap = embedding_overlap(settings.embed_model, pairs)
         check_embedding_overlap(overlap, settings.max_embed_overlap)

@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 
 from paramill.twitter.encoder import PretrainedEncoder
-from paramill.twitter.identify.featurise import model_features
+from paramill.twitter.identify.featurise import DocumentFrequencies, model_features
 from paramill.twitter.identify.settings import IdentifySettings
 
 
@@ -28,13 +28,17 @@ class Identifier:
     threshold_choice: dict[str, Any] | None = None
     encoder_state: bytes | None = None  # the student's or fine-tuned encoder's weights
     cross_state: bytes | None = None  # the fine-tuned cross-encoder's weights
+    #: the training sentences' document frequencies (the extended models' IDF overlap); None:
+    #: fitted without it (``idf_overlap: false``, or saved before it), 22 extended features
+    idf: DocumentFrequencies | None = None
 
     def save(self, path: str | Path) -> None:
         with open(path, "wb") as fh:
-            pickle.dump({"format": "paramill-paraid/2", "fitted": self.fitted,
+            pickle.dump({"format": "paramill-paraid/3", "fitted": self.fitted,
                          "settings": asdict(self.settings), "embed_model": self.embed_model,
                          "threshold": self.threshold, "threshold_choice": self.threshold_choice,
-                         "encoder_state": self.encoder_state, "cross_state": self.cross_state}, fh)
+                         "encoder_state": self.encoder_state, "cross_state": self.cross_state,
+                         "idf": self.idf.to_dict() if self.idf else None}, fh)
 
     @staticmethod
     def load(path: str | Path) -> Identifier:
@@ -42,15 +46,19 @@ class Identifier:
             data = pickle.load(fh)
         if data.get("format") == "paramill-paraid/1":  # lr and extended, threshold 0.5
             data["fitted"] = {"lr": data["lr"], "extended": data["extended"]}
-        elif data.get("format") != "paramill-paraid/2":
+        elif data.get("format") not in ("paramill-paraid/2", "paramill-paraid/3"):
             raise ValueError(f"{path}: not a paramill paraphrase identifier")
+        data["settings"] = dict(data["settings"])
         if "encoder_precision" not in data["settings"]:  # saved before it: score as it ran
-            data["settings"] = dict(data["settings"])
             int8 = data["settings"].pop("encoder_int8", False)
             data["settings"]["encoder_precision"] = "int8" if int8 else "float32"
+        # /1 and /2 were fitted without the IDF overlap: they score with the 22 features
+        data["settings"].setdefault("idf_overlap", False)
+        idf = data.get("idf")
         return Identifier(IdentifySettings.from_dict(data["settings"]), data["embed_model"],
                           data["fitted"], data.get("threshold"), data.get("threshold_choice"),
-                          data.get("encoder_state"), data.get("cross_state"))
+                          data.get("encoder_state"), data.get("cross_state"),
+                          DocumentFrequencies.from_dict(idf) if idf else None)
 
     def accept_at(self, configured: float | None = None) -> float:
         """The threshold pairs must reach: the configured one, else the chosen one (0.5 for
@@ -102,7 +110,7 @@ class Identifier:
         sentence = self.sentence_encoder() if which == "encoder" else None
         cross = self.cross_encoder() if which == "cross" else None
         return model_features(pairs, which, self.encoder() if which != "lr" else None, sentence,
-                              cross)
+                              cross, self.idf)
 
     def score(self, pairs: list[tuple[str, str]], which: str | None = None,
               chunk: int = 50_000) -> np.ndarray:
