@@ -36,7 +36,7 @@ rule twitter_identify:
         embed=identify_embed_model(),
         distill_text=identify_distill_text(),
     output:
-        model=f"{WORK}/twitter/paraid.pkl",
+        model=f"{WORK}/twitter/paraid.npz",
         report=f"{RESULTS}/twitter/paraid.json",
     params:
         settings=as_json(config["twitter"]["identify"]),
@@ -59,7 +59,7 @@ rule twitter_identify:
 rule twitter_month:
     input:
         days=month_days,
-        model=f"{WORK}/twitter/paraid.pkl",
+        model=f"{WORK}/twitter/paraid.npz",
     output:
         pairs=f"{RESULTS}/twitter/{{month}}/pairs.parquet",
         tsv=f"{RESULTS}/twitter/{{month}}/paraphrases.tsv",

@@ -192,9 +192,36 @@ def test_conversion_bundles_the_subword_models(tiny):
 def test_a_file_that_is_no_checkpoint_fails_conversion_and_leaves_nothing(spm_models, tmp_path):
     bad = tmp_path / "model.pt"
     bad.write_bytes(b"not a checkpoint")
-    with pytest.raises(RuntimeError, match=r"CTranslate2 conversion of .*model\.pt failed"):
+    with pytest.raises(RuntimeError, match=r"model\.pt: not an OpenNMT-py checkpoint paramill reads"):
         convert_mod.convert(bad, *spm_models, tmp_path / "ct2")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["model.pt"]
+
+
+def test_a_checkpoint_that_would_run_code_is_refused_before_anything_unpickles_it(spm_models, tmp_path):
+    """A checkpoint is a pickle: one from elsewhere could call anything as it is read (as
+    CTranslate2's converter and OpenNMT-py read them). Conversion and the opennmt-py engine
+    read it with torch's weights-only unpickler first, and refuse it; nothing ran."""
+    import pathlib
+
+    import torch
+
+    from paramill.nmt.torch_engine import CHECKPOINT, TorchTranslator
+
+    marker = tmp_path / "ran"
+
+    class Payload:
+        def __reduce__(self):
+            return pathlib.Path.touch, (pathlib.Path(marker),)
+
+    torch.save({"model": {}, "opt": Payload()}, tmp_path / "model.pt")
+    with pytest.raises(RuntimeError, match=r"model\.pt: not an OpenNMT-py checkpoint paramill reads"):
+        convert_mod.convert(tmp_path / "model.pt", *spm_models, tmp_path / "ct2")
+    bundle = tmp_path / "bundle"
+    bundle.mkdir()
+    torch.save({"model": {}, "opt": Payload()}, bundle / CHECKPOINT)
+    with pytest.raises(ValueError, match=r"onmt\.pt: not an OpenNMT-py checkpoint paramill reads"):
+        TorchTranslator(bundle)
+    assert not marker.exists() and not (tmp_path / "ct2").exists()
 
 
 def test_int8_quantization_converts_and_translates(tiny, tmp_path):
@@ -554,8 +581,10 @@ def test_every_bundle_carries_the_checkpoint_without_its_optimizer(tiny):
 
     from paramill.nmt.torch_engine import CHECKPOINT
 
-    bundled = torch.load(tiny["root"] / "ct2" / CHECKPOINT, map_location="cpu", weights_only=False)
-    full = torch.load(tiny["root"] / "model.pt", map_location="cpu", weights_only=False)
+    from paramill.nmt.torch_engine import load_checkpoint
+
+    bundled = load_checkpoint(tiny["root"] / "ct2" / CHECKPOINT)  # weights-only: what OpenNMT-py writes
+    full = load_checkpoint(tiny["root"] / "model.pt")
     assert sorted(bundled) == ["generator", "model", "opt", "vocab"] and "optim" in full
     assert all(torch.equal(bundled["model"][k], full["model"][k]) for k in full["model"])
     assert (tiny["root"] / "ct2" / CHECKPOINT).stat().st_size < (tiny["root"] / "model.pt").stat().st_size

@@ -139,17 +139,17 @@ def test_threshold_for_a_target_precision_by_hand():
 
 def test_training_chooses_records_and_applies_the_threshold(tmp_path):
     settings = identify.IdentifySettings(target_precision=0.9)
-    result = train_identifier(_labelled(tmp_path / "l.tsv", POS, NEG), [], tmp_path / "m.pkl",
+    result = train_identifier(_labelled(tmp_path / "l.tsv", POS, NEG), [], tmp_path / "m.npz",
                               tmp_path / "r.json", settings)
     cv = result["evaluations"][0]
     assert "grouped by source tweet" in cv["data"] and cv["lr"]["auc"] == 1.0 and cv["lr"]["ap"] == 1.0
     assert cv["test_fold_sentences"].startswith("unseen")
     chosen = result["threshold"]
     assert chosen["reached"] and chosen["precision"] >= 0.9 and chosen["used"] == chosen["threshold"]
-    model = identify.Identifier.load(tmp_path / "m.pkl")
+    model = identify.Identifier.load(tmp_path / "m.npz")
     assert model.threshold == chosen["threshold"] and model.accept_at() == chosen["threshold"]
     assert model.accept_at(0.42) == 0.42  # a configured threshold wins
-    prov = json.loads((tmp_path / "m.pkl.prov.json").read_text())
+    prov = json.loads((tmp_path / "m.npz.prov.json").read_text())
     assert prov["threshold"]["threshold"] == chosen["threshold"]
 
 
@@ -212,14 +212,13 @@ def test_the_identifier_keeps_its_document_frequencies_and_cross_validates_per_f
     settings = identify.IdentifySettings()
     assert settings.idf_overlap  # on by default
     pos, neg = _noisy_pairs()
-    result = train_identifier(_labelled(tmp_path / "l.tsv", pos, neg), [], tmp_path / "m.pkl",
+    result = train_identifier(_labelled(tmp_path / "l.tsv", pos, neg), [], tmp_path / "m.npz",
                               tmp_path / "r.json", settings)
     assert result["idf_overlap"]["features"] == identify.IDF
-    ident = identify.Identifier.load(tmp_path / "m.pkl")
+    ident = identify.Identifier.load(tmp_path / "m.npz")
     pairs = pos + neg
     assert ident.idf == identify.DocumentFrequencies.count(s for p in pairs for s in p)
-    assert ident.fitted["extended"][-1].n_features_in_ == 25
-    assert ident.fitted["lr"][-1].n_features_in_ == 18
+    assert ident.fitted["extended"].features == 25 and ident.fitted["lr"].features == 18
     # the report's cross-validation is the per-fold one, not one counted on every sentence
     y, groups = np.asarray([1] * len(pos) + [0] * len(neg)), identify.source_groups(pairs)
     x = ident.features(pairs, "extended")
@@ -228,26 +227,99 @@ def test_the_identifier_keeps_its_document_frequencies_and_cross_validates_per_f
     assert identify.metrics(y, identify.out_of_fold(x, y, groups, settings)) != \
         identify.metrics(y, per_fold)
     assert ident.score([POS[0], NEG[0]]).round(6).tolist() == \
-        identify.Identifier.load(tmp_path / "m.pkl").score([POS[0], NEG[0]]).round(6).tolist()
-    off = train_identifier(_labelled(tmp_path / "l.tsv", POS, NEG), [], tmp_path / "off.pkl",
+        identify.Identifier.load(tmp_path / "m.npz").score([POS[0], NEG[0]]).round(6).tolist()
+    off = train_identifier(_labelled(tmp_path / "l.tsv", POS, NEG), [], tmp_path / "off.npz",
                            tmp_path / "off.json", identify.IdentifySettings(idf_overlap=False))
     assert "idf_overlap" not in off
-    old = identify.Identifier.load(tmp_path / "off.pkl")
-    assert old.idf is None and old.fitted["extended"][-1].n_features_in_ == 22
+    old = identify.Identifier.load(tmp_path / "off.npz")
+    assert old.idf is None and old.fitted["extended"].features == 22
 
 
-def test_an_identifier_saved_before_the_idf_overlap_scores_with_its_22_features(tmp_path):
+def _sklearn_pipeline(x, y):
+    """What identifier files held before 2026-11-27: scikit-learn's fitted pipeline."""
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    return make_pipeline(StandardScaler(), LogisticRegression(random_state=13)).fit(x, y)
+
+
+def test_an_old_pickled_identifier_is_refused_unless_trusted_then_converts(tmp_path):
+    """Files of before 2026-11-27 are pickles (format /2: 22 extended features, no IDF): not
+    loaded by default; trusted, they score as scikit-learn did, and saved again they are the
+    new format with the same scores."""
     pairs, y = POS + NEG, [1] * 30 + [0] * 30
     settings = identify.IdentifySettings()
-    fitted = {"extended": identify.fit(identify.features(pairs, True), y, settings)}
+    x = identify.features(pairs, True)
+    pipeline = _sklearn_pipeline(x, y)
     saved = {k: v for k, v in settings.__dict__.items() if k != "idf_overlap"}
     with open(tmp_path / "old.pkl", "wb") as fh:
-        pickle.dump({"format": "paramill-paraid/2", "fitted": fitted, "settings": saved,
+        pickle.dump({"format": "paramill-paraid/2", "fitted": {"extended": pipeline}, "settings": saved,
                      "embed_model": None, "threshold": 0.5, "threshold_choice": None}, fh)
-    ident = identify.Identifier.load(tmp_path / "old.pkl")
+    with pytest.raises(ValueError, match=r"old.pkl: .*pickle, which can run code .*trust_pickle"):
+        identify.Identifier.load(tmp_path / "old.pkl")
+    ident = identify.Identifier.load(tmp_path / "old.pkl", trust_pickle=True)
     assert ident.idf is None and ident.settings.idf_overlap is False
-    p = ident.score([POS[0], NEG[0]], "extended")
+    probe = [POS[0], NEG[0], ("a storm hits town", "my cat likes fish")]
+    p = ident.score(probe, "extended")
+    assert p == pytest.approx(pipeline.predict_proba(identify.features(probe, True))[:, 1], abs=1e-12)
     assert p[0] > 0.5 > p[1]
+    ident.save(tmp_path / "new.npz")
+    again = identify.Identifier.load(tmp_path / "new.npz")
+    assert again.fitted["extended"].features == 22 and again.score(probe, "extended") == pytest.approx(p, abs=1e-12)
+
+
+def test_loading_an_old_pickle_runs_nothing_unless_trusted(tmp_path):
+    """A pickle can call anything as it is read: a refused one is never read."""
+    import pathlib
+
+    marker = tmp_path / "ran"
+
+    class Payload:
+        def __reduce__(self):
+            return pathlib.Path.touch, (pathlib.Path(marker),)
+
+    with open(tmp_path / "evil.npz", "wb") as fh:
+        pickle.dump({"format": "paramill-paraid/2", "x": Payload()}, fh)
+    with pytest.raises(ValueError, match="pickle"):
+        identify.Identifier.load(tmp_path / "evil.npz")
+    assert not marker.exists()
+
+
+def test_the_identifier_file_is_arrays_and_json_and_a_damaged_one_is_named(tmp_path):
+    settings = identify.IdentifySettings()
+    train_identifier(_labelled(tmp_path / "l.tsv", POS, NEG), [], tmp_path / "m.npz",
+                     tmp_path / "r.json", settings)
+    with np.load(tmp_path / "m.npz", allow_pickle=False) as archive:  # no object arrays
+        keys = set(archive.files)
+        meta = json.loads(str(archive["meta"][()]))
+        assert all(archive[k].dtype != object for k in keys)
+    assert {"meta", "model.lr.coef", "model.extended.coef", "model.extended.intercept"} <= keys
+    assert meta["format"] == "paramill-paraid/3" and meta["models"] == ["extended", "lr"]
+    assert meta["idf"]["documents"] == 90 and meta["settings"]["model"] == "extended"
+    ident = identify.Identifier.load(tmp_path / "m.npz")
+    assert isinstance(ident.fitted["lr"], identify.LinearModel) and ident.fitted["lr"].features == 18
+    data = (tmp_path / "m.npz").read_bytes()
+    (tmp_path / "cut.npz").write_bytes(data[:len(data) // 2])
+    with pytest.raises(ValueError, match="cut.npz: not a readable paramill paraphrase identifier"):
+        identify.Identifier.load(tmp_path / "cut.npz")
+    (tmp_path / "other.npz").write_bytes(b"hello")
+    with pytest.raises(ValueError, match="other.npz: not a paramill paraphrase identifier"):
+        identify.Identifier.load(tmp_path / "other.npz")
+    np.savez(tmp_path / "arrays.npz", meta=np.asarray('{"format": "something else"}'))
+    with pytest.raises(ValueError, match="arrays.npz: .*'something else'"):
+        identify.Identifier.load(tmp_path / "arrays.npz")
+
+
+def test_the_linear_model_scores_as_scikit_learn_does():
+    pairs, y = POS + NEG, [1] * 30 + [0] * 30
+    x = identify.features(pairs, True)
+    x[:, 0] += np.linspace(0, 1, len(x))  # not separable by one column alone
+    pipeline = _sklearn_pipeline(x, y)
+    model = identify.LinearModel.from_pipeline(pipeline)
+    assert model.predict_proba(x) == pytest.approx(pipeline.predict_proba(x), abs=1e-12)
+    with pytest.raises(ValueError, match="X has 18 features, but this model expects 22"):
+        model.predict_proba(x[:, :18])
 
 
 # -- the cosine's embedding model must not have seen the labelled pairs --------------------
@@ -274,11 +346,11 @@ def test_an_embedding_model_trained_on_the_labelled_pairs_is_refused(tmp_path):
     assert (overlap["checked"], overlap["seen"], overlap["share"]) == (True, 30, 0.5)
     settings = identify.IdentifySettings(embed_model=str(leaky))
     with pytest.raises(identify.EmbeddingLeak, match="trained on 30 of the identifier's 60 labelled"):
-        train_identifier(labelled, [], tmp_path / "m.pkl", tmp_path / "r.json", settings)
-    assert not (tmp_path / "m.pkl").exists() and not (tmp_path / "r.json").exists()
+        train_identifier(labelled, [], tmp_path / "m.npz", tmp_path / "r.json", settings)
+    assert not (tmp_path / "m.npz").exists() and not (tmp_path / "r.json").exists()
     # a model trained on other pairs is used, and the report says it was checked
     clean = _embedding(tmp_path, "clean", [(f"a dog runs {i}", f"the dog is running {i}") for i in range(40)])
-    result = train_identifier(labelled, [], tmp_path / "m.pkl", tmp_path / "r.json",
+    result = train_identifier(labelled, [], tmp_path / "m.npz", tmp_path / "r.json",
                               identify.IdentifySettings(embed_model=str(clean)))
     assert result["embed_overlap"]["seen"] == 0 and result["embed_overlap"]["checked"]
 
@@ -347,14 +419,14 @@ def test_model_encoder_trains_saves_and_loads_to_the_same_scores(tiny_sentence_e
     # the whole pretrained encoder, as it is
     settings = identify.IdentifySettings(model="encoder", sentence_encoder=str(tiny_sentence_encoder),
                                          encoder_layers=0, finetune_epochs=0)
-    result = train_identifier(_labelled(tmp_path / "l.tsv", POS, NEG), [], tmp_path / "m.pkl",
+    result = train_identifier(_labelled(tmp_path / "l.tsv", POS, NEG), [], tmp_path / "m.npz",
                               tmp_path / "r.json", settings)
     assert result["evaluations"][0]["encoder"]["f1"] == 1.0 and result["threshold"]["model"] == "encoder"
     trained = identify.Identifier(settings, None, {}, idf=identify.DocumentFrequencies.count(
         s for pair in POS + NEG for s in pair))  # what training counts, on the same pairs
     trained.fitted["encoder"] = identify.fit(trained.features(POS + NEG, "encoder"),
                                              [1] * 30 + [0] * 30, settings)
-    loaded = identify.Identifier.load(tmp_path / "m.pkl")
+    loaded = identify.Identifier.load(tmp_path / "m.npz")
     assert set(loaded.fitted) == {"lr", "extended", "encoder"}
     probe = [POS[3], NEG[7], ("a storm hits town", "my cat likes fish")]
     assert np.allclose(loaded.score(probe), trained.score(probe), atol=1e-9)
@@ -384,12 +456,12 @@ def test_int8_runs_the_linear_layers_quantised_near_the_float_cosine(tiny_senten
     # the setting reaches the identifier's encoder, and is kept in the saved model
     settings = identify.IdentifySettings(model="encoder", sentence_encoder=str(tiny_sentence_encoder),
                                          encoder_precision="int8", encoder_layers=0, finetune_epochs=0)
-    result = train_identifier(_labelled(tmp_path / "l.tsv", POS, NEG), [], tmp_path / "m.pkl",
+    result = train_identifier(_labelled(tmp_path / "l.tsv", POS, NEG), [], tmp_path / "m.npz",
                               tmp_path / "r.json", settings)
     assert result["sentence_encoder"] == {"source": str(tiny_sentence_encoder), "device": "cpu",
                                           "precision": "int8", "finetuned": False,
                                           "finetune_epochs": 0}
-    loaded = identify.Identifier.load(tmp_path / "m.pkl")
+    loaded = identify.Identifier.load(tmp_path / "m.npz")
     assert loaded.settings.encoder_precision == "int8" and loaded.sentence_encoder().precision == "int8"
     assert np.allclose(loaded.sentence_encoder().cosine(pairs), b, atol=1e-6)
 
@@ -431,7 +503,8 @@ def test_a_model_saved_before_encoder_precision_scores_as_it_ran(tmp_path):
         with open(tmp_path / "old.pkl", "wb") as fh:
             pickle.dump({"format": "paramill-paraid/2", "fitted": {}, "settings": old,
                          "embed_model": None, "threshold": 0.4, "threshold_choice": None}, fh)
-        assert identify.Identifier.load(tmp_path / "old.pkl").settings.encoder_precision == want
+        assert identify.Identifier.load(tmp_path / "old.pkl", trust_pickle=True
+                                        ).settings.encoder_precision == want
 
 
 # -- fine-tuning the sentence encoder, cross-fitted -----------------------------------------
@@ -560,9 +633,9 @@ def test_stemming_is_porters_and_memoised():
 
 def test_scoring_in_chunks_gives_the_scores_of_one_pass(tmp_path):
     settings = identify.IdentifySettings()
-    train_identifier(_labelled(tmp_path / "l.tsv", POS, NEG), [], tmp_path / "m.pkl",
+    train_identifier(_labelled(tmp_path / "l.tsv", POS, NEG), [], tmp_path / "m.npz",
                      tmp_path / "r.json", settings)
-    ident = identify.Identifier.load(tmp_path / "m.pkl")
+    ident = identify.Identifier.load(tmp_path / "m.npz")
     pairs = POS[::3] + NEG[::2] + [("a storm hits town", "my cat likes fish")]
     whole = ident.score(pairs, chunk=len(pairs))
     assert len(whole) == len(pairs) and np.array_equal(ident.score(pairs, chunk=4), whole)
@@ -601,7 +674,7 @@ def test_the_command_line_trains_a_distilled_then_finetuned_student(tiny_deep_en
     assert len(learnt) == distilled["sentences"] and {t for pair in POS + NEG for t in pair} <= learnt
     assert len(learnt & {"a storm hits town", "the bus is late again", "new phone out today",
                          "cats sleep all day", "rain again"}) >= 4
-    record = json.loads((tmp_path / "m.pkl.prov.json").read_text())
+    record = json.loads((tmp_path / "m.npz.prov.json").read_text())
     assert str(text) in {i["path"] for i in record["inputs"]}
     student = loaded.sentence_encoder()
     assert student.layers == [0, 3] and len(student.model[0].auto_model.encoder.layer) == 2
@@ -614,7 +687,7 @@ def _train_on_the_command_line(source, tmp_path, extra):
                 "finetune_epochs": 1, "finetune_batch": 8, "folds": 2,
                 "train": _url_raw(tmp_path / "l.tsv", POS, NEG), **extra}
     assert main(["--threads", "1", "twitter", "identify", "--embed-model=", "--settings",
-                 json.dumps(settings), "--out", str(tmp_path / "m.pkl"),
+                 json.dumps(settings), "--out", str(tmp_path / "m.npz"),
                  "--report", str(tmp_path / "r.json")]) == 0
     report = json.loads((tmp_path / "r.json").read_text())
     assert report["sentence_encoder"]["finetuned"] and report["sentence_encoder"]["finetune_epochs"] == 1
@@ -622,7 +695,7 @@ def _train_on_the_command_line(source, tmp_path, extra):
     assert report["threshold"]["model"] == "encoder"
     assert set(report["evaluations"][0]) >= {"lr", "extended", "encoder"}
     # the fine-tuned weights are in the file, and they are what scores new pairs
-    loaded = identify.Identifier.load(tmp_path / "m.pkl")
+    loaded = identify.Identifier.load(tmp_path / "m.npz")
     assert loaded.settings.finetune_epochs == 1 and loaded.encoder_state
     assert loaded.sentence_encoder().trained
     pretrained = identify.PretrainedEncoder(str(source), layers=loaded.settings.encoder_layers)
@@ -664,9 +737,9 @@ def test_a_bad_line_of_unlabelled_text_stops_training_before_any_model_is_fitted
     monkeypatch.setattr("paramill.twitter.identify.fitting.fit", lambda *a, **k: fitted.append(a))
     settings = identify.IdentifySettings(model="encoder", encoder_layers=1, distill_text=(str(bad),))
     with pytest.raises(InputError, match=r"tweets\.txt:2: invalid UTF-8"):
-        train_identifier(_labelled(tmp_path / "l.tsv", POS, NEG), [], tmp_path / "m.pkl",
+        train_identifier(_labelled(tmp_path / "l.tsv", POS, NEG), [], tmp_path / "m.npz",
                          tmp_path / "r.json", settings)
-    assert fitted == [] and not (tmp_path / "m.pkl").exists() and not (tmp_path / "r.json").exists()
+    assert fitted == [] and not (tmp_path / "m.npz").exists() and not (tmp_path / "r.json").exists()
 
 
 def test_unusable_unlabelled_text_names_file_and_line(tmp_path):
@@ -832,7 +905,7 @@ def test_the_command_line_trains_saves_loads_and_scores_a_cross_model(tiny_sente
                 "finetune_batch": 8, "finetune_lr": 1e-3, "folds": 2,
                 "train": _url_raw(tmp_path / "l.tsv", POS, NEG), "evaluate": evaluate}
     assert main(["--threads", "1", "twitter", "identify", "--embed-model=", "--settings",
-                 json.dumps(settings), "--out", str(tmp_path / "m.pkl"),
+                 json.dumps(settings), "--out", str(tmp_path / "m.npz"),
                  "--report", str(tmp_path / "r.json")]) == 0
     summary = capsys.readouterr().err  # the verb's one line names every model's F1
     assert "paramill twitter identify:" in summary and summary.count("cross F1") == 2
@@ -844,7 +917,7 @@ def test_the_command_line_trains_saves_loads_and_scores_a_cross_model(tiny_sente
         assert evaluation["at_threshold"]["model"] == "cross"
         assert evaluation["at_threshold"]["threshold"] == report["threshold"]["used"]
         assert 0 <= evaluation["at_threshold"]["recall"] <= 1
-    loaded = identify.Identifier.load(tmp_path / "m.pkl")
+    loaded = identify.Identifier.load(tmp_path / "m.npz")
     assert loaded.cross_state and set(loaded.fitted) == {"lr", "extended", "cross"}
     probe = [POS[3], NEG[7], ("a storm hits town", "my cat likes fish")]
     fresh = identify.Identifier(loaded.settings, None, dict(loaded.fitted),

@@ -709,10 +709,10 @@ def test_max_f1_and_lr_learn_a_toy_set(tmp_path):
     data = tmp_path / "l.tsv"
     data.write_text("".join(f"{a}\t{b}\t({5 if k < 30 else 0},6)\tu\n" for k, (a, b) in enumerate(pos + neg)))
     result = train_identifier([identify.LabelledData(path=str(data), format="twitter-url")], [],
-                              tmp_path / "m.pkl",
+                              tmp_path / "m.npz",
                               tmp_path / "r.json", settings)
     assert result["evaluations"][0]["lr"]["f1"] == 1.0
-    model = identify.Identifier.load(tmp_path / "m.pkl")
+    model = identify.Identifier.load(tmp_path / "m.npz")
     p = model.score([pos[0], neg[0]])
     assert p[0] > 0.5 > p[1]
 

@@ -224,7 +224,7 @@ def test_a_students_unlabelled_text_is_an_input_of_the_identifier(project, tmp_p
     def planned(identify):
         overlay = tmp_path / "student.yaml"
         overlay.write_text(json.dumps({"twitter": {"identify": identify}}))
-        proc = snakemake(project, "-n", "--forceall", "work/twitter/paraid.pkl",
+        proc = snakemake(project, "-n", "--forceall", "work/twitter/paraid.npz",
                          "--configfile", "config.yaml", str(overlay))
         (job,) = re.findall(r"rule twitter_identify:\n\s+input: ([^\n]+)", proc.stdout + proc.stderr)
         return job.split(", ")

@@ -15,7 +15,7 @@ from typing import Any
 
 from paramill.io import sha256_file
 from paramill.job import output_job
-from paramill.nmt.torch_engine import CHECKPOINT, strip_checkpoint
+from paramill.nmt.torch_engine import CHECKPOINT, load_checkpoint, strip_checkpoint
 from paramill.provenance import Run
 
 QUANTIZATIONS = ("int8", "int8_float32", "int8_float16", "int8_bfloat16", "int16", "float16",
@@ -28,6 +28,13 @@ def convert(checkpoint: str | Path, src_spm: str | Path, tgt_spm: str | Path, ou
     if quantization is not None and quantization not in QUANTIZATIONS:
         raise ValueError(f"quantization must be one of {QUANTIZATIONS} or none, not {quantization!r}")
     run = Run(rule=rule, params={"quantization": quantization}, inputs=[checkpoint, src_spm, tgt_spm])
+    # read safely first: CTranslate2's converter unpickles OpenNMT-py's options with the full
+    # unpickler, which a checkpoint from elsewhere could use to run code; one the weights-only
+    # unpickler reads names nothing else for it to call
+    try:
+        full = load_checkpoint(checkpoint)
+    except ValueError as exc:
+        raise RuntimeError(str(exc)) from exc
     with output_job(run, out_dir) as job:
         (tmp,) = job.paths
         # CTranslate2's converter, in this process: a process of its own started Python and
@@ -40,7 +47,7 @@ def convert(checkpoint: str | Path, src_spm: str | Path, tgt_spm: str | Path, ou
         except Exception as exc:
             raise RuntimeError(f"CTranslate2 conversion of {checkpoint} failed: "
                                f"{type(exc).__name__}: {exc}") from exc
-        strip_checkpoint(checkpoint, tmp / CHECKPOINT)
+        strip_checkpoint(full, tmp / CHECKPOINT)
         shutil.copyfile(src_spm, tmp / SOURCE_SPM)
         shutil.copyfile(tgt_spm, tmp / TARGET_SPM)
         meta = {"checkpoint": str(checkpoint), "checkpoint_sha256": sha256_file(checkpoint),

@@ -28,7 +28,6 @@ bundle (:data:`CHECKPOINT`: weights, vocabularies and options, no optimizer stat
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -61,11 +60,36 @@ def checkpoint_path(model_dir: str | Path) -> Path:
     return Path(model_dir) / CHECKPOINT
 
 
-def strip_checkpoint(checkpoint: str | Path, out: str | Path) -> None:
-    """Save ``checkpoint`` without its optimizer state (what decoding needs: a third the size)."""
+def load_checkpoint(path: str | Path) -> dict:
+    """An OpenNMT-py checkpoint, read by torch's weights-only unpickler: tensors, plain
+    containers and the training options (``argparse.Namespace``), nothing that can run code.
+    OpenNMT-py itself loads with the full unpickler, which a checkpoint from elsewhere could
+    use to run anything."""
+    import argparse
+
     import torch
 
-    full = torch.load(checkpoint, map_location="cpu", weights_only=False)
+    try:
+        with torch.serialization.safe_globals([argparse.Namespace]):
+            return torch.load(path, map_location="cpu", weights_only=True)
+    except OSError:
+        raise
+    except Exception as exc:  # torch's UnpicklingError, or a file that is no checkpoint
+        # torch's own explanation is long (and suggests allowlisting what the file asks
+        # for): keep only what its unpickler found
+        text = " ".join(str(exc).split())
+        found = text.split("WeightsUnpickler error:", 1)[-1].strip()
+        first = found.split(". Please use")[0].split(" Check the documentation")[0][:200]
+        raise ValueError(f"{path}: not an OpenNMT-py checkpoint paramill reads (tensors, "
+                         f"containers and training options only; a checkpoint that needs more "
+                         f"could run code when read): {type(exc).__name__}: {first}") from exc
+
+
+def strip_checkpoint(full: dict, out: str | Path) -> None:
+    """Save the checkpoint ``full`` (:func:`load_checkpoint`) without its optimizer state
+    (what decoding needs: a third the size)."""
+    import torch
+
     torch.save({key: full[key] for key in ("model", "generator", "vocab", "opt") if key in full}, out)
 
 
@@ -89,8 +113,7 @@ class TorchTranslator:
         if not path.is_file():
             raise FileNotFoundError(f"{model_dir} has no OpenNMT-py checkpoint ({CHECKPOINT}); "
                                     "paramill nmt convert writes one into each bundle")
-        os.environ.setdefault("TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD", "1")
-        checkpoint = torch.load(path, map_location="cpu", weights_only=False)
+        checkpoint = load_checkpoint(path)
         opt = ArgumentParser.ckpt_model_opts(checkpoint["opt"])
         ArgumentParser.update_model_opts(opt)
         ArgumentParser.validate_model_opts(opt)

@@ -32,6 +32,7 @@ from paramill.twitter.identify.data import (
     unlabelled_sentences,
 )
 from paramill.twitter.identify.evaluation import (
+    LinearModel,
     at_threshold,
     cross_validate,
     fit,
@@ -79,7 +80,7 @@ from paramill.twitter.identify.training import (
 
 __all__ = [
     "BASELINE", "EXTRA", "FORMATS", "IDF", "DocumentFrequencies", "fold_idf", "idf_overlap", "MAX_TEXT_LINE_BYTES", "MODELS", "EmbeddingLeak",
-    "Identifier", "IdentifySettings", "LabelledData", "PretrainedEncoder", "at_threshold",
+    "Identifier", "IdentifySettings", "LabelledData", "LinearModel", "PretrainedEncoder", "at_threshold",
     "baseline_features", "check_embedding_overlap", "cross_validate", "crossfit",
     "crossfit_cosine", "crossfit_cross", "distill_student", "embedding_overlap",
     "embedding_training_files", "extra_features", "features", "finetune_on", "fit",

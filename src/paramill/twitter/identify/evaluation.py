@@ -5,6 +5,7 @@ acceptance threshold's precision and recall."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -26,14 +27,65 @@ def max_f1(labels: list[int] | np.ndarray, scores: np.ndarray) -> dict[str, floa
             "threshold": round(float(thresholds[min(i, len(thresholds) - 1)]), 4)}
 
 
-def fit(x: np.ndarray, y: list[int], settings: IdentifySettings):
+@dataclass(frozen=True, eq=False)
+class LinearModel:
+    """A fitted model as numbers only: the standardisation (``mean``, ``scale``) and the
+    logistic regression's ``coef`` and ``intercept`` (scikit-learn's, :func:`fit`). It scores
+    as scikit-learn's pipeline does, and is saved as arrays, not as a pickle of scikit-learn's
+    objects: an identifier file runs no code when loaded and does not depend on the
+    scikit-learn version that wrote it."""
+
+    mean: np.ndarray
+    scale: np.ndarray
+    coef: np.ndarray
+    intercept: float
+
+    @property
+    def features(self) -> int:
+        return len(self.coef)
+
+    def predict_proba(self, x: np.ndarray) -> np.ndarray:
+        """[p(not), p(paraphrase)] of each row, as scikit-learn's ``predict_proba``."""
+        x = np.asarray(x, dtype=np.float64)
+        if x.ndim != 2 or x.shape[1] != self.features:
+            raise ValueError(f"X has {x.shape[-1] if x.ndim else 0} features, but this model "
+                             f"expects {self.features}")
+        from scipy.special import expit
+
+        p = expit(((x - self.mean) / self.scale) @ self.coef + self.intercept)
+        return np.column_stack([1 - p, p])
+
+    @staticmethod
+    def from_pipeline(pipeline) -> LinearModel:
+        """From scikit-learn's fitted StandardScaler + LogisticRegression (classes 0, 1)."""
+        scaler, lr = pipeline[0], pipeline[-1]
+        if list(lr.classes_) != [0, 1]:
+            raise ValueError(f"a paraphrase model has classes 0 and 1, not {list(lr.classes_)}")
+        return LinearModel(np.asarray(scaler.mean_, dtype=np.float64),
+                           np.asarray(scaler.scale_, dtype=np.float64),
+                           np.asarray(lr.coef_[0], dtype=np.float64), float(lr.intercept_[0]))
+
+    def arrays(self) -> dict[str, np.ndarray]:
+        return {"mean": self.mean, "scale": self.scale, "coef": self.coef,
+                "intercept": np.asarray([self.intercept])}
+
+    @staticmethod
+    def from_arrays(arrays: dict[str, np.ndarray]) -> LinearModel:
+        mean, scale, coef = (np.asarray(arrays[k], dtype=np.float64) for k in ("mean", "scale", "coef"))
+        if not (mean.ndim == scale.ndim == coef.ndim == 1 and len(mean) == len(scale) == len(coef)):
+            raise ValueError("mean, scale and coef must be vectors of one length")
+        return LinearModel(mean, scale, coef, float(np.asarray(arrays["intercept"]).reshape(-1)[0]))
+
+
+def fit(x: np.ndarray, y: list[int], settings: IdentifySettings) -> LinearModel:
+    """Standardised features, logistic regression (scikit-learn), kept as a :class:`LinearModel`."""
     from sklearn.linear_model import LogisticRegression
     from sklearn.pipeline import make_pipeline
     from sklearn.preprocessing import StandardScaler
 
     model = make_pipeline(StandardScaler(), LogisticRegression(C=settings.c, max_iter=settings.max_iter,
                                                                random_state=settings.seed))
-    return model.fit(x, y)
+    return LinearModel.from_pipeline(model.fit(x, y))
 
 
 def source_groups(pairs: list[tuple[str, str]]) -> np.ndarray:

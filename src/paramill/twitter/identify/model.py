@@ -1,9 +1,11 @@
 """The fitted identifier: its models by name, the chosen threshold, the encoders' weights;
-saved and loaded as one file, and scoring pairs in chunks."""
+saved and loaded as one file of arrays and JSON (no pickle), and scoring pairs in chunks."""
 
 from __future__ import annotations
 
+import json
 import pickle
+import zipfile
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -11,8 +13,29 @@ from typing import Any
 import numpy as np
 
 from paramill.twitter.encoder import PretrainedEncoder
+from paramill.twitter.identify.evaluation import LinearModel
 from paramill.twitter.identify.featurise import DocumentFrequencies, model_features
 from paramill.twitter.identify.settings import IdentifySettings
+
+
+#: the identifier file's format: a NumPy .npz archive of arrays and JSON, no pickle
+FORMAT = "paramill-paraid/3"
+
+
+def _linear(model) -> LinearModel:
+    """A fitted model as :class:`LinearModel` (scikit-learn's pipeline, from an old file)."""
+    return model if isinstance(model, LinearModel) else LinearModel.from_pipeline(model)
+
+
+def _legacy(data: Any, path: str | Path) -> dict[str, Any]:
+    """The fields of an identifier pickled by paramill before 2026-11-27 (formats /1 to /3)."""
+    if not isinstance(data, dict) or data.get("format") not in (
+            "paramill-paraid/1", "paramill-paraid/2", "paramill-paraid/3"):
+        raise ValueError(f"{path}: not a paramill paraphrase identifier")
+    if data["format"] == "paramill-paraid/1":  # lr and extended, threshold 0.5
+        data["fitted"] = {"lr": data["lr"], "extended": data["extended"]}
+    data["fitted"] = {name: _linear(model) for name, model in data["fitted"].items()}
+    return data
 
 
 @dataclass
@@ -33,29 +56,66 @@ class Identifier:
     idf: DocumentFrequencies | None = None
 
     def save(self, path: str | Path) -> None:
+        """One file of numbers and JSON (a NumPy ``.npz`` archive, :data:`FORMAT`): every
+        model's coefficients, the encoders' weights as bytes, and the settings, threshold and
+        document frequencies as JSON. No pickle: loading it runs no code."""
+        meta = {"format": FORMAT, "settings": asdict(self.settings), "embed_model": self.embed_model,
+                "threshold": self.threshold, "threshold_choice": self.threshold_choice,
+                "idf": self.idf.to_dict() if self.idf else None, "models": sorted(self.fitted)}
+        arrays = {"meta": np.asarray(json.dumps(meta, ensure_ascii=False))}
+        for name, model in self.fitted.items():
+            for key, value in _linear(model).arrays().items():
+                arrays[f"model.{name}.{key}"] = value
+        for key in ("encoder_state", "cross_state"):
+            if getattr(self, key) is not None:
+                arrays[key] = np.frombuffer(getattr(self, key), dtype=np.uint8)
         with open(path, "wb") as fh:
-            pickle.dump({"format": "paramill-paraid/3", "fitted": self.fitted,
-                         "settings": asdict(self.settings), "embed_model": self.embed_model,
-                         "threshold": self.threshold, "threshold_choice": self.threshold_choice,
-                         "encoder_state": self.encoder_state, "cross_state": self.cross_state,
-                         "idf": self.idf.to_dict() if self.idf else None}, fh)
+            np.savez(fh, **arrays)
 
     @staticmethod
-    def load(path: str | Path) -> Identifier:
+    def load(path: str | Path, trust_pickle: bool = False) -> Identifier:
+        """The identifier saved at ``path``. A file of paramill before 2026-11-27 is a Python
+        pickle, which can run any code when loaded: it is refused unless ``trust_pickle``
+        (for a file you made yourself; ``load(old, trust_pickle=True).save(new)`` converts it)."""
         with open(path, "rb") as fh:
-            data = pickle.load(fh)
-        if data.get("format") == "paramill-paraid/1":  # lr and extended, threshold 0.5
-            data["fitted"] = {"lr": data["lr"], "extended": data["extended"]}
-        elif data.get("format") not in ("paramill-paraid/2", "paramill-paraid/3"):
+            head = fh.read(4)
+        if head[:1] == b"\x80":  # a pickle's protocol opcode
+            if not trust_pickle:
+                raise ValueError(
+                    f"{path}: a paraphrase identifier saved by paramill before 2026-11-27, as a "
+                    "Python pickle, which can run code when loaded: it is not loaded. Retrain it "
+                    "(paramill twitter identify; the workflow does when its settings change), or "
+                    "convert a file you made yourself: paramill.twitter.identify.Identifier"
+                    ".load(path, trust_pickle=True).save(new_path)")
+            with open(path, "rb") as fh:
+                return Identifier._from_fields(_legacy(pickle.load(fh), path))
+        if head != b"PK\x03\x04":
             raise ValueError(f"{path}: not a paramill paraphrase identifier")
-        data["settings"] = dict(data["settings"])
-        if "encoder_precision" not in data["settings"]:  # saved before it: score as it ran
-            int8 = data["settings"].pop("encoder_int8", False)
-            data["settings"]["encoder_precision"] = "int8" if int8 else "float32"
+        try:
+            with np.load(path, allow_pickle=False) as archive:
+                data = json.loads(str(archive["meta"][()]))
+                if not isinstance(data, dict) or data.get("format") != FORMAT:
+                    raise ValueError(f"format {data.get('format') if isinstance(data, dict) else None!r}, "
+                                     f"not {FORMAT}")
+                data["fitted"] = {name: LinearModel.from_arrays(
+                    {key: archive[f"model.{name}.{key}"] for key in ("mean", "scale", "coef", "intercept")})
+                    for name in data.pop("models")}
+                for key in ("encoder_state", "cross_state"):
+                    data[key] = archive[key].tobytes() if key in archive.files else None
+        except (OSError, KeyError, ValueError, TypeError, zipfile.BadZipFile) as exc:
+            raise ValueError(f"{path}: not a readable paramill paraphrase identifier ({exc})") from None
+        return Identifier._from_fields(data)
+
+    @staticmethod
+    def _from_fields(data: dict[str, Any]) -> Identifier:
+        settings = dict(data["settings"])
+        if "encoder_precision" not in settings:  # saved before it: score as it ran
+            int8 = settings.pop("encoder_int8", False)
+            settings["encoder_precision"] = "int8" if int8 else "float32"
         # /1 and /2 were fitted without the IDF overlap: they score with the 22 features
-        data["settings"].setdefault("idf_overlap", False)
+        settings.setdefault("idf_overlap", False)
         idf = data.get("idf")
-        return Identifier(IdentifySettings.from_dict(data["settings"]), data["embed_model"],
+        return Identifier(IdentifySettings.from_dict(settings), data.get("embed_model"),
                           data["fitted"], data.get("threshold"), data.get("threshold_choice"),
                           data.get("encoder_state"), data.get("cross_state"),
                           DocumentFrequencies.from_dict(idf) if idf else None)
