@@ -57,12 +57,13 @@ class Identifier:
 
     def save(self, path: str | Path) -> None:
         """One file of numbers and JSON (a NumPy ``.npz`` archive, :data:`FORMAT`): every
-        model's coefficients, the encoders' weights as bytes, and the settings, threshold and
-        document frequencies as JSON. No pickle: loading it runs no code."""
+        model's coefficients, the encoders' weights as bytes, and ``meta``: the settings,
+        threshold and document frequencies as UTF-8 JSON bytes. No pickle: loading it runs
+        no code."""
         meta = {"format": FORMAT, "settings": asdict(self.settings), "embed_model": self.embed_model,
                 "threshold": self.threshold, "threshold_choice": self.threshold_choice,
                 "idf": self.idf.to_dict() if self.idf else None, "models": sorted(self.fitted)}
-        arrays = {"meta": np.asarray(json.dumps(meta, ensure_ascii=False))}
+        arrays = {"meta": np.frombuffer(json.dumps(meta, ensure_ascii=False).encode(), dtype=np.uint8)}
         for name, model in self.fitted.items():
             for key, value in _linear(model).arrays().items():
                 arrays[f"model.{name}.{key}"] = value
@@ -93,7 +94,7 @@ class Identifier:
             raise ValueError(f"{path}: not a paramill paraphrase identifier")
         try:
             with np.load(path, allow_pickle=False) as archive:
-                data = json.loads(str(archive["meta"][()]))
+                data = json.loads(archive["meta"].tobytes().decode())
                 if not isinstance(data, dict) or data.get("format") != FORMAT:
                     raise ValueError(f"format {data.get('format') if isinstance(data, dict) else None!r}, "
                                      f"not {FORMAT}")
