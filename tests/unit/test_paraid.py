@@ -6,6 +6,7 @@ from __future__ import annotations
 import gzip
 import json
 import lzma
+import os
 import pickle
 
 import numpy as np
@@ -177,6 +178,27 @@ def test_idf_overlap_by_hand():
     assert identify.DocumentFrequencies.from_dict(df.to_dict()) == df
 
 
+def test_the_idf_overlap_is_the_same_to_the_bit_whatever_the_string_hashing(tmp_path):
+    """A set of words iterates in an order that follows the process's string hashing
+    (PYTHONHASHSEED, random by default); the overlap's sums must not depend on it, or two
+    trainings of one identifier differ in the last bits."""
+    import subprocess
+    import sys
+
+    script = (
+        "import sys, numpy as np\n"
+        "from paramill.twitter import identify\n"
+        "rng = np.random.default_rng(3)\n"
+        "vocab = [f'w{i}' for i in range(400)]\n"
+        "pairs = [(' '.join(rng.choice(vocab, 12)), ' '.join(rng.choice(vocab, 12))) for _ in range(300)]\n"
+        "df = identify.DocumentFrequencies.count(s for p in pairs for s in p)\n"
+        "x = identify.idf_overlap(identify.featurise.word_sets(pairs), df)\n"
+        "sys.stdout.write(x.tobytes().hex())\n")
+    out = [subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True,
+                          env={**os.environ, "PYTHONHASHSEED": seed}).stdout for seed in ("1", "2", "3")]
+    assert out[0] and out[0] == out[1] == out[2]
+
+
 def test_the_idf_overlap_is_counted_per_fold_on_its_training_sentences_only():
     pairs = POS + NEG
     x = identify.features(pairs, True, None, identify.DocumentFrequencies.count(
@@ -299,6 +321,7 @@ def test_the_identifier_file_is_arrays_and_json_and_a_damaged_one_is_named(tmp_p
     assert meta["idf"]["documents"] == 90 and meta["settings"]["model"] == "extended"
     ident = identify.Identifier.load(tmp_path / "m.npz")
     assert isinstance(ident.fitted["lr"], identify.LinearModel) and ident.fitted["lr"].features == 18
+
     data = (tmp_path / "m.npz").read_bytes()
     (tmp_path / "cut.npz").write_bytes(data[:len(data) // 2])
     with pytest.raises(ValueError, match="cut.npz: not a readable paramill paraphrase identifier"):
@@ -309,6 +332,21 @@ def test_the_identifier_file_is_arrays_and_json_and_a_damaged_one_is_named(tmp_p
     np.savez(tmp_path / "arrays.npz", meta=np.frombuffer(b'{"format": "something else"}', dtype=np.uint8))
     with pytest.raises(ValueError, match="arrays.npz: .*'something else'"):
         identify.Identifier.load(tmp_path / "arrays.npz")
+
+
+def test_training_twice_gives_the_same_identifier_bytes_whatever_the_string_hashing(tmp_path):
+    """The rule's command run twice, in processes that hash strings differently (sets of
+    sentences and words iterate in another order): the same file, byte for byte."""
+    import subprocess
+    import sys
+
+    settings = json.dumps({"train": _url_raw(tmp_path / "l.tsv", *_noisy_pairs())})
+    for seed in ("1", "2"):
+        subprocess.run([sys.executable, "-m", "paramill.cli", "--threads", "1", "twitter", "identify",
+                        "--embed-model=", "--settings", settings, "--out", str(tmp_path / f"{seed}.npz"),
+                        "--report", str(tmp_path / f"{seed}.json")], check=True, capture_output=True,
+                       env={**os.environ, "PYTHONHASHSEED": seed})
+    assert (tmp_path / "1.npz").read_bytes() == (tmp_path / "2.npz").read_bytes()
 
 
 def test_the_linear_model_scores_as_scikit_learn_does():

@@ -61,7 +61,10 @@ def words(text: str) -> list[str]:
 
 
 def baseline_features(s1: str, s2: str) -> list[float]:
-    a, b = words(s1), words(s2)
+    return _baseline(words(s1), words(s2))
+
+
+def _baseline(a: list[str], b: list[str]) -> list[float]:
     out: list[float] = []
     for side_a, side_b in ((a, b), (stem(a), stem(b))):
         for n in (1, 2, 3):
@@ -70,9 +73,13 @@ def baseline_features(s1: str, s2: str) -> list[float]:
 
 
 def extra_features(s1: str, s2: str) -> list[float]:
+    return _extra(s1, s2, words(s1), words(s2))
+
+
+def _extra(s1: str, s2: str, a: list[str], b: list[str]) -> list[float]:
+    """The cheap signals of ``s1``, ``s2`` (whose words are ``a``, ``b``)."""
     from rapidfuzz import fuzz
 
-    a, b = words(s1), words(s2)
     sa, sb = set(a), set(b)
     return [fuzz.ratio(comparable(s1), comparable(s2)) / 100.0,
             min(len(a), len(b)) / max(1, len(a), len(b)),
@@ -102,7 +109,7 @@ class DocumentFrequencies:
         return math.log((self.documents + 1) / (self.counts.get(word, 0) + 1))
 
     def to_dict(self) -> dict[str, Any]:
-        return {"documents": self.documents, "counts": self.counts}
+        return {"documents": self.documents, "counts": dict(sorted(self.counts.items()))}
 
     @staticmethod
     def from_dict(data: dict[str, Any]) -> DocumentFrequencies:
@@ -121,8 +128,10 @@ def idf_overlap(sets: list[tuple[frozenset, frozenset]], df: DocumentFrequencies
     out = np.zeros((len(sets), len(IDF)))
     weight = functools.lru_cache(maxsize=None)(df.weight)
     for i, (a, b) in enumerate(sets):
-        shared = sum(map(weight, a & b))
-        wa, wb = sum(map(weight, a)), sum(map(weight, b))
+        # fsum: exact, so the order a set iterates in (which follows the process's string
+        # hashing) cannot change the last bits from one run to the next
+        shared = math.fsum(map(weight, a & b))
+        wa, wb = math.fsum(map(weight, a)), math.fsum(map(weight, b))
         p, r = (shared / wa if wa else 0.0), (shared / wb if wb else 0.0)
         out[i] = p, r, (2 * p * r / (p + r) if p + r else 0.0)
     return out
@@ -152,7 +161,12 @@ def features(pairs: list[tuple[str, str]], extended: bool, encoder=None,
              idf: DocumentFrequencies | None = None) -> np.ndarray:
     """The 18 baseline features; ``extended``: also :data:`EXTRA` (the cosine under
     ``encoder``, 0 without one) and, given document frequencies ``idf``, :data:`IDF`."""
-    rows = [baseline_features(x, y) + (extra_features(x, y) if extended else []) for x, y in pairs]
+    rows, sets = [], []
+    for x, y in pairs:  # each sentence tokenised once, for every group of features
+        a, b = words(x), words(y)
+        rows.append(_baseline(a, b) + (_extra(x, y, a, b) if extended else []))
+        if extended and idf is not None:
+            sets.append((frozenset(a), frozenset(b)))
     matrix = np.asarray(rows, dtype=np.float64).reshape(len(pairs), -1)
     if extended:
         cos = np.zeros((len(pairs), 1))
@@ -163,7 +177,7 @@ def features(pairs: list[tuple[str, str]], extended: bool, encoder=None,
                                     encoder.encode([y for _, y in pairs]).astype(np.float64))
         matrix = np.hstack([matrix, cos])
         if idf is not None:
-            matrix = np.hstack([matrix, idf_overlap(word_sets(pairs), idf)])
+            matrix = np.hstack([matrix, idf_overlap(sets, idf)])
     return matrix
 
 
