@@ -326,6 +326,16 @@ def test_the_identifier_file_is_arrays_and_json_and_a_damaged_one_is_named(tmp_p
     (tmp_path / "cut.npz").write_bytes(data[:len(data) // 2])
     with pytest.raises(ValueError, match="cut.npz: not a readable paramill paraphrase identifier"):
         identify.Identifier.load(tmp_path / "cut.npz")
+    rng = np.random.default_rng(7)  # damaged anywhere: an error naming the file, never another
+    for k in range(120):
+        damaged = bytearray(data)
+        for i in rng.integers(0, len(data), size=int(rng.integers(1, 12))):
+            damaged[i] = int(rng.integers(0, 256))
+        (tmp_path / "damaged.npz").write_bytes(bytes(damaged))
+        try:
+            identify.Identifier.load(tmp_path / "damaged.npz").score([POS[0]])
+        except ValueError as exc:
+            assert "damaged.npz" in str(exc)
     (tmp_path / "other.npz").write_bytes(b"hello")
     with pytest.raises(ValueError, match="other.npz: not a paramill paraphrase identifier"):
         identify.Identifier.load(tmp_path / "other.npz")

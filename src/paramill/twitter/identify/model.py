@@ -103,8 +103,10 @@ class Identifier:
                     for name in data.pop("models")}
                 for key in ("encoder_state", "cross_state"):
                     data[key] = archive[key].tobytes() if key in archive.files else None
-        except (OSError, KeyError, ValueError, TypeError, zipfile.BadZipFile) as exc:
-            raise ValueError(f"{path}: not a readable paramill paraphrase identifier ({exc})") from None
+        except (OSError, KeyError, ValueError, TypeError, EOFError, NotImplementedError,
+                zipfile.BadZipFile) as exc:  # a damaged archive: zipfile names odd headers
+            raise ValueError(f"{path}: not a readable paramill paraphrase identifier "
+                             f"({type(exc).__name__}: {exc})") from None
         return Identifier._from_fields(data)
 
     @staticmethod
