@@ -224,6 +224,18 @@ def test_a_checkpoint_that_would_run_code_is_refused_before_anything_unpickles_i
     assert not marker.exists() and not (tmp_path / "ct2").exists()
 
 
+def test_a_cut_checkpoint_is_an_error_naming_it(tiny, tmp_path):
+    from paramill.nmt.torch_engine import CHECKPOINT, load_checkpoint
+
+    data = (tiny["root"] / "ct2" / CHECKPOINT).read_bytes()
+    for cut in range(10, len(data), len(data) // 150):  # some cuts fail in torch as OSError
+        (tmp_path / "cut.pt").write_bytes(data[:cut])
+        with pytest.raises(ValueError, match=r"cut\.pt: not an OpenNMT-py checkpoint paramill reads"):
+            load_checkpoint(tmp_path / "cut.pt")
+    with pytest.raises(FileNotFoundError):
+        load_checkpoint(tmp_path / "missing.pt")
+
+
 def test_int8_quantization_converts_and_translates(tiny, tmp_path):
     meta = convert_mod.convert(tiny["root"] / "model.pt", *tiny["spm"], tmp_path / "q", "int8")
     assert meta["quantization"] == "int8"

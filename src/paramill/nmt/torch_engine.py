@@ -72,9 +72,9 @@ def load_checkpoint(path: str | Path) -> dict:
     try:
         with torch.serialization.safe_globals([argparse.Namespace]):
             return torch.load(path, map_location="cpu", weights_only=True)
-    except OSError:
-        raise
-    except Exception as exc:  # torch's UnpicklingError, or a file that is no checkpoint
+    except (FileNotFoundError, PermissionError, IsADirectoryError):
+        raise  # they name the file themselves
+    except Exception as exc:  # torch's UnpicklingError, a cut file (OSError: Invalid argument), ...
         # torch's own explanation is long (and suggests allowlisting what the file asks
         # for): keep only what its unpickler found
         text = " ".join(str(exc).split())
