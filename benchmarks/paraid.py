@@ -44,7 +44,6 @@ from paramill.twitter.encoder import PRECISIONS, PretrainedEncoder, native_bfloa
 from paramill.twitter.identify import (  # noqa: E402
     MODELS,
     IdentifySettings,
-    DocumentFrequencies,
     at_threshold,
     check_embedding_overlap,
     crossfit_cosine,
@@ -53,7 +52,6 @@ from paramill.twitter.identify import (  # noqa: E402
     embedding_overlap,
     grouped_folds,
     fit,
-    fold_idf,
     holdout,
     metrics,
     model_features,
@@ -61,6 +59,7 @@ from paramill.twitter.identify import (  # noqa: E402
     read_labelled,
     source_groups,
     threshold_for_precision,
+    training_idf,
     unlabelled_sentences,
 )
 
@@ -76,8 +75,7 @@ def measure(pairs, labels, settings, encoder, sentences, tests, models, finetune
     architecture and speed of the one it was fine-tuned from)."""
     y, groups = np.asarray(labels), source_groups(pairs)
     # the IDF overlap as the identifier counts it: on the training sentences, per fold in CV
-    idf = DocumentFrequencies.count(s for p in pairs for s in p) if settings.idf_overlap else None
-    refit = fold_idf(pairs) if settings.idf_overlap else None
+    idf, refit = training_idf(pairs, settings.idf_overlap)
     out = {}
     variants = [(m, m, None) for m in models if m not in ("encoder", "cross")]
     if "cross" in models:

@@ -77,21 +77,29 @@ class PrivateAddress(requests.RequestException):
     """A request to a host that is not on the public internet, refused before connecting."""
 
 
+def _resolve(host: str) -> list[str] | None:
+    """The distinct addresses ``host`` resolves to, in the resolver's order (None when it
+    does not resolve)."""
+    try:
+        infos = socket.getaddrinfo(host, None, proto=socket.IPPROTO_TCP)
+    except (OSError, UnicodeError):
+        return None
+    return list(dict.fromkeys(str(info[4][0]) for info in infos))
+
+
+def _global(address: str) -> bool:
+    ip = ipaddress.ip_address(address.split("%")[0])
+    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
+        ip = ip.ipv4_mapped
+    return ip.is_global and not ip.is_multicast
+
+
 def is_public(host: str) -> bool:
     """Whether every address ``host`` resolves to (a name, or an address in any of its
     spellings: ``2130706433`` is 127.0.0.1) is a global unicast address. A name that does not
     resolve counts as public: connecting to it fails on its own."""
-    try:
-        infos = socket.getaddrinfo(host, None, proto=socket.IPPROTO_TCP)
-    except (OSError, UnicodeError):
-        return True
-    for info in infos:
-        address = ipaddress.ip_address(str(info[4][0]).split("%")[0])
-        if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
-            address = address.ipv4_mapped
-        if not address.is_global or address.is_multicast:
-            return False
-    return True
+    addresses = _resolve(host)
+    return addresses is None or all(map(_global, addresses))
 
 
 def checked_addresses(host: str) -> list[str]:
@@ -101,11 +109,9 @@ def checked_addresses(host: str) -> list[str]:
     the connection (DNS rebinding). A host that resolves to any address off the public
     internet is :class:`PrivateAddress`; one that does not resolve is returned as it is, to
     fail as it would."""
-    try:
-        infos = socket.getaddrinfo(host, None, proto=socket.IPPROTO_TCP)
-    except (OSError, UnicodeError):
+    addresses = _resolve(host)
+    if addresses is None:
         return [host]
-    addresses = list(dict.fromkeys(str(info[4][0]) for info in infos))
     for address in addresses:
         if not is_public(address):
             raise PrivateAddress(f"{host} resolves to {address}, not a public address")

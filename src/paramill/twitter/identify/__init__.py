@@ -6,8 +6,8 @@ tokens and on their Porter stems (3 x 3 x 2). Extended: those plus cheap signals
 cosine under a paraphrastic embedding model (``paramill.embed``), the character-level
 similarity of the comparable texts (rapidfuzz ratio), the length ratio, the token-set
 Jaccard, and (``idf_overlap``) the precision, recall and F1 of the shared words' inverse
-document frequency, counted on the training sentences. Evaluation is max F1 over the precision-recall curve, with its precision and
-recall, as the paper reports.
+document frequency, counted on the training sentences. Evaluation is max F1 over the
+precision-recall curve, with its precision and recall, as the paper reports.
 
 Labelled data: Twitter URL corpus raw (``s1\\ts2\\t(n,6)\\turl``: n<=2 negative, n>=4
 positive, n=3 dropped), its tokenised form (``a.toks``, ``b.toks``, ``sim.txt``), or
@@ -58,6 +58,7 @@ from paramill.twitter.identify.featurise import (
     model_features,
     prf,
     stem,
+    training_idf,
     words,
 )
 from paramill.twitter.identify.leak import (
@@ -79,8 +80,9 @@ from paramill.twitter.identify.training import (
 )
 
 __all__ = [
-    "BASELINE", "EXTRA", "FORMATS", "IDF", "DocumentFrequencies", "fold_idf", "idf_overlap", "MAX_TEXT_LINE_BYTES", "MODELS", "EmbeddingLeak",
-    "Identifier", "IdentifySettings", "LabelledData", "LinearModel", "PretrainedEncoder", "at_threshold",
+    "BASELINE", "EXTRA", "FORMATS", "IDF", "MAX_TEXT_LINE_BYTES", "MODELS", "DocumentFrequencies",
+    "EmbeddingLeak", "Identifier", "IdentifySettings", "LabelledData", "LinearModel",
+    "PretrainedEncoder", "at_threshold", "fold_idf", "idf_overlap", "training_idf",
     "baseline_features", "check_embedding_overlap", "cross_validate", "crossfit",
     "crossfit_cosine", "crossfit_cross", "distill_student", "embedding_overlap",
     "embedding_training_files", "extra_features", "features", "finetune_on", "fit",

@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from paramill.twitter.identify.featurise import DocumentFrequencies, features, fold_idf
+from paramill.twitter.identify.featurise import features, training_idf
 from paramill.twitter.identify.settings import IdentifySettings
 from paramill.twitter.text import comparable
 
@@ -203,8 +203,6 @@ def cross_validate(pairs, labels, extended: bool, settings: IdentifySettings,
     extended features with the IDF overlap where ``settings.idf_overlap``, its document
     frequencies counted per fold."""
     y = np.asarray(labels)
-    idf = extended and settings.idf_overlap
-    x = features(pairs, extended, encoder,
-                 DocumentFrequencies.count(s for p in pairs for s in p) if idf else None)
-    return metrics(y, out_of_fold(x, y, source_groups(pairs), settings,
-                                  fold_idf(pairs) if idf else None))
+    idf, refit = training_idf(pairs, extended and settings.idf_overlap)
+    return metrics(y, out_of_fold(features(pairs, extended, encoder, idf), y, source_groups(pairs),
+                                  settings, refit))

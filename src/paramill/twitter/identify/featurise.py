@@ -49,11 +49,14 @@ def _grams(tokens: list[str], n: int) -> Counter:
 def prf(a: list[str], b: list[str], n: int) -> tuple[float, float, float]:
     """Precision (shared / n-grams of a), recall (shared / n-grams of b), F1; clipped counts."""
     ga, gb = _grams(a, n), _grams(b, n)
-    shared = sum((ga & gb).values())
-    p = shared / sum(ga.values()) if ga else 0.0
-    r = shared / sum(gb.values()) if gb else 0.0
-    f = 2 * p * r / (p + r) if p + r else 0.0
-    return p, r, f
+    return _prf(sum((ga & gb).values()), sum(ga.values()), sum(gb.values()))
+
+
+def _prf(shared: float, total_a: float, total_b: float) -> tuple[float, float, float]:
+    """Precision (shared / a's total), recall (shared / b's total) and F1; 0 for an empty side."""
+    p = shared / total_a if total_a else 0.0
+    r = shared / total_b if total_b else 0.0
+    return p, r, (2 * p * r / (p + r) if p + r else 0.0)
 
 
 def words(text: str) -> list[str]:
@@ -97,11 +100,15 @@ class DocumentFrequencies:
     @staticmethod
     def count(sentences: Iterable[str]) -> DocumentFrequencies:
         """Document frequencies over the distinct sentences of ``sentences``."""
+        return DocumentFrequencies.of_sets([frozenset(words(s)) for s in set(sentences)])
+
+    @staticmethod
+    def of_sets(documents: list[frozenset]) -> DocumentFrequencies:
+        """Document frequencies of ``documents``, each one distinct sentence's set of words."""
         counts: Counter = Counter()
-        distinct = set(sentences)
-        for s in distinct:
-            counts.update(set(words(s)))
-        return DocumentFrequencies(len(distinct), dict(counts))
+        for document in documents:
+            counts.update(document)
+        return DocumentFrequencies(len(documents), dict(counts))
 
     def weight(self, word: str) -> float:
         """Inverse document frequency, smoothed: log((N + 1) / (df + 1)); an unseen word
@@ -130,10 +137,8 @@ def idf_overlap(sets: list[tuple[frozenset, frozenset]], df: DocumentFrequencies
     for i, (a, b) in enumerate(sets):
         # fsum: exact, so the order a set iterates in (which follows the process's string
         # hashing) cannot change the last bits from one run to the next
-        shared = math.fsum(map(weight, a & b))
-        wa, wb = math.fsum(map(weight, a)), math.fsum(map(weight, b))
-        p, r = (shared / wa if wa else 0.0), (shared / wb if wb else 0.0)
-        out[i] = p, r, (2 * p * r / (p + r) if p + r else 0.0)
+        out[i] = _prf(math.fsum(map(weight, a & b)), math.fsum(map(weight, a)),
+                      math.fsum(map(weight, b)))
     return out
 
 
@@ -141,20 +146,32 @@ def fold_idf(pairs: list[tuple[str, str]]) -> Callable[[np.ndarray, np.ndarray],
     """For :func:`~paramill.twitter.identify.evaluation.out_of_fold`: a fold's own copy of a
     feature matrix whose IDF columns (:data:`IDF_COLUMNS`) are recounted under document
     frequencies of the fold's training pairs only, so no test fold's sentence reaches them.
-    Each fold's columns are computed once, whatever the number of models."""
-    sets = word_sets(pairs)
+    Each sentence is tokenised once, and each fold's columns are computed once, whatever the
+    number of models."""
+    tokens = {s: frozenset(words(s)) for pair in pairs for s in pair}
+    sets = [(tokens[x], tokens[y]) for x, y in pairs]
     done: dict[bytes, np.ndarray] = {}
 
     def refit(x: np.ndarray, train: np.ndarray) -> np.ndarray:
         key = np.asarray(train).tobytes()
         if key not in done:
-            df = DocumentFrequencies.count(s for i in train for s in pairs[i])
-            done[key] = idf_overlap(sets, df)
+            distinct = {s for i in train for s in pairs[i]}
+            done[key] = idf_overlap(sets, DocumentFrequencies.of_sets([tokens[s] for s in distinct]))
         x = x.copy()
         x[:, IDF_COLUMNS] = done[key]
         return x
 
     return refit
+
+
+def training_idf(pairs: list[tuple[str, str]], on: bool = True
+                 ) -> tuple[DocumentFrequencies | None, Callable | None]:
+    """What training with the IDF overlap (``on``) needs: the document frequencies of all the
+    training pairs' sentences (for the fitted models) and :func:`fold_idf` (for their
+    cross-validation); (None, None) without it."""
+    if not on:
+        return None, None
+    return DocumentFrequencies.count(s for pair in pairs for s in pair), fold_idf(pairs)
 
 
 def features(pairs: list[tuple[str, str]], extended: bool, encoder=None,

@@ -22,7 +22,7 @@ from paramill.twitter.identify.evaluation import (
     source_groups,
     threshold_for_precision,
 )
-from paramill.twitter.identify.featurise import IDF, DocumentFrequencies, fold_idf
+from paramill.twitter.identify.featurise import IDF, training_idf
 from paramill.twitter.identify.leak import check_embedding_overlap, embedding_overlap
 from paramill.twitter.identify.model import Identifier
 from paramill.twitter.identify.settings import IdentifySettings, LabelledData
@@ -47,10 +47,8 @@ def _fit_each(ident: Identifier, names: list[str], pairs: list[tuple[str, str]],
     scores (grouped folds) and the training sentences (what a student was distilled on)."""
     y = np.asarray(labels)
     oof, xs, own = {}, {}, set()
-    refit = None
-    if settings.idf_overlap:  # counted on all training sentences; per fold for the folds
-        ident.idf = DocumentFrequencies.count(s for pair in pairs for s in pair)
-        refit = fold_idf(pairs)
+    # counted on all training sentences; per fold for the folds
+    ident.idf, refit = training_idf(pairs, settings.idf_overlap)
     for name in names:
         if name == "encoder":  # the extended features and the sentence encoder's cosine
             if student:  # distilled without labels

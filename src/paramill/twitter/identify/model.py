@@ -22,11 +22,6 @@ from paramill.twitter.identify.settings import IdentifySettings
 FORMAT = "paramill-paraid/3"
 
 
-def _linear(model) -> LinearModel:
-    """A fitted model as :class:`LinearModel` (scikit-learn's pipeline, from an old file)."""
-    return model if isinstance(model, LinearModel) else LinearModel.from_pipeline(model)
-
-
 def _legacy(data: Any, path: str | Path) -> dict[str, Any]:
     """The fields of an identifier pickled by paramill before 2026-11-27 (formats /1 to /3)."""
     if not isinstance(data, dict) or data.get("format") not in (
@@ -34,7 +29,8 @@ def _legacy(data: Any, path: str | Path) -> dict[str, Any]:
         raise ValueError(f"{path}: not a paramill paraphrase identifier")
     if data["format"] == "paramill-paraid/1":  # lr and extended, threshold 0.5
         data["fitted"] = {"lr": data["lr"], "extended": data["extended"]}
-    data["fitted"] = {name: _linear(model) for name, model in data["fitted"].items()}
+    data["fitted"] = {name: LinearModel.from_pipeline(model)  # scikit-learn's, pickled
+                      for name, model in data["fitted"].items()}
     return data
 
 
@@ -65,7 +61,7 @@ class Identifier:
                 "idf": self.idf.to_dict() if self.idf else None, "models": sorted(self.fitted)}
         arrays = {"meta": np.frombuffer(json.dumps(meta, ensure_ascii=False).encode(), dtype=np.uint8)}
         for name, model in self.fitted.items():
-            for key, value in _linear(model).arrays().items():
+            for key, value in model.arrays().items():
                 arrays[f"model.{name}.{key}"] = value
         for key in ("encoder_state", "cross_state"):
             if getattr(self, key) is not None:
