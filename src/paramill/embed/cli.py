@@ -52,8 +52,8 @@ def encode(args: argparse.Namespace) -> int | str:
     arg("out", help="output directory"),
     description="SentenceTransformer(OUT, trust_remote_code=True) then loads it offline and "
                 "encodes to the same vectors as the paramill model (the module class is "
-                "paramill's, so paramill must be installed where it is loaded). Needs the st extra "
-                "(sentence-transformers), which make installs.")
+                "paramill's, so paramill must be installed where it is loaded; sentence-transformers "
+                "is one of paramill's dependencies).")
 def export(args: argparse.Namespace) -> int | str:
     from paramill.embed.st import export
     return f"{export(args.model, args.out, rule=args.rule)}"

