@@ -1044,6 +1044,36 @@ def test_labelled_twitter_url_lines_are_strict(tmp_path):
         identify.read_labelled(path, "twitter-url")
 
 
+def test_a_labelled_pair_with_an_empty_sentence_names_file_line_and_side(tmp_path):
+    """Every layout: an empty or blank side is a broken row, an error naming where it is
+    (it was read as a pair of a sentence and nothing, labelled, and trained on)."""
+    url = tmp_path / "u.tsv"
+    url.write_text("a b\tc d\t(5,6)\thttp://x\n \tc d\t(1,6)\thttp://y\n")
+    with pytest.raises(InputError, match=r"u.tsv:2: sentence 1 of the pair is empty"):
+        identify.read_labelled(url, "twitter-url")
+    url.write_text("a b\tc d\t(5,6)\thttp://x\nb c\t\t(3,6)\thttp://y\n")  # even a debatable one
+    with pytest.raises(InputError, match=r"u.tsv:2: sentence 2 of the pair is empty"):
+        identify.read_labelled(url, "twitter-url")
+    pit = tmp_path / "dev.data"
+    pit.write_text("1\tT\ta b\tc d\t(3, 2)\tx\ty\n1\tT\ta b\t  \t(0, 5)\tx\ty\n")
+    with pytest.raises(InputError, match=r"dev.data:2: sentence 2 of the pair is empty"):
+        identify.read_labelled(pit, "pit2015")
+    gold = tmp_path / "test.label"
+    pit.write_text("1\tT\ta b\tc d\t-\tx\ty\n1\tT\t\tc d\t-\tx\ty\n")
+    gold.write_text("true\t0.8\nfalse\t0.2\n")
+    with pytest.raises(InputError, match=r"dev.data:2: sentence 1 of the pair is empty"):
+        identify.read_labelled(pit, "pit2015", gold)
+    toks = tmp_path / "toks"
+    toks.mkdir()
+    (toks / "a.toks").write_text("a b\nc d\n")
+    (toks / "b.toks").write_text("e f\n\n")
+    (toks / "sim.txt").write_text("1\n0\n")
+    with pytest.raises(InputError, match=r"b.toks:2: the sentence is empty"):
+        identify.read_labelled(toks, "toks")
+    (toks / "b.toks").write_text("e f\ng h\n")
+    assert identify.read_labelled(toks, "toks") == ([("a b", "e f"), ("c d", "g h")], [1, 0], 0)
+
+
 def test_labelled_sets_are_built_as_typed_settings():
     """twitter.identify.train/evaluate are LabelledData, not dicts a stage indexes by key."""
     built = identify.IdentifySettings.from_dict(

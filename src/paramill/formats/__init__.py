@@ -230,16 +230,29 @@ def bad_score(line_no: int, columns: list[str], column: int | str, value: str, m
                          f"column {column}: score {value[:40]!r} is not a finite decimal number")
 
 
+def check_sides(path: str | Path, line_no: int, s1: str, s2: str) -> None:
+    """A labelled pair has two sentences: an empty (or blank) side is an
+    :class:`~paramill.io.InputError` naming the file, the line and the side. Such a line is a
+    broken row (a column shifted, a sentence lost), and scoring it would put a label on
+    nothing into training or into an evaluation's figures."""
+    for side, text in ((1, s1), (2, s2)):
+        if not text.strip():
+            raise InputError(path, line_no, f"sentence {side} of the pair is empty; a labelled "
+                                            "pair needs two sentences")
+
+
 def collect_labelled(rows: Iterator[Labelled | Bad], path: str | Path
                      ) -> tuple[list[tuple[str, str]], list[int], int]:
     """(pairs, labels, dropped) of labelled rows: a blank line is skipped, any other bad line
-    is an :class:`~paramill.io.InputError` naming file and line, a debatable pair dropped."""
+    (an empty sentence among them, :func:`check_sides`) is an
+    :class:`~paramill.io.InputError` naming file and line, a debatable pair dropped."""
     pairs, labels, dropped = [], [], 0
     for row in rows:
         if isinstance(row, Bad):
             if row.reason == "column_count" and not (row.text or "").strip():
                 continue  # a blank line
             raise InputError(path, row.line_no, row.detail)
+        check_sides(path, row.line_no, row.s1, row.s2)
         if row.label is None:
             dropped += 1
             continue

@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from paramill.fields import counts
-from paramill.formats import (Bad, Labelled, Scored, bad_fields, collect_labelled, fields,
-                              strict_lines)
+from paramill.formats import (Bad, Labelled, Scored, bad_fields, check_sides, collect_labelled,
+                              fields, strict_lines)
 from paramill.io import InputError
 
 NAME = "pit2015"
@@ -122,6 +122,7 @@ def _with_label_file(path: Path, label_path: Path, max_line_bytes: int
         line_no = pit.line_no
         if line_no > len(gold):
             continue  # counted for the error below
+        check_sides(path, line_no, pit.s1, pit.s2)
         if gold[line_no - 1] is None:
             dropped += 1
             continue

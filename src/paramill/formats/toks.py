@@ -50,6 +50,10 @@ def labelled(path: str, max_line_bytes: int = 65536
     """``sim`` must be 0 or 1 (an error naming sim.txt and the line otherwise)."""
     pairs, gold = [], []
     for row in read(path, max_line_bytes):
+        for name, text in (("a.toks", row.a), ("b.toks", row.b)):
+            if not text.strip():
+                raise InputError(Path(path) / name, row.line_no, "the sentence is empty; a "
+                                 "labelled pair needs two sentences")
         if row.sim.strip() not in ("0", "1"):
             raise InputError(Path(path) / "sim.txt", row.line_no,
                              f"label must be 0 or 1, not {row.sim!r}")
