@@ -45,7 +45,8 @@ def train(name: str, extra: dict, train_set: dict, evaluate: dict, threads: int,
           precision: str) -> dict:
     settings = {**extra, "train": [train_set], "evaluate": [evaluate], "encoder_precision": precision}
     out, report = work / f"{name}.npz", work / f"{name}.json"
-    command = [str(Path(sys.executable).parent / "paramill"), "--threads", str(threads), "twitter",
+    # the module, not the venv's script: it also runs from a source tree on PYTHONPATH (GPU machine)
+    command = [sys.executable, "-m", "paramill.cli", "--threads", str(threads), "twitter",
                "identify", "--out", str(out), "--report", str(report), "--settings", json.dumps(settings)]
     started = time.perf_counter()
     proc = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)

@@ -4,8 +4,9 @@
 #   embed  the embedding GPU tests, then (PARTS, default all of "embeddings reference scale")
 #          benchmarks/embeddings.py, embed_reference.py (the authors' code, --gpu 1) and
 #          embed_scale.py (featurisation on every core, 1M and 10M pairs), all on cuda
-#   paraid the identifier's GPU tests, then (PARTS, default "speed cross order")
-#          benchmarks/cross_speed.py, benchmarks/paraid.py --models extended cross on the URL
+#   paraid the identifier's GPU tests, then (PARTS, default "default speed cross order")
+#          benchmarks/paraid_default.py (the default model, trained as the pipeline does, on
+#          cuda), benchmarks/cross_speed.py, benchmarks/paraid.py --models extended cross on the URL
 #          corpus train split and PIT-2015 dev (grouped 5-fold CV and a held-out fifth: F1,
 #          training seconds, pairs/s) and benchmarks/cross_order.py (pair order, all pairs)
 # Results go to $OUT (default .gpu/out). Usage: scripts/gpu-check.sh [PART_TIMEOUT_S]
@@ -43,15 +44,17 @@ if [ "$SUITE" = paraid ]; then
     echo "the MiniLM weights are incomplete: carry .gpu-a in a call just before this one"; exit 3; }
   export PARAMILL_SHARED_DATA="$PWD/.gpu/shared-data"
   [ "${SKIP_TESTS:-}" ] || step "gpu tests" pytest-gpu.txt "$PY" -m pytest $TESTS tests/unit/test_paraid.py
-  for part in ${PARTS:-speed cross order}; do
+  for part in ${PARTS:-default speed cross order}; do
     case $part in
+      default) step default paraid_default.log "$PY" benchmarks/paraid_default.py --threads "$THREADS" \
+          --out "$OUT/paraid_default.json" ;;
       speed) step speed cross_speed.log "$PY" benchmarks/cross_speed.py --score "${SCORE:-20000}" --train "${TRAIN:-5000}" \
           --out "$OUT/cross_speed.json" ;;
       cross) step cross paraid_cross.log "$PY" benchmarks/paraid.py --models extended cross --cross-epochs 1 \
           --datasets url pit --holdout "${HOLDOUT:-0.2}" --out "$OUT/paraid_cross.json" ;;
       order) step order cross_order.log "$PY" benchmarks/cross_order.py --train-pairs 0 --seeds 13 14 \
           --out "$OUT/cross_order.json" ;;
-      *) echo "unknown part $part (speed, cross, order)" ;;
+      *) echo "unknown part $part (default, speed, cross, order)" ;;
     esac
   done
   exit 0
