@@ -76,6 +76,7 @@ def measure(pairs, labels, settings, encoder, sentences, tests, models, finetune
     y, groups = np.asarray(labels), source_groups(pairs)
     # the IDF overlap as the identifier counts it: on the training sentences, per fold in CV
     idf, refit = training_idf(pairs, settings.idf_overlap)
+    alignment = settings.token_alignment
     out = {}
     variants = [(m, m, None) for m in models if m not in ("encoder", "cross")]
     if "cross" in models:
@@ -94,10 +95,10 @@ def measure(pairs, labels, settings, encoder, sentences, tests, models, finetune
             s = dataclasses.replace(finetune["settings"], encoder_precision=sentence.precision,
                                     encoder_layers=layers)
             fold_start = time.perf_counter()
-            cosine, state = crossfit_cosine(pairs, y, groups, s, final=finetune["final"],
-                                            start=getattr(sentence, "state", None))
+            columns, state = crossfit_cosine(pairs, y, groups, s, final=finetune["final"],
+                                             start=getattr(sentence, "state", None))
             row["crossfit_seconds"] = round(time.perf_counter() - fold_start, 1)
-            x = np.hstack([model_features(pairs, "extended", encoder, idf=idf), cosine[:, None]])
+            x = np.hstack([model_features(pairs, "extended", encoder, idf=idf), columns])
             name = "encoder"
             sentence = (PretrainedEncoder(s.sentence_encoder, s.encoder_batch, s.encoder_precision, state,
                                         layers) if state else None)
@@ -110,7 +111,7 @@ def measure(pairs, labels, settings, encoder, sentences, tests, models, finetune
             x = np.hstack([model_features(pairs, "extended", encoder, idf=idf), probability[:, None]])
             sentence = CrossEncoder(s.sentence_encoder, s.encoder_batch, s.encoder_precision, state)
         else:
-            x = model_features(pairs, name, encoder, sentence, idf=idf)
+            x = model_features(pairs, name, encoder, sentence, idf=idf, alignment=alignment)
         feature_seconds = time.perf_counter() - start
         oof = out_of_fold(x, y, groups, settings, refit if name != "lr" else None)
         row["cv"] = metrics(y, oof)
@@ -124,7 +125,7 @@ def measure(pairs, labels, settings, encoder, sentences, tests, models, finetune
         def matrix(part, name=name, sentence=sentence):
             if name == "cross":
                 return model_features(part, "cross", encoder, cross=sentence, idf=idf)
-            return model_features(part, name, encoder, sentence, idf=idf)
+            return model_features(part, name, encoder, sentence, idf=idf, alignment=alignment)
 
         start = time.perf_counter()
         model.predict_proba(matrix(sample))
@@ -144,12 +145,12 @@ class CrossDistilled:
         self.halves = halves
         self.precision, self.layers = halves[0][1].precision, halves[0][1].layers
 
-    def cosine(self, pairs):
-        out = np.full(len(pairs), np.nan)
+    def pair_columns(self, pairs, alignment=False):
+        out = np.full((len(pairs), 4 if alignment else 1), np.nan)
         for members, student in self.halves:
             index = [i for i, pair in enumerate(pairs) if pair in members]
             if index:
-                out[index] = student.cosine([pairs[i] for i in index])
+                out[index] = student.pair_columns([pairs[i] for i in index], alignment)
         return out
 
 
@@ -238,11 +239,15 @@ def main() -> None:
     parser.add_argument("--idf-overlap", action=argparse.BooleanOptionalAction, default=True,
                         help="the extended models' IDF overlap (twitter.identify.idf_overlap); "
                              "--no-idf-overlap measures the 22 features of before")
+    parser.add_argument("--token-alignment", action=argparse.BooleanOptionalAction, default=True,
+                        help="model encoder's token alignment (twitter.identify.token_alignment); "
+                             "--no-token-alignment measures the cosine alone")
     parser.add_argument("--threads", type=int, default=len(os.sched_getaffinity(0)))
     parser.add_argument("--out")
     args = parser.parse_args()
     device.limit_threads(args.threads)
-    settings = IdentifySettings(folds=args.folds, idf_overlap=args.idf_overlap)
+    settings = IdentifySettings(folds=args.folds, idf_overlap=args.idf_overlap,
+                                token_alignment=args.token_alignment)
     encoder = None
     sentences = {}
     if "encoder" in args.models:
@@ -253,7 +258,7 @@ def main() -> None:
               "machine": machine(), "threads": args.threads,
               "sentence_encoder": args.sentence_encoder if sentences else None,
               "native_bfloat16": native_bfloat16(), "cosine_feature": bool(args.embed_model),
-              "idf_overlap": args.idf_overlap,
+              "idf_overlap": args.idf_overlap, "token_alignment": args.token_alignment,
               "datasets": []}
     sets = [("twitter-url-corpus train", args.url_corpus, "toks", None, "url test",
              (args.url_test, "toks", None)),

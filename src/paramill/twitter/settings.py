@@ -30,5 +30,7 @@ class TwitterSection(Settings):
     pairs: PairSettings = section(
         PairSettings, "Candidate pairs of a news tweet and another tweet sharing its URL.")
     identify: IdentifySettings = section(
-        IdentifySettings, "The paraphrase identifier: logistic regression, the extended model, or the "
-        "extended model with a sentence encoder's cosine (whole, distilled student, fine-tuned).")
+        IdentifySettings, "The paraphrase identifier: logistic regression, the extended model, the "
+        "extended model with a sentence encoder's cosine and token alignment (the default: the "
+        "whole packaged encoder as trained; or a distilled student, fine-tuned), or with a "
+        "cross-encoder's probability.")

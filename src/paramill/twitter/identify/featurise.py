@@ -203,9 +203,11 @@ MODELS = ("lr", "extended", "encoder", "cross")
 
 def model_features(pairs: list[tuple[str, str]], which: str, encoder=None,
                    sentence: PretrainedEncoder | None = None, cross=None,
-                   idf: DocumentFrequencies | None = None) -> np.ndarray:
+                   idf: DocumentFrequencies | None = None, alignment: bool = False) -> np.ndarray:
     """The feature matrix of model ``which`` (lr, extended, encoder, cross); the IDF overlap
-    in the extended ones where document frequencies ``idf`` are given."""
+    in the extended ones where document frequencies ``idf`` are given; for encoder, the
+    sentence encoder's cosine and, with ``alignment``, its token alignment
+    (:meth:`~paramill.twitter.encoder.PretrainedEncoder.pair_columns`)."""
     if which == "lr":
         return features(pairs, False)
     x = features(pairs, True, encoder, idf)
@@ -213,6 +215,9 @@ def model_features(pairs: list[tuple[str, str]], which: str, encoder=None,
         scorer = sentence if which == "encoder" else cross
         if scorer is None:
             raise ValueError(f"model {which} needs its {'sentence' if which == 'encoder' else 'cross-'}encoder")
-        column = scorer.cosine(pairs) if which == "encoder" else scorer.score(pairs)
-        x = np.hstack([x, column[:, None] if pairs else np.zeros((0, 1))])
+        if which == "encoder":
+            columns = scorer.pair_columns(pairs, alignment)
+        else:
+            columns = scorer.score(pairs)[:, None] if pairs else np.zeros((0, 1))
+        x = np.hstack([x, columns])
     return x

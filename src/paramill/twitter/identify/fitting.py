@@ -55,11 +55,11 @@ def _fit_each(ident: Identifier, names: list[str], pairs: list[tuple[str, str]],
                 own = {s for pair in pairs for s in pair}
                 ident.encoder_state = distill_student(sorted(own) + text, settings)
             if settings.finetune_epochs:  # cross-fitted (leak-free)
-                cosine, ident.encoder_state = crossfit_cosine(pairs, y, groups, settings,
-                                                              start=ident.encoder_state)
-            else:
-                cosine = ident.sentence_encoder().cosine(pairs)
-            x = xs[name] = np.hstack([xs["extended"], cosine[:, None]])
+                columns, ident.encoder_state = crossfit_cosine(pairs, y, groups, settings,
+                                                               start=ident.encoder_state)
+            else:  # the cosine (and token alignment) of an encoder that saw no label
+                columns = ident.sentence_encoder().pair_columns(pairs, settings.token_alignment)
+            x = xs[name] = np.hstack([xs["extended"], columns])
         elif name == "cross":  # the extended features and the cross-encoder's probability
             probability, ident.cross_state = crossfit_cross(pairs, y, groups, settings)
             x = xs[name] = np.hstack([xs["extended"], probability[:, None]])
@@ -77,7 +77,8 @@ def _encoders_used(ident: Identifier, names: list[str], own: set[str], text: lis
     if "encoder" in names:
         ident.sentence_encoder()  # built (with the fine-tuned weights) to record what it is
         results["sentence_encoder"] = {**ident.encoder_used(),
-                                       "finetune_epochs": settings.finetune_epochs}
+                                       "finetune_epochs": settings.finetune_epochs,
+                                       "token_alignment": settings.token_alignment}
         if student:
             results["sentence_encoder"]["distilled"] = {
                 "from": settings.sentence_encoder, "epochs": settings.distill_epochs,

@@ -113,6 +113,8 @@ class Identifier:
             settings["encoder_precision"] = "int8" if int8 else "float32"
         # /1 and /2 were fitted without the IDF overlap: they score with the 22 features
         settings.setdefault("idf_overlap", False)
+        # saved before the token alignment (2026-11-27): the cosine alone
+        settings.setdefault("token_alignment", False)
         idf = data.get("idf")
         return Identifier(IdentifySettings.from_dict(settings), data.get("embed_model"),
                           data["fitted"], data.get("threshold"), data.get("threshold_choice"),
@@ -171,7 +173,7 @@ class Identifier:
         sentence = self.sentence_encoder() if which == "encoder" else None
         cross = self.cross_encoder() if which == "cross" else None
         return model_features(pairs, which, self.encoder() if which != "lr" else None, sentence,
-                              cross, self.idf)
+                              cross, self.idf, self.settings.token_alignment)
 
     def score(self, pairs: list[tuple[str, str]], which: str | None = None,
               chunk: int = 50_000) -> np.ndarray:

@@ -39,12 +39,15 @@ def crossfit(pairs: list[tuple[str, str]], y: np.ndarray, groups: np.ndarray,
     folds only, so no score comes from a scorer that saw its pair's label.
     ``train(pairs, labels, seed, desc)`` gives weights, ``score(weights, pairs)`` scores.
     Also the weights trained on all pairs, which score new pairs (``final``; None without)."""
-    scores = np.full(len(pairs), np.nan)
+    scores = None  # one score a pair, or a row of them (the encoder's columns)
     folds = grouped_folds(y, groups, settings)
     for k, (fold_train, test) in enumerate(folds, 1):
         state = train([pairs[i] for i in fold_train], y[fold_train], settings.seed + k,
                       f"fine-tuning the {what}, fold {k}/{len(folds)}")
-        scores[test] = score(state, [pairs[i] for i in test])
+        part = np.asarray(score(state, [pairs[i] for i in test]))
+        if scores is None:
+            scores = np.full((len(pairs),) + part.shape[1:], np.nan)
+        scores[test] = part
     if not final:
         return scores, None
     return scores, train(pairs, y, settings.seed, f"fine-tuning the {what} on all labelled pairs")
@@ -53,12 +56,14 @@ def crossfit(pairs: list[tuple[str, str]], y: np.ndarray, groups: np.ndarray,
 def crossfit_cosine(pairs: list[tuple[str, str]], y: np.ndarray, groups: np.ndarray,
                     settings: IdentifySettings, final: bool = True, start: bytes | None = None
                     ) -> tuple[np.ndarray, bytes | None]:
-    """The fine-tuned encoder's cosine of every pair, cross-fitted (:func:`crossfit`). Each
-    fine-tuning begins from the weights ``start`` when given (a distilled student's:
-    distillation uses no labels)."""
+    """The fine-tuned encoder's columns of every pair (the cosine, and the token alignment
+    with ``settings.token_alignment``: :meth:`PretrainedEncoder.pair_columns`), cross-fitted
+    (:func:`crossfit`). Each fine-tuning begins from the weights ``start`` when given (a
+    distilled student's: distillation uses no labels)."""
     def cosine(state, part):
         return PretrainedEncoder(settings.sentence_encoder, settings.encoder_batch,
-                               settings.encoder_precision, state, settings.encoder_layers).cosine(part)
+                                 settings.encoder_precision, state, settings.encoder_layers
+                                 ).pair_columns(part, settings.token_alignment)
 
     return crossfit(pairs, y, groups, settings,
                     lambda p, labels, seed, desc: finetune_on(p, labels, settings, seed, desc, start),
