@@ -154,6 +154,38 @@ def test_training_chooses_records_and_applies_the_threshold(tmp_path):
     assert prov["threshold"]["threshold"] == chosen["threshold"]
 
 
+def test_the_threshold_for_an_expected_share_of_paraphrases_by_hand(tmp_path):
+    """Precision at another share of paraphrases: each paraphrase weighs share / own share,
+    each other pair (1 - share) / (1 - own share); recall does not move. Fewer paraphrases
+    expected: a higher threshold for the same precision; the report says at which share."""
+    y = np.array([1, 1, 1, 1, 0, 0, 0, 0])  # own share 0.5
+    scores = np.array([0.9, 0.8, 0.7, 0.3, 0.65, 0.4, 0.2, 0.1])
+    # at 0.65: 3 paraphrases and 1 other accepted: precision 0.75 here; at a share of 0.2
+    # (weights 0.4 and 1.6) 1.2 / (1.2 + 1.6) = 0.4286
+    plain = identify.at_threshold(y, scores, 0.65)
+    assert (plain["precision"], plain["recall"], plain["accepted_share"]) == (0.75, 0.75, 0.5)
+    low = identify.at_threshold(y, scores, 0.65, share=0.2)
+    assert low["precision"] == pytest.approx(1.2 / 2.8, abs=1e-4) and low["recall"] == 0.75
+    assert low["accepted_share"] == pytest.approx(2.8 / 8, abs=1e-4) and low["at_share"] == 0.2
+    assert identify.threshold_for_precision(y, scores, 0.7)["threshold"] == 0.65
+    chosen = identify.threshold_for_precision(y, scores, 0.7, share=0.2)
+    assert chosen["threshold"] == 0.7 and (chosen["precision"], chosen["recall"]) == (1.0, 0.75)
+    assert chosen["at_share"] == 0.2 and chosen["labels_share"] == 0.5
+    settings = identify.IdentifySettings(model="extended", target_precision=0.9, expected_share=0.1)
+    pos, neg = _noisy_pairs()
+    result = train_identifier(_labelled(tmp_path / "l.tsv", pos, neg), [], tmp_path / "m.npz",
+                              tmp_path / "r.json", settings)
+    assert result["threshold"]["at_share"] == 0.1
+    cv = result["evaluations"][0]
+    assert cv["at_threshold_expected_share"]["at_share"] == 0.1
+    assert cv["at_threshold_expected_share"]["recall"] == cv["at_threshold"]["recall"]
+    plain = train_identifier(_labelled(tmp_path / "l.tsv", pos, neg), [], tmp_path / "p.npz",
+                             tmp_path / "p.json", identify.IdentifySettings(model="extended",
+                                                                            target_precision=0.9))
+    assert result["threshold"]["threshold"] >= plain["threshold"]["threshold"]
+    assert "at_threshold_expected_share" not in plain["evaluations"][0]
+
+
 # -- the extended models' IDF overlap --------------------------------------------------------
 
 def test_idf_overlap_by_hand():

@@ -163,38 +163,63 @@ def metrics(labels, scores: np.ndarray) -> dict[str, float]:
             "positive_share": round(float(y.mean()), 4)}
 
 
-def at_threshold(labels, scores: np.ndarray, threshold: float) -> dict[str, Any]:
+def at_threshold(labels, scores: np.ndarray, threshold: float,
+                 share: float | None = None) -> dict[str, Any]:
     """Precision, recall and F1 of accepting the pairs scored at or above ``threshold``, and
-    the share accepted: what the chosen threshold gives on a set (max F1 picks its own)."""
+    the share accepted: what the chosen threshold gives on a set (max F1 picks its own).
+    With ``share``: as if the set had that share of paraphrases (:func:`share_weights`)."""
     y = np.asarray(labels).astype(bool)
     accepted = np.asarray(scores) >= threshold
-    tp = int((accepted & y).sum())
-    precision = tp / int(accepted.sum()) if accepted.any() else None
-    recall = tp / int(y.sum()) if y.any() else None
+    w = share_weights(y, share) if share is not None else np.ones(len(y))
+    tp = float(w[accepted & y].sum())
+    precision = tp / float(w[accepted].sum()) if accepted.any() else None
+    recall = tp / float(w[y].sum()) if y.any() else None
     f1 = (2 * precision * recall / (precision + recall)) if precision and recall else 0.0
-    return {"threshold": round(float(threshold), 6),
-            "precision": None if precision is None else round(precision, 4),
-            "recall": None if recall is None else round(recall, 4), "f1": round(f1, 4),
-            "accepted_share": round(float(accepted.mean()), 4) if len(y) else None}
+    out = {"threshold": round(float(threshold), 6),
+           "precision": None if precision is None else round(precision, 4),
+           "recall": None if recall is None else round(recall, 4), "f1": round(f1, 4),
+           "accepted_share": round(float(w[accepted].sum() / w.sum()), 4) if len(y) else None}
+    return out if share is None else {**out, "at_share": share}
 
 
-def threshold_for_precision(labels, scores: np.ndarray, target: float) -> dict[str, Any]:
+def share_weights(labels, share: float | None) -> np.ndarray | None:
+    """Weights that give ``labels`` a share ``share`` of paraphrases (each paraphrase
+    ``share / s``, each other pair ``(1 - share) / (1 - s)``, where ``s`` is their own share):
+    a precision computed with them is the precision at that share, recall unchanged (label
+    shift: the same scores per class, another mix). None for ``share`` None."""
+    if share is None:
+        return None
+    y = np.asarray(labels).astype(bool)
+    own = float(y.mean())
+    if not 0 < own < 1:
+        raise ValueError("reweighting to an expected share needs paraphrases and non-paraphrases")
+    return np.where(y, share / own, (1 - share) / (1 - own))
+
+
+def threshold_for_precision(labels, scores: np.ndarray, target: float,
+                            share: float | None = None) -> dict[str, Any]:
     """The lowest threshold from which precision stays at or above ``target`` for every higher
     threshold (the most recall at that precision, without trusting a lone low point of the
-    ragged curve); if there is none, the max-F1 threshold, with ``reached`` false."""
+    ragged curve); if there is none, the max-F1 threshold, with ``reached`` false. With
+    ``share``, precision is that at a share ``share`` of paraphrases (:func:`share_weights`),
+    not at the labels' own."""
     from sklearn.metrics import precision_recall_curve
 
-    precision, recall, thresholds = precision_recall_curve(np.asarray(labels), scores)
+    weights = share_weights(labels, share)
+    precision, recall, thresholds = precision_recall_curve(np.asarray(labels), scores,
+                                                           sample_weight=weights)
+    at = {} if share is None else {"at_share": share,
+                                   "labels_share": round(float(np.mean(labels)), 4)}
     floor = np.minimum.accumulate(precision[:-1][::-1])[::-1]  # min precision from here up
     ok = np.flatnonzero(floor >= target)
     if len(ok):
         i = int(ok[0])
         return {"threshold": round(float(thresholds[i]), 6), "target_precision": target,
                 "reached": True, "precision": round(float(precision[i]), 4),
-                "recall": round(float(recall[i]), 4)}
+                "recall": round(float(recall[i]), 4), **at}
     best = max_f1(labels, scores)
     return {"threshold": best["threshold"], "target_precision": target, "reached": False,
-            "precision": best["precision"], "recall": best["recall"]}
+            "precision": best["precision"], "recall": best["recall"], **at}
 
 
 def cross_validate(pairs, labels, extended: bool, settings: IdentifySettings,

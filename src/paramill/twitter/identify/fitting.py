@@ -156,7 +156,8 @@ def train_identifier(train: list[LabelledData], evaluate: list[LabelledData], ou
                                 settings.seed) if student else []
     oof, own = _fit_each(ident, names, pairs, labels, groups, text, student, settings)
     results.update(_encoders_used(ident, names, own, text, student, settings))
-    ident.threshold_choice = threshold_for_precision(y, oof[settings.model], settings.target_precision)
+    ident.threshold_choice = threshold_for_precision(y, oof[settings.model], settings.target_precision,
+                                                     settings.expected_share)
     ident.threshold = ident.threshold_choice["threshold"]
     results["threshold"] = {**ident.threshold_choice, "model": settings.model,
                             "chosen_on": f"{settings.folds}-fold out-of-fold scores on train, "
@@ -167,7 +168,11 @@ def train_identifier(train: list[LabelledData], evaluate: list[LabelledData], ou
         "data": f"{settings.folds}-fold cross-validation on train, grouped by source tweet",
         "pairs": len(pairs), "test_fold_sentences": _test_fold_sentences(student),
         **{name: metrics(y, oof[name]) for name in names},
-        "at_threshold": {"model": settings.model, **at_threshold(y, oof[settings.model], used)}})
+        "at_threshold": {"model": settings.model, **at_threshold(y, oof[settings.model], used)},
+        **({"at_threshold_expected_share": {
+            "model": settings.model,
+            **at_threshold(y, oof[settings.model], used, settings.expected_share)}}
+           if settings.expected_share is not None else {})})
     for d in evaluate:
         p, yy, n = read_labelled(d.path, d.format, d.labels)
         scored = {name: ident.score(p, name) for name in names}
