@@ -171,6 +171,11 @@ def test_the_threshold_for_an_expected_share_of_paraphrases_by_hand(tmp_path):
     chosen = identify.threshold_for_precision(y, scores, 0.7, share=0.2)
     assert chosen["threshold"] == 0.7 and (chosen["precision"], chosen["recall"]) == (1.0, 0.75)
     assert chosen["at_share"] == 0.2 and chosen["labels_share"] == 0.5
+    # never reached (a non-paraphrase on top): the max-F1 point of the weighted curve, its
+    # precision at the share (0.8: weights 1.6 and 0.4, so 3.2 / 3.6 at 0.7; 2/3 unweighted)
+    none = identify.threshold_for_precision([0, 1, 1, 0], np.array([0.9, 0.8, 0.7, 0.6]), 0.9, share=0.8)
+    assert none["reached"] is False and none["threshold"] == 0.7
+    assert none["precision"] == pytest.approx(3.2 / 3.6, abs=1e-4) and none["recall"] == 1.0
     settings = identify.IdentifySettings(model="extended", target_precision=0.9, expected_share=0.1)
     pos, neg = _noisy_pairs()
     result = train_identifier(_labelled(tmp_path / "l.tsv", pos, neg), [], tmp_path / "m.npz",

@@ -176,7 +176,8 @@ class PretrainedEncoder:
                     inner = _unit(features["token_embeddings"]).cpu().numpy()
                     lengths = features["attention_mask"].sum(1).tolist()
                     for row, i in enumerate(index):
-                        pieces[i] = inner[row, 1:max(int(lengths[row]) - 1, 1)]
+                        # a copy: a view would keep the whole padded batch alive
+                        pieces[i] = inner[row, 1:max(int(lengths[row]) - 1, 1)].copy()
         return (out, pieces) if tokens else out
 
     def cosine(self, pairs: list[tuple[str, str]]) -> np.ndarray:

@@ -217,9 +217,13 @@ def threshold_for_precision(labels, scores: np.ndarray, target: float,
         return {"threshold": round(float(thresholds[i]), 6), "target_precision": target,
                 "reached": True, "precision": round(float(precision[i]), 4),
                 "recall": round(float(recall[i]), 4), **at}
-    best = max_f1(labels, scores)
-    return {"threshold": best["threshold"], "target_precision": target, "reached": False,
-            "precision": best["precision"], "recall": best["recall"], **at}
+    # none: the max-F1 point of the same (weighted, where a share is given) curve
+    f1 = np.divide(2 * precision * recall, precision + recall, out=np.zeros_like(precision),
+                   where=(precision + recall) > 0)
+    i = int(np.argmax(f1[:-1])) if len(f1) > 1 else 0
+    return {"threshold": round(float(thresholds[min(i, len(thresholds) - 1)]), 4),
+            "target_precision": target, "reached": False,
+            "precision": round(float(precision[i]), 4), "recall": round(float(recall[i]), 4), **at}
 
 
 def cross_validate(pairs, labels, extended: bool, settings: IdentifySettings,
