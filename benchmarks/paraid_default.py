@@ -35,6 +35,15 @@ sys.path.insert(0, str(REPO / "src"))
 
 from paramill.twitter.identify import Identifier, read_labelled  # noqa: E402
 
+#: the child: `paramill --threads T twitter identify --out O --report R --settings S`'s work
+CHILD = """import json, sys
+from paramill import device
+from paramill.twitter.identify import IdentifySettings, train_identifier
+device.limit_threads(int(sys.argv[1]))
+settings = IdentifySettings.from_dict(json.loads(sys.argv[4]))
+train_identifier(list(settings.train), list(settings.evaluate), sys.argv[2], sys.argv[3], settings)
+"""
+
 CANDIDATES = {
     "extended": {"model": "extended"},
     "encoder": {"model": "encoder", "encoder_layers": 0, "finetune_epochs": 0},
@@ -47,9 +56,9 @@ def train(name: str, extra: dict, train_set: dict, evaluate: dict, threads: int,
           precision: str) -> dict:
     settings = {**extra, "train": [train_set], "evaluate": [evaluate], "encoder_precision": precision}
     out, report = work / f"{name}.npz", work / f"{name}.json"
-    # the module, not the venv's script: it also runs from a source tree on PYTHONPATH (GPU machine)
-    command = [sys.executable, "-m", "paramill.cli", "--threads", str(threads), "twitter",
-               "identify", "--out", str(out), "--report", str(report), "--settings", json.dumps(settings)]
+    # what `paramill twitter identify` runs, in a child of its own (its peak memory), without the
+    # command line's imports of every stage (polars): the GPU machine's suite carries none
+    command = [sys.executable, "-c", CHILD, str(threads), str(out), str(report), json.dumps(settings)]
     started = time.perf_counter()
     proc = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     with TreePeak(proc.pid) as peak:
