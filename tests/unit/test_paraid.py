@@ -1229,3 +1229,18 @@ def test_gpu_encoder_fine_tunes_on_cuda_as_on_cpu(tiny_sentence_encoder, monkeyp
     on_cpu = encoder.PretrainedEncoder(source, precision="float32", state=cpu_state)
     assert on_cpu.device == "cpu"
     assert on_cpu.cosine(pairs) == pytest.approx(gpu_cos, abs=0.02)
+
+
+@pytest.mark.gpu
+def test_gpu_token_alignment_on_cuda_is_the_cpus(tiny_sentence_encoder, monkeypatch):
+    """The default model's columns (the cosine and the token alignment) computed on CUDA equal
+    the CPU's for the same weights, within float32 drift."""
+    source = str(tiny_sentence_encoder)
+    pairs = TOY_POS + TOY_NEG
+    on_gpu = encoder.PretrainedEncoder(source, precision="float32")
+    assert on_gpu.device == "cuda"
+    gpu_columns = on_gpu.pair_columns(pairs, alignment=True)
+    _on_cpu(monkeypatch)
+    on_cpu = encoder.PretrainedEncoder(source, precision="float32")
+    assert on_cpu.device == "cpu"
+    assert on_cpu.pair_columns(pairs, alignment=True) == pytest.approx(gpu_columns, abs=1e-4)
