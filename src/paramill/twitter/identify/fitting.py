@@ -77,8 +77,7 @@ def _encoders_used(ident: Identifier, names: list[str], own: set[str], text: lis
     if "encoder" in names:
         ident.sentence_encoder()  # built (with the fine-tuned weights) to record what it is
         results["sentence_encoder"] = {**ident.encoder_used(),
-                                       "finetune_epochs": settings.finetune_epochs,
-                                       "token_alignment": settings.token_alignment}
+                                       "finetune_epochs": settings.finetune_epochs}
         if student:
             results["sentence_encoder"]["distilled"] = {
                 "from": settings.sentence_encoder, "epochs": settings.distill_epochs,

@@ -152,7 +152,8 @@ class Identifier:
             return None
         s = self._sentence
         used = {"source": s.source, "device": s.device, "precision": s.precision,
-                "finetuned": bool(s.trained and self.settings.finetune_epochs)}
+                "finetuned": bool(s.trained and self.settings.finetune_epochs),
+                "token_alignment": self.settings.token_alignment}
         if version := s.package_version(s.source):
             used["package"] = version  # the weights of an untrained encoder are the package's
         if s.layers is not None:
