@@ -40,7 +40,7 @@ from _report import SHARED, emit, machine  # noqa: E402
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
 from paramill import device  # noqa: E402
-from paramill.twitter.encoder import PRECISIONS, PretrainedEncoder, native_bfloat16  # noqa: E402
+from paramill.twitter.encoder import ALIGNMENT, PRECISIONS, PretrainedEncoder, native_bfloat16  # noqa: E402
 from paramill.twitter.identify import (  # noqa: E402
     MODELS,
     IdentifySettings,
@@ -146,7 +146,7 @@ class CrossDistilled:
         self.precision, self.layers = halves[0][1].precision, halves[0][1].layers
 
     def pair_columns(self, pairs, alignment=False):
-        out = np.full((len(pairs), 4 if alignment else 1), np.nan)
+        out = np.full((len(pairs), 1 + len(ALIGNMENT) if alignment else 1), np.nan)
         for members, student in self.halves:
             index = [i for i, pair in enumerate(pairs) if pair in members]
             if index:

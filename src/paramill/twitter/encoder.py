@@ -19,6 +19,7 @@ identifier cross-fits it: see :func:`paramill.twitter.identify.crossfit_cosine`.
 from __future__ import annotations
 
 import contextlib
+import functools
 import io
 from pathlib import Path
 
@@ -143,14 +144,7 @@ class PretrainedEncoder:
         the pairs, for the provenance); None for a model directory."""
         if Path(source).is_dir():
             return None
-        import importlib.metadata
-
-        for dist in importlib.metadata.packages_distributions().get(source, []):
-            try:
-                return f"{dist}=={importlib.metadata.version(dist)}"
-            except importlib.metadata.PackageNotFoundError:
-                continue
-        return None
+        return _distribution(source)
 
     def encode(self, sentences: list[str], tokens: bool = False):
         """Unit-length float32 vectors, computed in the encoder's precision, in batches of
@@ -210,6 +204,20 @@ class PretrainedEncoder:
                 out[i, 0] = vectors[a] @ vectors[b]
                 out[i, 1:] = token_alignment(pieces[a], pieces[b])
         return out
+
+
+@functools.cache
+def _distribution(module: str) -> str | None:
+    """``distribution==version`` of the installed distribution that provides ``module``
+    (``packages_distributions`` reads every installed distribution's metadata: once)."""
+    import importlib.metadata
+
+    for dist in importlib.metadata.packages_distributions().get(module, []):
+        try:
+            return f"{dist}=={importlib.metadata.version(dist)}"
+        except importlib.metadata.PackageNotFoundError:
+            continue
+    return None
 
 
 #: the columns of :func:`token_alignment`, after the cosine in the encoder model's features

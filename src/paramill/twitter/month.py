@@ -49,8 +49,8 @@ def score_month(days: list[str | Path], model: str | Path, accounts: list[str], 
              "urls": 0 if tweets is None else int(tweets.explode("canonical_urls")["canonical_urls"].n_unique()),
              "pairs": len(pairs), "accepted": len(accepted), "filtered": dict(reasons),
              "model": ident.settings.model, "threshold": threshold}
-    if ident.encoder_used():
-        stats["sentence_encoder"] = ident.encoder_used()
+    if used := ident.encoder_used():
+        stats["sentence_encoder"] = used
     with output_job(run, out_pairs, out_tsv, out_stats, rows_in=stats["tweets"], each=True) as job:
         t_pairs, t_tsv, t_stats = job.paths
         writer = TableWriter(t_pairs, SCORED)

@@ -14,14 +14,20 @@ from paramill.twitter.identify.featurise import features, training_idf
 from paramill.twitter.identify.settings import IdentifySettings
 from paramill.twitter.text import comparable
 
+def _best_f1(precision: np.ndarray, recall: np.ndarray) -> tuple[int, np.ndarray]:
+    """The index of the highest F1 on a precision-recall curve (its last point, recall 0,
+    left out), and the F1s."""
+    f1 = np.divide(2 * precision * recall, precision + recall,
+                   out=np.zeros_like(precision), where=(precision + recall) > 0)
+    return (int(np.argmax(f1[:-1])) if len(f1) > 1 else 0), f1
+
+
 def max_f1(labels: list[int] | np.ndarray, scores: np.ndarray) -> dict[str, float]:
     """Max F1 over the precision-recall curve, with its precision, recall and threshold."""
     from sklearn.metrics import precision_recall_curve
 
     precision, recall, thresholds = precision_recall_curve(labels, scores)
-    f1 = np.divide(2 * precision * recall, precision + recall,
-                   out=np.zeros_like(precision), where=(precision + recall) > 0)
-    i = int(np.argmax(f1[:-1])) if len(f1) > 1 else 0
+    i, f1 = _best_f1(precision, recall)
     return {"f1": round(float(f1[i]), 4), "precision": round(float(precision[i]), 4),
             "recall": round(float(recall[i]), 4),
             "threshold": round(float(thresholds[min(i, len(thresholds) - 1)]), 4)}
@@ -170,7 +176,7 @@ def at_threshold(labels, scores: np.ndarray, threshold: float,
     With ``share``: as if the set had that share of paraphrases (:func:`share_weights`)."""
     y = np.asarray(labels).astype(bool)
     accepted = np.asarray(scores) >= threshold
-    w = share_weights(y, share) if share is not None else np.ones(len(y))
+    w = np.ones(len(y)) if share is None else share_weights(y, share)
     tp = float(w[accepted & y].sum())
     precision = tp / float(w[accepted].sum()) if accepted.any() else None
     recall = tp / float(w[y].sum()) if y.any() else None
@@ -218,9 +224,7 @@ def threshold_for_precision(labels, scores: np.ndarray, target: float,
                 "reached": True, "precision": round(float(precision[i]), 4),
                 "recall": round(float(recall[i]), 4), **at}
     # none: the max-F1 point of the same (weighted, where a share is given) curve
-    f1 = np.divide(2 * precision * recall, precision + recall, out=np.zeros_like(precision),
-                   where=(precision + recall) > 0)
-    i = int(np.argmax(f1[:-1])) if len(f1) > 1 else 0
+    i, _ = _best_f1(precision, recall)
     return {"threshold": round(float(thresholds[min(i, len(thresholds) - 1)]), 4),
             "target_precision": target, "reached": False,
             "precision": round(float(precision[i]), 4), "recall": round(float(recall[i]), 4), **at}

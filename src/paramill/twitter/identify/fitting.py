@@ -163,15 +163,15 @@ def train_identifier(train: list[LabelledData], evaluate: list[LabelledData], ou
                                          "folds grouped by source tweet",
                             "used": ident.accept_at(settings.threshold)}
     used = ident.accept_at(settings.threshold)
-    results["evaluations"].append({
-        "data": f"{settings.folds}-fold cross-validation on train, grouped by source tweet",
-        "pairs": len(pairs), "test_fold_sentences": _test_fold_sentences(student),
-        **{name: metrics(y, oof[name]) for name in names},
-        "at_threshold": {"model": settings.model, **at_threshold(y, oof[settings.model], used)},
-        **({"at_threshold_expected_share": {
+    cv = {"data": f"{settings.folds}-fold cross-validation on train, grouped by source tweet",
+          "pairs": len(pairs), "test_fold_sentences": _test_fold_sentences(student),
+          **{name: metrics(y, oof[name]) for name in names},
+          "at_threshold": {"model": settings.model, **at_threshold(y, oof[settings.model], used)}}
+    if settings.expected_share is not None:  # the same, as at the share the threshold was chosen for
+        cv["at_threshold_expected_share"] = {
             "model": settings.model,
-            **at_threshold(y, oof[settings.model], used, settings.expected_share)}}
-           if settings.expected_share is not None else {})})
+            **at_threshold(y, oof[settings.model], used, settings.expected_share)}
+    results["evaluations"].append(cv)
     for d in evaluate:
         p, yy, n = read_labelled(d.path, d.format, d.labels)
         scored = {name: ident.score(p, name) for name in names}
