@@ -4,6 +4,7 @@ import dataclasses
 import json
 import os
 import math
+import pickle
 
 import polars as pl
 import pyarrow as pa
@@ -112,6 +113,72 @@ def test_training_resumes_from_the_last_checkpoint(tiny, capfd):
     assert summary["step"] == 70
     assert [s for s, _ in checkpoints(root / "work")][-1] == 70
 
+
+
+def test_resuming_sets_aside_a_cut_checkpoint_and_one_that_would_run_code(tiny, tmp_path, capfd,
+                                                                        monkeypatch):
+    """OpenNMT-py writes a checkpoint in place: a job killed while it writes leaves a cut one,
+    on which every later run failed. Training also resumed with torch's full unpickler, so a
+    checkpoint from elsewhere ran code. Now both are set aside (``.unreadable``) and training
+    resumes from the newest checkpoint the weights-only unpickler reads, even where the job's
+    environment asks torch for the full one; nothing ran."""
+    import pathlib
+    import shutil
+
+    import torch
+
+    monkeypatch.setenv("TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD", "1")
+    root, work = tiny["root"], tmp_path / "work"
+    shutil.copytree(root / "work", work, symlinks=True)
+    (*_, (prev, _), (last, last_path)) = checkpoints(work)
+    marker = tmp_path / "ran"
+
+    class Payload:
+        def __reduce__(self):
+            return pathlib.Path.touch, (pathlib.Path(marker),)
+
+    torch.save({"model": {}, "opt": Payload()}, last_path)  # the newest: from elsewhere
+    whole = (work / f"model_step_{prev}.pt").read_bytes()
+    (work / f"model_step_{last + 5}.pt").write_bytes(whole[:len(whole) // 2])  # cut while written
+    capfd.readouterr()
+    summary = train_nmt("cs-en", root / "data", *tiny["spm"], tmp_path / "model.pt", work,
+                        TINY_MODEL, tiny_train(last + 10))
+    err = capfd.readouterr().err
+    assert not marker.exists()
+    assert f"model_step_{last + 5}.pt: not an OpenNMT-py checkpoint paramill reads" in err
+    assert f"model_step_{last}.pt: not an OpenNMT-py checkpoint paramill reads" in err
+    assert f"resuming from step {prev}" in err
+    assert sorted(p.name for p in work.glob("*.unreadable")) == sorted(
+        [f"model_step_{last}.pt.unreadable", f"model_step_{last + 5}.pt.unreadable"])
+    assert summary["step"] == last + 10 and checkpoints(work)[-1][0] == last + 10
+    assert verify(tmp_path / "model.pt", recursive=False) == []
+
+
+def test_opennmt_reads_checkpoints_with_the_weights_only_unpickler(tiny, tmp_path):
+    """What ``-train_from`` calls, after the launcher's set-up: OpenNMT-py's own checkpoint
+    reads, one that names anything else is refused before it runs."""
+    import pathlib
+
+    import torch
+
+    from paramill.nmt.launch import read_checkpoints_safely
+    from paramill.nmt.onmt_import import import_onmt
+
+    import_onmt()
+    from onmt.models.model_saver import load_checkpoint as onmt_load
+
+    read_checkpoints_safely()
+    assert onmt_load(str(tiny["root"] / "model.pt"))["opt"].enc_layers == 1
+    marker = tmp_path / "ran"
+
+    class Payload:
+        def __reduce__(self):
+            return pathlib.Path.touch, (pathlib.Path(marker),)
+
+    torch.save({"model": {}, "opt": Payload()}, tmp_path / "bad.pt")
+    with pytest.raises(pickle.UnpicklingError):
+        onmt_load(str(tmp_path / "bad.pt"))
+    assert not marker.exists()
 
 def test_changed_settings_start_afresh(tiny, tmp_path, capfd):
     root = tiny["root"]

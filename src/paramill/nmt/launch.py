@@ -98,6 +98,18 @@ def parse_steps(argv: list[str]) -> list[tuple[str, list[str]]] | None:
     return [(step[0], step[1:]) for step in steps]
 
 
+def read_checkpoints_safely() -> None:
+    """Let torch's weights-only unpickler (torch's default, which OpenNMT-py's ``-train_from``
+    uses) read OpenNMT-py's checkpoints: they hold tensors, plain containers and the training
+    options, an ``argparse.Namespace``. Before, training resumed with the full unpickler
+    (``TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD``), which runs whatever a checkpoint names."""
+    import argparse
+
+    import torch
+
+    torch.serialization.add_safe_globals([argparse.Namespace])
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     steps = parse_steps(argv)
@@ -111,6 +123,7 @@ def main(argv: list[str] | None = None) -> int:
     warnings.filterwarnings("ignore", message=r"`torch\.cuda\.amp\.", category=FutureWarning)
     from paramill.device import deterministic
 
+    read_checkpoints_safely()
     for tool, rest in steps:
         deterministic(seed)  # each tool from the state a process of its own would start in
         seed_subword_sampling(seed)

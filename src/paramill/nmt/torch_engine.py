@@ -60,18 +60,19 @@ def checkpoint_path(model_dir: str | Path) -> Path:
     return Path(model_dir) / CHECKPOINT
 
 
-def load_checkpoint(path: str | Path) -> dict:
+def load_checkpoint(path: str | Path, mmap: bool = False) -> dict:
     """An OpenNMT-py checkpoint, read by torch's weights-only unpickler: tensors, plain
     containers and the training options (``argparse.Namespace``), nothing that can run code.
-    OpenNMT-py itself loads with the full unpickler, which a checkpoint from elsewhere could
-    use to run anything."""
+    OpenNMT-py itself loads with whatever unpickler torch is told to use, and the full one
+    would let a checkpoint from elsewhere run anything. ``mmap``: the tensors stay in the
+    file (a check that the file reads, without its size in memory)."""
     import argparse
 
     import torch
 
     try:
         with torch.serialization.safe_globals([argparse.Namespace]):
-            return torch.load(path, map_location="cpu", weights_only=True)
+            return torch.load(path, map_location="cpu", weights_only=True, mmap=mmap)
     except (FileNotFoundError, PermissionError, IsADirectoryError):
         raise  # they name the file themselves
     except Exception as exc:  # torch's UnpicklingError, a cut file (OSError: Invalid argument), ...

@@ -5,9 +5,13 @@ the next run continues from the last one (``-train_from``). A workspace made wit
 settings is wiped first, so a changed setting never resumes a stale model. The final
 checkpoint is copied to the output path atomically, with its provenance record.
 
-Facts for opennmt-py 3.5.1 on torch 2.13 handled here: ``TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD=1``
-for ``-train_from`` (torch's weights-only loading refuses OpenNMT checkpoints);
-``self_attn_type: scaled-dot`` (the flash variant does not convert to CTranslate2); a small
+Facts for opennmt-py 3.5.1 on torch 2.13 handled here: ``-train_from`` reads a checkpoint with
+torch's weights-only unpickler once the launcher allows the training options' class
+(:func:`paramill.nmt.launch.read_checkpoints_safely`; without it torch refuses OpenNMT
+checkpoints, and ``TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD``, the usual way round, would unpickle
+anything: it is taken out of the tools' environment); OpenNMT-py writes a checkpoint in
+place, so a job killed while it writes leaves a cut one, set aside before resuming
+(:func:`resumable`); ``self_attn_type: scaled-dot`` (the flash variant does not convert to CTranslate2); a small
 ``bucket_size`` for small corpora.
 """
 
@@ -177,6 +181,30 @@ def checkpoints(work: Path) -> list[tuple[int, Path]]:
     return sorted(found)
 
 
+def resumable(work: Path, label: str = "nmt train") -> list[tuple[int, Path]]:
+    """:func:`checkpoints`, the newest of them one torch's weights-only unpickler reads. A
+    newer one it refuses is set aside as ``<name>.unreadable`` (never read otherwise), with
+    the reason on stderr: OpenNMT-py writes checkpoints in place, so a job killed while it
+    wrote one leaves it cut, and every later run would fail on it; one that asks the
+    unpickler for anything else was not written by OpenNMT-py and could run code."""
+    from paramill.nmt.torch_engine import load_checkpoint
+
+    done = checkpoints(work)
+    while done:
+        path = done[-1][1]
+        try:
+            load_checkpoint(path, mmap=True)
+            break
+        except ValueError as exc:
+            aside = path.with_name(path.name + ".unreadable")
+            path.replace(aside)
+            done.pop()
+            print(f"{label}: {exc}; set aside as {aside.name}, "
+                  + (f"the last readable checkpoint is step {done[-1][0]}" if done else
+                     "no readable checkpoint is left"), file=sys.stderr)
+    return done
+
+
 LAUNCHER = "paramill.nmt.launch"
 
 
@@ -245,14 +273,15 @@ def train(direction: str, data_dir: str | Path, src_spm: str | Path, tgt_spm: st
                          model, train, gpus, base=work)
     cfg_path = work / "opennmt.yaml"
     cfg_path.write_text(yaml.safe_dump(cfg, sort_keys=False))
-    env = {**os.environ, "TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD": "1"}
+    # never the full unpickler for a checkpoint, whatever the job's environment says
+    env = {k: v for k, v in os.environ.items() if k != "TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD"}
     run = Run(rule=rule, params={**params, "gpus": gpus},
               inputs=[data_dir, src_spm, tgt_spm])
     # the vocabulary (where missing) and the training run in one launcher process
     cmd: list[str] = []
     if not (work / "vocab.src").exists() or not (work / "vocab.tgt").exists():
         cmd = [*_tool("build_vocab", train.seed), "-config", cfg_path.name, "-n_sample", "-1"]
-    done = checkpoints(work)
+    done = resumable(work, f"nmt train {direction}")
     figures: dict[str, float] = {}
     if not done or done[-1][0] < train.train_steps:
         more = ["-config", cfg_path.name]
