@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from typing import TYPE_CHECKING
 
-import polars as pl
+if TYPE_CHECKING:  # polars is imported where an expression is built: a featurising worker
+    import polars as pl  # (tokenize only) does without it, 20 MB and 90 ms a process
 
 #: Unicode punctuation mapped to its ASCII form (ParaBank 2 §3.1 "normalize Unicode
 #: punctuation"; the table follows the spirit of Moses' normalize-punctuation.perl).
@@ -92,6 +94,8 @@ def normalize_expr(expr: pl.Expr, punctuation: bool = True) -> pl.Expr:
 
 def regex_problem(pattern: str) -> str | None:
     """Why polars' (Rust) regex engine cannot compile ``pattern``, or None when it can."""
+    import polars as pl
+
     try:
         pl.Series([""]).str.contains(pattern)
     except pl.exceptions.PolarsError as err:
@@ -106,6 +110,8 @@ def tokenize(text: str) -> list[str]:
 
 def token_count_expr(expr: pl.Expr) -> pl.Expr:
     """Number of :func:`tokenize` tokens, as a polars expression."""
+    import polars as pl
+
     return expr.str.count_matches(TOKEN_PATTERN).cast(pl.Int32)
 
 
