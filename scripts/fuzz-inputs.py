@@ -4,7 +4,9 @@ ways (empty, blank lines, cut mid-line, invalid UTF-8, NUL, a surrogate's bytes,
 CR, tabs removed or added, a line of tabs, a 300 KB line, 100,000 nested brackets, a BOM,
 U+2028/NEL, random bytes, no final newline, every line twice, a stray quote, five random
 byte changes) and read by the command that takes it (bitext and pairs ingest in every
-sample layout, the tweet-archive replay), in this process.
+sample layout, the tweet-archive replay, the identifier's labelled pairs, embedding training
+from TSV pairs, the STS sets in their three layouts and SimLex-999 against a lexicon), in
+this process. The last three read a tiny embedding model and lexicon, built here first.
 
 A run passes when each case exits 0 or exits 2 with one error line naming the mutated file;
 a traceback, another exit status or an error that does not name the file fails it (exit 1).
@@ -87,6 +89,61 @@ def replay(files: dict[str, str], out: Path) -> list[str]:
                                               "state": str(out / "state.json")})]
 
 
+def identify(files: dict[str, str], out: Path) -> list[str]:
+    settings = {"model": "lr", "train": [{"path": files["path"], "format": "twitter-url"}]}
+    return ["twitter", "identify", "--embed-model", "", "--out", str(out / "paraid.pt"),
+            "--report", str(out / "paraid.json"), "--settings", json.dumps(settings)]
+
+
+def embed(files: dict[str, str], out: Path) -> list[str]:
+    return ["embed", "train", files["path"], "--out", str(out / "model.pt"),
+            "--settings", json.dumps({"epochs": 1, "batch_size": 8, "megabatch": 1}),
+            "--spec", json.dumps({"components": ["word"], "dim": 8})]  # SentencePiece units
+
+
+_BUILT: dict[str, Path] = {}
+
+
+def built(what: str) -> Path:
+    """A tiny embedding model or lexicon from the sample's pairs (once a run), for the
+    readers that need one beside the file under test."""
+    if what not in _BUILT:
+        where = Path(tempfile.mkdtemp(prefix="paramill-fuzz-built-"))
+        tsv = where / "pairs.tsv"
+        rows = [line.split("\t") for line in plain(SAMPLE / "pairs/grammar.paranmt.txt.gz")
+                .decode().splitlines()]
+        tsv.write_text("".join(f"{r[0]}\t{r[1]}\n" for r in rows[:400]))
+        status, text = run(embed({"path": str(tsv)}, where))
+        if status != 0:
+            sys.exit(f"building the tiny embedding model failed: {text}")
+        _BUILT["model"] = where / "model.pt"
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        corpus = where / "corpus.parquet"
+        pq.write_table(pa.table({"s1": [r[0] for r in rows], "s2": [r[1] for r in rows]}), corpus)
+        status, text = run(["lexicon", "build", str(corpus), "--tsv", str(where / "lexicon.tsv"),
+                            "--neighbours", str(where / "neighbours.tsv"), "--stats",
+                            str(where / "stats.json"), "--settings", json.dumps({"min_count": 1, "min_parascore": None})])
+        if status != 0:
+            sys.exit(f"building the tiny lexicon failed: {text}")
+        _BUILT["lexicon"] = where / "lexicon.tsv"
+    return _BUILT[what]
+
+
+def sts(layout: str) -> Callable[[dict[str, str], Path], list[str]]:
+    def command(files: dict[str, str], out: Path) -> list[str]:
+        return ["evaluate", "sts", "--model", str(built("model")), "--tsv", str(out / "sts.tsv"),
+                "--json", str(out / "sts.json"), "--datasets",
+                json.dumps([{"name": "s", "year": "x", "format": layout, "path": files["path"]}])]
+    return command
+
+
+def simlex(files: dict[str, str], out: Path) -> list[str]:
+    return ["lexicon", "simlex", "--lexicon", str(built("lexicon")), "--simlex", files["path"],
+            "--tsv", str(out / "simlex.tsv"), "--json", str(out / "simlex.json")]
+
+
 #: name: (the files, by role, and the command line reading them)
 CASES = {
     "moses": ({"cs": SAMPLE / "bitext/grammar.cs.gz", "en": SAMPLE / "bitext/grammar.en.gz"},
@@ -103,6 +160,11 @@ CASES = {
     "tsv": ({"path": SAMPLE / "tweets/labelled.tsv"},  # four columns read as two: none readable
             ingest("pairs", lambda f: {"format": "tsv", "path": f["path"]})),
     "archive": ({"archive": SAMPLE / "tweets/tweets.jsonl.gz"}, replay),
+    "labelled": ({"path": SAMPLE / "tweets/labelled.tsv"}, identify),
+    "embed-tsv": ({"path": SAMPLE / "pairs/grammar.paranmt.txt.gz"}, embed),  # s1, s2, score
+    "sts-tsv": ({"path": SAMPLE / "sts/sts-sample.tsv"}, sts("tsv")),
+    "sts-benchmark": ({"path": SAMPLE / "sts/sts-dev.csv"}, sts("stsbenchmark")),
+    "simlex": ({"path": SAMPLE / "simlex/simlex-sample.txt"}, simlex),
 }
 
 

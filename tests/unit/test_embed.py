@@ -314,6 +314,8 @@ def test_scramble_shuffles_real_positions_only():
 
 
 def test_training_streams_in_small_buffers_and_resumes_exactly(tmp_path, monkeypatch):
+    from paramill.embed.data import PairSource
+
     monkeypatch.setattr("paramill.embed.train.CHUNK_PAIRS", 4)
     spec = ModelSpec(components=("word", "lstm"), dim=8, hidden=8)
     settings = dict(batch_size=4, megabatch=2, buffer_pairs=8)
@@ -328,6 +330,11 @@ def test_training_streams_in_small_buffers_and_resumes_exactly(tmp_path, monkeyp
         assert torch.allclose(a["state_dict"][key], b["state_dict"][key], atol=1e-6), key
     with pytest.raises(ValueError, match="at least two paraphrase pairs, got 1"):
         train([("a b", "c d")], tmp_path / "c.pt", spec, EmbedTrainSettings(epochs=1))
+    blank = tmp_path / "blank.tsv"
+    blank.write_text("\n\none field\n\n")
+    with pytest.raises(ValueError, match=r"blank\.tsv: training needs at least two paraphrase "
+                                         r"pairs, got 0 \(a TSV line needs two tab-separated"):
+        train(PairSource.from_files([blank]), tmp_path / "d.pt", spec, EmbedTrainSettings(epochs=1))
 
 
 def test_a_killed_run_resumes_from_its_id_store(tmp_path, monkeypatch):

@@ -1163,6 +1163,22 @@ def test_a_labelled_pair_with_an_empty_sentence_names_file_line_and_side(tmp_pat
     assert identify.read_labelled(toks, "toks") == ([("a b", "e f"), ("c d", "g h")], [1, 0], 0)
 
 
+
+def test_training_data_of_one_class_or_none_names_its_files(tmp_path):
+    """A labelled file of blank lines, or of paraphrases only, read without a bad line: the
+    error names the files and what was read (it named neither)."""
+    url = tmp_path / "u.tsv"
+    url.write_text("\n\n\n")
+    settings = identify.IdentifySettings(model="lr", train=(identify.LabelledData(str(url), "twitter-url"),))
+    with pytest.raises(ValueError, match=r"u\.tsv: the identifier's training data needs both "
+                                         r"paraphrases and non-paraphrases; read 0 pairs"):
+        train_identifier(list(settings.train), [], tmp_path / "m.pkl", tmp_path / "r.json", settings)
+    url.write_text("a b\tc d\t(5,6)\thttp://x\ne f\tg h\t(3,6)\thttp://y\n")
+    with pytest.raises(ValueError, match=r"u\.tsv: .* read 1 pairs, 1 of them paraphrases "
+                                         r"\(1 dropped as debatable\)"):
+        train_identifier(list(settings.train), [], tmp_path / "m.pkl", tmp_path / "r.json", settings)
+    assert not (tmp_path / "m.pkl").exists() and not (tmp_path / "r.json").exists()
+
 def test_labelled_sets_are_built_as_typed_settings():
     """twitter.identify.train/evaluate are LabelledData, not dicts a stage indexes by key."""
     built = identify.IdentifySettings.from_dict(

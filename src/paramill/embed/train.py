@@ -18,6 +18,7 @@ disk and each epoch streams it back in shuffled buffers of ``buffer_pairs``
 
 from __future__ import annotations
 
+import itertools
 import resource
 import shutil
 import sys
@@ -136,19 +137,29 @@ def _resumed(resume: Path, spec: ModelSpec, settings: EmbedTrainSettings, data: 
     return None, None
 
 
+def _too_few(source: PairSource, n: int) -> ValueError:
+    files = f"{', '.join(source.paths)}: " if source.paths else ""
+    return ValueError(f"{files}training needs at least two paraphrase pairs, got {n} (a TSV "
+                      "line needs two tab-separated fields; identical sides are dropped)")
+
+
 def _built(spec: ModelSpec, settings: EmbedTrainSettings, source: PairSource, dev: str):
     """A new model: its SentencePiece model (on a seeded sample) where its units need one, and
     its vocabularies from the units counted over the training pairs."""
     proto = None
     if needs_sentencepiece(spec):  # trained on a seeded sample of the training sentences
         started = _clock()
-        proto = sentencepiece_for(spec, source.sentences(spec.sp_input_sentences, settings.seed),
-                                  settings.seed, device.threads())
+        sample = (s for s in source.sentences(spec.sp_input_sentences, settings.seed) if s.strip())
+        first = next(sample, None)
+        if first is None:  # SentencePiece's own error says only "!sentences_.empty()"
+            raise _too_few(source, 0)
+        proto = sentencepiece_for(spec, itertools.chain([first], sample), settings.seed,
+                                  device.threads())
         _phase("SentencePiece model trained", started)
     started = _clock()
     counts, n = count_units(featurizers(spec, proto), source, workers=device.threads())
     if n < 2:
-        raise ValueError(f"training needs at least two paraphrase pairs, got {n}")
+        raise _too_few(source, n)
     _phase(f"{n} pairs' units counted", started)
     return build_from_counts(spec, counts, proto).to(dev).train()
 

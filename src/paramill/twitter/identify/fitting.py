@@ -130,7 +130,10 @@ def train_identifier(train: list[LabelledData], evaluate: list[LabelledData], ou
               inputs=inputs)
     pairs, labels, dropped = _read_sets(train)
     if len(set(labels)) < 2:
-        raise ValueError("the identifier's training data needs both paraphrases and non-paraphrases")
+        files = ", ".join(d.path for d in train) or "twitter.identify.train (no set)"
+        raise ValueError(f"{files}: the identifier's training data needs both paraphrases and "
+                         f"non-paraphrases; read {len(pairs)} pairs, {sum(labels)} of them "
+                         f"paraphrases ({dropped} dropped as debatable)")
     results: dict[str, Any] = {"train_pairs": len(pairs), "train_dropped": dropped,
                                "positive": int(sum(labels)), "evaluations": []}
     if settings.idf_overlap:  # the extended model (always fitted) and those built on it
