@@ -5,8 +5,9 @@ CR, tabs removed or added, a line of tabs, a 300 KB line, 100,000 nested bracket
 U+2028/NEL, random bytes, no final newline, every line twice, a stray quote, five random
 byte changes) and read by the command that takes it (bitext and pairs ingest in every
 sample layout, the tweet-archive replay, the identifier's labelled pairs, embedding training
-from TSV pairs, the STS sets in their three layouts and SimLex-999 against a lexicon), in
-this process. The last three read a tiny embedding model and lexicon, built here first.
+from TSV pairs, the STS sets and SimLex-999 against a lexicon, and the sample's pairs as
+Parquet read by pairs ingest, embed train and lexicon build), in this process. The STS and
+SimLex cases read a tiny embedding model and lexicon, built here first.
 
 A run passes when each case exits 0 or exits 2 with one error line naming the mutated file;
 a traceback, another exit status or an error that does not name the file fails it (exit 1).
@@ -144,6 +145,32 @@ def simlex(files: dict[str, str], out: Path) -> list[str]:
             "--tsv", str(out / "simlex.tsv"), "--json", str(out / "simlex.json")]
 
 
+def sample_parquet() -> Path:
+    """The sample's ParaNMT pairs as Parquet (s1, s2, parascore), for the Parquet readers:
+    the sample holds no Parquet file of its own."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    path = Path(tempfile.mkdtemp(prefix="paramill-fuzz-parquet-")) / "pairs.parquet"
+    rows = []
+    for line in plain(SAMPLE / "pairs/grammar.paranmt.txt.gz").decode().splitlines():
+        fields = line.split("\t")
+        with contextlib.suppress(IndexError, ValueError):  # the sample's own bad rows
+            rows.append((fields[0], fields[1], float(fields[2])))
+    rows = rows[:300]
+    pq.write_table(pa.table({"s1": [r[0] for r in rows], "s2": [r[1] for r in rows],
+                             "parascore": [r[2] for r in rows]}), path, row_group_size=100)
+    return path
+
+
+def lexicon(files: dict[str, str], out: Path) -> list[str]:
+    return ["lexicon", "build", files["path"], "--tsv", str(out / "lexicon.tsv"), "--neighbours",
+            str(out / "neighbours.tsv"), "--stats", str(out / "stats.json"),
+            "--settings", json.dumps({"min_count": 1})]
+
+
+PARQUET = sample_parquet()
+
 #: name: (the files, by role, and the command line reading them)
 CASES = {
     "moses": ({"cs": SAMPLE / "bitext/grammar.cs.gz", "en": SAMPLE / "bitext/grammar.en.gz"},
@@ -165,6 +192,9 @@ CASES = {
     "sts-tsv": ({"path": SAMPLE / "sts/sts-sample.tsv"}, sts("tsv")),
     "sts-benchmark": ({"path": SAMPLE / "sts/sts-dev.csv"}, sts("stsbenchmark")),
     "simlex": ({"path": SAMPLE / "simlex/simlex-sample.txt"}, simlex),
+    "parquet-pairs": ({"path": PARQUET}, ingest("pairs", lambda f: {"format": "parquet", "path": f["path"]})),
+    "parquet-embed": ({"path": PARQUET}, embed),
+    "parquet-lexicon": ({"path": PARQUET}, lexicon),
 }
 
 

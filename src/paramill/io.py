@@ -41,6 +41,7 @@ from paramill.tables import (  # noqa: E402,F401
     ShardWriter,
     TableWriter,
     iter_parquet_batches,
+    open_parquet,
     parquet_rows,
 )
 

@@ -93,18 +93,48 @@ class TableWriter:
         return self.path
 
 
+def _reason(exc: BaseException) -> str:
+    return (str(exc).strip().splitlines() or [type(exc).__name__])[0][:200]
+
+
+def open_parquet(path: str | os.PathLike) -> pq.ParquetFile:
+    """``path`` opened as Parquet (``pre_buffer`` off), or an
+    :class:`~paramill.io.InputError` naming it: missing, not a regular file, or not Parquet
+    (another format, or cut before its footer), where pyarrow's and polars' own errors name
+    no file."""
+    from paramill.io import InputError, check_regular_file  # paramill.io imports this module
+
+    check_regular_file(path)
+    try:
+        return pq.ParquetFile(path, pre_buffer=False)
+    except Exception as exc:  # pyarrow raises several types for a file that is not Parquet
+        raise InputError(path, None, f"not a readable Parquet file ({_reason(exc)})") from None
+
+
 def iter_parquet_batches(paths: Sequence[str | os.PathLike], batch_size: int = 65536,
                          columns: Sequence[str] | None = None) -> Iterator[pa.RecordBatch]:
-    """Yield record batches from Parquet files in order, never loading a whole file.
+    """Yield record batches from Parquet files in order, never loading a whole file. A file
+    that cannot be opened or whose data cannot be decoded (a corrupt page) is an
+    :class:`~paramill.io.InputError` naming it and the rows read before.
 
     ``pre_buffer`` is off: with it Arrow prefetches every row group of the file at once,
     which made memory grow with the file's size.
     """
+    from paramill.io import InputError
+
     for path in paths:
-        pf = pq.ParquetFile(path, pre_buffer=False)
-        yield from pf.iter_batches(batch_size=batch_size, columns=list(columns) if columns else None)
+        pf = open_parquet(path)
+        rows = 0
+        try:
+            for batch in pf.iter_batches(batch_size=batch_size,
+                                         columns=list(columns) if columns else None):
+                rows += batch.num_rows
+                yield batch
+        except (OSError, pa.ArrowException) as exc:
+            raise InputError(path, None, f"Parquet data cannot be read after row {rows} "
+                                         f"({_reason(exc)})") from None
 
 
 def parquet_rows(paths: Sequence[str | os.PathLike]) -> int:
     """Row count from Parquet footers (no data read)."""
-    return sum(pq.ParquetFile(p).metadata.num_rows for p in paths)
+    return sum(open_parquet(p).metadata.num_rows for p in paths)

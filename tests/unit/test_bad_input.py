@@ -208,3 +208,48 @@ def test_separating_control_characters_become_a_space_in_both_normalisers(sep):
     expected = "The dog barks loudly."
     assert normalize(text) == expected
     assert pl.select(normalize_expr(pl.lit(text))).item() == expected
+
+
+def test_a_parquet_input_that_is_not_parquet_or_is_corrupt_names_the_file(tmp_path, capsys):
+    """Every Parquet a user hands a command (embed train pairs, a lexicon corpus, a pairs
+    corpus) opens through paramill.tables: a file that is not Parquet, cut before its
+    footer, or with a corrupt page is an error naming it; pyarrow's and polars' own errors
+    named no file (lexicon build ended in a polars traceback)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from paramill.cli import main
+    from paramill.tables import iter_parquet_batches, open_parquet, parquet_rows
+
+    good = tmp_path / "good.parquet"
+    pq.write_table(pa.table({"s1": ["a b c", "d e f"] * 50, "s2": ["a b d", "d e g"] * 50}),
+                   good, compression="none")
+    data = good.read_bytes()
+    (tmp_path / "text.parquet").write_bytes(b"s1\ts2\na\tb\n")
+    (tmp_path / "cut.parquet").write_bytes(data[:len(data) // 2])
+    for name in ("text.parquet", "cut.parquet"):
+        with pytest.raises(InputError, match=rf"{name}: not a readable Parquet file \(Parquet magic"):
+            open_parquet(tmp_path / name)
+        with pytest.raises(InputError, match=rf"{name}: not a readable Parquet file"):
+            parquet_rows([tmp_path / name])
+    with pytest.raises(InputError, match=r"missing.parquet: file not found"):
+        list(iter_parquet_batches([tmp_path / "missing.parquet"]))
+    broken = bytearray(data)
+    broken[4:40] = bytes(b ^ 0xFF for b in broken[4:40])  # the first page's header
+    (tmp_path / "page.parquet").write_bytes(bytes(broken))
+    with pytest.raises(InputError, match=r"page.parquet: Parquet data cannot be read after row 0"):
+        list(iter_parquet_batches([tmp_path / "page.parquet"]))
+    assert sum(b.num_rows for b in iter_parquet_batches([good])) == 100
+    for name in ("text.parquet", "cut.parquet", "page.parquet"):
+        path = str(tmp_path / name)
+        assert main(["lexicon", "build", path, "--tsv", str(tmp_path / "l.tsv"), "--neighbours",
+                     str(tmp_path / "n.tsv"), "--stats", str(tmp_path / "s.json"),
+                     "--settings", '{"min_parascore": null}']) == 2
+        assert f"paramill lexicon build: error: {path}: " in capsys.readouterr().err
+        assert main(["embed", "train", path, "--out", str(tmp_path / "m.pt")]) == 2
+        assert f"paramill embed train: error: {path}: " in capsys.readouterr().err
+    assert not any(p.name.startswith(("l.tsv", "n.tsv", "s.json", "m.pt")) for p in tmp_path.iterdir())
+    pq.write_table(pa.table({"s1": ["a b"], "s2": ["c d"], "parascore": ["high"]}), tmp_path / "s.parquet")
+    assert main(["lexicon", "build", str(tmp_path / "s.parquet"), "--tsv", str(tmp_path / "l.tsv"),
+                 "--neighbours", str(tmp_path / "n.tsv"), "--stats", str(tmp_path / "s.json")]) == 2
+    assert "s.parquet: column parascore holds string, not numbers" in capsys.readouterr().err

@@ -39,8 +39,8 @@ from paramill import formats
 from paramill.formats import parquet
 from paramill.embed.features import Featurizer, Vocab
 from paramill.embed.featurise import chunk_counts, ids_part, ordered_map, part_name
-from paramill.io import (InputError, atomic_output, iter_parquet_batches, read_json, sha256_file,
-                         write_json)
+from paramill.io import (InputError, atomic_output, iter_parquet_batches, open_parquet, read_json,
+                         sha256_file, write_json)
 
 
 @dataclass
@@ -77,7 +77,7 @@ class PairSource:
         if self.pairs is not None:
             rows = len(self.pairs)
         elif all(path.endswith(".parquet") for path in self.paths):
-            rows = sum(pq.ParquetFile(path).metadata.num_rows for path in self.paths)
+            rows = sum(open_parquet(path).metadata.num_rows for path in self.paths)
         else:
             return None
         return min(rows, self.max_pairs) if self.max_pairs else rows
@@ -141,7 +141,7 @@ class PairSource:
 def _parquet_frames(path: str, batch_rows: int) -> Iterator[pl.DataFrame]:
     """The file's pairs as ``s1``/``s2`` text frames; a file without those columns (or
     ``en_ref``/``candidate``), or with columns that do not hold text, is an InputError."""
-    schema = pq.ParquetFile(path).schema_arrow
+    schema = open_parquet(path).schema_arrow
     names = schema.names
     if {"en_ref", "candidate"} <= set(names):
         columns = ["en_ref", "candidate", *(["rank"] if "rank" in names else [])]

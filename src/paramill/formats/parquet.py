@@ -9,7 +9,7 @@ from typing import Any
 
 from paramill import fields as strict
 from paramill.formats import Candidate, FileSpec, tsv
-from paramill.io import InputError, check_regular_file
+from paramill.io import InputError, iter_parquet_batches, open_parquet
 
 NAME = "parquet"
 ALIASES: tuple[str, ...] = ()
@@ -41,21 +41,15 @@ def check_text(path: str, schema: Any, columns: list[str]) -> None:
 
 def pairs(spec: Spec, method: str = NAME, max_line_bytes: int = 65536, batch_rows: int = 50000
           ) -> Iterator[Candidate]:
-    import pyarrow.parquet as pq
-
     path = spec.path
-    check_regular_file(path)
-    try:
-        handle = pq.ParquetFile(path, pre_buffer=False)  # see paramill.io.iter_parquet_batches
-    except Exception as exc:  # pyarrow raises several types for a file that is not Parquet
-        raise InputError(path, None, f"not a readable Parquet file ({exc})") from None
+    handle = open_parquet(path)
     schema = handle.schema_arrow
     names = tuple(schema.names)
     roles = tsv.roles("pairs", names, path, None)
     check_text(path, schema, [names[roles[r]] for r in ("en_ref", "candidate")])
     wanted = [names[roles[r]] for r in ("en_ref", "candidate", "score", "label") if r in roles]
     row = 0
-    for batch in handle.iter_batches(batch_size=batch_rows or 50000, columns=wanted):
+    for batch in iter_parquet_batches([path], batch_rows or 50000, wanted):
         data = batch.to_pydict()
         refs, cands = data[names[roles["en_ref"]]], data[names[roles["candidate"]]]
         scores = data[names[roles["score"]]] if "score" in roles else [None] * len(refs)

@@ -42,7 +42,8 @@ import polars as pl
 import pyarrow.parquet as pq
 
 from paramill import formats
-from paramill.io import iter_parquet_batches, scratch_dir, write_json
+from paramill.formats.parquet import check_text
+from paramill.io import InputError, iter_parquet_batches, open_parquet, scratch_dir, write_json
 from paramill.job import output_job
 from paramill.progress import progress
 from paramill.provenance import Run
@@ -116,16 +117,27 @@ def _word_lists(col: str, settings: LexiconSettings, stop: list[str]) -> pl.Expr
     return words
 
 
+def _numeric(kind) -> bool:
+    import pyarrow as pa
+
+    return pa.types.is_integer(kind) or pa.types.is_floating(kind) or pa.types.is_decimal(kind)
+
+
 def read_pairs(paths: list[str | Path], settings: LexiconSettings):
     """Chunks of (s1 words, s2 words) lists of pairs passing the score and length limits."""
     stop = _stopwords(settings)
     for path in paths:
-        names = pl.read_parquet_schema(path)
+        schema = open_parquet(path).schema_arrow
+        names = schema.names
         if {"s1", "s2"} - set(names):
             raise ValueError(f"{path}: a corpus needs columns s1 and s2, has {list(names)}")
+        check_text(str(path), schema, ["s1", "s2"])
         if settings.min_parascore is not None and "parascore" not in names:
             raise ValueError(f"{path}: no parascore column for lexicon.min_parascore "
                              f"{settings.min_parascore} (set it to null to keep every pair)")
+        if settings.min_parascore is not None and not _numeric(schema.field("parascore").type):
+            raise InputError(path, None, f"column parascore holds {schema.field('parascore').type}"
+                                         ", not numbers")
         columns = ["s1", "s2"] + (["parascore"] if settings.min_parascore is not None else [])
         for batch in iter_parquet_batches([path], batch_size=settings.chunk_pairs, columns=columns):
             frame = pl.from_arrow(batch)
