@@ -6,8 +6,9 @@ U+2028/NEL, random bytes, no final newline, every line twice, a stray quote, fiv
 byte changes) and read by the command that takes it (bitext and pairs ingest in every
 sample layout, the tweet-archive replay, the identifier's labelled pairs, embedding training
 from TSV pairs, the STS sets and SimLex-999 against a lexicon, and the sample's pairs as
-Parquet read by pairs ingest, embed train and lexicon build), in this process. The STS and
-SimLex cases read a tiny embedding model and lexicon, built here first.
+Parquet read by pairs ingest, embed train and lexicon build, and an embedding model file
+read by evaluate sts), in this process. The STS and SimLex cases read a tiny embedding model
+and lexicon, built here first.
 
 A run passes when each case exits 0 or exits 2 with one error line naming the mutated file;
 a traceback, another exit status or an error that does not name the file fails it (exit 1).
@@ -90,6 +91,18 @@ def replay(files: dict[str, str], out: Path) -> list[str]:
                                               "state": str(out / "state.json")})]
 
 
+def run(argv: list[str]) -> tuple[int | str, str]:
+    err = io.StringIO()
+    try:
+        with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
+            status = cli.main(argv)
+    except SystemExit as exc:
+        status = exc.code
+    except BaseException:  # noqa: BLE001 - what this script looks for
+        return "traceback", traceback.format_exc()
+    return status, err.getvalue()
+
+
 def identify(files: dict[str, str], out: Path) -> list[str]:
     settings = {"model": "lr", "train": [{"path": files["path"], "format": "twitter-url"}]}
     return ["twitter", "identify", "--embed-model", "", "--out", str(out / "paraid.pt"),
@@ -169,6 +182,13 @@ def lexicon(files: dict[str, str], out: Path) -> list[str]:
             "--settings", json.dumps({"min_count": 1})]
 
 
+def sts_with(files: dict[str, str], out: Path) -> list[str]:
+    return ["evaluate", "sts", "--model", files["model"], "--tsv", str(out / "sts.tsv"),
+            "--json", str(out / "sts.json"), "--datasets",
+            json.dumps([{"name": "s", "year": "x", "format": "tsv",
+                         "path": str(SAMPLE / "sts/sts-sample.tsv")}])]
+
+
 PARQUET = sample_parquet()
 
 #: name: (the files, by role, and the command line reading them)
@@ -195,19 +215,8 @@ CASES = {
     "parquet-pairs": ({"path": PARQUET}, ingest("pairs", lambda f: {"format": "parquet", "path": f["path"]})),
     "parquet-embed": ({"path": PARQUET}, embed),
     "parquet-lexicon": ({"path": PARQUET}, lexicon),
+    "model": ({"model": built("model")}, sts_with),  # a torch file, as evaluate sts reads it
 }
-
-
-def run(argv: list[str]) -> tuple[int | str, str]:
-    err = io.StringIO()
-    try:
-        with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
-            status = cli.main(argv)
-    except SystemExit as exc:
-        status = exc.code
-    except BaseException:  # noqa: BLE001 - what this script looks for
-        return "traceback", traceback.format_exc()
-    return status, err.getvalue()
 
 
 def main() -> int:

@@ -97,6 +97,15 @@ def _reason(exc: BaseException) -> str:
     return (str(exc).strip().splitlines() or [type(exc).__name__])[0][:200]
 
 
+def _has_text(kind: pa.DataType) -> bool:
+    """Whether an Arrow type holds strings anywhere (a list of them, a dictionary of them)."""
+    if pa.types.is_string(kind) or pa.types.is_large_string(kind):
+        return True
+    if pa.types.is_dictionary(kind):
+        return _has_text(kind.value_type)
+    return any(_has_text(kind.field(i).type) for i in range(kind.num_fields))
+
+
 def open_parquet(path: str | os.PathLike) -> pq.ParquetFile:
     """``path`` opened as Parquet (``pre_buffer`` off), or an
     :class:`~paramill.io.InputError` naming it: missing, not a regular file, or not Parquet
@@ -114,8 +123,10 @@ def open_parquet(path: str | os.PathLike) -> pq.ParquetFile:
 def iter_parquet_batches(paths: Sequence[str | os.PathLike], batch_size: int = 65536,
                          columns: Sequence[str] | None = None) -> Iterator[pa.RecordBatch]:
     """Yield record batches from Parquet files in order, never loading a whole file. A file
-    that cannot be opened or whose data cannot be decoded (a corrupt page) is an
-    :class:`~paramill.io.InputError` naming it and the rows read before.
+    that cannot be opened, whose data cannot be decoded (a corrupt page), or whose text is
+    not UTF-8 (Parquet does not check it; polars panicked on it, pyarrow's ``to_pylist``
+    raised an error naming no file) is an :class:`~paramill.io.InputError` naming it and
+    the rows read before.
 
     ``pre_buffer`` is off: with it Arrow prefetches every row group of the file at once,
     which made memory grow with the file's size.
@@ -128,6 +139,13 @@ def iter_parquet_batches(paths: Sequence[str | os.PathLike], batch_size: int = 6
         try:
             for batch in pf.iter_batches(batch_size=batch_size,
                                          columns=list(columns) if columns else None):
+                for name, column in zip(batch.schema.names, batch.columns):
+                    if _has_text(column.type):
+                        try:
+                            column.validate(full=True)  # UTF-8, offsets: C++, about 1 GB/s
+                        except pa.ArrowException as exc:
+                            raise InputError(path, None, f"column {name}, rows {rows + 1}-"
+                                             f"{rows + batch.num_rows}: {_reason(exc)}") from None
                 rows += batch.num_rows
                 yield batch
         except (OSError, pa.ArrowException) as exc:

@@ -249,7 +249,29 @@ def test_a_parquet_input_that_is_not_parquet_or_is_corrupt_names_the_file(tmp_pa
         assert main(["embed", "train", path, "--out", str(tmp_path / "m.pt")]) == 2
         assert f"paramill embed train: error: {path}: " in capsys.readouterr().err
     assert not any(p.name.startswith(("l.tsv", "n.tsv", "s.json", "m.pt")) for p in tmp_path.iterdir())
+    text = pa.table({"s1": ["ok one", "ok two"], "s2": ["a b", "c d"]}).column("s1").chunk(0)
+    broken = pa.Array.from_buffers(pa.string(), 2, [None, text.buffers()[1],
+                                                   pa.py_buffer(b"ok one\xffk two")])
+    pq.write_table(pa.table({"s1": broken, "s2": ["a b", "c d"]}), tmp_path / "utf8.parquet")
+    with pytest.raises(InputError, match=r"utf8.parquet: column s1, rows 1-2: Invalid UTF8"):
+        list(iter_parquet_batches([tmp_path / "utf8.parquet"]))
+    assert main(["embed", "train", str(tmp_path / "utf8.parquet"), "--out", str(tmp_path / "m.pt")]) == 2
+    assert "utf8.parquet: column s1, rows 1-2" in capsys.readouterr().err  # polars panicked
     pq.write_table(pa.table({"s1": ["a b"], "s2": ["c d"], "parascore": ["high"]}), tmp_path / "s.parquet")
     assert main(["lexicon", "build", str(tmp_path / "s.parquet"), "--tsv", str(tmp_path / "l.tsv"),
                  "--neighbours", str(tmp_path / "n.tsv"), "--stats", str(tmp_path / "s.json")]) == 2
     assert "s.parquet: column parascore holds string, not numbers" in capsys.readouterr().err
+
+
+def test_a_sentencepiece_model_file_that_is_not_one_names_it(tmp_path):
+    """embed.model.sp_model and an NMT model's source_spm/target_spm are users' files:
+    SentencePiece's own error was a traceback naming no setting."""
+    from paramill.embed.features import Featurizer
+    from paramill.nmt.subwords import Segmenter
+
+    (tmp_path / "bad.model").write_bytes(b"not a model")
+    for load in (lambda p: Featurizer("sp", sp_model=str(p)), Segmenter):
+        with pytest.raises(InputError, match=r"bad.model: not a SentencePiece model \(.*could not parse"):
+            load(tmp_path / "bad.model")
+        with pytest.raises(InputError, match=r"missing.model: file not found"):
+            load(tmp_path / "missing.model")

@@ -337,6 +337,43 @@ def test_training_streams_in_small_buffers_and_resumes_exactly(tmp_path, monkeyp
         train(PairSource.from_files([blank]), tmp_path / "d.pt", spec, EmbedTrainSettings(epochs=1))
 
 
+
+def test_a_model_file_that_is_not_one_names_it_and_a_bad_resume_file_is_set_aside(tmp_path, capfd):
+    """A model given to a command (evaluate sts, the identifier's cosine, filters) that is not
+    a torch file, is cut, or is another program's torch file: an error naming it (torch's
+    own errors named no file: a traceback). A resume checkpoint that does not read is set
+    aside and training starts afresh (the run would overwrite it anyway)."""
+    from paramill.filters.classifier import load_classifier
+
+    spec = ModelSpec(components=("word",), units="word", dim=8)
+    settings = EmbedTrainSettings(epochs=1, batch_size=4, megabatch=1)
+    train(PAIRS, tmp_path / "m.pt", spec, settings)
+    data = (tmp_path / "m.pt").read_bytes()
+    (tmp_path / "text.pt").write_text("not a model")
+    (tmp_path / "cut.pt").write_bytes(data[:len(data) // 2])
+    torch.save({"format": "someone-else/1", "weights": torch.zeros(2)}, tmp_path / "other.pt")
+    for name, why in (("text.pt", r"UnpicklingError"), ("cut.pt", r"(RuntimeError|OSError)"),
+                      ("other.pt", r"a torch file without the format mark 'paramill-embed/1'")):
+        with pytest.raises(InputError, match=rf"{name}: not a paramill embedding model \({why}"):
+            load_model(tmp_path / name)
+        with pytest.raises(InputError, match=rf"{name}: not a paramill reference classifier"):
+            load_classifier(tmp_path / name)
+    assert load_model(tmp_path / "m.pt").dim == 8
+    whole = torch.load(tmp_path / "m.pt", weights_only=True)  # reads as torch, cannot be rebuilt:
+    key = next(iter(whole["state_dict"]))
+    torch.save({**whole, "state_dict": {**whole["state_dict"], key: torch.zeros(3)}}, tmp_path / "shape.pt")
+    torch.save({**whole, "spec": {**whole["spec"], "dim": "eight"}}, tmp_path / "spec.pt")
+    for name in ("shape.pt", "spec.pt"):
+        with pytest.raises(InputError, match=rf"{name}: a paramill embedding model that cannot be rebuilt"):
+            load_model(tmp_path / name)
+    (tmp_path / "r.pt").write_bytes(data[:100])
+    capfd.readouterr()
+    got = train(PAIRS, tmp_path / "n.pt", spec, settings, resume=tmp_path / "r.pt")
+    err = capfd.readouterr().err
+    assert "r.pt: not a paramill embedding model" in err and "set aside as r.pt.unreadable" in err
+    assert (tmp_path / "r.pt.unreadable").read_bytes() == data[:100]
+    assert got["history"][0]["epoch"] == 1 and load_model(tmp_path / "n.pt").dim == 8
+
 def test_a_killed_run_resumes_from_its_id_store(tmp_path, monkeypatch):
     import paramill.embed.data as data
     import paramill.embed.train as training

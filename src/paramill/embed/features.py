@@ -9,6 +9,7 @@ from collections.abc import Iterable
 import numpy as np
 
 from paramill import device
+from paramill.io import open_sentencepiece
 from paramill.text import tokenize
 
 PAD, UNK = "<pad>", "<unk>"
@@ -69,7 +70,7 @@ class Featurizer:
             if sp_proto is not None:
                 self._sp = spm.SentencePieceProcessor(model_proto=sp_proto)
             elif sp_model:
-                self._sp = spm.SentencePieceProcessor(model_file=sp_model)
+                self._sp = open_sentencepiece(sp_model)
             else:
                 raise ValueError("unit sp needs a SentencePiece model (sp_model, or one trained "
                                  "on the training pairs)")

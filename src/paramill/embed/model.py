@@ -28,6 +28,7 @@ from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 from paramill import device
 from paramill.formats import glove
+from paramill.io import read_torch_file, rebuilt_from
 from paramill.embed.features import Featurizer, Vocab, train_sentencepiece
 from paramill.settings import Settings, setting
 
@@ -288,16 +289,21 @@ def cosine_rows(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return np.divide(num, den, out=np.zeros_like(num), where=den > 0)
 
 
+def read_checkpoint(path: str | Path) -> dict[str, Any]:
+    """What a paramill embedding model or resume checkpoint holds (:func:`read_torch_file`:
+    an error naming the file where it is not one)."""
+    return read_torch_file(path, FORMAT, "paramill embedding model")
+
+
 def load_model(path: str | Path, map_device: str = "auto") -> SentenceEncoder:
     """Load a trained encoder (on CUDA when present, else CPU)."""
-    data = torch.load(path, map_location="cpu", weights_only=True)
-    if data.get("format") != FORMAT:
-        raise ValueError(f"{path}: not a paramill embedding model")
-    spec = ModelSpec.from_dict(data["spec"])
-    proto = data.get("sp_proto")
-    model = SentenceEncoder(spec, {u: Vocab(units[2:]) for u, units in data["vocabs"].items()},
-                            bytes(proto.numpy().tobytes()) if proto is not None else None)
-    model.load_state_dict(data["state_dict"])
+    data = read_checkpoint(path)
+    with rebuilt_from(path, "paramill embedding model"):
+        spec = ModelSpec.from_dict(data["spec"])
+        proto = data.get("sp_proto")
+        model = SentenceEncoder(spec, {u: Vocab(units[2:]) for u, units in data["vocabs"].items()},
+                                bytes(proto.numpy().tobytes()) if proto is not None else None)
+        model.load_state_dict(data["state_dict"])
     return model.to(device.pick(map_device)).eval()
 
 

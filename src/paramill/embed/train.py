@@ -34,8 +34,8 @@ import torch.nn.functional as F
 from paramill import device
 from paramill.embed.data import PairSource, count_units, epoch_buffers, write_ids
 from paramill.embed.model import (RNG, ModelSpec, build_from_counts, featurizers, load_model,
-                                  needs_sentencepiece, sentencepiece_for)
-from paramill.io import atomic_output
+                                  needs_sentencepiece, read_checkpoint, sentencepiece_for)
+from paramill.io import InputError, atomic_output
 from paramill.job import output_job
 from paramill.progress import progress
 from paramill.provenance import Run
@@ -126,7 +126,16 @@ def _resumed(resume: Path, spec: ModelSpec, settings: EmbedTrainSettings, data: 
     (the epochs aside) and data, and has not gone past them; else (None, None)."""
     if not resume.exists():
         return None, None
-    state = torch.load(resume, map_location="cpu", weights_only=True)
+    try:
+        state = read_checkpoint(resume)
+        if not {"train", "epoch", "spec"} <= set(state):
+            raise InputError(resume, None, "a model without its training state, not a checkpoint "
+                                           "to resume from")
+    except InputError as exc:  # kept for a look, never read again; the run starts afresh
+        aside = resume.with_name(resume.name + ".unreadable")
+        resume.replace(aside)
+        print(f"embed train: {exc}; set aside as {aside.name}, starting afresh", file=sys.stderr)
+        return None, None
     same = {k: v for k, v in state["train"].items() if k != "epochs"} == \
         {k: v for k, v in asdict(settings).items() if k != "epochs"}
     if state["spec"] == asdict(spec) and same and state.get("data") == data \

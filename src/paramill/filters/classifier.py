@@ -26,6 +26,7 @@ from paramill.embed.features import Vocab
 from paramill.embed.model import ModelSpec, SentenceEncoder, build
 from paramill.filters.base import Batch, Column, Direction, ModelFilter
 from paramill.filters.heldout import heldout_texts
+from paramill.io import read_torch_file, rebuilt_from
 from paramill.job import output_job
 from paramill.progress import progress
 from paramill.provenance import Run
@@ -152,13 +153,12 @@ def train_from_heldout(heldout: str | Path, out: str | Path, settings: Classifie
 
 
 def load_classifier(path: str | Path, map_device: str = "auto") -> ReferenceClassifier:
-    data = torch.load(path, map_location="cpu", weights_only=True)
-    if data.get("format") != FORMAT:
-        raise ValueError(f"{path}: not a paramill reference classifier")
-    settings = ClassifierSettings.from_dict(data["settings"])
-    encoder = SentenceEncoder(_spec(settings), {u: Vocab(units[2:]) for u, units in data["vocabs"].items()})
-    model = ReferenceClassifier(encoder)
-    model.load_state_dict(data["state_dict"])
+    data = read_torch_file(path, FORMAT, "paramill reference classifier")
+    with rebuilt_from(path, "paramill reference classifier"):
+        settings = ClassifierSettings.from_dict(data["settings"])
+        encoder = SentenceEncoder(_spec(settings), {u: Vocab(units[2:]) for u, units in data["vocabs"].items()})
+        model = ReferenceClassifier(encoder)
+        model.load_state_dict(data["state_dict"])
     return model.to(device.pick(map_device)).eval()
 
 

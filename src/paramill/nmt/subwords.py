@@ -17,7 +17,7 @@ import sentencepiece as spm
 
 from paramill import device
 from paramill.job import output_job
-from paramill.io import iter_parquet_batches
+from paramill.io import iter_parquet_batches, open_sentencepiece
 from paramill.provenance import Run
 from paramill.settings import Settings, setting
 
@@ -72,7 +72,7 @@ class Segmenter:
 
     def __init__(self, model: str | Path):
         self.path = Path(model)
-        self.sp = spm.SentencePieceProcessor(model_file=str(model))
+        self.sp = open_sentencepiece(model)
 
     @property
     def vocab_size(self) -> int:

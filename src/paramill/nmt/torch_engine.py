@@ -34,6 +34,8 @@ from typing import Any
 
 import numpy as np
 
+from paramill.io import torch_load_problem
+
 #: the OpenNMT-py checkpoint inside a bundle (written by paramill.nmt.convert)
 CHECKPOINT = "onmt.pt"
 #: compute types of the CTranslate2 setting, as torch dtypes (int8 variants: their float part)
@@ -76,14 +78,9 @@ def load_checkpoint(path: str | Path, mmap: bool = False) -> dict:
     except (FileNotFoundError, PermissionError, IsADirectoryError):
         raise  # they name the file themselves
     except Exception as exc:  # torch's UnpicklingError, a cut file (OSError: Invalid argument), ...
-        # torch's own explanation is long (and suggests allowlisting what the file asks
-        # for): keep only what its unpickler found
-        text = " ".join(str(exc).split())
-        found = text.split("WeightsUnpickler error:", 1)[-1].strip()
-        first = found.split(". Please use")[0].split(" Check the documentation")[0][:200]
         raise ValueError(f"{path}: not an OpenNMT-py checkpoint paramill reads (tensors, "
                          f"containers and training options only; a checkpoint that needs more "
-                         f"could run code when read): {type(exc).__name__}: {first}") from exc
+                         f"could run code when read): {torch_load_problem(exc)}") from exc
 
 
 def strip_checkpoint(full: dict, out: str | Path) -> None:
