@@ -24,7 +24,6 @@ import lzma
 import os
 import shutil
 import socket
-import stat
 import sys
 import tempfile
 import uuid
@@ -36,12 +35,12 @@ from typing import IO, Any
 
 # Parquet tables live in paramill.tables; their names are also found here, where every
 # stage has long imported them from.
+from paramill.errors import InputError, check_regular_file  # noqa: E402,F401
 from paramill.tables import (  # noqa: E402,F401
     PARQUET_COMPRESSION,
     ShardWriter,
     TableWriter,
     iter_parquet_batches,
-    open_parquet,
     parquet_rows,
 )
 
@@ -53,76 +52,6 @@ _MAGIC = {
 }
 
 
-class InputError(Exception):
-    """An input file that cannot be used. Names the file and, where known, the line."""
-
-    def __init__(self, path: str | os.PathLike, line: int | None, message: str):
-        self.path = str(path)
-        self.line = line
-        self.message = message
-        where = f"{self.path}:{line}" if line is not None else self.path
-        super().__init__(f"{where}: {message}")
-
-
-def torch_load_problem(exc: BaseException) -> str:
-    """What ``torch.load`` found wrong with a file, in a line: torch's own explanation is long
-    (and suggests allowlisting what the file asks for); keep what its unpickler found, or
-    the first line of another error (a cut file, not a torch file)."""
-    text = " ".join(str(exc).split())
-    found = text.split("WeightsUnpickler error:", 1)[-1].strip()
-    first = found.split(". Please use")[0].split(" Check the documentation")[0]
-    first = first.split(" This is an internal miniz error")[0]
-    return f"{type(exc).__name__}: {first[:200]}"
-
-
-def read_torch_file(path: str | os.PathLike, mark: str, what: str) -> dict[str, Any]:
-    """The dict a paramill torch file (``torch.save``) holds, read by torch's weights-only
-    unpickler, with ``format`` ``mark``; an :class:`InputError` naming the file and ``what``
-    it should be where it is missing, cut, not a torch file, asks the unpickler for more
-    than tensors and containers, or is another program's file (torch's own errors name no
-    file)."""
-    import torch
-
-    check_regular_file(path)
-    try:
-        data = torch.load(path, map_location="cpu", weights_only=True)
-    except Exception as exc:  # UnpicklingError, RuntimeError (a cut zip), EOFError, ...
-        raise InputError(path, None, f"not a {what} ({torch_load_problem(exc)})") from None
-    if not isinstance(data, dict) or data.get("format") != mark:
-        raise InputError(path, None, f"not a {what} (a torch file without the format mark "
-                                     f"{mark!r})")
-    return data
-
-
-def open_sentencepiece(path: str | os.PathLike):
-    """A ``SentencePieceProcessor`` of the model file ``path``, or an :class:`InputError`
-    naming it (SentencePiece's own errors are tracebacks: ``could not parse ModelProto``)."""
-    import sentencepiece as spm
-
-    check_regular_file(path)
-    try:
-        return spm.SentencePieceProcessor(model_file=str(path))
-    except (RuntimeError, OSError) as exc:
-        first = str(exc).strip().splitlines()[0][:200] if str(exc).strip() else type(exc).__name__
-        raise InputError(path, None, f"not a SentencePiece model ({first})") from None
-
-
-@contextlib.contextmanager
-def rebuilt_from(path: str | os.PathLike, what: str) -> Iterator[None]:
-    """Around building a model from what :func:`read_torch_file` read: a part that does not
-    fit (torch keeps no checksum of a tensor's bytes, so a damaged file can read yet hold a
-    broken SentencePiece model or weights of the wrong shape) is an :class:`InputError`
-    naming the file, not a traceback."""
-    try:
-        yield
-    except InputError:
-        raise
-    except (RuntimeError, ValueError, KeyError, TypeError, AttributeError) as exc:
-        first = str(exc).strip().splitlines()[0][:200] if str(exc).strip() else ""
-        raise InputError(path, None, f"a {what} that cannot be rebuilt, damaged or from another "
-                                     f"paramill ({type(exc).__name__}: {first})") from None
-
-
 class CorruptInput(InputError):
     """Compressed input that ends before its end-of-stream marker, or is corrupt."""
 
@@ -131,26 +60,6 @@ class CorruptInput(InputError):
 #: refused (a copy cut inside the magic, or a mislabelled file) instead of read as text.
 _SUFFIXES = {".gz": "gzip", ".gzip": "gzip", ".xz": "xz", ".zst": "zstd", ".zstd": "zstd",
              ".bz2": "bz2"}
-
-
-def check_regular_file(path: str | os.PathLike) -> None:
-    """Raise :class:`InputError` unless ``path`` is a readable regular file.
-
-    A directory, a symlink loop, a FIFO or a device (``/dev/zero`` would never end), a
-    missing or unreadable file: each is one clear message naming the file.
-    """
-    try:
-        info = os.stat(path)
-    except FileNotFoundError:
-        raise InputError(path, None, "file not found") from None
-    except OSError as exc:  # ELOOP (symlink loop), ENAMETOOLONG, EACCES on a parent, ...
-        raise InputError(path, None, f"cannot be read: {exc.strerror or exc}") from None
-    if stat.S_ISDIR(info.st_mode):
-        raise InputError(path, None, "is a directory, not a file")
-    if not stat.S_ISREG(info.st_mode):
-        raise InputError(path, None, "is not a regular file (a FIFO, socket or device)")
-    if not os.access(path, os.R_OK):
-        raise InputError(path, None, "permission denied")
 
 
 def compression_of(path: str | os.PathLike) -> str:

@@ -10,6 +10,8 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from paramill.errors import InputError, check_regular_file
+
 PARQUET_COMPRESSION = "zstd"
 
 
@@ -111,8 +113,6 @@ def open_parquet(path: str | os.PathLike) -> pq.ParquetFile:
     :class:`~paramill.io.InputError` naming it: missing, not a regular file, or not Parquet
     (another format, or cut before its footer), where pyarrow's and polars' own errors name
     no file."""
-    from paramill.io import InputError, check_regular_file  # paramill.io imports this module
-
     check_regular_file(path)
     try:
         return pq.ParquetFile(path, pre_buffer=False)
@@ -131,8 +131,6 @@ def iter_parquet_batches(paths: Sequence[str | os.PathLike], batch_size: int = 6
     ``pre_buffer`` is off: with it Arrow prefetches every row group of the file at once,
     which made memory grow with the file's size.
     """
-    from paramill.io import InputError
-
     for path in paths:
         pf = open_parquet(path)
         rows = 0

@@ -39,8 +39,9 @@ from paramill import formats
 from paramill.formats import parquet
 from paramill.embed.features import Featurizer, Vocab
 from paramill.embed.featurise import chunk_counts, ids_part, ordered_map, part_name
-from paramill.io import (InputError, atomic_output, iter_parquet_batches, open_parquet, read_json,
-                         sha256_file, write_json)
+from paramill.io import (InputError, atomic_output, iter_parquet_batches, read_json, sha256_file,
+                         write_json)
+from paramill.tables import open_parquet
 
 
 @dataclass

@@ -9,7 +9,7 @@ from collections.abc import Iterable
 import numpy as np
 
 from paramill import device
-from paramill.io import open_sentencepiece
+from paramill.modelfiles import open_sentencepiece
 from paramill.text import tokenize
 
 PAD, UNK = "<pad>", "<unk>"

@@ -28,7 +28,7 @@ from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 from paramill import device
 from paramill.formats import glove
-from paramill.io import read_torch_file, rebuilt_from
+from paramill.modelfiles import read_torch_file, rebuilt_from
 from paramill.embed.features import Featurizer, Vocab, train_sentencepiece
 from paramill.settings import Settings, setting
 

@@ -26,7 +26,7 @@ from paramill.embed.features import Vocab
 from paramill.embed.model import ModelSpec, SentenceEncoder, build
 from paramill.filters.base import Batch, Column, Direction, ModelFilter
 from paramill.filters.heldout import heldout_texts
-from paramill.io import read_torch_file, rebuilt_from
+from paramill.modelfiles import read_torch_file, rebuilt_from
 from paramill.job import output_job
 from paramill.progress import progress
 from paramill.provenance import Run

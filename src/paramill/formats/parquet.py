@@ -9,7 +9,8 @@ from typing import Any
 
 from paramill import fields as strict
 from paramill.formats import Candidate, FileSpec, tsv
-from paramill.io import InputError, iter_parquet_batches, open_parquet
+from paramill.io import InputError
+from paramill.tables import iter_parquet_batches, open_parquet
 
 NAME = "parquet"
 ALIASES: tuple[str, ...] = ()

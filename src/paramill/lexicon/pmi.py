@@ -43,7 +43,8 @@ import pyarrow.parquet as pq
 
 from paramill import formats
 from paramill.formats.parquet import check_text
-from paramill.io import InputError, iter_parquet_batches, open_parquet, scratch_dir, write_json
+from paramill.io import InputError, iter_parquet_batches, scratch_dir, write_json
+from paramill.tables import open_parquet
 from paramill.job import output_job
 from paramill.progress import progress
 from paramill.provenance import Run

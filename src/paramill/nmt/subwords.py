@@ -17,7 +17,8 @@ import sentencepiece as spm
 
 from paramill import device
 from paramill.job import output_job
-from paramill.io import iter_parquet_batches, open_sentencepiece
+from paramill.io import iter_parquet_batches
+from paramill.modelfiles import open_sentencepiece
 from paramill.provenance import Run
 from paramill.settings import Settings, setting
 

@@ -34,7 +34,7 @@ from typing import Any
 
 import numpy as np
 
-from paramill.io import torch_load_problem
+from paramill.modelfiles import torch_load_problem
 
 #: the OpenNMT-py checkpoint inside a bundle (written by paramill.nmt.convert)
 CHECKPOINT = "onmt.pt"

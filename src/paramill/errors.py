@@ -1,0 +1,39 @@
+"""The error every reader raises for a user's file it cannot use, and the check that a path
+is a regular file it may read. Kept apart from :mod:`paramill.io` so that the Parquet
+helpers (:mod:`paramill.tables`), which io re-exports, can raise it without a cycle."""
+
+from __future__ import annotations
+
+import os
+import stat
+
+
+class InputError(Exception):
+    """An input file that cannot be used. Names the file and, where known, the line."""
+
+    def __init__(self, path: str | os.PathLike, line: int | None, message: str):
+        self.path = str(path)
+        self.line = line
+        self.message = message
+        where = f"{self.path}:{line}" if line is not None else self.path
+        super().__init__(f"{where}: {message}")
+
+
+def check_regular_file(path: str | os.PathLike) -> None:
+    """Raise :class:`InputError` unless ``path`` is a readable regular file.
+
+    A directory, a symlink loop, a FIFO or a device (``/dev/zero`` would never end), a
+    missing or unreadable file: each is one clear message naming the file.
+    """
+    try:
+        info = os.stat(path)
+    except FileNotFoundError:
+        raise InputError(path, None, "file not found") from None
+    except OSError as exc:  # ELOOP (symlink loop), ENAMETOOLONG, EACCES on a parent, ...
+        raise InputError(path, None, f"cannot be read: {exc.strerror or exc}") from None
+    if stat.S_ISDIR(info.st_mode):
+        raise InputError(path, None, "is a directory, not a file")
+    if not stat.S_ISREG(info.st_mode):
+        raise InputError(path, None, "is not a regular file (a FIFO, socket or device)")
+    if not os.access(path, os.R_OK):
+        raise InputError(path, None, "permission denied")

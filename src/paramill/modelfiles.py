@@ -1,0 +1,72 @@
+"""Model files users hand commands: paramill's torch files (embedding models, reference
+classifiers, resume checkpoints) and SentencePiece models, each read so that a file that is
+not one is an :class:`~paramill.errors.InputError` naming it, not a torch or SentencePiece
+traceback. torch and sentencepiece are imported where a file is read."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Iterator
+from typing import Any
+
+from paramill.errors import InputError, check_regular_file
+
+
+def torch_load_problem(exc: BaseException) -> str:
+    """What ``torch.load`` found wrong with a file, in a line: torch's own explanation is long
+    (and suggests allowlisting what the file asks for); keep what its unpickler found, or
+    the first line of another error (a cut file, not a torch file)."""
+    text = " ".join(str(exc).split())
+    found = text.split("WeightsUnpickler error:", 1)[-1].strip()
+    first = found.split(". Please use")[0].split(" Check the documentation")[0]
+    first = first.split(" This is an internal miniz error")[0]
+    return f"{type(exc).__name__}: {first[:200]}"
+
+
+def read_torch_file(path: str | os.PathLike, mark: str, what: str) -> dict[str, Any]:
+    """The dict a paramill torch file (``torch.save``) holds, read by torch's weights-only
+    unpickler, with ``format`` ``mark``; an :class:`InputError` naming the file and ``what``
+    it should be where it is missing, cut, not a torch file, asks the unpickler for more
+    than tensors and containers, or is another program's file (torch's own errors name no
+    file)."""
+    import torch
+
+    check_regular_file(path)
+    try:
+        data = torch.load(path, map_location="cpu", weights_only=True)
+    except Exception as exc:  # UnpicklingError, RuntimeError (a cut zip), EOFError, ...
+        raise InputError(path, None, f"not a {what} ({torch_load_problem(exc)})") from None
+    if not isinstance(data, dict) or data.get("format") != mark:
+        raise InputError(path, None, f"not a {what} (a torch file without the format mark "
+                                     f"{mark!r})")
+    return data
+
+
+def open_sentencepiece(path: str | os.PathLike):
+    """A ``SentencePieceProcessor`` of the model file ``path``, or an :class:`InputError`
+    naming it (SentencePiece's own errors are tracebacks: ``could not parse ModelProto``)."""
+    import sentencepiece as spm
+
+    check_regular_file(path)
+    try:
+        return spm.SentencePieceProcessor(model_file=str(path))
+    except (RuntimeError, OSError) as exc:
+        first = str(exc).strip().splitlines()[0][:200] if str(exc).strip() else type(exc).__name__
+        raise InputError(path, None, f"not a SentencePiece model ({first})") from None
+
+
+@contextlib.contextmanager
+def rebuilt_from(path: str | os.PathLike, what: str) -> Iterator[None]:
+    """Around building a model from what :func:`read_torch_file` read: a part that does not
+    fit (torch keeps no checksum of a tensor's bytes, so a damaged file can read yet hold a
+    broken SentencePiece model or weights of the wrong shape) is an :class:`InputError`
+    naming the file, not a traceback."""
+    try:
+        yield
+    except InputError:
+        raise
+    except (RuntimeError, ValueError, KeyError, TypeError, AttributeError) as exc:
+        first = str(exc).strip().splitlines()[0][:200] if str(exc).strip() else ""
+        raise InputError(path, None, f"a {what} that cannot be rebuilt, damaged or from another "
+                                     f"paramill ({type(exc).__name__}: {first})") from None
