@@ -11,8 +11,8 @@ torch's weights-only unpickler once the launcher allows the training options' cl
 checkpoints, and ``TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD``, the usual way round, would unpickle
 anything: it is taken out of the tools' environment); OpenNMT-py writes a checkpoint in
 place, so a job killed while it writes leaves a cut one, set aside before resuming
-(:func:`resumable`); ``self_attn_type: scaled-dot`` (the flash variant does not convert to CTranslate2); a small
-``bucket_size`` for small corpora.
+(:func:`resumable`); ``self_attn_type: scaled-dot`` (the flash variant does not convert
+to CTranslate2); a small ``bucket_size`` for small corpora.
 """
 
 from __future__ import annotations
