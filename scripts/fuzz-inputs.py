@@ -5,7 +5,8 @@ CR, tabs removed or added, a line of tabs, a 300 KB line, 100,000 nested bracket
 U+2028/NEL, random bytes, no final newline, every line twice, a stray quote, five random
 byte changes) and read by the command that takes it (bitext and pairs ingest in every
 sample layout, the tweet-archive replay, the identifier's labelled pairs, embedding training
-from TSV pairs, the STS sets and SimLex-999 against a lexicon, and the sample's pairs as
+from TSV pairs, the STS sets in their three layouts (SentEval's two files each mutated in
+turn) and SimLex-999 against a lexicon, and the sample's pairs as
 Parquet read by pairs ingest, embed train and lexicon build, and an embedding model file
 read by evaluate sts), in this process. The STS and SimLex cases read a tiny embedding model
 and lexicon, built here first.
@@ -216,7 +217,11 @@ CASES = {
     "parquet-embed": ({"path": PARQUET}, embed),
     "parquet-lexicon": ({"path": PARQUET}, lexicon),
     "model": ({"model": built("model")}, sts_with),  # a torch file, as evaluate sts reads it
+    "sts-senteval": ({"path": SAMPLE / "sts/STS.input.grammar.txt",
+                      "gold": SAMPLE / "sts/STS.gs.grammar.txt"}, sts("senteval")),
 }
+#: files a layout finds beside another by name (senteval's STS.gs.* beside STS.input.*)
+SIDE_BY_SIDE = {"STS.input.grammar.txt", "STS.gs.grammar.txt"}
 
 
 def main() -> int:
@@ -235,7 +240,9 @@ def main() -> int:
                     where.mkdir()
                     files = {}
                     for other, path in sources.items():
-                        target = where / f"{other}-{path.name.removesuffix('.gz').removesuffix('.xz')}"
+                        base = path.name.removesuffix('.gz').removesuffix('.xz')
+                        # a layout that finds one file beside another by its name keeps the names
+                        target = where / (base if base in SIDE_BY_SIDE else f"{other}-{base}")
                         target.write_bytes(data if other == role else plain(path))
                         files[other] = str(target)
                     status, text = run(command(files, where))
