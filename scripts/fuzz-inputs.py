@@ -3,13 +3,14 @@
 ways (empty, blank lines, cut mid-line, invalid UTF-8, NUL, a surrogate's bytes, CRLF, a lone
 CR, tabs removed or added, a line of tabs, a 300 KB line, 100,000 nested brackets, a BOM,
 U+2028/NEL, random bytes, no final newline, every line twice, a stray quote, five random
-byte changes) and read by the command that takes it (bitext and pairs ingest in every
-sample layout, the tweet-archive replay, the identifier's labelled pairs, embedding training
-from TSV pairs, the STS sets in their three layouts (SentEval's two files each mutated in
-turn) and SimLex-999 against a lexicon, and the sample's pairs as
-Parquet read by pairs ingest, embed train and lexicon build, and an embedding model file
-read by evaluate sts), in this process. The STS and SimLex cases read a tiny embedding model
-and lexicon, built here first.
+byte changes) and read by the command that takes it, in this process: bitext and pairs
+ingest in every sample layout; the tweet-archive replay; the identifier's labelled pairs in
+its three layouts (Twitter URL, PIT-2015, a.toks/b.toks/sim.txt: written from the sample's
+labelled tweets); embed train from TSV pairs; the STS sets in their three layouts
+(SentEval's two files each mutated in turn); SimLex-999 against a lexicon; the sample's
+pairs as Parquet read by pairs ingest, embed train and lexicon build; an embedding model
+file read by evaluate sts. The STS and SimLex cases read a tiny embedding model and lexicon,
+built here first.
 
 A run passes when each case exits 0 or exits 2 with one error line naming the mutated file;
 a traceback, another exit status or an error that does not name the file fails it (exit 1).
@@ -21,12 +22,14 @@ run it after changing a reader:
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import gzip
 import io
 import json
 import lzma
 import random
+import shutil
 import sys
 import tempfile
 import traceback
@@ -104,10 +107,38 @@ def run(argv: list[str]) -> tuple[int | str, str]:
     return status, err.getvalue()
 
 
-def identify(files: dict[str, str], out: Path) -> list[str]:
-    settings = {"model": "lr", "train": [{"path": files["path"], "format": "twitter-url"}]}
-    return ["twitter", "identify", "--embed-model", "", "--out", str(out / "paraid.pt"),
-            "--report", str(out / "paraid.json"), "--settings", json.dumps(settings)]
+def scratch(prefix: str) -> Path:
+    """A temporary folder for what the cases read besides the file under test, removed when
+    the script ends."""
+    where = Path(tempfile.mkdtemp(prefix=prefix))
+    atexit.register(shutil.rmtree, where, ignore_errors=True)
+    return where
+
+
+def identify_as(layout: str) -> Callable[[dict[str, str], Path], list[str]]:
+    """The identifier trained on the file (twitter-url, pit2015) or its directory (toks)."""
+    def command(files: dict[str, str], out: Path) -> list[str]:
+        path = str(Path(files["a"]).parent) if layout == "toks" else files["path"]
+        settings = {"model": "lr", "train": [{"path": path, "format": layout}]}
+        return ["twitter", "identify", "--embed-model", "", "--out", str(out / "paraid.pt"),
+                "--report", str(out / "paraid.json"), "--settings", json.dumps(settings)]
+    return command
+
+
+def labelled_layouts() -> dict[str, Path]:
+    """The sample's labelled tweets written as PIT-2015 (votes (n, 6-n) of six, as (pos,
+    neg)) and as the tokenised a.toks/b.toks/sim.txt (debatable pairs left out): the sample
+    has the Twitter URL layout only."""
+    where = scratch("paramill-fuzz-labelled-")
+    rows = [line.split("\t") for line in (SAMPLE / "tweets/labelled.tsv").read_text().splitlines()]
+    votes = [int(r[2].strip("()").split(",")[0]) for r in rows]
+    (where / "dev.data").write_text("".join(f"{k}\tT{k}\t{r[0]}\t{r[1]}\t({n}, {6 - n})\tx\ty\n"
+                                            for k, (r, n) in enumerate(zip(rows, votes))))
+    kept = [(r, n) for r, n in zip(rows, votes) if n != 3]
+    (where / "a.toks").write_text("".join(f"{r[0]}\n" for r, _ in kept))
+    (where / "b.toks").write_text("".join(f"{r[1]}\n" for r, _ in kept))
+    (where / "sim.txt").write_text("".join(f"{int(n > 3)}\n" for _, n in kept))
+    return {name: where / name for name in ("dev.data", "a.toks", "b.toks", "sim.txt")}
 
 
 def embed(files: dict[str, str], out: Path) -> list[str]:
@@ -123,7 +154,7 @@ def built(what: str) -> Path:
     """A tiny embedding model or lexicon from the sample's pairs (once a run), for the
     readers that need one beside the file under test."""
     if what not in _BUILT:
-        where = Path(tempfile.mkdtemp(prefix="paramill-fuzz-built-"))
+        where = scratch("paramill-fuzz-built-")
         tsv = where / "pairs.tsv"
         rows = [line.split("\t") for line in plain(SAMPLE / "pairs/grammar.paranmt.txt.gz")
                 .decode().splitlines()]
@@ -165,7 +196,7 @@ def sample_parquet() -> Path:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    path = Path(tempfile.mkdtemp(prefix="paramill-fuzz-parquet-")) / "pairs.parquet"
+    path = scratch("paramill-fuzz-parquet-") / "pairs.parquet"
     rows = []
     for line in plain(SAMPLE / "pairs/grammar.paranmt.txt.gz").decode().splitlines():
         fields = line.split("\t")
@@ -191,6 +222,7 @@ def sts_with(files: dict[str, str], out: Path) -> list[str]:
 
 
 PARQUET = sample_parquet()
+LABELLED = labelled_layouts()
 
 #: name: (the files, by role, and the command line reading them)
 CASES = {
@@ -208,7 +240,10 @@ CASES = {
     "tsv": ({"path": SAMPLE / "tweets/labelled.tsv"},  # four columns read as two: none readable
             ingest("pairs", lambda f: {"format": "tsv", "path": f["path"]})),
     "archive": ({"archive": SAMPLE / "tweets/tweets.jsonl.gz"}, replay),
-    "labelled": ({"path": SAMPLE / "tweets/labelled.tsv"}, identify),
+    "labelled": ({"path": SAMPLE / "tweets/labelled.tsv"}, identify_as("twitter-url")),
+    "labelled-pit2015": ({"path": LABELLED["dev.data"]}, identify_as("pit2015")),
+    "labelled-toks": ({role: LABELLED[f"{role}.toks" if role in "ab" else "sim.txt"]
+                       for role in ("a", "b", "sim")}, identify_as("toks")),
     "embed-tsv": ({"path": SAMPLE / "pairs/grammar.paranmt.txt.gz"}, embed),  # s1, s2, score
     "sts-tsv": ({"path": SAMPLE / "sts/sts-sample.tsv"}, sts("tsv")),
     "sts-benchmark": ({"path": SAMPLE / "sts/sts-dev.csv"}, sts("stsbenchmark")),
@@ -220,8 +255,9 @@ CASES = {
     "sts-senteval": ({"path": SAMPLE / "sts/STS.input.grammar.txt",
                       "gold": SAMPLE / "sts/STS.gs.grammar.txt"}, sts("senteval")),
 }
-#: files a layout finds beside another by name (senteval's STS.gs.* beside STS.input.*)
-SIDE_BY_SIDE = {"STS.input.grammar.txt", "STS.gs.grammar.txt"}
+#: files a layout finds beside another by name (senteval's STS.gs.* beside STS.input.*,
+#: the tokenised layout's three files in one directory)
+SIDE_BY_SIDE = {"STS.input.grammar.txt", "STS.gs.grammar.txt", "a.toks", "b.toks", "sim.txt"}
 
 
 def main() -> int:
