@@ -374,6 +374,24 @@ def test_a_model_file_that_is_not_one_names_it_and_a_bad_resume_file_is_set_asid
     assert (tmp_path / "r.pt.unreadable").read_bytes() == data[:100]
     assert got["history"][0]["epoch"] == 1 and load_model(tmp_path / "n.pt").dim == 8
 
+
+def test_tsv_lines_without_two_fields_are_counted_in_the_log(tmp_path, capfd):
+    """A TSV line with text but no tab is skipped, as documented, and now counted in the log
+    (it was dropped without a word); blank lines are not counted."""
+    from paramill.embed.data import PairSource
+
+    tsv = tmp_path / "p.tsv"
+    tsv.write_text("a man reads\ta man is reading\nno tab here\n\nthe dog runs\ta dog is running\n"
+                   "spaces not tabs  between\n")
+    source = PairSource.from_files([tsv])
+    assert [pair for s1, s2 in source for pair in zip(s1, s2)] == [
+        ("a man reads", "a man is reading"), ("the dog runs", "a dog is running")]
+    assert source.skipped == {str(tsv): 2}
+    capfd.readouterr()
+    train(PairSource.from_files([tsv]), tmp_path / "m.pt", ModelSpec(components=("word",), units="word", dim=8),
+          EmbedTrainSettings(epochs=1, batch_size=2, megabatch=1))
+    assert f"embed train: {tsv}: 2 lines with fewer than two tab-separated fields skipped" in capfd.readouterr().err
+
 def test_a_killed_run_resumes_from_its_id_store(tmp_path, monkeypatch):
     import paramill.embed.data as data
     import paramill.embed.train as training

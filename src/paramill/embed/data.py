@@ -25,7 +25,7 @@ import json
 import shutil
 from collections import Counter
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -53,6 +53,9 @@ class PairSource:
     max_pairs: int = 0
     drop_identical: bool = True
     batch_rows: int = 50_000
+    #: TSV lines with text but fewer than two tab-separated fields, by file, as the last
+    #: full read of each file counted them (they are skipped; blank lines are not counted)
+    skipped: Counter = field(default_factory=Counter, compare=False, repr=False)
 
     @classmethod
     def from_pairs(cls, pairs: list[tuple[str, str]], **kw) -> PairSource:
@@ -136,7 +139,7 @@ class PairSource:
             if path.endswith(".parquet"):
                 yield from _parquet_frames(path, self.batch_rows)
             else:
-                yield from _tsv_frames(path, self.batch_rows)
+                yield from _tsv_frames(path, self.batch_rows, self.skipped)
 
 
 def _parquet_frames(path: str, batch_rows: int) -> Iterator[pl.DataFrame]:
@@ -161,12 +164,14 @@ def _parquet_frames(path: str, batch_rows: int) -> Iterator[pl.DataFrame]:
         yield frame.cast({"s1": pl.String, "s2": pl.String})  # a dictionary column is text too
 
 
-def _tsv_frames(path: str, batch_rows: int) -> Iterator[pl.DataFrame]:
+def _tsv_frames(path: str, batch_rows: int, skipped: Counter) -> Iterator[pl.DataFrame]:
     """TSV read without quoting (a quote character is just text), the first two columns;
-    lines with fewer than two fields are skipped; a line that is not UTF-8 or over 64 KiB is
-    an error naming file and line."""
+    lines with fewer than two fields are skipped, and those with text counted in
+    ``skipped[path]`` (from 0 at each read of the file); a line that is not UTF-8 or over
+    64 KiB is an error naming file and line."""
     s1: list[str] = []
     s2: list[str] = []
+    skipped[path] = 0
     for item in formats.fields(path):
         if isinstance(item, formats.Bad):
             raise InputError(path, item.line_no, item.detail)
@@ -174,6 +179,8 @@ def _tsv_frames(path: str, batch_rows: int) -> Iterator[pl.DataFrame]:
         if len(columns) >= 2:
             s1.append(columns[0])
             s2.append(columns[1])
+        elif columns and columns[0].strip():
+            skipped[path] += 1
         if len(s1) >= batch_rows:
             yield pl.DataFrame({"s1": s1, "s2": s2}, schema={"s1": pl.String, "s2": pl.String})
             s1, s2 = [], []

@@ -167,6 +167,10 @@ def _built(spec: ModelSpec, settings: EmbedTrainSettings, source: PairSource, de
         _phase("SentencePiece model trained", started)
     started = _clock()
     counts, n = count_units(featurizers(spec, proto), source, workers=device.threads())
+    for path, lines in source.skipped.items():
+        if lines:
+            print(f"embed train: {path}: {lines} lines with fewer than two tab-separated fields "
+                  "skipped", file=sys.stderr)
     if n < 2:
         raise _too_few(source, n)
     _phase(f"{n} pairs' units counted", started)
