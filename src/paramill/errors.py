@@ -37,3 +37,10 @@ def check_regular_file(path: str | os.PathLike) -> None:
         raise InputError(path, None, "is not a regular file (a FIFO, socket or device)")
     if not os.access(path, os.R_OK):
         raise InputError(path, None, "permission denied")
+
+
+def first_line(exc: BaseException, default: str | None = None) -> str:
+    """An exception's first line of text, at most 200 characters, for an error line that
+    names a file (``default``, or the exception's type, where it has no text)."""
+    lines = str(exc).strip().splitlines()
+    return lines[0][:200] if lines else (type(exc).__name__ if default is None else default)

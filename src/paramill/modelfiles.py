@@ -7,10 +7,12 @@ from __future__ import annotations
 
 import contextlib
 import os
+import sys
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
-from paramill.errors import InputError, check_regular_file
+from paramill.errors import InputError, check_regular_file, first_line
 
 
 def torch_load_problem(exc: BaseException) -> str:
@@ -52,8 +54,7 @@ def open_sentencepiece(path: str | os.PathLike):
     try:
         return spm.SentencePieceProcessor(model_file=str(path))
     except (RuntimeError, OSError) as exc:
-        first = str(exc).strip().splitlines()[0][:200] if str(exc).strip() else type(exc).__name__
-        raise InputError(path, None, f"not a SentencePiece model ({first})") from None
+        raise InputError(path, None, f"not a SentencePiece model ({first_line(exc)})") from None
 
 
 @contextlib.contextmanager
@@ -67,6 +68,14 @@ def rebuilt_from(path: str | os.PathLike, what: str) -> Iterator[None]:
     except InputError:
         raise
     except (RuntimeError, ValueError, KeyError, TypeError, AttributeError) as exc:
-        first = str(exc).strip().splitlines()[0][:200] if str(exc).strip() else ""
         raise InputError(path, None, f"a {what} that cannot be rebuilt, damaged or from another "
-                                     f"paramill ({type(exc).__name__}: {first})") from None
+                                     f"paramill ({type(exc).__name__}: {first_line(exc, '')})"
+                         ) from None
+
+
+def set_aside(path: Path, label: str, why: object, then: str) -> None:
+    """Rename ``path``, a checkpoint that does not read, to ``<name>.unreadable`` (kept for a
+    look, never read again) and say so on stderr: ``label: why; set aside as ...; then``."""
+    aside = path.with_name(path.name + ".unreadable")
+    path.replace(aside)
+    print(f"{label}: {why}; set aside as {aside.name}, {then}", file=sys.stderr)

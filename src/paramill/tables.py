@@ -10,7 +10,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from paramill.errors import InputError, check_regular_file
+from paramill.errors import InputError, check_regular_file, first_line
 
 PARQUET_COMPRESSION = "zstd"
 
@@ -95,10 +95,6 @@ class TableWriter:
         return self.path
 
 
-def _reason(exc: BaseException) -> str:
-    return (str(exc).strip().splitlines() or [type(exc).__name__])[0][:200]
-
-
 def _has_text(kind: pa.DataType) -> bool:
     """Whether an Arrow type holds strings anywhere (a list of them, a dictionary of them)."""
     if pa.types.is_string(kind) or pa.types.is_large_string(kind):
@@ -117,7 +113,7 @@ def open_parquet(path: str | os.PathLike) -> pq.ParquetFile:
     try:
         return pq.ParquetFile(path, pre_buffer=False)
     except Exception as exc:  # pyarrow raises several types for a file that is not Parquet
-        raise InputError(path, None, f"not a readable Parquet file ({_reason(exc)})") from None
+        raise InputError(path, None, f"not a readable Parquet file ({first_line(exc)})") from None
 
 
 def iter_parquet_batches(paths: Sequence[str | os.PathLike], batch_size: int = 65536,
@@ -143,12 +139,12 @@ def iter_parquet_batches(paths: Sequence[str | os.PathLike], batch_size: int = 6
                             column.validate(full=True)  # UTF-8 and offsets: 2.7 GB/s measured
                         except pa.ArrowException as exc:
                             raise InputError(path, None, f"column {name}, rows {rows + 1}-"
-                                             f"{rows + batch.num_rows}: {_reason(exc)}") from None
+                                             f"{rows + batch.num_rows}: {first_line(exc)}") from None
                 rows += batch.num_rows
                 yield batch
         except (OSError, pa.ArrowException) as exc:
             raise InputError(path, None, f"Parquet data cannot be read after row {rows} "
-                                         f"({_reason(exc)})") from None
+                                         f"({first_line(exc)})") from None
 
 
 def parquet_rows(paths: Sequence[str | os.PathLike]) -> int:

@@ -37,6 +37,7 @@ from paramill.embed.model import (RNG, ModelSpec, build_from_counts, featurizers
                                   needs_sentencepiece, read_checkpoint, sentencepiece_for)
 from paramill.io import InputError, atomic_output
 from paramill.job import output_job
+from paramill.modelfiles import set_aside
 from paramill.progress import progress
 from paramill.provenance import Run
 from paramill.settings import Device, setting, Settings
@@ -131,10 +132,8 @@ def _resumed(resume: Path, spec: ModelSpec, settings: EmbedTrainSettings, data: 
         if not {"train", "epoch", "spec"} <= set(state):
             raise InputError(resume, None, "a model without its training state, not a checkpoint "
                                            "to resume from")
-    except InputError as exc:  # kept for a look, never read again; the run starts afresh
-        aside = resume.with_name(resume.name + ".unreadable")
-        resume.replace(aside)
-        print(f"embed train: {exc}; set aside as {aside.name}, starting afresh", file=sys.stderr)
+    except InputError as exc:  # the run starts afresh
+        set_aside(resume, "embed train", exc, "starting afresh")
         return None, None
     same = {k: v for k, v in state["train"].items() if k != "epochs"} == \
         {k: v for k, v in asdict(settings).items() if k != "epochs"}

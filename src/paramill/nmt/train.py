@@ -187,6 +187,7 @@ def resumable(work: Path, label: str = "nmt train") -> list[tuple[int, Path]]:
     the reason on stderr: OpenNMT-py writes checkpoints in place, so a job killed while it
     wrote one leaves it cut, and every later run would fail on it; one that asks the
     unpickler for anything else was not written by OpenNMT-py and could run code."""
+    from paramill.modelfiles import set_aside
     from paramill.nmt.torch_engine import load_checkpoint
 
     done = checkpoints(work)
@@ -196,12 +197,9 @@ def resumable(work: Path, label: str = "nmt train") -> list[tuple[int, Path]]:
             load_checkpoint(path, mmap=True)
             break
         except ValueError as exc:
-            aside = path.with_name(path.name + ".unreadable")
-            path.replace(aside)
             done.pop()
-            print(f"{label}: {exc}; set aside as {aside.name}, "
-                  + (f"the last readable checkpoint is step {done[-1][0]}" if done else
-                     "no readable checkpoint is left"), file=sys.stderr)
+            set_aside(path, label, exc, f"the last readable checkpoint is step {done[-1][0]}"
+                      if done else "no readable checkpoint is left")
     return done
 
 
