@@ -382,12 +382,19 @@ class LineStream:
             raise InputError(self.path, None, "file is empty")
 
 
-def decode_line(raw: bytes) -> tuple[str | None, str | None]:
-    """Text, or ``None`` and a detail naming the bad byte's offset."""
+def decode_line(raw: bytes) -> tuple[str | None, str | None, str | None]:
+    """``(text, None, None)``, or ``None``, the reason and a detail naming the bad byte's
+    offset: ``invalid_utf8``, or ``not_text`` for a NUL byte. NUL is valid UTF-8 but never
+    text: a line holding one is a binary file's, or a block of zeros that a crash or a full
+    disk left in the file (cleaning would drop the NULs and keep the garbage around them)."""
+    nul = raw.find(b"\x00")
+    if nul >= 0:
+        return None, "not_text", (f"NUL byte at byte offset {nul}: not text (a binary file, or "
+                                  "a block of zeros a crash left)")
     try:
-        return raw.decode("utf-8"), None
+        return raw.decode("utf-8"), None, None
     except UnicodeDecodeError as exc:
-        return None, f"invalid UTF-8 at byte offset {exc.start}"
+        return None, "invalid_utf8", f"invalid UTF-8 at byte offset {exc.start}"
 
 
 def shown_text(raw: bytes | None) -> str | None:

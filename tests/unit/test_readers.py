@@ -69,6 +69,39 @@ def test_invalid_utf8_is_rejected_with_the_byte_offset(write_file):
     assert rows[1].reason is None and rows[1].line_no == 2
 
 
+def test_a_line_with_a_nul_byte_is_not_text_in_every_reader(write_file, tmp_path):
+    """NUL is valid UTF-8 but never text: a run of zeros a crash or a full disk left in a
+    file, or a binary file. Cleaning would drop the NULs and keep what is around them, so the
+    line is a rejected row (``not_text``, with the byte's offset) in a corpus, and an error
+    naming file and line where one bad line spoils the set (an STS set, embed train TSV)."""
+    from paramill.embed.data import PairSource
+    from paramill.evaluate.sts import read as read_sts
+    from paramill.formats import twitter_url
+
+    path = write_file("z.tsv", [b"id\t0.9\tMu\x00\x00\x00.\tMan.", b"id\t0.9\tok\tok"])
+    rows = list(read("czeng1", path=str(path)))
+    assert rows[0].reason == "not_text" and rows[0].detail.startswith("NUL byte at byte offset 9:")
+    assert rows[1].reason is None and rows[1].line_no == 2
+    cs = write_file("m.cs", [b"Dobr\xc3\xbd den.", b"Ahoj."])
+    en = write_file("m.en", [b"Good day.", b"\x00\x00Hi."])
+    rows = list(read("moses", cs=str(cs), en=str(en)))
+    assert [(r.reason, r.detail) for r in rows] == [
+        (None, None), ("not_text", "en: NUL byte at byte offset 0: not text (a binary file, or "
+                                   "a block of zeros a crash left)")]
+    zeros = write_file("zeros.tsv", [b"\x00" * 4096])  # nothing but a block of zeros
+    with pytest.raises(InputError, match=r"zeros.tsv:1: no line could be read .*\(not_text 1\)"):
+        list(read("czeng1", path=str(zeros)))
+    sts = write_file("sts.tsv", [b"4.0\tA man.\tA man.", b"1.0\tA d\x00og.\tA cat."])
+    with pytest.raises(InputError, match=r"sts.tsv:2: NUL byte at byte offset 7"):
+        read_sts("sts", 2012, "tsv", sts)
+    labelled = write_file("url.tsv", [b"A man.\tA guy.\t(5, 6)\tu", b"A d\x00og.\tA cat.\t(0, 6)\tu"])
+    with pytest.raises(InputError, match=r"url.tsv:2: NUL byte at byte offset 3"):
+        twitter_url.labelled(str(labelled))
+    pairs = write_file("pairs.tsv", [b"A man.\tA guy.", b"A d\x00og.\tA cat."])
+    with pytest.raises(InputError, match=r"pairs.tsv:2: NUL byte at byte offset 3"):
+        list(PairSource.from_files([pairs]))
+
+
 def test_a_one_megabyte_line_is_rejected_and_reading_goes_on(write_file):
     big = b"id\t0.9\t" + b"x" * (1 << 20) + b"\ty"
     path = write_file("big.tsv.gz", [b"id\t1\ta\tb", big, b"id\t1\tc\td"], "gz")

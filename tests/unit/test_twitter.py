@@ -324,7 +324,7 @@ def test_v1_and_v2_objects_and_archive_errors(tmp_path):
     binary = tmp_path / "not-json.jsonl"  # not one line is JSON: the wrong file, not bad records
     binary.write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00\nIHDR\n")
     with pytest.raises(InputError, match=r"not-json.jsonl:1: no line could be read as JSON "
-                                         r"\(not_json 3, invalid_utf8 1\).*a line \(JSONL\)"):
+                                         r"\(not_json 2, invalid_utf8 1, not_text 1\).*a line \(JSONL\)"):
         list(read_archive([strict, binary], []))
 
 

@@ -26,7 +26,7 @@ USE = "sts"
 MAX_LINE_BYTES = 65536
 #: the bad lines an STS set may not have (an error: a gold set is curated, and a broken byte
 #: means the wrong file); any other bad line is a pair without a score, skipped and counted
-BROKEN = ("invalid_utf8", "line_too_long")
+BROKEN = ("invalid_utf8", "not_text", "line_too_long")
 
 
 @dataclass

@@ -128,7 +128,7 @@ class Labelled:
 def lines(source: str | LineStream, max_line_bytes: int = 65536
           ) -> Iterator[tuple[int, str] | Bad]:
     """Each line's text, or a :class:`Bad` for a line that is too long (``line_too_long``,
-    never held whole) or not UTF-8 (``invalid_utf8``). ``source``: a path, or a
+    never held whole), not UTF-8 (``invalid_utf8``) or holding a NUL byte (``not_text``). ``source``: a path, or a
     :class:`~paramill.io.LineStream` (whose ``lines`` then counts what was read)."""
     stream = source if isinstance(source, LineStream) else LineStream(str(source), max_line_bytes)
     max_line_bytes = stream.max_line_bytes
@@ -136,9 +136,9 @@ def lines(source: str | LineStream, max_line_bytes: int = 65536
         if raw is None:
             yield Bad(line_no, "line_too_long", f"line longer than {max_line_bytes} bytes", None)
             continue
-        text, problem = decode_line(raw)
+        text, reason, problem = decode_line(raw)
         if text is None:
-            yield Bad(line_no, "invalid_utf8", str(problem), shown_text(raw))
+            yield Bad(line_no, str(reason), str(problem), shown_text(raw))
             continue
         yield line_no, text
 
@@ -263,7 +263,7 @@ def collect_labelled(rows: Iterator[Labelled | Bad], path: str | Path
 
 #: the reasons a reader gives a line it could not parse at all (as opposed to a judgement on
 #: a parsed row's content, such as a Twitter URL pair's ``not_paraphrase`` label)
-UNREADABLE = frozenset({"invalid_utf8", "line_too_long", "column_count", "not_json",
+UNREADABLE = frozenset({"invalid_utf8", "not_text", "line_too_long", "column_count", "not_json",
                         "bad_score", "bad_label", "bad_votes"})
 
 

@@ -46,11 +46,11 @@ def bitext(spec: Spec, max_line_bytes: int = 65536) -> Iterator[BitextPair]:
             yield BitextPair(line_no, None, None, "line_too_long",
                              f"line longer than {max_line_bytes} bytes")
             continue
-        cs, bad_cs = decode_line(raw_cs)
-        en, bad_en = decode_line(raw_en)
+        cs, why_cs, bad_cs = decode_line(raw_cs)
+        en, why_en, bad_en = decode_line(raw_en)
         if cs is None or en is None:
-            detail = f"cs: {bad_cs}" if cs is None else f"en: {bad_en}"
+            reason, detail = (why_cs, f"cs: {bad_cs}") if cs is None else (why_en, f"en: {bad_en}")
             yield BitextPair(line_no, cs if cs is not None else shown_text(raw_cs),
-                             en if en is not None else shown_text(raw_en), "invalid_utf8", detail)
+                             en if en is not None else shown_text(raw_en), reason, detail)
             continue
         yield BitextPair(line_no, cs, en)
