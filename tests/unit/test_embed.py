@@ -512,6 +512,11 @@ def test_an_old_id_store_is_rebuilt_and_a_failed_one_leaves_nothing(tmp_path, mo
     assert write_ids(model.vocabs, model.featurizers, source, store, 4, key={"k": 1}) == len(PAIRS)
     assert sorted(p.name for p in store.iterdir()) == ["meta.json", "parts"]
     assert sum(b.n for b, _ in epoch_buffers(store, ["word"], 0, 0, 8)) == len(PAIRS)
+    meta = json.loads((store / "meta.json").read_text())
+    for shape in ([meta], {**meta, "pairs": "many"}, {**meta, "pairs": None}):  # JSON, not a meta's
+        write_json(store / "meta.json", shape)  # shape: rebuilt (it was an AttributeError)
+        assert write_ids(model.vocabs, model.featurizers, source, store, 4, key={"k": 1}) == len(PAIRS)
+        assert json.loads((store / "meta.json").read_text()) == meta
 
     real, calls = featurise.ids_table, []
 

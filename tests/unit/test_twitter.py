@@ -277,6 +277,55 @@ def test_a_url_cache_that_is_not_json_is_an_error_naming_it(tmp_path):
     cache.write_text("{half")
     with pytest.raises(ValueError, match=r"cache.json: not a URL cache .*remove it"):
         Expander(cache)
+    for shape, found in (('["https://t.co/a"]', "a JSON list"),
+                         ('{"https://t.co/a": 5}', "'https://t.co/a' maps to 5")):
+        cache.write_text(shape)  # JSON, but not a cache's shape: it failed later, in a lookup
+        with pytest.raises(ValueError, match=rf"cache.json: not a URL cache \({found}; .*remove it"):
+            Expander(cache)
+    cache.write_text('{"https://t.co/a": "https://a.com/1"}')
+    assert Expander(cache).expand(["https://t.co/a"]) == {"https://t.co/a": "https://a.com/1"}
+
+
+@pytest.mark.parametrize("state, where", [
+    ('[]', "the file is [], not an object"),
+    ('{"users": ["cnn"]}', 'users is ["cnn"], not an object of account: user id'),
+    ('{"users": {"cnn": "x1"}}', """users['cnn'] is "x1", not a user id"""),
+    ('{"since": {"cnn": null}}', "since['cnn'] is null, not a newest tweet id"),
+    ('{"pending": {"cnn": "tok"}}', """pending['cnn'] is "tok", not an object"""),
+    ('{"pending": {"cnn": {"next_token": 5}}}', "pending['cnn'].next_token is 5, not a paging token"),
+    ('{"urls": 1}', "urls is 1, not an object of"),
+    ('{"urls": {"https://a.com/1": {"first_seen": null}}}',
+     "urls['https://a.com/1'].first_seen is null, not a date"),
+    ('{"urls": {"https://a.com/1": {"first_seen": "2026-02-30"}}}',
+     """urls['https://a.com/1'].first_seen is "2026-02-30", not a date"""),
+    ('{"urls": {"https://a.com/1": {"since_id": -4}}}', "urls['https://a.com/1'].since_id is -4, not a tweet id"),
+])
+def test_a_harvest_state_of_the_wrong_shape_is_an_error_naming_it_and_the_entry(tmp_path, state, where):
+    """A state that is JSON but not a state's shape (edited by hand, or another file put in
+    its place) is an error naming the file and the entry before anything is fetched; it was a
+    TypeError or AttributeError somewhere in the harvest, after the API had been called."""
+    from paramill.twitter.store import State
+
+    path = tmp_path / "state.json"
+    path.write_text(state)
+    with pytest.raises(InputError) as caught:
+        State(path)
+    assert str(caught.value).startswith(f"{path}: not a harvest state: {where}")
+    assert "move the file away to start a new state" in str(caught.value)
+
+
+def test_a_harvest_state_keeps_what_it_does_not_know_and_reads_numbers_as_ids(tmp_path):
+    from paramill.twitter.store import State
+
+    path = tmp_path / "state.json"
+    path.write_text(json.dumps({"users": {"cnn": 759251}, "since": {"cnn": "1200"},
+                                "urls": {"https://a.com/1": {"since_id": 1100, "first_seen": "2026-11-02",
+                                                             "note": "by hand"}}}))
+    state = State(path)
+    assert state.users == {"cnn": "759251"} and state.since == {"cnn": "1200"}
+    assert state.urls["https://a.com/1"] == {"since_id": "1100", "first_seen": "2026-11-02",
+                                             "note": "by hand"}
+    assert state.pending == {}
 
 
 # -- tweet objects ---------------------------------------------------------------------
@@ -326,6 +375,58 @@ def test_v1_and_v2_objects_and_archive_errors(tmp_path):
     with pytest.raises(InputError, match=r"not-json.jsonl:1: no line could be read as JSON "
                                          r"\(not_json 2, invalid_utf8 1, not_text 1\).*a line \(JSONL\)"):
         list(read_archive([strict, binary], []))
+
+
+WRONG_JSON = [None, 1, -1, 1e308, 10**30, True, "", "x", "2026-13-45T99:00:00Z", [], [1], {}, {"a": 1}]
+
+
+def _fields(obj, path=()):
+    """Every path into a JSON object (keys of objects, indexes of lists), the root left out."""
+    items = obj.items() if isinstance(obj, dict) else enumerate(obj) if isinstance(obj, list) else ()
+    for key, value in items:
+        yield (*path, key)
+        yield from _fields(value, (*path, key))
+
+
+@pytest.mark.parametrize("kind", ["v2 page", "v1.1 tweet"])
+def test_any_field_of_the_wrong_json_type_gives_rows_or_rejected_rows_never_an_exception(kind):
+    """A page or tweet object is the API's (or an archive's) to get wrong: any field set to any
+    other JSON type gives tweet rows that fit the day's table and rejected rows that fit the
+    rejected table, never an exception. (``includes.users`` set to a number or true stopped a
+    harvest with a TypeError: a truthy value that is not a list was iterated.)"""
+    import copy
+
+    import pyarrow as pa
+
+    from paramill.twitter.tweets import REJECTED_TWEETS, TWEETS
+
+    good = {
+        "v2 page": {"data": [{"id": "5", "author_id": "9", "text": "Hi https://t.co/x", "lang": "en",
+                              "created_at": "2026-11-02T10:00:00.000Z",
+                              "entities": {"urls": [{"url": "https://t.co/x", "expanded_url": "https://a.com/1",
+                                                     "unwound_url": "https://a.com/1?x=1"}]},
+                              "referenced_tweets": [{"type": "retweeted", "id": "4"}]}],
+                     "includes": {"users": [{"id": "9", "username": "CNN"}]}, "meta": {"result_count": 1}},
+        "v1.1 tweet": {"id_str": "7", "created_at": "Mon Nov 02 10:00:00 +0000 2026", "full_text": "Yo",
+                       "user": {"screen_name": "Bob", "id_str": "3"},
+                       "extended_tweet": {"full_text": "Yo there", "entities": {"urls": [{"url": "https://t.co/y"}]}},
+                       "retweeted_status": {"id_str": "6"}, "entities": {"urls": [{"url": "https://t.co/y"}]}},
+    }[kind]
+    cases = 0
+    for path in list(_fields(good)):
+        for value in WRONG_JSON:
+            obj = copy.deepcopy(good)
+            parent = obj
+            for key in path[:-1]:
+                parent = parent[key]
+            parent[path[-1]] = value
+            rows, rejects = from_object(obj, "archive", "a.jsonl", 1)
+            pa.Table.from_pylist(rows, schema=TWEETS)  # raises where a value does not fit
+            pa.Table.from_pylist(rejects, schema=REJECTED_TWEETS)
+            empty_page = path == ("data",) and value == []  # a page of no tweets says nothing
+            assert len(rows) + len(rejects) >= 1 - empty_page, (path, value)
+            cases += 1
+    assert cases > 200
 
 
 # -- the fake X API ---------------------------------------------------------------------

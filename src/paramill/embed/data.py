@@ -222,9 +222,10 @@ def write_ids(vocabs: dict[str, Vocab], featurizers: dict[str, Featurizer], sour
             "vocab_digest": {u: hashlib.sha256("\n".join(v.units).encode()).hexdigest()
                              for u, v in vocabs.items()}}
     if (store / "meta.json").exists():
-        old = read_json(store / "meta.json")
-        if {k: old.get(k) for k in meta} == meta and (store / "parts").is_dir():
-            return int(old["pairs"])
+        old = read_json(store / "meta.json")  # another shape (edited, another tool's): rebuilt
+        if (isinstance(old, dict) and {k: old.get(k) for k in meta} == meta
+                and type(old.get("pairs")) is int and (store / "parts").is_dir()):
+            return old["pairs"]
     units = sorted(vocabs)
     schema = pa.schema([pa.field(f"{u}_{side}", pa.list_(pa.int32())) for u in units for side in (1, 2)])
     store.mkdir(parents=True, exist_ok=True)

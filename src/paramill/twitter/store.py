@@ -11,10 +11,10 @@ import json
 import os
 import zlib
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 
-from paramill.io import atomic_output, read_json, write_json
+from paramill.io import InputError, atomic_output, read_json, write_json
 from paramill.twitter.api import HarvestError
 from paramill.twitter.tweets import rejected
 
@@ -26,14 +26,86 @@ class State:
     def __init__(self, path: str | Path):
         self.path = Path(path)
         data = read_json(self.path) if self.path.exists() else {}
-        self.users: dict[str, str] = data.get("users", {})
-        self.since: dict[str, str] = data.get("since", {})
-        self.pending: dict[str, dict[str, Any]] = data.get("pending", {})
-        self.urls: dict[str, dict[str, Any]] = data.get("urls", {})
+        if not isinstance(data, dict):
+            self._wrong("the file", data, "an object of users, since, pending and urls")
+        self.users: dict[str, str] = self._ids(data, "users", "user id")
+        self.since: dict[str, str] = self._ids(data, "since", "newest tweet id")
+        self.pending: dict[str, dict[str, Any]] = self._entries(
+            data, "pending", {"next_token": _token, "newest": _id}, "{next_token, newest}")
+        self.urls: dict[str, dict[str, Any]] = self._entries(
+            data, "urls", {"since_id": _id, "next_token": _token, "newest": _id,
+                           "first_seen": _day, "done_run": _date},
+            "{since_id, next_token, first_seen}")
+
+    def _wrong(self, where: str, value: Any, what: str) -> NoReturn:
+        """A state that is JSON but not a harvest state's shape (edited by hand, or another
+        file): an error naming the file and the entry, before anything is fetched."""
+        raise InputError(self.path, None, f"not a harvest state: {where} is "
+                         f"{json.dumps(value, default=str)[:80]}, not {what}. Fix it, or move the "
+                         "file away to start a new state (timelines are then read again from "
+                         "their newest tweets, and the URLs found before are no longer searched)")
+
+    def _ids(self, data: dict[str, Any], key: str, what: str) -> dict[str, str]:
+        """``{account: id}`` (an id a decimal string; a JSON number is taken as one)."""
+        value = data.get(key, {})
+        if not isinstance(value, dict):
+            self._wrong(key, value, f"an object of account: {what}")
+        for account, found in value.items():
+            if found is None or not _id(found):
+                self._wrong(f"{key}[{account!r}]", found, f"a {what} (a decimal string)")
+        return {account: str(found) for account, found in value.items()}
+
+    def _entries(self, data: dict[str, Any], key: str, fields: dict[str, Any], what: str
+                 ) -> dict[str, dict[str, Any]]:
+        """``{name: {field: value}}``, each field this paramill reads, where present, of its
+        type."""
+        value = data.get(key, {})
+        if not isinstance(value, dict):
+            self._wrong(key, value, f"an object of {what} entries")
+        for name, entry in value.items():
+            if not isinstance(entry, dict):
+                self._wrong(f"{key}[{name!r}]", entry, f"an object {what}")
+            for field, check in fields.items():  # a field this paramill does not know is kept
+                if field not in entry:
+                    continue
+                found = entry[field]
+                if not check(found):
+                    self._wrong(f"{key}[{name!r}].{field}", found, f"a {check.__doc__}")
+                if isinstance(found, int) and not isinstance(found, bool):
+                    entry[field] = str(found)
+        return value
 
     def save(self) -> None:
         write_json(self.path, {"users": self.users, "since": self.since, "pending": self.pending,
                                "urls": self.urls})
+
+
+def _id(value: Any) -> bool:
+    """tweet id (a decimal string) or null"""
+    if value is None:
+        return True
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value >= 0
+    return isinstance(value, str) and value.isascii() and value.isdigit()
+
+
+def _token(value: Any) -> bool:
+    """paging token (a string) or null"""
+    return value is None or isinstance(value, str)
+
+
+def _date(value: Any) -> bool:
+    """date (YYYY-MM-DD) or null"""
+    return value is None or _day(value)
+
+
+def _day(value: Any) -> bool:
+    """date (YYYY-MM-DD)"""
+    try:
+        datetime.date.fromisoformat(value)
+    except (TypeError, ValueError):
+        return False
+    return True
 
 
 @contextlib.contextmanager

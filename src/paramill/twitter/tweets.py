@@ -181,9 +181,10 @@ def parse_page(page: Any, source: str, where: str = "") -> tuple[list[dict[str, 
     bad: list[dict[str, Any]] = []
     if not isinstance(page, dict) or not isinstance(page.get("data") or [], list):
         return [], [rejected(where, None, "unusable_page", "not an API page (no list of tweets)", page)]
-    includes = page.get("includes") or {}
+    includes = page.get("includes")
+    listed = includes.get("users") if isinstance(includes, dict) else None
     users = {}
-    for u in (includes.get("users") if isinstance(includes, dict) else None) or []:
+    for u in listed if isinstance(listed, list) else []:  # anything else names no user
         if isinstance(u, dict) and isinstance(u.get("id"), (str, int)) \
                 and isinstance(u.get("username"), str):
             users[str(u["id"])] = u["username"]

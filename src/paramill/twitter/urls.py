@@ -196,6 +196,13 @@ class Expander:
             except MalformedJson as exc:
                 raise ValueError(f"{self.cache_path}: not a URL cache ({exc.message}); remove it "
                                  "to start a new one") from None
+            wrong = (None if not isinstance(self.cache, dict) else
+                     next(((k, v) for k, v in self.cache.items() if not isinstance(v, str)), None))
+            if not isinstance(self.cache, dict) or wrong:
+                found = (f"{wrong[0]!r} maps to {json.dumps(wrong[1])[:60]}" if wrong
+                         else f"a JSON {type(self.cache).__name__}")
+                raise ValueError(f"{self.cache_path}: not a URL cache ({found}; a cache is an "
+                                 "object of URL: where it leads); remove it to start a new one")
         self.timeout = timeout
         self.workers = workers
         self.session = web_session(private_urls, session)
