@@ -511,6 +511,8 @@ def handler_for(fake: FakeX):
                                                     f"Could not find user with username: [{name}]."}]})
             if fault == "unusable":
                 return self.reply(200, {"data": {"not": "a list"}})
+            if isinstance(fault, dict):  # this body, as the API's answer
+                return self.reply(200, fault)
             if fault == "503":
                 return self.reply(503, {"title": "Service Unavailable"})
             if fault == "malformed":
@@ -840,6 +842,42 @@ def test_a_bad_tweet_url_or_page_is_a_rejected_row_and_reruns_complete(fake_x, t
     assert set(again["tweet_id"]) == expected_ids(fake_x)
     record = json.loads((tmp_path / "days" / "2026-11-02.parquet.prov.json").read_text())
     assert record["rejected"]["no_id"] >= 1
+
+
+HOSTILE_PAGES = [  # tweet 1 is older than the fake's: a cursor moved past it misses none
+    {"data": [{"id": "1", "author_id": "100", "text": "x"}], "meta": ["next_token", "5"]},
+    {"data": [{"id": "1", "author_id": "100", "text": "x"}], "meta": {"next_token": 5}},
+    {"data": [{"id": "1", "author_id": "100", "text": "x"}], "meta": {"next_token": {"a": 1}}},
+    {"data": [{"id": "1", "author_id": "100", "text": "x"}], "meta": "end"},
+    {"data": [{"id": 1, "author_id": 100, "text": 7}], "includes": {"users": 1}, "meta": {}},
+    {"data": [{"id": "1", "author_id": "100", "text": "x"}], "includes": "users"},
+]
+
+
+def test_pages_whose_fields_have_other_json_types_never_stop_or_poison_a_harvest(fake_x, tmp_path):
+    """The API's answers are parsed, not trusted: a page whose ``meta`` or ``next_token`` is
+    not what paging needs is not used (a rejected row; the cursor stays; nothing is saved),
+    and other fields of the wrong type become rejected tweets. (A ``meta`` of a list or a
+    string was an AttributeError that stopped the harvest, and a number for ``next_token``
+    was saved in the state as a cursor.) The state stays readable, and a re-run finds every
+    tweet."""
+    from paramill.twitter.store import State
+
+    populate(fake_x, stories=2, replies=3)
+    fake_x.faults = ([("/2/users/100/tweets", page) for page in HOSTILE_PAGES]
+                     + [("/2/tweets/search/recent", page) for page in HOSTILE_PAGES])
+    unusable = 0
+    for _ in range(2 * len(HOSTILE_PAGES)):  # a run meets one or two of them
+        harvest(fake_x, tmp_path)
+        bad = pl.read_parquet(tmp_path / "days" / "rejected" / "2026-11-02.parquet")
+        unusable += bad.filter(pl.col("reason") == "unusable_page").height
+        state = State(tmp_path / "state.json")  # every cursor in it is one the API could give
+        assert all(isinstance(v.get("next_token"), (str, type(None))) for v in state.pending.values())
+        if not fake_x.faults:
+            break
+    assert not fake_x.faults and unusable == 2 * 4  # the four pages with a meta of no use, twice
+    _, again = harvest(fake_x, tmp_path)
+    assert expected_ids(fake_x) <= set(again["tweet_id"])
 
 
 def test_a_saved_page_that_cannot_be_read_back_is_a_rejected_row(fake_x, tmp_path):

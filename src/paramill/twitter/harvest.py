@@ -86,6 +86,12 @@ def _store_page(store: PageStore, kind: str, page: Any, source: str, where: str,
     if rejects and rejects[0]["reason"] == "unusable_page":
         bad.extend(rejects)
         return None
+    meta = page.get("meta")  # it moves the cursor: a page whose paging is not the API's is not used
+    token = meta.get("next_token") if isinstance(meta, dict) else None
+    if not (meta is None or isinstance(meta, dict)) or not (token is None or isinstance(token, str)):
+        bad.append(rejected(where, None, "unusable_page", "its meta is not an object with a "
+                            "next_token string (or none)", page))
+        return None
     store.save(kind, page)
     return rows
 
