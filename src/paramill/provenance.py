@@ -210,6 +210,8 @@ def _load_record(record_path: Path) -> dict[str, Any]:
                 isinstance(e, dict) and isinstance(e.get("path" if kind != "input_records" else "output"), str)
                 and isinstance(e.get("sha256"), str) for e in entries):
             raise _Malformed(f"malformed record (`{kind}` is not a list of path/sha256 entries)")
+        if kind != "input_records" and not all(type(e.get("bytes", 0)) is int for e in entries):
+            raise _Malformed(f"malformed record (a `bytes` of `{kind}` is not a whole number)")
     return record
 
 
@@ -227,7 +229,8 @@ def _base(record: dict[str, Any], record_path: Path) -> Path:
     return Path(cwd) if isinstance(cwd, str) else Path.cwd()
 
 
-def _check_file(path: Path, digest: str, kind: str, shown: str) -> Finding | None:
+def _check_file(path: Path, digest: str, kind: str, shown: str, size: int | None = None
+                ) -> Finding | None:
     try:
         info = path.stat()
     except FileNotFoundError:
@@ -236,6 +239,9 @@ def _check_file(path: Path, digest: str, kind: str, shown: str) -> Finding | Non
         return Finding(shown, f"{kind} cannot be read: {exc.strerror or exc}")
     if not stat.S_ISREG(info.st_mode):
         return Finding(shown, f"{kind} is not a regular file (recorded as one)")
+    if size is not None and info.st_size != size:  # known without reading it
+        return Finding(shown, f"{kind} changed since the record ({info.st_size} bytes, recorded "
+                              f"{size})")
     try:
         actual = sha256_file(path)
     except OSError as exc:
@@ -277,9 +283,14 @@ def verify(output: str | os.PathLike, recursive: bool = True,
         return base / name  # an absolute name stays as it is
 
     findings: list[Finding] = []
+    listed = {where(e["path"]).resolve() for e in record.get("outputs", [])}
+    if not output.is_dir() and output.resolve() not in listed:
+        findings.append(Finding(str(output), f"not among the outputs {record_path.name} lists: "
+                                "the record of another file, or edited"))
     for kind in ("outputs", "inputs"):
         for entry in record.get(kind, []):
-            problem = _check_file(where(entry["path"]), entry["sha256"], kind[:-1], entry["path"])
+            problem = _check_file(where(entry["path"]), entry["sha256"], kind[:-1], entry["path"],
+                                  entry.get("bytes"))
             if problem:
                 findings.append(problem)
     # files that appeared in a directory output since the record are a problem too

@@ -128,9 +128,44 @@ def test_malformed_and_unreadable_records_are_one_finding_each(tmp_path):
             prov_path(final).write_text(text)
         findings = verify(final)
         assert len(findings) == 1 and findings[0].problem.startswith(expected), findings
+    record = json.loads(prov_path(mid).read_text())
+    record["outputs"][0]["bytes"] = "3"
+    prov_path(final).write_text(json.dumps(record))
+    assert [f.problem for f in verify(final)] == [
+        "malformed record (a `bytes` of `outputs` is not a whole number)"]
     prov_path(final).unlink()
     prov_path(final).mkdir()
     assert verify(final)[0].problem.startswith("record is not a file")
+
+
+def test_a_record_that_does_not_list_its_output_or_a_file_of_another_size_is_found(tmp_path,
+                                                                                  monkeypatch):
+    """A record put beside another file (copied, or edited to list nothing) verified that
+    file as OK when the files it listed were unchanged; a file of another size than recorded
+    is found without being read."""
+    _, mid, final = _chain(tmp_path)
+    other = tmp_path / "other.txt"
+    other.write_text("other")
+    prov_path(other).write_text(prov_path(final).read_text())  # final's record, beside other
+    assert [(f.path, f.problem) for f in verify(other, recursive=False)] == [
+        (str(other), "not among the outputs other.txt.prov.json lists: the record of another "
+                     "file, or edited")]
+    record = json.loads(prov_path(final).read_text())
+    prov_path(final).write_text(json.dumps({**record, "outputs": []}))
+    assert [f.path for f in verify(final, recursive=False)] == [str(final)]
+    prov_path(final).write_text(json.dumps(record))
+    assert verify(final) == []
+
+    real = provenance.sha256_file
+
+    def not_final(path, *args, **kwargs):
+        assert path != final, "the output was read"
+        return real(path, *args, **kwargs)
+
+    final.write_text("final, longer")
+    monkeypatch.setattr(provenance, "sha256_file", not_final)
+    (found,) = verify(final, recursive=False)
+    assert found.problem == "output changed since the record (13 bytes, recorded 5)"
 
 
 @pytest.mark.timeout(60)

@@ -1179,5 +1179,8 @@ def test_cards_given_on_the_command_line_are_checked(tmp_path):
     bad.write_text('{"https://a.example/1": {"title": "Storm"}')
     with pytest.raises(InputError, match=r"cards.json:1: not JSON"):
         load_cards(bad)
-    bad.write_text('{"https://a.example/1": {"title": "Storm"}}')
-    assert load_cards(bad) == {"https://a.example/1": {"title": "Storm"}}
+    bad.write_text('{"https://a.example/1": {"title": 5}}')  # failed later, in comparing texts
+    with pytest.raises(InputError, match=r"cards.json: cards must be .*each a string"):
+        load_cards(bad)
+    bad.write_text('{"https://a.example/1": {"title": "Storm", "description": null}}')
+    assert load_cards(bad) == {"https://a.example/1": {"title": "Storm", "description": None}}

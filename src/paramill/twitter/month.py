@@ -86,6 +86,9 @@ def load_cards(path: str | Path | None) -> dict[str, dict[str, str]]:
         return {}
     check_regular_file(path)
     cards = read_json(path)
-    if not isinstance(cards, dict) or not all(isinstance(c, dict) for c in cards.values()):
-        raise InputError(path, None, "cards must be a JSON object of {url: {title, description}}")
+    if not isinstance(cards, dict) or not all(
+            isinstance(c, dict) and all(isinstance(v, str) or v is None for v in c.values())
+            for c in cards.values()):
+        raise InputError(path, None, "cards must be a JSON object of {url: {title, description}}, "
+                                     "each a string (or null)")
     return cards
