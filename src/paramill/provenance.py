@@ -305,6 +305,14 @@ def verify(output: str | os.PathLike, recursive: bool = True,
     if links is None:  # a schema-1 record: follow the records that are there
         parents = {str(_record_owner(where(e["path"]))) for e in record.get("inputs", [])}
         links = [{"output": p} for p in sorted(parents) if prov_path(p).exists()]
+    else:  # an input's record the chain does not link (the links edited away) is followed too
+        linked = {where(link["output"]).resolve() for link in links}
+        for owner in dict.fromkeys(_record_owner(where(e["path"])) for e in record.get("inputs", [])):
+            if owner.resolve() not in linked and prov_path(owner).is_file():
+                findings.append(Finding(str(prov_path(owner)), "record of an input that the "
+                                        "chain does not link: written after this record, or "
+                                        "the link was edited away"))
+                findings += verify(owner, recursive=True, _seen=seen)
     for link in links:
         parent = where(link["output"])
         parent_record = prov_path(parent)

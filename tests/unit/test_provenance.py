@@ -115,6 +115,18 @@ def test_an_edited_link_is_found(tmp_path):
     assert any(p.startswith("record changed since the record") for p in problems)
 
 
+def test_links_edited_away_are_found_and_the_chain_is_still_followed(tmp_path):
+    """A record whose ``input_records`` was emptied stopped the chain there: verify
+    answered OK for the output even with the raw input changed behind it."""
+    raw, mid, final = _chain(tmp_path)
+    record = json.loads(prov_path(final).read_text())
+    prov_path(final).write_text(json.dumps({**record, "input_records": []}))
+    raw.write_text("changed behind the missing link")
+    assert [(f.path, f.problem.split(":")[0]) for f in verify(final)] == [
+        (str(prov_path(mid)), "record of an input that the chain does not link"),
+        (str(raw), "input changed since the record (31 bytes, recorded 3)")]
+
+
 def test_malformed_and_unreadable_records_are_one_finding_each(tmp_path):
     _, mid, final = _chain(tmp_path)
     for text, expected in [("{not json", "malformed record (not JSON"),
@@ -219,3 +231,39 @@ def test_cli_verify_prints_one_line_per_problem_and_exits_1(tmp_path, capsys):
     assert main(["provenance", "verify", str(final)]) == 1
     out = capsys.readouterr().out
     assert "BROKEN (2 problems)" in out and "record changed since" in out and "malformed record" in out and "Traceback" not in out
+
+
+WRONG_JSON = [None, 1, -1, 1e308, True, "", "x", [], [1], {}, {"a": 1}, ["x"], [{"path": 5}],
+              {"path": None, "sha256": 3}]
+
+
+def _fields(obj, path=()):
+    items = obj.items() if isinstance(obj, dict) else enumerate(obj) if isinstance(obj, list) else ()
+    for key, value in items:
+        yield (*path, key)
+        yield from _fields(value, (*path, key))
+
+
+def test_any_field_of_a_record_of_the_wrong_json_type_is_a_finding_or_an_answer_never_a_crash(tmp_path):
+    """Records are files anyone can edit: every field of a real record set to each of 14
+    values of other JSON types gives findings or an empty list, never an exception; a wrong
+    `outputs` or `inputs` entry is always a finding."""
+    import copy
+
+    _, mid, final = _chain(tmp_path)
+    record = json.loads(prov_path(final).read_text())
+    cases = 0
+    for path in list(_fields(record)):
+        for value in WRONG_JSON:
+            changed = copy.deepcopy(record)
+            parent = changed
+            for key in path[:-1]:
+                parent = parent[key]
+            parent[path[-1]] = value
+            prov_path(final).write_text(json.dumps(changed))
+            findings = verify(final)
+            assert all(isinstance(f, provenance.Finding) for f in findings)
+            if path[0] in ("outputs", "input_records") or path[:1] == ("inputs",) and len(path) > 1:
+                assert findings, (path, value)
+            cases += 1
+    assert cases > 300
