@@ -328,6 +328,102 @@ def test_an_old_pickled_identifier_is_refused_unless_trusted_then_converts(tmp_p
     assert again.fitted["extended"].features == 22 and again.score(probe, "extended") == pytest.approx(p, abs=1e-12)
 
 
+WRONG_JSON = [None, 1, -1, 1e308, True, "", "x", [], [1], {}, {"a": 1}, ["x"]]
+
+
+def _paths(obj, path=()):
+    items = obj.items() if isinstance(obj, dict) else enumerate(obj) if isinstance(obj, list) else ()
+    for key, value in items:
+        if path == ("idf", "counts") and key != "storm":
+            continue  # one word's count stands for all
+        yield (*path, key)
+        yield from _paths(value, (*path, key))
+
+
+def test_an_identifier_file_with_any_field_edited_scores_or_is_an_error_naming_it(tmp_path):
+    """An identifier is a file users pass (``twitter month --model``): every field of its
+    JSON set to 12 values of other JSON types, and every array emptied, reshaped, made text or
+    NaN or left out, either scores or is one ValueError naming the file. Before, a settings
+    field of the wrong type was a KeyError or TypeError traceback, a count of the document
+    frequencies below 0 a math domain error, a NaN coefficient scored every pair NaN, and
+    dropping the document frequencies was `X has 22 features` naming no file."""
+    import copy
+
+    path = tmp_path / "m.npz"
+    train_identifier(_labelled(tmp_path / "l.tsv", POS, NEG), [], path, tmp_path / "r.json",
+                     identify.IdentifySettings(model="extended"))
+    with np.load(path, allow_pickle=False) as archive:
+        arrays = {k: archive[k] for k in archive.files}
+    meta = json.loads(arrays["meta"].tobytes())
+    edited, pairs = tmp_path / "edited.npz", [POS[0], NEG[0]]
+
+    def outcome(changed: dict) -> str:
+        with open(edited, "wb") as fh:
+            np.savez(fh, **changed)
+        try:
+            scores = identify.Identifier.load(edited).score(pairs)
+        except ValueError as exc:
+            assert str(exc).startswith(f"{edited}: "), exc
+            return "error"
+        assert np.isfinite(scores).all() and ((0 <= scores) & (scores <= 1)).all()
+        return "scored"
+
+    seen = []
+    for where in list(_paths(meta)):
+        for value in WRONG_JSON:
+            changed = copy.deepcopy(meta)
+            parent = changed
+            for key in where[:-1]:
+                parent = parent[key]
+            parent[where[-1]] = value
+            seen.append(outcome({**arrays, "meta": np.frombuffer(json.dumps(changed).encode(), np.uint8)}))
+    for key in [k for k in arrays if k != "meta"]:
+        for value in (np.zeros(0), np.zeros(3), np.array(["x"]), np.zeros((2, 2)),
+                      np.full(arrays[key].shape, np.nan)):
+            seen.append(outcome({**arrays, key: value}))
+        seen.append(outcome({k: v for k, v in arrays.items() if k != key}))
+    assert len(seen) > 500 and {"error", "scored"} == set(seen)
+    assert outcome(arrays) == "scored"
+
+
+def test_encoder_weights_in_an_identifier_are_read_as_tensors_only(tmp_path):
+    """The fine-tuned encoders' weights travel inside the identifier file: weights that are
+    not a torch file, are cut, hold something other than tensors, or would run code when
+    unpickled are an error naming the file when it is loaded, before any encoder is built."""
+    import io
+
+    import torch
+
+    path = tmp_path / "m.npz"
+    train_identifier(_labelled(tmp_path / "l.tsv", POS, NEG), [], path, tmp_path / "r.json",
+                     identify.IdentifySettings(model="extended"))
+    with np.load(path, allow_pickle=False) as archive:
+        arrays = {k: archive[k] for k in archive.files}
+
+    def saved(obj) -> bytes:
+        buffer = io.BytesIO()
+        torch.save(obj, buffer)
+        return buffer.getvalue()
+
+    ran = []
+
+    class Evil:
+        def __reduce__(self):
+            return ran.append, ("code",)
+
+    for key in ("encoder_state", "cross_state"):
+        for state, why in ((b"garbage", "not a torch state"), (saved({"w": torch.zeros(2)})[:60], "not a torch state"),
+                           (saved({"a": 1}), "not a torch state of tensors"),
+                           (saved([torch.zeros(1)]), "not a torch state of tensors"),
+                           (saved({"w": Evil()}), "not a torch state")):
+            with open(tmp_path / "w.npz", "wb") as fh:
+                np.savez(fh, **arrays, **{key: np.frombuffer(state, np.uint8)})
+            with pytest.raises(ValueError, match=rf"w.npz: not a readable paramill paraphrase "
+                                                 rf"identifier \(ValueError: {key} is {why}"):
+                identify.Identifier.load(tmp_path / "w.npz")
+    assert not ran
+
+
 def test_loading_an_old_pickle_runs_nothing_unless_trusted(tmp_path):
     """A pickle can call anything as it is read: a refused one is never read."""
     import pathlib

@@ -52,8 +52,12 @@ class CrossEncoder:
         self.model = PairModel(transformer.auto_model)
         self.trained = state is not None
         if state is not None:
-            self.model.load_state_dict(torch.load(io.BytesIO(state), map_location="cpu",
-                                                  weights_only=True))
+            try:
+                self.model.load_state_dict(torch.load(io.BytesIO(state), map_location="cpu",
+                                                      weights_only=True))
+            except RuntimeError as exc:  # missing or unexpected keys, shapes of another model
+                raise ValueError(f"cross-encoder weights that do not fit {source} "
+                                 f"({' '.join(str(exc).split())[:240]})") from None
         self.model.to(self.device).eval()
 
     def inputs(self, pairs: list[tuple[str, str]]):

@@ -115,7 +115,11 @@ class PretrainedEncoder:
             import torch
 
             weights = torch.load(io.BytesIO(state), map_location=self.device, weights_only=True)
-            self.model.load_state_dict(weights)
+            try:
+                self.model.load_state_dict(weights)
+            except RuntimeError as exc:  # missing or unexpected keys, shapes of another model
+                raise ValueError(f"encoder weights that do not fit the sentence encoder {source} "
+                                 f"({' '.join(str(exc).split())[:240]})") from None
         if self.precision == "int8":
             self.model = quantize_int8(self.model)
 

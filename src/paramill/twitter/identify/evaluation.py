@@ -77,10 +77,14 @@ class LinearModel:
 
     @staticmethod
     def from_arrays(arrays: dict[str, np.ndarray]) -> LinearModel:
-        mean, scale, coef = (np.asarray(arrays[k], dtype=np.float64) for k in ("mean", "scale", "coef"))
-        if not (mean.ndim == scale.ndim == coef.ndim == 1 and len(mean) == len(scale) == len(coef)):
+        mean, scale, coef, intercept = (np.asarray(arrays[k], dtype=np.float64)
+                                        for k in ("mean", "scale", "coef", "intercept"))
+        if not (mean.ndim == scale.ndim == coef.ndim == 1 and len(mean) == len(scale) == len(coef) >= 1):
             raise ValueError("mean, scale and coef must be vectors of one length")
-        return LinearModel(mean, scale, coef, float(np.asarray(arrays["intercept"]).reshape(-1)[0]))
+        if intercept.size != 1 or not all(np.isfinite(a).all() for a in (mean, scale, coef, intercept)) \
+                or not scale.all():
+            raise ValueError("a model's numbers must be finite, its scales not 0, its intercept one number")
+        return LinearModel(mean, scale, coef, float(intercept.reshape(-1)[0]))
 
 
 def fit(x: np.ndarray, y: list[int], settings: IdentifySettings) -> LinearModel:

@@ -120,7 +120,15 @@ class DocumentFrequencies:
 
     @staticmethod
     def from_dict(data: dict[str, Any]) -> DocumentFrequencies:
-        return DocumentFrequencies(int(data["documents"]), dict(data["counts"]))
+        """What :meth:`to_dict` wrote; anything else (a count that is not a whole number
+        from 0 to ``documents``) is a ValueError: it would weigh words by NaN or by a
+        logarithm of a negative."""
+        documents, counts = data.get("documents"), data.get("counts")
+        if type(documents) is not int or documents < 0 or not isinstance(counts, dict) or not all(
+                isinstance(w, str) and type(n) is int and 0 <= n <= documents
+                for w, n in counts.items()):
+            raise ValueError("document frequencies must be {documents: N, counts: {word: 0..N}}")
+        return DocumentFrequencies(documents, dict(counts))
 
 
 def word_sets(pairs: list[tuple[str, str]]) -> list[tuple[frozenset, frozenset]]:

@@ -12,6 +12,8 @@ from typing import Any
 
 import numpy as np
 
+from paramill.errors import InputError, first_line
+from paramill.modelfiles import torch_load_problem
 from paramill.twitter.encoder import PretrainedEncoder
 from paramill.twitter.identify.evaluation import LinearModel
 from paramill.twitter.identify.featurise import DocumentFrequencies, model_features
@@ -20,6 +22,25 @@ from paramill.twitter.identify.settings import IdentifySettings
 
 #: the identifier file's format: a NumPy .npz archive of arrays and JSON, no pickle
 FORMAT = "paramill-paraid/3"
+
+
+#: the models an identifier file may hold
+MODELS = ("lr", "extended", "encoder", "cross")
+
+
+def _check_weights(state: bytes, key: str) -> None:
+    """Encoder weights as saved: a torch file of tensors, read by the weights-only unpickler
+    (whether they fit the encoder is known when it is built)."""
+    import io
+
+    import torch
+
+    try:
+        weights = torch.load(io.BytesIO(state), map_location="cpu", weights_only=True)
+    except Exception as exc:  # UnpicklingError (more than tensors), RuntimeError (cut), ...
+        raise ValueError(f"{key} is not a torch state ({torch_load_problem(exc)})") from None
+    if not isinstance(weights, dict) or not all(isinstance(v, torch.Tensor) for v in weights.values()):
+        raise ValueError(f"{key} is not a torch state of tensors")
 
 
 def _legacy(data: Any, path: str | Path) -> dict[str, Any]:
@@ -50,6 +71,8 @@ class Identifier:
     #: the training sentences' document frequencies (the extended models' IDF overlap); None:
     #: fitted without it (``idf_overlap: false``, or saved before it), 22 extended features
     idf: DocumentFrequencies | None = None
+    #: the file it was loaded from (named in errors; not saved)
+    source: str | None = field(default=None, compare=False, repr=False)
 
     def save(self, path: str | Path) -> None:
         """One file of numbers and JSON (a NumPy ``.npz`` archive, :data:`FORMAT`): every
@@ -94,19 +117,38 @@ class Identifier:
                 if not isinstance(data, dict) or data.get("format") != FORMAT:
                     raise ValueError(f"format {data.get('format') if isinstance(data, dict) else None!r}, "
                                      f"not {FORMAT}")
+                names = data.pop("models")
+                if not isinstance(names, list) or not set(names) <= set(MODELS):
+                    raise ValueError(f"models {json.dumps(names)[:60]}, not a list of {', '.join(MODELS)}")
                 data["fitted"] = {name: LinearModel.from_arrays(
                     {key: archive[f"model.{name}.{key}"] for key in ("mean", "scale", "coef", "intercept")})
-                    for name in data.pop("models")}
+                    for name in names}
                 for key in ("encoder_state", "cross_state"):
                     data[key] = archive[key].tobytes() if key in archive.files else None
-        except (OSError, KeyError, ValueError, TypeError, EOFError, NotImplementedError,
-                zipfile.BadZipFile) as exc:  # a damaged archive: zipfile names odd headers
+            identifier = Identifier._from_fields(data)
+        except (OSError, KeyError, ValueError, TypeError, AttributeError, IndexError, OverflowError,
+                RuntimeError, EOFError, NotImplementedError, pickle.UnpicklingError,
+                zipfile.BadZipFile) as exc:
+            # a damaged archive (zipfile names odd headers), or one whose contents were edited
             raise ValueError(f"{path}: not a readable paramill paraphrase identifier "
-                             f"({type(exc).__name__}: {exc})") from None
-        return Identifier._from_fields(data)
+                             f"({type(exc).__name__}: {first_line(exc, '')})") from None
+        identifier.source = str(path)
+        return identifier
 
     @staticmethod
     def _from_fields(data: dict[str, Any]) -> Identifier:
+        """The identifier of a file's fields; a field of another type or out of its range
+        (edited, or another program's) is a ValueError or TypeError, never a model that
+        scores by NaN."""
+        threshold = data.get("threshold")
+        if threshold is not None and not (type(threshold) in (int, float) and 0 <= threshold <= 1):
+            raise ValueError(f"threshold {json.dumps(threshold)[:40]}, not a probability")
+        for key, kind in (("threshold_choice", dict), ("embed_model", str), ("idf", dict)):
+            if data.get(key) is not None and not isinstance(data[key], kind):
+                raise ValueError(f"{key} {json.dumps(data[key])[:40]}, not a JSON {kind.__name__}")
+        for key in ("encoder_state", "cross_state"):
+            if data.get(key) is not None:
+                _check_weights(data[key], key)
         settings = dict(data["settings"])
         if "encoder_precision" not in settings:  # saved before it: score as it ran
             int8 = settings.pop("encoder_int8", False)
@@ -121,6 +163,9 @@ class Identifier:
                           data.get("encoder_state"), data.get("cross_state"),
                           DocumentFrequencies.from_dict(idf) if idf else None)
 
+    def _named(self, message: str) -> str:
+        return f"{self.source}: {message}" if self.source else message
+
     def accept_at(self, configured: float | None = None) -> float:
         """The threshold pairs must reach: the configured one, else the chosen one (0.5 for
         a model saved before thresholds were chosen)."""
@@ -134,15 +179,21 @@ class Identifier:
         if not hasattr(self, "_encoder"):
             from paramill.embed.model import load_model
 
-            self._encoder = load_model(self.embed_model)
+            try:
+                self._encoder = load_model(self.embed_model)
+            except InputError as exc:  # the identifier names it: say so
+                raise ValueError(self._named(f"the embedding model it was trained with: {exc}")) from None
         return self._encoder
 
     def sentence_encoder(self) -> PretrainedEncoder:
         if not hasattr(self, "_sentence"):
-            self._sentence = PretrainedEncoder(self.settings.sentence_encoder,
-                                             self.settings.encoder_batch,
-                                             self.settings.encoder_precision, self.encoder_state,
-                                             self.settings.encoder_layers)
+            try:
+                self._sentence = PretrainedEncoder(self.settings.sentence_encoder,
+                                                 self.settings.encoder_batch,
+                                                 self.settings.encoder_precision, self.encoder_state,
+                                                 self.settings.encoder_layers)
+            except ValueError as exc:  # weights that do not fit it: say which file holds them
+                raise ValueError(self._named(str(exc))) from None
         return self._sentence
 
     def encoder_used(self) -> dict[str, Any] | None:
@@ -165,9 +216,12 @@ class Identifier:
             from paramill.twitter.cross import CrossEncoder
 
             if self.cross_state is None:
-                raise ValueError("this identifier holds no fine-tuned cross-encoder")
-            self._cross = CrossEncoder(self.settings.sentence_encoder, self.settings.encoder_batch,
-                                       self.settings.encoder_precision, self.cross_state)
+                raise ValueError(self._named("this identifier holds no fine-tuned cross-encoder"))
+            try:
+                self._cross = CrossEncoder(self.settings.sentence_encoder, self.settings.encoder_batch,
+                                           self.settings.encoder_precision, self.cross_state)
+            except ValueError as exc:
+                raise ValueError(self._named(str(exc))) from None
         return self._cross
 
     def features(self, pairs: list[tuple[str, str]], which: str) -> np.ndarray:
@@ -182,8 +236,9 @@ class Identifier:
         of one chunk in memory, not a month's), with progress on long work."""
         which = which or self.settings.model
         if which not in self.fitted:
-            raise ValueError(f"this identifier has no {which!r} model (it has "
-                             f"{', '.join(self.fitted)}): train it with twitter.identify.model: {which}")
+            raise ValueError(self._named(
+                f"this identifier has no {which!r} model (it has {', '.join(self.fitted) or 'none'}):"
+                f" train it with twitter.identify.model: {which}"))
         if not pairs:
             return np.zeros(0)
         from paramill.progress import progress
@@ -192,7 +247,11 @@ class Identifier:
         with progress(f"scoring pairs ({which})", unit="pairs", total=len(pairs)) as bar:
             for start in range(0, len(pairs), chunk):
                 part = pairs[start:start + chunk]
-                out[start:start + len(part)] = self.fitted[which].predict_proba(
-                    self.features(part, which))[:, 1]
+                x = self.features(part, which)
+                if x.shape[1] != self.fitted[which].features:
+                    raise ValueError(self._named(
+                        f"its {which} model weighs {self.fitted[which].features} features, but its "
+                        f"settings give {x.shape[1]}: the file was edited or is damaged"))
+                out[start:start + len(part)] = self.fitted[which].predict_proba(x)[:, 1]
                 bar.update(len(part))
         return out
