@@ -5,6 +5,7 @@ import pytest
 from paramill import provenance
 from paramill.io import atomic_output, sha256_file
 from paramill.provenance import Run, prov_path, verify
+from tests.hostile import edited
 
 
 def make_step(tmp_path, name, inputs, content, rule="step"):
@@ -233,37 +234,18 @@ def test_cli_verify_prints_one_line_per_problem_and_exits_1(tmp_path, capsys):
     assert "BROKEN (2 problems)" in out and "record changed since" in out and "malformed record" in out and "Traceback" not in out
 
 
-WRONG_JSON = [None, 1, -1, 1e308, True, "", "x", [], [1], {}, {"a": 1}, ["x"], [{"path": 5}],
-              {"path": None, "sha256": 3}]
-
-
-def _fields(obj, path=()):
-    items = obj.items() if isinstance(obj, dict) else enumerate(obj) if isinstance(obj, list) else ()
-    for key, value in items:
-        yield (*path, key)
-        yield from _fields(value, (*path, key))
-
-
 def test_any_field_of_a_record_of_the_wrong_json_type_is_a_finding_or_an_answer_never_a_crash(tmp_path):
-    """Records are files anyone can edit: every field of a real record set to each of 14
-    values of other JSON types gives findings or an empty list, never an exception; a wrong
+    """Records are files anyone can edit: every field of a real record set to each value of
+    other JSON types (:data:`tests.hostile.WRONG_JSON`) gives findings or an empty list, never an exception; a wrong
     `outputs` or `inputs` entry is always a finding."""
-    import copy
-
     _, mid, final = _chain(tmp_path)
     record = json.loads(prov_path(final).read_text())
     cases = 0
-    for path in list(_fields(record)):
-        for value in WRONG_JSON:
-            changed = copy.deepcopy(record)
-            parent = changed
-            for key in path[:-1]:
-                parent = parent[key]
-            parent[path[-1]] = value
-            prov_path(final).write_text(json.dumps(changed))
-            findings = verify(final)
-            assert all(isinstance(f, provenance.Finding) for f in findings)
-            if path[0] in ("outputs", "input_records") or path[:1] == ("inputs",) and len(path) > 1:
-                assert findings, (path, value)
-            cases += 1
+    for path, value, changed in edited(record):
+        prov_path(final).write_text(json.dumps(changed))
+        findings = verify(final)
+        assert all(isinstance(f, provenance.Finding) for f in findings)
+        if path[0] in ("outputs", "input_records") or path[:1] == ("inputs",) and len(path) > 1:
+            assert findings, (path, value)
+        cases += 1
     assert cases > 300

@@ -18,6 +18,7 @@ import tweepy
 from requests.adapters import HTTPAdapter
 
 from paramill.io import InputError
+from tests.hostile import edited
 from paramill.twitter import identify
 from paramill.twitter.harvest import HarvestError, HarvestSettings, harvest_day
 from paramill.twitter.url_pairs import PairSettings, build_pairs, reject_reason
@@ -377,25 +378,12 @@ def test_v1_and_v2_objects_and_archive_errors(tmp_path):
         list(read_archive([strict, binary], []))
 
 
-WRONG_JSON = [None, 1, -1, 1e308, 10**30, True, "", "x", "2026-13-45T99:00:00Z", [], [1], {}, {"a": 1}]
-
-
-def _fields(obj, path=()):
-    """Every path into a JSON object (keys of objects, indexes of lists), the root left out."""
-    items = obj.items() if isinstance(obj, dict) else enumerate(obj) if isinstance(obj, list) else ()
-    for key, value in items:
-        yield (*path, key)
-        yield from _fields(value, (*path, key))
-
-
 @pytest.mark.parametrize("kind", ["v2 page", "v1.1 tweet"])
 def test_any_field_of_the_wrong_json_type_gives_rows_or_rejected_rows_never_an_exception(kind):
     """A page or tweet object is the API's (or an archive's) to get wrong: any field set to any
-    other JSON type gives tweet rows that fit the day's table and rejected rows that fit the
+    other JSON type (:data:`tests.hostile.WRONG_JSON`) gives tweet rows that fit the day's table and rejected rows that fit the
     rejected table, never an exception. (``includes.users`` set to a number or true stopped a
     harvest with a TypeError: a truthy value that is not a list was iterated.)"""
-    import copy
-
     import pyarrow as pa
 
     from paramill.twitter.tweets import REJECTED_TWEETS, TWEETS
@@ -413,19 +401,13 @@ def test_any_field_of_the_wrong_json_type_gives_rows_or_rejected_rows_never_an_e
                        "retweeted_status": {"id_str": "6"}, "entities": {"urls": [{"url": "https://t.co/y"}]}},
     }[kind]
     cases = 0
-    for path in list(_fields(good)):
-        for value in WRONG_JSON:
-            obj = copy.deepcopy(good)
-            parent = obj
-            for key in path[:-1]:
-                parent = parent[key]
-            parent[path[-1]] = value
-            rows, rejects = from_object(obj, "archive", "a.jsonl", 1)
-            pa.Table.from_pylist(rows, schema=TWEETS)  # raises where a value does not fit
-            pa.Table.from_pylist(rejects, schema=REJECTED_TWEETS)
-            empty_page = path == ("data",) and value == []  # a page of no tweets says nothing
-            assert len(rows) + len(rejects) >= 1 - empty_page, (path, value)
-            cases += 1
+    for path, value, obj in edited(good):
+        rows, rejects = from_object(obj, "archive", "a.jsonl", 1)
+        pa.Table.from_pylist(rows, schema=TWEETS)  # raises where a value does not fit
+        pa.Table.from_pylist(rejects, schema=REJECTED_TWEETS)
+        empty_page = path == ("data",) and value == []  # a page of no tweets says nothing
+        assert len(rows) + len(rejects) >= 1 - empty_page, (path, value)
+        cases += 1
     assert cases > 200
 
 
