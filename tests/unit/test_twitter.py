@@ -315,6 +315,31 @@ def test_a_harvest_state_of_the_wrong_shape_is_an_error_naming_it_and_the_entry(
     assert "move the file away to start a new state" in str(caught.value)
 
 
+def test_a_harvest_state_with_any_field_of_another_json_type_loads_or_is_an_error(tmp_path):
+    """Every field of a state set to each value of other JSON types: the state loads and the
+    harvest's own reading of it (pruning by first-seen date, saving) runs, or it is an error
+    naming the file; never a traceback."""
+    from paramill.twitter.store import State, prune_urls
+
+    good = {"users": {"newsa": "100"}, "since": {"newsa": "1200"},
+            "pending": {"newsb": {"next_token": "t1", "newest": "1150"}},
+            "urls": {"https://a.com/1": {"since_id": "1100", "next_token": None, "newest": "1101",
+                                         "first_seen": "2026-11-01", "done_run": "2026-11-02"}}}
+    path, loaded, refused = tmp_path / "state.json", 0, 0
+    for _, _, changed in edited(good):
+        path.write_text(json.dumps(changed))
+        try:
+            state = State(path)
+        except InputError as exc:
+            assert str(exc).startswith(f"{path}: not a harvest state: "), exc
+            refused += 1
+            continue
+        prune_urls(state, "2026-11-20", 7)
+        state.save()
+        loaded += 1
+    assert loaded > 30 and refused > 150, (loaded, refused)
+
+
 def test_a_harvest_state_keeps_what_it_does_not_know_and_reads_numbers_as_ids(tmp_path):
     from paramill.twitter.store import State
 
