@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from paramill import __version__, device
-from paramill.io import MalformedJson, read_json, sha256_file, write_json
+from paramill.io import InputError, MalformedJson, read_json, sha256_file, write_json
 
 PROV_SUFFIX = ".prov.json"
 SCHEMA_VERSION = 2
@@ -129,6 +129,21 @@ class Run:
     known_digests: dict[str, str] = field(default_factory=dict)
     started: str = field(default_factory=_now)
 
+    def check_outputs(self, outputs: Iterable[str | os.PathLike]) -> None:
+        """An :class:`~paramill.errors.InputError` where writing ``outputs`` would replace an
+        input: an output that is an input (``--out`` given the input's name), or a folder
+        output that holds one (the folder is replaced whole). Checked before the outputs are
+        renamed into place (:func:`paramill.job.output_job` and :meth:`write`), and by long
+        jobs before their work."""
+        inputs = [Path(p).resolve() for p in self.inputs]
+        for output in outputs:
+            final = Path(output).resolve()
+            for path in inputs:
+                if path == final or final in path.parents:
+                    what = "is" if path == final else "holds"
+                    raise InputError(output, None, f"this output {what} the input {path}: writing "
+                                     "it would replace the input. Give another output path")
+
     def record(self, outputs: dict[str | os.PathLike, str | os.PathLike], rows_in: int | None,
                rows_out: int | None, extra: dict[str, Any] | None = None) -> dict[str, Any]:
         """Build the record. ``outputs`` maps final path -> path where it is now."""
@@ -162,6 +177,7 @@ class Run:
               rows_out: int | None, extra: dict[str, Any] | None = None) -> None:
         """Write the record for ``outputs`` (final -> current path) into ``records``
         (final -> where to write its record now, usually a temporary from atomic_output)."""
+        self.check_outputs(outputs)  # before any of them replaces what was there
         record = self.record(outputs, rows_in, rows_out, extra)
         for final in outputs:
             # the record's own name, as the outputs are named: verify finds the folder the

@@ -68,3 +68,39 @@ def test_a_failing_output_job_leaves_nothing(tmp_path):
             job.paths[0].write_text("half\n")
             raise RuntimeError("stop")
     assert sorted(p.name for p in tmp_path.iterdir()) == []
+
+
+def test_an_output_that_would_replace_an_input_is_refused_before_the_work(tmp_path):
+    """`--out` given an input's name (or a folder output that holds an input) replaced the
+    input with the output when the job ended: `embed train pairs.tsv --out pairs.tsv` left a
+    model where the training pairs had been. It is an error naming both, before the job's
+    block runs, and the input is untouched; through a symlink or `..` it is the same file."""
+    from paramill.cli import main
+    from paramill.io import InputError
+
+    src = tmp_path / "in.txt"
+    src.write_text("input\n")
+    (tmp_path / "sub").mkdir()
+    run = Run(rule="r", params={}, inputs=[src])
+    ran = []
+    for out, what in ((src, "is"), (tmp_path / "sub" / ".." / "in.txt", "is"), (tmp_path, "holds")):
+        with pytest.raises(InputError, match=rf"this output {what} the input {src}: writing it "
+                                             r"would replace the input"):
+            with output_job(run, out):
+                ran.append(out)
+    (tmp_path / "link.txt").symlink_to(src)
+    with pytest.raises(InputError):
+        with table_job(run, tmp_path / "link.txt", SCHEMA, "x", total=0):
+            ran.append("link")
+    assert not ran and src.read_text() == "input\n" and sorted(p.name for p in tmp_path.iterdir()) == [
+        "in.txt", "link.txt", "sub"]
+    with output_job(run, tmp_path / "sub" / "out.txt") as job:  # beside an input: fine
+        job.paths[0].write_text("out")
+    assert (tmp_path / "sub" / "out.txt").read_text() == "out"
+
+    pairs = tmp_path / "pairs.tsv"
+    pairs.write_text("".join(f"a man reads book {i}\ta man is reading book {i}\n" for i in range(20)))
+    before = pairs.read_bytes()
+    assert main(["embed", "train", str(pairs), "--out", str(pairs), "--spec",
+                 '{"units": "word", "components": ["word"], "dim": 4}', "--settings", '{"epochs": 1}']) == 2
+    assert pairs.read_bytes() == before and not list(tmp_path.glob("pairs.tsv.*"))

@@ -266,6 +266,7 @@ def train(source: PairSource | list[tuple[str, str]], out: str | Path, spec: Mod
     known = {str(Path(p)): d for p, d in zip(source.paths, data.get("files", []))}  # hashed once
     run = Run(rule=rule, params={"spec": asdict(spec), "train": asdict(settings)}, inputs=list(inputs),
               known_digests=known)
+    run.check_outputs([out, resume, store])  # before hours of training, not after
     started = _clock()
     n = write_ids(model.vocabs, model.featurizers, source, store, CHUNK_PAIRS,
                   key={"data": data, "spec": asdict(spec)}, workers=device.threads())
