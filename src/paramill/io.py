@@ -280,16 +280,32 @@ def atomic_output(*paths: str | os.PathLike) -> Iterator[list[Path]]:
         sweep_leftovers(final.parent, _temp_prefix(final))
     try:
         yield temps
+        for tmp, final in zip(temps, finals):  # all checked before any is renamed
+            if not tmp.exists():
+                raise RuntimeError(f"atomic_output: {final} was not written")
+            _check_replaceable(final, tmp)
     except BaseException:
         for tmp in temps:
             _remove(tmp)
         raise
     for tmp, final in zip(temps, finals):
-        if not tmp.exists():
-            raise RuntimeError(f"atomic_output: {final} was not written")
         if final.exists() or final.is_symlink():
             _remove(final)
         os.replace(tmp, final)
+
+
+def _check_replaceable(final: Path, new: Path) -> None:
+    """A folder where a file was written (``--out`` given a folder), or a file where a folder
+    was, is an :class:`InputError` naming it: replacing it would delete the folder and all
+    it holds, or a file the job was never asked to write. An output of the same kind is
+    replaced (an earlier run's)."""
+    if final.is_symlink() or not final.exists() or final.is_dir() == new.is_dir():
+        return
+    if final.is_dir():
+        raise InputError(final, None, "is a folder, and this output is a file: writing it would "
+                         "delete the folder and all it holds. Give a file path (nothing was written)")
+    raise InputError(final, None, "is a file, and this output is a folder: writing it would "
+                     "delete the file. Give another path (nothing was written)")
 
 
 @contextlib.contextmanager

@@ -61,6 +61,34 @@ def test_atomic_output_replaces_an_old_directory(tmp_path):
     assert os.listdir(target) == ["fresh"]
 
 
+def test_a_file_output_never_replaces_a_folder_nor_a_folder_output_a_file(tmp_path):
+    """`--out` given a folder deleted the folder and everything in it when the job ended (a
+    model file took its place); a folder output given a file's path deleted the file. Both
+    are an error naming the path; nothing is renamed, no temporary stays; the other outputs
+    of the job are not renamed either."""
+    from paramill.io import InputError
+
+    folder, file, other = tmp_path / "results", tmp_path / "notes.txt", tmp_path / "other.txt"
+    folder.mkdir()
+    (folder / "keep.txt").write_text("precious")
+    file.write_text("precious")
+    for final, written, what in ((folder, "file", "is a folder, and this output is a file"),
+                                 (file, "folder", "is a file, and this output is a folder")):
+        with pytest.raises(InputError, match=rf"{final.name}: {what}: writing it would delete"):
+            with atomic_output(other, final) as (tmp_other, tmp):
+                tmp_other.write_text("new")
+                if written == "file":
+                    tmp.write_text("model")
+                else:
+                    tmp.mkdir()
+    assert (folder / "keep.txt").read_text() == "precious" and file.read_text() == "precious"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["notes.txt", "results"]
+    (tmp_path / "link").symlink_to(folder)  # a link is replaced, never followed
+    with atomic_output(tmp_path / "link") as (tmp,):
+        tmp.write_text("x")
+    assert (tmp_path / "link").read_text() == "x" and (folder / "keep.txt").exists()
+
+
 def test_shard_writer_splits_rows_into_shards(tmp_path):
     schema = pa.schema([pa.field("n", pa.int64())])
     writer = ShardWriter(tmp_path / "s", schema, shard_size=4)

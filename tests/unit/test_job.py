@@ -104,3 +104,8 @@ def test_an_output_that_would_replace_an_input_is_refused_before_the_work(tmp_pa
     assert main(["embed", "train", str(pairs), "--out", str(pairs), "--spec",
                  '{"units": "word", "components": ["word"], "dim": 4}', "--settings", '{"epochs": 1}']) == 2
     assert pairs.read_bytes() == before and not list(tmp_path.glob("pairs.tsv.*"))
+    (tmp_path / "models").mkdir()  # --out given a folder: refused before training
+    (tmp_path / "models" / "old.pt").write_text("kept")
+    assert main(["embed", "train", str(pairs), "--out", str(tmp_path / "models"), "--spec",
+                 '{"units": "word", "components": ["word"], "dim": 4}', "--settings", '{"epochs": 1}']) == 2
+    assert (tmp_path / "models" / "old.pt").read_text() == "kept" and not list(tmp_path.glob("models.*"))

@@ -267,6 +267,9 @@ def train(source: PairSource | list[tuple[str, str]], out: str | Path, spec: Mod
     run = Run(rule=rule, params={"spec": asdict(spec), "train": asdict(settings)}, inputs=list(inputs),
               known_digests=known)
     run.check_outputs([out, resume, store])  # before hours of training, not after
+    for path in (out, resume):
+        if path.is_dir() and not path.is_symlink():
+            raise InputError(path, None, "is a folder; the model is a file: give its path")
     started = _clock()
     n = write_ids(model.vocabs, model.featurizers, source, store, CHUNK_PAIRS,
                   key={"data": data, "spec": asdict(spec)}, workers=device.threads())
