@@ -120,6 +120,10 @@ def _terminated(signum: int, frame: Any) -> None:
     raise SystemExit(128 + signum)
 
 
+#: ``--threads`` may ask for up to this many threads a CPU the process may use
+MAX_OVERSUBSCRIPTION = 4
+
+
 def _early_threads(argv: list[str] | None) -> None:
     """Apply ``--threads`` before any stage module (and so polars, numpy, torch) is
     imported: their pools are sized from the environment when they load."""
@@ -129,6 +133,13 @@ def _early_threads(argv: list[str] | None) -> None:
     known, _ = early.parse_known_args(argv)
     if known.threads is not None and known.threads < 1:
         early.error(f"--threads must be at least 1, not {known.threads}")
+    cpus = device.available_cpus()
+    if known.threads is not None and known.threads > MAX_OVERSUBSCRIPTION * cpus:
+        # every pool (torch's two, BLAS, polars, the tools started) would start that many:
+        # --threads 100000 started 31,000 threads and 1.5 GB before it was stopped
+        early.error(f"--threads {known.threads} is more than {MAX_OVERSUBSCRIPTION} times the "
+                    f"{cpus} CPUs this process may use (its affinity: what SLURM or taskset "
+                    f"allow); give at most {MAX_OVERSUBSCRIPTION * cpus}")
     device.limit_threads(known.threads or device.threads())
 
 

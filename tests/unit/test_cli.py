@@ -183,10 +183,19 @@ def test_threads_size_every_pool_before_the_libraries_load_and_the_record_says_s
     assert out == [str(threads)] * 5  # polars, torch, CTranslate2's count, a child's torch
 
 
-def test_threads_below_one_is_a_usage_error(capsys):
+def test_threads_below_one_or_far_above_the_cpus_is_a_usage_error(capsys):
+    """--threads 100000 started 31,000 threads (every pool sized to it) and 1.5 GB before
+    anything ran; more than four threads a CPU the process may use is refused at once."""
+    import os
+
     with pytest.raises(SystemExit) as stop:
         main(["--threads", "0", "config", "schema"])
     assert stop.value.code == 2 and "--threads must be at least 1" in capsys.readouterr().err
+    cpus = len(os.sched_getaffinity(0))
+    with pytest.raises(SystemExit) as stop:
+        main(["--threads", str(4 * cpus + 1), "config", "schema"])
+    assert stop.value.code == 2 and (f"--threads {4 * cpus + 1} is more than 4 times the {cpus} CPUs "
+                                     f"this process may use") in capsys.readouterr().err
 
 
 def test_an_error_starts_its_own_line_after_a_progress_bar(tmp_path, capfd, monkeypatch):
