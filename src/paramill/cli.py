@@ -143,6 +143,30 @@ def _early_threads(argv: list[str] | None) -> None:
     device.limit_threads(known.threads or device.threads())
 
 
+#: the exit status of a job that ran out of memory (a resource to raise, not a bad input)
+EXIT_OUT_OF_MEMORY = 3
+
+
+def out_of_memory(exc: BaseException) -> str | None:
+    """The error line for a job that ran out of host or GPU memory (Python's MemoryError,
+    torch's allocators), or None for any other error. What to change comes with it: the job
+    holds memory in proportion to its settings (a model's ``dim``, a batch), not to the
+    corpus, so the fix is a setting or the rule's ``mem_mb``/GPU, never a smaller input."""
+    text = " ".join(str(exc).split())
+    if isinstance(exc, MemoryError):
+        where = "host memory"
+    elif type(exc).__name__ == "OutOfMemoryError" or "CUDA out of memory" in text:
+        where = "GPU memory"
+    elif "can't allocate memory" in text or "Cannot allocate memory" in text:
+        where = "host memory"
+    else:
+        return None
+    detail = text.split(". Error code")[0].split(" Of the allocated memory")[0][:240]
+    return (f"out of {where}{f' ({detail})' if detail else ''}. Lower the settings that size "
+            "what a job holds at once (a model's dim, batch_size or megabatch, a buffer), or give "
+            "the rule more memory (resources: {RULE: {mem_mb: ...}} or a larger GPU)")
+
+
 def _error(command: str, message: str) -> None:
     """The one error line, on a line of its own (a progress bar in the log is ended first)."""
     from paramill.progress import end_all
@@ -168,6 +192,12 @@ def main(argv: list[str] | None = None) -> int:
         where = f"{exc.filename}: " if exc.filename else ""
         _error(command, f"{where}{exc.strerror or exc}")
         return EXIT_INPUT_ERROR
+    except (MemoryError, RuntimeError) as exc:
+        message = out_of_memory(exc)
+        if message is None:
+            raise  # a defect: its traceback is what to report
+        _error(command, message)
+        return EXIT_OUT_OF_MEMORY
     finally:
         if main_thread:
             signal.signal(signal.SIGTERM, previous)

@@ -242,3 +242,41 @@ def test_a_jobs_fixed_costs_stay_small():
         "assert inductor.deterministic  # where it was imported, its flag is set too\n")
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr[-3000:]
+
+
+def test_running_out_of_memory_is_one_error_line_saying_what_to_change(tmp_path, capsys, monkeypatch):
+    """A job that runs out of host or GPU memory (`embed train` with dim 1e9 asked torch for
+    704 GB) ended in a torch traceback; it is one error line naming what holds memory and
+    the rule's resources, exit status 3 (a resource, not a bad input). Any other
+    RuntimeError is a defect and keeps its traceback."""
+    import torch
+
+    import paramill.embed.train as training
+
+    pairs = tmp_path / "p.tsv"
+    pairs.write_text("a man reads\ta man is reading\n")
+    argv = ["embed", "train", str(pairs), "--out", str(tmp_path / "m.pt")]
+
+    def raises(exc):
+        def run(*args, **kwargs):
+            raise exc
+        return run
+
+    cpu = RuntimeError("[enforce fail at alloc_cpu.cpp:127] err == 0. DefaultCPUAllocator: can't "
+                       "allocate memory: you tried to allocate 704000000000 bytes. Error code 12 "
+                       "(Cannot allocate memory)")
+    gpu = torch.cuda.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a "
+                                      "total capacity of 79.19 GiB of which 1.1 GiB is free. Of the "
+                                      "allocated memory 70 GiB is allocated by PyTorch")
+    for exc, where, detail in ((MemoryError(), "host memory", ""),
+                               (cpu, "host memory", "you tried to allocate 704000000000 bytes)"),
+                               (gpu, "GPU memory", "1.1 GiB is free.)")):
+        monkeypatch.setattr(training, "train", raises(exc))
+        assert main(argv) == 3
+        (line,) = capsys.readouterr().err.strip().splitlines()
+        assert line.startswith(f"paramill embed train: error: out of {where}") and detail in line
+        assert "dim, batch_size or megabatch" in line and "mem_mb" in line
+    monkeypatch.setattr(training, "train", raises(RuntimeError("index out of range in self")))
+    with pytest.raises(RuntimeError, match="index out of range"):
+        main(argv)
+    assert not list(tmp_path.glob("m.pt*"))
