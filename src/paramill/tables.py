@@ -147,6 +147,37 @@ def iter_parquet_batches(paths: Sequence[str | os.PathLike], batch_size: int = 6
                                          f"({first_line(exc)})") from None
 
 
+def _same_kind(found: pa.DataType, expected: pa.DataType) -> bool:
+    """Whether a column of type ``found`` holds what ``expected`` does: text in any of
+    Arrow's string layouts (a dictionary of strings too), lists of the same kind, else the
+    same type."""
+    if _has_text(expected) and not (pa.types.is_list(expected) or pa.types.is_large_list(expected)):
+        return (pa.types.is_string(found) or pa.types.is_large_string(found)
+                or pa.types.is_dictionary(found) and _same_kind(found.value_type, expected))
+    if pa.types.is_list(expected) or pa.types.is_large_list(expected):
+        return ((pa.types.is_list(found) or pa.types.is_large_list(found))
+                and _same_kind(found.value_type, expected.value_type))
+    return found == expected
+
+
+def read_table(path: str | os.PathLike, schema: pa.Schema, what: str) -> pa.Table:
+    """The columns of ``schema`` from the Parquet file ``path``, cast to it; a file without
+    one of them, or with one of another kind (numbers where text is meant), is an
+    :class:`~paramill.errors.InputError` naming the file and the column (polars' own error
+    named neither), as are the faults :func:`iter_parquet_batches` finds."""
+    found = open_parquet(path).schema_arrow
+    for field in schema:
+        if field.name not in found.names:
+            raise InputError(path, None, f"not {what}: no column {field.name} (it has "
+                                         f"{', '.join(found.names)[:200]})")
+        if not _same_kind(found.field(field.name).type, field.type):
+            raise InputError(path, None, f"not {what}: column {field.name} holds "
+                                         f"{found.field(field.name).type}, not {field.type}")
+    batches = list(iter_parquet_batches([path], columns=schema.names))
+    table = pa.Table.from_batches(batches) if batches else found.empty_table().select(schema.names)
+    return table.cast(pa.schema([pa.field(f.name, f.type) for f in schema]))
+
+
 def parquet_rows(paths: Sequence[str | os.PathLike]) -> int:
     """Row count from Parquet footers (no data read)."""
     return sum(open_parquet(p).metadata.num_rows for p in paths)

@@ -275,3 +275,40 @@ def test_a_sentencepiece_model_file_that_is_not_one_names_it(tmp_path):
             load(tmp_path / "bad.model")
         with pytest.raises(InputError, match=r"missing.model: file not found"):
             load(tmp_path / "missing.model")
+
+
+def test_a_table_of_another_shape_is_an_error_naming_the_file_and_the_column(tmp_path, capsys):
+    """`twitter month` read day tables with polars and ended in its ColumnNotFoundError (no
+    file named) on a Parquet file of other columns; a column of another kind (numbers for
+    the tweet id) likewise. Both name the file and the column now, before the identifier is
+    loaded. Text in any of Arrow's layouts (large strings, a dictionary) is still text."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from paramill.cli import main
+    from paramill.tables import read_table
+    from paramill.twitter.tweets import TWEETS
+
+    row = {"tweet_id": "1", "author": "cnn", "author_id": "9", "created_at": "2026-11-02T10:00:00Z",
+           "text": "Storm hits the town", "urls": ["https://a.com/1"], "short_urls": [],
+           "canonical_urls": ["https://a.com/1"], "is_retweet": False, "retweet_of": None,
+           "lang": "en", "source": "archive"}
+    good = pa.Table.from_pylist([row], schema=TWEETS)
+    pq.write_table(good, tmp_path / "day.parquet")
+    def same(table):
+        return table.to_pylist() == [row] and table.schema.types == TWEETS.types
+
+    assert same(read_table(tmp_path / "day.parquet", TWEETS, "a day table"))
+    wide = good.set_column(4, "text", good["text"].cast(pa.large_string()).dictionary_encode())
+    pq.write_table(wide.append_column("extra", pa.array([1])), tmp_path / "wide.parquet")
+    assert same(read_table(tmp_path / "wide.parquet", TWEETS, "a day table"))
+    pq.write_table(pa.table({"s1": ["a"], "s2": ["b"]}), tmp_path / "pairs.parquet")
+    pq.write_table(good.set_column(0, "tweet_id", pa.array([1])), tmp_path / "ids.parquet")
+    (tmp_path / "model.npz").write_bytes(b"never read")
+    for name, problem in (("pairs.parquet", "no column tweet_id (it has s1, s2)"),
+                          ("ids.parquet", "column tweet_id holds int64, not string")):
+        assert main(["twitter", "month", "--month", "2026-11", "--model", str(tmp_path / "model.npz"),
+                     "--pairs", str(tmp_path / "p.parquet"), "--tsv", str(tmp_path / "p.tsv"),
+                     "--stats", str(tmp_path / "s.json"), str(tmp_path / name)]) == 2
+        assert capsys.readouterr().err.strip().endswith(
+            f"{tmp_path / name}: not a day table of tweets (`paramill twitter harvest`): {problem}")

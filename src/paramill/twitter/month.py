@@ -14,7 +14,9 @@ import pyarrow as pa
 from paramill.io import InputError, TableWriter, check_regular_file, read_json, write_json
 from paramill.job import output_job
 from paramill.provenance import Run
+from paramill.tables import read_table
 from paramill.twitter.identify import Identifier
+from paramill.twitter.tweets import TWEETS
 from paramill.twitter.url_pairs import PAIRS, PairSettings, build_pairs
 
 SCORED = pa.schema(list(PAIRS) + [pa.field("p_paraphrase", pa.float64())])
@@ -29,7 +31,8 @@ def score_month(days: list[str | Path], model: str | Path, accounts: list[str], 
     ``threshold``, or the one the identifier chose when it is None)."""
     run = Run(rule=rule, params={"month": month, "threshold": threshold, "accounts": accounts,
                                  **asdict(pair_settings)}, inputs=[*days, model])
-    tweets = (pl.concat([pl.read_parquet(d) for d in days], how="vertical_relaxed")
+    tweets = (pl.concat([pl.from_arrow(read_table(d, TWEETS, "a day table of tweets "
+                                                  "(`paramill twitter harvest`)")) for d in days])
               .unique("tweet_id", keep="first", maintain_order=True)) if days else None
     if pair_settings.fetch_cards and tweets is not None and not cards:
         from paramill.twitter.urls import fetch_cards
