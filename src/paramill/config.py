@@ -13,6 +13,7 @@ import functools
 import hashlib
 import json
 import math
+import os
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -235,6 +236,21 @@ def _corpus_problems(bitext: dict[str, Any], pairs: dict[str, Any]) -> list[str]
     return problems
 
 
+def _braced_paths(node: Any, path: tuple[str, ...] = ()) -> list[str]:
+    """Every value that names a file or folder that exists and holds ``{`` or ``}``: Snakemake
+    reads braces in a rule's files as a wildcard, and the workflow ended in a WildcardError
+    naming neither the key nor the file. (Patterns such as ``token_pattern`` hold braces too;
+    they name no file.)"""
+    if isinstance(node, dict):
+        return [p for key, value in node.items() for p in _braced_paths(value, (*path, str(key)))]
+    if isinstance(node, list):
+        return [p for k, value in enumerate(node) for p in _braced_paths(value, (*path, str(k)))]
+    if isinstance(node, str) and ("{" in node or "}" in node) and os.path.lexists(node):
+        return [f"config key {_key(path)}: the path {node!r} holds a brace, which Snakemake reads "
+                "as a wildcard in a rule's files; rename it, or link it under a name without braces"]
+    return []
+
+
 #: rules that were renamed: a config naming the old name is told the new one
 RENAMED_RULES = {"paraid_train": "twitter_identify"}
 
@@ -281,6 +297,7 @@ def cross_field_problems(config: dict[str, Any]) -> list[str]:
             problems.append(f"config key {_key(where)}: no release is named {release!r} (default, "
                             f"or one under filters.releases: {', '.join(sorted(releases))})")
     problems += _corpus_problems(bitext, pairs)
+    problems += _braced_paths(config)
     selects = {"filters.select": _get(config, ("filters", "select")) or {}}
     for name, variant in (_get(config, ("filters", "releases")) or {}).items():
         selects[f"filters.releases.{name}"] = variant or {}

@@ -323,3 +323,29 @@ def test_a_settings_file_that_cannot_be_read_is_a_usage_error(tmp_path, capsys):
               "--settings", f"@{bomb}"])
     assert caught.value.code == 2
     assert f"argument --settings: {bomb}: more than 1,000,000 values" in capsys.readouterr().err
+
+
+def test_a_path_holding_a_brace_is_a_config_error_naming_the_key(tmp_path):
+    """Snakemake reads braces in a rule's files as a wildcard: a corpus under `data {x}/`
+    ended the workflow in a WildcardError naming neither key nor file. A value that names a
+    file or folder that exists and holds a brace is a config error naming the key; a pattern
+    with braces (`token_pattern`) names no file and is left alone."""
+    folder = tmp_path / "data {x}"
+    folder.mkdir()
+    for side in ("cs", "en"):
+        (folder / f"c.{side}").write_text("Ahoj.\n" if side == "cs" else "Hello.\n")
+    given = {"bitext": {"corpora": {"c": {"format": "moses", "cs": str(folder / "c.cs"),
+                                          "en": str(folder / "c.en")}}},
+             "evaluate": {"sts": [{"name": "s", "year": 2012, "path": str(folder), "format": "tsv"}]}}
+    with pytest.raises(ConfigError) as err:
+        config.resolve(given)
+    problems = str(err.value).splitlines()[1:]
+    assert [p.split(":")[0].strip() for p in problems] == [
+        "config key bitext.corpora.c.cs", "config key bitext.corpora.c.en", "config key evaluate.sts.0.path"]
+    assert all("holds a brace, which Snakemake reads as a wildcard" in p for p in problems)
+    plain = tmp_path / "data"
+    folder.rename(plain)
+    given["bitext"]["corpora"]["c"] = {"format": "moses", "cs": str(plain / "c.cs"), "en": str(plain / "c.en")}
+    given["evaluate"]["sts"][0]["path"] = str(plain)
+    given["lexicon"] = {"token_pattern": r"\w{1,}|[^\w\s]"}
+    assert config.resolve(given)["bitext"]["corpora"]["c"]["cs"] == str(plain / "c.cs")
