@@ -7,7 +7,7 @@ byte changes) and read by the command that takes it, in this process: bitext and
 ingest in every sample layout; the tweet-archive replay; the identifier's labelled pairs in
 its three layouts (Twitter URL, PIT-2015, a.toks/b.toks/sim.txt: written from the sample's
 labelled tweets); embed train from TSV pairs; the STS sets in their three layouts
-(SentEval's two files each mutated in turn); SimLex-999 against a lexicon; the sample's
+(SentEval's two files each mutated in turn); SimLex-999 against a lexicon, and a lexicon against SimLex-999; the sample's
 pairs as Parquet read by pairs ingest, embed train and lexicon build; an embedding model
 file read by evaluate sts. The STS and SimLex cases read a tiny embedding model and lexicon,
 built here first.
@@ -190,6 +190,12 @@ def simlex(files: dict[str, str], out: Path) -> list[str]:
             "--tsv", str(out / "simlex.tsv"), "--json", str(out / "simlex.json")]
 
 
+def simlex_with(files: dict[str, str], out: Path) -> list[str]:
+    return ["lexicon", "simlex", "--lexicon", files["lexicon"], "--simlex",
+            str(SAMPLE / "simlex/simlex-sample.txt"), "--tsv", str(out / "simlex.tsv"),
+            "--json", str(out / "simlex.json")]
+
+
 def sample_parquet() -> Path:
     """The sample's ParaNMT pairs as Parquet (s1, s2, parascore), for the Parquet readers:
     the sample holds no Parquet file of its own."""
@@ -252,6 +258,7 @@ CASES = {
     "parquet-embed": ({"path": PARQUET}, embed),
     "parquet-lexicon": ({"path": PARQUET}, lexicon),
     "model": ({"model": built("model")}, sts_with),  # a torch file, as evaluate sts reads it
+    "lexicon-tsv": ({"lexicon": built("lexicon")}, simlex_with),  # lexicon build's table
     "sts-senteval": ({"path": SAMPLE / "sts/STS.input.grammar.txt",
                       "gold": SAMPLE / "sts/STS.gs.grammar.txt"}, sts("senteval")),
 }

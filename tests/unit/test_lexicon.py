@@ -86,6 +86,21 @@ def test_simlex_reader_and_scores(tmp_path):
     with pytest.raises(InputError, match="bad.txt:2"):
         simlex_format.read(bad)
 
+    # the lexicon handed to it: another table ended in polars' ColumnNotFoundError naming no
+    # file, a score that is not a number in its parse error, a NaN score in a NaN correlation
+    header = "u\tv\tcount\tpmi_cross\tpmi_adjusted\n"
+    for text, problem in (("w1\tw2\tpmi\nbig\tlarge\t2\n",
+                           r"lex2.tsv:1: not a lexicon from `paramill lexicon build`: its header "
+                           r"has no u, v, pmi_cross, pmi_adjusted \(it has w1, w2, pmi\)"),
+                          (header + "big\tlarge\t3\tx\t1\n", r"lex2.tsv: not a readable lexicon \(could not "
+                                                          r"parse `x`"),
+                          (header + "big\tlarge\t3\tnan\t1\n", r"lex2.tsv: the scores of 'big' / 'large' "
+                                                            r"are not finite numbers")):
+        (tmp_path / "lex2.tsv").write_text(text)
+        with pytest.raises(InputError, match=problem):
+            evaluate(tmp_path / "lex2.tsv", simlex, tmp_path / "s2.tsv", tmp_path / "s2.json")
+    assert not list(tmp_path.glob("s2.*"))
+
 
 def test_partitions_and_chunks_do_not_change_the_lexicon(tmp_path):
     import random

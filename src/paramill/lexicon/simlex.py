@@ -14,6 +14,36 @@ from paramill.job import output_job
 from paramill.provenance import Run
 
 
+#: the columns of ``lexicon.tsv`` (``paramill lexicon build``) that the evaluation reads
+LEXICON_COLUMNS = {"u": pl.String, "v": pl.String, "pmi_cross": pl.Float64, "pmi_adjusted": pl.Float64}
+
+
+def read_lexicon(path: str | Path, words: set[str]) -> pl.DataFrame:
+    """The rows of the lexicon ``path`` whose two words are both in ``words``. A file that is
+    not such a lexicon (no header naming u, v, pmi_cross and pmi_adjusted; a score that is not
+    a finite number) is an :class:`~paramill.errors.InputError` naming it: polars' own errors
+    named no file, and a NaN score made the correlation NaN."""
+    from paramill.errors import InputError, first_line
+    from paramill.formats import strict_lines
+
+    header = next(strict_lines(path), (1, ""))[1].split("\t")
+    missing = [c for c in LEXICON_COLUMNS if c not in header]
+    if missing:
+        raise InputError(path, 1, f"not a lexicon from `paramill lexicon build`: its header has no "
+                                  f"{', '.join(missing)} (it has {', '.join(header)[:120]})")
+    try:
+        lex = (pl.scan_csv(path, separator="\t", quote_char=None, schema_overrides=LEXICON_COLUMNS)
+               .select(list(LEXICON_COLUMNS))
+               .filter(pl.col("u").is_in(words) & pl.col("v").is_in(words)).collect())
+    except (pl.exceptions.PolarsError, OSError) as exc:  # a row that does not parse
+        raise InputError(path, None, f"not a readable lexicon ({first_line(exc)})") from None
+    bad = lex.filter(~pl.col("pmi_cross").is_finite() | ~pl.col("pmi_adjusted").is_finite())
+    if bad.height:
+        u, v = bad.row(0)[:2]
+        raise InputError(path, None, f"the scores of {u!r} / {v!r} are not finite numbers")
+    return lex
+
+
 def evaluate(lexicon_tsv: str | Path, simlex: str | Path, out_tsv: str | Path, out_json: str | Path,
              rule: str = "lexicon_simlex") -> dict[str, Any]:
     from paramill.correlation import spearman
@@ -21,8 +51,7 @@ def evaluate(lexicon_tsv: str | Path, simlex: str | Path, out_tsv: str | Path, o
     run = Run(rule=rule, params={}, inputs=[lexicon_tsv, simlex])
     gold = simlex_format.read(simlex)
     wanted = {w for a, b, _ in gold for w in (a, b)}
-    lex = (pl.scan_csv(lexicon_tsv, separator="\t", quote_char=None, schema_overrides={"u": pl.String, "v": pl.String})
-           .filter(pl.col("u").is_in(wanted) & pl.col("v").is_in(wanted)).collect())
+    lex = read_lexicon(lexicon_tsv, wanted)
     scores = {(u, v): (c, a) for u, v, c, a in lex.select("u", "v", "pmi_cross", "pmi_adjusted").iter_rows()}
     rows, seen = [], 0
     results = []
