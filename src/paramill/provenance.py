@@ -299,7 +299,7 @@ def verify(output: str | os.PathLike, recursive: bool = True,
         return base / name  # an absolute name stays as it is
 
     findings: list[Finding] = []
-    listed = {where(e["path"]).resolve() for e in record.get("outputs", [])}
+    listed = {where(e["path"]).resolve() for e in record.get("outputs", [])}  # as they are now
     if not output.is_dir() and output.resolve() not in listed:
         findings.append(Finding(str(output), f"not among the outputs {record_path.name} lists: "
                                 "the record of another file, or edited"))
@@ -311,9 +311,8 @@ def verify(output: str | os.PathLike, recursive: bool = True,
                 findings.append(problem)
     # files that appeared in a directory output since the record are a problem too
     if output.is_dir():
-        recorded = {str(where(e["path"]).absolute()) for e in record.get("outputs", [])}
         for file in _files_of(output):
-            if str(file.absolute()) not in recorded:
+            if file.resolve() not in listed:
                 findings.append(Finding(str(file), "file not in the record"))
     if not recursive:
         return findings
