@@ -43,6 +43,16 @@ def need(flag: str, help: str, **kw: Any) -> tuple[tuple[str, ...], dict[str, An
     return arg(flag, required=True, help=help, **kw)
 
 
+def out(flag: str, help: str, required: bool = True, **kw: Any) -> tuple[tuple[str, ...], dict[str, Any]]:
+    """An output path (``--out``, ``--tsv``, ...; an option is required unless told, a
+    positional always is). Before the verb runs, its folder is made and a file created there
+    and removed (:func:`paramill.io.check_writable`), so a job that cannot write its output
+    stops with one line naming it before its work, not after hours of it."""
+    if flag.startswith("-"):
+        kw["required"] = required
+    return arg(flag, help=help, output=True, **kw)
+
+
 def section_settings(section: str, given: dict[str, Any] | None) -> dict[str, Any]:
     """The schema's defaults of config section ``section`` (``"bitext.clean"``) overlaid
     with ``given``; unknown keys are refused by the settings class that reads them."""
@@ -75,21 +85,29 @@ class Group:
         verbs = parser.add_subparsers(dest="what", required=True, metavar="STEP")
         for name, help, description, args, sections, func in self.verbs:
             p = verbs.add_parser(name, help=help, description=description or help)
+            outputs = []
             for flags, kw in args:
-                p.add_argument(*flags, **kw)
+                kw = dict(kw)
+                if kw.pop("output", False):
+                    outputs.append(p.add_argument(*flags, **kw).dest)
+                else:
+                    p.add_argument(*flags, **kw)
             for dest, section in sections.items():
                 p.add_argument("--" + dest.replace("_", "-"), dest=dest, type=json_arg,
                                metavar="JSON", help=f"config section {section} (JSON, or @file "
                                "JSON/YAML); keys left out take the schema's defaults")
             p.set_defaults(func=_with_settings(func, sections),
-                           default_rule=f"{self.name}_{name}")
+                           default_rule=f"{self.name}_{name}", output_dests=tuple(outputs))
 
 
 def _with_settings(func: Verb, sections: dict[str, str]) -> Verb:
     def run(args: argparse.Namespace) -> int:
+        from paramill.io import check_writable
+
         for dest, section in sections.items():
             setattr(args, dest, section_settings(section, getattr(args, dest)))
         args.rule = args.rule or args.default_rule
+        check_writable(*[path for dest in args.output_dests if (path := getattr(args, dest))])
         result = func(args)
         if isinstance(result, int):
             return result

@@ -275,8 +275,8 @@ def atomic_output(*paths: str | os.PathLike) -> Iterator[list[Path]]:
     """
     finals = [Path(p) for p in paths]
     temps = [_temp_sibling(p) for p in finals]
+    check_writable(*finals)
     for final in finals:
-        final.parent.mkdir(parents=True, exist_ok=True)
         sweep_leftovers(final.parent, _temp_prefix(final))
     try:
         yield temps
@@ -292,6 +292,31 @@ def atomic_output(*paths: str | os.PathLike) -> Iterator[list[Path]]:
         if final.exists() or final.is_symlink():
             _remove(final)
         os.replace(tmp, final)
+
+
+def check_writable(*paths: str | os.PathLike) -> None:
+    """Make each path's folder (with its parents) and create, then remove, a temporary file
+    in it: an :class:`InputError` naming the path where that fails (a read-only or full file
+    system, a folder that cannot be created, ``/proc``). :func:`atomic_output` calls it
+    before its block runs, so a job learns it cannot write its output before its work, not
+    after; jobs that write other files first (a store, a checkpoint) call it for those."""
+    for path in map(Path, paths):
+        probe = _temp_sibling(path)
+        above = next((f for f in path.parents if f.exists() or f.is_symlink()), None)
+        if above is not None and not above.is_dir():
+            what = (f"is a link to {os.readlink(above)}, which does not exist"
+                    if not above.exists() else "is a file, not a folder")
+            raise InputError(path, None, f"cannot be written: {above} {what}. Give a path in a "
+                             "folder (nothing was written)")
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            os.close(os.open(probe, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
+            probe.unlink()
+        except OSError as exc:
+            where = f" ({exc.filename})" if exc.filename and str(exc.filename) != str(probe) else ""
+            raise InputError(path, None, f"cannot be written: {exc.strerror or exc}{where}. "
+                             "Give a path in a folder this job can write (nothing was "
+                             "written)") from None
 
 
 def _check_replaceable(final: Path, new: Path) -> None:

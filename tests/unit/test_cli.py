@@ -280,3 +280,84 @@ def test_running_out_of_memory_is_one_error_line_saying_what_to_change(tmp_path,
     with pytest.raises(RuntimeError, match="index out of range"):
         main(argv)
     assert not list(tmp_path.glob("m.pt*"))
+
+
+def _verbs():
+    """(group, verb, subparser) of every verb declared through a Group (those with outputs
+    the command line checks)."""
+    import argparse
+
+    found = []
+    for action in build_parser()._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for group, sub in action.choices.items():
+                for inner in sub._actions:
+                    if isinstance(inner, argparse._SubParsersAction):
+                        found += [(group, verb, p) for verb, p in inner.choices.items()]
+    return found
+
+
+#: options that name where a command writes, whatever their help says
+WRITTEN = {"out", "out_dir", "json", "png", "html", "report", "pairs", "resume", "glance", "pages",
+           "paranmt", "rejected", "keys", "shards", "neighbours", "parquet"}
+
+
+def test_every_option_that_names_an_output_is_declared_as_one():
+    """What the check below covers is what is declared with `out(...)`: an output path
+    declared as a plain option would be written unchecked, after the work."""
+    outputs = 0
+    for group, verb, parser in _verbs():
+        declared = set(parser.get_default("output_dests") or ())
+        for action in parser._actions:
+            if not action.option_strings and action.dest != "out":
+                continue
+            says_output = (action.help or "").lower().startswith("output")
+            if says_output or action.dest in WRITTEN:
+                assert action.dest in declared, f"paramill {group} {verb}: {action.dest} is not out(...)"
+        outputs += len(declared)
+    assert outputs >= 50  # every verb's outputs, not an empty walk
+
+
+def _argv_with(parser, bad: str, tmp_path):
+    """A command line for the verb with output ``bad`` under a regular file, the other
+    outputs writable, every other required value a placeholder (inputs that do not exist)."""
+    import argparse
+
+    from paramill.commands import json_arg
+
+    argv = []
+    for action in parser._actions:
+        if isinstance(action, argparse._HelpAction):
+            continue
+        outputs = parser.get_default("output_dests")
+        if action.dest == bad:
+            value = str(tmp_path / "a-file" / f"{bad}.out")
+        elif action.dest in outputs:
+            value = str(tmp_path / "ok" / f"{action.dest}.out")
+        elif action.required or (not action.option_strings and action.nargs not in ("?", "*")):
+            value = (action.choices[0] if action.choices else "{}" if action.type is json_arg
+                     else "1" if action.type is int else str(tmp_path / "missing-input"))
+        else:
+            continue
+        argv += [action.option_strings[0], value] if action.option_strings else [value]
+    return argv
+
+
+def test_an_output_that_cannot_be_written_stops_the_command_before_its_work(tmp_path, capsys):
+    """Each verb, each of its outputs in turn under a file (so its folder cannot be made):
+    exit 2 with one line naming that output, before any input is read (the inputs given do
+    not exist, and no error names them), and nothing written."""
+    (tmp_path / "a-file").write_text("a file, not a folder\n")
+    checked = 0
+    for group, verb, parser in _verbs():
+        for bad in parser.get_default("output_dests"):
+            code = main([group, verb, *_argv_with(parser, bad, tmp_path)])
+            err = capsys.readouterr().err.strip().splitlines()
+            where = f"paramill {group} {verb} --{bad}"
+            assert code == 2, where
+            assert err[-1].startswith(f"paramill {group} {verb}: error: {tmp_path / 'a-file'}/"), (where, err)
+            assert "a-file is a file, not a folder" in err[-1], where
+            checked += 1
+    assert checked >= 50
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a-file", "ok"]
+    assert [p.name for p in (tmp_path / "ok").iterdir()] == []  # folders made, no probe left

@@ -213,3 +213,27 @@ def test_a_json_file_that_cannot_be_read_is_one_error_naming_it(tmp_path):
         read_json(bad)
     bad.write_text('{"a": [1, 2]}')
     assert read_json(bad) == {"a": [1, 2]}
+
+
+def test_an_output_whose_folder_cannot_be_written_is_refused_before_the_block_runs(tmp_path):
+    from paramill.errors import InputError
+    from paramill.io import check_writable
+
+    (tmp_path / "file").write_text("x\n")
+    (tmp_path / "link").symlink_to(tmp_path / "gone")
+    ran = []
+    for path, says in ((tmp_path / "file" / "deeper" / "out.tsv", f"{tmp_path / 'file'} is a file, not a folder"),
+                       (tmp_path / "link" / "out.tsv", f"is a link to {tmp_path / 'gone'}, which does not exist")):
+        with pytest.raises(InputError) as caught:
+            with atomic_output(tmp_path / "fine.json", path):
+                ran.append(path)
+        assert caught.value.path == str(path) and says in str(caught.value)
+    assert ran == []
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["file", "link"]  # fine.json's folder probe left nothing
+    # a folder that can be made is made, and the probe leaves nothing in it
+    check_writable(tmp_path / "new" / "sub" / "out.parquet")
+    assert (tmp_path / "new" / "sub").is_dir() and list((tmp_path / "new" / "sub").iterdir()) == []
+    # a folder where no file may be created (/proc takes none, even from root)
+    if os.path.isdir("/proc/self"):
+        with pytest.raises(InputError, match="cannot be written"):
+            check_writable("/proc/paramill-test.json")

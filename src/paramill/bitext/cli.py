@@ -2,7 +2,7 @@
 
 import argparse
 
-from paramill.commands import Group, arg, json_arg, need
+from paramill.commands import Group, arg, json_arg, need, out
 
 group = Group("bitext", "read, clean and count Czech-English bitext")
 
@@ -12,7 +12,7 @@ group = Group("bitext", "read, clean and count Czech-English bitext")
     need("--corpus", "corpus name (part of every pair_id)"),
     arg("--spec", type=json_arg, required=True, metavar="JSON",
         help="the corpus as in config bitext.corpora.NAME: format, path or cs/en, columns, header"),
-    need("--out", "output directory (created atomically)"),
+    out("--out", "output directory (created atomically)"),
     description="Stream a CzEng 1.x, CzEng 2.0-style TSV, Moses pair or TSV corpus (plain, gz, "
                 "xz, zst, bz2) into Parquet shards of the bitext schema. Lines that cannot be "
                 "read go to rejected.parquet with a reason.",
@@ -29,10 +29,10 @@ def ingest(args: argparse.Namespace) -> int | str:
 @group.verb(
     "clean", "clean and deduplicate an ingested corpus", need("--corpus", "corpus name"),
     need("--ingested", "directory written by `paramill bitext ingest`"),
-    need("--shards", "output directory of cleaned shards"),
-    need("--rejected", "output Parquet of rejected rows"),
-    need("--keys", "output Parquet of kept pairs' dedup keys"),
-    need("--stats", "output JSON of counts"), arg("--prior-keys", nargs="*", default=[],
+    out("--shards", "output directory of cleaned shards"),
+    out("--rejected", "output Parquet of rejected rows"),
+    out("--keys", "output Parquet of kept pairs' dedup keys"),
+    out("--stats", "output JSON of counts"), arg("--prior-keys", nargs="*", default=[],
         help="key files of earlier corpora (their pairs win duplicates)"),
     description="ParaBank 2 cleaning (punctuation normalisation, latin-1/latin-2, empty/"
                 "identical sides, length bounds and ratio) and exact dedup against this corpus "
@@ -51,8 +51,8 @@ def clean(args: argparse.Namespace) -> int | str:
 @group.verb(
     "stats", "gather per-corpus clean stats into one file",
     arg("stats", nargs="+", help="per-corpus stats JSON files from `paramill bitext clean`"),
-    need("--json", "output JSON summary"),
-    need("--tsv", "output TSV: corpus, shard, outcome, rows"))
+    out("--json", "output JSON summary"),
+    out("--tsv", "output TSV: corpus, shard, outcome, rows"))
 def stats(args: argparse.Namespace) -> int | str:
     from paramill.bitext.stats import write_stats
     summary = write_stats(args.stats, args.json, args.tsv, rule=args.rule)

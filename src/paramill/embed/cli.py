@@ -2,15 +2,15 @@
 
 import argparse
 
-from paramill.commands import Group, arg, need
+from paramill.commands import Group, arg, need, out
 
 group = Group("embed", "paraphrastic sentence embeddings")
 
 
 @group.verb(
     "train", "train an encoder on paraphrase pairs",
-    arg("pairs", nargs="+", help="paraphrase pair files"), need("--out", "output model (.pt)"),
-    arg("--resume", help="per-epoch checkpoint (default: <out>.resume.pt)"),
+    arg("pairs", nargs="+", help="paraphrase pair files"), out("--out", "output model (.pt)"),
+    out("--resume", required=False, help="per-epoch checkpoint (default: <out>.resume.pt)"),
     description="Margin loss with hardest negatives from a mega-batch (Wieting et al.). Pairs: "
                 "Parquet s1/s2 or candidate tables (en_ref/candidate, rank 1), or TSV s1<TAB>s2. "
                 "Resumes after a killed job from --resume.",
@@ -30,7 +30,7 @@ def train(args: argparse.Namespace) -> int | str:
     "encode", "embed sentences (one a line) into a .npy matrix",
     need("--model", "a model from `paramill embed train`"),
     need("--input", "text file, one sentence a line"),
-    need("--out", "output .npy (float32, n x dim)"),
+    out("--out", "output .npy (float32, n x dim)"),
     arg("--batch-size", type=int, default=256, help="sentences per batch"))
 def encode(args: argparse.Namespace) -> int | str:
     import numpy as np
@@ -49,7 +49,7 @@ def encode(args: argparse.Namespace) -> int | str:
 @group.verb(
     "export", "write a model as a sentence-transformers directory",
     arg("model", help="a model from `paramill embed train`"),
-    arg("out", help="output directory"),
+    out("out", help="output directory"),
     description="SentenceTransformer(OUT, trust_remote_code=True) then loads it offline and "
                 "encodes to the same vectors as the paramill model (the module class is "
                 "paramill's, so paramill must be installed where it is loaded; sentence-transformers "

@@ -35,7 +35,7 @@ from paramill import device
 from paramill.embed.data import PairSource, count_units, epoch_buffers, write_ids
 from paramill.embed.model import (RNG, ModelSpec, build_from_counts, featurizers, load_model,
                                   needs_sentencepiece, read_checkpoint, sentencepiece_for)
-from paramill.io import InputError, atomic_output
+from paramill.io import InputError, atomic_output, check_writable
 from paramill.job import output_job
 from paramill.modelfiles import set_aside
 from paramill.progress import progress
@@ -255,6 +255,14 @@ def train(source: PairSource | list[tuple[str, str]], out: str | Path, spec: Mod
     rng.seed_all()
     device.deterministic()  # deterministic kernels, the rule's thread count
     data = source.describe()
+    known = {str(Path(p)): d for p, d in zip(source.paths, data.get("files", []))}  # hashed once
+    run = Run(rule=rule, params={"spec": asdict(spec), "train": asdict(settings)}, inputs=list(inputs),
+              known_digests=known)
+    run.check_outputs([out, resume, store])  # before hours of training, not after
+    for path in (out, resume):
+        if path.is_dir() and not path.is_symlink():
+            raise InputError(path, None, "is a folder; the model is a file: give its path")
+    check_writable(out, resume, store)  # before the SentencePiece model and the counting
     model, state = _resumed(resume, spec, settings, data, dev)
     start_epoch, history = (state["epoch"], state["history"]) if state is not None else (0, [])
     if model is None:
@@ -263,13 +271,6 @@ def train(source: PairSource | list[tuple[str, str]], out: str | Path, spec: Mod
     if state is not None:
         optimizer.load_state_dict(state["optimizer"])
         RNG.restore(state["rng"])
-    known = {str(Path(p)): d for p, d in zip(source.paths, data.get("files", []))}  # hashed once
-    run = Run(rule=rule, params={"spec": asdict(spec), "train": asdict(settings)}, inputs=list(inputs),
-              known_digests=known)
-    run.check_outputs([out, resume, store])  # before hours of training, not after
-    for path in (out, resume):
-        if path.is_dir() and not path.is_symlink():
-            raise InputError(path, None, "is a folder; the model is a file: give its path")
     started = _clock()
     n = write_ids(model.vocabs, model.featurizers, source, store, CHUNK_PAIRS,
                   key={"data": data, "spec": asdict(spec)}, workers=device.threads())

@@ -2,7 +2,7 @@
 
 import argparse
 
-from paramill.commands import Group, arg, json_arg, need
+from paramill.commands import Group, arg, json_arg, need, out
 
 group = Group("evaluate", "evaluate models")
 
@@ -12,7 +12,7 @@ group = Group("evaluate", "evaluate models")
     need("--model", "a model from `paramill embed train`"),
     arg("--datasets", type=json_arg, required=True, metavar="JSON",
         help='list of {"name","year","format","path"} (as config evaluate.sts)'),
-    need("--tsv", "output table"), need("--json", "output summary"))
+    out("--tsv", "output table"), out("--json", "output summary"))
 def sts(args: argparse.Namespace) -> int | str:
     from paramill.evaluate.sts import evaluate
     result = evaluate(args.model, args.datasets, args.tsv, args.json, rule=args.rule)
@@ -22,7 +22,7 @@ def sts(args: argparse.Namespace) -> int | str:
 
 @group.verb(
     "download", "fetch an official STS archive, check its sha256, unpack",
-    arg("name", help="stsbenchmark | stscompanion | sts2017"), need("--out", "directory to create"),
+    arg("name", help="stsbenchmark | stscompanion | sts2017"), out("--out", "directory to create"),
     description="Archives with pinned sha256: stsbenchmark, stscompanion, sts2017. A download "
                 "whose digest differs is refused.")
 def download(args: argparse.Namespace) -> int | str:
@@ -35,7 +35,7 @@ def download(args: argparse.Namespace) -> int | str:
     "sweep", "one table of the STS results of several models (the sweep's points)",
     arg("results", nargs="+", help="sts.json files (the model name is their folder)"),
     arg("--points", type=json_arg, metavar="JSON", help="{model: settings} labelling the rows"),
-    need("--out", "output TSV"))
+    out("--out", "output TSV"))
 def sweep(args: argparse.Namespace) -> int | str:
     from paramill.evaluate.sts import collect
     n = collect(args.results, args.points or {}, args.out, rule=args.rule)

@@ -3,7 +3,7 @@
 import argparse
 
 from paramill import device
-from paramill.commands import Group, arg, json_arg, need, section_settings
+from paramill.commands import Group, arg, json_arg, need, out, section_settings
 
 group = Group("filters", "filter scores, selection and the released corpus",
               "Filters add score columns to candidate shards (never dropping rows); `select` "
@@ -13,7 +13,7 @@ group = Group("filters", "filter scores, selection and the released corpus",
 
 @group.verb(
     "heldout", "pick held-out reference/translation pairs (seeded)",
-    arg("candidates", nargs="+", help="candidate tables"), need("--out", "output Parquet"),
+    arg("candidates", nargs="+", help="candidate tables"), out("--out", "output Parquet"),
     settings="filters.heldout")
 def heldout(args: argparse.Namespace) -> int | str:
     from paramill.filters.heldout import HeldoutSettings, select_heldout
@@ -24,7 +24,7 @@ def heldout(args: argparse.Namespace) -> int | str:
 @group.verb(
     "kenlm", "train the KenLM model on held-out references (lmplz)",
     need("--heldout", "held-out table from `paramill filters heldout`"),
-    need("--out", "output KenLM binary"), settings="filters.kenlm")
+    out("--out", "output KenLM binary"), settings="filters.kenlm")
 def kenlm(args: argparse.Namespace) -> int | str:
     from paramill.filters.kenlm import KenlmSettings, train_lm_from_heldout
     settings = KenlmSettings.from_dict(args.settings)
@@ -34,7 +34,7 @@ def kenlm(args: argparse.Namespace) -> int | str:
 @group.verb(
     "classifier", "train the reference/translation classifier",
     need("--heldout", "held-out table from `paramill filters heldout`"),
-    need("--out", "output model (.pt)"), settings="filters.classifier")
+    out("--out", "output model (.pt)"), settings="filters.classifier")
 def classifier(args: argparse.Namespace) -> int | str:
     from paramill.filters.classifier import ClassifierSettings, train_from_heldout
     s = train_from_heldout(args.heldout, args.out, ClassifierSettings.from_dict(args.settings),
@@ -47,7 +47,7 @@ def classifier(args: argparse.Namespace) -> int | str:
     "score", "add one filter's score columns to a candidate shard",
     need("--filter", "filter name (config filters.enabled lists them)"),
     need("--candidates", "candidate table of one shard"),
-    need("--out", "output score table (Parquet)"), arg("--settings", type=json_arg, metavar="JSON",
+    out("--out", "output score table (Parquet)"), arg("--settings", type=json_arg, metavar="JSON",
         help="config section filters.<name> (JSON); keys left out take the schema's defaults"),
     arg("--models", type=json_arg, default={}, metavar="JSON", help="{field: path} of the "
         "filter's x-models (schema), \"source\": the bitext shard when it needs Czech, "
@@ -77,7 +77,7 @@ def score(args: argparse.Namespace) -> int | str:
 @group.verb(
     "tokens", "tokenise a candidate shard once for the length, overlap and BLEU filters",
     need("--candidates", "candidate table of one shard"),
-    need("--out", "output token table (Parquet)"),
+    out("--out", "output token table (Parquet)"),
     description="Writes, row for row, both sides' token counts (as cased and lower-cased) and "
                 "the clipped n-grams they share for orders 1-4; the filters that read it "
                 "(x-reads-tokens) take it as --models '{\"tokens\": PATH}'.")
@@ -93,9 +93,9 @@ def tokens(args: argparse.Namespace) -> int | str:
     arg("--scores", nargs="*", help="score tables (any order; matched by corpus/shard)"),
     arg("--heldout", help="held-out table whose pairs are left out"),
     arg("--name", default="default", help="the release's name (in the datasheet)"),
-    need("--parquet", "output corpus (Parquet)"), need("--tsv", "output corpus (TSV)"),
-    need("--json", "output summary with counts per step"),
-    arg("--paranmt", help="also write the corpus in the ParaNMT-50M layout (reference \\t "
+    out("--parquet", "output corpus (Parquet)"), out("--tsv", "output corpus (TSV)"),
+    out("--json", "output summary with counts per step"),
+    out("--paranmt", required=False, help="also write the corpus in the ParaNMT-50M layout (reference \\t "
         "paraphrase \\t score; the score column is filters.select.paranmt_score)"),
     settings="filters.select")
 def select(args: argparse.Namespace) -> int | str:
@@ -117,7 +117,7 @@ def select(args: argparse.Namespace) -> int | str:
     arg("--sources", type=json_arg, metavar="JSON", help='{"corpora": config bitext.corpora, '
         '"pairs": config pairs.corpora, "translate": config nmt.translate} (or "generation": '
         'the text itself)'),
-    need("--out-dir", "output folder"), settings="filters.analysis")
+    out("--out-dir", "output folder"), settings="filters.analysis")
 def analyse(args: argparse.Namespace) -> int | str:
     from paramill.filters.analysis import AnalysisSettings
     from paramill.filters.release import write_release_docs
@@ -132,9 +132,9 @@ def analyse(args: argparse.Namespace) -> int | str:
     "by-method", "score distributions per candidate method (MT system, corpus format, beam...)",
     arg("--candidates", nargs="+", required=True, help="candidate tables"),
     arg("--scores", nargs="*", help="score tables (any order; matched by corpus/shard)"),
-    need("--tsv", "output TSV: method, candidates, each score's mean"),
-    need("--json", "output JSON: count, mean and std per method and score"),
-    need("--png", "output box plots, one panel per score column"),
+    out("--tsv", "output TSV: method, candidates, each score's mean"),
+    out("--json", "output JSON: count, mean and std per method and score"),
+    out("--png", "output box plots, one panel per score column"),
     arg("--sample", type=int, default=5000,
         help="values per method and score kept for the box plots (seeded reservoir)"),
     description="Before selection: how each method's candidates score under every filter, "

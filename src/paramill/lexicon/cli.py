@@ -2,7 +2,7 @@
 
 import argparse
 
-from paramill.commands import Group, arg, need
+from paramill.commands import Group, arg, need, out
 
 group = Group("lexicon", "paraphrase lexicon with cross-sentence and adjusted PMI")
 
@@ -10,9 +10,9 @@ group = Group("lexicon", "paraphrase lexicon with cross-sentence and adjusted PM
 @group.verb(
     "build", "count word pairs in a corpus and score them",
     arg("corpus", nargs="+", help="corpus Parquet files (s1, s2[, parascore])"),
-    need("--tsv", "lexicon.tsv: u, v, count, pmi_cross, pmi_adjusted"),
-    need("--neighbours", "top-k neighbours of each word (TSV)"),
-    need("--stats", "output counts (JSON)"),
+    out("--tsv", "lexicon.tsv: u, v, count, pmi_cross, pmi_adjusted"),
+    out("--neighbours", "top-k neighbours of each word (TSV)"),
+    out("--stats", "output counts (JSON)"),
     arg("--spill-dir", help="where the partitioned counts go while they are summed (removed at "
                             "the end; default: beside --tsv)"),
     description="ParaNMT appendix A.1: pairs with parascore >= min_parascore and both sides <= "
@@ -29,8 +29,8 @@ def build(args: argparse.Namespace) -> int | str:
 @group.verb(
     "simlex", "Spearman of the lexicon's scores on SimLex-999",
     need("--lexicon", "lexicon.tsv from `paramill lexicon build`"),
-    need("--simlex", "SimLex-999.txt (or a file in its format)"), need("--tsv", "output table"),
-    need("--json", "output summary"))
+    need("--simlex", "SimLex-999.txt (or a file in its format)"), out("--tsv", "output table"),
+    out("--json", "output summary"))
 def simlex(args: argparse.Namespace) -> int | str:
     from paramill.lexicon.simlex import evaluate
     result = evaluate(args.lexicon, args.simlex, args.tsv, args.json, rule=args.rule)

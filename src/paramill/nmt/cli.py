@@ -3,7 +3,7 @@
 import argparse
 
 from paramill import device
-from paramill.commands import Group, arg, need
+from paramill.commands import Group, arg, need, out
 
 group = Group("nmt", "subwords, translation models, back-translation")
 SPM_ARGS = (arg("--src-spm", help="source SentencePiece model (default: from the bundle)"),
@@ -14,7 +14,7 @@ SPM_ARGS = (arg("--src-spm", help="source SentencePiece model (default: from the
     "spm", "train a SentencePiece model on one side of bitext shards",
     arg("shards", nargs="+", help="bitext shards (Parquet)"),
     need("--lang", "the side to train on", choices=["cs", "en"]),
-    need("--model", "output .model (its .vocab is written beside it)"), settings="nmt.spm")
+    out("--model", "output .model (its .vocab is written beside it)"), settings="nmt.spm")
 def spm(args: argparse.Namespace) -> int | str:
     from paramill.nmt.subwords import SubwordSettings, train
     size = train(args.shards, args.lang, args.model, SubwordSettings.from_dict(args.settings),
@@ -24,7 +24,7 @@ def spm(args: argparse.Namespace) -> int | str:
 
 @group.verb(
     "data", "write OpenNMT-py training text (train/valid, cs/en)",
-    arg("shards", nargs="+", help="bitext shards (Parquet)"), need("--out", "output directory"),
+    arg("shards", nargs="+", help="bitext shards (Parquet)"), out("--out", "output directory"),
     description="Pairs go to validation by a seeded hash of pair_id (nmt.valid_size of them, "
                 "nmt.seed); the settings are the nmt section's valid_size and seed.",
     settings="nmt")
@@ -42,7 +42,7 @@ def data(args: argparse.Namespace) -> int | str:
     need("--src-spm", "source SentencePiece model"),
     need("--tgt-spm", "target SentencePiece model"),
     need("--work", "training workspace (checkpoints; kept for resuming)"),
-    need("--out", "output: the final checkpoint (.pt)"),
+    out("--out", "output: the final checkpoint (.pt)"),
     description="Builds the vocabulary and trains one direction with onmt_train on all visible "
                 "GPUs (CPU when none), resuming from the last checkpoint in --work after a "
                 "killed job.",
@@ -60,7 +60,7 @@ def train(args: argparse.Namespace) -> int | str:
     need("--checkpoint", "OpenNMT-py checkpoint (.pt)"),
     need("--src-spm", "source SentencePiece model (bundled)"),
     need("--tgt-spm", "target SentencePiece model (bundled)"),
-    need("--out", "output model bundle directory"),
+    out("--out", "output model bundle directory"),
     description="The settings are the nmt section's quantization (null: none).",
     settings="nmt")
 def convert(args: argparse.Namespace) -> int | str:
@@ -75,7 +75,7 @@ def convert(args: argparse.Namespace) -> int | str:
     need("--shard", "bitext shard (Parquet)"),
     need("--model", "CTranslate2 model dir or paramill bundle"),
     arg("--bwd-model", help="EN->CS CTranslate2 model (method sample: dual scoring)"), *SPM_ARGS,
-    need("--out", "output candidate table (Parquet)"),
+    out("--out", "output candidate table (Parquet)"),
     description="Translate the Czech side of a shard into English (beam, k-best, or ParaBank "
                 "2's constrained sampling with dual scoring and clustering) and write the "
                 "candidate table.",
@@ -108,8 +108,8 @@ def translate(args: argparse.Namespace) -> int | str:
     "diversity", "diversity of paraphrases by rank (ParaBank 2 Tables 1-2)",
     arg("candidates", nargs="+", help="candidate tables"),
     need("--spm", "English SentencePiece model (pieces for BLEU/bags)"),
-    need("--tsv", "output table by rank"), need("--json", "output summary"),
-    arg("--png", help="bar plot by rank"))
+    out("--tsv", "output table by rank"), out("--json", "output summary"),
+    out("--png", required=False, help="bar plot by rank"))
 def diversity(args: argparse.Namespace) -> int | str:
     from paramill.nmt.diversity import write_diversity
     from paramill.report.plots import diversity_plot
@@ -120,7 +120,7 @@ def diversity(args: argparse.Namespace) -> int | str:
 
 @group.verb(
     "stats", "summarise candidate tables", arg("candidates", nargs="+", help="candidate tables"),
-    need("--out", "output JSON"))
+    out("--out", "output JSON"))
 def stats(args: argparse.Namespace) -> int | str:
     from paramill.nmt.stats import write_summary
     return f"{write_summary(args.candidates, args.out, rule=args.rule)}"

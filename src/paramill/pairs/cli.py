@@ -2,7 +2,7 @@
 
 import argparse
 
-from paramill.commands import Group, arg, json_arg, need
+from paramill.commands import Group, arg, json_arg, need, out
 
 group = Group("pairs", "read paraphrase-pair corpora (ParaNMT, ParaBank 2, MT outputs, ...)")
 
@@ -13,7 +13,7 @@ group = Group("pairs", "read paraphrase-pair corpora (ParaNMT, ParaBank 2, MT ou
     arg("--spec", type=json_arg, required=True, metavar="JSON",
         help="the corpus as in config pairs.corpora.NAME: format, path or reference/hypotheses, "
              "columns, header, method, votes"),
-    need("--out", "output directory (created atomically): shard-*.parquet, rejected.parquet, "
+    out("--out", "output directory (created atomically): shard-*.parquet, rejected.parquet, "
                   "keys.parquet, stats.json"),
     arg("--prior-keys", nargs="*", default=[],
         help="keys.parquet of pair corpora configured earlier (their pairs win duplicates)"),
@@ -37,8 +37,8 @@ def ingest(args: argparse.Namespace) -> int | str:
 @group.verb(
     "stats", "gather the pair corpora's counts into one file",
     arg("corpora", nargs="+", help="corpus directories written by `paramill pairs ingest`"),
-    need("--json", "output JSON summary"),
-    need("--tsv", "output TSV: corpus, method, outcome (kept or a reason), candidates"))
+    out("--json", "output JSON summary"),
+    out("--tsv", "output TSV: corpus, method, outcome (kept or a reason), candidates"))
 def stats(args: argparse.Namespace) -> int | str:
     from paramill.pairs.stats import write_stats
     summary = write_stats(args.corpora, args.json, args.tsv, rule=args.rule)

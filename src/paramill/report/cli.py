@@ -2,14 +2,14 @@
 
 import argparse
 
-from paramill.commands import Group, arg, need
+from paramill.commands import Group, arg, need, out
 
 group = Group("report", "figures and tables for the Snakemake report")
 
 
 @group.verb(
     "outcomes", "plot rows kept/rejected per reason per input shard",
-    need("--tsv", "outcomes TSV from `paramill bitext stats`"), need("--out", "output PNG"))
+    need("--tsv", "outcomes TSV from `paramill bitext stats`"), out("--out", "output PNG"))
 def outcomes(args: argparse.Namespace) -> int | str:
     from paramill.report.plots import outcomes_plot
     bars = outcomes_plot(args.tsv, args.out, rule=args.rule)
@@ -21,10 +21,10 @@ def outcomes(args: argparse.Namespace) -> int | str:
     arg("outputs", nargs="*", help="outputs whose .prov.json to summarise"),
     arg("--under", action="append", default=[], metavar="FOLDER",
         help="also every output with a .prov.json anywhere under FOLDER (repeatable)"),
-    need("--html", "output HTML table"), need("--tsv", "output TSV table"),
-    arg("--glance", help="also the report's first page (HTML): what ran, on what, what came out"),
+    out("--html", "output HTML table"), out("--tsv", "output TSV table"),
+    out("--glance", required=False, help="also the report's first page (HTML): what ran, on what, what came out"),
     arg("--results", default="results", help="the results folder (what came out, for --glance)"),
-    arg("--pages", help="also one HTML page of the --render files (tables, JSON, datasheets)"),
+    out("--pages", required=False, help="also one HTML page of the --render files (tables, JSON, datasheets)"),
     arg("--render", nargs="*", default=[], metavar="FILE",
         help="result files to render as pages: .tsv, .json and .md (others are skipped)"))
 def provenance(args: argparse.Namespace) -> int | str:

@@ -3,15 +3,15 @@
 import argparse
 import sys
 
-from paramill.commands import Group, arg, need
+from paramill.commands import Group, arg, need, out
 
 group = Group("twitter", "tweets sharing news URLs: harvest, pairs, identification")
 
 
 @group.verb(
     "harvest", "harvest (or replay from archives) one day of tweets",
-    need("--date", "YYYY-MM-DD"), need("--out", "the day's tweet table (Parquet)"),
-    arg("--rejected", help="the day's rejected records with reasons (Parquet; default: "
+    need("--date", "YYYY-MM-DD"), out("--out", "the day's tweet table (Parquet)"),
+    out("--rejected", required=False, help="the day's rejected records with reasons (Parquet; default: "
                            "rejected/<name> beside --out)"),
     arg("--archive", nargs="*", help="JSONL files to replay (source archive)"),
     arg("--url-cache", help="URL expansion cache (JSON)"),
@@ -40,7 +40,7 @@ def harvest(args: argparse.Namespace) -> int | str:
     "cross)",
     arg("--embed-model", help="the embedding model file for the cosine feature (the workflow "
                               "resolves twitter.identify.embed_model; '' = none)"),
-    need("--out", "model file"), need("--report", "evaluation JSON (max F1, P, R)"),
+    out("--out", "model file"), out("--report", "evaluation JSON (max F1, P, R)"),
     description="Labelled data and evaluation sets are the settings' train and evaluate. "
                 "Reports grouped cross-validation on train (folds by source tweet: max F1 with "
                 "P/R, ROC AUC, average precision), each evaluate set, and the acceptance "
@@ -64,8 +64,8 @@ def identify(args: argparse.Namespace) -> int | str:
     arg("days", nargs="*", help="day tables of the month"), need("--month", "YYYY-MM"),
     need("--model", "identifier from `paramill twitter identify`"),
     arg("--cards", help="JSON {url: {title, description}} of linked pages"),
-    need("--pairs", "output: every candidate pair with p_paraphrase"),
-    need("--tsv", "accepted: s1, s2, tweet_a, tweet_b, p"), need("--stats", "output counts (JSON)"),
+    out("--pairs", "output: every candidate pair with p_paraphrase"),
+    out("--tsv", "accepted: s1, s2, tweet_a, tweet_b, p"), out("--stats", "output counts (JSON)"),
     description="News accounts are twitter.harvest.accounts; pairs at or above "
                 "twitter.identify.threshold are accepted (null: the threshold the identifier "
                 "chose for twitter.identify.target_precision).",
@@ -83,8 +83,8 @@ def month(args: argparse.Namespace) -> int | str:
 
 @group.verb(
     "growth", "tweets, pairs and paraphrases per month",
-    arg("stats", nargs="+", help="monthly stats.json files"), need("--tsv", "output table"),
-    arg("--png", help="output plot"))
+    arg("stats", nargs="+", help="monthly stats.json files"), out("--tsv", "output table"),
+    out("--png", required=False, help="output plot"))
 def growth(args: argparse.Namespace) -> int | str:
     from paramill.report.plots import growth_plot
     from paramill.twitter.month import growth
