@@ -130,9 +130,11 @@ class Run:
     started: str = field(default_factory=_now)
 
     def check_outputs(self, outputs: Iterable[str | os.PathLike]) -> None:
-        """An :class:`~paramill.errors.InputError` where writing ``outputs`` would replace an
-        input: an output that is an input (``--out`` given the input's name), or a folder
-        output that holds one (the folder is replaced whole). Checked before the outputs are
+        """An :class:`~paramill.errors.InputError` where writing ``outputs`` would replace or
+        change an input: an output that is an input (``--out`` given the input's name), a
+        folder output that holds one (the folder is replaced whole), or an output inside an
+        input folder (the folder would gain or lose a file: its record no longer matches it,
+        and a file of the same name in it is replaced). Checked before the outputs are
         renamed into place (:func:`paramill.job.output_job` and :meth:`write`), and by long
         jobs before their work."""
         inputs = [Path(p).resolve() for p in self.inputs]
@@ -143,6 +145,10 @@ class Run:
                     what = "is" if path == final else "holds"
                     raise InputError(output, None, f"this output {what} the input {path}: writing "
                                      "it would replace the input. Give another output path")
+                if path in final.parents and path.is_dir():
+                    raise InputError(output, None, f"this output is inside the input folder {path}: "
+                                     "writing it would change the input (and replace a file of the "
+                                     "same name there). Give a path outside it")
 
     def record(self, outputs: dict[str | os.PathLike, str | os.PathLike], rows_in: int | None,
                rows_out: int | None, extra: dict[str, Any] | None = None) -> dict[str, Any]:

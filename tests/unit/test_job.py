@@ -98,6 +98,22 @@ def test_an_output_that_would_replace_an_input_is_refused_before_the_work(tmp_pa
         job.paths[0].write_text("out")
     assert (tmp_path / "sub" / "out.txt").read_text() == "out"
 
+    # inside an input folder: `bitext clean --ingested ing --stats ing/stats.json` replaced the
+    # ingest's own stats.json, and the folder's record no longer matched it
+    folder = tmp_path / "ingested"
+    folder.mkdir()
+    (folder / "stats.json").write_text("{}\n")
+    in_folder = Run(rule="r", params={}, inputs=[folder])
+    for out in (folder / "stats.json", folder / "new" / "out.parquet"):
+        with pytest.raises(InputError, match=rf"this output is inside the input folder {folder}: "
+                                             "writing it would change the input"):
+            with output_job(in_folder, out):
+                ran.append(out)
+    assert not ran and sorted(p.name for p in folder.iterdir()) == ["stats.json"]
+    assert (folder / "stats.json").read_text() == "{}\n"
+    with output_job(in_folder, tmp_path / "ingested-stats.json") as job:  # a sibling's name: fine
+        job.paths[0].write_text("{}")
+
     pairs = tmp_path / "pairs.tsv"
     pairs.write_text("".join(f"a man reads book {i}\ta man is reading book {i}\n" for i in range(20)))
     before = pairs.read_bytes()
