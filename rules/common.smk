@@ -10,7 +10,7 @@ from snakemake.common.configfile import load_configfile
 from snakemake.exceptions import WorkflowError
 from snakemake.utils import update_config
 
-from paramill.config import ConfigError, check_expanded
+from paramill.config import ConfigError, check_expanded, read_yaml
 from paramill.config import schema as config_schema  # the committed schema: no stage imported
 from paramill.embed.sweep import model_settings, sweep_points  # pure Python, no torch
 from paramill.bitext.readers import CorpusSpec  # a corpus's files, as its format names them
@@ -27,6 +27,8 @@ def _resolve(cfg):
     """Validate the config with paramill's schema, fill defaults; errors name the key."""
     try:  # a YAML alias bomb would expand in json.dumps below
         check_expanded(cfg, "the config")
+        for path in workflow.configfiles:  # read as paramill reads them: a key given twice
+            read_yaml(path)  # is an error naming the lines (Snakemake keeps the second)
     except ConfigError as exc:
         raise WorkflowError(str(exc)) from None
     proc = subprocess.run(

@@ -24,13 +24,25 @@ def json_arg(value: str) -> Any:
     try:
         if value.startswith("@"):
             return read_yaml(value[1:])
-        return json.loads(value)
+        return json.loads(value, object_pairs_hook=_unique_keys)
     except json.JSONDecodeError as exc:
         raise argparse.ArgumentTypeError(f"not valid JSON ({exc}): {value[:80]!r}") from None
     except RecursionError:
         raise argparse.ArgumentTypeError(f"not valid JSON (nested too deeply): {value[:80]!r}") from None
     except (ConfigError, OSError) as exc:
         raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """A JSON object, refusing a key given twice (JSON keeps the last silently), as the
+    config's YAML does."""
+    found: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in found:
+            raise argparse.ArgumentTypeError(f"the key {key!r} is given twice in one object; "
+                                             "JSON would keep the second silently")
+        found[key] = value
+    return found
 
 
 def arg(*flags: str, **kw: Any) -> tuple[tuple[str, ...], dict[str, Any]]:

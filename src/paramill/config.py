@@ -33,6 +33,27 @@ class ConfigError(ValueError):
 SAFE_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
+class UniqueKeyLoader(SAFE_LOADER):  # type: ignore[misc,valid-type]
+    """The safe loader, refusing a mapping that names a key twice: YAML keeps the last value
+    silently, so a second ``embed:`` section further down a config dropped the first one's
+    settings without a word. Keys merged in with ``<<`` may be overridden, as YAML says."""
+
+    def construct_mapping(self, node, deep=False):
+        seen: dict[Any, int] = {}
+        for key_node, _ in node.value:
+            if not isinstance(key_node, yaml.ScalarNode) or key_node.tag == "tag:yaml.org,2002:merge":
+                continue
+            key = self.construct_object(key_node)
+            line = key_node.start_mark.line + 1
+            if key in seen:
+                raise yaml.constructor.ConstructorError(
+                    None, None, f"the key {key!r} is given twice in one mapping (lines {seen[key]} "
+                    f"and {line}); YAML would keep the second silently. Merge them into one",
+                    key_node.start_mark)
+            seen[key] = line
+        return super().construct_mapping(node, deep=deep)
+
+
 @functools.cache
 def schema() -> dict[str, Any]:
     text = resources.files("paramill").joinpath("data/config.schema.yaml").read_text()
@@ -351,7 +372,7 @@ def read_yaml(path: str | Path) -> Any:
     except UnicodeDecodeError as exc:
         raise ConfigError(f"{path}: not UTF-8 (byte {exc.start})") from None
     try:
-        data = yaml.load(text, Loader=SAFE_LOADER)
+        data = yaml.load(text, Loader=UniqueKeyLoader)
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         where = f"{path}:{mark.line + 1}" if mark is not None else str(path)

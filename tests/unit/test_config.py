@@ -313,6 +313,36 @@ def test_a_yaml_file_that_cannot_be_read_is_one_error_naming_it(tmp_path):
     config.check_expanded({"a": shared, "b": shared}, "the config", limit=7)  # 1 + 2 + 2 * 2
 
 
+def test_a_key_given_twice_is_an_error_naming_both_lines_not_the_last_silently(tmp_path, capsys):
+    """YAML and JSON keep the second of two equal keys without a word: a second `embed:`
+    section at the end of a config dropped every setting of the first. A config file, a
+    `--settings @file` and inline `--settings` JSON each name the key (and the lines); keys
+    merged in with `<<` may still be overridden, and 1 and "1" are two keys."""
+    from paramill.cli import main
+
+    doubled = tmp_path / "doubled.yaml"
+    doubled.write_text("embed:\n  model:\n    dim: 300\nlexicon:\n  min_count: 2\n"
+                       "embed:\n  train:\n    epochs: 3\n")
+    with pytest.raises(ConfigError, match=r"doubled.yaml:6: not valid YAML: the key 'embed' is given "
+                                          r"twice in one mapping \(lines 1 and 6\)"):
+        config.load(doubled)
+    nested = tmp_path / "nested.yaml"
+    nested.write_text("embed:\n  train:\n    epochs: 3\n    seed: 1\n    epochs: 4\n")
+    with pytest.raises(ConfigError, match=r"nested.yaml:5: .*'epochs' is given twice in one mapping \(lines 3 and 5\)"):
+        config.read_yaml(nested)
+    merged = tmp_path / "merged.yaml"
+    merged.write_text("a: &x {b: 1, c: 2}\nd:\n  <<: *x\n  b: 3\n1: one\n'1': text\n")
+    assert config.read_yaml(merged) == {"a": {"b": 1, "c": 2}, "d": {"b": 3, "c": 2}, 1: "one", "1": "text"}
+    for given in (f"@{nested}", '{"epochs": 1, "seed": 2, "epochs": 2}'):
+        with pytest.raises(SystemExit) as caught:
+            main(["embed", "train", str(tmp_path / "p.tsv"), "--out", str(tmp_path / "m.pt"),
+                  "--settings", given])
+        assert caught.value.code == 2
+        assert "argument --settings:" in (err := capsys.readouterr().err) and "'epochs' is given twice" in err
+    for preset in [REPO / "config.yaml", *sorted((REPO / "configs").glob("*.yaml"))]:
+        config.read_yaml(preset)  # the project's own configs name no key twice
+
+
 def test_a_settings_file_that_cannot_be_read_is_a_usage_error(tmp_path, capsys):
     from paramill.cli import main
 

@@ -219,6 +219,12 @@ def test_bad_config_fails_before_any_job(project, tmp_path):
     assert proc.returncode != 0
     assert "config key bitext.clean.max_tokens: 'many' is not of type 'integer'" in proc.stderr
     assert executed(proc) == {}
+    # a key given twice: Snakemake's own YAML reading keeps the second `embed:` silently
+    doubled = tmp_path / "doubled.yaml"
+    doubled.write_text((project / "config.yaml").read_text() + "\nembed:\n  models: {}\n")
+    proc = snakemake(project, "--configfile", str(doubled), "--directory", str(project), check=False)
+    assert proc.returncode != 0 and executed(proc) == {}
+    assert "the key 'embed' is given twice in one mapping" in proc.stderr
 
 
 def test_a_students_unlabelled_text_is_an_input_of_the_identifier(project, tmp_path):
