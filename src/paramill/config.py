@@ -14,6 +14,7 @@ import hashlib
 import json
 import math
 import os
+import re
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -36,7 +37,8 @@ SAFE_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 class UniqueKeyLoader(SAFE_LOADER):  # type: ignore[misc,valid-type]
     """The safe loader, refusing a mapping that names a key twice: YAML keeps the last value
     silently, so a second ``embed:`` section further down a config dropped the first one's
-    settings without a word. Keys merged in with ``<<`` may be overridden, as YAML says."""
+    settings without a word. Keys merged in with ``<<`` may be overridden, as YAML says.
+    ``1e-3`` is a number, as in YAML 1.2 (PyYAML reads it as text)."""
 
     def construct_mapping(self, node, deep=False):
         seen: dict[Any, int] = {}
@@ -52,6 +54,14 @@ class UniqueKeyLoader(SAFE_LOADER):  # type: ignore[misc,valid-type]
                     key_node.start_mark)
             seen[key] = line
         return super().construct_mapping(node, deep=deep)
+
+
+#: a float as YAML 1.2 writes it; PyYAML (YAML 1.1) wants a dot and a signed exponent, so it
+#: reads the usual `learning_rate: 1e-3` as the text '1e-3'
+_YAML12_FLOAT = re.compile(r"[-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?")
+UniqueKeyLoader.add_implicit_resolver("tag:yaml.org,2002:float",
+                                      re.compile(r"^[-+]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)[eE][-+]?[0-9]+$"),
+                                      list("-+0123456789."))
 
 
 @functools.cache
@@ -110,6 +120,8 @@ def coerce_strings(instance: Any, node: dict[str, Any], root: dict[str, Any]) ->
                 value = yaml.safe_load(instance)
             except yaml.YAMLError:
                 return instance
+            if isinstance(value, str) and "number" in allowed and _YAML12_FLOAT.fullmatch(value.strip()):
+                value = float(value)  # `1e-3`: YAML 1.2 reads a number, PyYAML's YAML 1.1 text
             if any(isinstance(value, _SCALARS[t]) and not (t != "boolean" and isinstance(value, bool))
                    for t in allowed & set(_SCALARS)):
                 return value

@@ -343,6 +343,26 @@ def test_a_key_given_twice_is_an_error_naming_both_lines_not_the_last_silently(t
         config.read_yaml(preset)  # the project's own configs name no key twice
 
 
+def test_a_number_in_exponent_notation_is_a_number(tmp_path):
+    """`learning_rate: 1e-3` is how a learning rate is written; PyYAML (YAML 1.1) reads it as
+    the text '1e-3', and the config was refused ("'1e-3' is not of type 'number'"). paramill's
+    reader reads it as YAML 1.2 does, and a config Snakemake read (the text) is read the same
+    where the schema wants a number; where it wants an integer, `1e2` stays an error."""
+    path = tmp_path / "lr.yaml"
+    path.write_text("embed:\n  train:\n    learning_rate: 1e-3\nfilters:\n  classifier:\n"
+                    "    learning_rate: 5E-4\n")
+    assert config.read_yaml(path)["embed"]["train"]["learning_rate"] == 0.001
+    resolved = config.load(path)
+    assert resolved["embed"]["train"]["learning_rate"] == 0.001
+    assert resolved["filters"]["classifier"]["learning_rate"] == 0.0005
+    as_snakemake_reads_it = {"embed": {"train": {"learning_rate": "1e-3"}}}
+    assert config.resolve(as_snakemake_reads_it)["embed"]["train"]["learning_rate"] == 0.001
+    with pytest.raises(ConfigError, match=r"embed.train.epochs: '1e2' is not of type 'integer'"):
+        config.resolve({"embed": {"train": {"epochs": "1e2"}}})
+    with pytest.raises(ConfigError, match=r"embed.train.learning_rate: '1e-3x' is not of type 'number'"):
+        config.resolve({"embed": {"train": {"learning_rate": "1e-3x"}}})
+
+
 def test_a_settings_file_that_cannot_be_read_is_a_usage_error(tmp_path, capsys):
     from paramill.cli import main
 
