@@ -56,12 +56,10 @@ class UniqueKeyLoader(SAFE_LOADER):  # type: ignore[misc,valid-type]
         return super().construct_mapping(node, deep=deep)
 
 
-#: a float as YAML 1.2 writes it; PyYAML (YAML 1.1) wants a dot and a signed exponent, so it
-#: reads the usual `learning_rate: 1e-3` as the text '1e-3'
-_YAML12_FLOAT = re.compile(r"[-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?")
-UniqueKeyLoader.add_implicit_resolver("tag:yaml.org,2002:float",
-                                      re.compile(r"^[-+]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)[eE][-+]?[0-9]+$"),
-                                      list("-+0123456789."))
+#: a float with an exponent as YAML 1.2 writes it; PyYAML (YAML 1.1) wants a dot and a signed
+#: exponent, so it reads the usual `learning_rate: 1e-3` as the text '1e-3'
+_EXPONENT_FLOAT = re.compile(r"^[-+]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)[eE][-+]?[0-9]+$")
+UniqueKeyLoader.add_implicit_resolver("tag:yaml.org,2002:float", _EXPONENT_FLOAT, list("-+0123456789."))
 
 
 @functools.cache
@@ -120,7 +118,7 @@ def coerce_strings(instance: Any, node: dict[str, Any], root: dict[str, Any]) ->
                 value = yaml.safe_load(instance)
             except yaml.YAMLError:
                 return instance
-            if isinstance(value, str) and "number" in allowed and _YAML12_FLOAT.fullmatch(value.strip()):
+            if isinstance(value, str) and "number" in allowed and _EXPONENT_FLOAT.match(value.strip()):
                 value = float(value)  # `1e-3`: YAML 1.2 reads a number, PyYAML's YAML 1.1 text
             if any(isinstance(value, _SCALARS[t]) and not (t != "boolean" and isinstance(value, bool))
                    for t in allowed & set(_SCALARS)):
