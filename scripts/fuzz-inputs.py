@@ -119,6 +119,8 @@ def identify_as(layout: str) -> Callable[[dict[str, str], Path], list[str]]:
     """The identifier trained on the file (twitter-url, pit2015) or its directory (toks)."""
     def command(files: dict[str, str], out: Path) -> list[str]:
         path = str(Path(files["a"]).parent) if layout == "toks" else files["path"]
+        if layout == "toks":  # the input is the folder: the outputs go beside it, not into it
+            out = out.with_name(f"{out.name}-out")
         settings = {"model": "lr", "train": [{"path": path, "format": layout}]}
         return ["twitter", "identify", "--embed-model", "", "--out", str(out / "paraid.pt"),
                 "--report", str(out / "paraid.json"), "--settings", json.dumps(settings)]
