@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import bz2
 import gzip
+import json
 import lzma
 import os
 from pathlib import Path
@@ -312,3 +313,58 @@ def test_a_table_of_another_shape_is_an_error_naming_the_file_and_the_column(tmp
                      "--stats", str(tmp_path / "s.json"), str(tmp_path / name)]) == 2
         assert capsys.readouterr().err.strip().endswith(
             f"{tmp_path / name}: not a day table of tweets (`paramill twitter harvest`): {problem}")
+
+
+def test_a_month_is_a_month_and_its_days_are_its_own(tmp_path, capsys):
+    """`twitter month --month 2026-13` wrote empty outputs for a month that does not exist; a
+    day table named for another month's day (`2026-10-05.parquet` given to 2026-11), or one
+    day given twice, was counted into the month's stats. `twitter growth` ended in a KeyError
+    or TypeError traceback on a JSON file that is not a month's stats, and counted a month
+    given twice twice. Each is now an error naming the month or the file; nothing written."""
+    from paramill.cli import main
+
+    def month(name, *days):
+        return main(["twitter", "month", "--month", name, "--model", str(tmp_path / "model.npz"),
+                     "--pairs", str(tmp_path / "out" / "p.parquet"), "--tsv", str(tmp_path / "out" / "p.tsv"),
+                     "--stats", str(tmp_path / "out" / "s.json"), *map(str, days)])
+
+    (tmp_path / "model.npz").write_bytes(b"never read")
+    october = tmp_path / "2026-10-05.parquet"
+    october.write_bytes(b"never read")
+    for name in ("2026-13", "2026-1", "26-11", "2026-11-01"):
+        assert month(name) == 2
+        assert capsys.readouterr().err.strip().endswith(f"error: month {name!r} is not a month (YYYY-MM)")
+    assert month("2026-11", october) == 2
+    assert capsys.readouterr().err.strip().endswith(
+        f"{october}: is the day table of 2026-10-05, not of a day of 2026-11")
+    assert month("2026-10", october, tmp_path / "." / october.name) == 2
+    assert f"is given twice (also as {october})" in capsys.readouterr().err
+    assert list((tmp_path / "out").iterdir()) == []
+
+    stats = {"month": "2026-10", "days": 3, "tweets": 192, "news_tweets": 24, "urls": 24,
+             "pairs": 96, "accepted": 72, "filtered": {}}
+    cases = {"list": ([stats], "a JSON list, not an object"),
+             "other": ({"a": 1}, "no month, days, tweets, news_tweets, urls, pairs, accepted"),
+             "month": ({**stats, "month": 202610}, "month '202610' is not a month (YYYY-MM)"),
+             "negative": ({**stats, "pairs": -1}, "pairs is -1, not a count (a whole number at least 0)"),
+             "flag": ({**stats, "accepted": True}, "accepted is True, not a count (a whole number at least 0)")}
+    good = tmp_path / "good.json"
+    good.write_text(json.dumps(stats))
+    for name, (value, says) in cases.items():
+        path = tmp_path / f"{name}.json"
+        path.write_text(json.dumps(value))
+        assert main(["twitter", "growth", str(good), str(path), "--tsv", str(tmp_path / "g.tsv")]) == 2
+        assert capsys.readouterr().err.strip().endswith(f"{path}: {says}" if name in ("month", "negative", "flag")
+                                                        else f"{path}: not a month's stats "
+                                                        f"(`paramill twitter month --stats`): {says}")
+    again = tmp_path / "again.json"
+    again.write_text(json.dumps(stats))
+    assert main(["twitter", "growth", str(good), str(again), "--tsv", str(tmp_path / "g.tsv")]) == 2
+    assert capsys.readouterr().err.strip().endswith(f"{again}: holds month 2026-10, as {good} does: each month once")
+    assert not (tmp_path / "g.tsv").exists()
+    november = tmp_path / "nov.json"
+    november.write_text(json.dumps({**stats, "month": "2026-11", "pairs": 64}))
+    assert main(["twitter", "growth", str(november), str(good), "--tsv", str(tmp_path / "g.tsv")]) == 0
+    assert (tmp_path / "g.tsv").read_text().splitlines() == [
+        "month\tdays\ttweets\tnews_tweets\turls\tpairs\taccepted",
+        "2026-10\t3\t192\t24\t24\t96\t72", "2026-11\t3\t192\t24\t24\t64\t72"]

@@ -4,6 +4,8 @@ their tweet ids, and growth over months."""
 
 from __future__ import annotations
 
+import datetime as _dt
+import re
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
@@ -19,6 +21,28 @@ from paramill.twitter.identify import Identifier
 from paramill.twitter.tweets import TWEETS
 from paramill.twitter.url_pairs import PAIRS, PairSettings, build_pairs
 
+def check_days(month: str, days: list[str | Path]) -> None:
+    """``month`` must be a month (``YYYY-MM``) and ``days`` its day tables: a table named as a
+    harvest names it (``<YYYY-MM-DD>.parquet``) for a day of another month, or a table given
+    twice, was counted into the month's stats (and its growth row) without a word."""
+    try:
+        _dt.date.fromisoformat(f"{month}-01")
+        if len(month) != 7:
+            raise ValueError
+    except ValueError:
+        raise ValueError(f"month {month!r} is not a month (YYYY-MM)") from None
+    seen: dict[Path, str | Path] = {}
+    for day in days:
+        name = Path(day).name.split(".")[0]
+        if _DAY.fullmatch(name) and not name.startswith(f"{month}-"):
+            raise InputError(day, None, f"is the day table of {name}, not of a day of {month}")
+        key = Path(day).resolve()
+        if key in seen:
+            raise InputError(day, None, f"is given twice (also as {seen[key]}); each day once")
+        seen[key] = day
+
+
+_DAY = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
 SCORED = pa.schema(list(PAIRS) + [pa.field("p_paraphrase", pa.float64())])
 
 
@@ -29,6 +53,7 @@ def score_month(days: list[str | Path], model: str | Path, accounts: list[str], 
                 ) -> dict[str, Any]:
     """Pairs of a month's tweets, ``p_paraphrase`` for each, and the accepted ones (at
     ``threshold``, or the one the identifier chose when it is None)."""
+    check_days(month, days)
     run = Run(rule=rule, params={"month": month, "threshold": threshold, "accounts": accounts,
                                  **asdict(pair_settings)}, inputs=[*days, model])
     tweets = (pl.concat([pl.from_arrow(read_table(d, TWEETS, "a day table of tweets "
@@ -70,16 +95,47 @@ def score_month(days: list[str | Path], model: str | Path, accounts: list[str], 
 def growth(stats_files: list[str | Path], tsv: str | Path, png: str | Path | None, plot=None,
            rule: str = "twitter_growth") -> list[dict[str, Any]]:
     run = Run(rule=rule, params={}, inputs=list(stats_files))
-    rows = sorted((read_json(p) for p in stats_files), key=lambda s: s["month"])
-    table = [{k: r[k] for k in ("month", "days", "tweets", "news_tweets", "urls", "pairs", "accepted")}
-             for r in rows]
+    found: dict[str, tuple[str | Path, dict[str, Any]]] = {}
+    for path in stats_files:
+        row = _month_stats(path)
+        if row["month"] in found:
+            raise InputError(path, None, f"holds month {row['month']}, as {found[row['month']][0]} "
+                             "does: each month once")
+        found[row["month"]] = (path, row)
+    table = [{k: row[k] for k in GROWTH} for _, (_, row) in sorted(found.items())]
     outs = [tsv] + ([png] if png else [])
-    with output_job(run, *outs, rows_in=len(rows), each=True) as job:
+    with output_job(run, *outs, rows_in=len(table), each=True) as job:
         pl.DataFrame(table).write_csv(job.paths[0], separator="\t")
         if png:
             plot(table, job.paths[1])
         job.rows_out = len(table)
     return table
+
+
+#: a month's counts, as `twitter month` writes them to stats.json: the growth table's columns
+GROWTH = ("month", "days", "tweets", "news_tweets", "urls", "pairs", "accepted")
+
+
+def _month_stats(path: str | Path) -> dict[str, Any]:
+    """A month's stats.json, checked: a JSON object with the month (``YYYY-MM``) and a whole
+    number, at least 0, for each count (another JSON file was a KeyError traceback)."""
+    stats = read_json(path)
+    if not isinstance(stats, dict):
+        raise InputError(path, None, f"not a month's stats (`paramill twitter month --stats`): "
+                         f"a JSON {type(stats).__name__}, not an object")
+    missing = [k for k in GROWTH if k not in stats]
+    if missing:
+        raise InputError(path, None, "not a month's stats (`paramill twitter month --stats`): "
+                         f"no {', '.join(missing)}")
+    try:
+        check_days(stats["month"] if isinstance(stats["month"], str) else repr(stats["month"]), [])
+    except ValueError as exc:
+        raise InputError(path, None, str(exc)) from None
+    for key in GROWTH[1:]:
+        if not isinstance(stats[key], int) or isinstance(stats[key], bool) or stats[key] < 0:
+            raise InputError(path, None, f"{key} is {stats[key]!r}, not a count (a whole number "
+                             "at least 0)")
+    return stats
 
 
 def load_cards(path: str | Path | None) -> dict[str, dict[str, str]]:
