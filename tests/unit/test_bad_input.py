@@ -21,7 +21,7 @@ import zstandard
 
 from paramill.bitext.readers import CorpusSpec, read_corpus
 from paramill.io import LineStream
-from paramill.io import InputError, open_compressed
+from paramill.io import InputError, open_compressed, read_json
 from paramill.text import normalize, normalize_expr
 
 #: ~20 KB of text: several blocks/frames' worth for every codec at its defaults
@@ -343,20 +343,23 @@ def test_a_month_is_a_month_and_its_days_are_its_own(tmp_path, capsys):
 
     stats = {"month": "2026-10", "days": 3, "tweets": 192, "news_tweets": 24, "urls": 24,
              "pairs": 96, "accepted": 72, "filtered": {}}
-    cases = {"list": ([stats], "a JSON list, not an object"),
-             "other": ({"a": 1}, "no month, days, tweets, news_tweets, urls, pairs, accepted"),
-             "month": ({**stats, "month": 202610}, "month '202610' is not a month (YYYY-MM)"),
-             "negative": ({**stats, "pairs": -1}, "pairs is -1, not a count (a whole number at least 0)"),
-             "flag": ({**stats, "accepted": True}, "accepted is True, not a count (a whole number at least 0)")}
+    cases = {"list": ([stats], "the top level: [{"),
+             "other": ({"a": 1}, "the top level: 'month' is a required property"),
+             "month": ({**stats, "month": "2026-13"}, None),
+             "number": ({**stats, "month": 202610}, "month: 202610 is not of type 'string'"),
+             "negative": ({**stats, "pairs": -1}, "pairs: -1 is less than the minimum of 0"),
+             "flag": ({**stats, "accepted": True}, "accepted: True is not of type 'integer'")}
     good = tmp_path / "good.json"
     good.write_text(json.dumps(stats))
     for name, (value, says) in cases.items():
         path = tmp_path / f"{name}.json"
         path.write_text(json.dumps(value))
         assert main(["twitter", "growth", str(good), str(path), "--tsv", str(tmp_path / "g.tsv")]) == 2
-        assert capsys.readouterr().err.strip().endswith(f"{path}: {says}" if name in ("month", "negative", "flag")
-                                                        else f"{path}: not a month's stats "
-                                                        f"(`paramill twitter month --stats`): {says}")
+        err = capsys.readouterr().err.strip()
+        if says is None:
+            assert err.endswith(f"{path}: month '2026-13' is not a month (YYYY-MM)")
+        else:
+            assert f"{path}: not a month's stats (`paramill twitter month --stats`): {says}" in err
     again = tmp_path / "again.json"
     again.write_text(json.dumps(stats))
     assert main(["twitter", "growth", str(good), str(again), "--tsv", str(tmp_path / "g.tsv")]) == 2
@@ -368,3 +371,79 @@ def test_a_month_is_a_month_and_its_days_are_its_own(tmp_path, capsys):
     assert (tmp_path / "g.tsv").read_text().splitlines() == [
         "month\tdays\ttweets\tnews_tweets\turls\tpairs\taccepted",
         "2026-10\t3\t192\t24\t24\t96\t72", "2026-11\t3\t192\t24\t24\t64\t72"]
+
+
+def test_stats_and_results_of_another_shape_are_one_error_never_a_traceback(tmp_path, capsys):
+    """The JSON files one stage writes and another reads (a corpus's ingest and clean stats,
+    a pair corpus's stats, an STS result, a selection summary) ended in KeyError/TypeError
+    tracebacks when another JSON file or an edited one took their place: `evaluate sweep`
+    223 of 404 edits, `bitext stats` 274 of 404. Every field of each, set to 15 values of
+    other JSON types, and the whole file set to a list, a number, a string and null: the
+    command exits 0 or 2, never a traceback; a file that is not an object names the file
+    and what it should be. An ingest folder whose shards no longer add up to its stats is
+    an error before cleaning."""
+    import shutil
+
+    from paramill.cli import main
+    from tests.hostile import edited
+
+    def quiet(argv):
+        code = main(argv)
+        capsys.readouterr()
+        return code
+
+    src = tmp_path / "c.tsv"
+    src.write_text("".join(f"{i}\t1\tradek číslo {i}\tline number {i}\n" for i in range(30)) + "bad line\n")
+    ingest = tmp_path / "ingest"
+    assert quiet(["bitext", "ingest", "--corpus", "c", "--out", str(ingest), "--spec",
+                  json.dumps({"format": "czeng1", "path": str(src)}), "--settings", '{"shard_size": 10}']) == 0
+    clean = ["bitext", "clean", "--corpus", "c", "--ingested", str(ingest), "--shards", str(tmp_path / "cl/shards"),
+             "--rejected", str(tmp_path / "cl/rej.parquet"), "--keys", str(tmp_path / "cl/keys.parquet"),
+             "--stats", str(tmp_path / "cl/stats.json")]
+    assert quiet(clean) == 0
+    pairs = tmp_path / "pairs"
+    (tmp_path / "p.tsv").write_text("".join(f"a man reads {i}\ta man is reading {i}\n" for i in range(5)))
+    assert quiet(["pairs", "ingest", "--corpus", "p", "--out", str(pairs), "--spec",
+                  json.dumps({"format": "tsv", "path": str(tmp_path / "p.tsv")})]) == 0
+    sts = {"model": "m.pt", "datasets": [{"dataset": "d", "year": "2012", "n": 3, "pearson": 50.0,
+                                          "spearman": 49.0, "skipped": 0}],
+           "years": [{"year": "2012", "datasets": 1, "n": 3, "pearson_mean": 50.0, "spearman_mean": 49.0,
+                      "pearson_weighted": 50.0, "spearman_weighted": 49.0}]}
+    selection = {"paranmt_score": "parascore", "rows": 10, "score_columns": {"bleu": "range"},
+                 "selection": "default", "steps": [{"step": "candidates", "pairs": 12}],
+                 "settings": {"bounds": {"bleu": [0.1, None]}, "dedup": True, "drop_identical": True,
+                              "exclude_heldout": True, "folds": [1], "max_tokens": 30, "n_folds": 10,
+                              "rank_by": None, "seed": 13, "size": 0}}
+    (tmp_path / "model").mkdir()
+    readers = {  # what each file should be, where it goes, the command that reads it
+        "an ingest's stats": (read_json(ingest / "stats.json"), ingest / "stats.json", clean),
+        "a corpus's clean stats": (read_json(tmp_path / "cl/stats.json"), tmp_path / "s.json",
+                                   ["bitext", "stats", str(tmp_path / "s.json"), "--json",
+                                    str(tmp_path / "o.json"), "--tsv", str(tmp_path / "o.tsv")]),
+        "a pair corpus's stats": (read_json(pairs / "stats.json"), pairs / "stats.json",
+                                  ["pairs", "stats", str(pairs), "--json", str(tmp_path / "o.json"),
+                                   "--tsv", str(tmp_path / "o.tsv")]),
+        "an STS result": (sts, tmp_path / "model/sts.json",
+                          ["evaluate", "sweep", str(tmp_path / "model/sts.json"), "--out", str(tmp_path / "o.tsv")]),
+        "a selection summary": (selection, tmp_path / "selection.json",
+                                ["filters", "analyse", "--candidates", str(tmp_path / "none.parquet"),
+                                 "--corpus", str(tmp_path / "none.parquet"), "--summary",
+                                 str(tmp_path / "selection.json"), "--out-dir", str(tmp_path / "an")]),
+    }
+    kept = tmp_path / "kept"
+    shutil.copytree(ingest, kept)
+    for what, (good, path, argv) in readers.items():
+        cases = [*((p, v, c) for p, v, c in edited(good)), *(((), v, v) for v in ([], 1, "x", None))]
+        for where, value, changed in cases:
+            path.write_text(json.dumps(changed))
+            code = main(argv)  # a traceback fails the test here
+            err = capsys.readouterr().err
+            assert code in (0, 2), (what, where, value, err)
+            if where == ():
+                assert f"{path}: not {what}" in err, (what, value, err)
+        path.write_text(json.dumps(good))
+    # shards removed from an ingest folder: its stats no longer add up, and clean says so
+    (kept / "shard-00001.parquet").unlink()
+    assert main([*clean[:4], "--ingested", str(kept), *clean[6:]]) == 2
+    assert f"{kept / 'stats.json'}: says 31 rows in, but the folder's shards hold 20 and it rejected 1" \
+        in capsys.readouterr().err

@@ -36,10 +36,11 @@ from paramill.bitext.ingest import REJECTED_NAME, STATS_NAME
 from paramill.bitext.tables import BITEXT, REJECTED
 from paramill.dedup import DUP_HERE, KEEP, KEYS, bucket_bits, check_key_files, dedup_buckets, pair_keys, spill
 from paramill.job import output_job
-from paramill.io import (ShardWriter, TableWriter, iter_parquet_batches,
-                         parquet_rows, read_json, scratch_dir, write_json)
+from paramill.io import (InputError, ShardWriter, TableWriter, iter_parquet_batches,
+                         parquet_rows, scratch_dir, write_json)
 from paramill.progress import progress
 from paramill.provenance import Run
+from paramill.shapes import COUNT, COUNTS, read_json_as
 from paramill.settings import Settings, setting
 
 
@@ -161,6 +162,11 @@ def _keep_pass(candidates: Path, marks: np.ndarray, bounds: list[int], in_shards
                 .otherwise(pl.lit("duplicate of a pair in an earlier corpus"))).to_arrow())
 
 
+#: an ingest's stats.json, as far as `bitext clean` reads it
+INGEST_STATS = {"type": "object", "required": ["rows_in", "rejected"],
+                "properties": {"rows_in": COUNT, "rejected": COUNTS}}
+
+
 def clean(corpus: str, ingest_dir: str | Path, shards_dir: str | Path, rejected_path: str | Path,
           keys_path: str | Path, stats_path: str | Path, prior_key_files: list[str | Path] = (),
           settings: CleanSettings = CleanSettings(), shard_size: int = 1000,
@@ -168,12 +174,19 @@ def clean(corpus: str, ingest_dir: str | Path, shards_dir: str | Path, rejected_
     """Clean the shards in ``ingest_dir``; write shards, rejected rows, sorted keys, stats."""
     ingest_dir = Path(ingest_dir)
     in_shards = sorted(ingest_dir.glob("shard-*.parquet"))
-    ingest_stats = read_json(ingest_dir / STATS_NAME)
+    ingest_stats = read_json_as(ingest_dir / STATS_NAME, INGEST_STATS,
+                                "an ingest's stats (`paramill bitext ingest`)")
     prior = [Path(p) for p in prior_key_files]
     check_key_files(prior)  # before any work
     run = Run(rule=rule, params={"corpus": corpus, **asdict(settings), "shard_size": shard_size},
               inputs=[ingest_dir, *prior])
     n_in = parquet_rows(in_shards)
+    unread = sum(ingest_stats["rejected"].values())
+    if ingest_stats["rows_in"] != n_in + unread:
+        raise InputError(ingest_dir / STATS_NAME, None, f"says {ingest_stats['rows_in']} rows in, but "
+                         f"the folder's shards hold {n_in} and it rejected {unread}: the folder is not "
+                         "as its ingest wrote it (a shard added, removed or replaced, or the stats "
+                         "edited). Ingest the corpus again")
     tally = _Tally(Counter(ingest_stats["rejected"]),
                    {"(unreadable lines)": Counter(ingest_stats["rejected"])})
     # buckets sized by this corpus and the earlier corpora's keys read against it

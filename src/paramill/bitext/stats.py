@@ -9,8 +9,19 @@ from typing import Any
 import polars as pl
 
 from paramill.job import output_job
-from paramill.io import read_json, write_json
+from paramill.io import write_json
+from paramill.shapes import COUNT, COUNTS, TEXT, read_json_as
 from paramill.provenance import Run
+
+
+_TOKENS = {"type": ["number", "null"], "minimum": 0}
+#: a corpus's clean stats (`paramill bitext clean --stats`), as far as `bitext stats` reads them
+CLEAN_STATS = {"type": "object", "required": ["corpus", "rows_in", "kept", "rejected", "by_input_shard",
+                                              "shards", "avg_tokens_cs", "avg_tokens_en"],
+               "properties": {"corpus": TEXT, "rows_in": COUNT, "kept": COUNT, "rejected": COUNTS,
+                              "by_input_shard": {"type": "object", "additionalProperties": COUNTS},
+                              "shards": {"type": ["object", "array"]},
+                              "avg_tokens_cs": _TOKENS, "avg_tokens_en": _TOKENS}}
 
 
 def summarize(stats: list[dict[str, Any]]) -> dict[str, Any]:
@@ -57,7 +68,8 @@ def outcomes_table(stats: list[dict[str, Any]]) -> pl.DataFrame:
 
 def write_stats(stats_files: list[str | Path], out_json: str | Path, out_tsv: str | Path,
                 rule: str = "bitext_stats") -> dict[str, Any]:
-    stats = [read_json(p) for p in stats_files]
+    stats = [read_json_as(p, CLEAN_STATS, "a corpus's clean stats (`paramill bitext clean --stats`)")
+             for p in stats_files]
     summary = summarize(stats)
     run = Run(rule=rule, params={}, inputs=list(stats_files))
     outs = [Path(out_json), Path(out_tsv)]

@@ -20,6 +20,7 @@ from paramill.correlation import pearson, spearman
 from paramill.fields import number
 from paramill.formats import Bad
 from paramill.io import InputError
+from paramill.shapes import COUNT
 
 USE = "sts"
 #: longest line read (an STS pair is a few hundred bytes)
@@ -46,6 +47,19 @@ class StsData:
         self.s1.append(a)
         self.s2.append(b)
         self.gold.append(value)
+
+
+_SCORE = {"type": ["number", "null"]}  # a correlation (null where it is undefined)
+#: what `evaluate sts --json` writes, as far as `evaluate sweep` reads it
+STS_RESULT = {"type": "object", "required": ["datasets", "years"], "properties": {
+    "datasets": {"type": "array", "items": {
+        "type": "object", "required": ["dataset", "year", "n", "pearson", "spearman"],
+        "properties": {"dataset": {"type": "string"}, "year": {"type": "string"},
+                       "n": COUNT, "pearson": _SCORE, "spearman": _SCORE}}},
+    "years": {"type": "array", "items": {
+        "type": "object", "required": ["year", "n", "pearson_mean", "spearman_mean", "pearson_weighted"],
+        "properties": {"year": {"type": "string"}, "n": COUNT,
+                       "pearson_mean": _SCORE, "spearman_mean": _SCORE, "pearson_weighted": _SCORE}}}}}
 
 
 def read(name: str, year: str | int, fmt: str, path: str | Path) -> StsData:
@@ -136,14 +150,14 @@ def collect(result_files: list[str | Path], points: dict[str, dict[str, Any]], o
 
     import polars as pl
 
-    from paramill.io import read_json
+    from paramill.shapes import read_json_as
     from paramill.job import output_job
     from paramill.provenance import Run
 
     run = Run(rule=rule, params={"points": points}, inputs=list(result_files))
     rows = []
     for path in result_files:
-        result = read_json(path)
+        result = read_json_as(path, STS_RESULT, "an STS result (`paramill evaluate sts --json`)")
         name = Path(path).parent.name
         label = json.dumps(points.get(name, {}), sort_keys=True)
         for r in result["datasets"]:

@@ -14,8 +14,9 @@ from paramill import __version__
 from paramill.filters.analysis import AnalysisSettings, analyse, annotation_sample
 from paramill.filters.select import iter_scored
 from paramill.job import output_job
-from paramill.io import parquet_rows, read_json, sha256_file, write_json
+from paramill.io import parquet_rows, sha256_file, write_json
 from paramill.provenance import Run, code_version
+from paramill.shapes import COUNT, TEXT, read_json_as
 
 LICENCE = """\
 The pairs are derived from the bitext listed under Sources and inherit its terms. Data
@@ -191,6 +192,25 @@ def dataset_card(name: str, selection: dict[str, Any], sources: dict[str, Any],
     return "\n".join(lines)
 
 
+_BOUND = {"type": ["number", "null"]}
+_WHOLE = {"type": "integer"}
+#: `filters select --json`, as far as the release's documents read it
+SELECTION = {"type": "object", "required": ["rows", "score_columns", "steps", "settings"], "properties": {
+    "rows": COUNT, "paranmt_score": TEXT,
+    "score_columns": {"type": "object", "additionalProperties": TEXT},
+    "steps": {"type": "array", "items": {"type": "object", "required": ["step", "pairs"],
+                                         "properties": {"step": TEXT, "pairs": COUNT}}},
+    "settings": {"type": "object",
+                 "required": ["max_tokens", "drop_identical", "exclude_heldout", "size"],
+                 "properties": {
+                     "bounds": {"type": "object", "additionalProperties": {
+                         "type": ["array", "null"], "items": _BOUND, "minItems": 2, "maxItems": 2}},
+                     "max_tokens": {"type": ["integer", "null"]}, "drop_identical": {"type": "boolean"},
+                     "exclude_heldout": {"type": "boolean"}, "rank_by": {"type": ["string", "null"]},
+                     "n_folds": _WHOLE, "folds": {"type": "array", "items": _WHOLE},
+                     "size": COUNT, "seed": _WHOLE}}}}
+
+
 def write_release_docs(name: str, candidate_files: list[str | Path], score_files: list[str | Path],
                        corpus: str | Path, selection_json: str | Path, out_dir: str | Path,
                        settings: AnalysisSettings = AnalysisSettings(),
@@ -200,7 +220,7 @@ def write_release_docs(name: str, candidate_files: list[str | Path], score_files
     """Write stats.json, annotation.tsv, datasheet.md, README.md (the dataset card) and
     scores.png via ``plot``."""
     out_dir = Path(out_dir)
-    selection = read_json(selection_json)
+    selection = read_json_as(selection_json, SELECTION, "a selection summary (`paramill filters select --json`)")
     inputs = [corpus, selection_json, *candidate_files, *score_files]
     if settings.idf_corpus:
         inputs.append(settings.idf_corpus)

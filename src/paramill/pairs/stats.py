@@ -5,17 +5,26 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from paramill.io import read_json, write_json
+from paramill.io import write_json
 from paramill.job import output_job
 from paramill.pairs.ingest import STATS_NAME
 from paramill.provenance import Run
+from paramill.shapes import COUNT, COUNTS, TEXT, read_json_as
+
+#: a pair corpus's stats.json (`paramill pairs ingest`), as far as `pairs stats` reads it
+INGEST_STATS = {"type": "object", "required": ["corpus", "format", "lines_in", "rows_in", "kept", "rejected",
+                                               "rejected_total", "by_method"],
+                "properties": {"corpus": TEXT, "format": TEXT, "lines_in": COUNT, "rows_in": COUNT,
+                               "kept": COUNT, "rejected": COUNTS, "rejected_total": COUNT,
+                               "by_method": {"type": "object", "additionalProperties": COUNTS}}}
 
 
 def gather(corpus_dirs: list[str | Path]) -> dict[str, Any]:
     """The summary of the corpora's ``stats.json`` files, in the order given."""
     corpora = {}
     for directory in map(Path, corpus_dirs):
-        stats = read_json(directory / STATS_NAME)
+        stats = read_json_as(directory / STATS_NAME, INGEST_STATS,
+                             "a pair corpus's stats (`paramill pairs ingest`)")
         corpora[stats["corpus"]] = {k: stats[k] for k in (
             "format", "lines_in", "rows_in", "kept", "rejected", "rejected_total", "by_method")}
     return {"corpora": corpora,

@@ -16,6 +16,7 @@ import pyarrow as pa
 from paramill.io import InputError, TableWriter, check_regular_file, read_json, write_json
 from paramill.job import output_job
 from paramill.provenance import Run
+from paramill.shapes import COUNT, TEXT, read_json_as
 from paramill.tables import read_table
 from paramill.twitter.identify import Identifier
 from paramill.twitter.tweets import TWEETS
@@ -116,25 +117,18 @@ def growth(stats_files: list[str | Path], tsv: str | Path, png: str | Path | Non
 GROWTH = ("month", "days", "tweets", "news_tweets", "urls", "pairs", "accepted")
 
 
+#: a month's stats.json (`paramill twitter month --stats`), as far as `twitter growth` reads it
+MONTH_STATS = {"type": "object", "required": list(GROWTH),
+               "properties": {"month": TEXT, **{k: COUNT for k in GROWTH[1:]}}}
+
+
 def _month_stats(path: str | Path) -> dict[str, Any]:
-    """A month's stats.json, checked: a JSON object with the month (``YYYY-MM``) and a whole
-    number, at least 0, for each count (another JSON file was a KeyError traceback)."""
-    stats = read_json(path)
-    if not isinstance(stats, dict):
-        raise InputError(path, None, f"not a month's stats (`paramill twitter month --stats`): "
-                         f"a JSON {type(stats).__name__}, not an object")
-    missing = [k for k in GROWTH if k not in stats]
-    if missing:
-        raise InputError(path, None, "not a month's stats (`paramill twitter month --stats`): "
-                         f"no {', '.join(missing)}")
+    """A month's stats.json, checked (another JSON file was a KeyError traceback)."""
+    stats = read_json_as(path, MONTH_STATS, "a month's stats (`paramill twitter month --stats`)")
     try:
-        check_days(stats["month"] if isinstance(stats["month"], str) else repr(stats["month"]), [])
+        check_days(stats["month"], [])
     except ValueError as exc:
         raise InputError(path, None, str(exc)) from None
-    for key in GROWTH[1:]:
-        if not isinstance(stats[key], int) or isinstance(stats[key], bool) or stats[key] < 0:
-            raise InputError(path, None, f"{key} is {stats[key]!r}, not a count (a whole number "
-                             "at least 0)")
     return stats
 
 
