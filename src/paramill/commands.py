@@ -33,6 +33,21 @@ def json_arg(value: str) -> Any:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
+def json_of(shape: dict[str, Any], what: str) -> Callable[[str], Any]:
+    """An option's type: :func:`json_arg`, checked against the JSON Schema ``shape`` (a value
+    of another shape is a usage error naming the field, where it was a traceback in the job)."""
+    def parse(value: str) -> Any:
+        from paramill.shapes import problem
+
+        data = json_arg(value)
+        wrong = problem(data, shape)
+        if wrong:
+            raise argparse.ArgumentTypeError(f"not {what}: {wrong}")
+        return data
+    parse.shape = shape  # type: ignore[attr-defined]
+    return parse
+
+
 def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     """A JSON object, refusing a key given twice (JSON keeps the last silently), as the
     config's YAML does."""

@@ -61,6 +61,10 @@ class Settings:
         unknown = set(data) - set(cls.__dataclass_fields__)  # type: ignore[attr-defined]
         if unknown:
             raise ValueError(f"unknown {cls.__name__} keys: {sorted(unknown)}")
+        missing = [f.name for f in dataclasses.fields(cls) if f.name not in data  # type: ignore[arg-type]
+                   and f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING]
+        if missing:  # the class's constructor would raise a TypeError naming no setting
+            raise ValueError(f"{where or cls.__name__} settings: {', '.join(missing)} must be given")
         check_values(cls, data, where)
         hints = typing.get_type_hints(cls)
         return cls(**{k: _nested(hints.get(k), v, f"{where or cls.__name__}.{k}")

@@ -21,12 +21,20 @@ def read_json_as(path: str | os.PathLike, shape: dict[str, Any], what: str) -> A
     of another shape (another JSON file, a field of another type, edited by hand) is an
     :class:`InputError` naming the file, the field and ``what`` the file should be (``a
     corpus's clean stats``)."""
+    value = read_json(path)
+    wrong = problem(value, shape)
+    if wrong:
+        raise InputError(path, None, f"not {what}: {wrong}")
+    return value
+
+
+def problem(value: Any, shape: dict[str, Any]) -> str | None:
+    """What is wrong with ``value`` against the JSON Schema ``shape`` (``field.path: message``),
+    or None."""
     import jsonschema
 
-    value = read_json(path)
     error = jsonschema.exceptions.best_match(jsonschema.Draft7Validator(shape).iter_errors(value))
-    if error is not None:
-        where = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in error.absolute_path)
-        raise InputError(path, None, f"not {what}: {where.lstrip('.') or 'the top level'}: "
-                         f"{error.message[:200]}")
-    return value
+    if error is None:
+        return None
+    where = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in error.absolute_path)
+    return f"{where.lstrip('.') or 'the top level'}: {error.message[:200]}"

@@ -335,7 +335,9 @@ def _argv_with(parser, bad: str, tmp_path):
         elif action.dest in outputs:
             value = str(tmp_path / "ok" / f"{action.dest}.out")
         elif action.required or (not action.option_strings and action.nargs not in ("?", "*")):
+            shape = getattr(action.type, "shape", None)  # commands.json_of
             value = (action.choices[0] if action.choices else "{}" if action.type is json_arg
+                     else ("[]" if shape["type"] == "array" else "{}") if shape
                      else "1" if action.type is int else str(tmp_path / "missing-input"))
         else:
             continue
@@ -361,3 +363,38 @@ def test_an_output_that_cannot_be_written_stops_the_command_before_its_work(tmp_
     assert checked >= 50
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a-file", "ok"]
     assert [p.name for p in (tmp_path / "ok").iterdir()] == []  # folders made, no probe left
+
+
+def test_a_verbs_json_of_another_shape_is_a_usage_error_never_a_traceback(tmp_path, capsys):
+    """The JSON options the rules pass besides --settings (STS datasets, sweep points, a
+    filter's models, a release's sources) were read as given: a list for an object, a number
+    for a path ended in TypeError/AttributeError/KeyError tracebacks, and a dataset without
+    a path in a KeyError. Each of 15 wrong JSON values, at the top and one level down, is a
+    usage error (exit 2) naming the option, or an error line naming the setting."""
+    from tests.hostile import WRONG_JSON
+
+    missing = str(tmp_path / "missing")
+    options = {  # the option, a good value, the rest of the command line
+        ("evaluate", "sts", "--datasets"): ([{"name": "s", "year": 2012, "format": "tsv", "path": missing}],
+                                           ["--model", missing, "--tsv", str(tmp_path / "o.tsv"),
+                                            "--json", str(tmp_path / "o.json")]),
+        ("evaluate", "sweep", "--points"): ({"word": {"dim": 300}}, [missing, "--out", str(tmp_path / "o.tsv")]),
+        ("filters", "score", "--models"): ({"model": missing}, ["--filter", "parascore", "--candidates", missing,
+                                                               "--out", str(tmp_path / "o.parquet")]),
+        ("filters", "analyse", "--sources"): ({"corpora": {"c": {"format": "moses"}}},
+                                             ["--candidates", missing, "--corpus", missing, "--summary", missing,
+                                              "--out-dir", str(tmp_path / "an")]),
+    }
+    tried = 0
+    for (group, verb, option), (good, rest) in options.items():
+        inner = (lambda v: [v]) if isinstance(good, list) else (lambda v: {next(iter(good)): v})
+        for value in [*WRONG_JSON, *map(inner, WRONG_JSON), [{"name": "s"}]]:
+            try:
+                code = main([group, verb, option, json.dumps(value), *rest])
+            except SystemExit as exc:  # argparse: a usage error
+                code = exc.code
+            err = capsys.readouterr().err.strip().splitlines()
+            assert code == 2, (option, value, err)
+            assert err[-1].startswith(f"paramill {group} {verb}: error: "), (option, value, err)
+            tried += 1
+    assert tried == 4 * 31

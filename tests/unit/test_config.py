@@ -363,6 +363,16 @@ def test_a_number_in_exponent_notation_is_a_number(tmp_path):
         config.resolve({"embed": {"train": {"learning_rate": "1e-3x"}}})
 
 
+def test_a_settings_object_without_a_required_key_names_the_keys():
+    """A settings class whose fields have no default (an STS dataset's name, year, format,
+    path) was built with a TypeError from its constructor, naming no setting."""
+    from paramill.evaluate.settings import StsDataset
+
+    with pytest.raises(ValueError, match=r"^datasets\[0\] settings: year, format, path must be given$"):
+        StsDataset.from_dict({"name": "s"}, "datasets[0]")
+    assert StsDataset.from_dict({"name": "s", "year": 2012, "format": "tsv", "path": "p"}).year == 2012
+
+
 def test_a_settings_file_that_cannot_be_read_is_a_usage_error(tmp_path, capsys):
     from paramill.cli import main
 

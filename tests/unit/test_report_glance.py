@@ -63,6 +63,29 @@ def test_pages_render_tables_json_and_datasheets(tmp_path, monkeypatch):
     assert "7 pairs released" in page and page.count("<li>") == 3
 
 
+def test_a_result_page_that_cannot_be_read_names_the_file(tmp_path):
+    """A .tsv that is not UTF-8 or has a row of more fields, a .md that is not UTF-8, a .json
+    that is not JSON: each ended in a polars traceback or an error naming no file."""
+    import pytest
+
+    from paramill.io import InputError
+    from paramill.report import pages
+
+    cases = {"bad.tsv": (b"a\tb\n\xff\xfe\tx\n", "cannot be shown in the report: invalid utf-8"),
+             "ragged.tsv": (b"a\tb\n1\t2\t3\n", "cannot be shown in the report: found more fields"),
+             "bad.md": (b"# t\n\xff\n", "cannot be shown in the report: 'utf-8' codec can't decode"),
+             "cut.json": (b'{"rows":\n', "not JSON")}
+    for name, (data, says) in cases.items():
+        path = tmp_path / name
+        path.write_bytes(data)
+        with pytest.raises(InputError) as caught:
+            pages.render([path], tmp_path / "pages.html")
+        assert caught.value.path == str(path) and says in str(caught.value)
+        assert "Consider setting" not in str(caught.value)  # polars' advice is not ours to give
+        path.unlink()
+    assert not (tmp_path / "pages.html").exists()
+
+
 def test_a_result_without_its_figures_never_stops_the_summary(tmp_path):
     from paramill.report.glance import _headline
 

@@ -2,7 +2,7 @@
 
 import argparse
 
-from paramill.commands import Group, arg, json_arg, need, out
+from paramill.commands import Group, arg, json_of, need, out
 
 group = Group("evaluate", "evaluate models")
 
@@ -10,7 +10,8 @@ group = Group("evaluate", "evaluate models")
 @group.verb(
     "sts", "STS correlations of an embedding model",
     need("--model", "a model from `paramill embed train`"),
-    arg("--datasets", type=json_arg, required=True, metavar="JSON",
+    arg("--datasets", type=json_of({"type": "array", "items": {"type": "object"}},
+                                   'a list of {"name","year","format","path"}'), required=True, metavar="JSON",
         help='list of {"name","year","format","path"} (as config evaluate.sts)'),
     out("--tsv", "output table"), out("--json", "output summary"))
 def sts(args: argparse.Namespace) -> int | str:
@@ -34,7 +35,9 @@ def download(args: argparse.Namespace) -> int | str:
 @group.verb(
     "sweep", "one table of the STS results of several models (the sweep's points)",
     arg("results", nargs="+", help="sts.json files (the model name is their folder)"),
-    arg("--points", type=json_arg, metavar="JSON", help="{model: settings} labelling the rows"),
+    arg("--points", type=json_of({"type": "object", "additionalProperties": {"type": "object"}},
+                                 "{model: settings}"), metavar="JSON",
+        help="{model: settings} labelling the rows"),
     out("--out", "output TSV"))
 def sweep(args: argparse.Namespace) -> int | str:
     from paramill.evaluate.sts import collect

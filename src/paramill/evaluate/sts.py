@@ -127,6 +127,10 @@ def evaluate(model_path: str | Path, datasets: list[dict[str, Any]], out_tsv: st
     from paramill.job import output_job
     from paramill.provenance import Run
 
+    from paramill.evaluate.settings import StsDataset
+
+    for k, d in enumerate(datasets):  # the types, the format's name: before anything is read
+        StsDataset.from_dict(d, f"datasets[{k}]")
     run = Run(rule=rule, params={"datasets": datasets},
               inputs=[model_path, *[d["path"] for d in datasets]])
     model = load_model(model_path)

@@ -3,7 +3,13 @@
 import argparse
 
 from paramill import device
-from paramill.commands import Group, arg, json_arg, need, out, section_settings
+from paramill.commands import Group, arg, json_arg, json_of, need, out, section_settings
+
+_NAMED = {"type": "object", "additionalProperties": {"type": "object"}}
+#: what `filters analyse --sources` reads: the config's corpora, and how candidates were made
+SOURCES = {"type": "object", "properties": {"corpora": _NAMED, "pairs": _NAMED,
+                                            "translate": {"type": ["object", "null"]},
+                                            "generation": {"type": ["string", "null"]}}}
 
 group = Group("filters", "filter scores, selection and the released corpus",
               "Filters add score columns to candidate shards (never dropping rows); `select` "
@@ -49,7 +55,8 @@ def classifier(args: argparse.Namespace) -> int | str:
     need("--candidates", "candidate table of one shard"),
     out("--out", "output score table (Parquet)"), arg("--settings", type=json_arg, metavar="JSON",
         help="config section filters.<name> (JSON); keys left out take the schema's defaults"),
-    arg("--models", type=json_arg, default={}, metavar="JSON", help="{field: path} of the "
+    arg("--models", type=json_of({"type": "object", "additionalProperties": {"type": "string"}},
+                                 "{field: path}"), default={}, metavar="JSON", help="{field: path} of the "
         "filter's x-models (schema), \"source\": the bitext shard when it needs Czech, "
         "\"tokens\": the shard's token table (`filters tokens`) when it reads it"),
     description="Writes pair_id, candidate_id and the filter's columns, one row per candidate.")
@@ -114,7 +121,7 @@ def select(args: argparse.Namespace) -> int | str:
     need("--corpus", "corpus.parquet from `paramill filters select`"),
     need("--summary", "selection.json from `paramill filters select`"),
     arg("--name", default="default", help="the release's name"),
-    arg("--sources", type=json_arg, metavar="JSON", help='{"corpora": config bitext.corpora, '
+    arg("--sources", type=json_of(SOURCES, "the release's sources"), metavar="JSON", help='{"corpora": config bitext.corpora, '
         '"pairs": config pairs.corpora, "translate": config nmt.translate} (or "generation": '
         'the text itself)'),
     out("--out-dir", "output folder"), settings="filters.analysis")

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import polars as pl
 
+from paramill.io import InputError, read_json
 from paramill.report.glance import _headline
 
 MAX_ROWS = 500
@@ -38,7 +39,7 @@ def _md(path: Path) -> str:
 
 
 def _json(path: Path) -> str:
-    text = json.dumps(json.loads(path.read_text(encoding="utf-8")), indent=2, ensure_ascii=False)
+    text = json.dumps(read_json(path), indent=2, ensure_ascii=False)
     return f"<pre>{html.escape(text)}</pre>"
 
 
@@ -55,7 +56,13 @@ def render(files: list[str | Path], out: str | Path) -> list[str]:
         path = Path(file)
         if path.suffix not in KINDS or not path.is_file():
             continue
-        content = {".tsv": _tsv, ".md": _md, ".json": _json}[path.suffix](path)
+        try:
+            content = {".tsv": _tsv, ".md": _md, ".json": _json}[path.suffix](path)
+        except InputError:
+            raise
+        except (ValueError, pl.exceptions.PolarsError) as exc:  # not UTF-8, ragged TSV rows
+            reason = " ".join(str(exc).split()).split(" Consider ")[0][:200]  # not polars' advice
+            raise InputError(path, None, f"cannot be shown in the report: {reason}") from None
         sections.append(f"<section id='{anchor(path)}'><h2>{html.escape(file)}</h2>{content}"
                         "<p><a href='#top'>back to the list</a></p></section>")
         headline = _headline(path) if path.suffix == ".json" else None
