@@ -61,7 +61,10 @@ def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
 
 
 def arg(*flags: str, **kw: Any) -> tuple[tuple[str, ...], dict[str, Any]]:
-    """One argument of a verb, as for ``ArgumentParser.add_argument``."""
+    """One argument of a verb, as for ``ArgumentParser.add_argument``; ``table=KIND``
+    (:data:`paramill.tables.TABLE_KINDS`) checks before the verb runs that each file given
+    holds that table's columns, so another Parquet file is one line naming the file and the
+    column, not a polars traceback in the middle of the job."""
     return flags, kw
 
 
@@ -112,19 +115,22 @@ class Group:
         verbs = parser.add_subparsers(dest="what", required=True, metavar="STEP")
         for name, help, description, args, sections, func in self.verbs:
             p = verbs.add_parser(name, help=help, description=description or help)
-            outputs = []
+            outputs, tables = [], {}
             for flags, kw in args:
                 kw = dict(kw)
-                if kw.pop("output", False):
-                    outputs.append(p.add_argument(*flags, **kw).dest)
-                else:
-                    p.add_argument(*flags, **kw)
+                output, table = kw.pop("output", False), kw.pop("table", None)
+                dest = p.add_argument(*flags, **kw).dest
+                if output:
+                    outputs.append(dest)
+                if table:
+                    tables[dest] = table
             for dest, section in sections.items():
                 p.add_argument("--" + dest.replace("_", "-"), dest=dest, type=json_arg,
                                metavar="JSON", help=f"config section {section} (JSON, or @file "
                                "JSON/YAML); keys left out take the schema's defaults")
             p.set_defaults(func=_with_settings(func, sections),
-                           default_rule=f"{self.name}_{name}", output_dests=tuple(outputs))
+                           default_rule=f"{self.name}_{name}", output_dests=tuple(outputs),
+                           table_dests=tables)
 
 
 def _with_settings(func: Verb, sections: dict[str, str]) -> Verb:
@@ -135,6 +141,12 @@ def _with_settings(func: Verb, sections: dict[str, str]) -> Verb:
             setattr(args, dest, section_settings(section, getattr(args, dest)))
         args.rule = args.rule or args.default_rule
         check_writable(*[path for dest in args.output_dests if (path := getattr(args, dest))])
+        if args.table_dests:
+            from paramill.tables import check_kind
+
+            for dest, kind in args.table_dests.items():
+                given = getattr(args, dest) or []
+                check_kind([given] if isinstance(given, str) else given, kind)
         result = func(args)
         if isinstance(result, int):
             return result

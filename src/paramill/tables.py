@@ -160,19 +160,52 @@ def _same_kind(found: pa.DataType, expected: pa.DataType) -> bool:
     return found == expected
 
 
-def read_table(path: str | os.PathLike, schema: pa.Schema, what: str) -> pa.Table:
-    """The columns of ``schema`` from the Parquet file ``path``, cast to it; a file without
-    one of them, or with one of another kind (numbers where text is meant), is an
-    :class:`~paramill.errors.InputError` naming the file and the column (polars' own error
-    named neither), as are the faults :func:`iter_parquet_batches` finds."""
+def check_columns(path: str | os.PathLike, schema: pa.Schema, what: str,
+                  names: Sequence[str] | None = None) -> pa.Schema:
+    """The Parquet file's schema, read from its footer, once each column of ``schema`` (or
+    of ``names`` among them) is found in it and of the same kind (numbers where text is
+    meant are not); otherwise an :class:`~paramill.errors.InputError` naming the file and
+    the column (polars' own error named neither)."""
     found = open_parquet(path).schema_arrow
     for field in schema:
+        if names is not None and field.name not in names:
+            continue
         if field.name not in found.names:
             raise InputError(path, None, f"not {what}: no column {field.name} (it has "
                                          f"{', '.join(found.names)[:200]})")
         if not _same_kind(found.field(field.name).type, field.type):
             raise InputError(path, None, f"not {what}: column {field.name} holds "
                                          f"{found.field(field.name).type}, not {field.type}")
+    return found
+
+
+#: the tables a verb's argument may be declared to hold (``arg(..., table=KIND)``): the module
+#: and schema that define them, the columns every reader of them needs, and what to call them
+TABLE_KINDS = {
+    "candidates": ("paramill.nmt.tables", "CANDIDATES",
+                   ("pair_id", "candidate_id", "en_ref", "candidate", "method", "rank"),
+                   "a candidate table (`paramill nmt translate` or `paramill pairs ingest`)"),
+    "bitext": ("paramill.bitext.tables", "BITEXT", ("pair_id", "cs", "en"),
+               "a bitext shard (`paramill bitext clean`)"),
+}
+
+
+def check_kind(paths: Sequence[str | os.PathLike], kind: str) -> None:
+    """Each of ``paths`` holds the columns of a :data:`TABLE_KINDS` table (footers only)."""
+    import importlib
+
+    module, name, names, what = TABLE_KINDS[kind]
+    schema = getattr(importlib.import_module(module), name)
+    for path in paths:
+        check_columns(path, schema, what, names)
+
+
+def read_table(path: str | os.PathLike, schema: pa.Schema, what: str) -> pa.Table:
+    """The columns of ``schema`` from the Parquet file ``path``, cast to it; a file without
+    one of them, or with one of another kind, is an :class:`~paramill.errors.InputError`
+    naming the file and the column (:func:`check_columns`), as are the faults
+    :func:`iter_parquet_batches` finds."""
+    found = check_columns(path, schema, what)
     batches = list(iter_parquet_batches([path], columns=schema.names))
     table = pa.Table.from_batches(batches) if batches else found.empty_table().select(schema.names)
     return table.cast(pa.schema([pa.field(f.name, f.type) for f in schema]))

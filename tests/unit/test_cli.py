@@ -318,9 +318,10 @@ def test_every_option_that_names_an_output_is_declared_as_one():
     assert outputs >= 50  # every verb's outputs, not an empty walk
 
 
-def _argv_with(parser, bad: str, tmp_path):
+def _argv_with(parser, bad: str | None, tmp_path, given: dict | None = None):
     """A command line for the verb with output ``bad`` under a regular file, the other
-    outputs writable, every other required value a placeholder (inputs that do not exist)."""
+    outputs writable, the values ``given`` by dest, every other required value a placeholder
+    (inputs that do not exist)."""
     import argparse
 
     from paramill.commands import json_arg
@@ -330,7 +331,9 @@ def _argv_with(parser, bad: str, tmp_path):
         if isinstance(action, argparse._HelpAction):
             continue
         outputs = parser.get_default("output_dests")
-        if action.dest == bad:
+        if action.dest in (given or {}):
+            value = given[action.dest]
+        elif action.dest == bad:
             value = str(tmp_path / "a-file" / f"{bad}.out")
         elif action.dest in outputs:
             value = str(tmp_path / "ok" / f"{action.dest}.out")
@@ -398,3 +401,28 @@ def test_a_verbs_json_of_another_shape_is_a_usage_error_never_a_traceback(tmp_pa
             assert err[-1].startswith(f"paramill {group} {verb}: error: "), (option, value, err)
             tried += 1
     assert tried == 4 * 31
+
+
+def test_a_parquet_table_of_another_kind_is_refused_before_the_verb_runs(tmp_path, capsys):
+    """A candidate table or bitext shard argument given another Parquet file (another
+    stage's table, a user's own) ended in polars' ColumnNotFoundError or an IndexError in
+    the middle of the job, naming no file, and `nmt data` said "the shards are empty".
+    Every verb's table arguments are checked from the files' footers first."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    other = tmp_path / "other.parquet"
+    pq.write_table(pa.table({"x": [1, 2]}), other)
+    named = {"candidates": "not a candidate table", "bitext": "not a bitext shard"}
+    checked = set()
+    for group, verb, parser in _verbs():
+        for dest, kind in parser.get_default("table_dests").items():
+            code = main([group, verb, *_argv_with(parser, None, tmp_path, {dest: str(other)})])
+            err = capsys.readouterr().err.strip().splitlines()
+            assert code == 2, (group, verb, err)
+            assert err[-1].startswith(f"paramill {group} {verb}: error: {other}: {named[kind]} (`"), err
+            assert err[-1].endswith("): no column pair_id (it has x)"), err
+            checked.add(f"{group} {verb}")
+    assert checked == {"nmt diversity", "nmt stats", "nmt data", "nmt spm", "nmt translate",
+                       "filters heldout", "filters score", "filters tokens", "filters select",
+                       "filters analyse", "filters by-method"}

@@ -19,7 +19,7 @@ group = Group("filters", "filter scores, selection and the released corpus",
 
 @group.verb(
     "heldout", "pick held-out reference/translation pairs (seeded)",
-    arg("candidates", nargs="+", help="candidate tables"), out("--out", "output Parquet"),
+    arg("candidates", nargs="+", help="candidate tables", table="candidates"), out("--out", "output Parquet"),
     settings="filters.heldout")
 def heldout(args: argparse.Namespace) -> int | str:
     from paramill.filters.heldout import HeldoutSettings, select_heldout
@@ -52,7 +52,7 @@ def classifier(args: argparse.Namespace) -> int | str:
 @group.verb(
     "score", "add one filter's score columns to a candidate shard",
     need("--filter", "filter name (config filters.enabled lists them)"),
-    need("--candidates", "candidate table of one shard"),
+    need("--candidates", "candidate table of one shard", table="candidates"),
     out("--out", "output score table (Parquet)"), arg("--settings", type=json_arg, metavar="JSON",
         help="config section filters.<name> (JSON); keys left out take the schema's defaults"),
     arg("--models", type=json_of({"type": "object", "additionalProperties": {"type": "string"}},
@@ -83,7 +83,7 @@ def score(args: argparse.Namespace) -> int | str:
 
 @group.verb(
     "tokens", "tokenise a candidate shard once for the length, overlap and BLEU filters",
-    need("--candidates", "candidate table of one shard"),
+    need("--candidates", "candidate table of one shard", table="candidates"),
     out("--out", "output token table (Parquet)"),
     description="Writes, row for row, both sides' token counts (as cased and lower-cased) and "
                 "the clipped n-grams they share for orders 1-4; the filters that read it "
@@ -96,7 +96,7 @@ def tokens(args: argparse.Namespace) -> int | str:
 
 @group.verb(
     "select", "apply bounds/folds/sample; write the corpus",
-    arg("--candidates", nargs="+", required=True, help="candidate tables"),
+    arg("--candidates", nargs="+", required=True, help="candidate tables", table="candidates"),
     arg("--scores", nargs="*", help="score tables (any order; matched by corpus/shard)"),
     arg("--heldout", help="held-out table whose pairs are left out"),
     arg("--name", default="default", help="the release's name (in the datasheet)"),
@@ -116,7 +116,7 @@ def select(args: argparse.Namespace) -> int | str:
 
 @group.verb(
     "analyse", "stats, annotation sample, plots and datasheet of a corpus",
-    arg("--candidates", nargs="+", required=True, help="candidate tables"),
+    arg("--candidates", nargs="+", required=True, help="candidate tables", table="candidates"),
     arg("--scores", nargs="*", help="score tables"),
     need("--corpus", "corpus.parquet from `paramill filters select`"),
     need("--summary", "selection.json from `paramill filters select`"),
@@ -137,7 +137,7 @@ def analyse(args: argparse.Namespace) -> int | str:
 
 @group.verb(
     "by-method", "score distributions per candidate method (MT system, corpus format, beam...)",
-    arg("--candidates", nargs="+", required=True, help="candidate tables"),
+    arg("--candidates", nargs="+", required=True, help="candidate tables", table="candidates"),
     arg("--scores", nargs="*", help="score tables (any order; matched by corpus/shard)"),
     out("--tsv", "output TSV: method, candidates, each score's mean"),
     out("--json", "output JSON: count, mean and std per method and score"),

@@ -12,7 +12,7 @@ SPM_ARGS = (arg("--src-spm", help="source SentencePiece model (default: from the
 
 @group.verb(
     "spm", "train a SentencePiece model on one side of bitext shards",
-    arg("shards", nargs="+", help="bitext shards (Parquet)"),
+    arg("shards", nargs="+", help="bitext shards (Parquet)", table="bitext"),
     need("--lang", "the side to train on", choices=["cs", "en"]),
     out("--model", "output .model (its .vocab is written beside it)"), settings="nmt.spm")
 def spm(args: argparse.Namespace) -> int | str:
@@ -24,7 +24,7 @@ def spm(args: argparse.Namespace) -> int | str:
 
 @group.verb(
     "data", "write OpenNMT-py training text (train/valid, cs/en)",
-    arg("shards", nargs="+", help="bitext shards (Parquet)"), out("--out", "output directory"),
+    arg("shards", nargs="+", help="bitext shards (Parquet)", table="bitext"), out("--out", "output directory"),
     description="Pairs go to validation by a seeded hash of pair_id (nmt.valid_size of them, "
                 "nmt.seed); the settings are the nmt section's valid_size and seed.",
     settings="nmt")
@@ -72,7 +72,7 @@ def convert(args: argparse.Namespace) -> int | str:
 
 @group.verb(
     "translate", "back-translate one bitext shard with CTranslate2",
-    need("--shard", "bitext shard (Parquet)"),
+    need("--shard", "bitext shard (Parquet)", table="bitext"),
     need("--model", "CTranslate2 model dir or paramill bundle"),
     arg("--bwd-model", help="EN->CS CTranslate2 model (method sample: dual scoring)"), *SPM_ARGS,
     out("--out", "output candidate table (Parquet)"),
@@ -106,7 +106,7 @@ def translate(args: argparse.Namespace) -> int | str:
 
 @group.verb(
     "diversity", "diversity of paraphrases by rank (ParaBank 2 Tables 1-2)",
-    arg("candidates", nargs="+", help="candidate tables"),
+    arg("candidates", nargs="+", help="candidate tables", table="candidates"),
     need("--spm", "English SentencePiece model (pieces for BLEU/bags)"),
     out("--tsv", "output table by rank"), out("--json", "output summary"),
     out("--png", required=False, help="bar plot by rank"))
@@ -119,7 +119,8 @@ def diversity(args: argparse.Namespace) -> int | str:
 
 
 @group.verb(
-    "stats", "summarise candidate tables", arg("candidates", nargs="+", help="candidate tables"),
+    "stats", "summarise candidate tables",
+    arg("candidates", nargs="+", help="candidate tables", table="candidates"),
     out("--out", "output JSON"))
 def stats(args: argparse.Namespace) -> int | str:
     from paramill.nmt.stats import write_summary
