@@ -129,6 +129,10 @@ def iter_parquet_batches(paths: Sequence[str | os.PathLike], batch_size: int = 6
     """
     for path in paths:
         pf = open_parquet(path)
+        missing = [c for c in columns or () if c not in pf.schema_arrow.names]
+        if missing:  # pyarrow leaves out a column it does not find, without a word
+            raise InputError(path, None, f"no column {', '.join(missing)} (it has "
+                                         f"{', '.join(pf.schema_arrow.names)[:200]})")
         rows = 0
         try:
             for batch in pf.iter_batches(batch_size=batch_size,
@@ -187,6 +191,8 @@ TABLE_KINDS = {
                    "a candidate table (`paramill nmt translate` or `paramill pairs ingest`)"),
     "bitext": ("paramill.bitext.tables", "BITEXT", ("pair_id", "cs", "en"),
                "a bitext shard (`paramill bitext clean`)"),
+    "heldout": ("paramill.filters.heldout", "HELDOUT", None,
+                "a held-out table (`paramill filters heldout`)"),
 }
 
 

@@ -415,6 +415,15 @@ def test_stats_and_results_of_another_shape_are_one_error_never_a_traceback(tmp_
                               "exclude_heldout": True, "folds": [1], "max_tokens": 30, "n_folds": 10,
                               "rank_by": None, "seed": 13, "size": 0}}
     (tmp_path / "model").mkdir()
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from paramill.nmt.tables import CANDIDATES
+
+    candidates = tmp_path / "candidates.parquet"  # a real one: the command line checks it first
+    pq.write_table(pa.Table.from_pylist([{"pair_id": "c-1", "candidate_id": "c-1:beam:1", "en_ref": "a b",
+                                          "candidate": "a c", "method": "beam", "rank": 1}], schema=CANDIDATES),
+                   candidates)
     readers = {  # what each file should be, where it goes, the command that reads it
         "an ingest's stats": (read_json(ingest / "stats.json"), ingest / "stats.json", clean),
         "a corpus's clean stats": (read_json(tmp_path / "cl/stats.json"), tmp_path / "s.json",
@@ -426,7 +435,7 @@ def test_stats_and_results_of_another_shape_are_one_error_never_a_traceback(tmp_
         "an STS result": (sts, tmp_path / "model/sts.json",
                           ["evaluate", "sweep", str(tmp_path / "model/sts.json"), "--out", str(tmp_path / "o.tsv")]),
         "a selection summary": (selection, tmp_path / "selection.json",
-                                ["filters", "analyse", "--candidates", str(tmp_path / "none.parquet"),
+                                ["filters", "analyse", "--candidates", str(candidates),
                                  "--corpus", str(tmp_path / "none.parquet"), "--summary",
                                  str(tmp_path / "selection.json"), "--out-dir", str(tmp_path / "an")]),
     }
@@ -447,3 +456,19 @@ def test_stats_and_results_of_another_shape_are_one_error_never_a_traceback(tmp_
     assert main([*clean[:4], "--ingested", str(kept), *clean[6:]]) == 2
     assert f"{kept / 'stats.json'}: says 31 rows in, but the folder's shards hold 20 and it rejected 1" \
         in capsys.readouterr().err
+
+
+def test_a_column_a_parquet_file_lacks_is_an_error_not_left_out(tmp_path):
+    """pyarrow's batch reader leaves out a column the file does not have, without a word:
+    `filters analyse --corpus` given a table without s1/s2 reported a corpus of 0 pairs.
+    Every Parquet read through paramill.tables names the file and the missing column."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from paramill.tables import iter_parquet_batches
+
+    path = tmp_path / "t.parquet"
+    pq.write_table(pa.table({"s1": ["a"], "x": [1]}), path)
+    assert [b.num_rows for b in iter_parquet_batches([path], columns=["s1"])] == [1]
+    with pytest.raises(InputError, match=r"t.parquet: no column s2 \(it has s1, x\)"):
+        list(iter_parquet_batches([path], columns=["s1", "s2"]))

@@ -413,11 +413,22 @@ def test_a_parquet_table_of_another_kind_is_refused_before_the_verb_runs(tmp_pat
 
     other = tmp_path / "other.parquet"
     pq.write_table(pa.table({"x": [1, 2]}), other)
-    named = {"candidates": "not a candidate table", "bitext": "not a bitext shard"}
+    named = {"candidates": "not a candidate table", "bitext": "not a bitext shard",
+             "heldout": "not a held-out table"}
+    import importlib
+
+    from paramill.tables import TABLE_KINDS
+
+    good = {}  # an empty table of each kind, for a verb's other table arguments
+    for kind, (module, name, _, _) in TABLE_KINDS.items():
+        good[kind] = str(tmp_path / f"{kind}.parquet")
+        pq.write_table(getattr(importlib.import_module(module), name).empty_table(), good[kind])
     checked = set()
     for group, verb, parser in _verbs():
-        for dest, kind in parser.get_default("table_dests").items():
-            code = main([group, verb, *_argv_with(parser, None, tmp_path, {dest: str(other)})])
+        tables = parser.get_default("table_dests")
+        for dest, kind in tables.items():
+            given = {d: good[k] for d, k in tables.items() if d != dest}
+            code = main([group, verb, *_argv_with(parser, None, tmp_path, {**given, dest: str(other)})])
             err = capsys.readouterr().err.strip().splitlines()
             assert code == 2, (group, verb, err)
             assert err[-1].startswith(f"paramill {group} {verb}: error: {other}: {named[kind]} (`"), err
@@ -425,4 +436,4 @@ def test_a_parquet_table_of_another_kind_is_refused_before_the_verb_runs(tmp_pat
             checked.add(f"{group} {verb}")
     assert checked == {"nmt diversity", "nmt stats", "nmt data", "nmt spm", "nmt translate",
                        "filters heldout", "filters score", "filters tokens", "filters select",
-                       "filters analyse", "filters by-method"}
+                       "filters analyse", "filters by-method", "filters kenlm", "filters classifier"}

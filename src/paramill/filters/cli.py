@@ -29,7 +29,7 @@ def heldout(args: argparse.Namespace) -> int | str:
 
 @group.verb(
     "kenlm", "train the KenLM model on held-out references (lmplz)",
-    need("--heldout", "held-out table from `paramill filters heldout`"),
+    need("--heldout", "held-out table from `paramill filters heldout`", table="heldout"),
     out("--out", "output KenLM binary"), settings="filters.kenlm")
 def kenlm(args: argparse.Namespace) -> int | str:
     from paramill.filters.kenlm import KenlmSettings, train_lm_from_heldout
@@ -39,7 +39,7 @@ def kenlm(args: argparse.Namespace) -> int | str:
 
 @group.verb(
     "classifier", "train the reference/translation classifier",
-    need("--heldout", "held-out table from `paramill filters heldout`"),
+    need("--heldout", "held-out table from `paramill filters heldout`", table="heldout"),
     out("--out", "output model (.pt)"), settings="filters.classifier")
 def classifier(args: argparse.Namespace) -> int | str:
     from paramill.filters.classifier import ClassifierSettings, train_from_heldout
@@ -98,7 +98,7 @@ def tokens(args: argparse.Namespace) -> int | str:
     "select", "apply bounds/folds/sample; write the corpus",
     arg("--candidates", nargs="+", required=True, help="candidate tables", table="candidates"),
     arg("--scores", nargs="*", help="score tables (any order; matched by corpus/shard)"),
-    arg("--heldout", help="held-out table whose pairs are left out"),
+    arg("--heldout", help="held-out table whose pairs are left out", table="heldout"),
     arg("--name", default="default", help="the release's name (in the datasheet)"),
     out("--parquet", "output corpus (Parquet)"), out("--tsv", "output corpus (TSV)"),
     out("--json", "output summary with counts per step"),
