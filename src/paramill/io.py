@@ -275,7 +275,7 @@ def atomic_output(*paths: str | os.PathLike) -> Iterator[list[Path]]:
     """
     finals = [Path(p) for p in paths]
     temps = [_temp_sibling(p) for p in finals]
-    check_writable(*finals)
+    check_writable(*finals, probe=False)  # the folders; commands probe theirs at start
     for final in finals:
         sweep_leftovers(final.parent, _temp_prefix(final))
     try:
@@ -294,14 +294,16 @@ def atomic_output(*paths: str | os.PathLike) -> Iterator[list[Path]]:
         os.replace(tmp, final)
 
 
-def check_writable(*paths: str | os.PathLike) -> None:
-    """Make each path's folder (with its parents) and create, then remove, a temporary file
-    in it: an :class:`InputError` naming the path where that fails (a read-only or full file
-    system, a folder that cannot be created, ``/proc``). :func:`atomic_output` calls it
-    before its block runs, so a job learns it cannot write its output before its work, not
-    after; jobs that write other files first (a store, a checkpoint) call it for those."""
+def check_writable(*paths: str | os.PathLike, probe: bool = True) -> None:
+    """Make each path's folder (with its parents) and, with ``probe``, create and remove a
+    temporary file in it: an :class:`InputError` naming the path where that fails (a folder
+    under a file or a dangling link, a read-only or full file system, ``/proc``). Every
+    command runs it on its outputs before its work (:func:`paramill.commands.out`), and jobs
+    that write other files first (a store, a checkpoint) on those. :func:`atomic_output`
+    runs it without the probe, which would cost two metadata operations on every write (a
+    harvest writes its state once a page)."""
     for path in map(Path, paths):
-        probe = _temp_sibling(path)
+        temp = _temp_sibling(path)
         above = next((f for f in path.parents if f.exists() or f.is_symlink()), None)
         if above is not None and not above.is_dir():
             what = (f"is a link to {os.readlink(above)}, which does not exist"
@@ -310,10 +312,11 @@ def check_writable(*paths: str | os.PathLike) -> None:
                              "folder (nothing was written)")
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
-            os.close(os.open(probe, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
-            probe.unlink()
+            if probe:
+                os.close(os.open(temp, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
+                temp.unlink()
         except OSError as exc:
-            where = f" ({exc.filename})" if exc.filename and str(exc.filename) != str(probe) else ""
+            where = f" ({exc.filename})" if exc.filename and str(exc.filename) != str(temp) else ""
             raise InputError(path, None, f"cannot be written: {exc.strerror or exc}{where}. "
                              "Give a path in a folder this job can write (nothing was "
                              "written)") from None
