@@ -130,8 +130,25 @@ def main() -> None:
     parser.add_argument("--units", choices=["sp", "word"], default="sp",
                         help="units of the WORD model: sp (SentencePiece, trained on the pairs: "
                              "the default) or word")
+    parser.add_argument("--data", metavar="DIR",
+                        help="keep the synthetic pairs in DIR (pairs-N.parquet) and reuse those "
+                             "already there: a GPU call makes them while its GPU steps run")
+    parser.add_argument("--generate-only", action="store_true",
+                        help="write the synthetic pairs into --data and stop")
     parser.add_argument("--out")
     args = parser.parse_args()
+    if args.generate_only:
+        if not args.data:
+            parser.error("--generate-only needs --data")
+        for n in args.sizes:
+            path = Path(args.data) / f"pairs-{n}.parquet"
+            path.parent.mkdir(parents=True, exist_ok=True)
+            part = path.with_name(path.name + ".part")
+            t0 = time.perf_counter()
+            synthetic(part, n)
+            part.rename(path)
+            print(f"{path}: {n} pairs in {time.perf_counter() - t0:.1f} s", flush=True)
+        return
     report: dict = {"benchmark": "embedding training peak RSS vs corpus size",
                     "machine": machine(), "threads": args.threads,
                     "settings": {"model": "word", "units": args.units, "dim": 300, "batch": 100, "megabatch": 20,
@@ -140,10 +157,13 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp_name:
         tmp = Path(tmp_name)
         for n in args.sizes:
-            data = tmp / f"pairs-{n}.parquet"
+            data = (Path(args.data) if args.data else tmp) / f"pairs-{n}.parquet"
             t0 = time.perf_counter()
-            synthetic(data, n)
-            made = time.perf_counter() - t0
+            made = None  # generated earlier (--data): not timed here
+            if not data.exists():
+                data.parent.mkdir(parents=True, exist_ok=True)
+                synthetic(data, n)
+                made = round(time.perf_counter() - t0, 1)
             child = CHILD.format(src=str(REPO / "src"), threads=args.threads, out=str(tmp / f"m{n}.pt"),
                                  pairs=str(data), train_seconds=args.train_seconds, peak=PEAK_RSS_MB,
                                  device=args.device, units=args.units)
@@ -164,7 +184,7 @@ def main() -> None:
             # not shorten it, so it bounds the pairs/s of those two phases on any machine
             serial = sum(phases[p][1] for p in ("counting", "id_store") if p in phases)
             report["runs"].append({
-                "pairs": n, "generate_seconds": round(made, 1), "wall_seconds": round(wall, 1),
+                "pairs": n, "generate_seconds": made, "wall_seconds": round(wall, 1),
                 "count_and_id_store_seconds": round(result["data_seconds"], 1),
                 "count_and_id_store_pairs_per_second": round(n / result["data_seconds"]),
                 # from train()'s log: the SentencePiece model (units sp), counting, id store
@@ -180,7 +200,8 @@ def main() -> None:
                 "peak_workers_rss_mb": round(tree.children_mb), "workers_seen": tree.children})
             for f in tmp.glob(f"m{n}.pt*"):
                 subprocess.run(["rm", "-rf", str(f)])
-            data.unlink()
+            if not args.data:
+                data.unlink()
     runs = report["runs"]
     for key in ("peak_rss_mb", "peak_tree_rss_mb"):
         report[key.replace("_mb", "_ratio_largest_to_smallest")] = round(runs[-1][key] / runs[0][key], 2)

@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # On a bare GPU machine, with .gpu/ packed by scripts/gpu-carry.sh for one suite (.gpu/SUITE):
 #   nmt    the back-translation GPU tests, then benchmarks/nmt_gpu.py
-#   embed  the embedding GPU tests, then (PARTS, default all of "embeddings reference scale")
+#   embed  the embedding GPU tests (GPU_TESTS: the test files; the embed suite's packages also
+#          run tests/unit/test_paraid.py), then (PARTS, default all of "embeddings reference scale")
 #          benchmarks/embeddings.py, embed_reference.py (the authors' code, --gpu 1) and
-#          embed_scale.py (featurisation on every core, 1M and 10M pairs), all on cuda
+#          embed_scale.py (featurisation on every core, 1M and 10M pairs, generated on one
+#          core while the GPU steps run), all on cuda (REF_EPOCHS: the reference's epochs, 5)
 #   paraid the identifier's GPU tests, then (PARTS, default "default speed cross order")
 #          benchmarks/paraid_default.py (the default model, trained as the pipeline does, on
 #          cuda), benchmarks/cross_speed.py, benchmarks/paraid.py --models extended cross on the URL
@@ -68,17 +70,27 @@ print("python", sys.version.split()[0], "torch", torch.__version__, "cuda", torc
       torch.cuda.get_device_name(0) if torch.cuda.is_available() else "no GPU",
       "polars", polars.__version__, "device.pick:", device.pick("auto"))
 PYEOF
-  [ "${SKIP_TESTS:-}" ] || step "gpu tests" pytest-gpu.txt "$PY" -m pytest $TESTS tests/unit/test_embed.py
+  # the synthetic pairs of the scale part are made (one core, numpy) while the GPU steps run
+  if [[ " ${PARTS:-scale} " == *" scale "* ]]; then
+    "$PY" benchmarks/embed_scale.py --sizes ${SIZES:-1000000 10000000} --data /tmp/scale-data \
+      --generate-only > "$OUT/scale_data.log" 2>&1 &
+    GENERATING=$!
+  fi
+  [ "${SKIP_TESTS:-}" ] || step "gpu tests" pytest-gpu.txt "$PY" -m pytest $TESTS ${GPU_TESTS:-tests/unit/test_embed.py}
   for part in ${PARTS:-embeddings reference scale}; do
     case $part in
       embeddings) step embeddings embeddings.log "$PY" benchmarks/embeddings.py --device "$DEVICE" \
           --threads "$THREADS" --variants ${VARIANTS:-word word-sp trigram word-trigram gran-sp} \
           --epochs ${EPOCHS:-15} --out "$OUT/embeddings.json" ;;
       reference) step reference embed_reference.log "$PY" benchmarks/embed_reference.py --device "$DEVICE" \
-          --threads "$THREADS" --reference .gpu/reference --deps /tmp/paramill-site/site --epochs 5 \
+          --threads "$THREADS" --reference .gpu/reference --deps /tmp/paramill-site/site --epochs ${REF_EPOCHS:-5} \
           --out "$OUT/embed_reference.json" ;;
-      scale) step scale embed_scale.log "$PY" benchmarks/embed_scale.py --device "$DEVICE" --threads "$THREADS" \
-          --sizes ${SIZES:-1000000 10000000} --units sp --train-seconds 10 --out "$OUT/embed_scale.json" ;;
+      scale) while [ "${GENERATING:-}" ] && kill -0 "$GENERATING" 2>/dev/null \
+                   && (( $(date +%s) < DEADLINE - 40 )); do sleep 1; done
+        [ "${GENERATING:-}" ] && cat "$OUT/scale_data.log"
+        step scale embed_scale.log "$PY" benchmarks/embed_scale.py --device "$DEVICE" --threads "$THREADS" \
+          --sizes ${SIZES:-1000000 10000000} --units sp --train-seconds 10 --data /tmp/scale-data \
+          --out "$OUT/embed_scale.json" ;;
       *) echo "unknown part $part (embeddings, reference, scale)" ;;
     esac
   done
