@@ -80,9 +80,16 @@ def read_pairs(paths: list[str | Path], max_pairs: int = 0, drop_identical: bool
 def margin_loss(g1: torch.Tensor, g2: torch.Tensor, t1: torch.Tensor, t2: torch.Tensor,
                 margin: float) -> torch.Tensor:
     """Mean over the batch of the two hinge terms (both directions)."""
-    pos = F.cosine_similarity(g1, g2)
-    return (F.relu(margin - pos + F.cosine_similarity(g1, t1))
-            + F.relu(margin - pos + F.cosine_similarity(g2, t2))).mean()
+    return stacked_margin_loss(torch.cat([g1, g2, t1, t2]), margin)
+
+
+def stacked_margin_loss(vectors: torch.Tensor, margin: float) -> torch.Tensor:
+    """:func:`margin_loss` of ``vectors``, the rows of g1, g2, t1 and t2 stacked (4 x batch):
+    normalised once, the three cosines as row dot products (a few kernels a step where
+    ``cosine_similarity`` three times launched dozens, forward and backward)."""
+    g1, g2, t1, t2 = F.normalize(vectors, dim=-1).view(4, -1, vectors.size(-1))
+    pos = (g1 * g2).sum(-1)
+    return (F.relu(margin - pos + (g1 * t1).sum(-1)) + F.relu(margin - pos + (g2 * t2).sum(-1))).mean()
 
 
 def hardest_negatives(e1: torch.Tensor, e2: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -98,6 +105,16 @@ def hardest_negatives(e1: torch.Tensor, e2: torch.Tensor) -> tuple[torch.Tensor,
         sims[own, own + n] = float("-inf")
         out.append(sims.argmax(dim=1))
     return out[0], out[1]
+
+
+def adam(model: torch.nn.Module, lr: float) -> torch.optim.Adam:
+    """Adam over ``model``'s parameters, fused (one kernel a step for all of them) where torch
+    has a fused Adam for their device: CUDA, and the CPU in torch 2.4 and later."""
+    params = list(model.parameters())
+    try:
+        return torch.optim.Adam(params, lr=lr, fused=True)
+    except (RuntimeError, ValueError):  # no fused kernel for this device or dtype
+        return torch.optim.Adam(params, lr=lr)
 
 
 def _clock() -> tuple[float, float, float]:
@@ -216,11 +233,12 @@ def _epoch(model, optimizer, store: Path, units: list[str], settings: EmbedTrain
             n1, n2 = hardest_negatives(e1, e2)
             if not on_device:
                 n1, n2 = n1.cpu().numpy(), n2.cpu().numpy()
+            join = torch.cat if on_device else np.concatenate
             for b in range(0, len(idx), settings.batch_size):
                 sl = slice(b, b + settings.batch_size)
-                rows = (idx_t[sl], buffer.n + idx_t[sl], pool_t[n1[sl]], pool_t[n2[sl]])
-                g1, g2, t1, t2 = (model(feats(r, scramble)) for r in rows)
-                loss = margin_loss(g1, g2, t1, t2, settings.margin)
+                # s1, s2 and their negatives through the model in one pass
+                rows = join((idx_t[sl], buffer.n + idx_t[sl], pool_t[n1[sl]], pool_t[n2[sl]]))
+                loss = stacked_margin_loss(model(feats(rows, scramble)), settings.margin)
                 optimizer.zero_grad()
                 loss.backward()
                 if settings.grad_clip > 0:
@@ -228,7 +246,7 @@ def _epoch(model, optimizer, store: Path, units: list[str], settings: EmbedTrain
                 optimizer.step()
                 total += loss.detach()
                 batches += 1
-                bar.update(len(rows[0]))
+                bar.update(len(rows) // 4)
             bar.set_postfix(loss=f"{total.item() / max(1, batches):.4f}", refresh=False)  # a sync a mega-batch
     bar.close()
     return total.item() / max(1, batches)
@@ -267,7 +285,7 @@ def train(source: PairSource | list[tuple[str, str]], out: str | Path, spec: Mod
     start_epoch, history = (state["epoch"], state["history"]) if state is not None else (0, [])
     if model is None:
         model = _built(spec, settings, source, dev)
-    optimizer = torch.optim.Adam(model.parameters(), lr=settings.learning_rate)
+    optimizer = adam(model, settings.learning_rate)
     if state is not None:
         optimizer.load_state_dict(state["optimizer"])
         RNG.restore(state["rng"])
