@@ -92,7 +92,7 @@ def test_stacked_margin_loss_is_the_loss_of_the_three_cosines():
     ``cosine_similarity``, value and gradient."""
     import torch.nn.functional as F
 
-    from paramill.embed.train import stacked_margin_loss
+    from paramill.embed.steps import margin_step_loss as stacked_margin_loss
 
     torch.manual_seed(0)
     g1, g2, t1, t2 = (torch.randn(7, 5, requires_grad=True) for _ in range(4))
@@ -164,6 +164,45 @@ def test_a_training_step_dispatches_few_torch_operations(tmp_path, monkeypatch, 
     assert counted["aten._embedding_bag.default"] >= steps * len(components)
     # before: 333 (WORD) and 489 (WORD+TRIGRAM) here; now 139 and 181
     assert per_step < 110 + 45 * len(components), (per_step, counted.most_common(10))
+
+
+@pytest.mark.parametrize("components", [("word",), ("word", "trigram")])
+def test_the_graph_step_trains_as_the_eager_step(tmp_path, monkeypatch, components):
+    """The CUDA graph's bookkeeping, run on the CPU (where the "graph" is the same fixed-shape
+    step, eagerly): inputs padded to power-of-two widths that grow with the longest sentence
+    (a new recording each time), warm-up steps, short last batches eagerly, the loss summed in
+    place; the same losses and weights as the eager step."""
+    from paramill.embed import train as train_mod
+    from paramill.embed.steps import WARMUP_STEPS, GraphStep
+
+    words = "alpha beta gamma delta epsilon zeta eta theta iota kappa lambda mu".split()
+    pairs = [(" ".join(words[: 2 + i % 11] + [str(i)]), " ".join(words[i % 5: 3 + i % 9] + [str(i)]))
+             for i in range(90)]
+    pairs += [(" ".join(words * 3) + " long", " ".join(words * 2) + " longer")]  # widths grow
+    settings = EmbedTrainSettings(epochs=2, batch_size=8, megabatch=3, buffer_pairs=40,
+                                  cuda_graph=True)
+    spec = ModelSpec(components=components, dim=8, units="word")
+    eager = train(pairs, tmp_path / "e.pt", spec, settings)
+    steps = []
+    stepper = train_mod._stepper
+
+    def graph_on_cpu(model, optimizer, settings, spec, dev):
+        steps.append(GraphStep(model, optimizer, settings.margin, settings.grad_clip, dev,
+                               rows=4 * settings.batch_size))
+        return steps[-1]
+
+    monkeypatch.setattr(train_mod, "_stepper", graph_on_cpu)
+    graph = train(pairs, tmp_path / "g.pt", spec, settings)
+    (step,) = steps
+    assert step.warm == WARMUP_STEPS and step.replays >= 15 and step.eager >= 2
+    assert step.captures >= 2  # the long pair's buffer widened the inputs
+    assert all(w & (w - 1) == 0 and w >= 16 for ids, _ in step.static.values() for w in [ids.size(1)])
+    assert [h["loss"] for h in graph["history"]] == pytest.approx(
+        [h["loss"] for h in eager["history"]], rel=1e-6)
+    a = torch.load(tmp_path / "e.pt", weights_only=True)["state_dict"]
+    b = torch.load(tmp_path / "g.pt", weights_only=True)["state_dict"]
+    assert all(torch.allclose(a[k], b[k], atol=1e-6) for k in a)
+    assert stepper is not graph_on_cpu and not train_mod.uses_cuda_graph(settings, spec, "cpu")
 
 
 def test_hardest_negative_is_the_most_similar_other_sentence():
@@ -767,6 +806,32 @@ def test_gpu_training_resumes_on_cuda(tmp_path, components):
     a = torch.load(tmp_path / "a.pt", weights_only=True)["state_dict"]
     b = torch.load(tmp_path / "b.pt", weights_only=True)["state_dict"]
     assert all(torch.allclose(a[k], b[k], atol=1e-5) for k in a)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("components", [("word",), ("word", "trigram")])
+def test_gpu_graph_step_trains_as_the_eager_step_on_cuda(tmp_path, monkeypatch, components):
+    """``cuda_graph: true`` on CUDA: the step recorded once and replayed gives the eager
+    step's losses and weights (and it did replay)."""
+    from paramill.embed import train as train_mod
+
+    steps = []
+    stepper = train_mod._stepper
+    monkeypatch.setattr(train_mod, "_stepper", lambda *a: steps.append(stepper(*a)) or steps[-1])
+    pairs = [(f"{a} {i}", f"{b} {i}") for i in range(30) for a, b in PAIRS]
+    spec = ModelSpec(components=components, dim=16, units="word")
+    runs = {}
+    for graph in (False, True):
+        settings = EmbedTrainSettings(epochs=3, batch_size=10, megabatch=4, device="cuda",
+                                      cuda_graph=graph)
+        runs[graph] = train(pairs, tmp_path / f"{graph}.pt", spec, settings)
+    assert type(steps[0]).__name__ == "EagerStep" and type(steps[1]).__name__ == "GraphStep"
+    assert steps[1].replays > 0 and steps[1].captures >= 1
+    assert [h["loss"] for h in runs[True]["history"]] == pytest.approx(
+        [h["loss"] for h in runs[False]["history"]], rel=1e-4)
+    a = torch.load(tmp_path / "False.pt", weights_only=True)["state_dict"]
+    b = torch.load(tmp_path / "True.pt", weights_only=True)["state_dict"]
+    assert all(torch.allclose(a[k], b[k], atol=1e-4) for k in a)
 
 
 def test_sentencepiece_units_in_bulk_are_the_per_sentence_units(tmp_path):

@@ -33,6 +33,7 @@ import torch.nn.functional as F
 
 from paramill import device
 from paramill.embed.data import PairSource, count_units, epoch_buffers, write_ids
+from paramill.embed.steps import EagerStep, GraphStep, margin_step_loss
 from paramill.embed.model import (RNG, ModelSpec, build_from_counts, featurizers, load_model,
                                   needs_sentencepiece, read_checkpoint, sentencepiece_for)
 from paramill.io import InputError, atomic_output, check_writable
@@ -66,6 +67,10 @@ class EmbedTrainSettings(Settings):
         minimum=1)
     seed: int = setting(13, "Random seed.")
     device: Device = setting("auto", "auto: cuda when a GPU is visible.")
+    cuda_graph: bool = setting(
+        False, "On CUDA, record an averaging model's (WORD, TRIGRAM) training step once as a "
+        "CUDA graph and replay it: one launch a step instead of ~140. The same arithmetic; "
+        "not yet run on a GPU (README: Embedding training on a GPU).")
 
 
 def read_pairs(paths: list[str | Path], max_pairs: int = 0, drop_identical: bool = True
@@ -80,16 +85,7 @@ def read_pairs(paths: list[str | Path], max_pairs: int = 0, drop_identical: bool
 def margin_loss(g1: torch.Tensor, g2: torch.Tensor, t1: torch.Tensor, t2: torch.Tensor,
                 margin: float) -> torch.Tensor:
     """Mean over the batch of the two hinge terms (both directions)."""
-    return stacked_margin_loss(torch.cat([g1, g2, t1, t2]), margin)
-
-
-def stacked_margin_loss(vectors: torch.Tensor, margin: float) -> torch.Tensor:
-    """:func:`margin_loss` of ``vectors``, the rows of g1, g2, t1 and t2 stacked (4 x batch):
-    normalised once, the three cosines as row dot products (a few kernels a step where
-    ``cosine_similarity`` three times launched dozens, forward and backward)."""
-    g1, g2, t1, t2 = F.normalize(vectors, dim=-1).view(4, -1, vectors.size(-1))
-    pos = (g1 * g2).sum(-1)
-    return (F.relu(margin - pos + (g1 * t1).sum(-1)) + F.relu(margin - pos + (g2 * t2).sum(-1))).mean()
+    return margin_step_loss(torch.cat([g1, g2, t1, t2]), margin)
 
 
 def hardest_negatives(e1: torch.Tensor, e2: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -107,14 +103,28 @@ def hardest_negatives(e1: torch.Tensor, e2: torch.Tensor) -> tuple[torch.Tensor,
     return out[0], out[1]
 
 
-def adam(model: torch.nn.Module, lr: float) -> torch.optim.Adam:
+def adam(model: torch.nn.Module, lr: float, capturable: bool = False) -> torch.optim.Adam:
     """Adam over ``model``'s parameters, fused (one kernel a step for all of them) where torch
-    has a fused Adam for their device: CUDA, and the CPU in torch 2.4 and later."""
+    has a fused Adam for their device: CUDA, and the CPU in torch 2.4 and later;
+    ``capturable`` (CUDA): its step count kept on the device, so a CUDA graph can hold it."""
     params = list(model.parameters())
     try:
-        return torch.optim.Adam(params, lr=lr, fused=True)
+        return torch.optim.Adam(params, lr=lr, fused=True, capturable=capturable)
     except (RuntimeError, ValueError):  # no fused kernel for this device or dtype
-        return torch.optim.Adam(params, lr=lr)
+        return torch.optim.Adam(params, lr=lr, capturable=capturable)
+
+
+def uses_cuda_graph(settings: EmbedTrainSettings, spec: ModelSpec, dev: str) -> bool:
+    """Whether training replays its steps from a CUDA graph (``cuda_graph``, averaging models,
+    on CUDA)."""
+    return settings.cuda_graph and assemble_on_device(spec) and dev == "cuda"
+
+
+def _stepper(model, optimizer, settings: EmbedTrainSettings, spec: ModelSpec, dev: str) -> EagerStep:
+    if uses_cuda_graph(settings, spec, dev):
+        return GraphStep(model, optimizer, settings.margin, settings.grad_clip, dev,
+                         rows=4 * settings.batch_size)
+    return EagerStep(model, optimizer, settings.margin, settings.grad_clip, dev)
 
 
 def _clock() -> tuple[float, float, float]:
@@ -152,14 +162,18 @@ def _resumed(resume: Path, spec: ModelSpec, settings: EmbedTrainSettings, data: 
     except InputError as exc:  # the run starts afresh
         set_aside(resume, "embed train", exc, "starting afresh")
         return None, None
-    same = {k: v for k, v in state["train"].items() if k != "epochs"} == \
-        {k: v for k, v in asdict(settings).items() if k != "epochs"}
+    same = {k: v for k, v in state["train"].items() if k not in NOT_RESUME_KEYS} == \
+        {k: v for k, v in asdict(settings).items() if k not in NOT_RESUME_KEYS}
     if state["spec"] == asdict(spec) and same and state.get("data") == data \
             and state["epoch"] <= settings.epochs:
         print(f"embed train: resuming after epoch {state['epoch']}", file=sys.stderr)
         return load_model(resume, map_device=dev).train(), state
     print("embed train: settings or data changed, starting afresh", file=sys.stderr)
     return None, None
+
+
+#: settings a checkpoint resumes across: the epochs to reach, and how a step is launched
+NOT_RESUME_KEYS = ("epochs", "cuda_graph")
 
 
 def _too_few(source: PairSource, n: int) -> ValueError:
@@ -193,7 +207,7 @@ def _built(spec: ModelSpec, settings: EmbedTrainSettings, source: PairSource, de
     return build_from_counts(spec, counts, proto).to(dev).train()
 
 
-def _epoch(model, optimizer, store: Path, units: list[str], settings: EmbedTrainSettings,
+def _epoch(model, step: EagerStep, store: Path, units: list[str], settings: EmbedTrainSettings,
            spec: ModelSpec, epoch: int, n: int, dev: str) -> float:
     """One epoch over the id store's shuffled buffers; returns the mean loss.
 
@@ -205,7 +219,8 @@ def _epoch(model, optimizer, store: Path, units: list[str], settings: EmbedTrain
     mega = settings.batch_size * settings.megabatch
     on_device = assemble_on_device(spec)
     bar = progress(f"embed epoch {epoch + 1}/{settings.epochs}", unit="pairs", total=n)
-    total, batches = torch.zeros((), device=dev), 0
+    step.total.zero_()
+    batches = 0
     for buffer, order in epoch_buffers(store, units, settings.seed, epoch, settings.buffer_pairs):
         if on_device:
             buffer.place(dev)
@@ -218,7 +233,7 @@ def _epoch(model, optimizer, store: Path, units: list[str], settings: EmbedTrain
                 pool_t = torch.cat([idx_t, idx_t + buffer.n])
             else:
                 idx_t, pool_t = idx, pool
-            widths = buffer.widths(pool) if on_device else None
+            widths = step.widths(buffer.widths(pool)) if on_device else None
 
             def feats(rows, scramble_unit=None):
                 if widths is not None:
@@ -233,23 +248,18 @@ def _epoch(model, optimizer, store: Path, units: list[str], settings: EmbedTrain
             n1, n2 = hardest_negatives(e1, e2)
             if not on_device:
                 n1, n2 = n1.cpu().numpy(), n2.cpu().numpy()
-            join = torch.cat if on_device else np.concatenate
             for b in range(0, len(idx), settings.batch_size):
                 sl = slice(b, b + settings.batch_size)
-                # s1, s2 and their negatives through the model in one pass
-                rows = join((idx_t[sl], buffer.n + idx_t[sl], pool_t[n1[sl]], pool_t[n2[sl]]))
-                loss = stacked_margin_loss(model(feats(rows, scramble)), settings.margin)
-                optimizer.zero_grad()
-                loss.backward()
-                if settings.grad_clip > 0:
-                    torch.nn.utils.clip_grad_norm_(model.parameters(), settings.grad_clip)
-                optimizer.step()
-                total += loss.detach()
+                rows = (idx_t[sl], buffer.n + idx_t[sl], pool_t[n1[sl]], pool_t[n2[sl]])
+                if on_device:  # s1, s2 and their negatives through the model in one pass
+                    step(feats(torch.cat(rows)))
+                else:  # four: one LSTM pass over all four ran at half the speed on CPU
+                    step([feats(r, scramble) for r in rows])
                 batches += 1
-                bar.update(len(rows) // 4)
-            bar.set_postfix(loss=f"{total.item() / max(1, batches):.4f}", refresh=False)  # a sync a mega-batch
+                bar.update(len(rows[0]))
+            bar.set_postfix(loss=f"{step.total.item() / max(1, batches):.4f}", refresh=False)  # a sync a mega-batch
     bar.close()
-    return total.item() / max(1, batches)
+    return step.total.item() / max(1, batches)
 
 
 def train(source: PairSource | list[tuple[str, str]], out: str | Path, spec: ModelSpec,
@@ -285,7 +295,8 @@ def train(source: PairSource | list[tuple[str, str]], out: str | Path, spec: Mod
     start_epoch, history = (state["epoch"], state["history"]) if state is not None else (0, [])
     if model is None:
         model = _built(spec, settings, source, dev)
-    optimizer = adam(model, settings.learning_rate)
+    optimizer = adam(model, settings.learning_rate,
+                     capturable=dev == "cuda" and uses_cuda_graph(settings, spec, dev))
     if state is not None:
         optimizer.load_state_dict(state["optimizer"])
         RNG.restore(state["rng"])
@@ -295,8 +306,12 @@ def train(source: PairSource | list[tuple[str, str]], out: str | Path, spec: Mod
     _phase(f"id store of {n} pairs ready", started)
     units = sorted(model.vocabs)
     started = time.perf_counter()
+    step = _stepper(model, optimizer, settings, spec, dev)
+    stepping = 0.0  # the epochs' own seconds, without writing their checkpoints
     for epoch in range(start_epoch, settings.epochs):
-        loss = _epoch(model, optimizer, store, units, settings, spec, epoch, n, dev)
+        began = time.perf_counter()
+        loss = _epoch(model, step, store, units, settings, spec, epoch, n, dev)
+        stepping += time.perf_counter() - began
         history.append({"epoch": epoch + 1, "loss": loss})
         with atomic_output(resume) as (tmp,):
             torch.save(model.checkpoint(train=asdict(settings), optimizer=optimizer.state_dict(),
@@ -306,7 +321,11 @@ def train(source: PairSource | list[tuple[str, str]], out: str | Path, spec: Mod
     summary = {"pairs": n, "epochs": settings.epochs, "history": history, "device": dev,
                "dim": model.dim, "seconds": round(seconds, 2),
                "pairs_per_second": round(n * (settings.epochs - start_epoch) / seconds, 1)
-               if seconds > 0 and settings.epochs > start_epoch else None}
+               if seconds > 0 and settings.epochs > start_epoch else None,
+               # reading the id store and the steps alone: what an epoch of millions of pairs
+               # runs at, where an epoch's checkpoint is a small share
+               "epoch_pairs_per_second": round(n * (settings.epochs - start_epoch) / stepping, 1)
+               if stepping > 0 else None, "cuda_graph": isinstance(step, GraphStep)}
     with output_job(run, out) as job:
         (tmp,) = job.paths
         torch.save(model.checkpoint(train=asdict(settings), optimizer=optimizer.state_dict(),

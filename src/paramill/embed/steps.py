@@ -1,0 +1,143 @@
+"""One training step of an embedding model, eager or replayed from a CUDA graph.
+
+A step: s1, s2 and their two negatives through the model in one pass, the margin loss, the
+backward pass, gradient clipping, Adam, and the loss added to the epoch's total on the
+device (read back once a mega-batch). Eagerly, each of its ~140 torch operations is
+launched from Python: on a GPU that launching, not the arithmetic, sets the pace (the H200
+ran WORD at 13k pairs/s with the GPU mostly idle). :class:`GraphStep` records the step once
+as a CUDA graph over fixed-shape inputs and replays it: one launch a step.
+
+What stays eager: assembling each batch's ids on the device (``Buffer.batch``, a dozen small
+operations) and copying them into the graph's fixed inputs; the hardest-negative search once
+a mega-batch; a short last batch (fewer rows than the graph's). Widths: the graph's inputs are
+padded to a width per unit, a power of two at least the longest sentence seen so far; a
+longer sentence records a new graph (rarely: the widths only grow). Padding changes nothing
+(``embedding_bag`` skips id 0).
+
+Averaging models only (WORD, TRIGRAM and their sums): recurrent ones pack their sequences
+by lengths known on the host. On a CPU (and in the tests there), :class:`GraphStep` runs
+the same fixed-shape step eagerly, so its bookkeeping is tested where no GPU is.
+"""
+
+from __future__ import annotations
+
+import torch
+
+#: eager steps before the first capture: CUDA graphs need the step's lazy initialisation
+#: (cuBLAS handles, autograd's buffers, the caching allocator) done outside the capture
+WARMUP_STEPS = 3
+
+
+def margin_step_loss(vectors: torch.Tensor, margin: float) -> torch.Tensor:
+    """The margin loss of ``vectors``, the rows of g1, g2, t1 and t2 stacked (4 x batch):
+    normalised once, the three cosines as row dot products (a few kernels a step where
+    ``cosine_similarity`` three times launched dozens, forward and backward)."""
+    g1, g2, t1, t2 = torch.nn.functional.normalize(vectors, dim=-1).view(4, -1, vectors.size(-1))
+    pos = (g1 * g2).sum(-1)
+    return (torch.relu(margin - pos + (g1 * t1).sum(-1))
+            + torch.relu(margin - pos + (g2 * t2).sum(-1))).mean()
+
+
+class EagerStep:
+    """A step launched operation by operation; ``total`` the summed loss on the device."""
+
+    def __init__(self, model: torch.nn.Module, optimizer: torch.optim.Optimizer, margin: float,
+                 grad_clip: float, dev: str):
+        self.model, self.optimizer = model, optimizer
+        self.margin, self.grad_clip = margin, grad_clip
+        self.dev = dev
+        self.total = torch.zeros((), device=dev)
+
+    def widths(self, needed: dict[str, int]) -> dict[str, int]:
+        """The widths to pad a batch to, given the longest sentence per unit."""
+        return needed
+
+    def __call__(self, feats: dict[str, tuple[torch.Tensor, torch.Tensor]] | list) -> None:
+        """A step on ``feats``: the model's input for s1, s2, t1 and t2 stacked, or a list of
+        the four (one model pass each)."""
+        self._step(feats)
+
+    def _step(self, feats) -> None:
+        self.optimizer.zero_grad(set_to_none=True)
+        vectors = (torch.cat([self.model(part) for part in feats]) if isinstance(feats, list)
+                   else self.model(feats))
+        loss = margin_step_loss(vectors, self.margin)
+        loss.backward()
+        if self.grad_clip > 0:
+            torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.grad_clip)
+        self.optimizer.step()
+        self.total += loss.detach()
+
+
+class GraphStep(EagerStep):
+    """A step of ``rows`` rows (4 x the batch size) recorded once as a CUDA graph and replayed;
+    see the module's docstring. The optimiser must be capturable on CUDA
+    (``paramill.embed.train.adam(..., capturable=True)``)."""
+
+    def __init__(self, model, optimizer, margin: float, grad_clip: float, dev: str, rows: int):
+        super().__init__(model, optimizer, margin, grad_clip, dev)
+        self.rows = rows
+        self.static: dict[str, tuple[torch.Tensor, torch.Tensor]] = {}
+        self.replay = None
+        self.graph = None
+        self.warm = 0
+        self.captures = self.replays = self.eager = 0  # what ran, for the tests and logs
+
+    def widths(self, needed: dict[str, int]) -> dict[str, int]:
+        have = {u: ids.size(1) for u, (ids, _) in self.static.items()}
+        if have and all(needed[u] <= have.get(u, 0) for u in needed):
+            return have
+        grown = {u: max(have.get(u, 0), _power_of_two(w)) for u, w in needed.items()}
+        self.static = {u: (torch.zeros(self.rows, w, dtype=torch.long, device=self.dev),
+                           torch.ones(self.rows, dtype=torch.long, device=self.dev))
+                       for u, w in grown.items()}
+        self.replay = self.graph = None  # the recorded step read the old inputs
+        return grown
+
+    def __call__(self, feats) -> None:
+        if isinstance(feats, list) or any(ids.shape != self.static[u][0].shape
+                                          if u in self.static else True
+                                          for u, (ids, _) in feats.items()):
+            self.eager += 1
+            self._step(feats)  # a short last batch, or not padded to the graph's widths
+            return
+        for u, (ids, lengths) in feats.items():
+            self.static[u][0].copy_(ids)
+            self.static[u][1].copy_(lengths)
+        if self.warm < WARMUP_STEPS:
+            self.warm += 1
+            self._on_side_stream(lambda: self._step(self.static))
+        else:
+            if self.replay is None:
+                self.replay = self._record(lambda: self._step(self.static))
+            self.replay()
+            self.replays += 1
+
+    def _on_side_stream(self, fn) -> None:
+        if self.dev != "cuda":
+            fn()
+            return
+        side = torch.cuda.Stream()
+        side.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(side):
+            fn()
+        torch.cuda.current_stream().wait_stream(side)
+
+    def _record(self, fn):
+        """``fn`` recorded as a CUDA graph (recording runs nothing); its replay. On a CPU, fn
+        itself: the same fixed-shape step, eagerly."""
+        self.captures += 1
+        if self.dev != "cuda":
+            return fn
+        torch.cuda.synchronize()
+        self.graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(self.graph):
+            fn()
+        return self.graph.replay
+
+
+def _power_of_two(n: int, least: int = 16) -> int:
+    width = least
+    while width < n:
+        width *= 2
+    return width
