@@ -65,11 +65,12 @@ fi
 if [ "$SUITE" = embed ]; then
   export PARAMILL_SHARED_DATA="$PWD/.gpu/shared-data"
   "$PY" - <<'PYEOF' 2>&1 | tee "$OUT/env.txt"
-import sys, torch, polars, sentence_transformers
+import sys, torch, polars, sentence_transformers, sentencepiece
 from paramill import device
 print("python", sys.version.split()[0], "torch", torch.__version__, "cuda", torch.version.cuda,
       torch.cuda.get_device_name(0) if torch.cuda.is_available() else "no GPU",
-      "polars", polars.__version__, "device.pick:", device.pick("auto"))
+      "polars", polars.__version__, "sentencepiece", sentencepiece.__version__,
+      "device.pick:", device.pick("auto"))
 PYEOF
   # the synthetic pairs of the scale part are made (one core, numpy) while the GPU steps run
   if [[ " ${PARTS:-scale} " == *" scale "* ]]; then
