@@ -167,6 +167,40 @@ def test_a_training_step_dispatches_few_torch_operations(tmp_path, monkeypatch, 
 
 
 @pytest.mark.parametrize("components", [("word",), ("word", "trigram")])
+def test_a_step_asks_the_device_nothing_back(monkeypatch, components):
+    """What a CUDA graph can hold: the step (forward, loss, backward, clipping, Adam, the
+    loss summed on the device) reads no value back to the host and makes no tensor whose
+    size depends on the data; counted on the CPU, where the same operations dispatch."""
+    from collections import Counter
+
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    from paramill.embed.model import build
+    from paramill.embed.steps import EagerStep
+    from paramill.embed.train import adam
+
+    class Count(TorchDispatchMode):
+        def __init__(self):
+            super().__init__()
+            self.ops = Counter()
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            self.ops[func.__name__.split(".")[0]] += 1
+            return func(*args, **(kwargs or {}))
+
+    model = build(ModelSpec(components=components, dim=8, units="word"),
+                  [s for pair in PAIRS for s in pair]).train()
+    step = EagerStep(model, adam(model, 1e-3), 0.4, 1.0, "cpu")
+    feats = model.tensors(model.units([s for pair in PAIRS[:2] for s in pair] * 2))
+    with Count() as mode:
+        step(feats)
+    syncing = {"_local_scalar_dense", "item", "nonzero", "masked_select", "unique_dim",
+               "_unique2", "unique_consecutive", "equal", "is_nonzero"}
+    assert mode.ops and not syncing & set(mode.ops), mode.ops
+    assert step.total.item() > 0
+
+
+@pytest.mark.parametrize("components", [("word",), ("word", "trigram")])
 def test_the_graph_step_trains_as_the_eager_step(tmp_path, monkeypatch, components):
     """The CUDA graph's bookkeeping, run on the CPU (where the "graph" is the same fixed-shape
     step, eagerly): inputs padded to power-of-two widths that grow with the longest sentence
