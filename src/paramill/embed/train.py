@@ -295,8 +295,7 @@ def train(source: PairSource | list[tuple[str, str]], out: str | Path, spec: Mod
     start_epoch, history = (state["epoch"], state["history"]) if state is not None else (0, [])
     if model is None:
         model = _built(spec, settings, source, dev)
-    optimizer = adam(model, settings.learning_rate,
-                     capturable=dev == "cuda" and uses_cuda_graph(settings, spec, dev))
+    optimizer = adam(model, settings.learning_rate, capturable=uses_cuda_graph(settings, spec, dev))
     if state is not None:
         optimizer.load_state_dict(state["optimizer"])
         RNG.restore(state["rng"])
