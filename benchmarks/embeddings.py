@@ -12,7 +12,9 @@ Variants, each naming its units (a variant never inherits the default's): ``word
 over words), ``word-sp`` (WORD over SentencePiece units that paramill trains on the
 training sentences: unigram, 50,000 soft limit, as the authors' at-scale code),
 ``trigram``, ``word-trigram`` (concatenated, word units), ``gran-sp`` (GRAN over
-SentencePiece units; recurrent).
+SentencePiece units; recurrent); and, only when named, ``lstm-sp`` and ``blstm-sp`` (the
+other recurrent models, hidden 300 as the spec's default). ``--pairs N`` trains on the
+first N pairs (quick speed comparisons; its STS figures are not the full runs').
 
     python benchmarks/embeddings.py [--variants word word-sp ...] [--epochs 15] \\
         [--recurrent-epochs N] [--device auto|cpu|cuda] --out benchmarks/out/embeddings.json
@@ -42,17 +44,22 @@ VARIANTS = {  # units named in every variant: the default (sp) must not change w
     "trigram": {"components": ("trigram",), "units": "word"},
     "word-trigram": {"components": ("word", "trigram"), "units": "word"},
     "gran-sp": {"components": ("gran",), "units": "sp"},
+    "lstm-sp": {"components": ("lstm",), "units": "sp"},
+    "blstm-sp": {"components": ("blstm",), "units": "sp"},
 }
+DEFAULT = ["word", "word-sp", "trigram", "word-trigram", "gran-sp"]
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--variants", nargs="+", choices=list(VARIANTS), default=list(VARIANTS))
+    parser.add_argument("--variants", nargs="+", choices=list(VARIANTS), default=DEFAULT)
     parser.add_argument("--sts", default=str(SHARED / "stsbenchmark/sts-dev.csv"))
     parser.add_argument("--epochs", type=int, default=15)
     parser.add_argument("--recurrent-epochs", type=int,
                         help="epochs of recurrent variants (default: --epochs); said in the row")
     parser.add_argument("--megabatch", type=int, default=20)
+    parser.add_argument("--pairs", type=int, default=0,
+                        help="train on the first N pairs (0: all); said in the report")
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--device", choices=["auto", "cpu", "cuda"], default="auto",
                         help="where the models train (auto: cuda when a GPU is visible)")
@@ -63,6 +70,7 @@ def main() -> None:
     args = parser.parse_args()
     device.limit_threads(args.threads)
     pairs = [(x, y) for x, y in twitter_positive_pairs(SHARED) if x != y]
+    pairs = pairs[:args.pairs] if args.pairs else pairs
     sts = read("stsbenchmark-dev", "dev", "stsbenchmark", args.sts)
     untrained = score(build(ModelSpec(components=("word",), dim=300), [s for p in pairs for s in p]), sts)
     rows = []

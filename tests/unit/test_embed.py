@@ -166,15 +166,19 @@ def test_a_training_step_dispatches_few_torch_operations(tmp_path, monkeypatch, 
     assert per_step < 110 + 45 * len(components), (per_step, counted.most_common(10))
 
 
-@pytest.mark.parametrize("components", [("word",), ("word", "trigram")])
+@pytest.mark.parametrize("components", [("word",), ("word", "trigram"), ("lstm",), ("blstm",),
+                                        ("gran",)])
 def test_a_step_asks_the_device_nothing_back(monkeypatch, components):
     """What a CUDA graph can hold: the step (forward, loss, backward, clipping, Adam, the
     loss summed on the device) reads no value back to the host and makes no tensor whose
-    size depends on the data; counted on the CPU, where the same operations dispatch."""
+    size depends on the data; counted on the CPU, where the same operations dispatch.
+    Recurrent models too, in passes (no packed sequences: they read their lengths on the
+    host), with their scrambling."""
     from collections import Counter
 
     from torch.utils._python_dispatch import TorchDispatchMode
 
+    from paramill.embed.data import scramble
     from paramill.embed.model import build
     from paramill.embed.steps import EagerStep
     from paramill.embed.train import adam
@@ -193,9 +197,15 @@ def test_a_step_asks_the_device_nothing_back(monkeypatch, components):
     step = EagerStep(model, adam(model, 1e-3), 0.4, 1.0, "cpu")
     feats = model.tensors(model.units([s for pair in PAIRS[:2] for s in pair] * 2))
     with Count() as mode:
-        step(feats)
+        if model.spec.recurrent:
+            ids, lengths = feats["word"]
+            passes = [{"word": (scramble(ids[k:k + 4], lengths[k:k + 4], 0.5), lengths[k:k + 4])}
+                      for k in (0, 4)]
+            step(passes, torch.tensor([4, 5, 6, 7, 0, 1, 2, 3]))
+        else:
+            step(feats)
     syncing = {"_local_scalar_dense", "item", "nonzero", "masked_select", "unique_dim",
-               "_unique2", "unique_consecutive", "equal", "is_nonzero"}
+               "_unique2", "unique_consecutive", "equal", "is_nonzero", "_pack_padded_sequence"}
     assert mode.ops and not syncing & set(mode.ops), mode.ops
     assert step.total.item() > 0
 
@@ -295,22 +305,70 @@ def test_training_lowers_the_loss(tmp_path):
     assert losses[-1] < 0.7 * losses[0]
 
 
-@pytest.mark.parametrize("components", [("word",), ("word", "trigram")])
-def test_batches_assembled_on_the_device_train_as_on_the_host(tmp_path, monkeypatch, components):
-    from paramill.embed import train as train_mod
+@pytest.mark.parametrize("kind", ["lstm", "blstm", "gran"])
+def test_recurrent_models_run_padded_to_what_packed_sequences_give(kind):
+    """No packing (it needs the lengths on the host: a read-back on CUDA): the outputs and
+    the gradients are those of torch's packed sequences, for empty, short and full rows, and
+    a BLSTM's backward direction starts at each row's last real unit."""
+    from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
-    spec = ModelSpec(components=components, dim=8, units="word")
-    settings = EmbedTrainSettings(epochs=3, batch_size=4, megabatch=2)
-    assert train_mod.assemble_on_device(spec) and not train_mod.assemble_on_device(
-        ModelSpec(components=("lstm",), dim=8, hidden=8))
-    device_side = train(PAIRS, tmp_path / "d.pt", spec, settings)
-    monkeypatch.setattr(train_mod, "assemble_on_device", lambda spec: False)
-    host_side = train(PAIRS, tmp_path / "h.pt", spec, settings)
-    for a, b in zip(device_side["history"], host_side["history"]):
-        assert a["loss"] == pytest.approx(b["loss"], rel=1e-5, abs=1e-6)
-    a = torch.load(tmp_path / "d.pt", weights_only=True)["state_dict"]
-    b = torch.load(tmp_path / "h.pt", weights_only=True)["state_dict"]
-    assert all(torch.allclose(a[k], b[k], atol=1e-5) for k in a)
+    from paramill.embed.model import Recurrent, _masked_mean
+
+    torch.manual_seed(0)
+    model = Recurrent(kind, 40, 6, 6 if kind == "gran" else 5)
+    lengths = torch.tensor([0, 1, 3, 7, 7, 2, 5])
+    ids = torch.zeros(7, 9, dtype=torch.long)
+    for row, length in enumerate(lengths.tolist()):
+        ids[row, :length] = torch.randint(1, 40, (length,))
+
+    def packed():
+        x = model.embedding(ids)
+        out, _ = model.lstm(pack_padded_sequence(x, lengths.clamp(min=1), batch_first=True,
+                                                 enforce_sorted=False))
+        h, _ = pad_packed_sequence(out, batch_first=True, total_length=ids.size(1))
+        if kind == "blstm":
+            h = (h[..., :model.hidden] + h[..., model.hidden:]) / 2
+        if kind == "gran":
+            h = x * torch.sigmoid(model.gate_x(x) + model.gate_h(h))
+        return _masked_mean(h, lengths)
+
+    grads = []
+    for run in (packed, lambda: model(ids, lengths)):
+        model.zero_grad()
+        out = run()
+        out.pow(2).sum().backward()
+        grads.append((out.detach(), {n: p.grad.clone() for n, p in model.named_parameters()}))
+    (want, want_grads), (got, got_grads) = grads
+    assert torch.allclose(got, want, atol=1e-6) and got.abs().sum() > 0
+    assert all(torch.allclose(got_grads[n], want_grads[n], atol=1e-6) for n in want_grads)
+    assert all(want_grads[n].abs().sum() > 0 for n in want_grads if "reverse" in n or kind != "blstm")
+
+
+def test_a_recurrent_step_runs_rows_sorted_by_length_in_passes_of_their_own_width(tmp_path):
+    """``Buffer.by_length``: passes of at most ``size`` rows, shortest first, each as wide as
+    its longest row; ``back`` puts their outputs in the order the rows were asked in."""
+    from paramill.embed.data import PairSource, epoch_buffers, write_ids
+    from paramill.embed.model import build
+
+    words_ = "alpha beta gamma delta epsilon zeta eta theta".split()
+    pairs = [(" ".join(words_[:1 + i % 8]), " ".join(words_[:1 + (i * 3) % 8]) + " x") for i in range(20)]
+    model = build(ModelSpec(units="word", components=("lstm",), dim=4, hidden=4),
+                  [s for pair in pairs for s in pair])
+    write_ids(model.vocabs, model.featurizers, PairSource.from_pairs(pairs), tmp_path / "ids")
+    buffer, _ = next(epoch_buffers(tmp_path / "ids", ["word"], 0, 0, 100))
+    buffer.place("cpu")
+    rows = np.array([3, 25, 0, 7, 39, 12, 18])
+    passes, back = buffer.by_length(rows, "word", 3, "cpu")
+    assert [feats["word"][0].shape[0] for feats in passes] == [3, 3, 1]
+    lengths = torch.cat([feats["word"][1] for feats in passes])
+    assert lengths.tolist() == sorted(lengths.tolist())
+    assert all(feats["word"][0].shape[1] == int(feats["word"][1].max()) for feats in passes)
+    expected_ids, expected_lengths = buffer.tensors(rows)["word"]
+    assert torch.equal(lengths[back], expected_lengths)
+    width = expected_ids.shape[1]
+    joined = torch.cat([torch.nn.functional.pad(ids, (0, width - ids.shape[1]))
+                        for ids, _ in (feats["word"] for feats in passes)])
+    assert torch.equal(joined[back], expected_ids)
 
 
 def test_training_resumes_exactly(tmp_path):
@@ -453,16 +511,23 @@ def test_id_store_buffers_cover_every_pair_once_and_pad_like_the_encoder(tmp_pat
 
 
 def test_scramble_shuffles_real_positions_only():
-    from paramill.embed.data import _scramble
+    from paramill.embed.data import scramble
 
     torch.manual_seed(0)
     ids = torch.tensor([[5, 6, 7, 8, 0, 0], [1, 2, 0, 0, 0, 0], [9, 10, 11, 12, 13, 14]])
-    mask = (ids != 0).numpy()
-    out = _scramble(ids, mask, rate=1.0)
+    lengths = (ids != 0).sum(1)
+    out = scramble(ids, lengths, rate=1.0)
     for a, b in zip(ids.tolist(), out.tolist()):
         assert sorted(a) == sorted(b) and [x == 0 for x in a] == [x == 0 for x in b]
     assert not torch.equal(out, ids)
-    assert torch.equal(_scramble(ids, mask, rate=0.0), ids)
+    assert torch.equal(scramble(ids, lengths, rate=0.0), ids)
+    # seeded from torch's CPU generator: the same draws give the same scrambles
+    torch.manual_seed(5)
+    first = scramble(ids.repeat(20, 1), lengths.repeat(20), rate=0.3)
+    torch.manual_seed(5)
+    assert torch.equal(scramble(ids.repeat(20, 1), lengths.repeat(20), rate=0.3), first)
+    changed = (first != ids.repeat(20, 1)).any(1).float().mean().item()
+    assert 0.05 < changed < 0.6  # about 0.3 of the rows (less the 2-unit rows left as they were)
 
 
 def test_training_streams_in_small_buffers_and_resumes_exactly(tmp_path, monkeypatch):
@@ -807,8 +872,8 @@ def test_a_featurising_worker_imports_neither_torch_nor_polars():
 @pytest.mark.parametrize("components", [("word",), ("word", "trigram"), ("lstm",), ("gran",)])
 def test_gpu_training_follows_the_cpu_loss_curve(tmp_path, components):
     """The same data, seed and settings on CUDA and on CPU: the same loss curve within float
-    noise (averaging models assemble their batches on the device, recurrent ones run cuDNN's
-    packed path), and the CUDA model encodes on the CPU to nearly the same vectors."""
+    noise (batches assembled on the device; recurrent models over padded rows in passes
+    sorted by length, scrambled by numbers drawn on the host), and the CUDA model encodes on the CPU to nearly the same vectors."""
     spec = ModelSpec(components=components, units="word", dim=16, hidden=16)
     runs = {}
     for dev in ("cuda", "cpu"):
@@ -866,6 +931,37 @@ def test_gpu_graph_step_trains_as_the_eager_step_on_cuda(tmp_path, monkeypatch, 
     a = torch.load(tmp_path / "False.pt", weights_only=True)["state_dict"]
     b = torch.load(tmp_path / "True.pt", weights_only=True)["state_dict"]
     assert all(torch.allclose(a[k], b[k], atol=1e-4) for k in a)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("components", [("word",), ("word", "trigram"), ("lstm",), ("blstm",),
+                                        ("gran",)])
+def test_gpu_a_step_never_waits_for_the_device(components):
+    """CUDA's own check (``set_sync_debug_mode("error")``: any operation that makes the host
+    wait for the device raises): a step, recurrent passes and their scrambling included,
+    queues its work and returns."""
+    from paramill.embed.data import scramble, to_device
+    from paramill.embed.steps import EagerStep
+    from paramill.embed.train import adam
+
+    model = build(ModelSpec(components=components, dim=16, hidden=16, units="word"),
+                  [s for pair in PAIRS for s in pair]).to("cuda").train()
+    step = EagerStep(model, adam(model, 1e-3), 0.4, 1.0, "cuda")
+    feats = model.tensors(model.units([s for pair in PAIRS[:2] for s in pair] * 2))
+    order = to_device(torch.tensor([4, 5, 6, 7, 0, 1, 2, 3]), "cuda")
+    torch.cuda.synchronize()
+    torch.cuda.set_sync_debug_mode("error")
+    try:
+        for _ in range(3):
+            if model.spec.recurrent:
+                ids, lengths = feats["word"]
+                step([{"word": (scramble(ids[k:k + 4], lengths[k:k + 4], 0.5), lengths[k:k + 4])}
+                      for k in (0, 4)], order)
+            else:
+                step(feats)
+    finally:
+        torch.cuda.set_sync_debug_mode("default")
+    assert step.total.item() > 0
 
 
 def test_sentencepiece_units_in_bulk_are_the_per_sentence_units(tmp_path):

@@ -298,10 +298,23 @@ class Buffer:
             out[u] = (torch.where(mask, flat[index], torch.zeros_like(index)), lengths)
         return out
 
-    def tensors(self, rows: np.ndarray, device: torch.device | str = "cpu", scramble_unit: str | None = None,
-                rate: float = 0.0) -> dict[str, tuple[torch.Tensor, torch.Tensor]]:
-        """Padded id tensors and lengths of sentence ``rows``; the units of ``scramble_unit``
-        are shuffled within a sentence with probability ``rate`` (torch's generator)."""
+    def by_length(self, rows: np.ndarray, unit: str, size: int, device: torch.device | str
+                  ) -> tuple[list[dict[str, tuple[torch.Tensor, torch.Tensor]]], torch.Tensor]:
+        """Sentence ``rows`` (on the host) sorted by their length in ``unit`` and assembled
+        on the :meth:`place` device in passes of ``size`` rows, each padded to its own longest
+        sentence; and the positions that put the passes' outputs, concatenated, back in the
+        order of ``rows``. For models whose work grows with the padded width (recurrent)."""
+        order = np.argsort(self.offsets[unit][rows + 1] - self.offsets[unit][rows], kind="stable")
+        ordered = rows[order]
+        placed = to_device(torch.from_numpy(ordered), self._placed[unit][0].device)
+        passes = [self.batch(placed[g:g + size], self.widths(ordered[g:g + size]))
+                  for g in range(0, len(rows), size)]
+        return passes, to_device(torch.from_numpy(np.argsort(order)), placed.device)
+
+    def tensors(self, rows: np.ndarray, device: torch.device | str = "cpu"
+                ) -> dict[str, tuple[torch.Tensor, torch.Tensor]]:
+        """Padded id tensors and lengths of sentence ``rows``, built on the host, each as
+        wide as its longest row (what :meth:`batch` gives on the device)."""
         out = {}
         for u, flat in self.flat.items():
             start = self.offsets[u][rows]
@@ -310,26 +323,36 @@ class Buffer:
             pos = np.arange(width)[None, :]
             mask = pos < lengths[:, None]
             index = np.where(mask, start[:, None] + pos, 0)
-            ids = torch.from_numpy(np.where(mask, flat[index], 0))
-            lens = torch.from_numpy(lengths)
-            if u == scramble_unit and rate > 0:
-                ids = _scramble(ids, mask, rate)
-            out[u] = (ids.to(device), lens.to(device))
+            out[u] = (torch.from_numpy(np.where(mask, flat[index], 0)).to(device),
+                      torch.from_numpy(lengths).to(device))
         return out
 
 
-def _scramble(ids: torch.Tensor, mask: np.ndarray, rate: float) -> torch.Tensor:
-    """Shuffle the real positions of each row chosen with probability ``rate``; padding stays
-    at the end."""
-    chosen = torch.rand(ids.size(0)) < rate
-    if not chosen.any():
+def scramble(ids: torch.Tensor, lengths: torch.Tensor, rate: float) -> torch.Tensor:
+    """``ids`` with the real positions of each row chosen with probability ``rate`` shuffled;
+    padding stays at the end. The random numbers are drawn on the host from torch's CPU
+    generator (the same scrambles on every device, resumed with the checkpoint's generator
+    state) and sent to the device without waiting; the shuffle itself runs where ``ids`` are,
+    so nothing is read back from the device."""
+    chosen = torch.rand(ids.size(0)).numpy() < rate  # the host's draws, looked at there
+    if rate <= 0 or not chosen.any():
         return ids
     width = ids.size(1)
-    keys = torch.rand(ids.shape, dtype=torch.float64)
-    in_order = (torch.arange(width, dtype=torch.float64) / width).expand_as(keys)
-    keys = torch.where(chosen[:, None], keys, in_order)
-    keys = torch.where(torch.from_numpy(mask), keys, torch.full_like(keys, 2.0))
+    keys = np.where(chosen[:, None], torch.rand(ids.shape, dtype=torch.float64).numpy(),
+                    np.arange(width) / width)  # rows not chosen keep their order
+    keys = to_device(torch.from_numpy(keys), ids.device)
+    real = torch.arange(width, device=ids.device)[None, :] < lengths[:, None]
+    keys = torch.where(real, keys, torch.full_like(keys, 2.0))
     return torch.gather(ids, 1, keys.argsort(dim=1))
+
+
+def to_device(tensor: torch.Tensor, device: torch.device | str) -> torch.Tensor:
+    """A host tensor on ``device``; to CUDA from pinned memory without waiting (a blocking
+    copy waits for everything queued on the device first: a sync)."""
+    device = torch.device(device)
+    if device.type != "cuda":
+        return tensor.to(device)
+    return tensor.pin_memory().to(device, non_blocking=True)
 
 
 def epoch_buffers(store: str | Path, units: list[str], seed: int, epoch: int,

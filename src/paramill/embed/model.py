@@ -25,7 +25,6 @@ import numpy as np
 import torch
 from torch import nn
 from torch.nn import functional as F
-from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 from paramill import device
 from paramill.formats import glove
@@ -111,6 +110,14 @@ def _mean_weights(width: int, lengths: torch.Tensor, dtype: torch.dtype) -> torc
     return mask.to(dtype) / lengths.clamp(min=1)[:, None].to(dtype)
 
 
+def _reversed_within(lengths: torch.Tensor, width: int) -> torch.Tensor:
+    """[rows, width] positions: a row's first ``length`` positions in reverse, then its
+    padding in place (an empty row counts as length 1); applying it twice restores a row."""
+    pos = torch.arange(width, device=lengths.device)[None, :]
+    last = lengths.clamp(min=1, max=width)[:, None] - 1
+    return torch.where(pos <= last, last - pos, pos)
+
+
 def _masked_mean(values: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
     mask = (torch.arange(values.size(1), device=values.device)[None, :] < lengths[:, None])
     summed = (values * mask.unsqueeze(-1)).sum(1)
@@ -156,16 +163,35 @@ class Recurrent(nn.Module):
             self.gate_h = nn.Linear(hidden, dim, bias=False)
 
     def forward(self, ids: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
+        """Over the padded batch, never packed: packing needs the lengths on the host (on
+        CUDA a read-back and a blocking copy each pass). A forward direction's states at a
+        row's real positions never see the padding after them, so they are the packed ones;
+        a BLSTM's backward direction reads each row reversed within its length
+        (:func:`_reversed_within`), so it too starts at the row's last real unit. Padding
+        positions are masked out of the mean. An empty row counts as one padding unit, as
+        packing it as length 1 did. Padding costs work: training sorts a step's rows by length
+        into passes (:func:`paramill.embed.train._epoch`)."""
         x = self.embedding(ids)
-        packed = pack_padded_sequence(x, lengths.clamp(min=1).cpu(), batch_first=True,
-                                      enforce_sorted=False)
-        out, _ = self.lstm(packed)
-        h, _ = pad_packed_sequence(out, batch_first=True, total_length=ids.size(1))
-        if self.kind == "blstm":
-            h = (h[..., :self.hidden] + h[..., self.hidden:]) / 2
+        if self.kind == "blstm":  # each direction by itself: the module would run both on each
+            flip = _reversed_within(lengths, ids.size(1))
+            forward = self._direction(x, "")
+            backward = self._direction(x.gather(1, flip[:, :, None].expand_as(x)), "_reverse")
+            h = (forward + backward.gather(1, flip[:, :, None].expand_as(backward))) / 2
+        else:
+            h, _ = self.lstm(x)
         if self.kind == "gran":
             h = x * torch.sigmoid(self.gate_x(x) + self.gate_h(h))
         return _masked_mean(h, lengths)
+
+
+    def _direction(self, x: torch.Tensor, suffix: str) -> torch.Tensor:
+        """One direction of the bidirectional LSTM (its weights named ``*_l0{suffix}``) run
+        forwards over ``x``, from a zero state."""
+        params = [getattr(self.lstm, f"{name}_l0{suffix}")
+                  for name in ("weight_ih", "weight_hh", "bias_ih", "bias_hh")]
+        zeros = x.new_zeros(1, x.size(0), self.hidden)
+        out, _, _ = torch.lstm(x, (zeros, zeros), params, True, 1, 0.0, self.training, False, True)
+        return out
 
 
 class SentenceEncoder(nn.Module):

@@ -14,8 +14,8 @@ padded to a width per unit, a power of two at least the longest sentence seen so
 longer sentence records a new graph (rarely: the widths only grow). Padding changes nothing
 (``embedding_bag`` skips id 0).
 
-Averaging models only (WORD, TRIGRAM and their sums): recurrent ones pack their sequences
-by lengths known on the host. On a CPU (and in the tests there), :class:`GraphStep` runs
+Averaging models only (WORD, TRIGRAM and their sums): a recurrent model's step runs in
+passes of rows sorted by length, whose widths change from step to step. On a CPU (and in the tests there), :class:`GraphStep` runs
 the same fixed-shape step eagerly, so its bookkeeping is tested where no GPU is.
 """
 
@@ -52,14 +52,15 @@ class EagerStep:
         """The widths to pad a batch to, given the longest sentence per unit."""
         return needed
 
-    def __call__(self, feats: dict[str, tuple[torch.Tensor, torch.Tensor]] | list) -> None:
+    def __call__(self, feats: dict[str, tuple[torch.Tensor, torch.Tensor]] | list,
+                 order: torch.Tensor | None = None) -> None:
         """A step on ``feats``: the model's input for s1, s2, t1 and t2 stacked, or a list of
-        the four (one model pass each)."""
-        self._step(feats)
+        passes whose outputs, concatenated and indexed by ``order``, are those rows."""
+        self._step(feats, order)
 
-    def _step(self, feats) -> None:
+    def _step(self, feats, order: torch.Tensor | None = None) -> None:
         self.optimizer.zero_grad(set_to_none=True)
-        vectors = (torch.cat([self.model(part) for part in feats]) if isinstance(feats, list)
+        vectors = (torch.cat([self.model(part) for part in feats])[order] if isinstance(feats, list)
                    else self.model(feats))
         loss = margin_step_loss(vectors, self.margin)
         loss.backward()
@@ -94,12 +95,12 @@ class GraphStep(EagerStep):
         self.replay = self.graph = None  # the recorded step read the old inputs
         return grown
 
-    def __call__(self, feats) -> None:
+    def __call__(self, feats, order: torch.Tensor | None = None) -> None:
         if isinstance(feats, list) or any(ids.shape != self.static[u][0].shape
                                           if u in self.static else True
                                           for u, (ids, _) in feats.items()):
             self.eager += 1
-            self._step(feats)  # a short last batch, or not padded to the graph's widths
+            self._step(feats, order)  # a short last batch, or not padded to the graph's widths
             return
         for u, (ids, lengths) in feats.items():
             self.static[u][0].copy_(ids)

@@ -32,7 +32,7 @@ import torch
 import torch.nn.functional as F
 
 from paramill import device
-from paramill.embed.data import PairSource, count_units, epoch_buffers, write_ids
+from paramill.embed.data import PairSource, count_units, epoch_buffers, scramble, write_ids
 from paramill.embed.steps import EagerStep, GraphStep, margin_step_loss
 from paramill.embed.model import (RNG, ModelSpec, build_from_counts, featurizers, load_model,
                                   needs_sentencepiece, read_checkpoint, sentencepiece_for)
@@ -117,7 +117,7 @@ def adam(model: torch.nn.Module, lr: float, capturable: bool = False) -> torch.o
 def uses_cuda_graph(settings: EmbedTrainSettings, spec: ModelSpec, dev: str) -> bool:
     """Whether training replays its steps from a CUDA graph (``cuda_graph``, averaging models,
     on CUDA)."""
-    return settings.cuda_graph and assemble_on_device(spec) and dev == "cuda"
+    return settings.cuda_graph and not spec.recurrent and dev == "cuda"
 
 
 def _stepper(model, optimizer, settings: EmbedTrainSettings, spec: ModelSpec, dev: str) -> EagerStep:
@@ -140,12 +140,6 @@ def _phase(what: str, started: tuple[float, float, float]) -> None:
     wall, own, workers = (b - a for a, b in zip(started, _clock()))
     print(f"embed train: {what} in {wall:.1f} s (CPU: trainer {own:.1f} s, workers {workers:.1f} s)",
           file=sys.stderr)
-
-
-def assemble_on_device(spec: ModelSpec) -> bool:
-    """Whether training assembles its batches on the device (averaging models) or on the host
-    (recurrent models: packed sequences need their lengths there, scrambling is seeded there)."""
-    return not spec.recurrent
 
 
 def _resumed(resume: Path, spec: ModelSpec, settings: EmbedTrainSettings, data: dict,
@@ -211,55 +205,67 @@ def _epoch(model, step: EagerStep, store: Path, units: list[str], settings: Embe
            spec: ModelSpec, epoch: int, n: int, dev: str) -> float:
     """One epoch over the id store's shuffled buffers; returns the mean loss.
 
-    Averaging models assemble their batches on the device from ids moved there once a
-    buffer, pick negatives there and sync once a mega-batch; recurrent ones (packed
-    sequences need their lengths on the host, scrambling draws from torch's CPU generator)
-    build them here."""
-    scramble = spec.units if settings.scramble_rate > 0 and spec.recurrent else None
+    Batches are assembled on the device from ids moved there once a buffer; the hardest
+    negatives are picked there, and the loss is read back once a mega-batch. An averaging
+    model takes a step's rows (s1, s2 and both negatives) in one pass, padded to the
+    mega-batch's longest sentence: its cost hardly depends on the width, and a CUDA graph
+    wants fixed shapes. A recurrent model runs over every position, so its rows go through it
+    sorted by length in passes of ``batch_size`` rows, each padded to its own longest (on 2
+    CPU cores 1.7-2.0x the speed of packed sequences, README): the negatives' rows come
+    back to the host once a mega-batch for that, and scrambling's random numbers go the
+    other way (:func:`paramill.embed.data.scramble`)."""
+    recurrent = spec.recurrent
+    scramble_unit = spec.units if settings.scramble_rate > 0 and recurrent else None
     mega = settings.batch_size * settings.megabatch
-    on_device = assemble_on_device(spec)
     bar = progress(f"embed epoch {epoch + 1}/{settings.epochs}", unit="pairs", total=n)
     step.total.zero_()
     batches = 0
     for buffer, order in epoch_buffers(store, units, settings.seed, epoch, settings.buffer_pairs):
-        if on_device:
-            buffer.place(dev)
-            order_t = torch.from_numpy(order).to(dev)
+        buffer.place(dev)
+        order_t = torch.from_numpy(order).to(dev)
         for m in range(0, buffer.n, mega):
-            idx = order[m:m + mega]
+            idx, idx_t = order[m:m + mega], order_t[m:m + mega]
             pool = np.concatenate([idx, buffer.n + idx])  # pool position -> sentence row
-            if on_device:
-                idx_t = order_t[m:m + mega]
-                pool_t = torch.cat([idx_t, idx_t + buffer.n])
-            else:
-                idx_t, pool_t = idx, pool
-            widths = step.widths(buffer.widths(pool)) if on_device else None
-
-            def feats(rows, scramble_unit=None):
-                if widths is not None:
-                    return buffer.batch(rows, widths)
-                return buffer.tensors(rows, dev, scramble_unit, settings.scramble_rate)
+            pool_t = torch.cat([idx_t, idx_t + buffer.n])
             with torch.no_grad():
                 model.eval()
-                e1, e2 = (torch.cat([model(feats(rows[b:b + 512]))
-                                     for b in range(0, len(rows), 512)])
-                          for rows in (pool_t[:len(idx)], pool_t[len(idx):]))
+                if recurrent:
+                    e1, e2 = (_encoded(model, *buffer.by_length(rows, spec.units, 512, dev))
+                              for rows in (pool[:len(idx)], pool[len(idx):]))
+                else:
+                    widths = step.widths(buffer.widths(pool))
+                    e1, e2 = (torch.cat([model(buffer.batch(rows[b:b + 512], widths))
+                                         for b in range(0, len(rows), 512)])
+                              for rows in (pool_t[:len(idx)], pool_t[len(idx):]))
                 model.train()
             n1, n2 = hardest_negatives(e1, e2)
-            if not on_device:
+            if recurrent:  # one read-back a mega-batch: the negatives' lengths
                 n1, n2 = n1.cpu().numpy(), n2.cpu().numpy()
             for b in range(0, len(idx), settings.batch_size):
                 sl = slice(b, b + settings.batch_size)
-                rows = (idx_t[sl], buffer.n + idx_t[sl], pool_t[n1[sl]], pool_t[n2[sl]])
-                if on_device:  # s1, s2 and their negatives through the model in one pass
-                    step(feats(torch.cat(rows)))
-                else:  # four: one LSTM pass over all four ran at half the speed on CPU
-                    step([feats(r, scramble) for r in rows])
+                if recurrent:
+                    rows = np.concatenate([idx[sl], buffer.n + idx[sl], pool[n1[sl]], pool[n2[sl]]])
+                    passes, back = buffer.by_length(rows, spec.units, settings.batch_size, dev)
+                    if scramble_unit is not None:
+                        for feats in passes:
+                            ids, lengths = feats[scramble_unit]
+                            feats[scramble_unit] = (scramble(ids, lengths, settings.scramble_rate),
+                                                    lengths)
+                    step(passes, back)
+                else:  # s1, s2 and their negatives through the model in one pass
+                    step(buffer.batch(torch.cat([idx_t[sl], buffer.n + idx_t[sl], pool_t[n1[sl]],
+                                                 pool_t[n2[sl]]]), widths))
                 batches += 1
-                bar.update(len(rows[0]))
+                bar.update(len(idx[sl]))
             bar.set_postfix(loss=f"{step.total.item() / max(1, batches):.4f}", refresh=False)  # a sync a mega-batch
     bar.close()
     return step.total.item() / max(1, batches)
+
+
+def _encoded(model, passes: list, back: torch.Tensor) -> torch.Tensor:
+    """The vectors of :meth:`~paramill.embed.data.Buffer.by_length`'s passes, in the rows'
+    order."""
+    return torch.cat([model(feats) for feats in passes])[back]
 
 
 def train(source: PairSource | list[tuple[str, str]], out: str | Path, spec: ModelSpec,
