@@ -35,6 +35,7 @@ sys.path.insert(0, str(REPO / "src"))
 
 from paramill import device  # noqa: E402
 from paramill.embed.model import ModelSpec, build, load_model  # noqa: E402
+from paramill.embed import train as train_module  # noqa: E402
 from paramill.embed.train import EmbedTrainSettings, train  # noqa: E402
 from paramill.evaluate.sts import read, score  # noqa: E402
 
@@ -58,6 +59,10 @@ def main() -> None:
     parser.add_argument("--recurrent-epochs", type=int,
                         help="epochs of recurrent variants (default: --epochs); said in the row")
     parser.add_argument("--megabatch", type=int, default=20)
+    parser.add_argument("--recurrent-pass-rows", type=int,
+                        help="rows a recurrent model takes in one pass of a step (default: the "
+                             "batch size, four passes; 400: one; the same arithmetic, but "
+                             "scrambling draws a pass at a time); said in the report")
     parser.add_argument("--pairs", type=int, default=0,
                         help="train on the first N pairs (0: all); said in the report")
     parser.add_argument("--threads", type=int, default=2)
@@ -69,6 +74,7 @@ def main() -> None:
     parser.add_argument("--out")
     args = parser.parse_args()
     device.limit_threads(args.threads)
+    train_module.RECURRENT_PASS_ROWS = args.recurrent_pass_rows
     pairs = [(x, y) for x, y in twitter_positive_pairs(SHARED) if x != y]
     pairs = pairs[:args.pairs] if args.pairs else pairs
     sts = read("stsbenchmark-dev", "dev", "stsbenchmark", args.sts)
@@ -77,6 +83,7 @@ def main() -> None:
     report = {"benchmark": "embedding variants trained on Twitter URL corpus positives",
               "machine": {**machine(), "device": device.pick(args.device), "threads": args.threads},
               "train_pairs": len(pairs), "megabatch": args.megabatch,
+              "recurrent_pass_rows": args.recurrent_pass_rows,
               "sts_benchmark_dev_n": untrained["n"],
               "untrained_word": {"pearson": untrained["pearson"], "spearman": untrained["spearman"]},
               "variants": rows, "complete": False}

@@ -4,7 +4,7 @@
 #   embed  the embedding GPU tests (GPU_TESTS: the test files; the embed suite's packages also
 #          run tests/unit/test_paraid.py), then (PARTS, default all of "embeddings reference scale")
 #          benchmarks/embeddings.py (each averaging variant eager and as a CUDA graph; GRAPH=
-#          leaves the graph rows out; VARIANTS, EPOCHS, RECURRENT_EPOCHS pass through), embed_reference.py (the authors' code, --gpu 1) and
+#          leaves the graph rows out; VARIANTS, EPOCHS, RECURRENT_EPOCHS, PASS_ROWS pass through), embed_reference.py (the authors' code, --gpu 1) and
 #          embed_scale.py (featurisation on every core, 1M and 10M pairs, generated on one
 #          core while the GPU steps run), all on cuda (REF_EPOCHS: the reference's epochs, 5)
 #   paraid the identifier's GPU tests, then (PARTS, default "default speed cross order")
@@ -84,6 +84,7 @@ PYEOF
       embeddings) step embeddings embeddings.log "$PY" benchmarks/embeddings.py --device "$DEVICE" \
           --threads "$THREADS" --variants ${VARIANTS:-word word-sp trigram word-trigram gran-sp} \
           --epochs ${EPOCHS:-15} ${RECURRENT_EPOCHS:+--recurrent-epochs "$RECURRENT_EPOCHS"} \
+          ${PASS_ROWS:+--recurrent-pass-rows "$PASS_ROWS"} \
           ${GRAPH---cuda-graph} --out "$OUT/embeddings.json" ;;
       reference) step reference embed_reference.log "$PY" benchmarks/embed_reference.py --device "$DEVICE" \
           --threads "$THREADS" --reference .gpu/reference --deps /tmp/paramill-site/site --epochs ${REF_EPOCHS:-5} \

@@ -371,6 +371,26 @@ def test_a_recurrent_step_runs_rows_sorted_by_length_in_passes_of_their_own_widt
     assert torch.equal(joined[back], expected_ids)
 
 
+@pytest.mark.parametrize("pass_rows", [3, 1000])
+def test_a_recurrent_step_trains_alike_whatever_its_passes(tmp_path, monkeypatch, pass_rows):
+    """Passes are how a step is computed, not what: four passes of the batch size (the
+    default), passes of 3 rows, or the whole step in one give the same losses and weights.
+    (Without scrambling: its random numbers are drawn a pass at a time, so other passes
+    scramble other rows.)"""
+    from paramill.embed import train as train_mod
+
+    spec = ModelSpec(components=("gran",), dim=8, units="word")
+    settings = EmbedTrainSettings(epochs=2, batch_size=6, megabatch=2, scramble_rate=0.0)
+    default = train(PAIRS, tmp_path / "a.pt", spec, settings)
+    monkeypatch.setattr(train_mod, "RECURRENT_PASS_ROWS", pass_rows)
+    other = train(PAIRS, tmp_path / "b.pt", spec, settings)
+    assert [h["loss"] for h in other["history"]] == pytest.approx(
+        [h["loss"] for h in default["history"]], rel=1e-5)
+    a = torch.load(tmp_path / "a.pt", weights_only=True)["state_dict"]
+    b = torch.load(tmp_path / "b.pt", weights_only=True)["state_dict"]
+    assert all(torch.allclose(a[k], b[k], atol=1e-5) for k in a)
+
+
 def test_training_resumes_exactly(tmp_path):
     spec = ModelSpec(components=("word", "lstm"), dim=8, hidden=8)
     train(PAIRS, tmp_path / "a.pt", spec, EmbedTrainSettings(epochs=3, batch_size=6, megabatch=2))

@@ -47,6 +47,11 @@ from paramill.settings import Device, setting, Settings
 #: pairs per row group of the id store (the unit the epoch order permutes)
 CHUNK_PAIRS = 10_000
 
+#: rows a recurrent model takes in one pass of a step (None: the batch size, four passes a
+#: step); benchmarks/embeddings.py --recurrent-pass-rows sets it to compare on a GPU, where
+#: fewer, wider passes may win (not measured)
+RECURRENT_PASS_ROWS: int | None = None
+
 
 @dataclass(frozen=True)
 class EmbedTrainSettings(Settings):
@@ -245,7 +250,8 @@ def _epoch(model, step: EagerStep, store: Path, units: list[str], settings: Embe
                 sl = slice(b, b + settings.batch_size)
                 if recurrent:
                     rows = np.concatenate([idx[sl], buffer.n + idx[sl], pool[n1[sl]], pool[n2[sl]]])
-                    passes, back = buffer.by_length(rows, spec.units, settings.batch_size, dev)
+                    passes, back = buffer.by_length(rows, spec.units,
+                                                    RECURRENT_PASS_ROWS or settings.batch_size, dev)
                     if scramble_unit is not None:
                         for feats in passes:
                             ids, lengths = feats[scramble_unit]
