@@ -334,8 +334,10 @@ def scramble(ids: torch.Tensor, lengths: torch.Tensor, rate: float) -> torch.Ten
     generator (the same scrambles on every device, resumed with the checkpoint's generator
     state) and sent to the device without waiting; the shuffle itself runs where ``ids`` are,
     so nothing is read back from the device."""
+    if rate <= 0:
+        return ids
     chosen = torch.rand(ids.size(0)).numpy() < rate  # the host's draws, looked at there
-    if rate <= 0 or not chosen.any():
+    if not chosen.any():
         return ids
     width = ids.size(1)
     keys = np.where(chosen[:, None], torch.rand(ids.shape, dtype=torch.float64).numpy(),

@@ -183,7 +183,6 @@ class Recurrent(nn.Module):
             h = x * torch.sigmoid(self.gate_x(x) + self.gate_h(h))
         return _masked_mean(h, lengths)
 
-
     def _direction(self, x: torch.Tensor, suffix: str) -> torch.Tensor:
         """One direction of the bidirectional LSTM (its weights named ``*_l0{suffix}``) run
         forwards over ``x``, from a zero state."""
