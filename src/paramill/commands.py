@@ -135,20 +135,27 @@ class Group:
 
 def _with_settings(func: Verb, sections: dict[str, str]) -> Verb:
     def run(args: argparse.Namespace) -> int:
-        from paramill.io import check_writable
+        from paramill.io import check_writable, remove_made_folders
 
         for dest, section in sections.items():
             setattr(args, dest, section_settings(section, getattr(args, dest)))
         args.rule = args.rule or args.default_rule
-        check_writable(*[path for dest in args.output_dests if (path := getattr(args, dest))])
-        if args.table_dests:
-            from paramill.tables import check_kind
+        made = check_writable(*[path for dest in args.output_dests
+                                if (path := getattr(args, dest))])
+        try:
+            if args.table_dests:
+                from paramill.tables import check_kind
 
-            for dest, kind in args.table_dests.items():
-                given = getattr(args, dest) or []
-                check_kind([given] if isinstance(given, str) else given, kind)
-        result = func(args)
+                for dest, kind in args.table_dests.items():
+                    given = getattr(args, dest) or []
+                    check_kind([given] if isinstance(given, str) else given, kind)
+            result = func(args)
+        except BaseException:
+            remove_made_folders(made)  # a failed command leaves no empty output folder
+            raise
         if isinstance(result, int):
+            if result != 0:
+                remove_made_folders(made)
             return result
         print(f"paramill {args.command} {args.what}: {result}", file=sys.stderr)
         return 0

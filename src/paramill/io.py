@@ -294,32 +294,58 @@ def atomic_output(*paths: str | os.PathLike) -> Iterator[list[Path]]:
         os.replace(tmp, final)
 
 
-def check_writable(*paths: str | os.PathLike, probe: bool = True) -> None:
+def check_writable(*paths: str | os.PathLike, probe: bool = True) -> list[Path]:
     """Make each path's folder (with its parents) and, with ``probe``, create and remove a
     temporary file in it: an :class:`InputError` naming the path where that fails (a folder
     under a file or a dangling link, a read-only or full file system, ``/proc``). Every
     command runs it on its outputs before its work (:func:`paramill.commands.out`), and jobs
     that write other files first (a store, a checkpoint) on those. :func:`atomic_output`
     runs it without the probe, which would cost two metadata operations on every write (a
-    harvest writes its state once a page)."""
-    for path in map(Path, paths):
-        temp = _temp_sibling(path)
-        above = next((f for f in path.parents if f.exists() or f.is_symlink()), None)
-        if above is not None and not above.is_dir():
-            what = (f"is a link to {os.readlink(above)}, which does not exist"
-                    if not above.exists() else "is a file, not a folder")
-            raise InputError(path, None, f"cannot be written: {above} {what}. Give a path in a "
-                             "folder (nothing was written)")
+    harvest writes its state once a page). Returns the folders it made, deepest first, for
+    :func:`remove_made_folders` when the work fails."""
+    made: list[Path] = []
+    try:
+        for path in map(Path, paths):
+            _make_writable(path, probe, made)
+    except BaseException:
+        remove_made_folders(made)  # those of the outputs checked before the one that failed
+        raise
+    return sorted(made, key=lambda f: len(f.parts), reverse=True)
+
+
+def _make_writable(path: Path, probe: bool, made: list[Path]) -> None:
+    temp = _temp_sibling(path)
+    missing = [f for f in path.parents if not (f.exists() or f.is_symlink())]
+    above = next((f for f in path.parents if f.exists() or f.is_symlink()), None)
+    if above is not None and not above.is_dir():
+        what = (f"is a link to {os.readlink(above)}, which does not exist"
+                if not above.exists() else "is a file, not a folder")
+        raise InputError(path, None, f"cannot be written: {above} {what}. Give a path in a "
+                         "folder (nothing was written)")
+    try:
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
-            if probe:
-                os.close(os.open(temp, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
-                temp.unlink()
-        except OSError as exc:
-            where = f" ({exc.filename})" if exc.filename and str(exc.filename) != str(temp) else ""
-            raise InputError(path, None, f"cannot be written: {exc.strerror or exc}{where}. "
-                             "Give a path in a folder this job can write (nothing was "
-                             "written)") from None
+        finally:  # those made, also where a deeper one then failed
+            made.extend(f for f in missing if f.is_dir() and f not in made)
+        if probe:
+            os.close(os.open(temp, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
+            temp.unlink()
+    except OSError as exc:
+        where = f" ({exc.filename})" if exc.filename and str(exc.filename) != str(temp) else ""
+        raise InputError(path, None, f"cannot be written: {exc.strerror or exc}{where}. "
+                         "Give a path in a folder this job can write (nothing was "
+                         "written)") from None
+
+
+def remove_made_folders(folders: list[Path]) -> None:
+    """Remove the folders :func:`check_writable` made, deepest first, each only while it is
+    empty (another job may have written into it since): a command that fails on its input
+    leaves no empty output folder behind."""
+    for folder in sorted(folders, key=lambda f: len(f.parts), reverse=True):
+        try:
+            folder.rmdir()
+        except OSError:
+            pass
 
 
 def _check_replaceable(final: Path, new: Path) -> None:

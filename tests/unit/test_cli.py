@@ -364,8 +364,30 @@ def test_an_output_that_cannot_be_written_stops_the_command_before_its_work(tmp_
             assert "a-file is a file, not a folder" in err[-1], where
             checked += 1
     assert checked >= 50
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["a-file", "ok"]
-    assert [p.name for p in (tmp_path / "ok").iterdir()] == []  # folders made, no probe left
+    # the writable outputs' folders were made for the check, and removed with the failure
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a-file"]
+
+
+def test_a_command_that_fails_on_its_input_leaves_no_output_folder(tmp_path, capsys):
+    """Each verb, its outputs in folders that do not exist yet, its inputs missing: it fails
+    (exit 2), and the folders the output check made for it are gone again, while a folder
+    that was there before stays. Before, ``pairs stats --json new/a/s.json ...`` on a
+    missing corpus left ``new/a`` behind."""
+    failed = 0
+    for group, verb, parser in _verbs():
+        outputs = parser.get_default("output_dests")
+        if not outputs:
+            continue
+        given = {dest: str(tmp_path / "kept" / "new" / dest / f"{dest}.out") for dest in outputs}
+        (tmp_path / "kept").mkdir()
+        code = main([group, verb, *_argv_with(parser, None, tmp_path, given)])
+        capsys.readouterr()
+        where = f"paramill {group} {verb}"
+        assert code == 2, where
+        assert [p.name for p in (tmp_path / "kept").iterdir()] == [], where
+        (tmp_path / "kept").rmdir()
+        failed += 1
+    assert failed >= 30
 
 
 def test_a_verbs_json_of_another_shape_is_a_usage_error_never_a_traceback(tmp_path, capsys):

@@ -237,3 +237,22 @@ def test_an_output_whose_folder_cannot_be_written_is_refused_before_the_block_ru
     if os.path.isdir("/proc/self"):
         with pytest.raises(InputError, match="cannot be written"):
             check_writable("/proc/paramill-test.json")
+
+
+def test_the_folders_the_output_check_made_are_named_and_removed_only_while_empty(tmp_path):
+    from paramill.errors import InputError
+    from paramill.io import check_writable, remove_made_folders
+
+    (tmp_path / "there").mkdir()
+    made = check_writable(tmp_path / "there" / "a" / "b" / "x.json", tmp_path / "there" / "c" / "y.json",
+                          tmp_path / "there" / "a" / "z.json")
+    there = tmp_path / "there"
+    assert made == [there / "a" / "b", there / "a", there / "c"]  # deepest first, each once
+    (there / "c" / "someone-elses.txt").write_text("x\n")
+    remove_made_folders(made)
+    assert sorted(p.name for p in there.iterdir()) == ["c"]  # c holds a file: kept
+    # a later output that cannot be written removes the folders the earlier ones made
+    (tmp_path / "file").write_text("x\n")
+    with pytest.raises(InputError, match="is a file, not a folder"):
+        check_writable(there / "d" / "e" / "ok.json", tmp_path / "file" / "bad.json")
+    assert sorted(p.name for p in there.iterdir()) == ["c"]
