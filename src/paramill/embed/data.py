@@ -38,6 +38,7 @@ import torch
 from paramill import formats
 from paramill.formats import parquet
 from paramill.embed.features import Featurizer, Vocab
+from paramill.embed.model import real_positions
 from paramill.embed.featurise import chunk_counts, ids_part, ordered_map, part_name
 from paramill.io import (InputError, atomic_output, iter_parquet_batches, read_json, sha256_file,
                          write_json)
@@ -343,8 +344,7 @@ def scramble(ids: torch.Tensor, lengths: torch.Tensor, rate: float) -> torch.Ten
     keys = np.where(chosen[:, None], torch.rand(ids.shape, dtype=torch.float64).numpy(),
                     np.arange(width) / width)  # rows not chosen keep their order
     keys = to_device(torch.from_numpy(keys), ids.device)
-    real = torch.arange(width, device=ids.device)[None, :] < lengths[:, None]
-    keys = torch.where(real, keys, torch.full_like(keys, 2.0))
+    keys = torch.where(real_positions(width, lengths), keys, 2.0)
     return torch.gather(ids, 1, keys.argsort(dim=1))
 
 

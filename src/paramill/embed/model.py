@@ -104,10 +104,15 @@ class ModelSpec(Settings):
         return any(c in RECURRENT for c in self.components)
 
 
+def real_positions(width: int, lengths: torch.Tensor) -> torch.Tensor:
+    """[rows, width] booleans, true at each row's first ``length`` positions (its units),
+    false at its padding; made where ``lengths`` are."""
+    return torch.arange(width, device=lengths.device)[None, :] < lengths[:, None]
+
+
 def _mean_weights(width: int, lengths: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
     """[rows, width]: 1/length at each row's real positions, 0 at its padding."""
-    mask = torch.arange(width, device=lengths.device)[None, :] < lengths[:, None]
-    return mask.to(dtype) / lengths.clamp(min=1)[:, None].to(dtype)
+    return real_positions(width, lengths).to(dtype) / lengths.clamp(min=1)[:, None].to(dtype)
 
 
 def _reversed_within(lengths: torch.Tensor, width: int) -> torch.Tensor:
@@ -119,7 +124,7 @@ def _reversed_within(lengths: torch.Tensor, width: int) -> torch.Tensor:
 
 
 def _masked_mean(values: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
-    mask = (torch.arange(values.size(1), device=values.device)[None, :] < lengths[:, None])
+    mask = real_positions(values.size(1), lengths)
     summed = (values * mask.unsqueeze(-1)).sum(1)
     return summed / lengths.clamp(min=1).unsqueeze(-1).to(values.dtype)
 
