@@ -227,11 +227,13 @@ def _epoch(model, step: EagerStep, store: Path, units: list[str], settings: Embe
     batches = 0
     for buffer, order in epoch_buffers(store, units, settings.seed, epoch, settings.buffer_pairs):
         buffer.place(dev)
-        order_t = torch.from_numpy(order).to(dev)
+        order_t = None if recurrent else torch.from_numpy(order).to(dev)  # recurrent: host rows
         for m in range(0, buffer.n, mega):
-            idx, idx_t = order[m:m + mega], order_t[m:m + mega]
+            idx = order[m:m + mega]
             pool = np.concatenate([idx, buffer.n + idx])  # pool position -> sentence row
-            pool_t = torch.cat([idx_t, idx_t + buffer.n])
+            if order_t is not None:
+                idx_t = order_t[m:m + mega]
+                pool_t = torch.cat([idx_t, idx_t + buffer.n])
             with torch.no_grad():
                 model.eval()
                 if recurrent:
