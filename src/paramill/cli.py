@@ -5,6 +5,7 @@ with one message naming the file and line or the setting, and exit status 2."""
 from __future__ import annotations
 
 import argparse
+import functools
 import importlib
 import json
 import signal
@@ -114,6 +115,15 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+@functools.cache
+def _parser() -> argparse.ArgumentParser:
+    """The command line's parser, built once a process: building it walks every verb of
+    every stage, and argparse asks gettext for each of its messages (a search of the locale
+    folders each time), about 35 ms; a process that calls :func:`main` many times (a test
+    of every verb, a script) pays it once. Parsing never changes the parser."""
+    return build_parser()
+
+
 def _terminated(signum: int, frame: Any) -> None:
     # SLURM (time limit, scancel) and snakemake stop a job with SIGTERM; as an exception
     # it unwinds like any failure, so temporaries and scratch space are removed
@@ -179,7 +189,7 @@ def main(argv: list[str] | None = None) -> int:
     _early_threads(argv)
     from paramill.config import ConfigError
     from paramill.io import InputError
-    args = build_parser().parse_args(argv)
+    args = _parser().parse_args(argv)
     command = " ".join(filter(None, [args.command, getattr(args, "what", None)]))
     main_thread = threading.current_thread() is threading.main_thread()
     previous = signal.signal(signal.SIGTERM, _terminated) if main_thread else None
