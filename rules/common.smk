@@ -2,7 +2,6 @@
 # the work is done by the `paramill` command line.
 import json
 import os
-import subprocess
 import sys
 from pathlib import Path
 
@@ -11,6 +10,7 @@ from snakemake.exceptions import WorkflowError
 from snakemake.utils import update_config
 
 from paramill.config import ConfigError, check_expanded, read_yaml
+from paramill.config import digest as config_digest, resolve as resolve_config
 from paramill.config import schema as config_schema  # the committed schema: no stage imported
 from paramill.embed.sweep import model_settings, sweep_points  # pure Python, no torch
 from paramill.bitext.readers import CorpusSpec  # a corpus's files, as its format names them
@@ -24,22 +24,22 @@ if _bin not in os.environ.get("PATH", "").split(os.pathsep):
 
 
 def _resolve(cfg):
-    """Validate the config with paramill's schema, fill defaults; errors name the key."""
+    """Validate the config with paramill's schema, fill defaults; errors name the key. The
+    config goes through JSON first, as `paramill config resolve -` reads it (YAML dates such
+    as 2026-11-22 become strings), and so does the result, so the workflow, its digest and
+    the command line agree. (It ran `paramill config resolve` in a process of its own: about
+    a second of every snakemake start, and of every SLURM job's.)"""
     try:  # a YAML alias bomb would expand in json.dumps below
         check_expanded(cfg, "the config")
         for path in workflow.configfiles:  # read as paramill reads them: a key given twice
             read_yaml(path)  # is an error naming the lines (Snakemake keeps the second)
-    except ConfigError as exc:
-        raise WorkflowError(str(exc)) from None
-    proc = subprocess.run(
-        ["paramill", "config", "resolve", "--with-digest", "-"],
-        input=json.dumps(cfg, default=str),  # YAML dates (2026-11-22) as strings
-        capture_output=True,
-        text=True,
-    )
-    if proc.returncode != 0:
-        raise WorkflowError(proc.stderr.strip())
-    return json.loads(proc.stdout)
+        resolved = json.loads(json.dumps(resolve_config(json.loads(json.dumps(cfg, default=str)))))
+    except (ConfigError, ValueError) as exc:
+        raise WorkflowError(f"paramill config resolve: error: {exc}") from None
+    except RecursionError:
+        raise WorkflowError("paramill config resolve: error: the config is nested too deeply "
+                            "to read") from None
+    return {"config": resolved, "digest": config_digest(resolved)}
 
 
 def _given_config():

@@ -2,8 +2,8 @@
 
 The schema (``configs/config.schema.yaml``, shipped inside the package) is generated from
 the settings each stage declares (:mod:`paramill.schema`) and committed, so that validating
-a config imports no stage. The Snakefile resolves its config through ``paramill config
-resolve`` so the workflow and the command line agree.
+a config imports no stage. The Snakefile resolves its config with :func:`resolve` in its own
+process, as ``paramill config resolve`` does, so the workflow and the command line agree.
 """
 
 from __future__ import annotations
