@@ -637,10 +637,10 @@ def test_a_killed_run_resumes_from_its_id_store(tmp_path, monkeypatch):
     settings = EmbedTrainSettings(epochs=3, batch_size=6)
     real = training.epoch_buffers
 
-    def killed(store, units, seed, epoch, buffer_pairs):
+    def killed(store, units, seed, epoch, *rest):
         if epoch == 1:
             raise KeyboardInterrupt  # the job is killed during its second epoch
-        return real(store, units, seed, epoch, buffer_pairs)
+        return real(store, units, seed, epoch, *rest)
 
     monkeypatch.setattr(training, "epoch_buffers", killed)
     with pytest.raises(KeyboardInterrupt):
@@ -648,9 +648,10 @@ def test_a_killed_run_resumes_from_its_id_store(tmp_path, monkeypatch):
     assert (tmp_path / "k.pt.ids" / "meta.json").exists() and (tmp_path / "k.pt.resume.pt").exists()
     monkeypatch.setattr(training, "epoch_buffers", real)
     calls = []
-    from paramill.embed import featurise
+    from paramill.embed import featurise, rawstore
 
     monkeypatch.setattr(featurise, "_ids_column", lambda *a: calls.append(a))
+    monkeypatch.setattr(rawstore, "raw_part", lambda *a: calls.append(a))  # SentencePiece units
     resumed = train(PAIRS, tmp_path / "k.pt", spec, settings)
     assert calls == [] and [h["epoch"] for h in resumed["history"]] == [1, 2, 3]
     assert not (tmp_path / "k.pt.ids").exists()
@@ -789,6 +790,51 @@ def test_worker_processes_featurise_to_the_same_counts_and_store_bytes(tmp_path,
                          chunk_pairs=5, key={"k": 1}, workers=workers) == len(pairs)
     one, two = (sorted((tmp_path / f"ids{w}" / "parts").iterdir()) for w in (1, 2))
     assert len(one) == 14 and [p.read_bytes() for p in one] == [p.read_bytes() for p in two]
+
+
+def test_sentencepiece_units_are_counted_and_stored_in_one_pass_to_the_same_ids(tmp_path, monkeypatch):
+    """A model whose units are all SentencePiece pieces encodes each sentence once: the pass
+    that counts the pieces writes their SentencePiece ids, mapped to vocabulary ids when the
+    store is read. The counts are those of the counting pass, the buffers hold the ids the
+    two-pass store holds (text the model does not know, a sentence without pieces, in
+    several chunks and worker processes), and training gives the same weights, bit for bit."""
+    import paramill.embed.train as training
+    from paramill.embed.data import PairSource, count_units, epoch_buffers, write_ids
+    from paramill.embed.model import build_from_counts, featurizers, sentencepiece_for
+    from paramill.embed.rawstore import write_raw_store
+
+    spec = ModelSpec(components=("word",), dim=4, sp_vocab_size=40, sp_character_coverage=0.98)
+    pairs = [(f"{a} number {i}", f"{b} {i}") for i, (a, b) in enumerate(PAIRS * 4)]
+    proto = sentencepiece_for(spec, [x for p in pairs for x in p])  # before the rare text below
+    pairs += [("a žluťoučký kůň", "a horse ☃"), ("\u200b", "the man"), ("ž ☃ ž", "☃")]
+    source = PairSource.from_pairs(pairs, batch_rows=9, drop_identical=False)
+    feats = featurizers(spec, proto)
+    hits, surfaces = feats["sp"].unknown(["a horse ☃"], *feats["sp"].piece_ids(["a horse ☃"]))
+    assert surfaces  # the snowman is text the model does not know
+    assert feats["sp"].piece_ids(["\u200b"])[1].tolist() == [0]  # a sentence without pieces
+    counts, n = count_units(feats, source)
+    model = build_from_counts(spec, counts, proto)
+    assert any(u in model.vocabs["sp"].index for u in surfaces)  # and it has an id of its own
+    for workers in (1, 2):
+        store = tmp_path / f"raw{workers}"
+        assert write_raw_store(feats["sp"], source, store, 5, {"k": 1}, workers) == (n, counts["sp"])
+        assert write_raw_store(feats["sp"], source, store, 5, {"k": 1}, workers) == (n, None)  # reused
+    write_ids(model.vocabs, model.featurizers, source, tmp_path / "ids", chunk_pairs=5, key={"k": 1})
+    for workers in (1, 2):
+        raw = list(epoch_buffers(tmp_path / f"raw{workers}", ["sp"], 3, 0, 10, model.vocabs,
+                                 model.featurizers))
+        two = list(epoch_buffers(tmp_path / "ids", ["sp"], 3, 0, 10))
+        assert len(raw) == len(two) > 2
+        for (a, order_a), (b, order_b) in zip(raw, two):
+            assert np.array_equal(a.flat["sp"], b.flat["sp"]) and np.array_equal(a.offsets["sp"], b.offsets["sp"])
+            assert np.array_equal(order_a, order_b)
+    settings = EmbedTrainSettings(epochs=2, batch_size=6, buffer_pairs=10)
+    one = train(pairs, tmp_path / "one.pt", spec, settings)
+    monkeypatch.setattr(training, "one_pass", lambda feats: False)
+    both = train(pairs, tmp_path / "two.pt", spec, settings)
+    assert [h["loss"] for h in one["history"]] == [h["loss"] for h in both["history"]]
+    a, b = (torch.load(tmp_path / name, weights_only=True)["state_dict"] for name in ("one.pt", "two.pt"))
+    assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
 
 
 class _RecordingSentencePiece:

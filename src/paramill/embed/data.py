@@ -7,7 +7,8 @@
    built from the counts (memory: the distinct units, not the pairs).
 3. :func:`write_ids` turns each batch into unit ids once and stores them as Parquet
    ``list<int32>`` columns ``<unit>_1``/``<unit>_2``, a file per batch (written by the worker
-   that featurised it), row groups of ``chunk_pairs`` pairs.
+   that featurised it), row groups of ``chunk_pairs`` pairs. Where every unit is a
+   SentencePiece piece, steps 2 and 3 are one pass (:mod:`paramill.embed.rawstore`).
 4. :func:`epoch_buffers` reads the id store back for an epoch: the row groups in an order
    seeded by ``seed + epoch``, ``buffer_pairs`` pairs at a time, each buffer's pairs shuffled
    by a generator seeded from the epoch and the buffer's position. The order is a function
@@ -40,6 +41,7 @@ from paramill.formats import parquet
 from paramill.embed.features import Featurizer, Vocab
 from paramill.embed.model import real_positions
 from paramill.embed.featurise import chunk_counts, ids_part, ordered_map, part_name
+from paramill.embed.rawstore import RAW_LAYOUT, RawIds, same
 from paramill.io import (InputError, atomic_output, iter_parquet_batches, read_json, sha256_file,
                          write_json)
 from paramill.tables import open_parquet
@@ -244,12 +246,10 @@ def write_ids(vocabs: dict[str, Vocab], featurizers: dict[str, Featurizer], sour
 
 #: what :func:`write_ids` writes (an id store of another layout is rebuilt, not read)
 STORE_LAYOUT = "parts-1"
-
-
 def _store_groups(store: Path) -> list[tuple[Path, int, int]]:
     """Every row group of the id store, in order: (part file, its group, rows)."""
     meta = read_json(store / "meta.json")
-    if meta.get("layout") != STORE_LAYOUT:
+    if meta.get("layout") not in (STORE_LAYOUT, RAW_LAYOUT):
         raise ValueError(f"{store}: an id store of another layout ({meta.get('layout')}); "
                          "remove it and train again")
     size = meta["chunk_pairs"]
@@ -358,10 +358,16 @@ def to_device(tensor: torch.Tensor, device: torch.device | str) -> torch.Tensor:
 
 
 def epoch_buffers(store: str | Path, units: list[str], seed: int, epoch: int,
-                  buffer_pairs: int) -> Iterator[tuple[Buffer, np.ndarray]]:
+                  buffer_pairs: int, vocabs: dict[str, Vocab] | None = None,
+                  featurizers: dict[str, Featurizer] | None = None
+                  ) -> Iterator[tuple[Buffer, np.ndarray]]:
     """The buffers of one epoch, each with the shuffled order of its pairs: the store's row
-    groups in a seeded order, as many a buffer as make about ``buffer_pairs`` pairs."""
+    groups in a seeded order, as many a buffer as make about ``buffer_pairs`` pairs. A store
+    of SentencePiece's own ids (:func:`write_raw_store`) is mapped to the ids of ``vocabs``
+    as it is read, with ``featurizers``' SentencePiece model."""
     groups = _store_groups(Path(store))
+    mapped = RawIds(vocabs, featurizers) if read_json(Path(store) / "meta.json").get(
+        "layout") == RAW_LAYOUT else None
     order = np.random.default_rng([seed, epoch]).permutation(len(groups))
     per_group = max(1, groups[0][2]) if groups else 1
     take = max(1, buffer_pairs // per_group)
@@ -370,7 +376,9 @@ def epoch_buffers(store: str | Path, units: list[str], seed: int, epoch: int,
         by_part: dict[Path, list[int]] = {}
         for i in sorted(order[start:start + take].tolist()):
             by_part.setdefault(groups[i][0], []).append(groups[i][1])
-        table = pa.concat_tables(pq.ParquetFile(path, pre_buffer=False).read_row_groups(g, columns=columns)
-                                 for path, g in by_part.items())
+        table = pa.concat_tables(
+            (mapped or same)(path, pq.ParquetFile(path, pre_buffer=False).read_row_groups(g, columns=columns))
+            for path, g in by_part.items())
         buffer = Buffer(table, units)
         yield buffer, np.random.default_rng([seed, epoch, k]).permutation(buffer.n)
+

@@ -89,6 +89,24 @@ class Featurizer:
     # -- SentencePiece units in bulk: piece ids, not strings (featurising a corpus) ----------
 
     @property
+    def piece_size(self) -> int:
+        """The SentencePiece model's number of pieces (units sp)."""
+        return self._sp.get_piece_size()  # type: ignore[union-attr]
+
+    @property
+    def unk_id(self) -> int:
+        """The SentencePiece model's ``<unk>`` id (units sp)."""
+        return self._sp.unk_id()  # type: ignore[union-attr]
+
+    @property
+    def model_digest(self) -> str:
+        """sha256 of the SentencePiece model's bytes (units sp): what an id store of its own
+        ids depends on."""
+        import hashlib
+
+        return hashlib.sha256(self._sp.serialized_model_proto()).hexdigest()  # type: ignore[union-attr]
+
+    @property
     def pieces(self) -> list[str]:
         """The SentencePiece model's pieces in id order (units sp)."""
         sp = self._sp

@@ -8,6 +8,7 @@ second, which a training pays twice (counting, then the id store).
 from __future__ import annotations
 
 import itertools
+import json
 import multiprocessing
 from collections import Counter, deque
 from collections.abc import Iterable, Iterator
@@ -112,10 +113,17 @@ def _sp_ids(vocab: Vocab, f: Featurizer, sentences: list[str]) -> tuple[np.ndarr
     hits, surfaces = f.unknown(sentences, flat, lengths)  # text the model does not know: the
     if len(hits):  # vocabulary may hold it as a unit of its own (it was counted as one)
         ids[hits] = [vocab.index.get(u, 1) for u in surfaces]
+    return _one_id_for_empty(ids, lengths, 1)
+
+
+def _one_id_for_empty(ids: np.ndarray, lengths: np.ndarray, value: int
+                      ) -> tuple[np.ndarray, np.ndarray]:
+    """A sentence without units gets one id ``value`` (the unknown id), inserted where it
+    starts."""
     empty = np.flatnonzero(lengths == 0)
-    if len(empty):  # each gets one unknown id, inserted where its sentence starts
+    if len(empty):
         starts = np.cumsum(lengths)[empty] - lengths[empty]
-        ids = np.insert(ids, starts, 1).astype(np.int32)
+        ids = np.insert(ids, starts, value).astype(np.int32)
         lengths = np.maximum(lengths, 1)
     return ids, lengths
 
@@ -155,9 +163,56 @@ def ids_part(vocabs: dict[str, Vocab], featurizers: dict[str, Featurizer], schem
     groups of ``chunk_pairs`` pairs (the last one the rest); returns its rows. Run in the
     featurising worker, so the Parquet encoding (most of the id store's cost) is spread over
     the job's cores and the table never travels back to the trainer."""
-    table = ids_table(vocabs, featurizers, schema, texts(chunk))
-    with pq.ParquetWriter(Path(directory) / part_name(chunk[2]), schema,
-                          compression=PARQUET_COMPRESSION) as writer:
+    return _write_part(ids_table(vocabs, featurizers, schema, texts(chunk)),
+                       Path(directory) / part_name(chunk[2]), chunk_pairs)
+
+
+def _write_part(table: pa.Table, path: Path, chunk_pairs: int) -> int:
+    with pq.ParquetWriter(path, table.schema, compression=PARQUET_COMPRESSION) as writer:
         for start in range(0, table.num_rows, chunk_pairs):
             writer.write_table(table.slice(start, chunk_pairs))
     return table.num_rows
+
+
+# -- SentencePiece units in one pass: the model's own ids, counted as they are stored -------
+
+#: the part file's metadata key of the texts the SentencePiece model does not know
+UNKNOWN_KEY = b"paramill.unknown"
+
+
+def raw_part(f: Featurizer, schema: pa.Schema, directory: str, chunk_pairs: int,
+             chunk: tuple) -> tuple[int, np.ndarray, Counter]:
+    """One pass over chunk ``(s1s, s2s, index)`` for a model whose units are all SentencePiece
+    pieces: write its ids as the SentencePiece model gives them (not yet vocabulary ids, which
+    need every chunk counted first) and return its rows with the counts
+    :func:`chunk_counts` gives. In the part, id ``size`` (the model's piece count) stands for
+    the vocabulary's unknown id (a sentence without pieces, as :meth:`Vocab.ids`), and
+    ``size + 1 + k`` for the ``k``-th distinct text the model does not know, listed in the
+    file's metadata (:data:`UNKNOWN_KEY`); :func:`raw_lookup` turns them into vocabulary ids
+    when the store is read."""
+    size = f.piece_size
+    known: dict[str, int] = {}
+    counts, unknown = np.zeros(size, dtype=np.int64), Counter()
+    columns = {}
+    for side, sentences in zip((1, 2), texts(chunk)):
+        flat, lengths = f.piece_ids(sentences)
+        counts += np.bincount(flat, minlength=size)
+        hits, surfaces = f.unknown(sentences, flat, lengths)
+        unknown.update(surfaces)
+        if len(hits):
+            flat[hits] = [size + 1 + known.setdefault(u, len(known)) for u in surfaces]
+        ids, lengths = _one_id_for_empty(flat, lengths, size)
+        offsets = np.zeros(len(sentences) + 1, dtype=np.int32)
+        np.cumsum(lengths, out=offsets[1:])
+        columns[f"sp_{side}"] = pa.ListArray.from_arrays(pa.array(offsets), pa.array(ids))
+    counts[f.unk_id] = 0
+    table = pa.table(columns, schema=schema.with_metadata({UNKNOWN_KEY: json.dumps(list(known))}))
+    return _write_part(table, Path(directory) / part_name(chunk[2]), chunk_pairs), counts, unknown
+
+
+def raw_lookup(vocab: Vocab, pieces: np.ndarray, unknown: list[str]) -> np.ndarray:
+    """The ids of a part :func:`raw_part` wrote -> ``vocab`` ids (the same ids :func:`ids_part`
+    would have written), from ``pieces`` (:meth:`Featurizer.lookup`) and the part's list of
+    texts the SentencePiece model does not know."""
+    extra = np.array([1, *(vocab.index.get(u, 1) for u in unknown)], dtype=np.int64)
+    return np.concatenate([pieces.astype(np.int64), extra])

@@ -33,6 +33,7 @@ import torch.nn.functional as F
 
 from paramill import device
 from paramill.embed.data import PairSource, count_units, epoch_buffers, scramble, write_ids
+from paramill.embed.rawstore import one_pass, write_raw_store
 from paramill.embed.steps import EagerStep, GraphStep, margin_step_loss
 from paramill.embed.model import (RNG, ModelSpec, build_from_counts, featurizers, load_model,
                                   needs_sentencepiece, read_checkpoint, sentencepiece_for)
@@ -181,9 +182,11 @@ def _too_few(source: PairSource, n: int) -> ValueError:
                       "line needs two tab-separated fields; identical sides are dropped)")
 
 
-def _built(spec: ModelSpec, settings: EmbedTrainSettings, source: PairSource, dev: str):
+def _built(spec: ModelSpec, settings: EmbedTrainSettings, source: PairSource, dev: str,
+           store: Path, key: dict):
     """A new model: its SentencePiece model (on a seeded sample) where its units need one, and
-    its vocabularies from the units counted over the training pairs."""
+    its vocabularies from the units counted over the training pairs; where the units are all
+    SentencePiece pieces, the pass that counts them also writes the id store."""
     proto = None
     if needs_sentencepiece(spec):  # trained on a seeded sample of the training sentences
         started = _clock()
@@ -195,14 +198,20 @@ def _built(spec: ModelSpec, settings: EmbedTrainSettings, source: PairSource, de
                                   device.threads())
         _phase("SentencePiece model trained", started)
     started = _clock()
-    counts, n = count_units(featurizers(spec, proto), source, workers=device.threads())
+    feats, counts = featurizers(spec, proto), None
+    if one_pass(feats):
+        n, counted = write_raw_store(feats["sp"], source, store, CHUNK_PAIRS, key, device.threads())
+        counts = {"sp": counted} if counted is not None else None  # None: a store reused
+    if counts is None:
+        counts, n = count_units(feats, source, workers=device.threads())
     for path, lines in source.skipped.items():
         if lines:
             print(f"embed train: {path}: {lines} lines with fewer than two tab-separated fields "
                   "skipped", file=sys.stderr)
     if n < 2:
+        shutil.rmtree(store, ignore_errors=True)  # the one pass stored what there was
         raise _too_few(source, n)
-    _phase(f"{n} pairs' units counted", started)
+    _phase(f"{n} pairs' {'id store written and ' if one_pass(feats) else ''}units counted", started)
     return build_from_counts(spec, counts, proto).to(dev).train()
 
 
@@ -225,7 +234,8 @@ def _epoch(model, step: EagerStep, store: Path, units: list[str], settings: Embe
     bar = progress(f"embed epoch {epoch + 1}/{settings.epochs}", unit="pairs", total=n)
     step.total.zero_()
     batches = 0
-    for buffer, order in epoch_buffers(store, units, settings.seed, epoch, settings.buffer_pairs):
+    for buffer, order in epoch_buffers(store, units, settings.seed, epoch, settings.buffer_pairs,
+                                       model.vocabs, model.featurizers):
         buffer.place(dev)
         order_t = None if recurrent else torch.from_numpy(order).to(dev)  # recurrent: host rows
         for m in range(0, buffer.n, mega):
@@ -307,15 +317,20 @@ def train(source: PairSource | list[tuple[str, str]], out: str | Path, spec: Mod
     check_writable(out, resume, store)  # before the SentencePiece model and the counting
     model, state = _resumed(resume, spec, settings, data, dev)
     start_epoch, history = (state["epoch"], state["history"]) if state is not None else (0, [])
+    key = {"data": data, "spec": asdict(spec)}
     if model is None:
-        model = _built(spec, settings, source, dev)
+        model = _built(spec, settings, source, dev, store, key)
     optimizer = adam(model, settings.learning_rate, capturable=uses_cuda_graph(settings, spec, dev))
     if state is not None:
         optimizer.load_state_dict(state["optimizer"])
         RNG.restore(state["rng"])
     started = _clock()
-    n = write_ids(model.vocabs, model.featurizers, source, store, CHUNK_PAIRS,
-                  key={"data": data, "spec": asdict(spec)}, workers=device.threads())
+    if one_pass(model.featurizers):  # written while counting, or reused, or (resumed) now
+        n = write_raw_store(model.featurizers["sp"], source, store, CHUNK_PAIRS, key,
+                            device.threads())[0]
+    else:
+        n = write_ids(model.vocabs, model.featurizers, source, store, CHUNK_PAIRS, key=key,
+                      workers=device.threads())
     _phase(f"id store of {n} pairs ready", started)
     units = sorted(model.vocabs)
     started = time.perf_counter()

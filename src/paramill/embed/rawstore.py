@@ -1,0 +1,112 @@
+"""The id store of a model whose units are all SentencePiece pieces, in one pass.
+
+For other units the vocabulary needs every sentence counted before any sentence can be
+turned into vocabulary ids: a counting pass, then the id store's (:mod:`paramill.embed.data`).
+SentencePiece already gives each piece an id, so here one pass counts the pieces and writes
+those ids (:func:`paramill.embed.featurise.raw_part`), and the store is mapped to the
+vocabulary's ids when it is read (:class:`RawIds`): each sentence is encoded once, not twice,
+and the same ids reach training.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from paramill.embed.features import Featurizer, Vocab
+from paramill.embed.featurise import UNKNOWN_KEY, ordered_map, raw_lookup, raw_part
+from paramill.io import atomic_output, read_json, write_json
+
+#: what :func:`write_raw_store` writes: SentencePiece's own ids, mapped when read
+RAW_LAYOUT = "sp-raw-1"
+
+
+def one_pass(featurizers: dict[str, Featurizer]) -> bool:
+    """Whether a model's units are all SentencePiece pieces: then counting and the id store
+    are one pass (:func:`write_raw_store`), not two."""
+    return set(featurizers) == {"sp"}
+
+
+def write_raw_store(f: Featurizer, source: Any, store: str | Path, chunk_pairs: int,
+                    key: dict, workers: int = 1) -> tuple[int, Counter | None]:
+    """The id store of a model whose units are all SentencePiece pieces, written in the pass
+    that counts them (``source``: a :class:`paramill.embed.data.PairSource`, which imports
+    this module): the pairs, and the units' counts (as :func:`count_units` gives them;
+    None where a store with the same ``key`` and SentencePiece model was already there and
+    is reused). The parts hold the SentencePiece model's own ids (:func:`raw_part`), which
+    :func:`epoch_buffers` maps to the vocabulary's: the store does not depend on the
+    vocabulary, so it is written before there is one, and each sentence is encoded once
+    instead of twice."""
+    store = Path(store)
+    meta = {"key": json.loads(json.dumps(key)), "layout": RAW_LAYOUT, "chunk_pairs": chunk_pairs,
+            "sentencepiece": f.model_digest}
+    if (store / "meta.json").exists():
+        old = read_json(store / "meta.json")
+        if (isinstance(old, dict) and {k: old.get(k) for k in meta} == meta
+                and type(old.get("pairs")) is int and (store / "parts").is_dir()):
+            return old["pairs"], None
+    schema = pa.schema([pa.field(f"sp_{side}", pa.list_(pa.int32())) for side in (1, 2)])
+    made = not store.exists()
+    store.mkdir(parents=True, exist_ok=True)
+    for stale in (store / "meta.json", store / "ids.parquet"):
+        stale.unlink(missing_ok=True)
+    shutil.rmtree(store / "parts", ignore_errors=True)
+    by_id, unknown, rows = np.zeros(f.piece_size, dtype=np.int64), Counter(), []
+    try:  # this pass also reads the input first: a bad line leaves no store behind
+        with atomic_output(store / "parts") as (tmp,):
+            tmp.mkdir()
+            chunks = ((s1, s2, k) for k, (s1, s2) in enumerate(source.arrow_chunks()))
+            for (n, counts, texts), _ in ordered_map(raw_part, chunks, workers,
+                                                     context=(f, schema, str(tmp), chunk_pairs)):
+                rows.append(n)
+                by_id += counts
+                unknown.update(texts)
+    except BaseException:
+        if made:
+            shutil.rmtree(store, ignore_errors=True)
+        raise
+    write_json(store / "meta.json", {**meta, "pairs": sum(rows), "parts": rows})
+    counted = f.counter(by_id)
+    counted.update(unknown)
+    return sum(rows), counted
+
+
+def same(path: Path, table: pa.Table) -> pa.Table:
+    return table
+
+
+class RawIds:
+    """Maps the row groups of a store of SentencePiece's own ids to vocabulary ids, a part at a
+    time (each part lists the texts the model does not know in its metadata)."""
+
+    def __init__(self, vocabs: dict[str, Vocab] | None, featurizers: dict[str, Featurizer] | None):
+        if not vocabs or not featurizers:
+            raise ValueError("an id store of SentencePiece ids is read with the model's "
+                             "vocabulary and featurizer")
+        self.vocab = vocabs["sp"]
+        self.pieces = featurizers["sp"].lookup(self.vocab)  # piece id -> vocabulary id, once
+        self.last: tuple[Path | None, np.ndarray | None] = (None, None)
+
+    def __call__(self, path: Path, table: pa.Table) -> pa.Table:
+        if self.last[0] != path:  # the part's own texts the model does not know
+            meta = pq.read_schema(path).metadata or {}
+            self.last = (path, raw_lookup(self.vocab, self.pieces,
+                                          json.loads(meta.get(UNKNOWN_KEY, b"[]"))))
+        lookup = self.last[1]
+        columns = []
+        for name in table.column_names:
+            ids = table.column(name).combine_chunks()
+            lengths = pc.list_value_length(ids).to_numpy(zero_copy_only=False)
+            offsets = np.zeros(len(lengths) + 1, dtype=np.int32)
+            np.cumsum(lengths, out=offsets[1:])
+            flat = lookup[ids.flatten().to_numpy(zero_copy_only=False)].astype(np.int32)
+            columns.append(pa.ListArray.from_arrays(pa.array(offsets), pa.array(flat)))
+        return pa.table(dict(zip(table.column_names, columns)))
