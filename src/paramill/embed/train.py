@@ -198,10 +198,11 @@ def _built(spec: ModelSpec, settings: EmbedTrainSettings, source: PairSource, de
                                   device.threads())
         _phase("SentencePiece model trained", started)
     started = _clock()
-    feats, counts = featurizers(spec, proto), None
+    feats, counts, what = featurizers(spec, proto), None, "units counted"
     if one_pass(feats):
         n, counted = write_raw_store(feats["sp"], source, store, CHUNK_PAIRS, key, device.threads())
-        counts = {"sp": counted} if counted is not None else None  # None: a store reused
+        if counted is not None:  # None: a store of a killed run reused, counted below
+            counts, what = {"sp": counted}, "id store written and units counted"
     if counts is None:
         counts, n = count_units(feats, source, workers=device.threads())
     for path, lines in source.skipped.items():
@@ -211,7 +212,7 @@ def _built(spec: ModelSpec, settings: EmbedTrainSettings, source: PairSource, de
     if n < 2:
         shutil.rmtree(store, ignore_errors=True)  # the one pass stored what there was
         raise _too_few(source, n)
-    _phase(f"{n} pairs' {'id store written and ' if one_pass(feats) else ''}units counted", started)
+    _phase(f"{n} pairs' {what}", started)
     return build_from_counts(spec, counts, proto).to(dev).train()
 
 
