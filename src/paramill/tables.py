@@ -193,6 +193,8 @@ TABLE_KINDS = {
                "a bitext shard (`paramill bitext clean`)"),
     "heldout": ("paramill.filters.heldout", "HELDOUT", None,
                 "a held-out table (`paramill filters heldout`)"),
+    "tokens": ("paramill.filters.token_table", "TOKENS", None,
+               "a token table (`paramill filters tokens`)"),
 }
 
 

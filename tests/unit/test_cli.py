@@ -425,6 +425,34 @@ def test_a_verbs_json_of_another_shape_is_a_usage_error_never_a_traceback(tmp_pa
     assert tried == 4 * 31
 
 
+def test_a_score_jobs_token_table_or_bitext_shard_of_another_kind_is_refused(tmp_path, capsys):
+    """`filters score --models` names two tables besides the filter's models: the shard's
+    token table and, for a filter that reads Czech, its bitext shard. Another Parquet file
+    given as the token table (the candidate table itself) ended in polars' ShapeError mid-job,
+    and as the bitext shard in ColumnNotFoundError; each is an error naming the file and
+    what it should be, before the filter's model loads."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from paramill.nmt.tables import CANDIDATES
+
+    candidates = tmp_path / "candidates.parquet"
+    pq.write_table(pa.Table.from_pylist([{"pair_id": "c-1", "candidate_id": "c-1:beam:1", "en_ref": "a b",
+                                          "candidate": "a c", "method": "beam", "rank": 1}], schema=CANDIDATES),
+                   candidates)
+    base = ["filters", "score", "--candidates", str(candidates), "--out", str(tmp_path / "o.parquet")]
+    models = {"cs_en": "x", "en_cs": "x", "cs_spm": "x", "en_spm": "x"}
+    for argv, says in (
+            ([*base, "--filter", "overlap", "--models", json.dumps({"tokens": str(candidates)})],
+             "not a token table (`paramill filters tokens`): no column length_ref"),
+            ([*base, "--filter", "dual_xent", "--models", json.dumps({**models, "source": str(candidates)})],
+             "not a bitext shard (`paramill bitext clean`): no column cs")):
+        assert main(argv) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert err[-1].startswith(f"paramill filters score: error: {candidates}: {says}"), err
+    assert not (tmp_path / "o.parquet").exists()
+
+
 def test_a_parquet_table_of_another_kind_is_refused_before_the_verb_runs(tmp_path, capsys):
     """A candidate table or bitext shard argument given another Parquet file (another
     stage's table, a user's own) ended in polars' ColumnNotFoundError or an IndexError in

@@ -26,11 +26,13 @@ import numpy as np
 import polars as pl
 import pyarrow as pa
 
+from paramill.bitext.tables import BITEXT
 from paramill.filters import token_table
 from paramill.io import iter_parquet_batches, parquet_rows
 from paramill.job import table_job
 from paramill.provenance import Run
 from paramill.settings import Settings
+from paramill.tables import read_table
 from paramill.text import token_count_expr
 
 
@@ -51,6 +53,8 @@ class Column:
 #: Candidate-table columns a filter may read (``cs`` is joined from the bitext shard).
 CANDIDATE_COLUMNS = ("pair_id", "candidate_id", "en_ref", "candidate", "fwd_nll", "bwd_nll",
                      "n_tokens")
+#: what a filter that reads Czech takes from its shard's bitext table
+SOURCE_COLUMNS = pa.schema([BITEXT.field("pair_id"), BITEXT.field("cs")])
 
 
 class Batch:
@@ -203,7 +207,8 @@ def _frames(candidates: str | Path, source_shard: str | Path | None, batch_size:
             columns: tuple[str, ...] = CANDIDATE_COLUMNS) -> Iterator[pl.DataFrame]:
     sources = None
     if source_shard is not None:  # one shard's Czech side: shard-sized, joined per batch
-        sources = pl.read_parquet(source_shard, columns=["pair_id", "cs"])
+        sources = pl.from_arrow(read_table(source_shard, SOURCE_COLUMNS, "a bitext shard "
+                                           "(`paramill bitext clean`)"))
     for batch in iter_parquet_batches([candidates], batch_size=batch_size, columns=list(columns)):
         frame = pl.from_arrow(batch)
         assert isinstance(frame, pl.DataFrame)

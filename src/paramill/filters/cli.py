@@ -63,12 +63,16 @@ def classifier(args: argparse.Namespace) -> int | str:
 def score(args: argparse.Namespace) -> int | str:
     from paramill import filters
     from paramill.filters.base import score_shard
+    from paramill.tables import check_kind
     cls = filters.filter_class(args.filter)
     given = section_settings(f"filters.{cls.name}", args.settings)  # keys for its model's training
     options = {k: v for k, v in given.items() if k in cls.__dataclass_fields__}  # are left out
     models = dict(args.models or {})
     source_shard = models.pop("source", None)
     tokens = models.pop("tokens", None)
+    for path, kind in ((source_shard, "bitext"), (tokens, "tokens")):
+        if path:  # from the footer, before the filter's model loads: another table named
+            check_kind([path], kind)  # the file; it was a polars traceback mid-job
     if set(models) != set(cls.models):
         raise ValueError(f"--models: filter {cls.name} takes {sorted(cls.models) or 'none'}, "
                          f"not {sorted(models)}")
