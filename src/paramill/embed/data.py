@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import shutil
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -41,8 +40,8 @@ from paramill.formats import parquet
 from paramill.embed.features import Featurizer, Vocab
 from paramill.embed.model import real_positions
 from paramill.embed.featurise import chunk_counts, ids_part, ordered_map, part_name
-from paramill.embed.rawstore import RAW_LAYOUT, RawIds, same
-from paramill.io import (InputError, atomic_output, iter_parquet_batches, read_json, sha256_file,
+from paramill.embed.rawstore import RAW_LAYOUT, RawIds, new_parts, reused_pairs
+from paramill.io import (InputError, iter_parquet_batches, read_json, sha256_file,
                          write_json)
 from paramill.tables import open_parquet
 
@@ -224,19 +223,11 @@ def write_ids(vocabs: dict[str, Vocab], featurizers: dict[str, Featurizer], sour
             "vocab_sizes": {u: len(v) for u, v in vocabs.items()},
             "vocab_digest": {u: hashlib.sha256("\n".join(v.units).encode()).hexdigest()
                              for u, v in vocabs.items()}}
-    if (store / "meta.json").exists():
-        old = read_json(store / "meta.json")  # another shape (edited, another tool's): rebuilt
-        if (isinstance(old, dict) and {k: old.get(k) for k in meta} == meta
-                and type(old.get("pairs")) is int and (store / "parts").is_dir()):
-            return old["pairs"]
+    if (pairs := reused_pairs(store, meta)) is not None:
+        return pairs
     units = sorted(vocabs)
     schema = pa.schema([pa.field(f"{u}_{side}", pa.list_(pa.int32())) for u in units for side in (1, 2)])
-    store.mkdir(parents=True, exist_ok=True)
-    for stale in (store / "meta.json", store / "ids.parquet"):  # this layout's or an older one's
-        stale.unlink(missing_ok=True)
-    shutil.rmtree(store / "parts", ignore_errors=True)  # its disk is free before the new one
-    with atomic_output(store / "parts") as (tmp,):
-        tmp.mkdir()
+    with new_parts(store) as tmp:
         chunks = ((s1, s2, k) for k, (s1, s2) in enumerate(source.arrow_chunks()))
         context = ({u: vocabs[u] for u in units}, featurizers, schema, str(tmp), chunk_pairs)
         rows = [r for r, _ in ordered_map(ids_part, chunks, workers, context=context)]
@@ -246,15 +237,16 @@ def write_ids(vocabs: dict[str, Vocab], featurizers: dict[str, Featurizer], sour
 
 #: what :func:`write_ids` writes (an id store of another layout is rebuilt, not read)
 STORE_LAYOUT = "parts-1"
-def _store_groups(store: Path) -> list[tuple[Path, int, int]]:
-    """Every row group of the id store, in order: (part file, its group, rows)."""
+def _store_groups(store: Path) -> tuple[list[tuple[Path, int, int]], str]:
+    """Every row group of the id store, in order: (part file, its group, rows); and the
+    store's layout."""
     meta = read_json(store / "meta.json")
     if meta.get("layout") not in (STORE_LAYOUT, RAW_LAYOUT):
         raise ValueError(f"{store}: an id store of another layout ({meta.get('layout')}); "
                          "remove it and train again")
     size = meta["chunk_pairs"]
     return [(store / "parts" / part_name(k), g, min(size, rows - g * size))
-            for k, rows in enumerate(meta["parts"]) for g in range(-(-rows // size))]
+            for k, rows in enumerate(meta["parts"]) for g in range(-(-rows // size))], meta["layout"]
 
 
 class Buffer:
@@ -365,9 +357,8 @@ def epoch_buffers(store: str | Path, units: list[str], seed: int, epoch: int,
     groups in a seeded order, as many a buffer as make about ``buffer_pairs`` pairs. A store
     of SentencePiece's own ids (:func:`write_raw_store`) is mapped to the ids of ``vocabs``
     as it is read, with ``featurizers``' SentencePiece model."""
-    groups = _store_groups(Path(store))
-    mapped = RawIds(vocabs, featurizers) if read_json(Path(store) / "meta.json").get(
-        "layout") == RAW_LAYOUT else None
+    groups, layout = _store_groups(Path(store))
+    mapped = RawIds(vocabs, featurizers) if layout == RAW_LAYOUT else None
     order = np.random.default_rng([seed, epoch]).permutation(len(groups))
     per_group = max(1, groups[0][2]) if groups else 1
     take = max(1, buffer_pairs // per_group)
@@ -376,9 +367,11 @@ def epoch_buffers(store: str | Path, units: list[str], seed: int, epoch: int,
         by_part: dict[Path, list[int]] = {}
         for i in sorted(order[start:start + take].tolist()):
             by_part.setdefault(groups[i][0], []).append(groups[i][1])
-        table = pa.concat_tables(
-            (mapped or same)(path, pq.ParquetFile(path, pre_buffer=False).read_row_groups(g, columns=columns))
-            for path, g in by_part.items())
+        tables = [pq.ParquetFile(path, pre_buffer=False).read_row_groups(g, columns=columns)
+                  for path, g in by_part.items()]
+        if mapped is not None:  # each part with its own list of unknown texts
+            tables = [mapped(path, t) for path, t in zip(by_part, tables)]
+        table = pa.concat_tables(tables)
         buffer = Buffer(table, units)
         yield buffer, np.random.default_rng([seed, epoch, k]).permutation(buffer.n)
 

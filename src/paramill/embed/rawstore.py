@@ -5,14 +5,17 @@ turned into vocabulary ids: a counting pass, then the id store's (:mod:`paramill
 SentencePiece already gives each piece an id, so here one pass counts the pieces and writes
 those ids (:func:`paramill.embed.featurise.raw_part`), and the store is mapped to the
 vocabulary's ids when it is read (:class:`RawIds`): each sentence is encoded once, not twice,
-and the same ids reach training.
+and the same ids reach training. Both layouts reuse a store and start a new one through
+:func:`reused_pairs` and :func:`new_parts`.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import shutil
 from collections import Counter
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -48,21 +51,13 @@ def write_raw_store(f: Featurizer, source: Any, store: str | Path, chunk_pairs: 
     store = Path(store)
     meta = {"key": json.loads(json.dumps(key)), "layout": RAW_LAYOUT, "chunk_pairs": chunk_pairs,
             "sentencepiece": f.model_digest}
-    if (store / "meta.json").exists():
-        old = read_json(store / "meta.json")
-        if (isinstance(old, dict) and {k: old.get(k) for k in meta} == meta
-                and type(old.get("pairs")) is int and (store / "parts").is_dir()):
-            return old["pairs"], None
+    if (pairs := reused_pairs(store, meta)) is not None:
+        return pairs, None
     schema = pa.schema([pa.field(f"sp_{side}", pa.list_(pa.int32())) for side in (1, 2)])
     made = not store.exists()
-    store.mkdir(parents=True, exist_ok=True)
-    for stale in (store / "meta.json", store / "ids.parquet"):
-        stale.unlink(missing_ok=True)
-    shutil.rmtree(store / "parts", ignore_errors=True)
     by_id, unknown, rows = np.zeros(f.piece_size, dtype=np.int64), Counter(), []
     try:  # this pass also reads the input first: a bad line leaves no store behind
-        with atomic_output(store / "parts") as (tmp,):
-            tmp.mkdir()
+        with new_parts(store) as tmp:
             chunks = ((s1, s2, k) for k, (s1, s2) in enumerate(source.arrow_chunks()))
             for (n, counts, texts), _ in ordered_map(raw_part, chunks, workers,
                                                      context=(f, schema, str(tmp), chunk_pairs)):
@@ -79,8 +74,31 @@ def write_raw_store(f: Featurizer, source: Any, store: str | Path, chunk_pairs: 
     return sum(rows), counted
 
 
-def same(path: Path, table: pa.Table) -> pa.Table:
-    return table
+def reused_pairs(store: Path, meta: dict) -> int | None:
+    """The pairs of the id store under ``store`` where its ``meta.json`` holds ``meta`` (the
+    same key, layout and model) and its parts are there: it is reused. None otherwise (no
+    store, another one, or a ``meta.json`` of another shape, edited or another tool's)."""
+    if not (store / "meta.json").exists():
+        return None
+    old = read_json(store / "meta.json")
+    if (isinstance(old, dict) and {k: old.get(k) for k in meta} == meta
+            and type(old.get("pairs")) is int and (store / "parts").is_dir()):
+        return old["pairs"]
+    return None
+
+
+@contextlib.contextmanager
+def new_parts(store: Path) -> Iterator[Path]:
+    """The temporary folder of a new store's parts, renamed to ``parts`` when the block ends
+    well; the old store's files (of this layout or another) are removed first, so its disk is
+    free before the new one is written."""
+    store.mkdir(parents=True, exist_ok=True)
+    for stale in (store / "meta.json", store / "ids.parquet"):
+        stale.unlink(missing_ok=True)
+    shutil.rmtree(store / "parts", ignore_errors=True)
+    with atomic_output(store / "parts") as (tmp,):
+        tmp.mkdir()
+        yield tmp
 
 
 class RawIds:
