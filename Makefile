@@ -25,15 +25,22 @@ install: $(STAMP)
 $(STAMP): pyproject.toml Makefile scripts/build-kenlm.sh scripts/install-browser.sh
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(PIP) install --upgrade pip
-	@# torch first, by itself, so the resolver takes the pinned wheel (CPU here).
-	$(PIP) install torch==2.13.0
-	@# where torch is a CUDA build (GPU nodes, the container), also the gpu extra: CUDA 12's
-	@# cuBLAS for CTranslate2 (paramill.nmt.engine loads it); the CPU torch here skips it
-	$(PIP) install -e ".[test$$($(BIN)/python -c 'import torch; print(",gpu" if torch.version.cuda else "")')]"
+	@# KenLM's C++ build and the report test's browser (Debian packages) run beside pip's
+	@# installs, which use one core: their output is shown when they end (all of it on an error).
+	@# torch first, by itself, so the resolver takes the pinned wheel (CPU here). Where torch
+	@# is a CUDA build (GPU nodes, the container), also the gpu extra: CUDA 12's cuBLAS for
+	@# CTranslate2 (paramill.nmt.engine loads it); the CPU torch here skips it.
 	@# opennmt-py declares torch<2.3; its real imports are in pyproject.toml.
-	$(PIP) install --no-deps opennmt-py==3.5.1
-	bash scripts/build-kenlm.sh $(VENV)
-	bash scripts/install-browser.sh
+	@set -e; log=$(VENV)/.native-install.log; \
+	  echo "bash scripts/build-kenlm.sh $(VENV) && bash scripts/install-browser.sh  (beside pip; output: $$log)"; \
+	  ( bash scripts/build-kenlm.sh $(VENV) && bash scripts/install-browser.sh ) > $$log 2>&1 & native=$$!; \
+	  trap 'kill $$native 2>/dev/null || true' EXIT; \
+	  set -x; \
+	  $(PIP) install torch==2.13.0; \
+	  $(PIP) install -e ".[test$$($(BIN)/python -c 'import torch; print(",gpu" if torch.version.cuda else "")')]"; \
+	  $(PIP) install --no-deps opennmt-py==3.5.1; \
+	  { set +x; } 2>/dev/null; \
+	  if wait $$native; then cat $$log; trap - EXIT; else cat $$log >&2; echo "KenLM build or browser install failed (above)" >&2; exit 1; fi
 	@touch $(STAMP)
 
 run: install
