@@ -24,7 +24,12 @@ if ((${#missing[@]})); then
 fi
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-"$venv/bin/pip" download -q --no-deps --no-binary kenlm "kenlm==$version" -d "$work" 2>/dev/null
+if ! "$venv/bin/pip" download -q --no-deps --no-binary kenlm "kenlm==$version" -d "$work" \
+     >"$work/download.log" 2>&1; then
+  tail -5 "$work/download.log" >&2
+  echo "kenlm: could not download the source of kenlm==$version from the package index (above)" >&2
+  exit 1
+fi
 tar -xzf "$work"/kenlm-*.tar.gz -C "$work"
 src=$(find "$work" -maxdepth 1 -type d -name 'kenlm-*' | head -1)
 cmake -S "$src" -B "$work/build" -DCMAKE_BUILD_TYPE=Release -DKENLM_MAX_ORDER=6 >"$work/cmake.log" 2>&1 \
