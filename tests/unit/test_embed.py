@@ -629,6 +629,35 @@ def test_tsv_lines_without_two_fields_are_counted_in_the_log(tmp_path, capfd):
           EmbedTrainSettings(epochs=1, batch_size=2, megabatch=1))
     assert f"embed train: {tsv}: 2 lines with fewer than two tab-separated fields skipped" in capfd.readouterr().err
 
+
+def test_a_tsv_first_line_of_column_names_is_skipped_and_said(tmp_path, capfd):
+    """A pair TSV written with a header (paramill's s1/s2, a candidate table's en_ref/
+    candidate, STS-style sentence1/sentence2) trained on its header as a pair. The first line
+    with text is skipped when it names the columns, and the log says so with its line number;
+    the same words further down, or a first line that is a pair, are pairs."""
+    from paramill.embed.data import PairSource
+
+    body = "a man reads\ta man is reading\nthe dog runs\ta dog is running\n"
+    cases = {"s1\ts2\n": 1, "\n Sentence1 \tSENTENCE2\tscore\n": 2, "en_ref\tcandidate\n": 1,
+             "a cat sleeps\ta cat is sleeping\n": None}
+    for i, (head, line) in enumerate(cases.items()):
+        tsv = tmp_path / f"p{i}.tsv"
+        tsv.write_text(head + body + "s1\ts2\n")
+        source = PairSource.from_files([tsv])
+        got = [pair for s1, s2 in source for pair in zip(s1, s2)]
+        first = [("a cat sleeps", "a cat is sleeping")] if line is None else []
+        assert got == first + [("a man reads", "a man is reading"),
+                               ("the dog runs", "a dog is running"), ("s1", "s2")], head
+        assert (str(tsv) in source.headers) == (line is not None)
+        if line is not None:
+            assert source.headers[str(tsv)][0] == line and source.skipped[str(tsv)] == 0
+    tsv = tmp_path / "p1.tsv"
+    capfd.readouterr()
+    train(PairSource.from_files([tsv]), tmp_path / "m.pt", ModelSpec(components=("word",), units="word", dim=8),
+          EmbedTrainSettings(epochs=1, batch_size=2, megabatch=1))
+    assert f"embed train: {tsv}: line 2 names the columns (Sentence1, SENTENCE2), skipped" \
+        in capfd.readouterr().err
+
 def test_a_killed_run_resumes_from_its_id_store(tmp_path, monkeypatch):
     import paramill.embed.data as data
     import paramill.embed.train as training

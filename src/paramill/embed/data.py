@@ -58,6 +58,8 @@ class PairSource:
     #: TSV lines with text but fewer than two tab-separated fields, by file, as the last
     #: full read of each file counted them (they are skipped; blank lines are not counted)
     skipped: Counter = field(default_factory=Counter, compare=False, repr=False)
+    #: TSV files whose first line named the columns (skipped): path -> (line number, names)
+    headers: dict = field(default_factory=dict, compare=False, repr=False)
 
     @classmethod
     def from_pairs(cls, pairs: list[tuple[str, str]], **kw) -> PairSource:
@@ -141,7 +143,7 @@ class PairSource:
             if path.endswith(".parquet"):
                 yield from _parquet_frames(path, self.batch_rows)
             else:
-                yield from _tsv_frames(path, self.batch_rows, self.skipped)
+                yield from _tsv_frames(path, self.batch_rows, self.skipped, self.headers)
 
 
 def _parquet_frames(path: str, batch_rows: int) -> Iterator[pl.DataFrame]:
@@ -166,18 +168,33 @@ def _parquet_frames(path: str, batch_rows: int) -> Iterator[pl.DataFrame]:
         yield frame.cast({"s1": pl.String, "s2": pl.String})  # a dictionary column is text too
 
 
-def _tsv_frames(path: str, batch_rows: int, skipped: Counter) -> Iterator[pl.DataFrame]:
+#: first lines of a pair TSV that name its columns, not a pair: paramill's own column names
+#: (``s1``/``s2``, a candidate table's ``en_ref``/``candidate``) and STS-style ``sentence1``/
+#: ``sentence2`` (compared lowercased, without surrounding space)
+HEADERS = {("s1", "s2"), ("en_ref", "candidate"), ("sentence1", "sentence2"),
+           ("sentence_1", "sentence_2")}
+
+
+def _tsv_frames(path: str, batch_rows: int, skipped: Counter, headers: dict) -> Iterator[pl.DataFrame]:
     """TSV read without quoting (a quote character is just text), the first two columns;
     lines with fewer than two fields are skipped, and those with text counted in
-    ``skipped[path]`` (from 0 at each read of the file); a line that is not UTF-8 or over
-    64 KiB is an error naming file and line."""
+    ``skipped[path]`` (from 0 at each read of the file); a first line of column names
+    (:data:`HEADERS`) is skipped and kept in ``headers[path]``; a line that is not UTF-8 or
+    over 64 KiB is an error naming file and line."""
     s1: list[str] = []
     s2: list[str] = []
     skipped[path] = 0
+    first = True
     for item in formats.fields(path):
         if isinstance(item, formats.Bad):
             raise InputError(path, item.line_no, item.detail)
         columns = item[1]
+        if first and any(c.strip() for c in columns):
+            first = False
+            names = tuple(c.strip().lower() for c in columns[:2])
+            if names in HEADERS:
+                headers[path] = (item[0], [c.strip() for c in columns[:2]])
+                continue
         if len(columns) >= 2:
             s1.append(columns[0])
             s2.append(columns[1])

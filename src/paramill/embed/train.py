@@ -205,6 +205,9 @@ def _built(spec: ModelSpec, settings: EmbedTrainSettings, source: PairSource, de
             counts, what = {"sp": counted}, "id store written and units counted"
     if counts is None:
         counts, n = count_units(feats, source, workers=device.threads())
+    for path, (line, names) in source.headers.items():
+        print(f"embed train: {path}: line {line} names the columns ({', '.join(names)}), skipped",
+              file=sys.stderr)
     for path, lines in source.skipped.items():
         if lines:
             print(f"embed train: {path}: {lines} lines with fewer than two tab-separated fields "
