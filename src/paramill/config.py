@@ -267,16 +267,28 @@ def _corpus_problems(bitext: dict[str, Any], pairs: dict[str, Any]) -> list[str]
     return problems
 
 
+#: the keys that name what the workflow writes (folders, the harvest's state): a rule's output,
+#: log or benchmark path, or a params string, is made from each, so a brace in one is read as
+#: a wildcard whether or not the path exists yet (tests/workflow: a dry run of each)
+WRITTEN_PATHS = (("work_dir",), ("results",), ("log_dir",), ("twitter", "raw_dir"),
+                 ("twitter", "state"), ("evaluate", "download_dir"))
+
+
+def _braced(value: Any) -> bool:
+    return isinstance(value, str) and ("{" in value or "}" in value)
+
+
 def _braced_paths(node: Any, path: tuple[str, ...] = ()) -> list[str]:
-    """Every value that names a file or folder that exists and holds ``{`` or ``}``: Snakemake
-    reads braces in a rule's files as a wildcard, and the workflow ended in a WildcardError
-    naming neither the key nor the file. (Patterns such as ``token_pattern`` hold braces too;
-    they name no file.)"""
+    """Every value that names a file or folder that exists, or one the workflow writes
+    (:data:`WRITTEN_PATHS`), and holds ``{`` or ``}``: Snakemake reads braces in a rule's
+    files as a wildcard, and the workflow ended in a RuleException or WildcardError naming
+    neither the key nor the file. (Patterns such as ``token_pattern`` hold braces too; they
+    name no file.)"""
     if isinstance(node, dict):
         return [p for key, value in node.items() for p in _braced_paths(value, (*path, str(key)))]
     if isinstance(node, list):
         return [p for k, value in enumerate(node) for p in _braced_paths(value, (*path, str(k)))]
-    if isinstance(node, str) and ("{" in node or "}" in node) and os.path.lexists(node):
+    if _braced(node) and (path in WRITTEN_PATHS or os.path.lexists(node)):
         return [f"config key {_key(path)}: the path {node!r} holds a brace, which Snakemake reads "
                 "as a wildcard in a rule's files; rename it, or link it under a name without braces"]
     return []

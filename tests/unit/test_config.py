@@ -409,3 +409,25 @@ def test_a_path_holding_a_brace_is_a_config_error_naming_the_key(tmp_path):
     given["evaluate"]["sts"][0]["path"] = str(plain)
     given["lexicon"] = {"token_pattern": r"\w{1,}|[^\w\s]"}
     assert config.resolve(given)["bitext"]["corpora"]["c"]["cs"] == str(plain / "c.cs")
+
+
+def test_a_brace_in_a_folder_the_workflow_writes_is_a_config_error_before_it_exists(tmp_path):
+    """The folders and files the workflow writes (work_dir, results, log_dir, the harvest's
+    raw folder and state, the STS download folder) were checked only where they existed: a
+    new `work_dir: runs/{date}` ended in Snakemake's RuleException ("Not all output, log and
+    benchmark files of rule ingest contain the same wildcards") or a WildcardError about
+    params, naming no key."""
+    given = {"work_dir": str(tmp_path / "w{x}"), "results": str(tmp_path / "r}"),
+             "log_dir": str(tmp_path / "{l}"),
+             "twitter": {"raw_dir": str(tmp_path / "raw{"), "state": str(tmp_path / "s{x}.json")},
+             "evaluate": {"download_dir": str(tmp_path / "d{x}")}}
+    with pytest.raises(ConfigError) as err:
+        config.resolve(given)
+    problems = str(err.value).splitlines()[1:]
+    assert sorted(p.split(":")[0].strip() for p in problems) == [
+        "config key evaluate.download_dir", "config key log_dir", "config key results",
+        "config key twitter.raw_dir", "config key twitter.state", "config key work_dir"]
+    assert not any(tmp_path.iterdir())  # nothing was made to check them
+    assert {".".join(k) for k in config.WRITTEN_PATHS} == {p[11:] for p in
+                                                           (p.split(":")[0].strip() for p in problems)}
+    assert config.resolve({"work_dir": str(tmp_path / "w")})["work_dir"] == str(tmp_path / "w")

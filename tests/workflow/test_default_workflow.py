@@ -225,6 +225,10 @@ def test_bad_config_fails_before_any_job(project, tmp_path):
     proc = snakemake(project, "--configfile", str(doubled), "--directory", str(project), check=False)
     assert proc.returncode != 0 and executed(proc) == {}
     assert "the key 'embed' is given twice in one mapping" in proc.stderr
+    # a brace in a folder the workflow will write was Snakemake's RuleException, naming no key
+    proc = snakemake(project, "--config", "work_dir=runs/{date}", "--directory", str(project), check=False)
+    assert proc.returncode != 0 and executed(proc) == {}
+    assert "config key work_dir: the path 'runs/{date}' holds a brace" in proc.stderr
 
 
 def test_a_students_unlabelled_text_is_an_input_of_the_identifier(project, tmp_path):

@@ -141,6 +141,12 @@ def hostile_overlay(root: Path) -> Path:
         value = _get(resolved, key)
         assert HOSTILE in value or any(_matches(key, p) for p in NOT_INJECTED), (
             f"config key {key} is a string that reaches the rules: inject it here or say why not")
+    # an injected path that is not there before the run is one the workflow writes: the
+    # config check must know it (a brace in it is refused before it exists)
+    written = {tuple(key.split(".")) for key in string_keys(resolved)
+               if HOSTILE in _get(resolved, key) and not key.endswith((".name", ".year"))
+               and not (root / _get(resolved, key)).exists()}
+    assert written and written <= set(paramill_config.WRITTEN_PATHS), written
     return path
 
 
