@@ -269,7 +269,8 @@ def _corpus_problems(bitext: dict[str, Any], pairs: dict[str, Any]) -> list[str]
 
 #: the keys that name what the workflow writes (folders, the harvest's state): a rule's output,
 #: log or benchmark path, or a params string, is made from each, so a brace in one is read as
-#: a wildcard whether or not the path exists yet (tests/workflow: a dry run of each)
+#: a wildcard whether or not the path exists yet (the hostile workflow test checks that every
+#: injected path that does not exist before its run is one of these)
 WRITTEN_PATHS = (("work_dir",), ("results",), ("log_dir",), ("twitter", "raw_dir"),
                  ("twitter", "state"), ("evaluate", "download_dir"))
 
