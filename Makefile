@@ -26,15 +26,17 @@ $(STAMP): pyproject.toml Makefile scripts/build-kenlm.sh scripts/install-browser
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(PIP) install --upgrade pip
 	@# KenLM's C++ build and the report test's browser (Debian packages) run beside pip's
-	@# installs, which use one core: their output is shown when they end (all of it on an error).
+	@# installs, which use one core: their output is shown when they end (all of it on an error);
+	@# in a session of their own (setsid, where there is one), so a failed pip stops the compiler too.
 	@# torch first, by itself, so the resolver takes the pinned wheel (CPU here). Where torch
 	@# is a CUDA build (GPU nodes, the container), also the gpu extra: CUDA 12's cuBLAS for
 	@# CTranslate2 (paramill.nmt.engine loads it); the CPU torch here skips it.
 	@# opennmt-py declares torch<2.3; its real imports are in pyproject.toml.
 	@set -e; log=$(VENV)/.native-install.log; \
 	  echo "bash scripts/build-kenlm.sh $(VENV) && bash scripts/install-browser.sh  (beside pip; output: $$log)"; \
-	  ( bash scripts/build-kenlm.sh $(VENV) && bash scripts/install-browser.sh ) > $$log 2>&1 & native=$$!; \
-	  trap 'kill $$native 2>/dev/null || true' EXIT; \
+	  $$(command -v setsid) bash -c 'bash scripts/build-kenlm.sh "$$1" && bash scripts/install-browser.sh' _ $(VENV) \
+	    > $$log 2>&1 & native=$$!; \
+	  trap 'kill -- -$$native 2>/dev/null || true' EXIT; \
 	  set -x; \
 	  $(PIP) install torch==2.13.0; \
 	  $(PIP) install -e ".[test$$($(BIN)/python -c 'import torch; print(",gpu" if torch.version.cuda else "")')]"; \
