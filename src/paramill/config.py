@@ -275,10 +275,6 @@ WRITTEN_PATHS = (("work_dir",), ("results",), ("log_dir",), ("twitter", "raw_dir
                  ("twitter", "state"), ("evaluate", "download_dir"))
 
 
-def _braced(value: Any) -> bool:
-    return isinstance(value, str) and ("{" in value or "}" in value)
-
-
 def _braced_paths(node: Any, path: tuple[str, ...] = ()) -> list[str]:
     """Every value that names a file or folder that exists, or one the workflow writes
     (:data:`WRITTEN_PATHS`), and holds ``{`` or ``}``: Snakemake reads braces in a rule's
@@ -289,7 +285,8 @@ def _braced_paths(node: Any, path: tuple[str, ...] = ()) -> list[str]:
         return [p for key, value in node.items() for p in _braced_paths(value, (*path, str(key)))]
     if isinstance(node, list):
         return [p for k, value in enumerate(node) for p in _braced_paths(value, (*path, str(k)))]
-    if _braced(node) and (path in WRITTEN_PATHS or os.path.lexists(node)):
+    if isinstance(node, str) and ("{" in node or "}" in node) and (
+            path in WRITTEN_PATHS or os.path.lexists(node)):
         return [f"config key {_key(path)}: the path {node!r} holds a brace, which Snakemake reads "
                 "as a wildcard in a rule's files; rename it, or link it under a name without braces"]
     return []

@@ -191,9 +191,9 @@ def _tsv_frames(path: str, batch_rows: int, skipped: Counter, headers: dict) -> 
         columns = item[1]
         if first and any(c.strip() for c in columns):
             first = False
-            names = tuple(c.strip().lower() for c in columns[:2])
-            if names in HEADERS:
-                headers[path] = (item[0], [c.strip() for c in columns[:2]])
+            names = [c.strip() for c in columns[:2]]
+            if tuple(n.lower() for n in names) in HEADERS:
+                headers[path] = (item[0], names)
                 continue
         if len(columns) >= 2:
             s1.append(columns[0])

@@ -32,7 +32,7 @@ from paramill.io import iter_parquet_batches, parquet_rows
 from paramill.job import table_job
 from paramill.provenance import Run
 from paramill.settings import Settings
-from paramill.tables import read_table
+from paramill.tables import TABLE_KINDS, read_table
 from paramill.text import token_count_expr
 
 
@@ -207,8 +207,7 @@ def _frames(candidates: str | Path, source_shard: str | Path | None, batch_size:
             columns: tuple[str, ...] = CANDIDATE_COLUMNS) -> Iterator[pl.DataFrame]:
     sources = None
     if source_shard is not None:  # one shard's Czech side: shard-sized, joined per batch
-        sources = pl.from_arrow(read_table(source_shard, SOURCE_COLUMNS, "a bitext shard "
-                                           "(`paramill bitext clean`)"))
+        sources = pl.from_arrow(read_table(source_shard, SOURCE_COLUMNS, TABLE_KINDS["bitext"][3]))
     for batch in iter_parquet_batches([candidates], batch_size=batch_size, columns=list(columns)):
         frame = pl.from_arrow(batch)
         assert isinstance(frame, pl.DataFrame)
