@@ -142,6 +142,9 @@ def main() -> None:
             parser.error("--generate-only needs --data")
         for n in args.sizes:
             path = Path(args.data) / f"pairs-{n}.parquet"
+            if path.exists():  # made by an earlier call on the same machine
+                print(f"{path}: already there", flush=True)
+                continue
             path.parent.mkdir(parents=True, exist_ok=True)
             part = path.with_name(path.name + ".part")
             t0 = time.perf_counter()

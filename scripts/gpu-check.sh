@@ -73,7 +73,8 @@ print("python", sys.version.split()[0], "torch", torch.__version__, "cuda", torc
       "device.pick:", device.pick("auto"))
 PYEOF
   # the synthetic pairs of the scale part are made (one core, numpy) while the GPU steps run
-  if [[ " ${PARTS:-scale} " == *" scale "* ]]; then
+  # (GENERATE=1: also in a call without the scale part, for the next call on the same machine)
+  if [[ " ${PARTS:-scale} " == *" scale "* || "${GENERATE:-}" ]]; then
     "$PY" benchmarks/embed_scale.py --sizes ${SIZES:-1000000 10000000} --data /tmp/scale-data \
       --generate-only > "$OUT/scale_data.log" 2>&1 &
     GENERATING=$!
