@@ -74,9 +74,10 @@ class EmbedTrainSettings(Settings):
     seed: int = setting(13, "Random seed.")
     device: Device = setting("auto", "auto: cuda when a GPU is visible.")
     cuda_graph: bool = setting(
-        False, "On CUDA, record an averaging model's (WORD, TRIGRAM) training step once as a "
-        "CUDA graph and replay it: one launch a step instead of ~140. The same arithmetic; "
-        "not yet run on a GPU (README: Embedding training on a GPU).")
+        True, "On CUDA, record an averaging model's (WORD, TRIGRAM) training step once as a "
+        "CUDA graph and replay it: one launch a step instead of ~100. The same arithmetic and "
+        "STS figures; WORD 3.0x, TRIGRAM 1.3x the eager step on an H100 (README: Embedding "
+        "training on an H100). Off: every operation launched one by one.")
 
 
 def read_pairs(paths: list[str | Path], max_pairs: int = 0, drop_identical: bool = True
