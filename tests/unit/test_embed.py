@@ -222,6 +222,7 @@ def test_a_step_asks_the_device_nothing_back(monkeypatch, components):
             step(passes, torch.tensor([4, 5, 6, 7, 0, 1, 2, 3]))
         else:
             step(feats)
+            step(_flat(feats))
     syncing = {"_local_scalar_dense", "item", "nonzero", "masked_select", "unique_dim",
                "_unique2", "unique_consecutive", "equal", "is_nonzero", "_pack_padded_sequence"}
     assert mode.ops and not syncing & set(mode.ops), mode.ops
@@ -231,11 +232,11 @@ def test_a_step_asks_the_device_nothing_back(monkeypatch, components):
 @pytest.mark.parametrize("components", [("word",), ("word", "trigram")])
 def test_the_graph_step_trains_as_the_eager_step(tmp_path, monkeypatch, components):
     """The CUDA graph's bookkeeping, run on the CPU (where the "graph" is the same fixed-shape
-    step, eagerly): inputs padded to power-of-two widths that grow with the longest sentence
-    (a new recording each time), warm-up steps, short last batches eagerly, the loss summed in
+    step, eagerly): flat inputs with room for the most ids a step has needed, which grows (a
+    new recording each time), warm-up steps, short last batches eagerly, the loss summed in
     place; the same losses and weights as the eager step."""
     from paramill.embed import train as train_mod
-    from paramill.embed.steps import WARMUP_STEPS, GraphStep
+    from paramill.embed.steps import WARMUP_STEPS, GraphStep, room
 
     words = "alpha beta gamma delta epsilon zeta eta theta iota kappa lambda mu".split()
     pairs = [(" ".join(words[: 2 + i % 11] + [str(i)]), " ".join(words[i % 5: 3 + i % 9] + [str(i)]))
@@ -257,14 +258,24 @@ def test_the_graph_step_trains_as_the_eager_step(tmp_path, monkeypatch, componen
     graph = train(pairs, tmp_path / "g.pt", spec, settings)
     (step,) = steps
     assert step.warm == WARMUP_STEPS and step.replays >= 15 and step.eager >= 2
-    assert step.captures >= 2  # the long pair's buffer widened the inputs
-    assert all(w & (w - 1) == 0 and w >= 16 for ids, _ in step.static.values() for w in [ids.size(1)])
+    assert step.captures >= 2  # the long pair's buffer needed more room
+    assert all(n == room(n) and n >= 16 and offsets.shape == (4 * settings.batch_size,)
+               for ids, offsets, _ in step.static.values() for n in [ids.size(0)])
     assert [h["loss"] for h in graph["history"]] == pytest.approx(
         [h["loss"] for h in eager["history"]], rel=1e-6)
     a = torch.load(tmp_path / "e.pt", weights_only=True)["state_dict"]
     b = torch.load(tmp_path / "g.pt", weights_only=True)["state_dict"]
     assert all(torch.allclose(a[k], b[k], atol=1e-6) for k in a)
     assert stepper is not graph_on_cpu and not train_mod.uses_cuda_graph(settings, spec, "cpu")
+
+
+def test_the_graphs_room_grows_in_eighths_of_a_doubling():
+    from paramill.embed.steps import room
+
+    assert [room(n) for n in (0, 1, 16, 17, 31, 33, 7400, 32768, 32769)] == [
+        16, 16, 16, 18, 32, 36, 7680, 32768, 36864]
+    for n in range(1, 5000, 7):
+        assert n <= room(n) <= max(16, n * 1.125) and room(room(n)) == room(n)
 
 
 def test_hardest_negative_is_the_most_similar_other_sentence():
@@ -314,6 +325,19 @@ PAIRS = [("The man reads a book.", "A man is reading a book."),
          ("The dog sleeps.", "The dog is sleeping."),
          ("It rains today.", "Today it is raining."),
          ("The chef cooks lunch.", "The cook makes lunch.")] * 5
+
+
+def _flat(feats: dict, room: int = 7) -> dict:
+    """``feats`` (padded ids and lengths) as training's flat input (``Buffer.flat_runs``, one
+    run): the rows' ids one after another, ``room`` zeros after, offsets and the mean's
+    weights."""
+    out = {}
+    for unit, (ids, lengths) in feats.items():
+        real = torch.arange(ids.size(1), device=ids.device)[None, :] < lengths[:, None]
+        weights = (real.float() / lengths.clamp(min=1)[:, None].float())[real]
+        out[unit] = (torch.cat([ids[real], ids.new_zeros(room)]), torch.cumsum(lengths, 0) - lengths,
+                     torch.cat([weights, weights.new_zeros(room)]))
+    return out
 
 
 def test_training_lowers_the_loss(tmp_path):
@@ -546,6 +570,29 @@ def test_id_store_buffers_cover_every_pair_once_and_pad_like_the_encoder(tmp_pat
         ids, lengths = placed[unit]
         assert ids.shape == (3, wide[unit]) and torch.equal(lengths, ours[unit][1])
         assert torch.equal(ids[:, :widths[unit]], ours[unit][0]) and not ids[:, widths[unit]:].any()
+    # flat runs (a mega-batch's steps): each run's rows one after another, no padding between
+    # them, zeros after; offsets and the mean's weights; the model gives the padded vectors
+    runs = np.array([0, 3, buffer.n + 5, 7, 7, buffer.n + 29])
+    totals = buffer.totals(runs, 2)
+    lengths = {u: (buffer.offsets[u][runs + 1] - buffer.offsets[u][runs]).reshape(2, 3)
+               for u in ("word", "trigram")}
+    assert totals == {u: int(lengths[u].sum(1).max()) for u in ("word", "trigram")}
+    room = {u: n + 5 for u, n in totals.items()}
+    flat = buffer.flat_runs(runs, room, 2)
+    padded = buffer.tensors(runs)
+    for unit in ("word", "trigram"):
+        ids, offsets, weights = flat[unit]
+        assert ids.shape == weights.shape == (2, room[unit]) and offsets.shape == (2, 3)
+        for k in range(2):
+            rows = [r[r != 0] for r in padded[unit][0][3 * k:3 * k + 3]]
+            real = int(lengths[unit][k].sum())
+            assert torch.equal(ids[k, :real], torch.cat(rows)) and not ids[k, real:].any()
+            assert offsets[k].tolist() == [0, len(rows[0]), len(rows[0]) + len(rows[1])]
+            assert torch.equal(weights[k, :real], torch.cat([torch.full((len(r),), 1 / len(r))
+                                                             for r in rows]))
+            assert not weights[k, real:].any()
+    by_run = torch.cat([model({u: tuple(part[k] for part in flat[u]) for u in flat}) for k in (0, 1)])
+    assert torch.allclose(by_run, model(padded), atol=1e-6)
 
 
 def test_scramble_shuffles_real_positions_only():
@@ -1052,8 +1099,11 @@ def test_gpu_graph_step_trains_as_the_eager_step_on_cuda(tmp_path, monkeypatch, 
 def test_gpu_a_step_never_waits_for_the_device(components):
     """CUDA's own check (``set_sync_debug_mode("error")``: any operation that makes the host
     wait for the device raises): a step, recurrent passes and their scrambling included,
-    queues its work and returns."""
-    from paramill.embed.data import scramble, to_device
+    queues its work and returns; so does assembling an averaging model's flat runs
+    (``Buffer.flat_runs``), and its step over them."""
+    import pyarrow as pa
+
+    from paramill.embed.data import Buffer, scramble, to_device
     from paramill.embed.steps import EagerStep
     from paramill.embed.train import adam
 
@@ -1062,6 +1112,13 @@ def test_gpu_a_step_never_waits_for_the_device(components):
     step = EagerStep(model, adam(model, 1e-3), 0.4, 1.0, "cuda")
     feats = model.tensors(model.units([s for pair in PAIRS[:2] for s in pair] * 2))
     order = to_device(torch.tensor([4, 5, 6, 7, 0, 1, 2, 3]), "cuda")
+    units = sorted(model.vocabs)
+    buffer = Buffer(pa.table({f"{u}_{side + 1}": [model.vocabs[u].ids(model.featurizers[u](p[side]))
+                                                  for p in PAIRS]
+                              for u in units for side in (0, 1)}), units)
+    buffer.place("cuda")
+    runs = np.arange(8) * 3
+    sizes = buffer.totals(runs, 2)
     torch.cuda.synchronize()
     torch.cuda.set_sync_debug_mode("error")
     try:
@@ -1072,6 +1129,8 @@ def test_gpu_a_step_never_waits_for_the_device(components):
                       for k in (0, 4)], order)
             else:
                 step(feats)
+                flat = buffer.flat_runs(runs, sizes, 2)
+                step({u: tuple(part[0] for part in parts) for u, parts in flat.items()})
     finally:
         torch.cuda.set_sync_debug_mode("default")
     assert step.total.item() > 0

@@ -294,6 +294,43 @@ class Buffer:
         return {u: max(1, int((self.offsets[u][rows + 1] - self.offsets[u][rows]).max()))
                 if len(rows) else 1 for u in self.flat}
 
+    def totals(self, rows: np.ndarray, groups: int = 1) -> dict[str, int]:
+        """The most unit ids any of ``groups`` equal runs of ``rows`` holds, per unit (on the
+        host): what :meth:`flat_runs` needs room for."""
+        return {u: max(1, int((o[rows + 1] - o[rows]).reshape(groups, -1).sum(1).max()))
+                if len(rows) else 1 for u, o in self.offsets.items()}
+
+    def flat_runs(self, rows: np.ndarray, sizes: dict[str, int], groups: int = 1
+             ) -> dict[str, tuple[torch.Tensor, torch.Tensor, torch.Tensor]]:
+        """``rows`` (host row numbers) in ``groups`` equal runs (a mega-batch's steps), each run
+        as ``embedding_bag``'s flat input, on the :meth:`place` device: per unit, ids
+        [groups, size] (a run's rows one after another, then zeros up to ``sizes[unit]``, at
+        least :meth:`totals`), offsets [groups, rows per run] and the mean's weights
+        [groups, size] (1/length at a row's ids, 0 at the padding). No padding between rows:
+        an averaging model's work is its rows' ids, where a padded batch costs rows x its
+        longest (trigrams of tweets: 80 a row on average, 392 at most). One copy of a few
+        numbers a row from the host; no sync."""
+        per = len(rows) // groups
+        out = {}
+        for u, (flat, _) in self._placed.items():
+            dev, offsets, size = flat.device, self.offsets[u], sizes[u]
+            starts, lengths = offsets[rows], offsets[rows + 1] - offsets[rows]
+            local = lengths.reshape(groups, per).cumsum(1) - lengths.reshape(groups, per)
+            first = np.cumsum(lengths) - lengths  # a row's first id among all runs' real ids
+            base = (np.arange(groups)[:, None] * size + local).reshape(-1)  # ... in the output
+            meta = to_device(torch.from_numpy(np.stack([starts - first, base - first, lengths,
+                                                        local.reshape(-1)])), dev)
+            total = int(lengths.sum())
+            row = torch.repeat_interleave(torch.arange(len(rows), device=dev), meta[2],
+                                          output_size=total)
+            at = torch.arange(total, device=dev)
+            ids = torch.zeros(groups * size, dtype=flat.dtype, device=dev)
+            ids[meta[1][row] + at] = flat[meta[0][row] + at]
+            weights = torch.zeros(groups * size, device=dev)
+            weights[meta[1][row] + at] = (1.0 / meta[2].clamp(min=1).float())[row]
+            out[u] = (ids.view(groups, size), meta[3].view(groups, per), weights.view(groups, size))
+        return out
+
     def batch(self, rows: torch.Tensor, widths: dict[str, int]) -> dict[str, tuple[torch.Tensor, torch.Tensor]]:
         """:meth:`tensors` of ``rows`` (a tensor on the :meth:`place` device), assembled there
         and padded to ``widths`` (at least each unit's longest among ``rows``), with no copy

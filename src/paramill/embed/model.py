@@ -145,13 +145,20 @@ class Averaging(nn.Module):
         super().__init__()
         self.embedding = _embedding(vocab_size, dim, std)
 
-    def forward(self, ids: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
+    def forward(self, ids: torch.Tensor, lengths: torch.Tensor,
+                weights: torch.Tensor | None = None) -> torch.Tensor:
         """The mean of each row's first ``lengths`` unit vectors, as one ``embedding_bag``
         (gather and weighted sum fused, forward and backward: no [rows, width, dim] tensor,
-        a handful of kernels where the masked mean launched a dozen)."""
-        weights = _mean_weights(ids.size(1), lengths, self.embedding.weight.dtype)
-        return F.embedding_bag(ids, self.embedding.weight, mode="sum", per_sample_weights=weights,
-                               padding_idx=self.embedding.padding_idx)
+        a handful of kernels where the masked mean launched a dozen). Or, with ``weights``,
+        the rows flat (:meth:`paramill.embed.data.Buffer.flat_runs`: ``ids`` one after another,
+        ``lengths`` then their offsets): the same sums without padding between rows."""
+        offsets = None
+        if weights is None:
+            weights = _mean_weights(ids.size(1), lengths, self.embedding.weight.dtype)
+        else:
+            offsets, weights = lengths, weights.to(self.embedding.weight.dtype)
+        return F.embedding_bag(ids, self.embedding.weight, offsets, mode="sum",
+                               per_sample_weights=weights, padding_idx=self.embedding.padding_idx)
 
 
 class Recurrent(nn.Module):

@@ -8,13 +8,14 @@ ran WORD at 13k pairs/s with the GPU mostly idle). :class:`GraphStep` records th
 as a CUDA graph over fixed-shape inputs and replays it: one launch a step.
 
 What stays eager: once a mega-batch, encoding its pool in one pass, the hardest-negative
-search and assembling all its steps' ids on the device at once (``Buffer.batch``); each step,
+search and assembling all its steps' ids on the device at once (``Buffer.flat_runs``); each step,
 copying its ids into the graph's fixed inputs; a short last batch (fewer rows than the
 graph's). About 6.5 operations a step besides the graph's (WORD, batch 100, mega-batch 20,
-counted on the CPU), where assembling each step's rows alone launched 37. Widths: the graph's inputs are
-padded to a width per unit, a power of two at least the longest sentence seen so far; a
-longer sentence records a new graph (rarely: the widths only grow). Padding changes nothing
-(``embedding_bag`` skips id 0).
+counted on the CPU), where assembling each step's rows alone launched 37. Sizes: a step's
+ids are flat (no padding between rows), and the graph's inputs have room for a number of ids
+per unit (:func:`room`) at least the most a step has needed so far; a step that needs more
+records a new graph (rarely: the room only grows). The padding at the end changes nothing
+(``embedding_bag`` skips id 0, and its weight is 0).
 
 Averaging models only (WORD, TRIGRAM and their sums): a recurrent model's step runs in
 passes of rows sorted by length, whose widths change from step to step. On a CPU (and in the tests there), :class:`GraphStep` runs
@@ -50,8 +51,9 @@ class EagerStep:
         self.dev = dev
         self.total = torch.zeros((), device=dev)
 
-    def widths(self, needed: dict[str, int]) -> dict[str, int]:
-        """The widths to pad a batch to, given the longest sentence per unit."""
+    def sizes(self, needed: dict[str, int]) -> dict[str, int]:
+        """The room for a step's flat ids per unit, given the most a step needs
+        (:meth:`paramill.embed.data.Buffer.totals`)."""
         return needed
 
     def __call__(self, feats: dict[str, tuple[torch.Tensor, torch.Tensor]] | list,
@@ -86,27 +88,27 @@ class GraphStep(EagerStep):
         self.warm = 0
         self.captures = self.replays = self.eager = 0  # what ran, for the tests and logs
 
-    def widths(self, needed: dict[str, int]) -> dict[str, int]:
-        have = {u: ids.size(1) for u, (ids, _) in self.static.items()}
+    def sizes(self, needed: dict[str, int]) -> dict[str, int]:
+        have = {u: ids.size(0) for u, (ids, _, _) in self.static.items()}
         if have and all(needed[u] <= have.get(u, 0) for u in needed):
             return have
-        grown = {u: max(have.get(u, 0), _power_of_two(w)) for u, w in needed.items()}
-        self.static = {u: (torch.zeros(self.rows, w, dtype=torch.long, device=self.dev),
-                           torch.ones(self.rows, dtype=torch.long, device=self.dev))
-                       for u, w in grown.items()}
+        grown = {u: max(have.get(u, 0), room(n)) for u, n in needed.items()}
+        self.static = {u: (torch.zeros(n, dtype=torch.long, device=self.dev),
+                           torch.zeros(self.rows, dtype=torch.long, device=self.dev),
+                           torch.zeros(n, device=self.dev))
+                       for u, n in grown.items()}
         self.replay = self.graph = None  # the recorded step read the old inputs
         return grown
 
     def __call__(self, feats, order: torch.Tensor | None = None) -> None:
-        if isinstance(feats, list) or any(ids.shape != self.static[u][0].shape
-                                          if u in self.static else True
-                                          for u, (ids, _) in feats.items()):
+        if isinstance(feats, list) or feats.keys() != self.static.keys() or any(
+                part.shape != fixed.shape for u in feats for part, fixed in zip(feats[u], self.static[u])):
             self.eager += 1
-            self._step(feats, order)  # a short last batch, or not padded to the graph's widths
+            self._step(feats, order)  # a short last batch, or not of the graph's sizes
             return
-        for u, (ids, lengths) in feats.items():
-            self.static[u][0].copy_(ids)
-            self.static[u][1].copy_(lengths)
+        for u, parts in feats.items():
+            for part, fixed in zip(parts, self.static[u]):
+                fixed.copy_(part)
         if self.warm < WARMUP_STEPS:
             self.warm += 1
             self._on_side_stream(lambda: self._step(self.static))
@@ -139,8 +141,12 @@ class GraphStep(EagerStep):
         return self.graph.replay
 
 
-def _power_of_two(n: int, least: int = 16) -> int:
-    width = least
-    while width < n:
-        width *= 2
-    return width
+def room(n: int, least: int = 16) -> int:
+    """The size the graph's inputs get for ``n`` ids: the next of 16, 18, 20, ... 30, 32, 36,
+    ... (eight sizes a doubling): at most 12.5% padding, and few recordings as the most a step
+    needs creeps up (a step's ids vary little: 400 rows' sum)."""
+    size = least
+    while size * 2 <= n:
+        size *= 2
+    step = max(1, size // 8)
+    return max(least, -(-n // step) * step)

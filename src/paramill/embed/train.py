@@ -225,12 +225,12 @@ def _epoch(model, step: EagerStep, store: Path, units: list[str], settings: Embe
     """One epoch over the id store's shuffled buffers; returns the mean loss.
 
     Batches are assembled on the device from ids moved there once a buffer; the hardest
-    negatives are picked there, and the loss is read back once a mega-batch. An averaging
-    model takes a step's rows (s1, s2 and both negatives) in one pass, padded to the
-    mega-batch's longest sentence: its cost hardly depends on the width, and a CUDA graph
-    wants fixed shapes. Its mega-batch is encoded in one pass and all its steps' rows are
-    assembled at once (:func:`_megabatch_steps`): on a GPU each launch outside the graph
-    costs as much as a small kernel. A recurrent model runs over every position, so its rows go through it
+    negatives are picked there, and they and the loss are read back once a mega-batch. An
+    averaging model takes a step's rows (s1, s2 and both negatives) in one pass, flat: no
+    padding between rows (:meth:`~paramill.embed.data.Buffer.flat_runs`), and room for the ids
+    that grows rarely, as a CUDA graph wants fixed shapes. Its mega-batch is encoded in one
+    pass and all its steps' rows are assembled at once (:func:`_megabatch_steps`): on a GPU
+    each launch outside the graph costs as much as a small kernel. A recurrent model runs over every position, so its rows go through it
     sorted by length in passes of ``batch_size`` rows, each padded to its own longest (on 2
     CPU cores 1.7-2.0x the speed of packed sequences, README): the negatives' rows come
     back to the host once a mega-batch for that, and scrambling's random numbers go the
@@ -244,31 +244,32 @@ def _epoch(model, step: EagerStep, store: Path, units: list[str], settings: Embe
     for buffer, order in epoch_buffers(store, units, settings.seed, epoch, settings.buffer_pairs,
                                        model.vocabs, model.featurizers):
         buffer.place(dev)
-        order_t = None if recurrent else torch.from_numpy(order).to(dev)  # recurrent: host rows
         for m in range(0, buffer.n, mega):
             idx = order[m:m + mega]
             pool = np.concatenate([idx, buffer.n + idx])  # pool position -> sentence row
-            if order_t is not None:
-                idx_t = order_t[m:m + mega]
-                pool_t = torch.cat([idx_t, idx_t + buffer.n])
             with torch.no_grad():
                 model.eval()
                 if recurrent:
                     e1, e2 = (_encoded(model, *buffer.by_length(rows, spec.units, 512, dev))
                               for rows in (pool[:len(idx)], pool[len(idx):]))
                 else:  # the whole pool in one pass (an averaging model's rows are independent)
-                    widths = step.widths(buffer.widths(pool))
-                    e1, e2 = model(buffer.batch(pool_t, widths)).split(len(idx))
+                    e1, e2 = model(_group(buffer.flat_runs(pool, buffer.totals(pool)), 0)).split(len(idx))
                 model.train()
-            n1, n2 = hardest_negatives(e1, e2)
-            if recurrent:  # one read-back a mega-batch: the negatives' lengths
-                n1, n2 = n1.cpu().numpy(), n2.cpu().numpy()
-            else:
-                steps = _megabatch_steps(buffer, idx_t, pool_t, n1, n2, settings.batch_size, widths)
+            # one read-back a mega-batch: the negatives (their rows set the next steps' sizes)
+            # and, as the device has then done the steps before, the loss so far
+            n1, n2 = (n.cpu().numpy() for n in hardest_negatives(e1, e2))
+            bar.set_postfix(loss=f"{step.total.item() / max(1, batches):.4f}", refresh=False)
+            if not recurrent:
+                steps = _megabatch_steps(buffer, idx, pool, n1, n2, settings.batch_size, step)
             for b in range(0, len(idx), settings.batch_size):
                 sl = slice(b, b + settings.batch_size)
+                if not recurrent and b // settings.batch_size < steps[1]:
+                    step(_group(steps[0], b // settings.batch_size))
+                    batches += 1
+                    bar.update(len(idx[sl]))
+                    continue
+                rows = np.concatenate([idx[sl], buffer.n + idx[sl], pool[n1[sl]], pool[n2[sl]]])
                 if recurrent:
-                    rows = np.concatenate([idx[sl], buffer.n + idx[sl], pool[n1[sl]], pool[n2[sl]]])
                     passes, back = buffer.by_length(rows, spec.units,
                                                     RECURRENT_PASS_ROWS or settings.batch_size, dev)
                     if scramble_unit is not None:
@@ -277,46 +278,33 @@ def _epoch(model, step: EagerStep, store: Path, units: list[str], settings: Embe
                             feats[scramble_unit] = (scramble(ids, lengths, settings.scramble_rate),
                                                     lengths)
                     step(passes, back)
-                elif b // settings.batch_size < len(steps):
-                    step(steps[b // settings.batch_size])
                 else:  # a short last batch: s1, s2 and their negatives
-                    step(buffer.batch(torch.cat([idx_t[sl], buffer.n + idx_t[sl], pool_t[n1[sl]],
-                                                 pool_t[n2[sl]]]), widths))
+                    step(_group(buffer.flat_runs(rows, buffer.totals(rows)), 0))
                 batches += 1
                 bar.update(len(idx[sl]))
-            bar.set_postfix(loss=f"{step.total.item() / max(1, batches):.4f}", refresh=False)  # a sync a mega-batch
     bar.close()
     return step.total.item() / max(1, batches)
 
 
-class _Steps:
-    """The full steps of a mega-batch, assembled at once: step ``k``'s rows are s1, s2 and
-    their two negatives for pairs ``k*B..(k+1)*B`` of the mega-batch, as one ``Buffer.batch``
-    would give them. One assembly a mega-batch, where one a step launched ~20 operations each
-    time (on a GPU, outside the CUDA graph, the launches set the pace); a step takes views."""
-
-    def __init__(self, feats: dict[str, tuple[torch.Tensor, torch.Tensor]], count: int, rows: int):
-        self.feats = {u: (ids.view(count, rows, ids.size(-1)), lengths.view(count, rows))
-                      for u, (ids, lengths) in feats.items()}
-        self.count = count
-
-    def __len__(self) -> int:
-        return self.count
-
-    def __getitem__(self, k: int) -> dict[str, tuple[torch.Tensor, torch.Tensor]]:
-        return {u: (ids[k], lengths[k]) for u, (ids, lengths) in self.feats.items()}
+def _group(feats: dict[str, tuple[torch.Tensor, ...]], k: int) -> dict[str, tuple[torch.Tensor, ...]]:
+    """Run ``k`` of :meth:`~paramill.embed.data.Buffer.flat_runs`'s runs: a model's input (views)."""
+    return {u: tuple(part[k] for part in parts) for u, parts in feats.items()}
 
 
-def _megabatch_steps(buffer, idx_t: torch.Tensor, pool_t: torch.Tensor, n1: torch.Tensor,
-                     n2: torch.Tensor, batch_size: int, widths: dict[str, int]) -> _Steps:
-    """:class:`_Steps` of a mega-batch's full batches (a short last one is left to the
-    caller), on the device, with no sync."""
-    count = len(idx_t) // batch_size
+def _megabatch_steps(buffer, idx: np.ndarray, pool: np.ndarray, n1: np.ndarray, n2: np.ndarray,
+                     batch_size: int, step: EagerStep) -> tuple[dict, int]:
+    """A mega-batch's full steps (a short last one is left to the caller), assembled at once
+    (:meth:`~paramill.embed.data.Buffer.flat_runs`, a run a step), and how many: step ``k``'s rows
+    are s1, s2 and their two negatives for pairs ``k*B..(k+1)*B`` of the mega-batch. One
+    assembly a mega-batch, where one a step launched ~20 operations each time (on a GPU,
+    outside the CUDA graph, launches set the pace); a step takes views."""
+    count = len(idx) // batch_size
     full = count * batch_size
-    rows = torch.stack([idx_t[:full], idx_t[:full] + buffer.n, pool_t[n1[:full]],
-                        pool_t[n2[:full]]])  # (4, full): s1, s2, t1, t2
-    rows = rows.view(4, count, batch_size).transpose(0, 1).reshape(-1)  # step by step
-    return _Steps(buffer.batch(rows, widths), count, 4 * batch_size)
+    if not count:
+        return {}, 0
+    rows = np.stack([idx[:full], buffer.n + idx[:full], pool[n1[:full]], pool[n2[:full]]])
+    rows = rows.reshape(4, count, batch_size).transpose(1, 0, 2).reshape(-1)  # step by step
+    return buffer.flat_runs(rows, step.sizes(buffer.totals(rows, count)), count), count
 
 
 def _encoded(model, passes: list, back: torch.Tensor) -> torch.Tensor:
