@@ -1029,7 +1029,8 @@ def test_a_featurising_worker_imports_neither_torch_nor_polars():
 # --- on a GPU (pytest -m gpu on a machine with CUDA; skipped with the reason elsewhere) ----
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("components", [("word",), ("word", "trigram"), ("lstm",), ("gran",)])
+@pytest.mark.parametrize("components", [("word",), ("word", "trigram"), ("lstm",), ("blstm",),
+                                        ("gran",)])
 def test_gpu_training_follows_the_cpu_loss_curve(tmp_path, components):
     """The same data, seed and settings on CUDA and on CPU: the same loss curve within float
     noise (batches assembled on the device; recurrent models over padded rows in passes

@@ -258,7 +258,8 @@ def _epoch(model, step: EagerStep, store: Path, units: list[str], settings: Embe
             # one read-back a mega-batch: the negatives (their rows set the next steps' sizes)
             # and, as the device has then done the steps before, the loss so far
             n1, n2 = (n.cpu().numpy() for n in hardest_negatives(e1, e2))
-            bar.set_postfix(loss=f"{step.total.item() / max(1, batches):.4f}", refresh=False)
+            if batches:
+                bar.set_postfix(loss=f"{step.total.item() / batches:.4f}", refresh=False)
             if not recurrent:
                 steps = _megabatch_steps(buffer, idx, pool, n1, n2, settings.batch_size, step)
             for b in range(0, len(idx), settings.batch_size):
@@ -282,8 +283,10 @@ def _epoch(model, step: EagerStep, store: Path, units: list[str], settings: Embe
                     step(_group(buffer.flat_runs(rows, buffer.totals(rows)), 0))
                 batches += 1
                 bar.update(len(idx[sl]))
+    loss = step.total.item() / max(1, batches)
+    bar.set_postfix(loss=f"{loss:.4f}", refresh=False)
     bar.close()
-    return step.total.item() / max(1, batches)
+    return loss
 
 
 def _group(feats: dict[str, tuple[torch.Tensor, ...]], k: int) -> dict[str, tuple[torch.Tensor, ...]]:
