@@ -10,7 +10,7 @@ as a CUDA graph over fixed-shape inputs and replays it: one launch a step.
 What stays eager: once a mega-batch, encoding its pool in one pass, the hardest-negative
 search and assembling all its steps' ids on the device at once (``Buffer.flat_runs``); each step,
 copying its ids into the graph's fixed inputs; a short last batch (fewer rows than the
-graph's). About 6.5 operations a step besides the graph's (WORD, batch 100, mega-batch 20,
+graph's). About 8 operations a step besides the graph's 85 (WORD, batch 100, mega-batch 20,
 counted on the CPU), where assembling each step's rows alone launched 37. Sizes: a step's
 ids are flat (no padding between rows), and the graph's inputs have room for a number of ids
 per unit (:func:`room`) at least the most a step has needed so far; a step that needs more
