@@ -300,12 +300,12 @@ class Buffer:
         return {u: max(1, int((o[rows + 1] - o[rows]).reshape(groups, -1).sum(1).max()))
                 if len(rows) else 1 for u, o in self.offsets.items()}
 
-    def flat_runs(self, rows: np.ndarray, sizes: dict[str, int], groups: int = 1
-             ) -> dict[str, tuple[torch.Tensor, torch.Tensor, torch.Tensor]]:
+    def flat_runs(self, rows: np.ndarray, sizes: dict[str, int] | None = None, groups: int = 1
+                  ) -> dict[str, tuple[torch.Tensor, torch.Tensor, torch.Tensor]]:
         """``rows`` (host row numbers) in ``groups`` equal runs (a mega-batch's steps), each run
         as ``embedding_bag``'s flat input, on the :meth:`place` device: per unit, ids
         [groups, size] (a run's rows one after another, then zeros up to ``sizes[unit]``, at
-        least :meth:`totals`), offsets [groups, rows per run] and the mean's weights
+        least :meth:`totals`; by default just that), offsets [groups, rows per run] and the mean's weights
         [groups, size] (1/length at a row's ids, 0 at the padding). No padding between rows:
         an averaging model's work is its rows' ids, where a padded batch costs rows x its
         longest (trigrams of tweets: 80 a row on average, 392 at most). One copy of a few
@@ -313,9 +313,11 @@ class Buffer:
         per = len(rows) // groups
         out = {}
         for u, (flat, _) in self._placed.items():
-            dev, offsets, size = flat.device, self.offsets[u], sizes[u]
+            dev, offsets = flat.device, self.offsets[u]
             starts, lengths = offsets[rows], offsets[rows + 1] - offsets[rows]
-            local = lengths.reshape(groups, per).cumsum(1) - lengths.reshape(groups, per)
+            runs = lengths.reshape(groups, per)
+            size = sizes[u] if sizes else max(1, int(runs.sum(1).max(initial=0)))
+            local = runs.cumsum(1) - runs
             first = np.cumsum(lengths) - lengths  # a row's first id among all runs' real ids
             base = (np.arange(groups)[:, None] * size + local).reshape(-1)  # ... in the output
             meta = to_device(torch.from_numpy(np.stack([starts - first, base - first, lengths,

@@ -253,40 +253,49 @@ def _epoch(model, step: EagerStep, store: Path, units: list[str], settings: Embe
                     e1, e2 = (_encoded(model, *buffer.by_length(rows, spec.units, 512, dev))
                               for rows in (pool[:len(idx)], pool[len(idx):]))
                 else:  # the whole pool in one pass (an averaging model's rows are independent)
-                    e1, e2 = model(_group(buffer.flat_runs(pool, buffer.totals(pool)), 0)).split(len(idx))
+                    e1, e2 = model(_group(buffer.flat_runs(pool), 0)).split(len(idx))
                 model.train()
             # one read-back a mega-batch: the negatives (their rows set the next steps' sizes)
             # and, as the device has then done the steps before, the loss so far
             n1, n2 = (n.cpu().numpy() for n in hardest_negatives(e1, e2))
             if batches:
                 bar.set_postfix(loss=f"{step.total.item() / batches:.4f}", refresh=False)
-            if not recurrent:
-                steps = _megabatch_steps(buffer, idx, pool, n1, n2, settings.batch_size, step)
+            steps, count = ({}, 0) if recurrent else _megabatch_steps(
+                buffer, idx, pool, n1, n2, settings.batch_size, step)
             for b in range(0, len(idx), settings.batch_size):
                 sl = slice(b, b + settings.batch_size)
-                if not recurrent and b // settings.batch_size < steps[1]:
-                    step(_group(steps[0], b // settings.batch_size))
-                    batches += 1
-                    bar.update(len(idx[sl]))
-                    continue
-                rows = np.concatenate([idx[sl], buffer.n + idx[sl], pool[n1[sl]], pool[n2[sl]]])
-                if recurrent:
-                    passes, back = buffer.by_length(rows, spec.units,
-                                                    RECURRENT_PASS_ROWS or settings.batch_size, dev)
-                    if scramble_unit is not None:
-                        for feats in passes:
-                            ids, lengths = feats[scramble_unit]
-                            feats[scramble_unit] = (scramble(ids, lengths, settings.scramble_rate),
-                                                    lengths)
-                    step(passes, back)
-                else:  # a short last batch: s1, s2 and their negatives
-                    step(_group(buffer.flat_runs(rows, buffer.totals(rows)), 0))
+                if b // settings.batch_size < count:  # one of the full steps assembled above
+                    step(_group(steps, b // settings.batch_size))
+                elif recurrent:
+                    step(*_passes(buffer, _rows(buffer, idx, pool, n1, n2, sl), spec, settings,
+                                  scramble_unit, dev))
+                else:  # a short last batch
+                    step(_group(buffer.flat_runs(_rows(buffer, idx, pool, n1, n2, sl)), 0))
                 batches += 1
                 bar.update(len(idx[sl]))
     loss = step.total.item() / max(1, batches)
     bar.set_postfix(loss=f"{loss:.4f}", refresh=False)
     bar.close()
     return loss
+
+
+def _rows(buffer, idx: np.ndarray, pool: np.ndarray, n1: np.ndarray, n2: np.ndarray,
+          sl: slice) -> np.ndarray:
+    """The sentence rows of the step over the mega-batch's pairs ``sl``: s1, s2 and their two
+    negatives."""
+    return np.concatenate([idx[sl], buffer.n + idx[sl], pool[n1[sl]], pool[n2[sl]]])
+
+
+def _passes(buffer, rows: np.ndarray, spec: ModelSpec, settings: EmbedTrainSettings,
+            scramble_unit: str | None, dev: str) -> tuple[list, torch.Tensor]:
+    """A recurrent model's step input: ``rows`` in passes sorted by length, scrambled."""
+    passes, back = buffer.by_length(rows, spec.units, RECURRENT_PASS_ROWS or settings.batch_size,
+                                    dev)
+    if scramble_unit is not None:
+        for feats in passes:
+            ids, lengths = feats[scramble_unit]
+            feats[scramble_unit] = (scramble(ids, lengths, settings.scramble_rate), lengths)
+    return passes, back
 
 
 def _group(feats: dict[str, tuple[torch.Tensor, ...]], k: int) -> dict[str, tuple[torch.Tensor, ...]]:
@@ -302,9 +311,9 @@ def _megabatch_steps(buffer, idx: np.ndarray, pool: np.ndarray, n1: np.ndarray, 
     assembly a mega-batch, where one a step launched ~20 operations each time (on a GPU,
     outside the CUDA graph, launches set the pace); a step takes views."""
     count = len(idx) // batch_size
-    full = count * batch_size
     if not count:
         return {}, 0
+    full = count * batch_size
     rows = np.stack([idx[:full], buffer.n + idx[:full], pool[n1[:full]], pool[n2[:full]]])
     rows = rows.reshape(4, count, batch_size).transpose(1, 0, 2).reshape(-1)  # step by step
     return buffer.flat_runs(rows, step.sizes(buffer.totals(rows, count)), count), count
