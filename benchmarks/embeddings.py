@@ -17,8 +17,7 @@ other recurrent models, hidden 300 as the spec's default). ``--pairs N`` trains 
 first N pairs (quick speed comparisons; its STS figures are not the full runs').
 
     python benchmarks/embeddings.py [--variants word word-sp ...] [--epochs 15] \\
-        [--recurrent-epochs N] [--device auto|cpu|cuda] [--paper-negatives] \\
-        --out benchmarks/out/embeddings.json
+        [--recurrent-epochs N] [--device auto|cpu|cuda] --out benchmarks/out/embeddings.json
 """
 
 from __future__ import annotations
@@ -72,9 +71,6 @@ def main() -> None:
     parser.add_argument("--cuda-graph", action="store_true",
                         help="also train each averaging variant with embed.train.cuda_graph "
                              "(a row named VARIANT+graph; on CUDA only)")
-    parser.add_argument("--paper-negatives", action="store_true",
-                        help="embed.train.distinct_negatives off: a duplicate of either side "
-                             "elsewhere in the mega-batch may be the hardest negative (the papers' rule)")
     parser.add_argument("--out")
     args = parser.parse_args()
     device.limit_threads(args.threads)
@@ -87,7 +83,6 @@ def main() -> None:
     report = {"benchmark": "embedding variants trained on Twitter URL corpus positives",
               "machine": {**machine(), "device": device.pick(args.device), "threads": args.threads},
               "train_pairs": len(pairs), "megabatch": args.megabatch,
-              "distinct_negatives": not args.paper_negatives,
               "recurrent_pass_rows": args.recurrent_pass_rows,
               "sts_benchmark_dev_n": untrained["n"],
               "untrained_word": {"pearson": untrained["pearson"], "spearman": untrained["spearman"]},
@@ -104,8 +99,7 @@ def main() -> None:
             label = name + ("+graph" if graph else "")
             summary = train(pairs, Path(tmp) / f"{label}.pt", spec,
                             EmbedTrainSettings(epochs=epochs, megabatch=args.megabatch,
-                                               device=args.device, cuda_graph=graph,
-                                               distinct_negatives=not args.paper_negatives))
+                                               device=args.device, cuda_graph=graph))
             model = load_model(Path(tmp) / f"{label}.pt")
             result = score(model, sts)
             rows.append({"variant": label,

@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from paramill.cli import main
-from paramill.embed.features import Vocab, row_keys, trigrams, words
+from paramill.embed.features import Vocab, trigrams, words
 from paramill.embed.model import ModelSpec, SentenceEncoder, build, load_model
 from paramill.io import InputError
 from paramill.embed.train import EmbedTrainSettings, hardest_negatives, margin_loss, read_pairs, train
@@ -286,67 +286,6 @@ def test_hardest_negative_is_the_most_similar_other_sentence():
     # pool = [e1_0, e1_1, e1_2, e2_0, e2_1, e2_2]; own pair excluded
     assert n1.tolist() == [2, 2, 3]
     assert n2.tolist() == [2, 2, 1]
-
-
-def test_a_duplicate_of_either_side_is_never_the_hardest_negative():
-    """Tweets repeat: in a mega-batch of the Twitter URL positives (20 x 100 pairs) 57% of the
-    pairs have a copy of one of their sides elsewhere in the pool, which the papers' rule
-    takes as the hardest negative (cosine 1). With keys those copies are left out; without,
-    only the pair's own two sentences."""
-    # pairs (A, B), (A, C), (D, B): pool = [A, A, D, B, C, B]
-    e = {"A": [1.0, 0.0], "B": [0.8, 0.6], "C": [0.0, 1.0], "D": [-0.6, 0.8]}
-    e1, e2 = (torch.tensor([e[s] for s in side]) for side in (["A", "A", "D"], ["B", "C", "B"]))
-    keys = torch.tensor([ord(s) for s in "AADBCB"])
-    paper, distinct = hardest_negatives(e1, e2), hardest_negatives(e1, e2, keys)
-    assert [t.tolist() for t in paper] == [[1, 0, 4], [5, 2, 3]]  # copies of A and B taken
-    assert [t.tolist() for t in distinct] == [[4, 3, 4], [4, 2, 0]]  # never an A or a B copy
-    # for pair 0 (A, B), its negatives are neither A nor B
-    pool = "AADBCB"
-    for i in range(3):
-        own = {pool[i], pool[3 + i]}
-        assert pool[distinct[0][i]] not in own and pool[distinct[1][i]] not in own
-
-
-@pytest.mark.parametrize("distinct", [True, False])
-def test_training_leaves_out_copies_of_a_pairs_sides_as_negatives(tmp_path, monkeypatch, distinct):
-    """The keys reach the search from the buffer (each pool sentence's own), and with
-    ``distinct_negatives`` off it leaves out only the pair's own sentences."""
-    from paramill.embed import train as train_mod
-
-    seen = []
-
-    def recording(e1, e2, keys=None):
-        found = hardest_negatives(e1, e2, keys)
-        seen.append((keys, e1.size(0), [t.tolist() for t in found]))
-        return found
-
-    monkeypatch.setattr(train_mod, "hardest_negatives", recording)
-    texts = ["a cat sat", "the cat sat down", "dogs bark loudly", "a dog barks", "rain falls"]
-    pairs = [(texts[i % 5], f"{texts[(i + 1) % 5]} {i % 3}") for i in range(60)]  # many copies
-    train(pairs, tmp_path / "m.pt", ModelSpec(components=("word",), dim=8, units="word"),
-          EmbedTrainSettings(epochs=1, batch_size=10, megabatch=3, distinct_negatives=distinct))
-    assert seen and all((keys is not None) == distinct for keys, _, _ in seen)
-    for keys, n, (n1, n2) in seen:
-        keys = keys.tolist() if distinct else None
-        assert not distinct or len(set(keys[:n])) <= 5  # the s1 side holds 5 texts: copies found
-        for i in range(n):
-            for j in (n1[i], n2[i]):
-                assert j not in (i, n + i)
-                if distinct:
-                    assert keys[j] not in (keys[i], keys[n + i])
-
-
-def test_row_keys_are_equal_exactly_for_the_same_ids_in_every_unit():
-    flat = np.array([3, 4, 5, 3, 4, 5, 5, 4, 3, 7, 3, 4, 5, 0])
-    offsets = np.array([0, 3, 6, 9, 10, 13, 14])  # rows 0, 1 and 4 the same; 2 their reverse
-    keys = row_keys((flat, offsets))
-    assert keys.dtype == np.int64 and len(keys) == 6
-    assert keys[0] == keys[1] == keys[4] and len(set(keys.tolist())) == 4
-    other = (np.array([1, 1, 1, 1, 2, 3]), np.arange(7))  # a second unit tells rows 1 and 4 apart
-    both = row_keys((flat, offsets), other)
-    assert both[0] == both[1] != both[4]
-    assert len(set(row_keys((np.arange(100_000) % 977, np.arange(0, 100_001, 5))).tolist())) == 977
-    assert row_keys((np.zeros(0, dtype=np.int64), np.array([0]))).shape == (0,)
 
 
 def test_read_pairs_from_candidates_tsv_and_s1s2(tmp_path):

@@ -37,7 +37,7 @@ import torch
 
 from paramill import formats
 from paramill.formats import parquet
-from paramill.embed.features import Featurizer, Vocab, row_keys
+from paramill.embed.features import Featurizer, Vocab
 from paramill.embed.model import real_positions
 from paramill.embed.featurise import chunk_counts, ids_part, ordered_map, part_name
 from paramill.embed.rawstore import RAW_LAYOUT, RawIds, new_parts, reused_pairs
@@ -281,8 +281,6 @@ class Buffer:
             np.cumsum(lengths, out=offsets[1:])
             self.flat[u] = both.flatten().to_numpy(zero_copy_only=False).astype(np.int64)
             self.offsets[u] = offsets
-        #: a key of each sentence row's ids: rows with the same key are the same input
-        self.keys = row_keys(*((self.flat[u], self.offsets[u]) for u in units))
         self._placed: dict[str, tuple[torch.Tensor, torch.Tensor]] = {}
 
     def place(self, device: torch.device | str) -> None:

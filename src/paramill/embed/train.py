@@ -32,7 +32,7 @@ import torch
 import torch.nn.functional as F
 
 from paramill import device
-from paramill.embed.data import PairSource, count_units, epoch_buffers, scramble, to_device, write_ids
+from paramill.embed.data import PairSource, count_units, epoch_buffers, scramble, write_ids
 from paramill.embed.rawstore import one_pass, write_raw_store
 from paramill.embed.steps import EagerStep, GraphStep, margin_step_loss
 from paramill.embed.model import (RNG, ModelSpec, build_from_counts, featurizers, load_model,
@@ -73,11 +73,6 @@ class EmbedTrainSettings(Settings):
         minimum=1)
     seed: int = setting(13, "Random seed.")
     device: Device = setting("auto", "auto: cuda when a GPU is visible.")
-    distinct_negatives: bool = setting(
-        False, "Never take as a pair's hardest negative a sentence with the same units as either "
-        "of its sides (a duplicate elsewhere in the mega-batch, as tweets repeat): its vector "
-        "is the same, so it adds a constant to the loss and nothing to learn from. Off: only "
-        "the pair's own two sentences are left out, the papers' rule.")
     cuda_graph: bool = setting(
         True, "On CUDA, record an averaging model's (WORD, TRIGRAM) training step once as a "
         "CUDA graph and replay it: one launch a step instead of ~100. The same arithmetic and "
@@ -100,19 +95,19 @@ def margin_loss(g1: torch.Tensor, g2: torch.Tensor, t1: torch.Tensor, t2: torch.
     return margin_step_loss(torch.cat([g1, g2, t1, t2]), margin)
 
 
-def hardest_negatives(e1: torch.Tensor, e2: torch.Tensor, keys: torch.Tensor | None = None
-                      ) -> tuple[torch.Tensor, torch.Tensor]:
+def hardest_negatives(e1: torch.Tensor, e2: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """For each pair i, the index into the pool [s_1..s_n, s"_1..s"_n] of the sentence most
-    similar to s_i and to s'_i, excluding s_i and s'_i themselves; with ``keys`` (one a pool
-    sentence, :attr:`paramill.embed.data.Buffer.keys`), also every sentence whose key is
-    s_i's or s'_i's: the same input elsewhere in the pool, whose vector is the same."""
+    similar to s_i and to s'_i, excluding s_i and s'_i themselves."""
     pool = F.normalize(torch.cat([e1, e2]), dim=-1)
     n = e1.size(0)
-    if keys is None:  # each sentence only itself
-        keys = torch.arange(2 * n, device=e1.device)
-    same = (keys[:n, None] == keys[None, :]) | (keys[n:, None] == keys[None, :])
-    return tuple((side @ pool.T).masked_fill_(same, float("-inf")).argmax(dim=1)
-                 for side in (pool[:n], pool[n:]))
+    own = torch.arange(n, device=e1.device)
+    out = []
+    for side in (pool[:n], pool[n:]):
+        sims = side @ pool.T
+        sims[own, own] = float("-inf")
+        sims[own, own + n] = float("-inf")
+        out.append(sims.argmax(dim=1))
+    return out[0], out[1]
 
 
 def adam(model: torch.nn.Module, lr: float, capturable: bool = False) -> torch.optim.Adam:
@@ -262,9 +257,7 @@ def _epoch(model, step: EagerStep, store: Path, units: list[str], settings: Embe
                 model.train()
             # one read-back a mega-batch: the negatives (their rows set the next steps' sizes)
             # and, as the device has then done the steps before, the loss so far
-            keys = (to_device(torch.from_numpy(buffer.keys[pool]), dev)
-                    if settings.distinct_negatives else None)
-            n1, n2 = (n.cpu().numpy() for n in hardest_negatives(e1, e2, keys))
+            n1, n2 = (n.cpu().numpy() for n in hardest_negatives(e1, e2))
             if batches:
                 bar.set_postfix(loss=f"{step.total.item() / batches:.4f}", refresh=False)
             steps, count = ({}, 0) if recurrent else _megabatch_steps(
