@@ -6,7 +6,9 @@
 #          benchmarks/embeddings.py (each averaging variant eager and as a CUDA graph; GRAPH=
 #          leaves the graph rows out; VARIANTS, EPOCHS, RECURRENT_EPOCHS, PASS_ROWS pass through), embed_reference.py (the authors' code, --gpu 1) and
 #          embed_scale.py (featurisation on every core, 1M and 10M pairs, generated on one
-#          core while the GPU steps run), all on cuda (REF_EPOCHS: the reference's epochs, 5)
+#          core while the GPU steps run), all on cuda (REF_EPOCHS: the reference's epochs, 5);
+#          and, only when PARTS names it, step: benchmarks/embed_step.py (the step alone against
+#          the epoch, per step; STEP_VARIANTS, STEP_EPOCHS)
 #   paraid the identifier's GPU tests, then (PARTS, default "default speed cross order")
 #          benchmarks/paraid_default.py (the default model, trained as the pipeline does, on
 #          cuda), benchmarks/cross_speed.py, benchmarks/paraid.py --models extended cross on the URL
@@ -87,6 +89,8 @@ PYEOF
           --epochs ${EPOCHS:-15} ${RECURRENT_EPOCHS:+--recurrent-epochs "$RECURRENT_EPOCHS"} \
           ${PASS_ROWS:+--recurrent-pass-rows "$PASS_ROWS"} \
           ${GRAPH---cuda-graph} --out "$OUT/embeddings.json" ;;
+      step) step step embed_step.log "$PY" benchmarks/embed_step.py --device "$DEVICE" --threads "$THREADS" \
+          --variants ${STEP_VARIANTS:-word-sp trigram} --epochs ${STEP_EPOCHS:-3} --out "$OUT/embed_step.json" ;;
       reference) step reference embed_reference.log "$PY" benchmarks/embed_reference.py --device "$DEVICE" \
           --threads "$THREADS" --reference .gpu/reference --deps /tmp/paramill-site/site --epochs ${REF_EPOCHS:-5} \
           --out "$OUT/embed_reference.json" ;;
@@ -96,7 +100,7 @@ PYEOF
         step scale embed_scale.log "$PY" benchmarks/embed_scale.py --device "$DEVICE" --threads "$THREADS" \
           --sizes ${SIZES:-1000000 10000000} --units sp --train-seconds 10 --data /tmp/scale-data \
           --out "$OUT/embed_scale.json" ;;
-      *) echo "unknown part $part (embeddings, reference, scale)" ;;
+      *) echo "unknown part $part (step, embeddings, reference, scale)" ;;
     esac
   done
   exit 0

@@ -41,7 +41,8 @@ def test_the_parser_of_invocations_finds_flags_across_continuation_lines():
 def test_every_benchmark_gpu_check_runs_takes_every_flag_it_is_given():
     calls = invocations(CHECK.read_text())
     assert {name for name, _ in calls} >= {"paraid_default", "cross_speed", "paraid", "cross_order",
-                                           "embeddings", "embed_reference", "embed_scale", "nmt_gpu"}
+                                           "embeddings", "embed_reference", "embed_scale", "embed_step",
+                                           "nmt_gpu"}
     for name, flags in calls:
         unknown = set(flags) - accepted(name)
         assert not unknown, f"scripts/gpu-check.sh passes benchmarks/{name}.py {sorted(unknown)}"

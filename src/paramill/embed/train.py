@@ -247,17 +247,9 @@ def _epoch(model, step: EagerStep, store: Path, units: list[str], settings: Embe
         for m in range(0, buffer.n, mega):
             idx = order[m:m + mega]
             pool = np.concatenate([idx, buffer.n + idx])  # pool position -> sentence row
-            with torch.no_grad():
-                model.eval()
-                if recurrent:
-                    e1, e2 = (_encoded(model, *buffer.by_length(rows, spec.units, 512, dev))
-                              for rows in (pool[:len(idx)], pool[len(idx):]))
-                else:  # the whole pool in one pass (an averaging model's rows are independent)
-                    e1, e2 = model(_group(buffer.flat_runs(pool), 0)).split(len(idx))
-                model.train()
             # one read-back a mega-batch: the negatives (their rows set the next steps' sizes)
             # and, as the device has then done the steps before, the loss so far
-            n1, n2 = (n.cpu().numpy() for n in hardest_negatives(e1, e2))
+            n1, n2 = _negatives(model, buffer, pool, spec, dev)
             if batches:
                 bar.set_postfix(loss=f"{step.total.item() / batches:.4f}", refresh=False)
             steps, count = ({}, 0) if recurrent else _megabatch_steps(
@@ -277,6 +269,24 @@ def _epoch(model, step: EagerStep, store: Path, units: list[str], settings: Embe
     bar.set_postfix(loss=f"{loss:.4f}", refresh=False)
     bar.close()
     return loss
+
+
+def _negatives(model, buffer, pool: np.ndarray, spec: ModelSpec, dev: str
+               ) -> tuple[np.ndarray, np.ndarray]:
+    """The hardest negatives of a mega-batch (``pool``: its s1 rows, then its s2 rows), as
+    pool positions read back to the host: the pool encoded by the model in eval mode, an
+    averaging model's in one pass, a recurrent model's sorted by length."""
+    half = len(pool) // 2
+    with torch.no_grad():
+        model.eval()
+        if spec.recurrent:
+            e1, e2 = (_encoded(model, *buffer.by_length(rows, spec.units, 512, dev))
+                      for rows in (pool[:half], pool[half:]))
+        else:  # the whole pool in one pass (an averaging model's rows are independent)
+            e1, e2 = model(_group(buffer.flat_runs(pool), 0)).split(half)
+        model.train()
+    n1, n2 = hardest_negatives(e1, e2)
+    return n1.cpu().numpy(), n2.cpu().numpy()
 
 
 def _rows(buffer, idx: np.ndarray, pool: np.ndarray, n1: np.ndarray, n2: np.ndarray,

@@ -1,0 +1,152 @@
+#!/usr/bin/env python3
+"""Where an epoch's time goes: the training step alone against the epoch, a step at a time.
+
+Trains each ``--variants`` model (averaging: ``word-sp``, ``trigram``, ``word-trigram``, as
+``benchmarks/embeddings.py`` names them) on the Twitter URL train positives for ``--epochs``
+(batch 100, mega-batch 20; on CUDA with the step as a CUDA graph unless ``--eager``), then,
+with the trained model, its optimiser and the step object training used, times per step of
+100 pairs:
+
+- ``step_us``: the step alone, ``--repeats`` times back to back on the same inputs (on CUDA
+  the graph's replay: what the GPU itself needs a step, the ceiling with no other work);
+- ``megabatch_us``: the work a mega-batch does besides its steps, divided by its 20 steps:
+  encoding its pool of 4,000 sentences, the hardest-negative search and its read-back to the
+  host, and assembling the steps' rows (``paramill.embed.train._negatives`` and
+  ``_megabatch_steps``, the functions the epoch calls), over one epoch's buffer;
+- ``epoch_us``: the epoch as training ran it (epochs alone, without their checkpoints).
+
+If ``epoch_us`` is about ``step_us + megabatch_us`` the two run one after the other (the
+read-back a mega-batch leaves the device idle while the host assembles the next steps);
+``100 / step_us`` is the pairs/s no change outside the step can pass. On a CPU the step
+runs eagerly and the figures say what the arithmetic costs there.
+
+    python benchmarks/embed_step.py [--variants word-sp trigram] [--epochs 3] [--device cuda] \\
+        [--repeats 500] --out benchmarks/out/embed_step.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _report import REPO, SHARED, emit, machine, twitter_positive_pairs  # noqa: E402
+
+sys.path.insert(0, str(REPO / "src"))
+
+from paramill import device  # noqa: E402
+
+AVERAGING = {"word-sp": {"components": ("word",), "units": "sp"},
+             "word": {"components": ("word",), "units": "word"},
+             "trigram": {"components": ("trigram",), "units": "word"},
+             "word-trigram": {"components": ("word", "trigram"), "units": "word"}}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--variants", nargs="+", choices=list(AVERAGING), default=["word-sp", "trigram"])
+    parser.add_argument("--epochs", type=int, default=3)
+    parser.add_argument("--pairs", type=int, default=0, help="the first N pairs (0: all)")
+    parser.add_argument("--repeats", type=int, default=500, help="steps timed back to back")
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--device", choices=["auto", "cpu", "cuda"], default="auto")
+    parser.add_argument("--eager", action="store_true", help="no CUDA graph on CUDA")
+    parser.add_argument("--out")
+    args = parser.parse_args()
+    device.limit_threads(args.threads)
+    pairs = [(x, y) for x, y in twitter_positive_pairs(SHARED) if x != y]
+    pairs = pairs[:args.pairs] if args.pairs else pairs
+    dev = device.pick(args.device)
+    rows = [_variant(name, pairs, dev, args) for name in args.variants]
+    emit({"benchmark": "embedding training: the step alone against the epoch, per step",
+          "machine": {**machine(), "device": dev, "threads": args.threads}, "train_pairs": len(pairs),
+          "batch": 100, "megabatch": 20, "epochs": args.epochs, "repeats": args.repeats,
+          "variants": rows}, args.out)
+
+
+def _variant(name: str, pairs: list, dev: str, args) -> dict:
+    import torch
+
+    from paramill.embed import train as train_module
+    from paramill.embed.data import PairSource, epoch_buffers, write_ids
+    from paramill.embed.model import ModelSpec
+    from paramill.embed.rawstore import one_pass, write_raw_store
+    from paramill.embed.steps import GraphStep
+    from paramill.embed.train import CHUNK_PAIRS, EmbedTrainSettings, train
+
+    spec = ModelSpec(dim=300, **AVERAGING[name])
+    settings = EmbedTrainSettings(epochs=args.epochs, batch_size=100, megabatch=20, device=dev,
+                                  cuda_graph=not args.eager)
+    made = {}
+    stepper = train_module._stepper
+
+    def keep(*a, **k):  # the step object training uses: its model, optimiser and inputs
+        made["step"] = stepper(*a, **k)
+        return made["step"]
+
+    train_module._stepper = keep
+    try:
+        with tempfile.TemporaryDirectory() as tmp:
+            summary = train(pairs, Path(tmp) / "m.pt", spec, settings)
+            step = made["step"]
+            model = step.model
+            source = PairSource.from_pairs(pairs, drop_identical=False)
+            store = Path(tmp) / "ids"  # training removed its own store: the same one again
+            if one_pass(model.featurizers):
+                write_raw_store(model.featurizers["sp"], source, store, CHUNK_PAIRS, {"k": 1})
+            else:
+                write_ids(model.vocabs, model.featurizers, source, store, CHUNK_PAIRS, key={"k": 1})
+            buffer, order = next(epoch_buffers(store, sorted(model.vocabs), settings.seed, 0,
+                                               settings.buffer_pairs, model.vocabs, model.featurizers))
+            buffer.place(dev)
+            sync = torch.cuda.synchronize if dev == "cuda" else (lambda: None)
+            mega = settings.batch_size * settings.megabatch
+            steps = 0
+            sync()
+            began = time.perf_counter()
+            for m in range(0, buffer.n - mega + 1, mega):  # full mega-batches only
+                idx = order[m:m + mega]
+                pool = np.concatenate([idx, buffer.n + idx])
+                n1, n2 = train_module._negatives(model, buffer, pool, spec, dev)
+                steps += train_module._megabatch_steps(buffer, idx, pool, n1, n2,
+                                                       settings.batch_size, step)[1]
+            sync()
+            megabatch_us = (time.perf_counter() - began) / max(1, steps) * 1e6
+            graph = isinstance(step, GraphStep) and step.replay is not None
+            if graph:
+                replay = step.replay
+            else:  # an eager step keeps no inputs: a mega-batch's first step's
+                idx = order[:mega]
+                pool = np.concatenate([idx, buffer.n + idx])
+                n1, n2 = train_module._negatives(model, buffer, pool, spec, dev)
+                feats = train_module._group(train_module._megabatch_steps(
+                    buffer, idx, pool, n1, n2, settings.batch_size, step)[0], 0)
+                replay = lambda: step._step(feats)  # noqa: E731
+            for _ in range(10):  # warm
+                replay()
+            sync()
+            began = time.perf_counter()
+            for _ in range(args.repeats):
+                replay()
+            sync()
+            step_us = (time.perf_counter() - began) / args.repeats * 1e6
+    finally:
+        train_module._stepper = stepper
+    epoch_us = settings.batch_size / summary["epoch_pairs_per_second"] * 1e6
+    row = {"variant": name, "cuda_graph": graph, "step_us": round(step_us, 1),
+           "megabatch_us_per_step": round(megabatch_us, 1), "epoch_us_per_step": round(epoch_us, 1),
+           "step_plus_megabatch_us": round(step_us + megabatch_us, 1),
+           "pairs_per_second": {"step_alone": round(settings.batch_size / step_us * 1e6),
+                                "epoch": summary["epoch_pairs_per_second"]},
+           "loss": summary["history"][-1]["loss"]}
+    print(row, file=sys.stderr)
+    return row
+
+
+if __name__ == "__main__":
+    main()
