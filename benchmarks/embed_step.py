@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Where an epoch's time goes: the training step alone against the epoch, a step at a time.
 
-Trains each ``--variants`` model (averaging: ``word-sp``, ``trigram``, ``word-trigram``, as
+Trains each ``--variants`` model (``word-sp``, ``trigram``, ``word-trigram``, ``gran-sp``, as
 ``benchmarks/embeddings.py`` names them) on the Twitter URL train positives for ``--epochs``
 (batch 100, mega-batch 20; on CUDA with the step as a CUDA graph unless ``--eager``), then,
 with the trained model, its optimiser and the step object training used, times per step of
@@ -12,7 +12,9 @@ with the trained model, its optimiser and the step object training used, times p
 - ``megabatch_us``: the work a mega-batch does besides its steps, divided by its 20 steps:
   encoding its pool of 4,000 sentences, the hardest-negative search and its read-back to the
   host, and assembling the steps' rows (``paramill.embed.train._negatives`` and
-  ``_megabatch_steps``, the functions the epoch calls), over one epoch's buffer;
+  ``_megabatch_steps``, the functions the epoch calls; for a recurrent model, ``gran-sp`` or
+  ``lstm-sp``, each step's passes sorted by length and scrambled, ``_passes``), over one
+  epoch's buffer;
 - ``epoch_us``: the epoch as training ran it (epochs alone, without their checkpoints).
 
 If ``epoch_us`` is about ``step_us + megabatch_us`` the two run one after the other (the
@@ -41,15 +43,19 @@ sys.path.insert(0, str(REPO / "src"))
 
 from paramill import device  # noqa: E402
 
-AVERAGING = {"word-sp": {"components": ("word",), "units": "sp"},
-             "word": {"components": ("word",), "units": "word"},
-             "trigram": {"components": ("trigram",), "units": "word"},
-             "word-trigram": {"components": ("word", "trigram"), "units": "word"}}
+VARIANTS = {  # as benchmarks/embeddings.py names them
+    "word-sp": {"components": ("word",), "units": "sp"},
+    "word": {"components": ("word",), "units": "word"},
+    "trigram": {"components": ("trigram",), "units": "word"},
+    "word-trigram": {"components": ("word", "trigram"), "units": "word"},
+    "gran-sp": {"components": ("gran",), "units": "sp"},
+    "lstm-sp": {"components": ("lstm",), "units": "sp"},
+}
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--variants", nargs="+", choices=list(AVERAGING), default=["word-sp", "trigram"])
+    parser.add_argument("--variants", nargs="+", choices=list(VARIANTS), default=["word-sp", "trigram"])
     parser.add_argument("--epochs", type=int, default=3)
     parser.add_argument("--pairs", type=int, default=0, help="the first N pairs (0: all)")
     parser.add_argument("--repeats", type=int, default=500, help="steps timed back to back")
@@ -79,7 +85,7 @@ def _variant(name: str, pairs: list, dev: str, args) -> dict:
     from paramill.embed.steps import GraphStep
     from paramill.embed.train import CHUNK_PAIRS, EmbedTrainSettings, train
 
-    spec = ModelSpec(dim=300, **AVERAGING[name])
+    spec = ModelSpec(dim=300, **VARIANTS[name])
     settings = EmbedTrainSettings(epochs=args.epochs, batch_size=100, megabatch=20, device=dev,
                                   cuda_graph=not args.eager)
     made = {}
@@ -113,20 +119,15 @@ def _variant(name: str, pairs: list, dev: str, args) -> dict:
                 idx = order[m:m + mega]
                 pool = np.concatenate([idx, buffer.n + idx])
                 n1, n2 = train_module._negatives(model, buffer, pool, spec, dev)
-                steps += train_module._megabatch_steps(buffer, idx, pool, n1, n2,
-                                                       settings.batch_size, step)[1]
+                passes = _assembled(train_module, buffer, idx, pool, n1, n2, settings, spec, step, dev)
+                steps += len(passes)
             sync()
             megabatch_us = (time.perf_counter() - began) / max(1, steps) * 1e6
             graph = isinstance(step, GraphStep) and step.replay is not None
             if graph:
                 replay = step.replay
             else:  # an eager step keeps no inputs: a mega-batch's first step's
-                idx = order[:mega]
-                pool = np.concatenate([idx, buffer.n + idx])
-                n1, n2 = train_module._negatives(model, buffer, pool, spec, dev)
-                feats = train_module._group(train_module._megabatch_steps(
-                    buffer, idx, pool, n1, n2, settings.batch_size, step)[0], 0)
-                replay = lambda: step._step(feats)  # noqa: E731
+                replay = lambda: step(*passes[0])  # noqa: E731
             for _ in range(10):  # warm
                 replay()
             sync()
@@ -146,6 +147,21 @@ def _variant(name: str, pairs: list, dev: str, args) -> dict:
            "loss": summary["history"][-1]["loss"]}
     print(row, file=sys.stderr)
     return row
+
+
+def _assembled(train_module, buffer, idx, pool, n1, n2, settings, spec, step, dev) -> list[tuple]:
+    """A mega-batch's full steps' inputs, as the epoch assembles them: an averaging model's
+    all at once (``_megabatch_steps``), a recurrent model's step by step (``_passes``: sorted
+    by length, padded a pass at a time, scrambled), which the epoch does before each step."""
+    batch = settings.batch_size
+    if not spec.recurrent:
+        steps, count = train_module._megabatch_steps(buffer, idx, pool, n1, n2, batch, step)
+        return [(train_module._group(steps, k),) for k in range(count)]
+    unit = spec.units if settings.scramble_rate > 0 else None
+    return [train_module._passes(buffer, train_module._rows(buffer, idx, pool, n1, n2,
+                                                            slice(b, b + batch)),
+                                 spec, settings, unit, dev)
+            for b in range(0, len(idx) - batch + 1, batch)]
 
 
 if __name__ == "__main__":

@@ -90,7 +90,7 @@ PYEOF
           ${PASS_ROWS:+--recurrent-pass-rows "$PASS_ROWS"} \
           ${GRAPH---cuda-graph} --out "$OUT/embeddings.json" ;;
       step) step step embed_step.log "$PY" benchmarks/embed_step.py --device "$DEVICE" --threads "$THREADS" \
-          --variants ${STEP_VARIANTS:-word-sp trigram} --epochs ${STEP_EPOCHS:-3} --out "$OUT/embed_step.json" ;;
+          --variants ${STEP_VARIANTS:-word-sp trigram gran-sp} --epochs ${STEP_EPOCHS:-3} --out "$OUT/embed_step.json" ;;
       reference) step reference embed_reference.log "$PY" benchmarks/embed_reference.py --device "$DEVICE" \
           --threads "$THREADS" --reference .gpu/reference --deps /tmp/paramill-site/site --epochs ${REF_EPOCHS:-5} \
           --out "$OUT/embed_reference.json" ;;

@@ -55,5 +55,10 @@ def test_every_variant_and_test_file_gpu_check_names_exists():
     embeddings = (ROOT / "benchmarks" / "embeddings.py").read_text()
     for variant in default.group(1).split():
         assert re.search(rf'^\s+"{re.escape(variant)}": \{{', embeddings, re.M), variant
+    steps = re.search(r"--variants \$\{STEP_VARIANTS:-([^}]*)\}", text)
+    assert steps
+    step_source = (ROOT / "benchmarks" / "embed_step.py").read_text()
+    for variant in steps.group(1).split():
+        assert re.search(rf'^\s+"{re.escape(variant)}": \{{', step_source, re.M), variant
     for test_file in re.findall(r"tests/unit/test_\w+\.py", text):
         assert (ROOT / test_file).is_file(), test_file
