@@ -38,19 +38,11 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _report import REPO, SHARED, emit, machine, twitter_positive_pairs  # noqa: E402
+from embeddings import VARIANTS  # noqa: E402  (the same names, each with its units)
 
 sys.path.insert(0, str(REPO / "src"))
 
 from paramill import device  # noqa: E402
-
-VARIANTS = {  # as benchmarks/embeddings.py names them
-    "word-sp": {"components": ("word",), "units": "sp"},
-    "word": {"components": ("word",), "units": "word"},
-    "trigram": {"components": ("trigram",), "units": "word"},
-    "word-trigram": {"components": ("word", "trigram"), "units": "word"},
-    "gran-sp": {"components": ("gran",), "units": "sp"},
-    "lstm-sp": {"components": ("lstm",), "units": "sp"},
-}
 
 
 def main() -> None:
@@ -115,14 +107,16 @@ def _variant(name: str, pairs: list, dev: str, args) -> dict:
             steps = 0
             sync()
             began = time.perf_counter()
-            for m in range(0, buffer.n - mega + 1, mega):  # full mega-batches only
+            for m in range(0, buffer.n, mega):  # their full steps (a short last one left out)
                 idx = order[m:m + mega]
                 pool = np.concatenate([idx, buffer.n + idx])
                 n1, n2 = train_module._negatives(model, buffer, pool, spec, dev)
                 passes = _assembled(train_module, buffer, idx, pool, n1, n2, settings, spec, step, dev)
                 steps += len(passes)
             sync()
-            megabatch_us = (time.perf_counter() - began) / max(1, steps) * 1e6
+            if not steps:
+                raise SystemExit(f"embed_step: {buffer.n} pairs make no step of {settings.batch_size}")
+            megabatch_us = (time.perf_counter() - began) / steps * 1e6
             graph = isinstance(step, GraphStep) and step.replay is not None
             if graph:
                 replay = step.replay
