@@ -104,7 +104,7 @@ def _variant(name: str, pairs: list, dev: str, args) -> dict:
             buffer.place(dev)
             sync = torch.cuda.synchronize if dev == "cuda" else (lambda: None)
             mega = settings.batch_size * settings.megabatch
-            steps = 0
+            steps, first = 0, []  # first: a full step's inputs (the last mega-batch may have none)
             sync()
             began = time.perf_counter()
             for m in range(0, buffer.n, mega):  # their full steps (a short last one left out)
@@ -113,6 +113,7 @@ def _variant(name: str, pairs: list, dev: str, args) -> dict:
                 n1, n2 = train_module._negatives(model, buffer, pool, spec, dev)
                 passes = _assembled(train_module, buffer, idx, pool, n1, n2, settings, spec, step, dev)
                 steps += len(passes)
+                first = first or passes
             sync()
             if not steps:
                 raise SystemExit(f"embed_step: {buffer.n} pairs make no step of {settings.batch_size}")
@@ -121,7 +122,7 @@ def _variant(name: str, pairs: list, dev: str, args) -> dict:
             if graph:
                 replay = step.replay
             else:  # an eager step keeps no inputs: a mega-batch's first step's
-                replay = lambda: step(*passes[0])  # noqa: E731
+                replay = lambda: step(*first[0])  # noqa: E731
             for _ in range(10):  # warm
                 replay()
             sync()

@@ -34,8 +34,8 @@ SUITE=${1:-nmt}
 WORK=${2:-work}
 PY=${PYTHON:-.venv/bin/python}
 # sentencepiece at the version this checkout's environment has, over the machine's own (an
-# H100 had 0.2.2, whose unigram trainer gave the Twitter URL pairs 12,894 pieces where 0.2.3
-# gives 9,800: the WORD-over-SentencePiece rows were not the same model as the CPU's)
+# H100 had 0.2.2, whose unigram trainer made 12,945 pieces of the Twitter URL pairs where 0.2.3
+# makes 9,632: the WORD-over-SentencePiece rows were not the same model as the CPU's)
 SPM=$("$PY" -c "import sentencepiece; print(sentencepiece.__version__)")
 CORE="polars==2.1.0 polars-runtime-32==2.1.0 rapidfuzz zstandard configargparse jsonschema
 jsonschema-specifications referencing rpds-py snowballstemmer sentencepiece==$SPM"

@@ -52,13 +52,12 @@ def test_every_variant_and_test_file_gpu_check_names_exists():
     text = CHECK.read_text()
     default = re.search(r"--variants \$\{VARIANTS:-([^}]*)\}", text)
     assert default
-    embeddings = (ROOT / "benchmarks" / "embeddings.py").read_text()
-    for variant in default.group(1).split():
-        assert re.search(rf'^\s+"{re.escape(variant)}": \{{', embeddings, re.M), variant
     steps = re.search(r"--variants \$\{STEP_VARIANTS:-([^}]*)\}", text)
     assert steps
+    # embed_step.py takes embeddings.py's variants
     assert "from embeddings import VARIANTS" in (ROOT / "benchmarks" / "embed_step.py").read_text()
-    for variant in steps.group(1).split():  # embed_step.py takes embeddings.py's variants
+    embeddings = (ROOT / "benchmarks" / "embeddings.py").read_text()
+    for variant in default.group(1).split() + steps.group(1).split():
         assert re.search(rf'^\s+"{re.escape(variant)}": \{{', embeddings, re.M), variant
     for test_file in re.findall(r"tests/unit/test_\w+\.py", text):
         assert (ROOT / test_file).is_file(), test_file
