@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from .conftest import TINY_NMT, copy_project, digests, snakemake
+from .conftest import TINY_NMT, copy_tiny_project, digests, snakemake
 
 pytestmark = pytest.mark.slow
 
@@ -171,7 +171,7 @@ def run(root: Path, *targets: str):
 
 @pytest.fixture(scope="module")
 def hostile_run(tmp_path_factory):
-    root = copy_project(tmp_path_factory.mktemp("hostile"))
+    root = copy_tiny_project(tmp_path_factory.mktemp("hostile"))
     run(root)
     # the Twitter rules that read the hostile archive, raw folder, state and training file
     run(root, f"work {HOSTILE}/twitter/harvest/2026-10-05.parquet", f"results {HOSTILE}/twitter/paraid.json")
@@ -188,7 +188,7 @@ def test_no_config_value_ever_runs_as_a_command(hostile_run):
 
 
 def test_the_same_inputs_give_byte_identical_outputs(tiny_run, tmp_path):
-    root = copy_project(tmp_path)
+    root = copy_tiny_project(tmp_path)
     snakemake(root, *TINY_NMT)
     first, second = tiny_run.digests, digests(root)
     assert len(first) > 100 and set(first) == set(second)
