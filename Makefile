@@ -11,18 +11,21 @@ TEST_WORKERS ?= 2
 # pip's output is kept short; set PIP_QUIET= to see it all.
 PIP_QUIET ?= -q
 PIP := $(BIN)/python -m pip $(PIP_QUIET) --disable-pip-version-check
+# the exact versions the suite passed with (`make lock` writes it; pyproject.toml has ranges)
+CONSTRAINTS := constraints.txt
 
-.PHONY: install run test report lint clean-work help
+.PHONY: install run test report lint lock clean-work help
 
 help:
 	@echo "make run     install (if needed) and run the default pipeline on data/sample/"
 	@echo "make test    install (if needed) and run the test suite"
 	@echo "make report  write report.html for the last run"
 	@echo "make lint    snakemake --lint"
+	@echo "make lock    write constraints.txt from .venv (after a dependency change)"
 
 install: $(STAMP)
 
-$(STAMP): pyproject.toml Makefile scripts/build-kenlm.sh scripts/install-browser.sh
+$(STAMP): pyproject.toml $(CONSTRAINTS) Makefile scripts/build-kenlm.sh scripts/install-browser.sh
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(PIP) install --upgrade pip
 	@# KenLM's C++ build and the report test's browser (Debian packages) run beside pip's
@@ -38,9 +41,9 @@ $(STAMP): pyproject.toml Makefile scripts/build-kenlm.sh scripts/install-browser
 	    > $$log 2>&1 & native=$$!; \
 	  trap 'kill -- -$$native 2>/dev/null || true' EXIT; \
 	  set -x; \
-	  $(PIP) install torch==2.13.0; \
-	  $(PIP) install -e ".[test$$($(BIN)/python -c 'import torch; print(",gpu" if torch.version.cuda else "")')]"; \
-	  $(PIP) install --no-deps opennmt-py==3.5.1; \
+	  $(PIP) install -c $(CONSTRAINTS) torch==2.13.0; \
+	  $(PIP) install -c $(CONSTRAINTS) -e ".[test$$($(BIN)/python -c 'import torch; print(",gpu" if torch.version.cuda else "")')]"; \
+	  $(PIP) install -c $(CONSTRAINTS) --no-deps opennmt-py==3.5.1; \
 	  { set +x; } 2>/dev/null; \
 	  if wait $$native; then cat $$log; trap - EXIT; else cat $$log >&2; echo "KenLM build or browser install failed (above)" >&2; exit 1; fi
 	@touch $(STAMP)
@@ -53,6 +56,9 @@ test: install
 
 report: install
 	$(BIN)/snakemake --cores $(CORES) --report report.html
+
+lock: install
+	$(BIN)/python scripts/lock.py > $(CONSTRAINTS).new && mv $(CONSTRAINTS).new $(CONSTRAINTS)
 
 lint: install
 	PATH=$(CURDIR)/$(BIN):$$PATH $(BIN)/python scripts/lint.py

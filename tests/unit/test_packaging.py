@@ -31,6 +31,47 @@ def test_metadata_matches_what_the_project_uses():
     assert (3, 11) <= sys.version_info[:2] < (3, 13)
 
 
+def test_constraints_pin_every_dependency_inside_its_range():
+    """make install installs with constraints.txt (`make lock`): each dependency of
+    pyproject.toml, the test extra's too, is pinned there to one version its range allows,
+    and no pin carries a local label (torch's `+cpu` would refuse the CUDA wheel)."""
+    from packaging.requirements import Requirement
+    from packaging.utils import canonicalize_name
+    from packaging.version import Version
+
+    pins = {}
+    for number, line in enumerate((REPO / "constraints.txt").read_text().splitlines(), 1):
+        if not line.strip() or line.startswith("#"):
+            continue
+        req = Requirement(line)
+        (spec,) = req.specifier
+        assert spec.operator == "==" and not Version(spec.version).local, f"line {number}: {line}"
+        assert canonicalize_name(req.name) not in pins, f"line {number}: {req.name} pinned twice"
+        pins[canonicalize_name(req.name)] = Version(spec.version)
+    meta = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
+    wanted = [Requirement(r) for r in meta["dependencies"] + meta["optional-dependencies"]["test"]]
+    wanted.append(Requirement(re.search(r"opennmt-py==[\d.]+", (REPO / "Makefile").read_text())[0]))
+    missing = [str(r) for r in wanted if canonicalize_name(r.name) not in pins]
+    assert missing == [], f"not in constraints.txt (run make lock): {missing}"
+    outside = [f"{r} (pinned {pins[canonicalize_name(r.name)]})" for r in wanted
+               if not r.specifier.contains(pins[canonicalize_name(r.name)], prereleases=True)]
+    assert outside == [], f"constraints.txt pins outside pyproject.toml's ranges: {outside}"
+    # the Makefile installs with it, and a changed constraints.txt reinstalls
+    makefile = (REPO / "Makefile").read_text()
+    assert makefile.count("install -c $(CONSTRAINTS)") == 3
+    assert re.search(r"^\$\(STAMP\):.*\$\(CONSTRAINTS\)", makefile, re.M)
+
+
+def test_the_lock_drops_local_labels_and_paramill_itself():
+    sys.path.insert(0, str(REPO / "scripts"))
+    try:
+        from lock import pins
+    finally:
+        sys.path.remove(str(REPO / "scripts"))
+    freeze = "torch==2.13.0+cpu\npolars==2.1.0\n-e git+file:///x#egg=paramill\nparamill==0.1.0\nZstandard==0.25.0\n"
+    assert pins(freeze) == ["polars==2.1.0", "torch==2.13.0", "Zstandard==0.25.0"]
+
+
 @pytest.mark.slow
 def test_pip_install_dot_gives_a_working_paramill_command(tmp_path):
     # built from a copy: setuptools writes build/ and egg-info next to the sources
