@@ -17,14 +17,12 @@ import os
 import re
 from importlib import resources
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+import jsonschema
 import yaml
 
 from paramill.settings import Settings  # noqa: F401  (stages imported it from here)
-
-if TYPE_CHECKING:
-    import jsonschema
 
 
 class ConfigError(ValueError):
@@ -147,7 +145,7 @@ def resolve(config: dict[str, Any] | None) -> dict[str, Any]:
     root = schema()
     coerce_strings(config, root, root)
     _fill_defaults(config, root, root)
-    validator = _validator(root)
+    validator = _Validator(root, format_checker=FORMATS)
     problems = []
     for error in sorted(validator.iter_errors(config), key=lambda e: list(map(str, e.absolute_path))):
         # report the innermost cause of if/then and combinator failures
@@ -186,30 +184,18 @@ def _is_number(checker: Any, value: Any) -> bool:
             and math.isfinite(value))
 
 
-@functools.cache
-def _checker() -> tuple[type, Any]:
-    """The validator class (JSON Schema 2020-12 with the integer and number checks above) and
-    the formats a config value may declare (``format`` in the schema), checked as it is read:
-    ``date`` a real calendar day, ``polars-regex`` a pattern polars' regex engine compiles.
-    Built on first use: jsonschema's import is about a sixth of a job's fixed cost, and a
-    job is handed its settings already validated."""
-    import jsonschema
+_Validator = jsonschema.validators.extend(
+    jsonschema.Draft202012Validator,
+    type_checker=jsonschema.Draft202012Validator.TYPE_CHECKER.redefine_many(
+        {"integer": _is_integer, "number": _is_number}),
+)
 
-    validator = jsonschema.validators.extend(
-        jsonschema.Draft202012Validator,
-        type_checker=jsonschema.Draft202012Validator.TYPE_CHECKER.redefine_many(
-            {"integer": _is_integer, "number": _is_number}),
-    )
-    formats = jsonschema.FormatChecker(formats=["date"])
-    formats.checks("polars-regex", raises=(ValueError,))(_polars_regex)
-    return validator, formats
+#: the formats a config value may declare (``format`` in the schema), checked as it is read:
+#: ``date`` a real calendar day, ``polars-regex`` a pattern polars' regex engine compiles
+FORMATS = jsonschema.FormatChecker(formats=["date"])
 
 
-def _validator(root: dict[str, Any]) -> Any:
-    cls, formats = _checker()
-    return cls(root, format_checker=formats)
-
-
+@FORMATS.checks("polars-regex", raises=(ValueError,))
 def _polars_regex(value: object) -> bool:
     if not isinstance(value, str):
         return True
