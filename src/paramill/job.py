@@ -81,6 +81,7 @@ def output_job(run: Run, *outs: str | Path, rows_in: int | None = None,
     """
     finals = [Path(o) for o in outs]
     run.check_outputs(finals)  # before the work: an output that would replace an input
+    run.check_inputs()  # and an input that no longer matches the record of the step that wrote it
     with atomic_output(*finals, *[prov_path(o) for o in finals]) as temps:
         job = OutputJob(tuple(temps[:len(finals)]), rows_in)
         yield job

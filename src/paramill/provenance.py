@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from paramill import __version__, device
+from paramill.errors import check_regular_file
 from paramill.io import InputError, MalformedJson, read_json, sha256_file, write_json
 
 PROV_SUFFIX = ".prov.json"
@@ -128,6 +129,57 @@ class Run:
     inputs: list[str | os.PathLike]
     known_digests: dict[str, str] = field(default_factory=dict)
     started: str = field(default_factory=_now)
+    #: file -> (bytes, mtime_ns, sha256) of the inputs :meth:`check_inputs` hashed
+    _checked: dict[str, tuple[int, int, str]] = field(default_factory=dict, init=False, repr=False)
+
+    def check_inputs(self) -> None:
+        """An :class:`~paramill.errors.InputError` where an input that an earlier step
+        wrote no longer matches that step's record: edited, truncated, replaced, or a
+        folder that gained or lost a file since. Its provenance would otherwise name a
+        record that does not describe what this job read. Inputs without a record (raw
+        files) are not checked. Called before the work (:func:`paramill.job.output_job`)
+        and again by :meth:`record`: a file whose size and mtime are unchanged since is not
+        hashed again, and the record reuses the digests."""
+        records: dict[Path, tuple[Path, str, dict[Path, dict[str, Any]]]] = {}
+        for path in map(Path, self.inputs):
+            owner = _record_owner(path)
+            record_path = prov_path(owner)
+            if not record_path.is_file():
+                continue
+            if owner not in records:
+                records[owner] = (record_path, *_listed_outputs(record_path))
+            record_path, rule, listed = records[owner]
+            files = _files_of(path)
+            fix = (f"rerun the step that writes it, or delete {record_path} to use the file as "
+                   "a raw input")
+            for file in files:
+                entry = listed.get(file.resolve())
+                if entry is None:
+                    raise InputError(file, None, f"not among the outputs its record {record_path} "
+                                     f"lists (added after `{rule}` wrote them, or moved away from the "
+                                     f"tree the record was written in); {fix}")
+                if self._digest(file) != entry["sha256"]:
+                    raise InputError(file, None, f"changed since `{rule}` wrote it (sha256 "
+                                     f"differs from its record {record_path}); {fix}")
+            if path.is_dir():
+                present = {file.resolve() for file in files}
+                root = path.resolve()
+                for name, entry in listed.items():
+                    if root in name.parents and name not in present:
+                        raise InputError(path, None, f"{entry['path']} is missing: `{rule}` wrote "
+                                         f"it ({record_path}); {fix}")
+
+    def _digest(self, file: Path) -> str:
+        check_regular_file(file)
+        info = file.stat()
+        seen = self._checked.get(str(file))
+        if seen and seen[:2] == (info.st_size, info.st_mtime_ns):
+            return seen[2]
+        # a digest the caller computed is of the file as it is now (hashed once per job)
+        digest = self.known_digests.get(str(file)) if seen is None else None
+        digest = digest or sha256_file(file)
+        self._checked[str(file)] = (info.st_size, info.st_mtime_ns, digest)
+        return digest
 
     def check_outputs(self, outputs: Iterable[str | os.PathLike]) -> None:
         """An :class:`~paramill.errors.InputError` where writing ``outputs`` would replace or
@@ -153,15 +205,17 @@ class Run:
     def record(self, outputs: dict[str | os.PathLike, str | os.PathLike], rows_in: int | None,
                rows_out: int | None, extra: dict[str, Any] | None = None) -> dict[str, Any]:
         """Build the record. ``outputs`` maps final path -> path where it is now."""
+        self.check_inputs()  # an input changed during the job is refused here
         out_entries: list[dict[str, Any]] = []
         for final, current in outputs.items():
             out_entries += hash_entries([current], relative_to=Path(final))
+        known = {**self.known_digests, **{f: seen[2] for f, seen in self._checked.items()}}
         return {
             "schema": SCHEMA_VERSION,
             "rule": self.rule,
             "command": sys.argv,
             "cwd": os.getcwd(),
-            "inputs": hash_entries(self.inputs, self.known_digests),
+            "inputs": hash_entries(self.inputs, known),
             "input_records": input_records(self.inputs),
             "outputs": out_entries,
             "params": self.params,
@@ -235,6 +289,18 @@ def _load_record(record_path: Path) -> dict[str, Any]:
         if kind != "input_records" and not all(type(e.get("bytes", 0)) is int for e in entries):
             raise _Malformed(f"malformed record (a `bytes` of `{kind}` is not a whole number)")
     return record
+
+
+def _listed_outputs(record_path: Path) -> tuple[str, dict[Path, dict[str, Any]]]:
+    """The rule of a record and its outputs by where they are now (resolved); an
+    :class:`~paramill.errors.InputError` naming the record where it cannot be read."""
+    try:
+        record = _load_record(record_path)
+    except _Malformed as exc:
+        raise InputError(record_path, None, f"{exc}; rerun the step that writes it") from None
+    base = _base(record, record_path)
+    return (str(record.get("rule", "?")),
+            {(base / e["path"]).resolve(): e for e in record.get("outputs", [])})
 
 
 def _base(record: dict[str, Any], record_path: Path) -> Path:

@@ -80,6 +80,15 @@ def test_ingest_then_clean_then_stats_from_the_command_line(tmp_path, capsys):
     assert total["rejected"] == {"duplicate": 1, "empty_cs": 1}
     assert main(["provenance", "verify", str(tmp_path / "t.json")]) == 0
     assert "OK (whole chain)" in capsys.readouterr().out
+    shard = sorted((tmp_path / "in").glob("*.parquet"))[0]
+    shard.write_bytes(shard.read_bytes() + b"\0")  # an intermediate edited since its step wrote it
+    assert main(["bitext", "clean", "--corpus", "a", "--ingested", str(tmp_path / "in"),
+                 "--shards", str(tmp_path / "sh2"), "--rejected", str(tmp_path / "r2.parquet"),
+                 "--keys", str(tmp_path / "k2.parquet"), "--stats", str(tmp_path / "s2.json"),
+                 "--settings", '{"min_tokens": 1}']) == 2
+    err = capsys.readouterr().err
+    assert f"{shard}: changed since `ingest` wrote it" in err and "Traceback" not in err
+    assert not list(tmp_path.glob("*2*"))  # nothing written
     cs.write_text("changed\n")
     assert main(["provenance", "verify", str(tmp_path / "t.json")]) == 1
     assert f"{cs}: input changed" in capsys.readouterr().out

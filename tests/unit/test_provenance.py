@@ -249,3 +249,77 @@ def test_any_field_of_a_record_of_the_wrong_json_type_is_a_finding_or_an_answer_
             assert findings, (path, value)
         cases += 1
     assert cases > 300
+
+
+def _job(tmp_path, name, inputs, content="out"):
+    """A job as the commands run one: the check before the work, the record after."""
+    from paramill.job import output_job
+
+    run = Run(rule="next", params={}, inputs=inputs)
+    out = tmp_path / name
+    with output_job(run, out) as job:
+        job.paths[0].write_text(content)
+    return out
+
+
+def test_a_job_refuses_an_input_that_no_longer_matches_the_record_of_the_step_that_wrote_it(
+        tmp_path):
+    from paramill.errors import InputError
+
+    raw, mid, _ = _chain(tmp_path)
+    raw.write_text("a raw file has no record: not checked")
+    assert verify(_job(tmp_path, "ok.txt", [raw, mid]), recursive=False) == []
+    mid.write_text("edited by hand")
+    with pytest.raises(InputError) as err:
+        _job(tmp_path, "refused.txt", [mid])
+    assert err.value.path == str(mid)
+    assert f"changed since `step` wrote it (sha256 differs from its record {prov_path(mid)})" in str(err.value)
+    assert f"delete {prov_path(mid)} to use the file as a raw input" in str(err.value)
+    assert not list(tmp_path.glob("refused*"))  # nothing written, nothing half-written
+    prov_path(mid).unlink()  # as the message says: now a raw input
+    assert verify(_job(tmp_path, "raw-now.txt", [mid]), recursive=False) == []
+    prov_path(final := tmp_path / "final.txt").write_text("{broken")
+    with pytest.raises(InputError, match=r"final.txt.prov.json: malformed record \(not JSON"):
+        _job(tmp_path, "after-broken.txt", [final])
+
+
+def test_a_folder_input_that_gained_or_lost_a_file_is_refused(tmp_path):
+    from paramill.errors import InputError
+
+    shards = tmp_path / "shards"
+    run = Run(rule="ingest", params={}, inputs=[])
+    with atomic_output(shards, prov_path(shards)) as (tmp, tmp_prov):
+        tmp.mkdir()
+        for i in range(2):
+            (tmp / f"shard-{i:05d}.parquet").write_text(str(i))
+        run.write({shards: tmp}, {shards: tmp_prov}, rows_in=None, rows_out=None)
+    _job(tmp_path, "a.txt", [shards])
+    _job(tmp_path, "b.txt", [shards / "shard-00001.parquet"])  # a file of a recorded folder
+    (shards / "shard-00002.parquet").write_text("2")
+    with pytest.raises(InputError, match="shard-00002.parquet: not among the outputs its record"):
+        _job(tmp_path, "c.txt", [shards])
+    (shards / "shard-00002.parquet").unlink()
+    (shards / "shard-00000.parquet").unlink()
+    with pytest.raises(InputError, match=r"shard-00000.parquet is missing: `ingest` wrote it"):
+        _job(tmp_path, "d.txt", [shards])
+    assert not (tmp_path / "c.txt").exists() and not (tmp_path / "d.txt").exists()
+
+
+def test_an_input_changed_while_the_job_ran_is_refused_and_one_unchanged_is_hashed_once(
+        tmp_path, monkeypatch):
+    from paramill.errors import InputError
+    from paramill.job import output_job
+
+    _, mid, _ = _chain(tmp_path)
+    hashed = []
+    real = provenance.sha256_file
+    monkeypatch.setattr(provenance, "sha256_file", lambda p, *a, **k: hashed.append(str(p)) or real(p, *a, **k))
+    out = _job(tmp_path, "once.txt", [mid])
+    assert hashed.count(str(mid)) == 1  # checked before the work; the record reuses it
+    assert json.loads(prov_path(out).read_text())["inputs"][0]["sha256"] == real(mid)
+    run = Run(rule="next", params={}, inputs=[mid])
+    with pytest.raises(InputError, match="changed since `step` wrote it"):
+        with output_job(run, tmp_path / "during.txt") as job:
+            job.paths[0].write_text("out")
+            mid.write_text("rewritten while the job ran")
+    assert not (tmp_path / "during.txt").exists()

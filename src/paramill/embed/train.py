@@ -360,6 +360,7 @@ def train(source: PairSource | list[tuple[str, str]], out: str | Path, spec: Mod
     run = Run(rule=rule, params={"spec": asdict(spec), "train": asdict(settings)}, inputs=list(inputs),
               known_digests=known)
     run.check_outputs([out, resume, store])  # before hours of training, not after
+    run.check_inputs()
     for path in (out, resume):
         if path.is_dir() and not path.is_symlink():
             raise InputError(path, None, "is a folder; the model is a file: give its path")
