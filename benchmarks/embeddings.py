@@ -36,7 +36,7 @@ sys.path.insert(0, str(REPO / "src"))
 from paramill import device  # noqa: E402
 from paramill.embed.model import ModelSpec, build, load_model  # noqa: E402
 from paramill.embed import train as train_module  # noqa: E402
-from paramill.embed.train import EmbedTrainSettings, train  # noqa: E402
+from paramill.embed.train import EmbedTrainSettings, skips_linked, train  # noqa: E402
 from paramill.evaluate.sts import read, score  # noqa: E402
 
 VARIANTS = {  # units named in every variant: the default (sp) must not change what a row means
@@ -71,6 +71,9 @@ def main() -> None:
     parser.add_argument("--cuda-graph", action="store_true",
                         help="also train each averaging variant with embed.train.cuda_graph "
                              "(a row named VARIANT+graph; on CUDA only)")
+    parser.add_argument("--linked-negatives", choices=["auto", "keep", "skip"], default="auto",
+                        help="embed.train.linked_negatives (auto: skip for recurrent variants, "
+                             "keep, the papers' rule, for averaging ones); said in each row")
     parser.add_argument("--out")
     args = parser.parse_args()
     device.limit_threads(args.threads)
@@ -97,14 +100,16 @@ def main() -> None:
             spec = ModelSpec(dim=300, **VARIANTS[name])
             epochs = args.recurrent_epochs if spec.recurrent and args.recurrent_epochs else args.epochs
             label = name + ("+graph" if graph else "")
-            summary = train(pairs, Path(tmp) / f"{label}.pt", spec,
-                            EmbedTrainSettings(epochs=epochs, megabatch=args.megabatch,
-                                               device=args.device, cuda_graph=graph))
+            settings = EmbedTrainSettings(epochs=epochs, megabatch=args.megabatch,
+                                          device=args.device, cuda_graph=graph,
+                                          linked_negatives=args.linked_negatives)
+            summary = train(pairs, Path(tmp) / f"{label}.pt", spec, settings)
             model = load_model(Path(tmp) / f"{label}.pt")
             result = score(model, sts)
             rows.append({"variant": label,
                          "components": list(spec.components), "units": spec.units,
                          "cuda_graph": summary["cuda_graph"],
+                         "linked_negatives": "skip" if skips_linked(settings, spec) else "keep",
                          "vocabulary": {u: len(v) for u, v in model.vocabs.items()},
                          "epochs": epochs, "pearson": result["pearson"],
                          "spearman": result["spearman"],

@@ -288,6 +288,76 @@ def test_hardest_negative_is_the_most_similar_other_sentence():
     assert n2.tolist() == [2, 2, 1]
 
 
+def test_linked_pairs_sentences_are_left_out_of_the_negatives_unless_none_would_be_left():
+    """Pairs (A, B) and (A, C) share A (tweets of one URL): with their links, neither takes
+    a sentence of the other as its hardest negative; the papers' rule takes the copy of A."""
+    v = {"A": [1.0, 0.0], "B": [0.8, 0.6], "C": [0.6, 0.8], "D": [0.0, 1.0], "E": [0.8, -0.6]}
+    e1, e2 = (torch.tensor([v[s] for s in side]) for side in ("AAD", "BCE"))  # pool AADBCE
+    keep = [t.tolist() for t in hardest_negatives(e1, e2)]
+    skip = [t.tolist() for t in hardest_negatives(e1, e2, torch.tensor([0, 0, 1]))]
+    assert keep[0] == [1, 0, 4] and keep[1][:2] == [4, 3]  # the copy of A; C for B, B for C
+    assert skip[0] == [5, 5, 4] and skip[1][:2] == [2, 2]  # E and D: the other story
+    assert keep[1][2] in (0, 1) and skip[1][2] in (0, 1)  # (D, E) is linked to no other pair
+    one_story = [t.tolist() for t in hardest_negatives(e1, e2, torch.tensor([7, 7, 7]))]
+    assert one_story == keep  # nothing left to choose from: the papers' rule
+
+
+def test_row_keys_are_equal_exactly_for_the_same_ids_in_every_unit():
+    from paramill.embed.features import row_keys
+
+    flat = np.array([3, 4, 5, 3, 4, 5, 5, 4, 3, 7, 3, 4, 5, 0])
+    offsets = np.array([0, 3, 6, 9, 10, 13, 14])  # rows 0, 1 and 4 the same; 2 their reverse
+    keys = row_keys((flat, offsets))
+    assert keys.dtype == np.int64 and len(keys) == 6
+    assert keys[0] == keys[1] == keys[4] and len(set(keys.tolist())) == 4
+    other = (np.array([1, 1, 1, 1, 2, 3]), np.arange(7))  # a second unit tells rows 1 and 4 apart
+    both = row_keys((flat, offsets), other)
+    assert both[0] == both[1] != both[4]
+    assert len(set(row_keys((np.arange(100_000) % 977, np.arange(0, 100_001, 5))).tolist())) == 977
+    assert row_keys((np.zeros(0, dtype=np.int64), np.array([0]))).shape == (0,)
+
+
+def test_buffer_links_are_the_groups_of_pairs_joined_by_a_shared_sentence():
+    import pyarrow as pa
+
+    from paramill.embed.data import Buffer
+
+    sent = {c: [ord(c), 1] for c in "ABCDEFGH"}
+    pairs = ["AB", "AC", "DE", "FE", "GH", "CA"]  # {0, 1, 5} share A (and C), {2, 3} share E
+    buffer = Buffer(pa.table({f"word_{k + 1}": [sent[p[k]] for p in pairs] for k in (0, 1)}),
+                    ["word"])
+    links = buffer.links.tolist()
+    assert links[0] == links[1] == links[5] and links[2] == links[3]
+    assert len({links[0], links[2], links[4]}) == 3
+
+
+@pytest.mark.parametrize("components, setting, skipped", [
+    (("lstm",), "auto", True), (("gran",), "auto", True), (("word",), "auto", False),
+    (("word",), "skip", True), (("lstm",), "keep", False)])
+def test_training_leaves_linked_pairs_out_of_the_negatives_as_set(tmp_path, monkeypatch,
+                                                                  components, setting, skipped):
+    from paramill.embed import train as train_mod
+
+    seen = []
+
+    def recording(e1, e2, links=None):
+        found = hardest_negatives(e1, e2, links)
+        seen.append((None if links is None else links.tolist(), [t.tolist() for t in found]))
+        return found
+
+    monkeypatch.setattr(train_mod, "hardest_negatives", recording)
+    texts = ["a cat sat", "the cat sat down", "dogs bark loudly", "a dog barks", "rain falls"]
+    pairs = [(texts[i % 5], f"{texts[(i + 1) % 5]} {i}") for i in range(40)]  # 5 stories
+    train(pairs, tmp_path / "m.pt", ModelSpec(components=components, dim=8, hidden=8, units="word"),
+          EmbedTrainSettings(epochs=1, batch_size=10, megabatch=4, linked_negatives=setting))
+    assert seen and all((links is not None) == skipped for links, _ in seen)
+    for links, (n1, n2) in seen:
+        if skipped:
+            n = len(links)
+            assert len(set(links)) == 5  # the s1 texts: one group each
+            assert all(links[j % n] != links[i] for i in range(n) for j in (n1[i], n2[i]))
+
+
 def test_read_pairs_from_candidates_tsv_and_s1s2(tmp_path):
     import polars as pl
 

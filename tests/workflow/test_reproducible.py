@@ -66,6 +66,7 @@ NOT_INJECTED = {
     "embed.sweep.grid.units.*": "enum",
     "embed.models.*.components.*": "enum",
     "embed.train.device": "enum",
+    "embed.train.linked_negatives": "enum",
     "embed.sweep.grid.components.*.*": "enum",
     "embed.sweep.grid.release.*": "name pattern",
     "embed.release": "name pattern",

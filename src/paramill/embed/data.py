@@ -21,6 +21,7 @@ row n + i) and pads any rows into tensors with numpy indexing, no Python loop pe
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 from collections import Counter
@@ -37,7 +38,7 @@ import torch
 
 from paramill import formats
 from paramill.formats import parquet
-from paramill.embed.features import Featurizer, Vocab
+from paramill.embed.features import Featurizer, Vocab, row_keys
 from paramill.embed.model import real_positions
 from paramill.embed.featurise import chunk_counts, ids_part, ordered_map, part_name
 from paramill.embed.rawstore import RAW_LAYOUT, RawIds, new_parts, reused_pairs
@@ -282,6 +283,21 @@ class Buffer:
             self.flat[u] = both.flatten().to_numpy(zero_copy_only=False).astype(np.int64)
             self.offsets[u] = offsets
         self._placed: dict[str, tuple[torch.Tensor, torch.Tensor]] = {}
+
+    @functools.cached_property
+    def links(self) -> np.ndarray:
+        """A number for each pair such that pairs linked by a sentence they share (the same
+        unit ids: ``(A, B)`` and ``(A, C)``, or through other pairs, ``(C, D)``) have the same
+        number, other pairs another: the connected components of the buffer's sentences
+        joined by its pairs. Tweets sharing a URL are one such group; a corpus without
+        repeated sentences has a group a pair."""
+        from scipy.sparse import coo_matrix, csgraph  # only models that leave linked pairs out
+
+        keys = row_keys(*((self.flat[u], self.offsets[u]) for u in self.flat))
+        _, node = np.unique(keys, return_inverse=True)
+        count = int(node.max(initial=-1)) + 1
+        graph = coo_matrix((np.ones(self.n), (node[:self.n], node[self.n:])), shape=(count, count))
+        return csgraph.connected_components(graph, directed=False)[1][node[:self.n]]
 
     def place(self, device: torch.device | str) -> None:
         """Move the ids and offsets to ``device`` once (a buffer's batches are then assembled

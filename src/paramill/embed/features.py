@@ -173,6 +173,32 @@ class Featurizer:
         return np.array([vocab.index.get(p, 1) for p in self.pieces], dtype=np.int32)
 
 
+def _mix(x: np.ndarray) -> np.ndarray:
+    """SplitMix64's finaliser on uint64s (wrapping): a well-spread 64-bit value of each."""
+    x = (x ^ (x >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+    x = (x ^ (x >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    return x ^ (x >> np.uint64(31))
+
+
+def row_keys(*columns: tuple[np.ndarray, np.ndarray]) -> np.ndarray:
+    """A 64-bit key for each row of unit ids, over one or more ``(flat, offsets)`` columns of
+    the same rows (row i: ``flat[offsets[i]:offsets[i + 1]]``; one column a unit): rows with
+    the same ids in the same order in every column have the same key, other rows another but
+    for a chance of about 2^-64 a pair (each id mixed with its position, summed, the sum mixed
+    with the length and the other columns'). As int64, which torch compares on any device."""
+    keys = None
+    with np.errstate(over="ignore"):
+        for flat, offsets in columns:
+            lengths = np.diff(offsets)
+            column = lengths.astype(np.uint64)
+            if len(flat):
+                pos = np.arange(len(flat)) - np.repeat(offsets[:-1], lengths)
+                terms = _mix(_mix(flat.astype(np.uint64)) + pos.astype(np.uint64))
+                filled = lengths > 0
+                column[filled] += np.add.reduceat(terms, offsets[:-1][filled])
+            keys = _mix(column if keys is None else column + _mix(keys))
+    return keys.view(np.int64)
+
 def train_sentencepiece(sentences: Iterable[str], vocab_size: int, model_type: str = "unigram",
                         character_coverage: float = 0.995, input_sentences: int = 1_000_000,
                         seed: int = 13, threads: int = 1) -> bytes:

@@ -25,14 +25,15 @@ import sys
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import torch
 import torch.nn.functional as F
 
 from paramill import device
-from paramill.embed.data import PairSource, count_units, epoch_buffers, scramble, write_ids
+from paramill.embed.data import (PairSource, count_units, epoch_buffers, scramble, to_device,
+                                 write_ids)
 from paramill.embed.rawstore import one_pass, write_raw_store
 from paramill.embed.steps import EagerStep, GraphStep, margin_step_loss
 from paramill.embed.model import (RNG, ModelSpec, build_from_counts, featurizers, load_model,
@@ -72,6 +73,14 @@ class EmbedTrainSettings(Settings):
         "gives one shuffle of every pair). Training data is streamed from an id store on disk.",
         minimum=1)
     seed: int = setting(13, "Random seed.")
+    linked_negatives: Literal["auto", "keep", "skip"] = setting(
+        "auto", "Whether a pair's hardest negative may be a sentence of a pair linked to it by "
+        "a sentence they share (tweets of one URL: about the same story, a paraphrase more "
+        "than a negative). keep: yes, the papers' rule (only the pair's own two sentences are "
+        "left out); skip: never; auto: skip for models with a recurrent component (LSTM, "
+        "BLSTM, GRAN), keep for averaging ones. Measured on the Twitter URL positives at "
+        "mega-batch 20 (README): recurrent models collapse with keep (STS-B dev 10-40) and "
+        "train with skip (69); WORD and TRIGRAM lose 2-3 points with skip.")
     device: Device = setting("auto", "auto: cuda when a GPU is visible.")
     cuda_graph: bool = setting(
         True, "On CUDA, record an averaging model's (WORD, TRIGRAM) training step once as a "
@@ -95,19 +104,35 @@ def margin_loss(g1: torch.Tensor, g2: torch.Tensor, t1: torch.Tensor, t2: torch.
     return margin_step_loss(torch.cat([g1, g2, t1, t2]), margin)
 
 
-def hardest_negatives(e1: torch.Tensor, e2: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+def hardest_negatives(e1: torch.Tensor, e2: torch.Tensor, links: torch.Tensor | None = None
+                      ) -> tuple[torch.Tensor, torch.Tensor]:
     """For each pair i, the index into the pool [s_1..s_n, s"_1..s"_n] of the sentence most
-    similar to s_i and to s'_i, excluding s_i and s'_i themselves."""
+    similar to s_i and to s'_i, excluding s_i and s'_i themselves; with ``links`` (a group
+    number a pair, :attr:`paramill.embed.data.Buffer.links`), also the sentences of every
+    pair of i's group, unless that leaves none (then the papers' rule, for that pair)."""
     pool = F.normalize(torch.cat([e1, e2]), dim=-1)
     n = e1.size(0)
     own = torch.arange(n, device=e1.device)
+    if links is not None:
+        linked = links[:, None] == torch.cat([links, links])[None, :]
+        others = ~linked.all(dim=1)
     out = []
     for side in (pool[:n], pool[n:]):
         sims = side @ pool.T
         sims[own, own] = float("-inf")
         sims[own, own + n] = float("-inf")
-        out.append(sims.argmax(dim=1))
+        best = sims.argmax(dim=1)
+        if links is not None:
+            best = torch.where(others, sims.masked_fill(linked, float("-inf")).argmax(dim=1), best)
+        out.append(best)
     return out[0], out[1]
+
+
+def skips_linked(settings: EmbedTrainSettings, spec: ModelSpec) -> bool:
+    """Whether training leaves linked pairs' sentences out of the negatives (its setting,
+    ``auto`` resolved by the model's components)."""
+    return settings.linked_negatives == "skip" or (settings.linked_negatives == "auto"
+                                                   and spec.recurrent)
 
 
 def adam(model: torch.nn.Module, lr: float, capturable: bool = False) -> torch.optim.Adam:
@@ -238,6 +263,7 @@ def _epoch(model, step: EagerStep, store: Path, units: list[str], settings: Embe
     recurrent = spec.recurrent
     scramble_unit = spec.units if settings.scramble_rate > 0 and recurrent else None
     mega = settings.batch_size * settings.megabatch
+    skip_linked = skips_linked(settings, spec)
     bar = progress(f"embed epoch {epoch + 1}/{settings.epochs}", unit="pairs", total=n)
     step.total.zero_()
     batches = 0
@@ -249,7 +275,8 @@ def _epoch(model, step: EagerStep, store: Path, units: list[str], settings: Embe
             pool = np.concatenate([idx, buffer.n + idx])  # pool position -> sentence row
             # one read-back a mega-batch: the negatives (their rows set the next steps' sizes)
             # and, as the device has then done the steps before, the loss so far
-            n1, n2 = _negatives(model, buffer, pool, spec, dev)
+            n1, n2 = _negatives(model, buffer, pool, spec, dev,
+                                buffer.links[idx] if skip_linked else None)
             if batches:
                 bar.set_postfix(loss=f"{step.total.item() / batches:.4f}", refresh=False)
             steps, count = ({}, 0) if recurrent else _megabatch_steps(
@@ -271,11 +298,12 @@ def _epoch(model, step: EagerStep, store: Path, units: list[str], settings: Embe
     return loss
 
 
-def _negatives(model, buffer, pool: np.ndarray, spec: ModelSpec, dev: str
-               ) -> tuple[np.ndarray, np.ndarray]:
+def _negatives(model, buffer, pool: np.ndarray, spec: ModelSpec, dev: str,
+               links: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
     """The hardest negatives of a mega-batch (``pool``: its s1 rows, then its s2 rows), as
     pool positions read back to the host: the pool encoded by the model in eval mode, an
-    averaging model's in one pass, a recurrent model's sorted by length."""
+    averaging model's in one pass, a recurrent model's sorted by length; ``links``: its
+    pairs' groups, whose sentences are left out (:func:`hardest_negatives`)."""
     half = len(pool) // 2
     with torch.no_grad():
         model.eval()
@@ -285,7 +313,8 @@ def _negatives(model, buffer, pool: np.ndarray, spec: ModelSpec, dev: str
         else:  # the whole pool in one pass (an averaging model's rows are independent)
             e1, e2 = model(_group(buffer.flat_runs(pool), 0)).split(half)
         model.train()
-    n1, n2 = hardest_negatives(e1, e2)
+    n1, n2 = hardest_negatives(e1, e2, None if links is None else
+                               to_device(torch.from_numpy(links), e1.device))
     return n1.cpu().numpy(), n2.cpu().numpy()
 
 
