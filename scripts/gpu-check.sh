@@ -4,7 +4,7 @@
 #   embed  the embedding GPU tests (GPU_TESTS: the test files; the embed suite's packages also
 #          run tests/unit/test_paraid.py), then (PARTS, default all of "embeddings reference scale")
 #          benchmarks/embeddings.py (each averaging variant eager and as a CUDA graph; GRAPH=
-#          leaves the graph rows out; VARIANTS, EPOCHS, RECURRENT_EPOCHS, PASS_ROWS pass through), embed_reference.py (the authors' code, --gpu 1) and
+#          leaves the graph rows out; VARIANTS, EPOCHS, RECURRENT_EPOCHS, PASS_ROWS, LINKED pass through), embed_reference.py (the authors' code, --gpu 1) and
 #          embed_scale.py (featurisation on every core, 1M and 10M pairs, generated on one
 #          core while the GPU steps run), all on cuda (REF_EPOCHS: the reference's epochs, 5);
 #          and, only when PARTS names it, step: benchmarks/embed_step.py (the step alone against
@@ -87,7 +87,7 @@ PYEOF
       embeddings) step embeddings embeddings.log "$PY" benchmarks/embeddings.py --device "$DEVICE" \
           --threads "$THREADS" --variants ${VARIANTS:-word word-sp trigram word-trigram gran-sp} \
           --epochs ${EPOCHS:-15} ${RECURRENT_EPOCHS:+--recurrent-epochs "$RECURRENT_EPOCHS"} \
-          ${PASS_ROWS:+--recurrent-pass-rows "$PASS_ROWS"} \
+          ${PASS_ROWS:+--recurrent-pass-rows "$PASS_ROWS"} ${LINKED:+--linked-negatives "$LINKED"} \
           ${GRAPH---cuda-graph} --out "$OUT/embeddings.json" ;;
       step) step step embed_step.log "$PY" benchmarks/embed_step.py --device "$DEVICE" --threads "$THREADS" \
           --variants ${STEP_VARIANTS:-word-sp trigram gran-sp} --epochs ${STEP_EPOCHS:-3} --out "$OUT/embed_step.json" ;;
