@@ -199,6 +199,7 @@ def row_keys(*columns: tuple[np.ndarray, np.ndarray]) -> np.ndarray:
             keys = _mix(column if keys is None else column + _mix(keys))
     return keys.view(np.int64)
 
+
 def train_sentencepiece(sentences: Iterable[str], vocab_size: int, model_type: str = "unigram",
                         character_coverage: float = 0.995, input_sentences: int = 1_000_000,
                         seed: int = 13, threads: int = 1) -> bytes:
