@@ -140,15 +140,15 @@ class Run:
         files) are not checked. Called before the work (:func:`paramill.job.output_job`)
         and again by :meth:`record`: a file whose size and mtime are unchanged since is not
         hashed again, and the record reuses the digests."""
-        records: dict[Path, tuple[Path, str, dict[Path, dict[str, Any]]]] = {}
+        records: dict[Path, tuple[str, dict[Path, dict[str, Any]]]] = {}
         for path in map(Path, self.inputs):
             owner = _record_owner(path)
             record_path = prov_path(owner)
             if not record_path.is_file():
                 continue
             if owner not in records:
-                records[owner] = (record_path, *_listed_outputs(record_path))
-            record_path, rule, listed = records[owner]
+                records[owner] = _listed_outputs(record_path)
+            rule, listed = records[owner]
             files = _files_of(path)
             fix = (f"rerun the step that writes it, or delete {record_path} to use the file as "
                    "a raw input")

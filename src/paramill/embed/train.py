@@ -113,18 +113,17 @@ def hardest_negatives(e1: torch.Tensor, e2: torch.Tensor, links: torch.Tensor | 
     pool = F.normalize(torch.cat([e1, e2]), dim=-1)
     n = e1.size(0)
     own = torch.arange(n, device=e1.device)
-    if links is not None:
+    if links is not None:  # a pair's group, for the pairs it does not fill the pool of
         linked = links[:, None] == torch.cat([links, links])[None, :]
-        others = ~linked.all(dim=1)
+        linked &= ~linked.all(dim=1, keepdim=True)
     out = []
     for side in (pool[:n], pool[n:]):
         sims = side @ pool.T
         sims[own, own] = float("-inf")
         sims[own, own + n] = float("-inf")
-        best = sims.argmax(dim=1)
         if links is not None:
-            best = torch.where(others, sims.masked_fill(linked, float("-inf")).argmax(dim=1), best)
-        out.append(best)
+            sims.masked_fill_(linked, float("-inf"))
+        out.append(sims.argmax(dim=1))
     return out[0], out[1]
 
 
