@@ -20,9 +20,9 @@ import socket
 import stat
 import subprocess
 import sys
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from pathlib import Path
+from pathlib import Path, PurePath
 from typing import Any
 
 from paramill import __version__, device
@@ -298,9 +298,9 @@ def _listed_outputs(record_path: Path) -> tuple[str, dict[Path, dict[str, Any]]]
         record = _load_record(record_path)
     except _Malformed as exc:
         raise InputError(record_path, None, f"{exc}; rerun the step that writes it") from None
-    base = _base(record, record_path)
+    where = _locator(record, record_path)
     return (str(record.get("rule", "?")),
-            {(base / e["path"]).resolve(): e for e in record.get("outputs", [])})
+            {where(e["path"]).resolve(): e for e in record.get("outputs", [])})
 
 
 def _base(record: dict[str, Any], record_path: Path) -> Path:
@@ -315,6 +315,32 @@ def _base(record: dict[str, Any], record_path: Path) -> Path:
             return Path(*here.parts[:-len(parts)])
     cwd = record.get("cwd")
     return Path(cwd) if isinstance(cwd, str) else Path.cwd()
+
+
+def _locator(record: dict[str, Any], record_path: Path) -> Callable[[str], Path]:
+    """Where a name a record lists is now. The output the record is named for (its
+    ``record`` field, ``X.prov.json`` for ``X``) is the file or folder beside the record
+    of that name: an output copied or downloaded away from its tree with its record (a
+    released model) is still the output its record describes. Every other name (inputs,
+    the job's other outputs) is found from :func:`_base`."""
+    base = _base(record, record_path)
+    named = record.get("record")
+    here = record_path.with_name(record_path.name[:-len(PROV_SUFFIX)])
+    own = None
+    if isinstance(named, str) and named.endswith(PROV_SUFFIX):
+        own = PurePath(named[:-len(PROV_SUFFIX)])
+        if own.name != here.name:  # the record of a file of another name: no shortcut
+            own = None
+
+    def where(name: str) -> Path:
+        if own is not None:
+            listed = PurePath(name)
+            if listed == own:
+                return here
+            if own in listed.parents:
+                return here / listed.relative_to(own)
+        return base / name  # an absolute name stays as it is
+    return where
 
 
 def _check_file(path: Path, digest: str, kind: str, shown: str, size: int | None = None
@@ -365,11 +391,7 @@ def verify(output: str | os.PathLike, recursive: bool = True,
         record = _load_record(record_path)
     except _Malformed as exc:
         return [Finding(str(record_path), str(exc))]
-    base = _base(record, record_path)
-
-    def where(name: str) -> Path:
-        return base / name  # an absolute name stays as it is
-
+    where = _locator(record, record_path)
     findings: list[Finding] = []
     listed = {where(e["path"]).resolve() for e in record.get("outputs", [])}  # as they are now
     if not output.is_dir() and output.resolve() not in listed:

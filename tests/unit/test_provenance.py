@@ -323,3 +323,50 @@ def test_an_input_changed_while_the_job_ran_is_refused_and_one_unchanged_is_hash
             job.paths[0].write_text("out")
             mid.write_text("rewritten while the job ran")
     assert not (tmp_path / "during.txt").exists()
+
+
+def test_an_output_copied_away_with_its_record_is_still_the_output_it_describes(
+        tmp_path, monkeypatch):
+    """A released model shared with its record (copied or downloaded into another folder,
+    a name the record's tree never had): a job reading it was refused as "not among the
+    outputs its record lists", and verify said the same. The output the record is named for
+    is the one beside it; the record's other names still point into its tree."""
+    import shutil
+
+    from paramill.errors import InputError
+
+    tree = tmp_path / "project"
+    (tree / "data").mkdir(parents=True)
+    monkeypatch.chdir(tree)
+    (tree / "data" / "raw.txt").write_text("raw")
+    from pathlib import Path
+
+    mid = make_step(Path("data"), "mid.txt", [Path("data/raw.txt")], "mid")
+    folder = Path("data/shards")
+    run = Run(rule="ingest", params={}, inputs=[mid])
+    with atomic_output(folder, prov_path(folder)) as (tmp, tmp_prov):
+        tmp.mkdir()
+        (tmp / "shard-0.parquet").write_text("0")
+        run.write({folder: tmp}, {folder: tmp_prov}, rows_in=None, rows_out=None)
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    for name in ("mid.txt", "mid.txt.prov.json", "shards.prov.json"):
+        shutil.copy(tree / "data" / name, shared / name)
+    shutil.copytree(tree / "data" / "shards", shared / "shards")
+    monkeypatch.chdir(tmp_path)
+    for copy in (shared / "mid.txt", shared / "shards"):
+        assert verify(copy, recursive=False) == []  # the inputs are found in the tree
+        out = _job(shared, f"from-{copy.name}.txt", [copy])
+        assert json.loads(prov_path(out).read_text())["input_records"][0]["output"] == str(copy)
+    shutil.rmtree(tree)  # the tree gone: the inputs cannot be checked, the output can
+    assert [f.path for f in verify(shared / "mid.txt", recursive=False)] == ["data/raw.txt"]
+    (shared / "mid.txt").write_text("edited")
+    with pytest.raises(InputError, match="mid.txt: changed since `step` wrote it"):
+        _job(shared, "refused.txt", [shared / "mid.txt"])
+    (shared / "shards" / "shard-1.parquet").write_text("1")
+    with pytest.raises(InputError, match="shard-1.parquet: not among the outputs its record"):
+        _job(shared, "refused.txt", [shared / "shards"])
+    shutil.copy(shared / "mid.txt.prov.json", shared / "renamed.txt.prov.json")
+    (shared / "renamed.txt").write_text("mid")  # another name: not what the record describes
+    with pytest.raises(InputError, match="renamed.txt: not among the outputs its record"):
+        _job(shared, "refused.txt", [shared / "renamed.txt"])
