@@ -62,6 +62,34 @@ def test_constraints_pin_every_dependency_inside_its_range():
     assert re.search(r"^\$\(STAMP\):.*\$\(CONSTRAINTS\)", makefile, re.M)
 
 
+def test_the_conda_environments_pin_what_pyproject_pins():
+    """envs/*.yaml are written by hand (conda users' path, not the tested one): every pip
+    requirement there is a dependency of pyproject.toml with the very same specifier, so a
+    version bump in pyproject.toml that forgets them fails here instead of on a cluster."""
+    import yaml
+    from packaging.requirements import Requirement
+    from packaging.utils import canonicalize_name
+
+    meta = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
+    wanted = {canonicalize_name(r.name): r.specifier
+              for r in map(Requirement, meta["dependencies"])}
+    files = sorted((REPO / "envs").glob("*.yaml"))
+    assert files
+    for path in files:
+        deps = yaml.safe_load(path.read_text())["dependencies"]
+        (pip,) = [d["pip"] for d in deps if isinstance(d, dict) and "pip" in d]
+        assert pip, path
+        python = next(d for d in deps if isinstance(d, str) and d.startswith("python="))
+        assert python == "python=3.11", f"{path.name}: {python} (requires-python is 3.11-3.12)"
+        assert pip[-1] == "-e ..", f"{path.name}: paramill itself is not installed"
+        for line in pip[:-1]:
+            req = Requirement(line)
+            name = canonicalize_name(req.name)
+            assert name in wanted, f"{path.name}: {line} is not a dependency of pyproject.toml"
+            assert req.specifier == wanted[name], (
+                f"{path.name}: {line}, but pyproject.toml says {req.name}{wanted[name]}")
+
+
 def test_the_lock_drops_local_labels_and_paramill_itself():
     sys.path.insert(0, str(REPO / "scripts"))
     try:
