@@ -79,3 +79,32 @@ def votes(value: Any) -> tuple[int, int] | None:
 def repeated(names: Iterable[str]) -> list[str]:
     """The column names that occur more than once (a header must name each column once)."""
     return sorted(name for name, count in Counter(names).items() if count > 1)
+
+
+def gold_score(path: str, line_no: int, fields: list[str], score: int, layout: str,
+               scale: tuple[float, float]) -> str | None:
+    """The gold score of a line of an STS layout whose files are written one way (the STS
+    Benchmark, SentEval's gold files, SICK), as written: ``fields[score]``; None where the
+    line has no such field or is blank. An :class:`~paramill.io.InputError` naming file and
+    line where a field up to the score is empty (two tabs in a row: every field after it is
+    shifted, and an id or a sentence is read as the score) or the score is a number off the
+    layout's ``scale``: an evaluation read a shifted line's numbers as a pair and its gold
+    (the sample STS-B dev set: Pearson 95.1 -> 7.3 from one line). Anything else that is not
+    a number is a pair without a score, skipped and counted by the evaluation."""
+    from paramill.io import InputError
+
+    if not any(text.strip(_BLANK) for text in fields):
+        return None  # a blank line: no pair, no score
+    for i, text in enumerate(fields[:score + 1]):
+        if not text.strip(_BLANK):
+            raise InputError(path, line_no, f"field {i + 1} is empty: the fields after it are "
+                             f"shifted (two tabs in a row?), and {layout}'s score is field "
+                             f"{score + 1}")
+    if len(fields) <= score:
+        return None
+    value = number(fields[score])
+    if value is not None and not scale[0] <= value <= scale[1]:
+        raise InputError(path, line_no, f"gold score {fields[score].strip(_BLANK)} is off "
+                         f"{layout}'s scale {scale[0]:g}-{scale[1]:g}: the line's fields are "
+                         f"shifted, or the file is not {layout}")
+    return fields[score]

@@ -35,6 +35,42 @@ def test_sts_benchmark_with_stray_fields_and_quotes(tmp_path):
     assert data.s1 == ['A man "with a hat.', "X."] and data.gold == [5.0, 1.5] and data.skipped == 1
 
 
+def test_a_shifted_line_or_a_score_off_the_scale_is_an_error_not_a_pair(tmp_path):
+    """Two tabs in a row shift every field after them: the STS Benchmark reader took the
+    pair's id as its gold score and the score as its first sentence (one such line of the
+    sample's dev set: Pearson 95.1 -> 7.3, n unchanged). The layouts written one way (STS-B,
+    SentEval's gold, SICK) say so naming file and line; blank lines and lines of too few
+    fields are still pairs without a score, skipped and counted."""
+    good = "main-news\theadlines\t2015\t0001\t1.5\tX.\tY.\n"
+    cases = {"main-news\t\theadlines\t2015\t0150\t1.5\tX.\tY.\n": "field 2 is empty",
+             "main-news\theadlines\t2015\t0150\t\t1.5\tX.\tY.\n": "field 5 is empty",
+             "main-news\theadlines\t2015\t0001\t5.2\tX.\tY.\n": "gold score 5.2 is off "
+             "stsbenchmark's scale 0-5: the line's fields are shifted, or the file is not stsbenchmark",
+             "main-news\theadlines\t2015\t0001\t-1\tX.\tY.\n": "gold score -1 is off"}
+    for line, message in cases.items():
+        (tmp_path / "sts-dev.csv").write_text(good + line)
+        with pytest.raises(InputError) as err:
+            read("stsb", "dev", "stsbenchmark", tmp_path / "sts-dev.csv")
+        assert (err.value.path, err.value.line) == (str(tmp_path / "sts-dev.csv"), 2), line
+        assert message in str(err.value)
+    (tmp_path / "sts-dev.csv").write_text(good + "\n \t \n" + good.replace("1.5", "0") + "short\t1\n")
+    data = read("stsb", "dev", "stsbenchmark", tmp_path / "sts-dev.csv")
+    assert data.gold == [1.5, 0.0] and data.skipped == 3
+    (tmp_path / "STS.input.n.txt").write_text("A.\tB.\nC.\tD.\n")
+    (tmp_path / "STS.gs.n.txt").write_text("\n7\n")
+    with pytest.raises(InputError, match=r"STS.gs.n.txt:2: gold score 7 is off senteval's scale 0-5"):
+        read("n", 2013, "senteval", tmp_path / "STS.input.n.txt")
+    (tmp_path / "SICK.txt").write_text("pair_ID\tsentence_A\tsentence_B\trelatedness_score\n"
+                                       "1\tA boy runs.\tA kid runs.\t4.6\n"
+                                       "2\tA boy runs.\t\tA kid runs.\t4.6\n")
+    with pytest.raises(InputError, match=r"SICK.txt:3: field 3 is empty: the fields after it are shifted"):
+        read("sick", "sick", "sick", tmp_path / "SICK.txt")
+    (tmp_path / "SICK.txt").write_text("pair_ID\tsentence_A\tsentence_B\trelatedness_score\n"
+                                       "1\tA boy runs.\tA kid runs.\t0.5\n")
+    with pytest.raises(InputError, match=r"SICK.txt:2: gold score 0.5 is off sick's scale 1-5"):
+        read("sick", "sick", "sick", tmp_path / "SICK.txt")
+
+
 def test_sick(tmp_path):
     (tmp_path / "SICK.txt").write_text("pair_ID\tsentence_A\tsentence_B\trelatedness_score\tentailment\n"
                                        "1\tA boy runs.\tA kid runs.\t4.6\tENTAILMENT\n")

@@ -6,12 +6,14 @@ from __future__ import annotations
 from collections.abc import Iterator
 from pathlib import Path
 
+from paramill.fields import gold_score
 from paramill.formats import Scored, text_lines
 from paramill.io import InputError
 
 NAME = "senteval"
 ALIASES: tuple[str, ...] = ()
 DESCRIPTION = "SentEval's `STS.input.<name>.txt` with `STS.gs.<name>.txt` beside it"
+SCALE = (0.0, 5.0)  # STS 2012-2016
 
 
 def gold_file(path: str | Path) -> Path:
@@ -29,6 +31,7 @@ def sts(path: str, max_line_bytes: int = 65536) -> Iterator[Scored]:
     if len(inputs) != len(gold):
         raise InputError(gold_path, None, f"{len(gold)} scores for the {len(inputs)} pairs of "
                                           f"{path}: one line a pair")
-    for line, score in zip(inputs, gold):
+    for line_no, (line, score) in enumerate(zip(inputs, gold), 1):
         f = line.split("\t")
-        yield Scored(f[0], f[1] if len(f) > 1 else None, score)
+        yield Scored(f[0], f[1] if len(f) > 1 else None,
+                     gold_score(str(gold_path), line_no, [score], 0, NAME, SCALE))

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from paramill.fields import gold_score
 from paramill.formats import Scored, text_lines
 from paramill.io import InputError
 
@@ -12,6 +13,7 @@ NAME = "sick"
 ALIASES: tuple[str, ...] = ()
 DESCRIPTION = "SICK with a header (sentence_A, sentence_B, relatedness_score)"
 COLUMNS = ("sentence_A", "sentence_B", "relatedness_score")
+SCALE = (1.0, 5.0)  # relatedness, the mean of ten ratings of 1-5
 
 
 def sts(path: str, max_line_bytes: int = 65536) -> Iterator[Scored]:
@@ -20,7 +22,7 @@ def sts(path: str, max_line_bytes: int = 65536) -> Iterator[Scored]:
     if missing := [c for c in COLUMNS if c not in header]:
         raise InputError(path, 1, f"header names no {', '.join(missing)}")
     ia, ib, isc = (header.index(c) for c in COLUMNS)
-    for line in lines[1:]:
+    for line_no, line in enumerate(lines[1:], 2):
         f = line.split("\t")
-        yield Scored(f[ia] if len(f) > ia else None, f[ib] if len(f) > ib else None,
-                     f[isc] if len(f) > isc else None)
+        score = gold_score(path, line_no, f, isc, NAME, SCALE)
+        yield Scored(f[ia] if len(f) > ia else None, f[ib] if len(f) > ib else None, score)

@@ -1,15 +1,18 @@
 """The STS Benchmark's ``sts-{train,dev,test}.csv``: tab-separated, fields 5-7 the score, s1
-and s2, some lines with stray extra fields; read without quoting."""
+and s2, some lines with stray extra fields; read without quoting. Scores are 0-5, and no field
+up to the score is empty: a line otherwise is an error (:func:`paramill.fields.gold_score`)."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 
+from paramill.fields import gold_score
 from paramill.formats import Bad, Scored, fields
 
 NAME = "stsbenchmark"
 ALIASES: tuple[str, ...] = ()
 DESCRIPTION = "STS Benchmark `sts-*.csv` (fields 5-7: score, s1, s2)"
+SCALE = (0.0, 5.0)
 
 
 def sts(path: str, max_line_bytes: int = 65536) -> Iterator[Scored | Bad]:
@@ -17,5 +20,6 @@ def sts(path: str, max_line_bytes: int = 65536) -> Iterator[Scored | Bad]:
         if isinstance(item, Bad):
             yield item
             continue
-        f = item[1]
-        yield (Scored(f[5], f[6], f[4]) if len(f) > 6 else Scored(None, None, None))
+        line_no, f = item
+        score = gold_score(path, line_no, f, 4, NAME, SCALE)
+        yield (Scored(f[5], f[6], score) if len(f) > 6 else Scored(None, None, None))
