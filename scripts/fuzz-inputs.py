@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
-"""Hostile-input check of the commands that read users' files: each sample input mutated 23
+"""Hostile-input check of the commands that read users' files: each sample input mutated 24
 ways (empty, blank lines, cut mid-line, invalid UTF-8, NUL, a surrogate's bytes, CRLF, a lone
-CR, tabs removed or added, a line of tabs, a 300 KB line, 100,000 nested brackets, a BOM,
+CR, tabs removed or added, a tab doubled (the fields after it shifted), a line of tabs, a 300 KB line, 100,000 nested brackets, a BOM,
 U+2028/NEL, random bytes, no final newline, every line twice, a stray quote, five random
 byte changes) and read by the command that takes it, in this process: bitext and pairs
 ingest in every sample layout; the tweet-archive replay; the identifier's labelled pairs in
@@ -66,6 +66,7 @@ def mutations(data: bytes, rnd: random.Random) -> Iterator[tuple[str, bytes]]:
     yield "lone_cr", at(line[:5] + b"\r" + line[5:])
     yield "tabs_removed", at(line.replace(b"\t", b" "))
     yield "tabs_added", at(line + b"\t\t")
+    yield "tab_doubled", at(line.replace(b"\t", b"\t\t", 1))  # every field after it shifted
     yield "only_tabs", at(b"\t\t\t")
     yield "long_line", at(line + b"x" * 300_000)
     yield "deep", at(b"[" * 100_000 + b"]" * 100_000)  # deeper than Python's JSON parser goes

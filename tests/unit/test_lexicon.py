@@ -95,7 +95,14 @@ def test_simlex_reader_and_scores(tmp_path):
                           (header + "big\tlarge\t3\tx\t1\n", r"lex2.tsv: not a readable lexicon \(could not "
                                                           r"parse `x`"),
                           (header + "big\tlarge\t3\tnan\t1\n", r"lex2.tsv: the scores of 'big' / 'large' "
-                                                            r"are not finite numbers")):
+                                                            r"are not finite numbers"),
+                          # a tab doubled: polars read the count as pmi_cross (3.0 for 0.5)
+                          (header + "big\tlarge\t\t3\t0.5\t1\n", r"lex2.tsv: not a readable lexicon "
+                           r"\(a line has more fields than the header's 5 \(a tab doubled\?\)\)"),
+                          # a tab lost, or a score left out: its score was null, and the pair unseen
+                          (header + "\nbig\tlarge\t3\t0.5\n", r"lex2.tsv:3: not a readable lexicon: "
+                           r"an empty field, or fewer fields than the header's 5 \(a tab lost\?\)"),
+                          (header + "odd\tone\t3\t\t1\n", r"lex2.tsv:2: not a readable lexicon: an empty")):
         (tmp_path / "lex2.tsv").write_text(text)
         with pytest.raises(InputError, match=problem):
             evaluate(tmp_path / "lex2.tsv", simlex, tmp_path / "s2.tsv", tmp_path / "s2.json")

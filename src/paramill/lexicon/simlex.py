@@ -22,7 +22,9 @@ def read_lexicon(path: str | Path, words: set[str]) -> pl.DataFrame:
     """The rows of the lexicon ``path`` whose two words are both in ``words``. A file that is
     not such a lexicon (no header naming u, v, pmi_cross and pmi_adjusted; a score that is not
     a finite number) is an :class:`~paramill.errors.InputError` naming it: polars' own errors
-    named no file, and a NaN score made the correlation NaN."""
+    named no file, and a NaN score made the correlation NaN. So is a line of more or fewer
+    fields than the header (a tab doubled or lost): polars, reading only the columns asked
+    for, read such a line's count as its ``pmi_cross`` and left a missing score null."""
     from paramill.errors import InputError, first_line
     from paramill.formats import strict_lines
 
@@ -31,12 +33,22 @@ def read_lexicon(path: str | Path, words: set[str]) -> pl.DataFrame:
     if missing:
         raise InputError(path, 1, f"not a lexicon from `paramill lexicon build`: its header has no "
                                   f"{', '.join(missing)} (it has {', '.join(header)[:120]})")
-    try:
-        lex = (pl.scan_csv(path, separator="\t", quote_char=None, schema_overrides=LEXICON_COLUMNS)
-               .select(list(LEXICON_COLUMNS))
-               .filter(pl.col("u").is_in(words) & pl.col("v").is_in(words)).collect())
+    fields = pl.all().exclude("row").is_null()
+    short = pl.any_horizontal(fields) & ~pl.all_horizontal(fields)  # a blank line is no row
+    try:  # every column parsed (no projection pushdown), so a line of extra fields is an error
+        lex = (pl.scan_csv(path, separator="\t", quote_char=None, schema_overrides=LEXICON_COLUMNS,
+                           row_index_name="row")
+               .filter(short | (pl.col("u").is_in(words) & pl.col("v").is_in(words)))
+               .collect(optimizations=pl.QueryOptFlags(projection_pushdown=False)))
     except (pl.exceptions.PolarsError, OSError) as exc:  # a row that does not parse
-        raise InputError(path, None, f"not a readable lexicon ({first_line(exc)})") from None
+        why = (f"a line has more fields than the header's {len(header)} (a tab doubled?)"
+               if "more fields" in str(exc) else first_line(exc))
+        raise InputError(path, None, f"not a readable lexicon ({why})") from None
+    broken = lex.filter(short)
+    if broken.height:
+        raise InputError(path, broken["row"][0] + 2, "not a readable lexicon: an empty field, or "
+                         f"fewer fields than the header's {len(header)} (a tab lost?)")
+    lex = lex.select(list(LEXICON_COLUMNS))
     bad = lex.filter(~pl.col("pmi_cross").is_finite() | ~pl.col("pmi_adjusted").is_finite())
     if bad.height:
         u, v = bad.row(0)[:2]
