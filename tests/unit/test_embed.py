@@ -750,20 +750,23 @@ def test_a_model_file_that_is_not_one_names_it_and_a_bad_resume_file_is_set_asid
 
 def test_tsv_lines_without_two_fields_are_counted_in_the_log(tmp_path, capfd):
     """A TSV line with text but no tab is skipped, as documented, and now counted in the log
-    (it was dropped without a word); blank lines are not counted."""
+    (it was dropped without a word); so is one with an empty side (a tab doubled: the second
+    sentence was the third field, and the pair was dropped without a word); blank lines are
+    not counted."""
     from paramill.embed.data import PairSource
 
     tsv = tmp_path / "p.tsv"
     tsv.write_text("a man reads\ta man is reading\nno tab here\n\nthe dog runs\ta dog is running\n"
-                   "spaces not tabs  between\n")
+                   "spaces not tabs  between\na tab\t\tdoubled\n \t\t \n\tno first side\n")
     source = PairSource.from_files([tsv])
     assert [pair for s1, s2 in source for pair in zip(s1, s2)] == [
         ("a man reads", "a man is reading"), ("the dog runs", "a dog is running")]
-    assert source.skipped == {str(tsv): 2}
+    assert source.skipped == {str(tsv): 4}  # a line of blanks and tabs is a blank line
     capfd.readouterr()
     train(PairSource.from_files([tsv]), tmp_path / "m.pt", ModelSpec(components=("word",), units="word", dim=8),
           EmbedTrainSettings(epochs=1, batch_size=2, megabatch=1))
-    assert f"embed train: {tsv}: 2 lines with fewer than two tab-separated fields skipped" in capfd.readouterr().err
+    assert (f"embed train: {tsv}: 4 lines without two tab-separated sentences (no tab, or an "
+            "empty side) skipped") in capfd.readouterr().err
 
 
 def test_a_tsv_first_line_of_column_names_is_skipped_and_said(tmp_path, capfd):

@@ -56,7 +56,7 @@ class PairSource:
     max_pairs: int = 0
     drop_identical: bool = True
     batch_rows: int = 50_000
-    #: TSV lines with text but fewer than two tab-separated fields, by file, as the last
+    #: TSV lines with text but not two tab-separated sentences, by file, as the last
     #: full read of each file counted them (they are skipped; blank lines are not counted)
     skipped: Counter = field(default_factory=Counter, compare=False, repr=False)
     #: TSV files whose first line named the columns (skipped): path -> (line number, names)
@@ -178,7 +178,8 @@ HEADERS = {("s1", "s2"), ("en_ref", "candidate"), ("sentence1", "sentence2"),
 
 def _tsv_frames(path: str, batch_rows: int, skipped: Counter, headers: dict) -> Iterator[pl.DataFrame]:
     """TSV read without quoting (a quote character is just text), the first two columns;
-    lines with fewer than two fields are skipped, and those with text counted in
+    lines without two (an empty side: a blank line, or a tab doubled) are skipped, and those
+    with text counted in
     ``skipped[path]`` (from 0 at each read of the file); a first line of column names
     (:data:`HEADERS`) is skipped and kept in ``headers[path]``; a line that is not UTF-8 or
     over 64 KiB is an error naming file and line."""
@@ -196,10 +197,10 @@ def _tsv_frames(path: str, batch_rows: int, skipped: Counter, headers: dict) -> 
             if tuple(n.lower() for n in names) in HEADERS:
                 headers[path] = (item[0], names)
                 continue
-        if len(columns) >= 2:
+        if len(columns) >= 2 and columns[0].strip() and columns[1].strip():
             s1.append(columns[0])
             s2.append(columns[1])
-        elif columns and columns[0].strip():
+        elif any(c.strip() for c in columns):  # no tab, or a side empty (a tab doubled)
             skipped[path] += 1
         if len(s1) >= batch_rows:
             yield pl.DataFrame({"s1": s1, "s2": s2}, schema={"s1": pl.String, "s2": pl.String})

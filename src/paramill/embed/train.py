@@ -235,8 +235,8 @@ def _built(spec: ModelSpec, settings: EmbedTrainSettings, source: PairSource, de
               file=sys.stderr)
     for path, lines in source.skipped.items():
         if lines:
-            print(f"embed train: {path}: {lines} lines with fewer than two tab-separated fields "
-                  "skipped", file=sys.stderr)
+            print(f"embed train: {path}: {lines} lines without two tab-separated sentences (no "
+                  "tab, or an empty side) skipped", file=sys.stderr)
     if n < 2:
         shutil.rmtree(store, ignore_errors=True)  # the one pass stored what there was
         raise _too_few(source, n)
