@@ -27,16 +27,22 @@ provenance = Group("provenance", "inspect and verify provenance records")
     "verify", "re-hash inputs and outputs; follow the chain",
     arg("paths", nargs="+", help="outputs (not their .prov.json)"),
     arg("--no-recursive", action="store_true", help="check only these records"),
+    arg("--outputs-only", action="store_true",
+        help="check only that each path is the file (or folder) its record describes, not the "
+             "inputs or the chain: for an output shared with its record away from the tree "
+             "that made it (a released model)"),
     description="Exit 0 when every recorded input and output still has its recorded sha256, "
                 "back to the raw files; 1 otherwise.")
 def verify(args: argparse.Namespace) -> int:
     from paramill.provenance import verify
     broken = 0
+    whole = not (args.no_recursive or args.outputs_only)
     for path in args.paths:
-        findings = verify(path, recursive=not args.no_recursive)
+        findings = verify(path, recursive=not args.no_recursive, inputs=not args.outputs_only)
         broken += bool(findings)
         print(f"{path}: " + (f"BROKEN ({len(findings)} problem{'s' * (len(findings) != 1)})"
-                             if findings else "OK" + " (whole chain)" * (not args.no_recursive)))
+                             if findings else "OK" + " (whole chain)" * whole
+                             + " (the output only)" * args.outputs_only))
         print("".join(f"  {finding}\n" for finding in findings), end="")
     return int(broken > 0)
 

@@ -365,9 +365,10 @@ def _check_file(path: Path, digest: str, kind: str, shown: str, size: int | None
     return None
 
 
-def verify(output: str | os.PathLike, recursive: bool = True,
-           _seen: set[str] | None = None) -> list[Finding]:
-    """Check the record of ``output``: its outputs and inputs still hash as recorded.
+def verify(output: str | os.PathLike, recursive: bool = True, _seen: set[str] | None = None,
+           inputs: bool = True) -> list[Finding]:
+    """Check the record of ``output``: its outputs and inputs still hash as recorded;
+    without ``inputs``, only ``output`` itself (a file shared away from its tree), no chain.
 
     With ``recursive`` the inputs' own records are checked too, and every input that had
     a record when this one was written must still have it, unchanged: a deleted or edited
@@ -397,18 +398,20 @@ def verify(output: str | os.PathLike, recursive: bool = True,
     if not output.is_dir() and output.resolve() not in listed:
         findings.append(Finding(str(output), f"not among the outputs {record_path.name} lists: "
                                 "the record of another file, or edited"))
-    for kind in ("outputs", "inputs"):
+    own, base = output.resolve(), _base(record, record_path)
+    for kind in ("outputs", "inputs")[:1 + inputs]:
         for entry in record.get(kind, []):
-            problem = _check_file(where(entry["path"]), entry["sha256"], kind[:-1], entry["path"],
-                                  entry.get("bytes"))
-            if problem:
-                findings.append(problem)
+            found = where(entry["path"])  # shown as recorded, or where it was copied to
+            shown = entry["path"] if found == base / entry["path"] else str(found)
+            if inputs or found.resolve() == own or own in found.resolve().parents:
+                problem = _check_file(found, entry["sha256"], kind[:-1], shown, entry.get("bytes"))
+                findings += [problem] if problem else []
     # files that appeared in a directory output since the record are a problem too
     if output.is_dir():
         for file in _files_of(output):
             if file.resolve() not in listed:
                 findings.append(Finding(str(file), "file not in the record"))
-    if not recursive:
+    if not recursive or not inputs:
         return findings
     links = record.get("input_records")
     if links is None:  # a schema-1 record: follow the records that are there

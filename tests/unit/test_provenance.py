@@ -360,10 +360,20 @@ def test_an_output_copied_away_with_its_record_is_still_the_output_it_describes(
         assert json.loads(prov_path(out).read_text())["input_records"][0]["output"] == str(copy)
     shutil.rmtree(tree)  # the tree gone: the inputs cannot be checked, the output can
     assert [f.path for f in verify(shared / "mid.txt", recursive=False)] == ["data/raw.txt"]
+    from paramill import cli
+
+    for copy in (shared / "mid.txt", shared / "shards"):
+        assert verify(copy, inputs=False) == []
+        assert cli.main(["provenance", "verify", "--outputs-only", str(copy)]) == 0
+    (shared / "shards" / "shard-0.parquet").write_text("changed")
+    assert [(f.path, f.problem[:30]) for f in verify(shared / "shards", inputs=False)] == [
+        (str(shared / "shards" / "shard-0.parquet"), "output changed since the recor")]
+    (shared / "shards" / "shard-0.parquet").write_text("0")
     (shared / "mid.txt").write_text("edited")
     with pytest.raises(InputError, match="mid.txt: changed since `step` wrote it"):
         _job(shared, "refused.txt", [shared / "mid.txt"])
     (shared / "shards" / "shard-1.parquet").write_text("1")
+    assert [f.problem for f in verify(shared / "shards", inputs=False)] == ["file not in the record"]
     with pytest.raises(InputError, match="shard-1.parquet: not among the outputs its record"):
         _job(shared, "refused.txt", [shared / "shards"])
     shutil.copy(shared / "mid.txt.prov.json", shared / "renamed.txt.prov.json")
