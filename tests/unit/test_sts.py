@@ -71,6 +71,32 @@ def test_a_shifted_line_or_a_score_off_the_scale_is_an_error_not_a_pair(tmp_path
         read("sick", "sick", "sick", tmp_path / "SICK.txt")
 
 
+def test_the_command_says_how_many_pairs_it_skipped(tmp_path, capsys):
+    """Pairs without a usable gold score were counted only in the TSV and JSON; the job's
+    own line says so now, so a log shows a set that lost pairs."""
+    from paramill.cli import main
+
+    (tmp_path / "p.tsv").write_text("a man reads\ta man is reading\nthe dog runs\ta dog is running\n"
+                                    "a cat sleeps\tthe cat is asleep\n")
+    assert main(["embed", "train", str(tmp_path / "p.tsv"), "--out", str(tmp_path / "m.pt"),
+                 "--spec", '{"components": ["word"], "units": "word", "dim": 8}',
+                 "--settings", '{"epochs": 1, "batch_size": 2, "megabatch": 1}']) == 0
+    (tmp_path / "STS.input.x.txt").write_text("a man reads\ta dog runs\nthe cat\ta cat\n"
+                                              "a dog\tthe dog runs\nno gold\there\n")
+    (tmp_path / "STS.gs.x.txt").write_text("1.0\n4.5\n3\n\n")
+    sets = [{"name": n, "year": "y", "format": "senteval", "path": str(tmp_path / "STS.input.x.txt")}
+            for n in ("first", "second")]
+    (tmp_path / "STS.input.y.txt").write_text("a man reads\ta dog runs\nthe cat\ta cat\n")
+    (tmp_path / "STS.gs.y.txt").write_text("1.0\n4.5\n")
+    sets[1]["path"] = str(tmp_path / "STS.input.y.txt")
+    capsys.readouterr()
+    assert main(["evaluate", "sts", "--model", str(tmp_path / "m.pt"), "--datasets", json.dumps(sets),
+                 "--tsv", str(tmp_path / "r.tsv"), "--json", str(tmp_path / "r.json")]) == 0
+    first, second = capsys.readouterr().err.strip().splitlines()[-2:]
+    assert "n=3" in first and first.endswith("(1 pair without a gold score skipped)")
+    assert "n=2" in second and "skipped" not in second
+
+
 def test_sick(tmp_path):
     (tmp_path / "SICK.txt").write_text("pair_ID\tsentence_A\tsentence_B\trelatedness_score\tentailment\n"
                                        "1\tA boy runs.\tA kid runs.\t4.6\tENTAILMENT\n")

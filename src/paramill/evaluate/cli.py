@@ -17,8 +17,10 @@ group = Group("evaluate", "evaluate models")
 def sts(args: argparse.Namespace) -> int | str:
     from paramill.evaluate.sts import evaluate
     result = evaluate(args.model, args.datasets, args.tsv, args.json, rule=args.rule)
+    # pairs without a usable gold score are said here too, not only in the table
     return "".join(f"\n  {r['dataset']:<24} {r['year']:<6} n={r['n']:<6} pearson={r['pearson']} "
-                   f"spearman={r['spearman']}" for r in result["datasets"])
+                   f"spearman={r['spearman']}" + f" ({r['skipped']} pair{'s' * (r['skipped'] > 1)} "
+                   "without a gold score skipped)" * bool(r["skipped"]) for r in result["datasets"])
 
 
 @group.verb(
