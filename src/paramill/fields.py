@@ -16,6 +16,8 @@ from collections import Counter
 from collections.abc import Iterable
 from typing import Any
 
+from paramill.errors import InputError
+
 _NUMBER = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
 _INTEGER = re.compile(r"[+-]?[0-9]+")
 _VOTES = re.compile(r"\([ \t]*([0-9]+)[ \t]*,[ \t]*([0-9]+)[ \t]*\)")
@@ -85,14 +87,12 @@ def gold_score(path: str, line_no: int, fields: list[str], score: int, layout: s
                scale: tuple[float, float]) -> str | None:
     """The gold score of a line of an STS layout whose files are written one way (the STS
     Benchmark, SentEval's gold files, SICK), as written: ``fields[score]``; None where the
-    line has no such field or is blank. An :class:`~paramill.io.InputError` naming file and
+    line has no such field or is blank. An :class:`~paramill.errors.InputError` naming file and
     line where a field up to the score is empty (two tabs in a row: every field after it is
     shifted, and an id or a sentence is read as the score) or the score is a number off the
     layout's ``scale``: an evaluation read a shifted line's numbers as a pair and its gold
     (the sample STS-B dev set: Pearson 95.1 -> 7.3 from one line). Anything else that is not
     a number is a pair without a score, skipped and counted by the evaluation."""
-    from paramill.io import InputError
-
     if not any(text.strip(_BLANK) for text in fields):
         return None  # a blank line: no pair, no score
     for i, text in enumerate(fields[:score + 1]):

@@ -403,7 +403,7 @@ def verify(output: str | os.PathLike, recursive: bool = True, _seen: set[str] | 
         for entry in record.get(kind, []):
             found = where(entry["path"])  # shown as recorded, or where it was copied to
             shown = entry["path"] if found == base / entry["path"] else str(found)
-            if inputs or found.resolve() == own or own in found.resolve().parents:
+            if inputs or own == (now := found.resolve()) or own in now.parents:
                 problem = _check_file(found, entry["sha256"], kind[:-1], shown, entry.get("bytes"))
                 findings += [problem] if problem else []
     # files that appeared in a directory output since the record are a problem too
