@@ -106,32 +106,6 @@ def test_stacked_margin_loss_is_the_loss_of_the_three_cosines():
         assert torch.allclose(a, b, atol=1e-6)
 
 
-def test_bag_sums_are_embedding_bags_sums():
-    """Training's sums on CUDA (one gather and one scatter-add over all the ids): the sums and
-    the table's gradient ``embedding_bag`` gives, flat rows with the padding (id 0, weight 0)
-    after the last, an empty bag, and an id 0 inside a row (a literal "<pad>" unit), which
-    embedding_bag leaves out; no gradient reaches row 0."""
-    import torch.nn.functional as F
-
-    from paramill.embed.model import bag_sums
-
-    torch.manual_seed(0)
-    table = torch.randn(12, 5, requires_grad=True)
-    ids = torch.tensor([3, 5, 5, 7, 2, 0, 9, 1, 4, 11, 0, 0, 0, 0])
-    offsets = torch.tensor([0, 3, 4, 4, 9])  # the third bag is empty; the last runs to the end
-    weights = torch.tensor([1 / 3] * 3 + [1.0] + [0.2] * 5 + [1.0] + [0.0] * 4)
-    got = bag_sums(ids, offsets, weights, table)
-    (grad_got,) = torch.autograd.grad((got * torch.arange(25.0).view(5, 5)).sum(), table)
-    want = F.embedding_bag(ids, table, offsets, mode="sum", per_sample_weights=weights, padding_idx=0)
-    (grad_want,) = torch.autograd.grad((want * torch.arange(25.0).view(5, 5)).sum(), table)
-    assert got.shape == (5, 5) and torch.allclose(got, want, atol=1e-6)
-    assert torch.allclose(got[1], table[7]) and not got[2].any()  # one id; the empty bag
-    assert torch.allclose(got[3], 0.2 * table[[2, 9, 1, 4]].sum(0))  # its id 0 left out
-    assert torch.allclose(got[4], table[11])  # the padding adds nothing
-    assert torch.allclose(grad_got, grad_want, atol=1e-6) and not grad_got[0].any()
-    assert grad_got[5].abs().sum() > 0
-
-
 def test_averaging_is_the_masked_mean_of_the_unit_vectors():
     """WORD/TRIGRAM's embedding_bag: each row's mean over its first ``length`` ids, padding
     (and an empty row: zeros) left out, and no gradient for the padding row 0."""
@@ -223,7 +197,6 @@ def test_a_step_asks_the_device_nothing_back(monkeypatch, components):
 
     from torch.utils._python_dispatch import TorchDispatchMode
 
-    from paramill.embed import model as model_mod
     from paramill.embed.data import scramble
     from paramill.embed.model import build
     from paramill.embed.steps import EagerStep
@@ -251,23 +224,18 @@ def test_a_step_asks_the_device_nothing_back(monkeypatch, components):
         else:
             step(feats)
             step(_flat(feats))
-            monkeypatch.setattr(model_mod, "scatter_sums", lambda ids: torch.is_grad_enabled())
-            step(_flat(feats))  # summed by bag_sums, as on CUDA
     syncing = {"_local_scalar_dense", "item", "nonzero", "masked_select", "unique_dim",
                "_unique2", "unique_consecutive", "equal", "is_nonzero", "_pack_padded_sequence"}
     assert mode.ops and not syncing & set(mode.ops), mode.ops
     assert step.total.item() > 0
 
 
-@pytest.mark.parametrize("scatter", [False, True], ids=["embedding_bag", "bag_sums"])
 @pytest.mark.parametrize("components", [("word",), ("word", "trigram")])
-def test_the_graph_step_trains_as_the_eager_step(tmp_path, monkeypatch, components, scatter):
+def test_the_graph_step_trains_as_the_eager_step(tmp_path, monkeypatch, components):
     """The CUDA graph's bookkeeping, run on the CPU (where the "graph" is the same fixed-shape
     step, eagerly): flat inputs with room for the most ids a step has needed, which grows (a
     new recording each time), warm-up steps, short last batches eagerly, the loss summed in
-    place; the same losses and weights as the eager step. ``bag_sums``: the graph's steps sum
-    their rows as on CUDA (one scatter-add), against the eager step's ``embedding_bag``."""
-    from paramill.embed import model as model_mod
+    place; the same losses and weights as the eager step."""
     from paramill.embed import train as train_mod
     from paramill.embed.steps import WARMUP_STEPS, GraphStep, room
 
@@ -288,20 +256,17 @@ def test_the_graph_step_trains_as_the_eager_step(tmp_path, monkeypatch, componen
         return steps[-1]
 
     monkeypatch.setattr(train_mod, "_stepper", graph_on_cpu)
-    if scatter:
-        monkeypatch.setattr(model_mod, "scatter_sums", lambda ids: torch.is_grad_enabled())
     graph = train(pairs, tmp_path / "g.pt", spec, settings)
     (step,) = steps
     assert step.warm == WARMUP_STEPS and step.replays >= 15 and step.eager >= 2
     assert step.captures >= 2  # the long pair's buffer needed more room
     assert all(n == room(n) and n >= 16 and offsets.shape == (4 * settings.batch_size,)
                for ids, offsets, _ in step.static.values() for n in [ids.size(0)])
-    tolerance = 1e-5 if scatter else 1e-6  # float sums in another order
     assert [h["loss"] for h in graph["history"]] == pytest.approx(
-        [h["loss"] for h in eager["history"]], rel=tolerance)
+        [h["loss"] for h in eager["history"]], rel=1e-6)
     a = torch.load(tmp_path / "e.pt", weights_only=True)["state_dict"]
     b = torch.load(tmp_path / "g.pt", weights_only=True)["state_dict"]
-    assert all(torch.allclose(a[k], b[k], atol=tolerance) for k in a)
+    assert all(torch.allclose(a[k], b[k], atol=1e-6) for k in a)
     assert stepper is not graph_on_cpu and not train_mod.uses_cuda_graph(settings, spec, "cpu")
 
 

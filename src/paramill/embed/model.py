@@ -157,35 +157,8 @@ class Averaging(nn.Module):
             weights = _mean_weights(ids.size(1), lengths, self.embedding.weight.dtype)
         else:
             offsets, weights = lengths, weights.to(self.embedding.weight.dtype)
-            if scatter_sums(ids):
-                return bag_sums(ids, offsets, weights, self.embedding.weight)
         return F.embedding_bag(ids, self.embedding.weight, offsets, mode="sum",
                                per_sample_weights=weights, padding_idx=self.embedding.padding_idx)
-
-
-def scatter_sums(ids: torch.Tensor) -> bool:
-    """Whether a training step's flat rows are summed by :func:`bag_sums` (on CUDA) rather
-    than by ``embedding_bag`` (on a CPU, whose kernels for it are the faster there: 7 ms
-    against 15 for WORD's step of 400 rows, forward and backward, 12 against 92 for TRIGRAM's,
-    2 cores). Encoding (no gradient) keeps ``embedding_bag``: its forward over a pool's
-    thousands of rows needs neither the backward nor a [ids, dim] tensor."""
-    return ids.is_cuda and torch.is_grad_enabled()
-
-
-def bag_sums(ids: torch.Tensor, offsets: torch.Tensor, weights: torch.Tensor,
-             table: torch.Tensor) -> torch.Tensor:
-    """``embedding_bag(ids, table, offsets, mode="sum", per_sample_weights=weights,
-    padding_idx=0)`` (bag ``k``: ``ids[offsets[k]:offsets[k + 1]]``, the last one to the end)
-    as one gather and one scatter-add over all the ids at once, forward and backward.
-    ``embedding_bag``'s CUDA kernel walks a bag's ids one after another, so it takes what the
-    longest bag takes (the flat step's last bag holds the padding up to the graph's room too),
-    and its backward sorts the ids (about 20 kernels): on an H200 (``benchmarks/embed_step.py
-    --profile``) its forward was 824 µs of a TRIGRAM step's 1,178 µs on the device, and 178 of
-    WORD's 457. Here the work is spread over every id (float sums in another order: on CUDA
-    the scatter-add's order varies from run to run, within float rounding)."""
-    bag = torch.searchsorted(offsets, torch.arange(ids.size(0), device=ids.device), right=True) - 1
-    rows = table.index_select(0, ids) * (weights * (ids != 0))[:, None]
-    return rows.new_zeros(offsets.size(0), table.size(1)).index_add_(0, bag, rows)
 
 
 class Recurrent(nn.Module):
