@@ -23,7 +23,7 @@ read-back a mega-batch leaves the device idle while the host assembles the next 
 runs eagerly and the figures say what the arithmetic costs there.
 
     python benchmarks/embed_step.py [--variants word-sp trigram] [--epochs 3] [--device cuda] \\
-        [--repeats 500] --out benchmarks/out/embed_step.json
+        [--repeats 500] [--profile 50] --out benchmarks/out/embed_step.json
 """
 
 from __future__ import annotations
@@ -54,6 +54,10 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--device", choices=["auto", "cpu", "cuda"], default="auto")
     parser.add_argument("--eager", action="store_true", help="no CUDA graph on CUDA")
+    parser.add_argument("--profile", type=int, default=0, metavar="N",
+                        help="also profile N steps alone and one epoch's mega-batch work "
+                             "(torch.profiler: the kernels by device time a step, and the "
+                             "device's busy time against the wall's)")
     parser.add_argument("--out")
     args = parser.parse_args()
     device.limit_threads(args.threads)
@@ -131,6 +135,20 @@ def _variant(name: str, pairs: list, dev: str, args) -> dict:
                 replay()
             sync()
             step_us = (time.perf_counter() - began) / args.repeats * 1e6
+            profiles = {}
+            if args.profile:
+                def run_steps():
+                    for _ in range(args.profile):
+                        replay()
+
+                def run_megabatches():
+                    for m in range(0, buffer.n, mega):
+                        idx = order[m:m + mega]
+                        pool = np.concatenate([idx, buffer.n + idx])
+                        n1, n2 = train_module._negatives(model, buffer, pool, spec, dev)
+                        _assembled(train_module, buffer, idx, pool, n1, n2, settings, spec, step, dev)
+                profiles = {"step": _profiled(run_steps, args.profile, dev, sync),
+                            "megabatch_work": _profiled(run_megabatches, steps, dev, sync)}
     finally:
         train_module._stepper = stepper
     epoch_us = settings.batch_size / summary["epoch_pairs_per_second"] * 1e6
@@ -140,8 +158,38 @@ def _variant(name: str, pairs: list, dev: str, args) -> dict:
            "pairs_per_second": {"step_alone": round(settings.batch_size / step_us * 1e6),
                                 "epoch": summary["epoch_pairs_per_second"]},
            "loss": summary["history"][-1]["loss"]}
-    print(row, file=sys.stderr)
+    if profiles:
+        row["profile"] = profiles
+    print({k: v for k, v in row.items() if k != "profile"}, file=sys.stderr)
     return row
+
+
+def _profiled(fn, steps: int, dev: str, sync, top: int = 25) -> dict:
+    """``fn`` under torch.profiler: per step (``steps`` of them), the wall, the device's summed
+    kernel time (on a GPU: busy against idle) and the ``top`` operations or kernels by device
+    time (on a CPU, by CPU time), with how many ran a step."""
+    from torch.profiler import ProfilerActivity, profile
+
+    activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if dev == "cuda" else [])
+    sync()
+    with profile(activities=activities) as prof:
+        began = time.perf_counter()
+        fn()
+        sync()
+        wall = time.perf_counter() - began
+    events = prof.key_averages()
+    on_device = dev == "cuda"
+    rows = []
+    for e in events:
+        own = (e.self_device_time_total if on_device else e.self_cpu_time_total) or 0
+        if own > 0:
+            rows.append({"name": e.key[:120], "per_step": round(e.count / steps, 2),
+                         "us_per_step": round(own / steps, 2)})
+    rows.sort(key=lambda r: -r["us_per_step"])
+    busy = sum(r["us_per_step"] for r in rows)
+    return {"steps": steps, "wall_us_per_step": round(wall / steps * 1e6, 1),
+            ("device_busy_us_per_step" if on_device else "cpu_self_us_per_step"): round(busy, 1),
+            "kinds": len(rows), "top": rows[:top]}
 
 
 def _assembled(train_module, buffer, idx, pool, n1, n2, settings, spec, step, dev) -> list[tuple]:

@@ -8,7 +8,7 @@
 #          embed_scale.py (featurisation on every core, 1M and 10M pairs, generated on one
 #          core while the GPU steps run), all on cuda (REF_EPOCHS: the reference's epochs, 5);
 #          and, only when PARTS names it, step: benchmarks/embed_step.py (the step alone against
-#          the epoch, per step; STEP_VARIANTS, STEP_EPOCHS)
+#          the epoch, per step; STEP_VARIANTS, STEP_EPOCHS; PROFILE=N: N steps under torch.profiler)
 #   paraid the identifier's GPU tests, then (PARTS, default "default speed cross order")
 #          benchmarks/paraid_default.py (the default model, trained as the pipeline does, on
 #          cuda), benchmarks/cross_speed.py, benchmarks/paraid.py --models extended cross on the URL
@@ -90,7 +90,8 @@ PYEOF
           ${PASS_ROWS:+--recurrent-pass-rows "$PASS_ROWS"} ${LINKED:+--linked-negatives "$LINKED"} \
           ${GRAPH---cuda-graph} --out "$OUT/embeddings.json" ;;
       step) step step embed_step.log "$PY" benchmarks/embed_step.py --device "$DEVICE" --threads "$THREADS" \
-          --variants ${STEP_VARIANTS:-word-sp trigram gran-sp} --epochs ${STEP_EPOCHS:-3} --out "$OUT/embed_step.json" ;;
+          --variants ${STEP_VARIANTS:-word-sp trigram gran-sp} --epochs ${STEP_EPOCHS:-3} ${PROFILE:+--profile "$PROFILE"} \
+          --out "$OUT/embed_step.json" ;;
       reference) step reference embed_reference.log "$PY" benchmarks/embed_reference.py --device "$DEVICE" \
           --threads "$THREADS" --reference .gpu/reference --deps /tmp/paramill-site/site --epochs ${REF_EPOCHS:-5} \
           --out "$OUT/embed_reference.json" ;;
