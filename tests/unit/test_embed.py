@@ -237,6 +237,7 @@ def test_the_graph_step_trains_as_the_eager_step(tmp_path, monkeypatch, componen
     new recording each time), warm-up steps, short last batches eagerly, the loss summed in
     place; the same losses and weights as the eager step."""
     from paramill.embed import train as train_mod
+    from paramill.embed.model import TAIL_BAGS
     from paramill.embed.steps import WARMUP_STEPS, GraphStep, room
 
     words = "alpha beta gamma delta epsilon zeta eta theta iota kappa lambda mu".split()
@@ -260,7 +261,7 @@ def test_the_graph_step_trains_as_the_eager_step(tmp_path, monkeypatch, componen
     (step,) = steps
     assert step.warm == WARMUP_STEPS and step.replays >= 15 and step.eager >= 2
     assert step.captures >= 2  # the long pair's buffer needed more room
-    assert all(n == room(n) and n >= 16 and offsets.shape == (4 * settings.batch_size,)
+    assert all(n == room(n) and n >= 16 and offsets.shape == (4 * settings.batch_size + TAIL_BAGS,)
                for ids, offsets, _ in step.static.values() for n in [ids.size(0)])
     assert [h["loss"] for h in graph["history"]] == pytest.approx(
         [h["loss"] for h in eager["history"]], rel=1e-6)
@@ -402,11 +403,15 @@ def _flat(feats: dict, room: int = 7) -> dict:
     """``feats`` (padded ids and lengths) as training's flat input (``Buffer.flat_runs``, one
     run): the rows' ids one after another, ``room`` zeros after, offsets and the mean's
     weights."""
+    from paramill.embed.model import TAIL_BAGS
+
     out = {}
     for unit, (ids, lengths) in feats.items():
         real = torch.arange(ids.size(1), device=ids.device)[None, :] < lengths[:, None]
         weights = (real.float() / lengths.clamp(min=1)[:, None].float())[real]
-        out[unit] = (torch.cat([ids[real], ids.new_zeros(room)]), torch.cumsum(lengths, 0) - lengths,
+        tails = lengths.sum() + torch.arange(TAIL_BAGS, device=ids.device) * room // TAIL_BAGS
+        out[unit] = (torch.cat([ids[real], ids.new_zeros(room)]),
+                     torch.cat([torch.cumsum(lengths, 0) - lengths, tails]),
                      torch.cat([weights, weights.new_zeros(room)]))
     return out
 
@@ -586,7 +591,7 @@ def test_sweep_varies_units_and_the_sentencepiece_vocabulary():
 
 def test_id_store_buffers_cover_every_pair_once_and_pad_like_the_encoder(tmp_path):
     from paramill.embed.data import PairSource, count_units, epoch_buffers, write_ids
-    from paramill.embed.model import build_from_counts, featurizers
+    from paramill.embed.model import TAIL_BAGS, build_from_counts, featurizers
 
     spec = ModelSpec(units="word", components=("word", "trigram"), dim=4)
     pairs = [(f"{a} number {i}", f"{b} {i}") for i, (a, b) in enumerate(PAIRS)]
@@ -653,12 +658,16 @@ def test_id_store_buffers_cover_every_pair_once_and_pad_like_the_encoder(tmp_pat
     padded = buffer.tensors(runs)
     for unit in ("word", "trigram"):
         ids, offsets, weights = flat[unit]
-        assert ids.shape == weights.shape == (2, room[unit]) and offsets.shape == (2, 3)
+        assert ids.shape == weights.shape == (2, room[unit]) and offsets.shape == (2, 3 + TAIL_BAGS)
         for k in range(2):
             rows = [r[r != 0] for r in padded[unit][0][3 * k:3 * k + 3]]
             real = int(lengths[unit][k].sum())
             assert torch.equal(ids[k, :real], torch.cat(rows)) and not ids[k, real:].any()
-            assert offsets[k].tolist() == [0, len(rows[0]), len(rows[0]) + len(rows[1])]
+            assert offsets[k, :3].tolist() == [0, len(rows[0]), len(rows[0]) + len(rows[1])]
+            # the zeros after the rows in bags of their own, none longer than an even share
+            tail = torch.cat([offsets[k, 3:], torch.tensor([room[unit]])]).diff()
+            assert offsets[k, 3] == real and tail.min() >= 0 and tail.sum() == room[unit] - real
+            assert tail.max() <= -(-(room[unit] - real) // TAIL_BAGS)
             assert torch.equal(weights[k, :real], torch.cat([torch.full((len(r),), 1 / len(r))
                                                              for r in rows]))
             assert not weights[k, real:].any()

@@ -39,7 +39,7 @@ import torch
 from paramill import formats
 from paramill.formats import parquet
 from paramill.embed.features import Featurizer, Vocab, row_keys
-from paramill.embed.model import real_positions
+from paramill.embed.model import TAIL_BAGS, real_positions
 from paramill.embed.featurise import chunk_counts, ids_part, ordered_map, part_name
 from paramill.embed.rawstore import RAW_LAYOUT, RawIds, new_parts, reused_pairs
 from paramill.io import (InputError, iter_parquet_batches, read_json, sha256_file,
@@ -301,8 +301,7 @@ class Buffer:
         return csgraph.connected_components(graph, directed=False)[1][node[:self.n]]
 
     def place(self, device: torch.device | str) -> None:
-        """Move the ids and offsets to ``device`` once (a buffer's batches are then assembled
-        there: :meth:`batch`)."""
+        """Move the ids and offsets to ``device`` once (batches are assembled there)."""
         self._placed = {u: (torch.from_numpy(self.flat[u]).to(device),
                             torch.from_numpy(self.offsets[u]).to(device)) for u in self.flat}
 
@@ -322,32 +321,33 @@ class Buffer:
         """``rows`` (host row numbers) in ``groups`` equal runs (a mega-batch's steps), each run
         as ``embedding_bag``'s flat input, on the :meth:`place` device: per unit, ids
         [groups, size] (a run's rows one after another, then zeros up to ``sizes[unit]``, at
-        least :meth:`totals`; by default just that), offsets [groups, rows per run] and the mean's weights
-        [groups, size] (1/length at a row's ids, 0 at the padding). No padding between rows:
-        an averaging model's work is its rows' ids, where a padded batch costs rows x its
-        longest (trigrams of tweets: 80 a row on average, 392 at most). One copy of a few
-        numbers a row from the host; no sync."""
-        per = len(rows) // groups
+        least :meth:`totals`; by default just that), offsets [groups, rows per run + TAIL_BAGS]
+        (the rows', then bags that split the zeros: :data:`~paramill.embed.model.TAIL_BAGS`)
+        and the mean's weights [groups, size] (1/length at a row's ids, 0 at the padding). No
+        padding between rows: an averaging model's work is its rows' ids, where a padded batch
+        costs rows x its longest (trigrams of tweets: 80 a row on average, 392 at most). One
+        copy of a few numbers a row from the host; no sync."""
+        per, n = len(rows) // groups, len(rows)
         out = {}
         for u, (flat, _) in self._placed.items():
             dev, offsets = flat.device, self.offsets[u]
             starts, lengths = offsets[rows], offsets[rows + 1] - offsets[rows]
             runs = lengths.reshape(groups, per)
             size = sizes[u] if sizes else max(1, int(runs.sum(1).max(initial=0)))
-            local = runs.cumsum(1) - runs
+            local, real = runs.cumsum(1) - runs, runs.sum(1)
+            tails = real[:, None] + np.arange(TAIL_BAGS) * (size - real)[:, None] // TAIL_BAGS
             first = np.cumsum(lengths) - lengths  # a row's first id among all runs' real ids
             base = (np.arange(groups)[:, None] * size + local).reshape(-1)  # ... in the output
-            meta = to_device(torch.from_numpy(np.stack([starts - first, base - first, lengths,
-                                                        local.reshape(-1)])), dev)
-            total = int(lengths.sum())
-            row = torch.repeat_interleave(torch.arange(len(rows), device=dev), meta[2],
-                                          output_size=total)
+            meta = to_device(torch.from_numpy(np.concatenate(
+                [starts - first, base - first, lengths, np.concatenate([local, tails], 1).reshape(-1)])), dev)
+            length, total = meta[2 * n:3 * n], int(lengths.sum())
+            row = torch.repeat_interleave(torch.arange(n, device=dev), length, output_size=total)
             at = torch.arange(total, device=dev)
             ids = torch.zeros(groups * size, dtype=flat.dtype, device=dev)
-            ids[meta[1][row] + at] = flat[meta[0][row] + at]
+            ids[meta[n:2 * n][row] + at] = flat[meta[:n][row] + at]
             weights = torch.zeros(groups * size, device=dev)
-            weights[meta[1][row] + at] = (1.0 / meta[2].clamp(min=1).float())[row]
-            out[u] = (ids.view(groups, size), meta[3].view(groups, per), weights.view(groups, size))
+            weights[meta[n:2 * n][row] + at] = (1.0 / length.clamp(min=1).float())[row]
+            out[u] = (ids.view(groups, size), meta[3 * n:].view(groups, -1), weights.view(groups, size))
         return out
 
     def batch(self, rows: torch.Tensor, widths: dict[str, int]) -> dict[str, tuple[torch.Tensor, torch.Tensor]]:

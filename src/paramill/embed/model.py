@@ -140,6 +140,15 @@ def _embedding(vocab_size: int, dim: int, std: float = 0.1) -> nn.Embedding:
     return emb
 
 
+#: bags after a flat run's rows (:meth:`paramill.embed.data.Buffer.flat_runs`) that split the
+#: zeros up to the run's room among them. embedding_bag's CUDA kernel walks a bag's ids one
+#: after another, so it takes what its longest bag takes: with the zeros in the last row's
+#: bag (up to 12.5% of a step's ids, thousands for TRIGRAM) its forward was 824 of TRIGRAM's
+#: 1,178 µs a step on the device, and 178 of WORD's 457 (H200, benchmarks/embed_step.py
+#: --profile); spread over 64 bags each holds fewer ids than a long row.
+TAIL_BAGS = 64
+
+
 class Averaging(nn.Module):
     def __init__(self, vocab_size: int, dim: int, std: float = 0.1):
         super().__init__()
@@ -151,14 +160,16 @@ class Averaging(nn.Module):
         (gather and weighted sum fused, forward and backward: no [rows, width, dim] tensor,
         a handful of kernels where the masked mean launched a dozen). Or, with ``weights``,
         the rows flat (:meth:`paramill.embed.data.Buffer.flat_runs`: ``ids`` one after another,
-        ``lengths`` then their offsets): the same sums without padding between rows."""
-        offsets = None
+        then zeros; ``lengths`` then their offsets, and :data:`TAIL_BAGS` more among the zeros,
+        whose sums are left out): the same sums without padding between rows."""
+        offsets, rows = None, ids.size(0)
         if weights is None:
             weights = _mean_weights(ids.size(1), lengths, self.embedding.weight.dtype)
         else:
             offsets, weights = lengths, weights.to(self.embedding.weight.dtype)
-        return F.embedding_bag(ids, self.embedding.weight, offsets, mode="sum",
-                               per_sample_weights=weights, padding_idx=self.embedding.padding_idx)
+            rows = offsets.size(0) - TAIL_BAGS
+        return F.embedding_bag(ids, self.embedding.weight, offsets, mode="sum", per_sample_weights=weights,
+                               padding_idx=self.embedding.padding_idx)[:rows]
 
 
 class Recurrent(nn.Module):

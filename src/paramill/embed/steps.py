@@ -15,7 +15,9 @@ counted on the CPU), where assembling each step's rows alone launched 37. Sizes:
 ids are flat (no padding between rows), and the graph's inputs have room for a number of ids
 per unit (:func:`room`) at least the most a step has needed so far; a step that needs more
 records a new graph (rarely: the room only grows). The padding at the end changes nothing
-(``embedding_bag`` skips id 0, and its weight is 0).
+(``embedding_bag`` skips id 0, and its weight is 0); it is split among
+:data:`~paramill.embed.model.TAIL_BAGS` bags of its own, whose sums are dropped, as the
+kernel takes what its longest bag takes.
 
 Averaging models only (WORD, TRIGRAM and their sums): a recurrent model's step runs in
 passes of rows sorted by length, whose widths change from step to step. On a CPU (and in the tests there), :class:`GraphStep` runs
@@ -25,6 +27,8 @@ the same fixed-shape step eagerly, so its bookkeeping is tested where no GPU is.
 from __future__ import annotations
 
 import torch
+
+from paramill.embed.model import TAIL_BAGS
 
 #: eager steps before the first capture: CUDA graphs need the step's lazy initialisation
 #: (cuBLAS handles, autograd's buffers, the caching allocator) done outside the capture
@@ -94,7 +98,7 @@ class GraphStep(EagerStep):
             return have
         grown = {u: max(have.get(u, 0), room(n)) for u, n in needed.items()}
         self.static = {u: (torch.zeros(n, dtype=torch.long, device=self.dev),
-                           torch.zeros(self.rows, dtype=torch.long, device=self.dev),
+                           torch.zeros(self.rows + TAIL_BAGS, dtype=torch.long, device=self.dev),
                            torch.zeros(n, device=self.dev))
                        for u, n in grown.items()}
         self.replay = self.graph = None  # the recorded step read the old inputs
