@@ -1220,6 +1220,25 @@ def test_gpu_a_step_never_waits_for_the_device(components):
     assert step.total.item() > 0
 
 
+def test_a_sentencepiece_store_is_mapped_by_one_lookup_a_model(tmp_path, monkeypatch):
+    """Every epoch reads a store of SentencePiece's own ids through the model's piece ->
+    vocabulary lookup: made once for the model (it took ~25 ms, a piece at a time), not once
+    an epoch, and read-only, as every epoch shares it."""
+    from paramill.embed import rawstore
+    from paramill.embed.features import Featurizer
+
+    made = []
+    lookup = Featurizer.lookup
+    monkeypatch.setattr(Featurizer, "lookup", lambda self, vocab: made.append(vocab) or lookup(self, vocab))
+    spec = ModelSpec(units="sp", components=("word",), dim=4, sp_vocab_size=40)
+    summary = train(PAIRS, tmp_path / "m.pt", spec, EmbedTrainSettings(epochs=3, batch_size=4))
+    assert [h["epoch"] for h in summary["history"]] == [1, 2, 3] and len(made) == 1
+    f = load_model(tmp_path / "m.pt", "cpu")
+    shared = rawstore.piece_lookup(f.featurizers["sp"], f.vocabs["sp"])
+    assert shared is rawstore.piece_lookup(f.featurizers["sp"], f.vocabs["sp"])
+    assert not shared.flags.writeable and shared.tolist() == lookup(f.featurizers["sp"], f.vocabs["sp"]).tolist()
+
+
 def test_sentencepiece_units_in_bulk_are_the_per_sentence_units(tmp_path):
     """The id store and the counts featurise SentencePiece units in bulk, as piece ids; a
     sentence gets the ids its pieces get one at a time (unknown characters and empty text

@@ -12,6 +12,7 @@ and the same ids reach training. Both layouts reuse a store and start a new one 
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import shutil
 from collections import Counter
@@ -101,6 +102,16 @@ def new_parts(store: Path) -> Iterator[Path]:
         yield tmp
 
 
+@functools.lru_cache(maxsize=4)
+def piece_lookup(featurizer: Featurizer, vocab: Vocab) -> np.ndarray:
+    """``featurizer.lookup(vocab)``, read-only, once for a model (the same objects: every
+    epoch reads the store through it). Made anew, it took ~25 ms an epoch here (a piece at a
+    time out of SentencePiece), 220 µs a step of 100 pairs when an epoch is 11,167 pairs."""
+    lookup = featurizer.lookup(vocab)
+    lookup.flags.writeable = False
+    return lookup
+
+
 class RawIds:
     """Maps the row groups of a store of SentencePiece's own ids to vocabulary ids, a part at a
     time (each part lists the texts the model does not know in its metadata)."""
@@ -110,7 +121,7 @@ class RawIds:
             raise ValueError("an id store of SentencePiece ids is read with the model's "
                              "vocabulary and featurizer")
         self.vocab = vocabs["sp"]
-        self.pieces = featurizers["sp"].lookup(self.vocab)  # piece id -> vocabulary id, once
+        self.pieces = piece_lookup(featurizers["sp"], self.vocab)  # piece id -> vocabulary id
         self.last: tuple[Path | None, np.ndarray | None] = (None, None)
 
     def __call__(self, path: Path, table: pa.Table) -> pa.Table:
