@@ -15,6 +15,8 @@
 #                         a local clone or bare mirror of it)
 #       .gpu/shared-data/ the Twitter URL corpus train split and STS Benchmark dev (from SHARED,
 #                         default ../shared/data)
+#       .gpu/before.tar.xz  with BEFORE=<commit>: that commit's src/ and benchmarks/ (~0.3 MB),
+#                         for gpu-check.sh's `before` part: the same benchmark on the same card
 #   scripts/gpu-carry.sh paraid       the identifier's encoder and cross-encoder (issue 19:
 #                                     benchmarks/cross_speed.py, paraid.py --models cross,
 #                                     cross_order.py):
@@ -82,5 +84,6 @@ else
   mkdir -p ".gpu/shared-data/$twitter" .gpu/shared-data/stsbenchmark
   cp "$SHARED/$twitter"/{a.toks,b.toks,sim.txt} ".gpu/shared-data/$twitter/"
   cp "$SHARED/stsbenchmark/sts-dev.csv" .gpu/shared-data/stsbenchmark/
+  [ -z "${BEFORE:-}" ] || git archive "$BEFORE" src benchmarks | xz -9 > .gpu/before.tar.xz
 fi
 du -sh .gpu/* .gpu-a 2>/dev/null

@@ -8,7 +8,9 @@
 #          embed_scale.py (featurisation on every core, 1M and 10M pairs, generated on one
 #          core while the GPU steps run), all on cuda (REF_EPOCHS: the reference's epochs, 5);
 #          and, only when PARTS names it, step: benchmarks/embed_step.py (the step alone against
-#          the epoch, per step; STEP_VARIANTS, STEP_EPOCHS; PROFILE=N: N steps under torch.profiler)
+#          the epoch, per step; STEP_VARIANTS, STEP_EPOCHS; PROFILE=N: N steps under torch.profiler);
+#          before: benchmarks/embeddings.py as the embeddings part runs it, from the commit
+#          packed as .gpu/before.tar.xz (gpu-carry.sh's BEFORE): a ratio on one card, one session
 #   paraid the identifier's GPU tests, then (PARTS, default "default speed cross order")
 #          benchmarks/paraid_default.py (the default model, trained as the pipeline does, on
 #          cuda), benchmarks/cross_speed.py, benchmarks/paraid.py --models extended cross on the URL
@@ -89,6 +91,12 @@ PYEOF
           --epochs ${EPOCHS:-15} ${RECURRENT_EPOCHS:+--recurrent-epochs "$RECURRENT_EPOCHS"} \
           ${PASS_ROWS:+--recurrent-pass-rows "$PASS_ROWS"} ${LINKED:+--linked-negatives "$LINKED"} \
           ${GRAPH---cuda-graph} --out "$OUT/embeddings.json" ;;
+      before) rm -rf /tmp/paramill-before && mkdir -p /tmp/paramill-before \
+          && tar -C /tmp/paramill-before -xJf .gpu/before.tar.xz || { echo "before: no .gpu/before.tar.xz"; continue; }
+        PYTHONPATH="/tmp/paramill-before/src:/tmp/paramill-site/site" step before embeddings-before.log \
+          "$PY" /tmp/paramill-before/benchmarks/embeddings.py --device "$DEVICE" \
+          --threads "$THREADS" --variants ${VARIANTS:-word word-sp trigram word-trigram gran-sp} \
+          --epochs ${EPOCHS:-15} ${GRAPH---cuda-graph} --out "$OUT/embeddings-before.json" ;;
       step) step step embed_step.log "$PY" benchmarks/embed_step.py --device "$DEVICE" --threads "$THREADS" \
           --variants ${STEP_VARIANTS:-word-sp trigram gran-sp} --epochs ${STEP_EPOCHS:-3} ${PROFILE:+--profile "$PROFILE"} \
           --out "$OUT/embed_step.json" ;;
@@ -101,7 +109,7 @@ PYEOF
         step scale embed_scale.log "$PY" benchmarks/embed_scale.py --device "$DEVICE" --threads "$THREADS" \
           --sizes ${SIZES:-1000000 10000000} --units sp --train-seconds 10 --data /tmp/scale-data \
           --out "$OUT/embed_scale.json" ;;
-      *) echo "unknown part $part (step, embeddings, reference, scale)" ;;
+      *) echo "unknown part $part (step, embeddings, before, reference, scale)" ;;
     esac
   done
   exit 0
