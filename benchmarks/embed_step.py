@@ -108,14 +108,18 @@ def _variant(name: str, pairs: list, dev: str, args) -> dict:
             buffer.place(dev)
             sync = torch.cuda.synchronize if dev == "cuda" else (lambda: None)
             mega = settings.batch_size * settings.megabatch
+
+            def megabatch_work():  # each mega-batch's full steps (a short last one left out)
+                for m in range(0, buffer.n, mega):
+                    idx = order[m:m + mega]
+                    pool = np.concatenate([idx, buffer.n + idx])
+                    n1, n2 = train_module._negatives(model, buffer, pool, spec, dev)
+                    yield _assembled(train_module, buffer, idx, pool, n1, n2, settings, spec, step, dev)
+
             steps, first = 0, []  # first: a full step's inputs (the last mega-batch may have none)
             sync()
             began = time.perf_counter()
-            for m in range(0, buffer.n, mega):  # their full steps (a short last one left out)
-                idx = order[m:m + mega]
-                pool = np.concatenate([idx, buffer.n + idx])
-                n1, n2 = train_module._negatives(model, buffer, pool, spec, dev)
-                passes = _assembled(train_module, buffer, idx, pool, n1, n2, settings, spec, step, dev)
+            for passes in megabatch_work():
                 steps += len(passes)
                 first = first or passes
             sync()
@@ -141,14 +145,8 @@ def _variant(name: str, pairs: list, dev: str, args) -> dict:
                     for _ in range(args.profile):
                         replay()
 
-                def run_megabatches():
-                    for m in range(0, buffer.n, mega):
-                        idx = order[m:m + mega]
-                        pool = np.concatenate([idx, buffer.n + idx])
-                        n1, n2 = train_module._negatives(model, buffer, pool, spec, dev)
-                        _assembled(train_module, buffer, idx, pool, n1, n2, settings, spec, step, dev)
                 profiles = {"step": _profiled(run_steps, args.profile, dev, sync),
-                            "megabatch_work": _profiled(run_megabatches, steps, dev, sync)}
+                            "megabatch_work": _profiled(lambda: list(megabatch_work()), steps, dev, sync)}
     finally:
         train_module._stepper = stepper
     epoch_us = settings.batch_size / summary["epoch_pairs_per_second"] * 1e6

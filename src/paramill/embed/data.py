@@ -340,13 +340,13 @@ class Buffer:
             base = (np.arange(groups)[:, None] * size + local).reshape(-1)  # ... in the output
             meta = to_device(torch.from_numpy(np.concatenate(
                 [starts - first, base - first, lengths, np.concatenate([local, tails], 1).reshape(-1)])), dev)
-            length, total = meta[2 * n:3 * n], int(lengths.sum())
+            src, dst, length, total = meta[:n], meta[n:2 * n], meta[2 * n:3 * n], int(lengths.sum())
             row = torch.repeat_interleave(torch.arange(n, device=dev), length, output_size=total)
             at = torch.arange(total, device=dev)
-            ids = torch.zeros(groups * size, dtype=flat.dtype, device=dev)
-            ids[meta[n:2 * n][row] + at] = flat[meta[:n][row] + at]
-            weights = torch.zeros(groups * size, device=dev)
-            weights[meta[n:2 * n][row] + at] = (1.0 / length.clamp(min=1).float())[row]
+            to = dst[row] + at  # each real id's place in the output, once for ids and weights
+            ids, weights = torch.zeros(groups * size, dtype=flat.dtype, device=dev), torch.zeros(groups * size, device=dev)
+            ids[to] = flat[src[row] + at]
+            weights[to] = (1.0 / length.clamp(min=1).float())[row]
             out[u] = (ids.view(groups, size), meta[3 * n:].view(groups, -1), weights.view(groups, size))
         return out
 
