@@ -515,6 +515,10 @@ def test_training_resumes_exactly(tmp_path):
     train(PAIRS, tmp_path / "b.pt", spec, EmbedTrainSettings(epochs=2, batch_size=6, megabatch=2))
     resumed = train(PAIRS, tmp_path / "b.pt", spec, EmbedTrainSettings(epochs=3, batch_size=6, megabatch=2))
     assert [h["epoch"] for h in resumed["history"]] == [1, 2, 3]
+    # the epochs this run trained, timed one by one (the rate is theirs, not the checkpoint's)
+    (seconds,) = resumed["epoch_seconds"]
+    assert seconds > 0 and resumed["epoch_pairs_per_second"] == pytest.approx(
+        resumed["pairs"] / seconds, rel=0.01)
     a = torch.load(tmp_path / "a.pt", weights_only=True)
     b = torch.load(tmp_path / "b.pt", weights_only=True)
     assert a["epoch"] == b["epoch"] == 3 and "optimizer" in b and b["vocabs"] == a["vocabs"]

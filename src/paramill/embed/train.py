@@ -413,11 +413,11 @@ def train(source: PairSource | list[tuple[str, str]], out: str | Path, spec: Mod
     units = sorted(model.vocabs)
     started = time.perf_counter()
     step = _stepper(model, optimizer, settings, spec, dev)
-    stepping = 0.0  # the epochs' own seconds, without writing their checkpoints
+    epoch_seconds = []  # the epochs' own seconds, without writing their checkpoints
     for epoch in range(start_epoch, settings.epochs):
         began = time.perf_counter()
         loss = _epoch(model, step, store, units, settings, spec, epoch, n, dev)
-        stepping += time.perf_counter() - began
+        epoch_seconds.append(round(time.perf_counter() - began, 6))
         history.append({"epoch": epoch + 1, "loss": loss})
         with atomic_output(resume) as (tmp,):
             torch.save(model.checkpoint(train=asdict(settings), optimizer=optimizer.state_dict(),
@@ -430,8 +430,11 @@ def train(source: PairSource | list[tuple[str, str]], out: str | Path, spec: Mod
                if seconds > 0 and settings.epochs > start_epoch else None,
                # reading the id store and the steps alone: what an epoch of millions of pairs
                # runs at, where an epoch's checkpoint is a small share
-               "epoch_pairs_per_second": round(n * (settings.epochs - start_epoch) / stepping, 1)
-               if stepping > 0 else None, "cuda_graph": isinstance(step, GraphStep)}
+               "epoch_pairs_per_second": round(n * len(epoch_seconds) / sum(epoch_seconds), 1)
+               if sum(epoch_seconds) > 0 else None,
+               # each epoch's (the first of a run also records its CUDA graphs); not in the
+               # history, which the checkpoint keeps: the same run gives the same bytes
+               "epoch_seconds": epoch_seconds, "cuda_graph": isinstance(step, GraphStep)}
     with output_job(run, out) as job:
         (tmp,) = job.paths
         torch.save(model.checkpoint(train=asdict(settings), optimizer=optimizer.state_dict(),
