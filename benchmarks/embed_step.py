@@ -61,9 +61,16 @@ def main() -> None:
                         help="also profile N steps alone and one epoch's mega-batch work "
                              "(torch.profiler: the kernels by device time a step, and the "
                              "device's busy time against the wall's)")
+    parser.add_argument("--recurrent-pass-rows", type=int,
+                        help="rows a recurrent model takes in one pass of a step (default: the "
+                             "batch size, four passes; 400: one, as the H200 rows of "
+                             "benchmarks/embeddings.py ran); said in the report")
     parser.add_argument("--out")
     args = parser.parse_args()
     device.limit_threads(args.threads)
+    from paramill.embed import train as train_module
+
+    train_module.RECURRENT_PASS_ROWS = args.recurrent_pass_rows
     pairs = [(x, y) for x, y in twitter_positive_pairs(SHARED) if x != y]
     pairs = pairs[:args.pairs] if args.pairs else pairs
     dev = device.pick(args.device)
@@ -71,6 +78,7 @@ def main() -> None:
     emit({"benchmark": "embedding training: the step alone against the epoch, per step",
           "machine": {**machine(), "device": dev, "threads": args.threads}, "train_pairs": len(pairs),
           "batch": 100, "megabatch": 20, "epochs": args.epochs, "repeats": args.repeats,
+          "recurrent_pass_rows": args.recurrent_pass_rows,
           "variants": rows}, args.out)
 
 

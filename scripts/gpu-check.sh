@@ -8,7 +8,7 @@
 #          embed_scale.py (featurisation on every core, 1M and 10M pairs, generated on one
 #          core while the GPU steps run), all on cuda (REF_EPOCHS: the reference's epochs, 5);
 #          and, only when PARTS names it, step: benchmarks/embed_step.py (the step alone against
-#          the epoch, per step; STEP_VARIANTS, STEP_EPOCHS; PROFILE=N: N steps under torch.profiler);
+#          the epoch, per step; STEP_VARIANTS, STEP_EPOCHS, PASS_ROWS; PROFILE=N: N steps under torch.profiler);
 #          before: benchmarks/embeddings.py as the embeddings part runs it, from the commit
 #          packed as .gpu/before.tar.xz (gpu-carry.sh's BEFORE): a ratio on one card, one session
 #   paraid the identifier's GPU tests, then (PARTS, default "default speed cross order")
@@ -99,6 +99,7 @@ PYEOF
           --epochs ${EPOCHS:-15} ${GRAPH---cuda-graph} --out "$OUT/embeddings-before.json" ;;
       step) step step embed_step.log "$PY" benchmarks/embed_step.py --device "$DEVICE" --threads "$THREADS" \
           --variants ${STEP_VARIANTS:-word-sp trigram gran-sp} --epochs ${STEP_EPOCHS:-3} ${PROFILE:+--profile "$PROFILE"} \
+          ${PASS_ROWS:+--recurrent-pass-rows "$PASS_ROWS"} \
           --out "$OUT/embed_step.json" ;;
       reference) step reference embed_reference.log "$PY" benchmarks/embed_reference.py --device "$DEVICE" \
           --threads "$THREADS" --reference .gpu/reference --deps /tmp/paramill-site/site --epochs ${REF_EPOCHS:-5} \
