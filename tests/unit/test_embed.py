@@ -389,6 +389,14 @@ def test_parquet_pairs_must_be_text_and_a_dictionary_of_strings_is(tmp_path):
     pq.write_table(pa.table({"s1": pa.array(["u", "w"]).dictionary_encode(),
                              "s2": pa.array(["v", "u"]).dictionary_encode()}), tmp_path / "d.parquet")
     assert read_pairs([tmp_path / "d.parquet"]) == [("u", "v"), ("w", "u")]
+    # a NUL is never text: the file and row (counted across row groups), as a TSV's line
+    from paramill.embed.data import PairSource
+
+    pq.write_table(pa.table({"s1": ["a", "b", "c\x00", "d"], "s2": ["e", "f", "g", "h"]}),
+                   tmp_path / "z.parquet", row_group_size=2)
+    with pytest.raises(InputError, match=r"z.parquet:3: column s1: NUL at character 1"):
+        list(PairSource((str(tmp_path / "z.parquet"),), batch_rows=2))
+    assert read_pairs([tmp_path / "d.parquet"]) == [("u", "v"), ("w", "u")]  # no NUL, no error
 
 
 PAIRS = [("The man reads a book.", "A man is reading a book."),

@@ -68,6 +68,12 @@ def test_parquet_reads_s1_s2_with_row_numbers(tmp_path):
     got = rows(read("parquet", path=str(path)))
     assert got[0] == (1, "a b", "b a", "parquet", 1, 0.5, None, None)
     assert got[1][-1] == "bad_score"
+    # a NUL in a value is never text, as in a text line: the row is rejected, not glued
+    pq.write_table(pa.table({"s1": ["a b", "c d", "e f"], "s2": ["b a", "d\x00 c", "f e"]}), path)
+    got = rows(read("parquet", path=str(path)))
+    assert [(r[0], r[-1]) for r in got] == [(1, None), (2, "not_text"), (3, None)]
+    (bad,) = [c for c in read("parquet", path=str(path)) if c.reason]
+    assert bad.detail.startswith("column s2: NUL at character 1: not text")
     pq.write_table(pa.table({"x": ["a"]}), tmp_path / "bad.parquet")
     with pytest.raises(InputError, match="have no s1"):
         list(read("parquet", path=str(tmp_path / "bad.parquet")))

@@ -149,9 +149,8 @@ class PairSource:
 
 def _parquet_frames(path: str, batch_rows: int) -> Iterator[pl.DataFrame]:
     """The file's pairs as ``s1``/``s2`` text frames; a file without those columns (or
-    ``en_ref``/``candidate``), or with columns that do not hold text, is an InputError."""
-    schema = open_parquet(path).schema_arrow
-    names = schema.names
+    ``en_ref``/``candidate``), with columns that do not hold text, or a NUL, is an InputError."""
+    names = (schema := open_parquet(path).schema_arrow).names
     if {"en_ref", "candidate"} <= set(names):
         columns = ["en_ref", "candidate", *(["rank"] if "rank" in names else [])]
     elif {"s1", "s2"} <= set(names):
@@ -159,9 +158,10 @@ def _parquet_frames(path: str, batch_rows: int) -> Iterator[pl.DataFrame]:
     else:
         raise InputError(path, None, f"needs columns s1/s2 or en_ref/candidate, has {names}")
     parquet.check_text(path, schema, columns[:2])
+    row = 0  # the rows before the batch's, for an error's row number
     for batch in iter_parquet_batches([path], batch_rows, columns):
-        frame = pl.from_arrow(batch)
-        assert isinstance(frame, pl.DataFrame)
+        frame = parquet.refuse_nul(path, pl.from_arrow(batch), columns[:2], row)
+        row += frame.height
         if "rank" in frame.columns:
             frame = frame.filter(pl.col("rank") == 1)
         if "en_ref" in frame.columns:

@@ -57,6 +57,11 @@ def pairs(spec: Spec, method: str = NAME, max_line_bytes: int = 65536, batch_row
         labels = data[names[roles["label"]]] if "label" in roles else [None] * len(refs)
         for ref, cand, given_score, given_label in zip(refs, cands, scores, labels):
             row += 1
+            nul = _nul(names[roles["en_ref"]], ref) or _nul(names[roles["candidate"]], cand)
+            if nul:  # as a text line holding one (paramill.io.decode_line): never text
+                yield Candidate(row, ref, cand, method, source_file=path, reason="not_text",
+                                detail=nul)
+                continue
             score = None if given_score is None else strict.number(given_score)
             if given_score is not None and score is None:
                 yield Candidate(row, ref, cand, method, source_file=path, reason="bad_score",
@@ -72,3 +77,24 @@ def pairs(spec: Spec, method: str = NAME, max_line_bytes: int = 65536, batch_row
             yield Candidate(row, ref, cand, method, 1, score, label, source_file=path)
     if row == 0:
         raise InputError(path, None, "file has no rows")
+
+
+def _nul(column: str, value: str | None) -> str | None:
+    """Where ``value`` holds a NUL character, the rejected row's detail naming the column and
+    the character's offset (cleaning would drop the NUL and glue the words around it)."""
+    at = value.find("\x00") if value else -1
+    return (f"column {column}: NUL at character {at}: not text (a binary value, or zeros a "
+            "crash left)") if at >= 0 else None
+
+
+def refuse_nul(path: str, frame: Any, columns: list[str], before: int) -> Any:
+    """``frame`` (a polars frame of rows ``before`` + 1 on of ``path``) as it is; an
+    :class:`~paramill.io.InputError` naming the first row whose text in ``columns`` holds a
+    NUL character, as a pair TSV's line holding one is, where one broken row spoils a set."""
+    import polars as pl
+
+    for column in columns:
+        hits = frame.get_column(column).cast(pl.String).str.contains("\x00", literal=True).arg_true()
+        if len(hits):
+            raise InputError(path, before + int(hits[0]) + 1, _nul(column, frame[int(hits[0]), column]))
+    return frame
