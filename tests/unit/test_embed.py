@@ -1,8 +1,10 @@
 import json
+import pickle
 import subprocess
 import sys
 
 import numpy as np
+import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 import torch
@@ -319,8 +321,6 @@ def test_row_keys_are_equal_exactly_for_the_same_ids_in_every_unit():
 
 
 def test_buffer_links_are_the_groups_of_pairs_joined_by_a_shared_sentence():
-    import pyarrow as pa
-
     from paramill.embed.data import Buffer
 
     sent = {c: [ord(c), 1] for c in "ABCDEFGH"}
@@ -374,9 +374,6 @@ def test_read_pairs_from_candidates_tsv_and_s1s2(tmp_path):
 def test_parquet_pairs_must_be_text_and_a_dictionary_of_strings_is(tmp_path):
     """Numbers or bytes in s1/s2 stop training with the file and column (they reached
     polars' string functions as a traceback); a categorical column is read as its text."""
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
     pq.write_table(pa.table({"s1": [1, 2], "s2": ["a", "b"]}), tmp_path / "n.parquet")
     with pytest.raises(InputError, match=r"n.parquet: column s1 holds int64, not text"):
         read_pairs([tmp_path / "n.parquet"])
@@ -1112,13 +1109,31 @@ def test_workers_get_the_featurizers_once_not_with_every_chunk():
 
 
 
-def test_a_featurising_worker_imports_neither_torch_nor_polars():
+def test_a_featurising_worker_imports_neither_torch_nor_polars(tmp_path):
     """A spawned worker imports the featurising module (what it runs) and nothing else: with
-    polars it held 20 MB more each (16 workers: 320 MB), with torch far more."""
-    code = ("import sys, paramill.embed.featurise\n"
-            "print(sorted(m for m in ('polars', 'torch', 'sentence_transformers') if m in sys.modules))")
+    polars it held 20 MB more each (16 workers: 320 MB), with torch far more. Nor pandas
+    once it has worked (a chunk of SentencePiece units in one pass, a chunk of word ids):
+    ``pa.array`` of the numpy ids made pyarrow import it, 45 MB more at each worker's peak."""
+    from paramill.embed.model import sentencepiece_for
+
+    spec = ModelSpec(units="sp", components=("word",), dim=4, sp_vocab_size=40)
+    (tmp_path / "sp.model").write_bytes(sentencepiece_for(spec, [x for p in PAIRS for x in p]))
+    chunk = (pa.array(["the dog sleeps", ""], pa.large_string()), pa.array(["a cat", "b"]), 0)
+    (tmp_path / "chunk").write_bytes(pickle.dumps(chunk))  # as the pool sends it
+    code = f"""
+import pickle, sys, pyarrow as pa, paramill.embed.featurise as fe
+from paramill.embed.features import Featurizer, Vocab
+sp, words = Featurizer("sp", sp_model={str(tmp_path / "sp.model")!r}), Featurizer("word")
+chunk = pickle.loads(open({str(tmp_path / "chunk")!r}, "rb").read())
+schema = pa.schema([pa.field(f"sp_{{k}}", pa.list_(pa.int32())) for k in (1, 2)])
+rows = fe.raw_part(sp, schema, {str(tmp_path)!r}, 1, chunk)[0]
+ids = fe._ids_column(Vocab(["<pad>", "<unk>", "dog", "cat"]), words, ["the dog", "cat cat", ""])
+print(rows, ids.type, ids.to_pylist())
+print(sorted(m for m in ('polars', 'torch', 'sentence_transformers', 'pandas') if m in sys.modules))
+"""
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert done.stdout.strip() == "[]"
+    assert done.stdout.splitlines() == ["2 list<item: int32> [[1, 2], [3, 3], [1]]", "[]"]
+    assert pq.read_table(tmp_path / "part-000000.parquet").num_rows == 2
 
 # --- on a GPU (pytest -m gpu on a machine with CUDA; skipped with the reason elsewhere) ----
 
@@ -1196,8 +1211,6 @@ def test_gpu_a_step_never_waits_for_the_device(components):
     wait for the device raises): a step, recurrent passes and their scrambling included,
     queues its work and returns; so does assembling an averaging model's flat runs
     (``Buffer.flat_runs``), and its step over them."""
-    import pyarrow as pa
-
     from paramill.embed.data import Buffer, scramble, to_device
     from paramill.embed.steps import EagerStep
     from paramill.embed.train import adam

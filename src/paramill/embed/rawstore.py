@@ -26,7 +26,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from paramill.embed.features import Featurizer, Vocab
-from paramill.embed.featurise import UNKNOWN_KEY, ordered_map, raw_lookup, raw_part
+from paramill.embed.featurise import UNKNOWN_KEY, id_lists, ordered_map, raw_lookup, raw_part
 from paramill.io import atomic_output, read_json, write_json
 
 #: what :func:`write_raw_store` writes: SentencePiece's own ids, mapped when read
@@ -134,8 +134,5 @@ class RawIds:
         for name in table.column_names:
             ids = table.column(name).combine_chunks()
             lengths = pc.list_value_length(ids).to_numpy(zero_copy_only=False)
-            offsets = np.zeros(len(lengths) + 1, dtype=np.int32)
-            np.cumsum(lengths, out=offsets[1:])
-            flat = lookup[ids.flatten().to_numpy(zero_copy_only=False)].astype(np.int32)
-            columns.append(pa.ListArray.from_arrays(pa.array(offsets), pa.array(flat)))
+            columns.append(id_lists(lookup[ids.flatten().to_numpy(zero_copy_only=False)], lengths))
         return pa.table(dict(zip(table.column_names, columns)))
