@@ -1,9 +1,10 @@
 """Featurising chunks of pairs, here or in worker processes: unit counts and id columns.
 
 Kept apart from :mod:`paramill.embed.data` so that a spawned worker imports only this
-module, numpy, pyarrow and the featurizers (not torch): a pool starts in well under a
-second, which a training pays twice (counting, then the id store), or once where its units
-are all SentencePiece pieces (:func:`raw_part`, both in one pass).
+module, numpy, pyarrow and the featurizers (not torch, nor pandas: :func:`id_lists`): a
+pool starts in well under a second, which a training pays twice (counting, then the id
+store), or once where its units are all SentencePiece pieces (:func:`raw_part`, both in one
+pass).
 """
 
 from __future__ import annotations
