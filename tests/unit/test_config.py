@@ -119,6 +119,8 @@ def test_defaults_fill_inside_corpus_entries_but_a_layouts_own_keys_stay_its_own
     ({"nmt": {"models": {"cs-en": {"source_spm": "a", "target_spm": "b"}}}},
      "config key nmt.models.cs-en"),
     ({"nmt": {"translate": {"method": "sampling"}}}, "config key nmt.translate.method"),
+    ({"embed": {"model": {"components": ["word", "word"]}}},
+     "config key embed.model.components: ['word', 'word'] has non-unique elements"),
 ])
 def test_bad_config_errors_name_the_key(cfg, message):
     with pytest.raises(config.ConfigError) as err:

@@ -79,6 +79,8 @@ def test_combinations():
         ModelSpec(components=("word", "lstm"), combine="add", dim=4, hidden=6)
     with pytest.raises(ValueError, match="components"):
         ModelSpec(components=("cnn",))
+    with pytest.raises(ValueError, match=r"at most once, got \['word', 'trigram', 'word'\]"):
+        ModelSpec(components=("word", "trigram", "word"))  # a typo: two WORD models side by side
 
 
 def test_margin_loss_hand_computed():

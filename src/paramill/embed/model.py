@@ -42,7 +42,8 @@ class ModelSpec(Settings):
     components: tuple[str, ...] = setting(
         ("word",),
         "Encoders trained jointly: word (averaging), trigram (character trigrams), lstm, blstm, "
-        "gran.", items={"enum": ["word", "trigram", "lstm", "blstm", "gran"]}, minItems=1)
+        "gran. Each at most once.", items={"enum": ["word", "trigram", "lstm", "blstm", "gran"]},
+        minItems=1, uniqueItems=True)
     combine: Literal["concat", "add"] = setting("concat", "How several components are combined.")
     dim: int = setting(300, "Embedding size.", minimum=1)
     hidden: int = setting(300, "Hidden size of lstm/blstm (gran uses dim).", minimum=1)
@@ -84,6 +85,9 @@ class ModelSpec(Settings):
         bad = [c for c in self.components if c not in COMPONENTS]
         if not self.components or bad:
             raise ValueError(f"components must be among {COMPONENTS}, got {list(self.components)}")
+        if len(set(self.components)) < len(self.components):  # [word, word]: two WORD models
+            raise ValueError(f"components name each encoder at most once, got "  # side by side,
+                             f"{list(self.components)}")  # a typo for another component
         if self.combine not in ("concat", "add"):
             raise ValueError(f"combine must be concat or add, not {self.combine!r}")
         if self.units not in ("word", "sp"):
