@@ -1111,6 +1111,23 @@ def test_workers_get_the_featurizers_once_not_with_every_chunk():
 
 
 
+def test_a_pass_over_the_pairs_shows_its_progress(capsys, monkeypatch):
+    """The counting pass and the id store take minutes at tens of millions of pairs: each
+    draws a bar of the pairs done (of the source's rows where it knows them), in the trainer."""
+    from paramill.embed.featurise import ordered_map
+
+    monkeypatch.setenv("PARAMILL_PROGRESS", "1")
+    chunks = [([f"s{i}"] * 3, [f"t{i}"] * 3) for i in range(4)]
+    got = list(ordered_map(_chunk_size, chunks, workers=1, context=(_CountedPickles(),),
+                           what="embed counting", total=12))
+    assert got == [(3, 3)] * 4
+    bar = capsys.readouterr().err.split("\r")[-1]
+    assert bar.startswith("embed counting: 100%") and "12.0/12.0" in bar, bar
+    monkeypatch.setenv("PARAMILL_PROGRESS", "0")
+    assert list(ordered_map(_chunk_size, chunks, 1, context=(_CountedPickles(),), what="x")) == got
+    assert capsys.readouterr().err == ""
+
+
 def test_a_featurising_worker_imports_neither_torch_nor_polars(tmp_path):
     """A spawned worker imports the featurising module (what it runs) and nothing else: with
     polars it held 20 MB more each (16 workers: 320 MB), with torch far more. Nor pandas

@@ -216,8 +216,8 @@ def count_units(featurizers: dict[str, Featurizer], source: PairSource,
     counts: dict[str, Counter] = {unit: Counter() for unit in featurizers}
     by_id: dict[str, np.ndarray] = {}  # SentencePiece units: counts by piece id, summed
     n = 0
-    for found, size in ordered_map(chunk_counts, source.arrow_chunks(), workers,
-                                   context=(featurizers,)):
+    for found, size in ordered_map(chunk_counts, source.arrow_chunks(), workers, context=(featurizers,),
+                                   what="embed counting units", total=source.rows()):
         n += size
         for unit, c in found.items():
             if isinstance(c, tuple):
@@ -249,7 +249,8 @@ def write_ids(vocabs: dict[str, Vocab], featurizers: dict[str, Featurizer], sour
     with new_parts(store) as tmp:
         chunks = ((s1, s2, k) for k, (s1, s2) in enumerate(source.arrow_chunks()))
         context = ({u: vocabs[u] for u in units}, featurizers, schema, str(tmp), chunk_pairs)
-        rows = [r for r, _ in ordered_map(ids_part, chunks, workers, context=context)]
+        rows = [r for r, _ in ordered_map(ids_part, chunks, workers, context=context,
+                                          what="embed writing ids", total=source.rows())]
     write_json(store / "meta.json", {**meta, "pairs": sum(rows), "parts": rows})
     return sum(rows)
 
@@ -257,8 +258,7 @@ def write_ids(vocabs: dict[str, Vocab], featurizers: dict[str, Featurizer], sour
 #: what :func:`write_ids` writes (an id store of another layout is rebuilt, not read)
 STORE_LAYOUT = "parts-1"
 def _store_groups(store: Path) -> tuple[list[tuple[Path, int, int]], str]:
-    """Every row group of the id store, in order: (part file, its group, rows); and the
-    store's layout."""
+    """Every row group of the id store in order (part file, its group, rows); its layout."""
     meta = read_json(store / "meta.json")
     if meta.get("layout") not in (STORE_LAYOUT, RAW_LAYOUT):
         raise ValueError(f"{store}: an id store of another layout ({meta.get('layout')}); "

@@ -45,8 +45,27 @@ def chunk_counts(featurizers: dict[str, Featurizer], chunk: tuple[list[str] | pa
             for unit, f in featurizers.items()}
 
 
-def ordered_map(fn, chunks: Iterable[tuple], workers: int,
-                window: int | None = None, context: tuple = ()) -> Iterator[tuple[Any, int]]:
+def ordered_map(fn, chunks: Iterable[tuple], workers: int, window: int | None = None,
+                context: tuple = (), what: str | None = None, total: int | None = None
+                ) -> Iterator[tuple[Any, int]]:
+    """:func:`_ordered_map` with a progress bar named ``what`` (pairs done of ``total``, where
+    the source knows it): a pass over tens of millions of pairs takes minutes."""
+    if what is None:
+        yield from _ordered_map(fn, chunks, workers, window, context)
+        return
+    from paramill.progress import progress  # the trainer's; a worker never imports tqdm
+
+    bar = progress(what, unit="pairs", total=total)
+    try:
+        for result, size in _ordered_map(fn, chunks, workers, window, context):
+            bar.update(size)
+            yield result, size
+    finally:
+        bar.close()
+
+
+def _ordered_map(fn, chunks: Iterable[tuple], workers: int, window: int | None = None,
+                 context: tuple = ()) -> Iterator[tuple[Any, int]]:
     """``(fn(*context, chunk), pairs in chunk)`` for each chunk, in order. With ``workers`` > 1
     and more than one chunk, the chunks go to that many worker processes (spawned; each one
     thread), at most ``window`` (default 2 x workers) in flight, so memory stays bounded; a

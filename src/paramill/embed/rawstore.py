@@ -61,7 +61,9 @@ def write_raw_store(f: Featurizer, source: Any, store: str | Path, chunk_pairs: 
         with new_parts(store) as tmp:
             chunks = ((s1, s2, k) for k, (s1, s2) in enumerate(source.arrow_chunks()))
             for (n, counts, texts), _ in ordered_map(raw_part, chunks, workers,
-                                                     context=(f, schema, str(tmp), chunk_pairs)):
+                                                     context=(f, schema, str(tmp), chunk_pairs),
+                                                     what="embed counting units, writing ids",
+                                                     total=source.rows()):
                 rows.append(n)
                 by_id += counts
                 unknown.update(texts)

@@ -215,6 +215,8 @@ def _built(spec: ModelSpec, settings: EmbedTrainSettings, source: PairSource, de
     proto = None
     if needs_sentencepiece(spec):  # trained on a seeded sample of the training sentences
         started = _clock()
+        print(f"embed train: sampling up to {spec.sp_input_sentences:,} sentences and training a "
+              "SentencePiece model on them (one read of the pairs)", file=sys.stderr)
         sample = (s for s in source.sentences(spec.sp_input_sentences, settings.seed) if s.strip())
         first = next(sample, None)
         if first is None:  # SentencePiece's own error says only "!sentences_.empty()"
