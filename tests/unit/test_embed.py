@@ -371,6 +371,11 @@ def test_read_pairs_from_candidates_tsv_and_s1s2(tmp_path):
     pairs = read_pairs([tmp_path / "c.parquet", tmp_path / "p.tsv", tmp_path / "s.parquet"])
     assert pairs == [("x", "x1"), ("z", "z1"), ('he said "hi', "they said hi"), ("u", "v")]
     assert read_pairs([tmp_path / "c.parquet"], max_pairs=1) == [("x", "x1")]
+    # the pairs the SentencePiece sample's share and the progress bars count: a candidate
+    # table's rows at rank 1 (3 of 4 here), not every row
+    from paramill.embed.data import PairSource
+
+    assert PairSource.from_files([tmp_path / "c.parquet", tmp_path / "s.parquet"]).rows() == 4
 
 
 def test_parquet_pairs_must_be_text_and_a_dictionary_of_strings_is(tmp_path):

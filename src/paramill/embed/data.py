@@ -81,12 +81,12 @@ class PairSource:
         return {**what, "max_pairs": self.max_pairs, "drop_identical": self.drop_identical}
 
     def rows(self) -> int | None:
-        """Rows in the source before filtering, at most ``max_pairs`` (Parquet: from the
-        files' metadata, nothing read), or None where only a full read can tell (TSV)."""
+        """Pairs in the source before filtering, at most ``max_pairs`` (Parquet: metadata, or
+        a candidate table's rank column), or None where only a full read can tell (TSV)."""
         if self.pairs is not None:
             rows = len(self.pairs)
         elif all(path.endswith(".parquet") for path in self.paths):
-            rows = sum(open_parquet(path).metadata.num_rows for path in self.paths)
+            rows = sum(parquet.pair_rows(path) for path in self.paths)
         else:
             return None
         return min(rows, self.max_pairs) if self.max_pairs else rows

@@ -31,6 +31,18 @@ def is_text(kind: Any) -> bool:
     return bool(pa.types.is_string(kind) or pa.types.is_large_string(kind) or is_view(kind))
 
 
+def pair_rows(path: str) -> int:
+    """The pairs in a Parquet file of them, from its metadata: every row, or a candidate
+    table's (``en_ref``/``candidate``) rows at ``rank`` 1, counted from that column alone."""
+    import pyarrow.compute as pc
+
+    meta = open_parquet(path)
+    if not {"en_ref", "candidate", "rank"} <= set(meta.schema_arrow.names):
+        return meta.metadata.num_rows
+    return sum(pc.sum(pc.equal(batch.column(0), 1)).as_py() or 0
+               for batch in iter_parquet_batches([path], 1 << 20, ["rank"]))
+
+
 def check_text(path: str, schema: Any, columns: list[str]) -> None:
     """An :class:`~paramill.io.InputError` naming ``path`` and the first of ``columns``
     whose type in ``schema`` (an Arrow schema) is not text."""
