@@ -14,6 +14,7 @@ from paramill.embed.features import Vocab, trigrams, words
 from paramill.embed.model import ModelSpec, SentenceEncoder, build, load_model
 from paramill.io import InputError
 from paramill.embed.train import EmbedTrainSettings, hardest_negatives, margin_loss, read_pairs, train
+from paramill.embed.data import PairSource
 
 SENTS = ["The man reads a book.", "A man is reading a book.", "The woman buys bread.",
          "Our neighbour sells an old car.", "The dog sleeps.", "It rains today in the city."]
@@ -373,8 +374,6 @@ def test_read_pairs_from_candidates_tsv_and_s1s2(tmp_path):
     assert read_pairs([tmp_path / "c.parquet"], max_pairs=1) == [("x", "x1")]
     # the pairs the SentencePiece sample's share and the progress bars count: a candidate
     # table's rows at rank 1 (3 of 4 here), not every row
-    from paramill.embed.data import PairSource
-
     assert PairSource.from_files([tmp_path / "c.parquet", tmp_path / "s.parquet"]).rows() == 4
 
 
@@ -393,9 +392,15 @@ def test_parquet_pairs_must_be_text_and_a_dictionary_of_strings_is(tmp_path):
     pq.write_table(pa.table({"s1": pa.array(["u", "w"]).dictionary_encode(),
                              "s2": pa.array(["v", "u"]).dictionary_encode()}), tmp_path / "d.parquet")
     assert read_pairs([tmp_path / "d.parquet"]) == [("u", "v"), ("w", "u")]
+    ranked = {"en_ref": ["x", "x", "z"], "candidate": ["y", "w", "v"]}  # a candidate table
+    pq.write_table(pa.table({**ranked, "rank": ["1", "2", "1"]}), tmp_path / "r.parquet")
+    for read in (lambda f: read_pairs([f]), lambda f: PairSource.from_files([f]).rows()):
+        with pytest.raises(InputError, match=r"r.parquet: column rank holds string, not numbers"):
+            read(tmp_path / "r.parquet")  # polars' string-to-number comparison as a traceback
+    pq.write_table(pa.table({**ranked, "rank": [1.0, None, 1.0]}), tmp_path / "f.parquet")
+    assert read_pairs([tmp_path / "f.parquet"]) == [("x", "y"), ("z", "v")]  # pandas' ints
+    assert PairSource.from_files([tmp_path / "f.parquet"]).rows() == 2  # with a null: floats
     # a NUL is never text: the file and row (counted across row groups), as a TSV's line
-    from paramill.embed.data import PairSource
-
     pq.write_table(pa.table({"s1": ["a", "b", "c\x00", "d"], "s2": ["e", "f", "g", "h"]}),
                    tmp_path / "z.parquet", row_group_size=2)
     with pytest.raises(InputError, match=r"z.parquet:3: column s1: NUL at character 1"):
@@ -711,8 +716,6 @@ def test_scramble_shuffles_real_positions_only():
 
 
 def test_training_streams_in_small_buffers_and_resumes_exactly(tmp_path, monkeypatch):
-    from paramill.embed.data import PairSource
-
     monkeypatch.setattr("paramill.embed.train.CHUNK_PAIRS", 4)
     spec = ModelSpec(components=("word", "lstm"), dim=8, hidden=8)
     settings = dict(batch_size=4, megabatch=2, buffer_pairs=8)
@@ -777,8 +780,6 @@ def test_tsv_lines_without_two_fields_are_counted_in_the_log(tmp_path, capfd):
     (it was dropped without a word); so is one with an empty side (a tab doubled: the second
     sentence was the third field, and the pair was dropped without a word); blank lines are
     not counted."""
-    from paramill.embed.data import PairSource
-
     tsv = tmp_path / "p.tsv"
     tsv.write_text("a man reads\ta man is reading\nno tab here\n\nthe dog runs\ta dog is running\n"
                    "spaces not tabs  between\na tab\t\tdoubled\n \t\t \n\tno first side\n")
@@ -798,8 +799,6 @@ def test_a_tsv_first_line_of_column_names_is_skipped_and_said(tmp_path, capfd):
     candidate, STS-style sentence1/sentence2) trained on its header as a pair. The first line
     with text is skipped when it names the columns, and the log says so with its line number;
     the same words further down, or a first line that is a pair, are pairs."""
-    from paramill.embed.data import PairSource
-
     body = "a man reads\ta man is reading\nthe dog runs\ta dog is running\n"
     cases = {"s1\ts2\n": 1, "\n Sentence1 \tSENTENCE2\tscore\n": 2, "en_ref\tcandidate\n": 1,
              "a cat sleeps\ta cat is sleeping\n": None}
@@ -908,8 +907,6 @@ def test_a_given_sentencepiece_model_is_used_and_units_sp_needs_one(tmp_path):
 
 
 def test_the_same_pairs_in_another_folder_train_a_byte_identical_model(tmp_path):
-    from paramill.embed.data import PairSource
-
     outs = []
     for where in ("a", "b"):
         folder = tmp_path / where
@@ -1316,8 +1313,6 @@ def test_sentencepiece_units_in_bulk_are_the_per_sentence_units(tmp_path):
 
 def test_the_sentencepiece_sample_is_seeded_and_bounded(tmp_path):
     import polars as pl
-
-    from paramill.embed.data import PairSource
 
     pairs = [(f"first {i}", f"second {i}") for i in range(3000)]
     pl.DataFrame({"s1": [a for a, _ in pairs], "s2": [b for _, b in pairs]}).write_parquet(

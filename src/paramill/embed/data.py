@@ -44,7 +44,6 @@ from paramill.embed.featurise import chunk_counts, ids_part, ordered_map, part_n
 from paramill.embed.rawstore import RAW_LAYOUT, RawIds, new_parts, reused_pairs
 from paramill.io import (InputError, iter_parquet_batches, read_json, sha256_file,
                          write_json)
-from paramill.tables import open_parquet
 
 
 @dataclass
@@ -149,15 +148,9 @@ class PairSource:
 
 def _parquet_frames(path: str, batch_rows: int) -> Iterator[pl.DataFrame]:
     """The file's pairs as ``s1``/``s2`` text frames; a file without those columns (or
-    ``en_ref``/``candidate``), with columns that do not hold text, or a NUL, is an InputError."""
-    names = (schema := open_parquet(path).schema_arrow).names
-    if {"en_ref", "candidate"} <= set(names):
-        columns = ["en_ref", "candidate", *(["rank"] if "rank" in names else [])]
-    elif {"s1", "s2"} <= set(names):
-        columns = ["s1", "s2"]
-    else:
-        raise InputError(path, None, f"needs columns s1/s2 or en_ref/candidate, has {names}")
-    parquet.check_text(path, schema, columns[:2])
+    ``en_ref``/``candidate``), with columns that do not hold text (a rank not numbers), or
+    a NUL, is an InputError."""
+    columns = parquet.pair_columns(path)
     row = 0  # the rows before the batch's, for an error's row number
     for batch in iter_parquet_batches([path], batch_rows, columns):
         frame = parquet.refuse_nul(path, pl.from_arrow(batch), columns[:2], row)

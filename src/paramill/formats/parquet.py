@@ -31,14 +31,34 @@ def is_text(kind: Any) -> bool:
     return bool(pa.types.is_string(kind) or pa.types.is_large_string(kind) or is_view(kind))
 
 
+def pair_columns(path: str) -> list[str]:
+    """The columns a file of training pairs is read by: ``s1``, ``s2``; or a candidate
+    table's ``en_ref``, ``candidate`` and, where it has one, ``rank`` (its pairs are the rows
+    at rank 1). An :class:`~paramill.io.InputError` names the file where they are missing,
+    the sentences are not text or the rank is not a number."""
+    import pyarrow as pa
+
+    names = (schema := open_parquet(path).schema_arrow).names
+    if {"en_ref", "candidate"} <= set(names):
+        columns = ["en_ref", "candidate", *(["rank"] if "rank" in names else [])]
+    elif {"s1", "s2"} <= set(names):
+        columns = ["s1", "s2"]
+    else:
+        raise InputError(path, None, f"needs columns s1/s2 or en_ref/candidate, has {names}")
+    check_text(path, schema, columns[:2])
+    kind = schema.field("rank").type if "rank" in columns else pa.int32()
+    if not (pa.types.is_integer(kind) or pa.types.is_floating(kind)):  # pandas: a float
+        raise InputError(path, None, f"column rank holds {kind}, not numbers")  # with nulls
+    return columns
+
+
 def pair_rows(path: str) -> int:
-    """The pairs in a Parquet file of them, from its metadata: every row, or a candidate
-    table's (``en_ref``/``candidate``) rows at ``rank`` 1, counted from that column alone."""
+    """The pairs in a Parquet file of them (:func:`pair_columns`), from its metadata: every
+    row, or a candidate table's rows at ``rank`` 1, counted from that column alone."""
     import pyarrow.compute as pc
 
-    meta = open_parquet(path)
-    if not {"en_ref", "candidate", "rank"} <= set(meta.schema_arrow.names):
-        return meta.metadata.num_rows
+    if "rank" not in pair_columns(path):
+        return open_parquet(path).metadata.num_rows
     return sum(pc.sum(pc.equal(batch.column(0), 1)).as_py() or 0
                for batch in iter_parquet_batches([path], 1 << 20, ["rank"]))
 
