@@ -85,9 +85,9 @@ class ModelSpec(Settings):
         bad = [c for c in self.components if c not in COMPONENTS]
         if not self.components or bad:
             raise ValueError(f"components must be among {COMPONENTS}, got {list(self.components)}")
-        if len(set(self.components)) < len(self.components):  # [word, word]: two WORD models
-            raise ValueError(f"components name each encoder at most once, got "  # side by side,
-                             f"{list(self.components)}")  # a typo for another component
+        if len(set(self.components)) < len(self.components):
+            # [word, word] trained two WORD models side by side: a typo for another component
+            raise ValueError(f"components name each encoder at most once, got {list(self.components)}")
         if self.combine not in ("concat", "add"):
             raise ValueError(f"combine must be concat or add, not {self.combine!r}")
         if self.units not in ("word", "sp"):

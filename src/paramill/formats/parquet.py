@@ -47,8 +47,8 @@ def pair_columns(path: str) -> list[str]:
         raise InputError(path, None, f"needs columns s1/s2 or en_ref/candidate, has {names}")
     check_text(path, schema, columns[:2])
     kind = schema.field("rank").type if "rank" in columns else pa.int32()
-    if not (pa.types.is_integer(kind) or pa.types.is_floating(kind)):  # pandas: a float
-        raise InputError(path, None, f"column rank holds {kind}, not numbers")  # with nulls
+    if not (pa.types.is_integer(kind) or pa.types.is_floating(kind)):  # floats: pandas'
+        raise InputError(path, None, f"column rank holds {kind}, not numbers")  # ints with nulls
     return columns
 
 
