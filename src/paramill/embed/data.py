@@ -85,10 +85,15 @@ class PairSource:
         if self.pairs is not None:
             rows = len(self.pairs)
         elif all(path.endswith(".parquet") for path in self.paths):
-            rows = sum(parquet.pair_rows(path) for path in self.paths)
+            rows = self._parquet_pairs
         else:
             return None
         return min(rows, self.max_pairs) if self.max_pairs else rows
+
+    @functools.cached_property
+    def _parquet_pairs(self) -> int:
+        """Asked for by the sample and each pass's bar: a candidate table's rank read once."""
+        return sum(parquet.pair_rows(path) for path in self.paths)
 
     def sentences(self, sample: int, seed: int) -> Iterator[str]:
         """Both sentences of a seeded random sample of the pairs, about ``sample`` sentences
