@@ -181,7 +181,15 @@ def _variant(name: str, pairs: list, dev: str, args) -> dict:
 def _profiled(fn, steps: int, dev: str, sync, top: int = 25) -> dict:
     """``fn`` under torch.profiler: per step (``steps`` of them), the wall, the device's summed
     kernel time (on a GPU: busy against idle) and the ``top`` operations or kernels by device
-    time (on a CPU, by CPU time), with how many ran a step."""
+    time (on a CPU, by CPU time), with how many ran a step. On a GPU also where the host's
+    time goes: ``host_top``, the operations and CUDA runtime calls (``cudaLaunchKernel``,
+    ``cudaStreamSynchronize``, ``cudaHostAlloc``...) by their own host time. On either, from
+    a second run under cProfile, ``python_top``, the Python functions and torch methods by
+    their own time (where a host-bound loop spends it: a wait for the device shows as the
+    call that waited)."""
+    import cProfile
+    import pstats
+
     from torch.profiler import ProfilerActivity, profile
 
     activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if dev == "cuda" else [])
@@ -193,17 +201,40 @@ def _profiled(fn, steps: int, dev: str, sync, top: int = 25) -> dict:
         wall = time.perf_counter() - began
     events = prof.key_averages()
     on_device = dev == "cuda"
-    rows = []
+    rows, host = [], []
     for e in events:
         own = (e.self_device_time_total if on_device else e.self_cpu_time_total) or 0
         if own > 0:
-            rows.append({"name": e.key[:120], "per_step": round(e.count / steps, 2),
-                         "us_per_step": round(own / steps, 2)})
+            rows.append(_per_step(e.key, e.count, own, steps))
+        if on_device and (e.self_cpu_time_total or 0) > 0:
+            host.append(_per_step(e.key, e.count, e.self_cpu_time_total, steps))
     rows.sort(key=lambda r: -r["us_per_step"])
     busy = sum(r["us_per_step"] for r in rows)
-    return {"steps": steps, "wall_us_per_step": round(wall / steps * 1e6, 1),
-            ("device_busy_us_per_step" if on_device else "cpu_self_us_per_step"): round(busy, 1),
-            "kinds": len(rows), "top": rows[:top]}
+    out = {"steps": steps, "wall_us_per_step": round(wall / steps * 1e6, 1),
+           ("device_busy_us_per_step" if on_device else "cpu_self_us_per_step"): round(busy, 1),
+           "kinds": len(rows), "top": rows[:top]}
+    if on_device:
+        host.sort(key=lambda r: -r["us_per_step"])
+        out["host_self_us_per_step"] = round(sum(r["us_per_step"] for r in host), 1)
+        out["host_top"] = host[:top]
+    python = cProfile.Profile()
+    sync()
+    python.enable()
+    fn()
+    sync()
+    python.disable()
+    stats = pstats.Stats(python).stats  # (file, line, name) -> (calls, _, own s, cumulative s, _)
+    named = [(f"{name} ({Path(file).name}:{line})" if line else name, calls, own, cum)
+             for (file, line, name), (_, calls, own, cum, _) in stats.items()]
+    named.sort(key=lambda r: -r[2])
+    out["python_top"] = [{**_per_step(name, calls, own * 1e6, steps),
+                          "cumulative_us_per_step": round(cum * 1e6 / steps, 2)}
+                         for name, calls, own, cum in named[:top]]
+    return out
+
+
+def _per_step(name: str, count: int, us: float, steps: int) -> dict:
+    return {"name": name[:120], "per_step": round(count / steps, 2), "us_per_step": round(us / steps, 2)}
 
 
 def _assembled(train_module, buffer, idx, pool, n1, n2, settings, spec, step, dev) -> list[tuple]:

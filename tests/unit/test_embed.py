@@ -695,6 +695,43 @@ def test_id_store_buffers_cover_every_pair_once_and_pad_like_the_encoder(tmp_pat
     assert torch.allclose(by_run, model(padded), atol=1e-6)
 
 
+def test_flat_runs_place_rows_without_ids_and_fill_the_rest_with_zeros():
+    """Sentences with no ids (empty, or every unit unknown to a store) take no place in a
+    run; each run is its rows' ids one after another, then zeros; the mean's weights are
+    1/length at each row's ids; a run of only empty rows is all padding."""
+    from paramill.embed.data import Buffer
+    from paramill.embed.model import TAIL_BAGS
+
+    sentences = [[5, 6], [], [7], [], [8, 9, 10], []]
+    buffer = Buffer(pa.table({"u_1": pa.array(sentences[:3], pa.list_(pa.int32())),
+                              "u_2": pa.array(sentences[3:], pa.list_(pa.int32()))}), ["u"])
+    buffer.place("cpu")
+    runs = np.array([1, 0, 3, 2, 1, 4, 3, 5, 1])  # three runs of three rows
+    ids, offsets, weights = buffer.flat_runs(runs, {"u": 6}, 3)["u"]
+    assert ids.tolist() == [[5, 6, 0, 0, 0, 0], [7, 8, 9, 10, 0, 0], [0] * 6]
+    assert offsets[:, :3].tolist() == [[0, 0, 2], [0, 1, 1], [0, 0, 0]]
+    assert torch.equal(weights, torch.tensor([[0.5, 0.5, 0, 0, 0, 0], [1] + [1 / 3] * 3 + [0, 0],
+                                              [0] * 6]))
+    # no rows at all: a run of zeros, not an error
+    ids, offsets, weights = buffer.flat_runs(np.array([], dtype=np.int64), {"u": 4}, 1)["u"]
+    assert ids.tolist() == [[0] * 4] and not weights.any() and offsets.shape == (1, TAIL_BAGS)
+    # random rows, a third of them empty, against the runs built one row at a time
+    rng = np.random.default_rng(3)
+    sentences = [rng.integers(1, 99, int(rng.choice([0, 1, 4, 30]))).tolist() for _ in range(60)]
+    buffer = Buffer(pa.table({"u_1": pa.array(sentences[:30], pa.list_(pa.int32())),
+                              "u_2": pa.array(sentences[30:], pa.list_(pa.int32()))}), ["u"])
+    buffer.place("cpu")
+    runs = rng.integers(0, 60, 4 * 25)
+    ids, offsets, weights = buffer.flat_runs(runs, None, 4)["u"]
+    for k in range(4):
+        rows = [sentences[r] for r in runs[25 * k:25 * (k + 1)]]
+        flat = [i for row in rows for i in row]
+        assert ids[k].tolist() == flat + [0] * (ids.shape[1] - len(flat))
+        assert weights[k].tolist() == pytest.approx(
+            [1 / len(row) for row in rows for _ in row] + [0] * (ids.shape[1] - len(flat)))
+        assert offsets[k, :25].tolist() == np.cumsum([0] + [len(r) for r in rows[:-1]]).tolist()
+
+
 def test_scramble_shuffles_real_positions_only():
     from paramill.embed.data import scramble
 
@@ -1229,9 +1266,12 @@ def test_gpu_graph_step_trains_as_the_eager_step_on_cuda(tmp_path, monkeypatch, 
                                         ("gran",)])
 def test_gpu_a_step_never_waits_for_the_device(components):
     """CUDA's own check (``set_sync_debug_mode("error")``: any operation that makes the host
-    wait for the device raises): a step, recurrent passes and their scrambling included,
-    queues its work and returns; so does assembling an averaging model's flat runs
-    (``Buffer.flat_runs``), and its step over them."""
+    wait for the device raises), under deterministic algorithms as training runs: a step,
+    recurrent passes and their scrambling included, queues its work and returns; so do
+    assembling an averaging model's flat runs (``Buffer.flat_runs``) and its step over them,
+    and the hardest-negative search up to its one read-back (the H200's profile counted six
+    waits a mega-batch: ``sims[i, i] = -inf`` copied its number with a blocking copy)."""
+    from paramill import device
     from paramill.embed.data import Buffer, scramble, to_device
     from paramill.embed.steps import EagerStep
     from paramill.embed.train import adam
@@ -1248,6 +1288,10 @@ def test_gpu_a_step_never_waits_for_the_device(components):
     buffer.place("cuda")
     runs = np.arange(8) * 3
     sizes = buffer.totals(runs, 2)
+    e1, e2 = torch.randn(6, 8, device="cuda"), torch.randn(6, 8, device="cuda")
+    links = to_device(torch.tensor([0, 0, 1, 2, 2, 3]), "cuda")
+    deterministic = torch.are_deterministic_algorithms_enabled()
+    device.deterministic()
     torch.cuda.synchronize()
     torch.cuda.set_sync_debug_mode("error")
     try:
@@ -1260,9 +1304,13 @@ def test_gpu_a_step_never_waits_for_the_device(components):
                 step(feats)
                 flat = buffer.flat_runs(runs, sizes, 2)
                 step({u: tuple(part[0] for part in parts) for u, parts in flat.items()})
+            found = [torch.stack(hardest_negatives(e1, e2, use)) for use in (None, links)]
     finally:
         torch.cuda.set_sync_debug_mode("default")
+        torch.use_deterministic_algorithms(deterministic)
     assert step.total.item() > 0
+    assert [f.cpu().tolist() for f in found] == [
+        [t.tolist() for t in hardest_negatives(e1.cpu(), e2.cpu(), use)] for use in (None, links.cpu())]
 
 
 def test_a_sentencepiece_store_is_mapped_by_one_lookup_a_model(tmp_path, monkeypatch):

@@ -324,7 +324,8 @@ class Buffer:
         and the mean's weights [groups, size] (1/length at a row's ids, 0 at the padding). No
         padding between rows: an averaging model's work is its rows' ids, where a padded batch
         costs rows x its longest (trigrams of tweets: 80 a row on average, 392 at most). One
-        copy of a few numbers a row from the host; no sync."""
+        copy of a few numbers a row from the host; no sync; each place finds its row and
+        gathers its id (no ``t[i] = v``: deterministic algorithms sort its indices)."""
         per, n = len(rows) // groups, len(rows)
         out = {}
         for u, (flat, _) in self._placed.items():
@@ -334,17 +335,18 @@ class Buffer:
             size = sizes[u] if sizes else max(1, int(runs.sum(1).max(initial=0)))
             local, real = runs.cumsum(1) - runs, runs.sum(1)
             tails = real[:, None] + np.arange(TAIL_BAGS) * (size - real)[:, None] // TAIL_BAGS
-            first = np.cumsum(lengths) - lengths  # a row's first id among all runs' real ids
-            base = (np.arange(groups)[:, None] * size + local).reshape(-1)  # ... in the output
+            first = (np.arange(groups)[:, None] * size + local).reshape(-1)  # a row's first place
             meta = to_device(torch.from_numpy(np.concatenate(
-                [starts - first, base - first, lengths, np.concatenate([local, tails], 1).reshape(-1)])), dev)
-            src, dst, length, total = meta[:n], meta[n:2 * n], meta[2 * n:3 * n], int(lengths.sum())
-            row = torch.repeat_interleave(torch.arange(n, device=dev), length, output_size=total)
-            at = torch.arange(total, device=dev)
-            to = dst[row] + at  # each real id's place in the output, once for ids and weights
-            ids, weights = torch.zeros(groups * size, dtype=flat.dtype, device=dev), torch.zeros(groups * size, device=dev)
-            ids[to] = flat[src[row] + at]
-            weights[to] = (1.0 / length.clamp(min=1).float())[row]
+                [first, starts - first, lengths, np.concatenate([local, tails], 1).reshape(-1)])), dev)
+            at = torch.arange(groups * size, device=dev)
+            if n and len(flat):  # the last row starting at or before a place (a row of no ids
+                row = torch.searchsorted(meta[:n], at, right=True) - 1  # gives it to the next)
+                begin, shift, length = meta[:3 * n].view(3, n)[:, row]
+                real_id = at - begin < length
+                ids = torch.where(real_id, flat[torch.where(real_id, at + shift, 0)], 0)
+                weights = torch.where(real_id, 1.0 / length.clamp(min=1), 0.0)
+            else:
+                ids, weights = torch.zeros_like(at, dtype=flat.dtype), torch.zeros(groups * size, device=dev)
             out[u] = (ids.view(groups, size), meta[3 * n:].view(groups, -1), weights.view(groups, size))
         return out
 

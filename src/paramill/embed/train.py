@@ -112,15 +112,16 @@ def hardest_negatives(e1: torch.Tensor, e2: torch.Tensor, links: torch.Tensor | 
     pair of i's group, unless that leaves none (then the papers' rule, for that pair)."""
     pool = F.normalize(torch.cat([e1, e2]), dim=-1)
     n = e1.size(0)
-    own = torch.arange(n, device=e1.device)
     if links is not None:  # a pair's group, for the pairs it does not fill the pool of
         linked = links[:, None] == torch.cat([links, links])[None, :]
         linked &= ~linked.all(dim=1, keepdim=True)
     out = []
     for side in (pool[:n], pool[n:]):
         sims = side @ pool.T
-        sims[own, own] = float("-inf")
-        sims[own, own + n] = float("-inf")
+        # s_i and s'_i: the diagonals at 0 and n, filled in place (``sims[i, i] = -inf`` sent
+        # its number by a blocking copy: a wait for every queued step, the H200's profile)
+        sims.diagonal().fill_(float("-inf"))
+        sims.diagonal(n).fill_(float("-inf"))
         if links is not None:
             sims.masked_fill_(linked, float("-inf"))
         out.append(sims.argmax(dim=1))
@@ -314,9 +315,10 @@ def _negatives(model, buffer, pool: np.ndarray, spec: ModelSpec, dev: str,
         else:  # the whole pool in one pass (an averaging model's rows are independent)
             e1, e2 = model(_group(buffer.flat_runs(pool), 0)).split(half)
         model.train()
-    n1, n2 = hardest_negatives(e1, e2, None if links is None else
-                               to_device(torch.from_numpy(links), e1.device))
-    return n1.cpu().numpy(), n2.cpu().numpy()
+    both = torch.stack(hardest_negatives(e1, e2, None if links is None else
+                                         to_device(torch.from_numpy(links), e1.device)))
+    both = both.cpu().numpy()  # the mega-batch's one read-back
+    return both[0], both[1]
 
 
 def _rows(buffer, idx: np.ndarray, pool: np.ndarray, n1: np.ndarray, n2: np.ndarray,
