@@ -23,7 +23,9 @@ with the trained model, its optimiser and the step object training used, times p
 If ``epoch_us`` is about ``step_us + megabatch_us`` the two run one after the other (the
 read-back a mega-batch leaves the device idle while the host assembles the next steps);
 ``100 / step_us`` is the pairs/s no change outside the step can pass. On a CPU the step
-runs eagerly and the figures say what the arithmetic costs there.
+runs eagerly and the figures say what the arithmetic costs there. With ``--profile`` each
+part also says where the host's time went (``host_top``: operations and CUDA runtime calls,
+``cudaStreamSynchronize`` among them, by their own host time; ``python_top``: cProfile's).
 
     python benchmarks/embed_step.py [--variants word-sp trigram] [--epochs 3] [--device cuda] \\
         [--repeats 500] [--profile 50] --out benchmarks/out/embed_step.json
@@ -60,7 +62,8 @@ def main() -> None:
     parser.add_argument("--profile", type=int, default=0, metavar="N",
                         help="also profile N steps alone and one epoch's mega-batch work "
                              "(torch.profiler: the kernels by device time a step, and the "
-                             "device's busy time against the wall's)")
+                             "device's busy time against the wall's; on a GPU the host's time "
+                             "by operation and CUDA runtime call; cProfile's functions)")
     parser.add_argument("--recurrent-pass-rows", type=int,
                         help="rows a recurrent model takes in one pass of a step (default: the "
                              "batch size, four passes; 400: one, as the H200 rows of "
