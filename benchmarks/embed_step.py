@@ -73,7 +73,6 @@ def main() -> None:
     device.limit_threads(args.threads)
     from paramill.embed import train as train_module
 
-    train_module.RECURRENT_PASS_ROWS = args.recurrent_pass_rows
     pairs = [(x, y) for x, y in twitter_positive_pairs(SHARED) if x != y]
     pairs = pairs[:args.pairs] if args.pairs else pairs
     dev = device.pick(args.device)
@@ -97,7 +96,8 @@ def _variant(name: str, pairs: list, dev: str, args) -> dict:
 
     spec = ModelSpec(dim=300, **VARIANTS[name])
     settings = EmbedTrainSettings(epochs=args.epochs, batch_size=100, megabatch=20, device=dev,
-                                  cuda_graph=not args.eager)
+                                  cuda_graph=not args.eager,
+                                  recurrent_pass_rows=args.recurrent_pass_rows or 0)
     made = {}
     stepper = train_module._stepper
 

@@ -77,7 +77,6 @@ def main() -> None:
     parser.add_argument("--out")
     args = parser.parse_args()
     device.limit_threads(args.threads)
-    train_module.RECURRENT_PASS_ROWS = args.recurrent_pass_rows
     pairs = [(x, y) for x, y in twitter_positive_pairs(SHARED) if x != y]
     pairs = pairs[:args.pairs] if args.pairs else pairs
     sts = read("stsbenchmark-dev", "dev", "stsbenchmark", args.sts)
@@ -105,7 +104,8 @@ def main() -> None:
             label = name + ("+graph" if graph else "")
             settings = EmbedTrainSettings(epochs=epochs, megabatch=args.megabatch,
                                           device=args.device, cuda_graph=graph,
-                                          linked_negatives=args.linked_negatives)
+                                          linked_negatives=args.linked_negatives,
+                                          recurrent_pass_rows=args.recurrent_pass_rows or 0)
             summary = train(pairs, Path(tmp) / f"{label}.pt", spec, settings)
             model = load_model(Path(tmp) / f"{label}.pt")
             result = score(model, sts)

@@ -1,3 +1,4 @@
+import dataclasses
 import json
 import pickle
 import subprocess
@@ -507,22 +508,46 @@ def test_a_recurrent_step_runs_rows_sorted_by_length_in_passes_of_their_own_widt
 
 @pytest.mark.parametrize("pass_rows", [3, 1000])
 def test_a_recurrent_step_trains_alike_whatever_its_passes(tmp_path, monkeypatch, pass_rows):
-    """Passes are how a step is computed, not what: four passes of the batch size (the
-    default), passes of 3 rows, or the whole step in one give the same losses and weights.
-    (Without scrambling: its random numbers are drawn a pass at a time, so other passes
-    scramble other rows.)"""
-    from paramill.embed import train as train_mod
+    """Passes (``recurrent_pass_rows``) are how a step is computed, not what: four passes of
+    the batch size (the default), passes of 3 rows, or the whole step in one give the same
+    losses and weights. (Without scrambling: its random numbers are drawn a pass at a time,
+    so other passes scramble other rows.)"""
+    from paramill.embed import data
 
+    passes = []
+    by_length = data.Buffer.by_length
+    monkeypatch.setattr(data.Buffer, "by_length",
+                        lambda self, rows, unit, size, dev: passes.append(size) or by_length(
+                            self, rows, unit, size, dev))
     spec = ModelSpec(components=("gran",), dim=8, units="word")
     settings = EmbedTrainSettings(epochs=2, batch_size=6, megabatch=2, scramble_rate=0.0)
     default = train(PAIRS, tmp_path / "a.pt", spec, settings)
-    monkeypatch.setattr(train_mod, "RECURRENT_PASS_ROWS", pass_rows)
-    other = train(PAIRS, tmp_path / "b.pt", spec, settings)
+    assert set(passes) >= {6}  # the steps' passes: the batch size (the search's are 512)
+    passes.clear()
+    other = train(PAIRS, tmp_path / "b.pt", spec,
+                  dataclasses.replace(settings, recurrent_pass_rows=pass_rows))
+    assert pass_rows in passes and 6 not in passes
     assert [h["loss"] for h in other["history"]] == pytest.approx(
         [h["loss"] for h in default["history"]], rel=1e-5)
     a = torch.load(tmp_path / "a.pt", weights_only=True)["state_dict"]
     b = torch.load(tmp_path / "b.pt", weights_only=True)["state_dict"]
     assert all(torch.allclose(a[k], b[k], atol=1e-5) for k in a)
+
+
+def test_a_checkpoint_from_before_a_setting_existed_resumes_with_its_default(tmp_path):
+    """A setting added since a checkpoint was written (``recurrent_pass_rows``) counts as its
+    default there: the run resumes rather than starting afresh; another value starts afresh."""
+    spec = ModelSpec(components=("gran",), dim=8, units="word")
+    settings = EmbedTrainSettings(epochs=1, batch_size=6, megabatch=2)
+    train(PAIRS, tmp_path / "m.pt", spec, settings)
+    state = torch.load(tmp_path / "m.pt", weights_only=False)
+    del state["train"]["recurrent_pass_rows"]
+    torch.save(state, tmp_path / "m.pt")
+    resumed = train(PAIRS, tmp_path / "m.pt", spec, dataclasses.replace(settings, epochs=2))
+    assert [h["epoch"] for h in resumed["history"]] == [1, 2] and len(resumed["epoch_seconds"]) == 1
+    afresh = train(PAIRS, tmp_path / "m.pt", spec,
+                   dataclasses.replace(settings, epochs=2, recurrent_pass_rows=24))
+    assert [h["epoch"] for h in afresh["history"]] == [1, 2] and len(afresh["epoch_seconds"]) == 2
 
 
 def test_training_resumes_exactly(tmp_path):

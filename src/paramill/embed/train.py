@@ -49,12 +49,6 @@ from paramill.settings import Device, setting, Settings
 #: pairs per row group of the id store (the unit the epoch order permutes)
 CHUNK_PAIRS = 10_000
 
-#: rows a recurrent model takes in one pass of a step (None: the batch size, four passes a
-#: step); benchmarks/embeddings.py --recurrent-pass-rows sets it to compare on a GPU, where
-#: fewer, wider passes may win (not measured)
-RECURRENT_PASS_ROWS: int | None = None
-
-
 @dataclass(frozen=True)
 class EmbedTrainSettings(Settings):
     epochs: int = setting(5, "Passes over the pairs.", minimum=1)
@@ -82,6 +76,12 @@ class EmbedTrainSettings(Settings):
         "mega-batch 20 (README): LSTM and BLSTM collapse with keep (STS-B dev 12-15) and train "
         "with skip (71-74), GRAN 71.8 -> 73.1; WORD and TRIGRAM lose 2-3 points with skip.")
     device: Device = setting("auto", "auto: cuda when a GPU is visible.")
+    recurrent_pass_rows: int = setting(
+        0, "Rows a recurrent model (LSTM, BLSTM, GRAN) takes in one pass of a step, sorted by "
+        "length and padded to the pass's longest (0: batch_size, four passes; 4 x batch_size: "
+        "one). The same arithmetic, but scrambling draws a pass at a time. GRAN's step on an "
+        "H200: 10.9 ms in one pass of 400 rows, 19.7 in four of 100; on 2 CPU cores one pass "
+        "cost 3.2x four (README).", minimum=0)
     cuda_graph: bool = setting(
         True, "On CUDA, record an averaging model's (WORD, TRIGRAM) training step once as a "
         "CUDA graph and replay it: one launch a step instead of ~100. The same arithmetic and "
@@ -188,8 +188,9 @@ def _resumed(resume: Path, spec: ModelSpec, settings: EmbedTrainSettings, data: 
     except InputError as exc:  # the run starts afresh
         set_aside(resume, "embed train", exc, "starting afresh")
         return None, None
-    same = {k: v for k, v in state["train"].items() if k not in NOT_RESUME_KEYS} == \
-        {k: v for k, v in asdict(settings).items() if k not in NOT_RESUME_KEYS}
+    stored = {**asdict(EmbedTrainSettings()), **state["train"]}  # a key added since: its default
+    same = {k: v for k, v in stored.items() if k not in NOT_RESUME_KEYS} == {
+        k: v for k, v in asdict(settings).items() if k not in NOT_RESUME_KEYS}
     if state["spec"] == asdict(spec) and same and state.get("data") == data \
             and state["epoch"] <= settings.epochs:
         print(f"embed train: resuming after epoch {state['epoch']}", file=sys.stderr)
@@ -317,8 +318,7 @@ def _negatives(model, buffer, pool: np.ndarray, spec: ModelSpec, dev: str,
         model.train()
     both = torch.stack(hardest_negatives(e1, e2, None if links is None else
                                          to_device(torch.from_numpy(links), e1.device)))
-    both = both.cpu().numpy()  # the mega-batch's one read-back
-    return both[0], both[1]
+    return tuple(both.cpu().numpy())  # the mega-batch's one read-back
 
 
 def _rows(buffer, idx: np.ndarray, pool: np.ndarray, n1: np.ndarray, n2: np.ndarray,
@@ -331,8 +331,8 @@ def _rows(buffer, idx: np.ndarray, pool: np.ndarray, n1: np.ndarray, n2: np.ndar
 def _passes(buffer, rows: np.ndarray, spec: ModelSpec, settings: EmbedTrainSettings,
             scramble_unit: str | None, dev: str) -> tuple[list, torch.Tensor]:
     """A recurrent model's step input: ``rows`` in passes sorted by length, scrambled."""
-    passes, back = buffer.by_length(rows, spec.units, RECURRENT_PASS_ROWS or settings.batch_size,
-                                    dev)
+    passes, back = buffer.by_length(rows, spec.units,
+                                    settings.recurrent_pass_rows or settings.batch_size, dev)
     if scramble_unit is not None:
         for feats in passes:
             ids, lengths = feats[scramble_unit]
