@@ -47,6 +47,14 @@ case "$SUITE" in
   paraid) PACKAGES="${CORE#polars==2.1.0 polars-runtime-32==2.1.0 }" ;;
   *) echo "usage: $0 nmt [WORK] | embed | paraid" >&2; exit 2 ;;
 esac
+if [ "$SUITE" = embed ]; then  # what the embed suite copies, looked for before minutes of xz
+  REFERENCE=${REFERENCE:-/work/.mirror/jwieting+paraphrastic-representations-at-scale/repo}
+  git -C "$REFERENCE" rev-parse -q --verify HEAD >/dev/null 2>&1 || {
+    echo "$0: no checkout of the authors' code at $REFERENCE (REFERENCE=...; the tool library's" \
+         "fetch of jwieting/paraphrastic-representations-at-scale makes that mirror)" >&2; exit 2; }
+  [ -z "${BEFORE:-}" ] || git rev-parse -q --verify "$BEFORE^{commit}" >/dev/null || {
+    echo "$0: BEFORE=$BEFORE is not a commit of this repository" >&2; exit 2; }
+fi
 for ignored in /.gpu/ /.gpu-a/; do
   grep -qx "$ignored" .git/info/exclude 2>/dev/null || echo "$ignored" >> .git/info/exclude
 done
@@ -77,7 +85,7 @@ elif [ "$SUITE" = paraid ]; then
   cp "$SHARED/pit-2015/dev.data" .gpu/shared-data/pit-2015/
 else
   SHARED=${SHARED:-../shared/data}
-  git clone -q "${REFERENCE:-/work/.mirror/jwieting+paraphrastic-representations-at-scale/repo}" .gpu/reference
+  git clone -q "$REFERENCE" .gpu/reference
   git -C .gpu/reference rev-parse HEAD > .gpu/reference/COMMIT  # for a machine without git
   rm -rf .gpu/reference/.git/hooks
   twitter=twitter-url-corpus/castorini-twitterPPDB/train
