@@ -55,19 +55,27 @@ if [ "$SUITE" = embed ]; then  # what the embed suite copies, looked for before 
   [ -z "${BEFORE:-}" ] || git rev-parse -q --verify "$BEFORE^{commit}" >/dev/null || {
     echo "$0: BEFORE=$BEFORE is not a commit of this repository" >&2; exit 2; }
 fi
-for ignored in /.gpu/ /.gpu-a/; do
+for ignored in /.gpu/ /.gpu-a/ /.gpu-cache/; do
   grep -qx "$ignored" .git/info/exclude 2>/dev/null || echo "$ignored" >> .git/info/exclude
 done
-rm -rf .gpu .gpu-a && mkdir -p .gpu/wheels .gpu/site
+rm -rf .gpu .gpu-a && mkdir -p .gpu/wheels .gpu/site .gpu-cache
 echo "$SUITE" > .gpu/SUITE
-for p in $PACKAGES; do
-  "$PY" -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
-    --platform manylinux_2_28_x86_64 --platform manylinux_2_27_x86_64 --platform manylinux_2_17_x86_64 \
-    --platform manylinux2014_x86_64 --platform manylinux1_x86_64 -d .gpu/wheels "$p"
-done
-for w in .gpu/wheels/*.whl; do "$PY" -m zipfile -e "$w" .gpu/site; done
-find .gpu/site -name '*.so*' -type f -exec strip --strip-unneeded {} +
-tar -C .gpu -cf - site | xz -9e -T0 > .gpu/site.tar.xz
+# the packed packages are kept in .gpu-cache/ under a key of what went in (the list, with
+# sentencepiece's version): ~4 minutes of xz -9e a session otherwise
+KEY=$(echo "$PACKAGES" | sha256sum | cut -c1-16)
+if [ -s ".gpu-cache/site-$KEY.tar.xz" ]; then
+  cp ".gpu-cache/site-$KEY.tar.xz" .gpu/site.tar.xz && echo "site.tar.xz from .gpu-cache/ ($KEY)"
+else
+  for p in $PACKAGES; do
+    "$PY" -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
+      --platform manylinux_2_28_x86_64 --platform manylinux_2_27_x86_64 --platform manylinux_2_17_x86_64 \
+      --platform manylinux2014_x86_64 --platform manylinux1_x86_64 -d .gpu/wheels "$p"
+  done
+  for w in .gpu/wheels/*.whl; do "$PY" -m zipfile -e "$w" .gpu/site; done
+  find .gpu/site -name '*.so*' -type f -exec strip --strip-unneeded {} +
+  tar -C .gpu -cf - site | xz -9e -T0 > .gpu/site.tar.xz
+  cp .gpu/site.tar.xz ".gpu-cache/site-$KEY.tar.xz"
+fi
 rm -rf .gpu/site .gpu/wheels
 if [ "$SUITE" = nmt ]; then
   mkdir -p .gpu/work/nmt
