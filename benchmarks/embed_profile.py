@@ -26,7 +26,7 @@ sys.path.insert(0, str(REPO / "src"))
 #: autograd, is not theirs), paramill's Python functions with what they call
 PARTS = [("lstm_forward", "torch.lstm", "own"), ("backward", "run_backward", "own"),
          ("optimizer_step", "adam.py:step", "cumulative"), ("padding", "data.py:tensors", "cumulative"),
-         ("hardest_negatives", "train.py:hardest_negatives", "cumulative")]
+         ("hardest_negatives", "megabatch.py:hardest_negatives", "cumulative")]
 
 
 def main() -> None:

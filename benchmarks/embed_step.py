@@ -10,18 +10,19 @@ with the trained model, its optimiser and the step object training used, times p
 - ``step_us``: the step alone, ``--repeats`` times back to back on the same inputs (on CUDA
   the graph's replay: what the GPU itself needs a step, the ceiling with no other work);
 - ``megabatch_us``: the work a mega-batch does besides its steps, divided by its 20 steps:
-  encoding its pool of 4,000 sentences, the hardest-negative search and its read-back to the
-  host, and assembling the steps' rows (``paramill.embed.train._negatives`` and
-  ``_megabatch_steps``, the functions the epoch calls; for a recurrent model, ``gran-sp`` or
-  ``lstm-sp``, each step's passes sorted by length and scrambled, ``_passes``), over one
-  epoch's buffer;
+  encoding its pool of 4,000 sentences, the hardest-negative search, and assembling the
+  steps' rows (``paramill.embed.megabatch.negatives`` and ``averaging_steps``, the functions
+  the epoch calls; for a recurrent model, ``gran-sp`` or ``lstm-sp``, the negatives' read-back
+  and each step's passes sorted by length and scrambled, ``recurrent_steps``), over one
+  epoch's buffer, timed to the device's end;
 - ``epoch_us``: the epoch as training ran it (epochs alone, without their checkpoints),
   over the epochs after the first where there are two or more: the first also records the
   CUDA graphs (and warms the allocator), a large share of a 2-epoch run; ``epoch_us_all``
   counts every epoch.
 
-If ``epoch_us`` is about ``step_us + megabatch_us`` the two run one after the other (the
-read-back a mega-batch leaves the device idle while the host assembles the next steps);
+If ``epoch_us`` is about ``step_us + megabatch_us`` the two run one after the other (as
+when a read-back a mega-batch left the device idle while the host assembled the next
+steps); nearer the larger of the two, they overlap;
 ``100 / step_us`` is the pairs/s no change outside the step can pass. On a CPU the step
 runs eagerly and the figures say what the arithmetic costs there. With ``--profile`` each
 part also says where the host's time went (``host_top``: operations and CUDA runtime calls,
@@ -87,6 +88,7 @@ def main() -> None:
 def _variant(name: str, pairs: list, dev: str, args) -> dict:
     import torch
 
+    from paramill.embed import megabatch
     from paramill.embed import train as train_module
     from paramill.embed.data import PairSource, epoch_buffers, write_ids
     from paramill.embed.model import ModelSpec
@@ -127,8 +129,8 @@ def _variant(name: str, pairs: list, dev: str, args) -> dict:
                 for m in range(0, buffer.n, mega):
                     idx = order[m:m + mega]
                     pool = np.concatenate([idx, buffer.n + idx])
-                    n1, n2 = train_module._negatives(model, buffer, pool, spec, dev)
-                    yield _assembled(train_module, buffer, idx, pool, n1, n2, settings, spec, step, dev)
+                    negs = megabatch.negatives(model, buffer, pool, spec, dev)
+                    yield _assembled(buffer, idx, pool, negs, settings, spec, step, dev)
 
             steps, first = 0, []  # first: a full step's inputs (the last mega-batch may have none)
             sync()
@@ -174,7 +176,9 @@ def _variant(name: str, pairs: list, dev: str, args) -> dict:
            "pairs_per_second": {"step_alone": round(settings.batch_size / step_us * 1e6),
                                 "epoch": round(settings.batch_size / epoch_us * 1e6),
                                 "epoch_all": summary["epoch_pairs_per_second"]},
-           "loss": summary["history"][-1]["loss"]}
+           "loss": summary["history"][-1]["loss"],
+           # the ids a step's graph holds per unit (on CUDA the host's bound, padded with zeros)
+           "room": {u: ids.size(0) for u, (ids, _, _) in getattr(step, "static", {}).items()}}
     if profiles:
         row["profile"] = profiles
     print({k: v for k, v in row.items() if k != "profile"}, file=sys.stderr)
@@ -240,19 +244,19 @@ def _per_step(name: str, count: int, us: float, steps: int) -> dict:
     return {"name": name[:120], "per_step": round(count / steps, 2), "us_per_step": round(us / steps, 2)}
 
 
-def _assembled(train_module, buffer, idx, pool, n1, n2, settings, spec, step, dev) -> list[tuple]:
-    """A mega-batch's full steps' inputs, as the epoch assembles them: an averaging model's
-    all at once (``_megabatch_steps``), a recurrent model's step by step (``_passes``: sorted
-    by length, padded a pass at a time, scrambled), which the epoch does before each step."""
+def _assembled(buffer, idx, pool, negs, settings, spec, step, dev) -> list[tuple]:
+    """A mega-batch's full steps' inputs, as the epoch assembles them (an averaging model's all
+    at once, a recurrent model's sorted by length, padded a pass at a time and scrambled)."""
+    import itertools
+
+    from paramill.embed import megabatch
+
     batch = settings.batch_size
-    if not spec.recurrent:
-        steps, count = train_module._megabatch_steps(buffer, idx, pool, n1, n2, batch, step)
-        return [(train_module._group(steps, k),) for k in range(count)]
-    unit = spec.units if settings.scramble_rate > 0 else None
-    return [train_module._passes(buffer, train_module._rows(buffer, idx, pool, n1, n2,
-                                                            slice(b, b + batch)),
-                                 spec, settings, unit, dev)
-            for b in range(0, len(idx) - batch + 1, batch)]
+    steps = (megabatch.recurrent_steps(buffer, idx, pool, negs, batch,
+                                       settings.recurrent_pass_rows or batch, spec.units,
+                                       settings.scramble_rate, dev) if spec.recurrent
+             else megabatch.averaging_steps(buffer, idx, pool, negs, batch, step))
+    return list(itertools.islice(steps, len(idx) // batch))
 
 
 if __name__ == "__main__":

@@ -184,11 +184,12 @@ def test_a_training_step_dispatches_few_torch_operations(tmp_path, monkeypatch, 
     assert counted["aten._fused_adam_.default"] == steps
     assert counted["aten._embedding_bag.default"] >= steps * len(components)
     # here (batch 20, megabatch 10): 129 (WORD) and 166 (WORD+TRIGRAM) a step, 32 and 53 of
-    # them outside it, when each step assembled its own padded rows; now 97 and 111, 12 and
-    # 22 outside (batch 100, megabatch 20: 93 and 7.7 for WORD); 333 and 489 before the
-    # one-pass step
+    # them outside it, when each step assembled its own padded rows; 98 and 113, 11 and 20
+    # outside, when the steps' rows were assembled from negatives read back to the host; now
+    # 101 and 118, 14 and 25 outside (their offsets computed on the device, where the
+    # negatives stay); 333 and 489 before the one-pass step
     assert per_step < 95 + 20 * len(components), (per_step, counted.most_common(10))
-    assert outside < 14 * len(components), (outside, per_step)
+    assert outside < 16 * len(components), (outside, per_step)
 
 
 @pytest.mark.parametrize("components", [("word",), ("word", "trigram"), ("lstm",), ("blstm",),
@@ -203,7 +204,7 @@ def test_a_step_asks_the_device_nothing_back(monkeypatch, components):
 
     from torch.utils._python_dispatch import TorchDispatchMode
 
-    from paramill.embed.data import scramble
+    from paramill.embed.megabatch import scramble
     from paramill.embed.model import build
     from paramill.embed.steps import EagerStep
     from paramill.embed.train import adam
@@ -237,11 +238,14 @@ def test_a_step_asks_the_device_nothing_back(monkeypatch, components):
 
 
 @pytest.mark.parametrize("components", [("word",), ("word", "trigram")])
-def test_the_graph_step_trains_as_the_eager_step(tmp_path, monkeypatch, components):
+@pytest.mark.parametrize("bounded", [False, True])
+def test_the_graph_step_trains_as_the_eager_step(tmp_path, monkeypatch, components, bounded):
     """The CUDA graph's bookkeeping, run on the CPU (where the "graph" is the same fixed-shape
     step, eagerly): flat inputs with room for the most ids a step has needed, which grows (a
     new recording each time), warm-up steps, short last batches eagerly, the loss summed in
-    place; the same losses and weights as the eager step."""
+    place; the same losses and weights as the eager step. ``bounded``: the steps sized as on
+    CUDA, by a bound known on the host rather than read back (more zeros, the same sums)."""
+    from paramill.embed import megabatch
     from paramill.embed import train as train_mod
     from paramill.embed.model import TAIL_BAGS
     from paramill.embed.steps import WARMUP_STEPS, GraphStep, room
@@ -263,6 +267,7 @@ def test_the_graph_step_trains_as_the_eager_step(tmp_path, monkeypatch, componen
         return steps[-1]
 
     monkeypatch.setattr(train_mod, "_stepper", graph_on_cpu)
+    monkeypatch.setattr(megabatch, "sizes_read_back", lambda dev: not bounded)
     graph = train(pairs, tmp_path / "g.pt", spec, settings)
     (step,) = steps
     assert step.warm == WARMUP_STEPS and step.replays >= 15 and step.eager >= 2
@@ -341,7 +346,7 @@ def test_buffer_links_are_the_groups_of_pairs_joined_by_a_shared_sentence():
     (("word",), "skip", True), (("lstm",), "keep", False)])
 def test_training_leaves_linked_pairs_out_of_the_negatives_as_set(tmp_path, monkeypatch,
                                                                   components, setting, skipped):
-    from paramill.embed import train as train_mod
+    from paramill.embed import megabatch
 
     seen = []
 
@@ -350,7 +355,7 @@ def test_training_leaves_linked_pairs_out_of_the_negatives_as_set(tmp_path, monk
         seen.append((None if links is None else links.tolist(), [t.tolist() for t in found]))
         return found
 
-    monkeypatch.setattr(train_mod, "hardest_negatives", recording)
+    monkeypatch.setattr(megabatch, "hardest_negatives", recording)
     texts = ["a cat sat", "the cat sat down", "dogs bark loudly", "a dog barks", "rain falls"]
     pairs = [(texts[i % 5], f"{texts[(i + 1) % 5]} {i}") for i in range(40)]  # 5 stories
     train(pairs, tmp_path / "m.pt", ModelSpec(components=components, dim=8, hidden=8, units="word"),
@@ -757,8 +762,71 @@ def test_flat_runs_place_rows_without_ids_and_fill_the_rest_with_zeros():
         assert offsets[k, :25].tolist() == np.cumsum([0] + [len(r) for r in rows[:-1]]).tolist()
 
 
+def test_a_megabatchs_steps_hold_its_pairs_and_negatives_at_either_size(monkeypatch):
+    """An averaging model's steps over a mega-batch (three full steps of 5 pairs, a short one
+    of 2): each step's run is s1, s2 and their two negatives' ids one after another, then
+    zeros. Sized exactly (read back, the CPU) or by the host's bound (CUDA: nothing read
+    back), the same ids, offsets and weights; the bound holds every step, and a sentence that
+    is every pair's negative, the pool's longest, fills it to the last place."""
+    from paramill.embed import megabatch
+    from paramill.embed.data import Buffer
+
+    rng = np.random.default_rng(5)
+    n = 23
+    sentences = [rng.integers(1, 99, int(rng.choice([0, 1, 3, 12]))).tolist() for _ in range(2 * n)]
+    buffer = Buffer(pa.table({"u_1": pa.array(sentences[:n], pa.list_(pa.int32())),
+                              "u_2": pa.array(sentences[n:], pa.list_(pa.int32()))}), ["u"])
+    buffer.place("cpu")
+    idx = rng.permutation(n)[:17]
+    pool = np.concatenate([idx, n + idx])
+    longest = int(np.argmax([len(sentences[r]) for r in pool]))
+
+    class Room:  # the step's room: what it is asked for (an eager step's)
+        asked = []
+
+        def sizes(self, needed):
+            self.asked.append(needed)
+            return needed
+
+    for negs in (torch.from_numpy(rng.integers(0, 34, (2, 17))), torch.full((2, 17), longest)):
+        made = {}
+        for exact in (True, False):
+            monkeypatch.setattr(megabatch, "sizes_read_back", lambda dev: exact)
+            made[exact] = [feats["u"] for (feats,) in megabatch.averaging_steps(
+                buffer, idx, pool, negs, 5, Room())]
+        assert len(made[True]) == len(made[False]) == 4
+        reals = []
+        for k, ((ids, offsets, weights), (bids, boffsets, bweights)) in enumerate(zip(*made.values())):
+            sl = slice(5 * k, 5 * k + 5)
+            rows = [*idx[sl], *(n + idx[sl]), *pool[negs[0, sl].numpy()], *pool[negs[1, sl].numpy()]]
+            flat = [i for r in rows for i in sentences[r]]
+            real = len(flat)
+            reals.append(real)
+            assert ids.tolist() == flat + [0] * (len(ids) - real) and len(ids) >= real
+            assert bids[:real].tolist() == flat and not bids[real:].any() and len(bids) >= real
+            assert offsets[:len(rows)].tolist() == boffsets[:len(rows)].tolist() == np.cumsum(
+                [0] + [len(sentences[r]) for r in rows[:-1]]).tolist()
+            assert torch.equal(weights[:real], bweights[:real]) and not bweights[real:].any()
+        # the full steps' room, asked of the step once: their most, or the bound
+        full = {True: max(1, max(reals[:3])), False: megabatch.bound(buffer, idx[:15], pool, 3)["u"]}
+        assert [a["u"] for a in Room.asked[-2:]] == [full[True], full[False]]
+        assert [len(made[True][k][0]) for k in range(3)] == [full[True]] * 3
+        assert (full[False] == full[True]) == bool((negs == longest).all())
+    assert megabatch.bound(buffer, idx[:0], pool[:0], 1) == {"u": 1}
+
+
+def test_the_progress_bars_loss_is_the_running_mean_and_none_before_a_step():
+    from paramill.embed.megabatch import LossPeek
+
+    total = torch.tensor(6.0)
+    peek = LossPeek(total)
+    assert peek(0) is None and peek(3) == 2.0
+    total += 2
+    assert peek(4) == 2.0
+
+
 def test_scramble_shuffles_real_positions_only():
-    from paramill.embed.data import scramble
+    from paramill.embed.megabatch import scramble
 
     torch.manual_seed(0)
     ids = torch.tensor([[5, 6, 7, 8, 0, 0], [1, 2, 0, 0, 0, 0], [9, 10, 11, 12, 13, 14]])
@@ -1292,51 +1360,104 @@ def test_gpu_graph_step_trains_as_the_eager_step_on_cuda(tmp_path, monkeypatch, 
 def test_gpu_a_step_never_waits_for_the_device(components):
     """CUDA's own check (``set_sync_debug_mode("error")``: any operation that makes the host
     wait for the device raises), under deterministic algorithms as training runs: a step,
-    recurrent passes and their scrambling included, queues its work and returns; so do
-    assembling an averaging model's flat runs (``Buffer.flat_runs``) and its step over them,
-    and the hardest-negative search up to its one read-back (the H200's profile counted six
-    waits a mega-batch: ``sims[i, i] = -inf`` copied its number with a blocking copy)."""
+    recurrent passes and their scrambling included, queues its work and returns; so does an
+    averaging model's whole mega-batch: its pool encoded, the hardest-negative search (the
+    H200's profile counted six waits a mega-batch: ``sims[i, i] = -inf`` copied its number
+    with a blocking copy), its steps assembled from the negatives left on the device at the
+    host's bound, and the steps; and a look at the running loss (:class:`LossPeek`)."""
     from paramill import device
-    from paramill.embed.data import Buffer, scramble, to_device
+    from paramill.embed.data import Buffer, to_device
+    from paramill.embed.megabatch import LossPeek, averaging_steps, negatives, scramble
     from paramill.embed.steps import EagerStep
     from paramill.embed.train import adam
 
-    model = build(ModelSpec(components=components, dim=16, hidden=16, units="word"),
-                  [s for pair in PAIRS for s in pair]).to("cuda").train()
+    spec = ModelSpec(components=components, dim=16, hidden=16, units="word")
+    model = build(spec, [s for pair in PAIRS for s in pair]).to("cuda").train()
     step = EagerStep(model, adam(model, 1e-3), 0.4, 1.0, "cuda")
+    peek = LossPeek(step.total)
     feats = model.tensors(model.units([s for pair in PAIRS[:2] for s in pair] * 2))
     order = to_device(torch.tensor([4, 5, 6, 7, 0, 1, 2, 3]), "cuda")
     units = sorted(model.vocabs)
     buffer = Buffer(pa.table({f"{u}_{side + 1}": [model.vocabs[u].ids(model.featurizers[u](p[side]))
                                                   for p in PAIRS]
                               for u in units for side in (0, 1)}), units)
-    buffer.place("cuda")
-    runs = np.arange(8) * 3
-    sizes = buffer.totals(runs, 2)
     e1, e2 = torch.randn(6, 8, device="cuda"), torch.randn(6, 8, device="cuda")
     links = to_device(torch.tensor([0, 0, 1, 2, 2, 3]), "cuda")
+    idx = np.random.default_rng(0).permutation(buffer.n)[:13]  # two steps of 6, one of 1
+    pool = np.concatenate([idx, buffer.n + idx])
     deterministic = (torch.are_deterministic_algorithms_enabled(),
                      torch.is_deterministic_algorithms_warn_only_enabled())
     device.deterministic()
     torch.cuda.synchronize()
     torch.cuda.set_sync_debug_mode("error")
+    shown = []
     try:
-        for _ in range(3):
+        buffer.place("cuda")
+        for k in range(3):
             if model.spec.recurrent:
                 ids, lengths = feats["word"]
                 step([{"word": (scramble(ids[k:k + 4], lengths[k:k + 4], 0.5), lengths[k:k + 4])}
                       for k in (0, 4)], order)
             else:
                 step(feats)
-                flat = buffer.flat_runs(runs, sizes, 2)
-                step({u: tuple(part[0] for part in parts) for u, parts in flat.items()})
+                negs = negatives(model, buffer, pool, spec, "cuda", np.arange(13) % 5 if k else None)
+                for args in averaging_steps(buffer, idx, pool, negs, 6, step):
+                    step(*args)
+            shown.append(peek(k + 1))
             found = [torch.stack(hardest_negatives(e1, e2, use)) for use in (None, links)]
     finally:
         torch.cuda.set_sync_debug_mode("default")
         torch.use_deterministic_algorithms(deterministic[0], warn_only=deterministic[1])
-    assert step.total.item() > 0
+    assert step.total.item() > 0 and shown[0] is None
+    assert all(value is None or value > 0 for value in shown)
     assert [f.cpu().tolist() for f in found] == [
         [t.tolist() for t in hardest_negatives(e1.cpu(), e2.cpu(), use)] for use in (None, links.cpu())]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("components, graph", [(("word", "trigram"), False), (("word",), True),
+                                               (("gran",), False)])
+def test_gpu_an_epoch_waits_for_the_device_once_or_once_a_megabatch(tmp_path, monkeypatch,
+                                                                    components, graph):
+    """CUDA's own count (``set_sync_debug_mode("warn")``: a warning each time the host waits
+    for the device) over whole epochs of training on CUDA: an averaging model's epoch, eager
+    or replayed from a CUDA graph (recording it aside), waits once, for the epoch's loss at
+    its end, so the host queues mega-batch after mega-batch; a recurrent model's also once a
+    mega-batch, for the negatives that set its passes."""
+    import warnings
+
+    from paramill.embed import train as train_mod
+    from paramill.embed.steps import GraphStep
+
+    epoch, record, seen = train_mod._epoch, GraphStep._record, []
+
+    def quiet_record(self, fn):  # recording a graph waits by design, rarely
+        torch.cuda.set_sync_debug_mode("default")
+        try:
+            return record(self, fn)
+        finally:
+            torch.cuda.set_sync_debug_mode("warn")
+
+    def counted(*args, **kwargs):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            torch.cuda.set_sync_debug_mode("warn")
+            try:
+                result = epoch(*args, **kwargs)
+            finally:
+                torch.cuda.set_sync_debug_mode("default")
+        seen.append(sum("synchronizing" in str(w.message) for w in caught))
+        return result
+
+    monkeypatch.setattr(train_mod, "_epoch", counted)
+    monkeypatch.setattr(GraphStep, "_record", quiet_record)
+    pairs = [(f"{a} {i}", f"{b} {i}") for i in range(3) for a, b in PAIRS]  # 90 pairs
+    settings = EmbedTrainSettings(epochs=2, batch_size=10, megabatch=4, device="cuda",
+                                  cuda_graph=graph)  # 3 mega-batches an epoch
+    summary = train(pairs, tmp_path / "m.pt", ModelSpec(components=components, dim=16, hidden=16,
+                                                        units="word"), settings)
+    assert summary["cuda_graph"] == graph and summary["history"][-1]["loss"] > 0
+    assert seen == ([4, 4] if ModelSpec(components=components).recurrent else [1, 1])
 
 
 def test_a_sentencepiece_store_is_mapped_by_one_lookup_a_model(tmp_path, monkeypatch):

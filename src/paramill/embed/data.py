@@ -15,8 +15,7 @@
    of the seed and the epoch alone, so a run resumed at an epoch reproduces it; with
    ``buffer_pairs`` at least the corpus it is one shuffle of every pair.
 
-A :class:`Buffer` holds its sentences as flat id arrays with offsets (s_i at row i, s'_i at
-row n + i) and pads any rows into tensors with numpy indexing, no Python loop per sentence.
+A :class:`Buffer` holds its sentences as flat ids with offsets (s_i at row i, s'_i at n + i).
 """
 
 from __future__ import annotations
@@ -39,7 +38,7 @@ import torch
 from paramill import formats
 from paramill.formats import parquet
 from paramill.embed.features import Featurizer, Vocab, row_keys
-from paramill.embed.model import TAIL_BAGS, real_positions
+from paramill.embed.model import TAIL_BAGS
 from paramill.embed.featurise import chunk_counts, ids_part, ordered_map, part_name
 from paramill.embed.rawstore import RAW_LAYOUT, RawIds, new_parts, reused_pairs
 from paramill.io import (InputError, iter_parquet_batches, read_json, sha256_file,
@@ -299,9 +298,9 @@ class Buffer:
         return csgraph.connected_components(graph, directed=False)[1][node[:self.n]]
 
     def place(self, device: torch.device | str) -> None:
-        """Move the ids and offsets to ``device`` once (batches are assembled there)."""
-        self._placed = {u: (torch.from_numpy(self.flat[u]).to(device),
-                            torch.from_numpy(self.offsets[u]).to(device)) for u in self.flat}
+        """Move the ids and offsets to ``device`` once (batches are assembled there), no wait."""
+        self._placed = {u: tuple(to_device(torch.from_numpy(a), device) for a in (
+            self.flat[u], self.offsets[u], np.diff(self.offsets[u]))) for u in self.flat}
 
     def widths(self, rows: np.ndarray) -> dict[str, int]:
         """The longest sentence among ``rows``, per unit (on the host: no device sync)."""
@@ -314,30 +313,30 @@ class Buffer:
         return {u: max(1, int((o[rows + 1] - o[rows]).reshape(groups, -1).sum(1).max()))
                 if len(rows) else 1 for u, o in self.offsets.items()}
 
-    def flat_runs(self, rows: np.ndarray, sizes: dict[str, int] | None = None, groups: int = 1
-                  ) -> dict[str, tuple[torch.Tensor, torch.Tensor, torch.Tensor]]:
-        """``rows`` (host row numbers) in ``groups`` equal runs (a mega-batch's steps), each run
-        as ``embedding_bag``'s flat input, on the :meth:`place` device: per unit, ids
-        [groups, size] (a run's rows one after another, then zeros up to ``sizes[unit]``, at
-        least :meth:`totals`; by default just that), offsets [groups, rows per run + TAIL_BAGS]
+    def flat_runs(self, rows: np.ndarray | torch.Tensor, sizes: dict[str, int] | None = None,
+                  groups: int = 1) -> dict[str, tuple[torch.Tensor, torch.Tensor, torch.Tensor]]:
+        """``rows`` (host row numbers, or a tensor of them on the :meth:`place` device, then
+        with ``sizes``) in ``groups`` equal runs (a mega-batch's steps), each as
+        ``embedding_bag``'s flat input on the :meth:`place` device: per unit, ids [groups,
+        size] (a run's rows one after another, then zeros up to ``sizes[unit]``, at least
+        :meth:`totals`; by default just that), offsets [groups, rows per run + TAIL_BAGS]
         (the rows', then bags that split the zeros: :data:`~paramill.embed.model.TAIL_BAGS`)
-        and the mean's weights [groups, size] (1/length at a row's ids, 0 at the padding). No
-        padding between rows: an averaging model's work is its rows' ids, where a padded batch
-        costs rows x its longest (trigrams of tweets: 80 a row on average, 392 at most). One
-        copy of a few numbers a row from the host; no sync; each place finds its row and
-        gathers its id (no ``t[i] = v``: deterministic algorithms sort its indices)."""
-        per, n = len(rows) // groups, len(rows)
-        out = {}
-        for u, (flat, _) in self._placed.items():
-            dev, offsets = flat.device, self.offsets[u]
-            starts, lengths = offsets[rows], offsets[rows + 1] - offsets[rows]
-            runs = lengths.reshape(groups, per)
-            size = sizes[u] if sizes else max(1, int(runs.sum(1).max(initial=0)))
-            local, real = runs.cumsum(1) - runs, runs.sum(1)
-            tails = real[:, None] + np.arange(TAIL_BAGS) * (size - real)[:, None] // TAIL_BAGS
-            first = (np.arange(groups)[:, None] * size + local).reshape(-1)  # a row's first place
-            meta = to_device(torch.from_numpy(np.concatenate(
-                [first, starts - first, lengths, np.concatenate([local, tails], 1).reshape(-1)])), dev)
+        and the mean's weights (1/length at a row's ids, 0 at the padding). No padding between
+        rows: trigrams of tweets are 80 a row on average, 392 at most. No sync (host rows: one
+        copy); each place finds its row and gathers its id (not ``t[i] = v``, which
+        deterministic algorithms sort)."""
+        n, out = len(rows), {}
+        for u, (flat, offsets, lengths) in self._placed.items():
+            dev = flat.device
+            if isinstance(rows, torch.Tensor):  # on the device: its lengths never come back
+                size = sizes[u]
+                meta = _run_meta(offsets[rows], lengths[rows], groups, size,
+                                 functools.partial(torch.arange, device=dev), torch.cat)
+            else:
+                size = sizes[u] if sizes else self.totals(rows, groups)[u]
+                o = self.offsets[u]
+                meta = to_device(torch.from_numpy(_run_meta(o[rows], o[rows + 1] - o[rows], groups,
+                                                            size, np.arange, np.concatenate)), dev)
             at = torch.arange(groups * size, device=dev)
             if n and len(flat):  # the last row starting at or before a place (a row of no ids
                 row = torch.searchsorted(meta[:n], at, right=True) - 1  # gives it to the next)
@@ -355,7 +354,7 @@ class Buffer:
         and padded to ``widths`` (at least each unit's longest among ``rows``), with no copy
         from the host and no sync: the same ids and lengths, maybe more padding."""
         out = {}
-        for u, (flat, offsets) in self._placed.items():
+        for u, (flat, offsets, _) in self._placed.items():
             start = offsets[rows]
             lengths = offsets[rows + 1] - start
             pos = torch.arange(widths[u], device=flat.device)[None, :]
@@ -394,28 +393,22 @@ class Buffer:
         return out
 
 
-def scramble(ids: torch.Tensor, lengths: torch.Tensor, rate: float) -> torch.Tensor:
-    """``ids`` with the real positions of each row chosen with probability ``rate`` shuffled;
-    padding stays at the end. The random numbers are drawn on the host from torch's CPU
-    generator (the same scrambles on every device, resumed with the checkpoint's generator
-    state) and sent to the device without waiting; the shuffle itself runs where ``ids`` are,
-    so nothing is read back from the device."""
-    if rate <= 0:
-        return ids
-    chosen = torch.rand(ids.size(0)).numpy() < rate  # the host's draws, looked at there
-    if not chosen.any():
-        return ids
-    width = ids.size(1)
-    keys = np.where(chosen[:, None], torch.rand(ids.shape, dtype=torch.float64).numpy(),
-                    np.arange(width) / width)  # rows not chosen keep their order
-    keys = to_device(torch.from_numpy(keys), ids.device)
-    keys = torch.where(real_positions(width, lengths), keys, 2.0)
-    return torch.gather(ids, 1, keys.argsort(dim=1))
+def _run_meta(starts, lengths, groups: int, size: int, arange, cat):
+    """:meth:`Buffer.flat_runs`'s numbers for rows with ``starts`` and ``lengths`` (numpy
+    arrays, or tensors on a device: ``arange`` and ``cat`` of their kind), in ``groups``
+    runs of ``size`` places: each row's first place, the shift from it to its ids, its
+    length, then each run's offsets (its rows', then the padding's bags)."""
+    runs = lengths.reshape(groups, len(lengths) // groups)
+    local = runs.cumsum(1) - runs
+    real = runs.sum(1)[:, None]
+    tails = real + arange(TAIL_BAGS) * (size - real) // TAIL_BAGS
+    first = (arange(groups)[:, None] * size + local).reshape(-1)
+    return cat([first, starts - first, lengths, cat([local, tails], 1).reshape(-1)])
 
 
 def to_device(tensor: torch.Tensor, device: torch.device | str) -> torch.Tensor:
-    """A host tensor on ``device``; to CUDA from pinned memory without waiting (a blocking
-    copy waits for everything queued on the device first: a sync)."""
+    """A host tensor on ``device``; to CUDA from pinned memory without waiting (a blocking copy
+    waits for everything queued on the device first)."""
     device = torch.device(device)
     if device.type != "cuda":
         return tensor.to(device)

@@ -2,19 +2,21 @@
 
 A step: s1, s2 and their two negatives through the model in one pass, the margin loss, the
 backward pass, gradient clipping, Adam, and the loss added to the epoch's total on the
-device (read back once a mega-batch). Eagerly, each of its ~140 torch operations is
+device (read back once an epoch). Eagerly, each of its ~140 torch operations is
 launched from Python: on a GPU that launching, not the arithmetic, sets the pace (the H200
 ran WORD at 13k pairs/s with the GPU mostly idle). :class:`GraphStep` records the step once
 as a CUDA graph over fixed-shape inputs and replays it: one launch a step.
 
 What stays eager: once a mega-batch, encoding its pool in one pass, the hardest-negative
-search and assembling all its steps' ids on the device at once (``Buffer.flat_runs``); each step,
+search and assembling all its steps' ids on the device at once from the negatives left there
+(:mod:`paramill.embed.megabatch`); each step,
 copying its ids into the graph's fixed inputs; a short last batch (fewer rows than the
 graph's). About 8 operations a step besides the graph's 85 (WORD, batch 100, mega-batch 20,
 counted on the CPU), where assembling each step's rows alone launched 37. Sizes: a step's
 ids are flat (no padding between rows), and the graph's inputs have room for a number of ids
-per unit (:func:`room`) at least the most a step has needed so far; a step that needs more
-records a new graph (rarely: the room only grows). The padding at the end changes nothing
+per unit (:func:`room`) at least the most a step may need so far (on CUDA the host's bound,
+:func:`paramill.embed.megabatch.bound`); a step that may need more records a new graph
+(rarely: the room only grows). The padding at the end changes nothing
 (``embedding_bag`` skips id 0, and its weight is 0); it is split among
 :data:`~paramill.embed.model.TAIL_BAGS` bags of its own, whose sums are dropped, as the
 kernel takes what its longest bag takes.

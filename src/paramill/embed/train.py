@@ -29,11 +29,11 @@ from typing import Any, Literal
 
 import numpy as np
 import torch
-import torch.nn.functional as F
 
 from paramill import device
-from paramill.embed.data import (PairSource, count_units, epoch_buffers, scramble, to_device,
-                                 write_ids)
+from paramill.embed.data import PairSource, count_units, epoch_buffers, write_ids
+from paramill.embed.megabatch import (LossPeek, averaging_steps, hardest_negatives, negatives,
+                                      recurrent_steps)
 from paramill.embed.rawstore import one_pass, write_raw_store
 from paramill.embed.steps import EagerStep, GraphStep, margin_step_loss
 from paramill.embed.model import (RNG, ModelSpec, build_from_counts, featurizers, load_model,
@@ -102,30 +102,6 @@ def margin_loss(g1: torch.Tensor, g2: torch.Tensor, t1: torch.Tensor, t2: torch.
                 margin: float) -> torch.Tensor:
     """Mean over the batch of the two hinge terms (both directions)."""
     return margin_step_loss(torch.cat([g1, g2, t1, t2]), margin)
-
-
-def hardest_negatives(e1: torch.Tensor, e2: torch.Tensor, links: torch.Tensor | None = None
-                      ) -> tuple[torch.Tensor, torch.Tensor]:
-    """For each pair i, the index into the pool [s_1..s_n, s"_1..s"_n] of the sentence most
-    similar to s_i and to s'_i, excluding s_i and s'_i themselves; with ``links`` (a group
-    number a pair, :attr:`paramill.embed.data.Buffer.links`), also the sentences of every
-    pair of i's group, unless that leaves none (then the papers' rule, for that pair)."""
-    pool = F.normalize(torch.cat([e1, e2]), dim=-1)
-    n = e1.size(0)
-    if links is not None:  # a pair's group, for the pairs it does not fill the pool of
-        linked = links[:, None] == torch.cat([links, links])[None, :]
-        linked &= ~linked.all(dim=1, keepdim=True)
-    out = []
-    for side in (pool[:n], pool[n:]):
-        sims = side @ pool.T
-        # s_i and s'_i: the diagonals at 0 and n, filled in place (``sims[i, i] = -inf`` sent
-        # its number by a blocking copy: a wait for every queued step, the H200's profile)
-        sims.diagonal().fill_(float("-inf"))
-        sims.diagonal(n).fill_(float("-inf"))
-        if links is not None:
-            sims.masked_fill_(linked, float("-inf"))
-        out.append(sims.argmax(dim=1))
-    return out[0], out[1]
 
 
 def skips_linked(settings: EmbedTrainSettings, spec: ModelSpec) -> bool:
@@ -252,119 +228,45 @@ def _epoch(model, step: EagerStep, store: Path, units: list[str], settings: Embe
            spec: ModelSpec, epoch: int, n: int, dev: str) -> float:
     """One epoch over the id store's shuffled buffers; returns the mean loss.
 
-    Batches are assembled on the device from ids moved there once a buffer; the hardest
-    negatives are picked there, and they and the loss are read back once a mega-batch. An
-    averaging model takes a step's rows (s1, s2 and both negatives) in one pass, flat: no
-    padding between rows (:meth:`~paramill.embed.data.Buffer.flat_runs`), and room for the ids
-    that grows rarely, as a CUDA graph wants fixed shapes. Its mega-batch is encoded in one
-    pass and all its steps' rows are assembled at once (:func:`_megabatch_steps`): on a GPU
-    each launch outside the graph costs as much as a small kernel. A recurrent model runs over every position, so its rows go through it
-    sorted by length in passes of ``batch_size`` rows, each padded to its own longest (on 2
-    CPU cores 1.7-2.0x the speed of packed sequences, README): the negatives' rows come
-    back to the host once a mega-batch for that, and scrambling's random numbers go the
-    other way (:func:`paramill.embed.data.scramble`)."""
-    recurrent = spec.recurrent
-    scramble_unit = spec.units if settings.scramble_rate > 0 and recurrent else None
+    Each mega-batch: its pool encoded and its hardest negatives found on the device
+    (:func:`~paramill.embed.megabatch.negatives`), then its steps, over inputs assembled there
+    from ids moved once a buffer (:mod:`paramill.embed.megabatch`). An averaging model's
+    steps are flat runs (no padding between rows), all of a mega-batch's at once, at a room
+    that grows rarely, as a CUDA graph wants fixed shapes; on CUDA nothing of theirs is read
+    back, so the host queues the next mega-batch while the device works. A recurrent model
+    runs over every position, so its rows go through it sorted by length in passes of
+    ``recurrent_pass_rows``, each padded to its own longest (on 2 CPU cores 1.7-2.0x the
+    speed of packed sequences, README): its negatives come back to the host once a
+    mega-batch for that, and scrambling's random numbers go the other way
+    (:func:`paramill.embed.megabatch.scramble`). The loss is read back once an epoch (the
+    progress bar's without waiting: :class:`~paramill.embed.megabatch.LossPeek`)."""
     mega = settings.batch_size * settings.megabatch
     skip_linked = skips_linked(settings, spec)
     bar = progress(f"embed epoch {epoch + 1}/{settings.epochs}", unit="pairs", total=n)
     step.total.zero_()
-    batches = 0
+    peek, batches = LossPeek(step.total), 0
     for buffer, order in epoch_buffers(store, units, settings.seed, epoch, settings.buffer_pairs,
                                        model.vocabs, model.featurizers):
         buffer.place(dev)
         for m in range(0, buffer.n, mega):
             idx = order[m:m + mega]
             pool = np.concatenate([idx, buffer.n + idx])  # pool position -> sentence row
-            # one read-back a mega-batch: the negatives (their rows set the next steps' sizes)
-            # and, as the device has then done the steps before, the loss so far
-            n1, n2 = _negatives(model, buffer, pool, spec, dev,
-                                buffer.links[idx] if skip_linked else None)
-            if batches:
-                bar.set_postfix(loss=f"{step.total.item() / batches:.4f}", refresh=False)
-            steps, count = ({}, 0) if recurrent else _megabatch_steps(
-                buffer, idx, pool, n1, n2, settings.batch_size, step)
-            for b in range(0, len(idx), settings.batch_size):
-                sl = slice(b, b + settings.batch_size)
-                if b // settings.batch_size < count:  # one of the full steps assembled above
-                    step(_group(steps, b // settings.batch_size))
-                elif recurrent:
-                    step(*_passes(buffer, _rows(buffer, idx, pool, n1, n2, sl), spec, settings,
-                                  scramble_unit, dev))
-                else:  # a short last batch
-                    step(_group(buffer.flat_runs(_rows(buffer, idx, pool, n1, n2, sl)), 0))
+            negs = negatives(model, buffer, pool, spec, dev,
+                             buffer.links[idx] if skip_linked else None)
+            if (shown := peek(batches)) is not None:
+                bar.set_postfix(loss=f"{shown:.4f}", refresh=False)
+            steps = (recurrent_steps(buffer, idx, pool, negs, settings.batch_size,
+                                     settings.recurrent_pass_rows or settings.batch_size,
+                                     spec.units, settings.scramble_rate, dev) if spec.recurrent
+                     else averaging_steps(buffer, idx, pool, negs, settings.batch_size, step))
+            for b, args in zip(range(0, len(idx), settings.batch_size), steps):
+                step(*args)
                 batches += 1
-                bar.update(len(idx[sl]))
+                bar.update(min(settings.batch_size, len(idx) - b))
     loss = step.total.item() / max(1, batches)
     bar.set_postfix(loss=f"{loss:.4f}", refresh=False)
     bar.close()
     return loss
-
-
-def _negatives(model, buffer, pool: np.ndarray, spec: ModelSpec, dev: str,
-               links: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """The hardest negatives of a mega-batch (``pool``: its s1 rows, then its s2 rows), as
-    pool positions read back to the host: the pool encoded by the model in eval mode, an
-    averaging model's in one pass, a recurrent model's sorted by length; ``links``: its
-    pairs' groups, whose sentences are left out (:func:`hardest_negatives`)."""
-    half = len(pool) // 2
-    with torch.no_grad():
-        model.eval()
-        if spec.recurrent:
-            e1, e2 = (_encoded(model, *buffer.by_length(rows, spec.units, 512, dev))
-                      for rows in (pool[:half], pool[half:]))
-        else:  # the whole pool in one pass (an averaging model's rows are independent)
-            e1, e2 = model(_group(buffer.flat_runs(pool), 0)).split(half)
-        model.train()
-    both = torch.stack(hardest_negatives(e1, e2, None if links is None else
-                                         to_device(torch.from_numpy(links), e1.device)))
-    return tuple(both.cpu().numpy())  # the mega-batch's one read-back
-
-
-def _rows(buffer, idx: np.ndarray, pool: np.ndarray, n1: np.ndarray, n2: np.ndarray,
-          sl: slice) -> np.ndarray:
-    """The sentence rows of the step over the mega-batch's pairs ``sl``: s1, s2 and their two
-    negatives."""
-    return np.concatenate([idx[sl], buffer.n + idx[sl], pool[n1[sl]], pool[n2[sl]]])
-
-
-def _passes(buffer, rows: np.ndarray, spec: ModelSpec, settings: EmbedTrainSettings,
-            scramble_unit: str | None, dev: str) -> tuple[list, torch.Tensor]:
-    """A recurrent model's step input: ``rows`` in passes sorted by length, scrambled."""
-    passes, back = buffer.by_length(rows, spec.units,
-                                    settings.recurrent_pass_rows or settings.batch_size, dev)
-    if scramble_unit is not None:
-        for feats in passes:
-            ids, lengths = feats[scramble_unit]
-            feats[scramble_unit] = (scramble(ids, lengths, settings.scramble_rate), lengths)
-    return passes, back
-
-
-def _group(feats: dict[str, tuple[torch.Tensor, ...]], k: int) -> dict[str, tuple[torch.Tensor, ...]]:
-    """Run ``k`` of :meth:`~paramill.embed.data.Buffer.flat_runs`'s runs: a model's input (views)."""
-    return {u: tuple(part[k] for part in parts) for u, parts in feats.items()}
-
-
-def _megabatch_steps(buffer, idx: np.ndarray, pool: np.ndarray, n1: np.ndarray, n2: np.ndarray,
-                     batch_size: int, step: EagerStep) -> tuple[dict, int]:
-    """A mega-batch's full steps (a short last one is left to the caller), assembled at once
-    (:meth:`~paramill.embed.data.Buffer.flat_runs`, a run a step), and how many: step ``k``'s rows
-    are s1, s2 and their two negatives for pairs ``k*B..(k+1)*B`` of the mega-batch. One
-    assembly a mega-batch, where one a step launched ~20 operations each time (on a GPU,
-    outside the CUDA graph, launches set the pace); a step takes views."""
-    count = len(idx) // batch_size
-    if not count:
-        return {}, 0
-    full = count * batch_size
-    rows = np.stack([idx[:full], buffer.n + idx[:full], pool[n1[:full]], pool[n2[:full]]])
-    rows = rows.reshape(4, count, batch_size).transpose(1, 0, 2).reshape(-1)  # step by step
-    return buffer.flat_runs(rows, step.sizes(buffer.totals(rows, count)), count), count
-
-
-def _encoded(model, passes: list, back: torch.Tensor) -> torch.Tensor:
-    """The vectors of :meth:`~paramill.embed.data.Buffer.by_length`'s passes, in the rows'
-    order."""
-    return torch.cat([model(feats) for feats in passes])[back]
 
 
 def train(source: PairSource | list[tuple[str, str]], out: str | Path, spec: ModelSpec,
