@@ -1286,6 +1286,38 @@ print(sorted(m for m in ('polars', 'torch', 'sentence_transformers', 'pandas') i
     assert done.stdout.splitlines() == ["2 list<item: int32> [[1, 2], [3, 3], [1]]", "[]"]
     assert pq.read_table(tmp_path / "part-000000.parquet").num_rows == 2
 
+def test_a_buffer_reads_arrow_ids_as_they_are_sliced_and_refuses_missing_ones():
+    """A buffer's ids and offsets come from the Arrow lists' own buffers, slices included
+    (an epoch's row groups are slices of their files); a sentence stored without a list is
+    an error, not ids read from garbage."""
+    from paramill.embed.data import Buffer
+
+    lists = pa.array([[9], [1, 2], [], [3, 4, 5], [6]], pa.list_(pa.int32()))
+    table = pa.table({"u_1": lists, "u_2": pa.array([[7], [8, 8], [1], [2], []], pa.list_(pa.int32()))})
+    buffer = Buffer(table.slice(1, 3), ["u"])
+    assert buffer.n == 3 and buffer.flat["u"].tolist() == [1, 2, 3, 4, 5, 8, 8, 1, 2]
+    assert buffer.offsets["u"].tolist() == [0, 2, 2, 5, 7, 8, 9]
+    with pytest.raises(ValueError, match="1 sentences without ids"):
+        Buffer(pa.table({"u_1": pa.array([[1], None], pa.list_(pa.int32())),
+                         "u_2": pa.array([[2], [3]], pa.list_(pa.int32()))}), ["u"])
+
+
+def test_training_imports_no_pandas(tmp_path):
+    """Nothing training runs imports pandas (~50 MB a process): pyarrow's ``to_numpy`` did,
+    at the first epoch's first buffer."""
+    code = f"""
+import sys
+from paramill.embed.model import ModelSpec
+from paramill.embed.train import EmbedTrainSettings, train
+pairs = [("a cat sat", "the cat sat down"), ("dogs bark", "a dog barks"), ("rain falls", "it rains")] * 4
+train(pairs, {str(tmp_path / "m.pt")!r}, ModelSpec(components=("word",), dim=4, units="word"),
+      EmbedTrainSettings(epochs=2, batch_size=4, megabatch=2))
+print("pandas" in sys.modules)
+"""
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.split() == ["False"]
+
+
 # --- on a GPU (pytest -m gpu on a machine with CUDA; skipped with the reason elsewhere) ----
 
 @pytest.mark.gpu
