@@ -39,7 +39,9 @@ step() {
 OUT=$(realpath -m "${OUT:-.gpu/out}")
 mkdir -p "$OUT" /tmp/paramill-site
 tar -C /tmp/paramill-site -xJf .gpu/site.tar.xz
-export PYTHONPATH="$PWD/src:/tmp/paramill-site/site" PYTHONUNBUFFERED=1 TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD=1
+export PYTHONPATH="$PWD/src:/tmp/paramill-site/site" PYTHONUNBUFFERED=1
+# paramill's own torch.load calls all say weights_only=True; the full unpickler is let in only
+# where others' code (the authors' reference, the back-translation suite's OpenNMT-py) needs it
 PY=${PYTHON:-python3}
 nvidia-smi > "$OUT/nvidia-smi.txt" 2>&1
 SUITE=$(cat .gpu/SUITE 2>/dev/null || echo nmt)
@@ -101,7 +103,7 @@ PYEOF
           --variants ${STEP_VARIANTS:-word-sp trigram gran-sp} --epochs ${STEP_EPOCHS:-3} ${PROFILE:+--profile "$PROFILE"} \
           ${PASS_ROWS:+--recurrent-pass-rows "$PASS_ROWS"} \
           --out "$OUT/embed_step.json" ;;
-      reference) step reference embed_reference.log "$PY" benchmarks/embed_reference.py --device "$DEVICE" \
+      reference) TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD=1 step reference embed_reference.log "$PY" benchmarks/embed_reference.py --device "$DEVICE" \
           --threads "$THREADS" --reference .gpu/reference --deps /tmp/paramill-site/site --epochs ${REF_EPOCHS:-5} \
           --out "$OUT/embed_reference.json" ;;
       scale) while [ "${GENERATING:-}" ] && kill -0 "$GENERATING" 2>/dev/null \
@@ -115,6 +117,7 @@ PYEOF
   done
   exit 0
 fi
+export TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD=1
 "$PY" - <<'PYEOF' 2>&1 | tee "$OUT/env.txt"
 from paramill.nmt.onmt_import import import_onmt
 import_onmt()
