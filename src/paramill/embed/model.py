@@ -197,7 +197,7 @@ class Recurrent(nn.Module):
         (:func:`_reversed_within`), so it too starts at the row's last real unit. Padding
         positions are masked out of the mean. An empty row counts as one padding unit, as
         packing it as length 1 did. Padding costs work: training sorts a step's rows by length
-        into passes (:func:`paramill.embed.train._epoch`)."""
+        into passes (:func:`paramill.embed.megabatch.recurrent_steps`)."""
         x = self.embedding(ids)
         if self.kind == "blstm":  # each direction by itself: the module would run both on each
             flip = _reversed_within(lengths, ids.size(1))
