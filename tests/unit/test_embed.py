@@ -813,6 +813,8 @@ def test_a_megabatchs_steps_hold_its_pairs_and_negatives_at_either_size(monkeypa
         assert [len(made[True][k][0]) for k in range(3)] == [full[True]] * 3
         assert (full[False] == full[True]) == bool((negs == longest).all())
     assert megabatch.bound(buffer, idx[:0], pool[:0], 1) == {"u": 1}
+    with pytest.raises(ValueError, match="a pool of 34 rows for 15 pairs"):
+        next(megabatch.averaging_steps(buffer, idx[:15], pool, negs, 5, Room()))
 
 
 def test_the_progress_bars_loss_is_the_running_mean_and_none_before_a_step():
