@@ -14,7 +14,8 @@ from paramill.cli import main
 from paramill.embed.features import Vocab, trigrams, words
 from paramill.embed.model import ModelSpec, SentenceEncoder, build, load_model
 from paramill.io import InputError
-from paramill.embed.train import EmbedTrainSettings, hardest_negatives, margin_loss, read_pairs, train
+from paramill.embed.megabatch import hardest_negatives
+from paramill.embed.train import EmbedTrainSettings, margin_loss, read_pairs, train
 from paramill.embed.data import PairSource
 
 SENTS = ["The man reads a book.", "A man is reading a book.", "The woman buys bread.",
@@ -1304,15 +1305,17 @@ def test_a_buffer_reads_arrow_ids_as_they_are_sliced_and_refuses_missing_ones():
                          "u_2": pa.array([[2], [3]], pa.list_(pa.int32()))}), ["u"])
 
 
-def test_training_imports_no_pandas(tmp_path):
+@pytest.mark.parametrize("units", ["word", "sp"])
+def test_training_imports_no_pandas(tmp_path, units):
     """Nothing training runs imports pandas (~50 MB a process): pyarrow's ``to_numpy`` did,
-    at the first epoch's first buffer."""
+    at the first epoch's first buffer (a SentencePiece store's also as it was mapped)."""
     code = f"""
 import sys
 from paramill.embed.model import ModelSpec
 from paramill.embed.train import EmbedTrainSettings, train
 pairs = [("a cat sat", "the cat sat down"), ("dogs bark", "a dog barks"), ("rain falls", "it rains")] * 4
-train(pairs, {str(tmp_path / "m.pt")!r}, ModelSpec(components=("word",), dim=4, units="word"),
+train(pairs, {str(tmp_path / "m.pt")!r}, ModelSpec(components=("word",), dim=4, units={units!r},
+                                                   sp_vocab_size=40),
       EmbedTrainSettings(epochs=2, batch_size=4, megabatch=2))
 print("pandas" in sys.modules)
 """

@@ -38,7 +38,7 @@ from paramill import formats
 from paramill.formats import parquet
 from paramill.embed.features import Featurizer, Vocab, row_keys
 from paramill.embed.model import TAIL_BAGS
-from paramill.embed.featurise import chunk_counts, ids_part, ordered_map, part_name
+from paramill.embed.featurise import chunk_counts, ids_part, int64s, ordered_map, part_name
 from paramill.embed.rawstore import RAW_LAYOUT, RawIds, new_parts, reused_pairs
 from paramill.io import (InputError, iter_parquet_batches, read_json, sha256_file,
                          write_json)
@@ -276,8 +276,8 @@ class Buffer:
                                      table.column(f"{u}_2").combine_chunks()])
             if both.null_count:  # the store writes a list for every sentence
                 raise ValueError(f"{u}: {both.null_count} sentences without ids in the id store")
-            offsets = _int64s(both.offsets)
-            self.flat[u], self.offsets[u] = _int64s(both.flatten()), offsets - offsets[0]
+            offsets = int64s(both.offsets)
+            self.flat[u], self.offsets[u] = int64s(both.flatten()), offsets - offsets[0]
         self._placed: dict[str, tuple[torch.Tensor, torch.Tensor]] = {}
 
     @functools.cached_property
@@ -324,14 +324,13 @@ class Buffer:
         copy); each place finds its row and gathers its id (not ``t[i] = v``, which
         deterministic algorithms sort)."""
         n, out = len(rows), {}
+        sizes = sizes or self.totals(rows, groups)  # by default just what the runs hold
         for u, (flat, offsets, lengths) in self._placed.items():
-            dev = flat.device
+            dev, size = flat.device, sizes[u]
             if isinstance(rows, torch.Tensor):  # on the device: its lengths never come back
-                size = sizes[u]
                 meta = _run_meta(offsets[rows], lengths[rows], groups, size,
                                  functools.partial(torch.arange, device=dev), torch.cat)
             else:
-                size = sizes[u] if sizes else self.totals(rows, groups)[u]
                 o = self.offsets[u]
                 meta = to_device(torch.from_numpy(_run_meta(o[rows], o[rows + 1] - o[rows], groups,
                                                             size, np.arange, np.concatenate)), dev)
@@ -389,13 +388,6 @@ class Buffer:
             out[u] = (torch.from_numpy(np.where(mask, flat[index], 0)).to(device),
                       torch.from_numpy(lengths).to(device))
         return out
-
-
-def _int64s(array: pa.Array) -> np.ndarray:
-    """An integer array without nulls as int64, read from its data buffer (pyarrow's
-    ``to_numpy`` imports pandas where it is installed: ~50 MB in the trainer)."""
-    data = np.frombuffer(array.buffers()[1], np.dtype(str(array.type)), array.offset + len(array))
-    return data[array.offset:].astype(np.int64)
 
 
 def _run_meta(starts, lengths, groups: int, size: int, arange, cat):

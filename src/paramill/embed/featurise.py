@@ -175,6 +175,13 @@ def id_lists(ids: np.ndarray, lengths: np.ndarray) -> pa.ListArray:
     return pa.ListArray.from_arrays(_int32s(offsets), _int32s(ids))
 
 
+def int64s(array: pa.Array) -> np.ndarray:
+    """An Arrow integer array without nulls as int64, read from its data buffer (the way back
+    of :func:`id_lists`; pyarrow's ``to_numpy``, even zero-copy, imports pandas)."""
+    data = np.frombuffer(array.buffers()[1], np.dtype(str(array.type)), array.offset + len(array))
+    return data[array.offset:].astype(np.int64)
+
+
 def _int32s(values: np.ndarray) -> pa.Array:
     values = np.ascontiguousarray(values, dtype=np.int32)
     return pa.Array.from_buffers(pa.int32(), len(values), [None, pa.py_buffer(values)])

@@ -22,11 +22,11 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from paramill.embed.features import Featurizer, Vocab
-from paramill.embed.featurise import UNKNOWN_KEY, id_lists, ordered_map, raw_lookup, raw_part
+from paramill.embed.featurise import (UNKNOWN_KEY, id_lists, int64s, ordered_map, raw_lookup,
+                                      raw_part)
 from paramill.io import atomic_output, read_json, write_json
 
 #: what :func:`write_raw_store` writes: SentencePiece's own ids, mapped when read
@@ -135,6 +135,5 @@ class RawIds:
         columns = []
         for name in table.column_names:
             ids = table.column(name).combine_chunks()
-            lengths = pc.list_value_length(ids).to_numpy(zero_copy_only=False)
-            columns.append(id_lists(lookup[ids.flatten().to_numpy(zero_copy_only=False)], lengths))
+            columns.append(id_lists(lookup[int64s(ids.flatten())], np.diff(int64s(ids.offsets))))
         return pa.table(dict(zip(table.column_names, columns)))

@@ -32,8 +32,7 @@ import torch
 
 from paramill import device
 from paramill.embed.data import PairSource, count_units, epoch_buffers, write_ids
-from paramill.embed.megabatch import (LossPeek, averaging_steps, negatives, recurrent_steps,
-                                      hardest_negatives)  # noqa: F401  (imported from here too)
+from paramill.embed.megabatch import LossPeek, averaging_steps, negatives, recurrent_steps
 from paramill.embed.rawstore import one_pass, write_raw_store
 from paramill.embed.steps import EagerStep, GraphStep, margin_step_loss
 from paramill.embed.model import (RNG, ModelSpec, build_from_counts, featurizers, load_model,
