@@ -223,6 +223,7 @@ def test_a_step_asks_the_device_nothing_back(monkeypatch, components):
                   [s for pair in PAIRS for s in pair]).train()
     step = EagerStep(model, adam(model, 1e-3), 0.4, 1.0, "cpu")
     feats = model.tensors(model.units([s for pair in PAIRS[:2] for s in pair] * 2))
+    flat = _flat(feats)  # assembled outside the step (its rows' sizes are read here)
     with Count() as mode:
         if model.spec.recurrent:
             ids, lengths = feats["word"]
@@ -231,7 +232,7 @@ def test_a_step_asks_the_device_nothing_back(monkeypatch, components):
             step(passes, torch.tensor([4, 5, 6, 7, 0, 1, 2, 3]))
         else:
             step(feats)
-            step(_flat(feats))
+            step(flat)
     syncing = {"_local_scalar_dense", "item", "nonzero", "masked_select", "unique_dim",
                "_unique2", "unique_consecutive", "equal", "is_nonzero", "_pack_padded_sequence"}
     assert mode.ops and not syncing & set(mode.ops), mode.ops
@@ -248,7 +249,7 @@ def test_the_graph_step_trains_as_the_eager_step(tmp_path, monkeypatch, componen
     CUDA, by a bound known on the host rather than read back (more zeros, the same sums)."""
     from paramill.embed import megabatch
     from paramill.embed import train as train_mod
-    from paramill.embed.model import TAIL_BAGS
+    from paramill.embed.model import tail_bags
     from paramill.embed.steps import WARMUP_STEPS, GraphStep, room
 
     words = "alpha beta gamma delta epsilon zeta eta theta iota kappa lambda mu".split()
@@ -273,7 +274,7 @@ def test_the_graph_step_trains_as_the_eager_step(tmp_path, monkeypatch, componen
     (step,) = steps
     assert step.warm == WARMUP_STEPS and step.replays >= 15 and step.eager >= 2
     assert step.captures >= 2  # the long pair's buffer needed more room
-    assert all(n == room(n) and n >= 16 and offsets.shape == (4 * settings.batch_size + TAIL_BAGS,)
+    assert all(n == room(n) and n >= 16 and offsets.shape == (4 * settings.batch_size + tail_bags(n),)
                for ids, offsets, _ in step.static.values() for n in [ids.size(0)])
     assert [h["loss"] for h in graph["history"]] == pytest.approx(
         [h["loss"] for h in eager["history"]], rel=1e-6)
@@ -426,13 +427,14 @@ def _flat(feats: dict, room: int = 7) -> dict:
     """``feats`` (padded ids and lengths) as training's flat input (``Buffer.flat_runs``, one
     run): the rows' ids one after another, ``room`` zeros after, offsets and the mean's
     weights."""
-    from paramill.embed.model import TAIL_BAGS
+    from paramill.embed.model import tail_bags
 
     out = {}
     for unit, (ids, lengths) in feats.items():
         real = torch.arange(ids.size(1), device=ids.device)[None, :] < lengths[:, None]
         weights = (real.float() / lengths.clamp(min=1)[:, None].float())[real]
-        tails = lengths.sum() + torch.arange(TAIL_BAGS, device=ids.device) * room // TAIL_BAGS
+        count = tail_bags(int(lengths.sum()) + room)
+        tails = lengths.sum() + torch.arange(count, device=ids.device) * room // count
         out[unit] = (torch.cat([ids[real], ids.new_zeros(room)]),
                      torch.cat([torch.cumsum(lengths, 0) - lengths, tails]),
                      torch.cat([weights, weights.new_zeros(room)]))
@@ -642,7 +644,7 @@ def test_sweep_varies_units_and_the_sentencepiece_vocabulary():
 
 def test_id_store_buffers_cover_every_pair_once_and_pad_like_the_encoder(tmp_path):
     from paramill.embed.data import PairSource, count_units, epoch_buffers, write_ids
-    from paramill.embed.model import TAIL_BAGS, build_from_counts, featurizers
+    from paramill.embed.model import TAIL_SPAN, build_from_counts, featurizers, tail_bags
 
     spec = ModelSpec(units="word", components=("word", "trigram"), dim=4)
     pairs = [(f"{a} number {i}", f"{b} {i}") for i, (a, b) in enumerate(PAIRS)]
@@ -709,7 +711,7 @@ def test_id_store_buffers_cover_every_pair_once_and_pad_like_the_encoder(tmp_pat
     padded = buffer.tensors(runs)
     for unit in ("word", "trigram"):
         ids, offsets, weights = flat[unit]
-        assert ids.shape == weights.shape == (2, room[unit]) and offsets.shape == (2, 3 + TAIL_BAGS)
+        assert ids.shape == weights.shape == (2, room[unit]) and offsets.shape == (2, 3 + tail_bags(room[unit]))
         for k in range(2):
             rows = [r[r != 0] for r in padded[unit][0][3 * k:3 * k + 3]]
             real = int(lengths[unit][k].sum())
@@ -718,7 +720,7 @@ def test_id_store_buffers_cover_every_pair_once_and_pad_like_the_encoder(tmp_pat
             # the zeros after the rows in bags of their own, none longer than an even share
             tail = torch.cat([offsets[k, 3:], torch.tensor([room[unit]])]).diff()
             assert offsets[k, 3] == real and tail.min() >= 0 and tail.sum() == room[unit] - real
-            assert tail.max() <= -(-(room[unit] - real) // TAIL_BAGS)
+            assert tail.max() <= min(TAIL_SPAN, -(-(room[unit] - real) // tail_bags(room[unit])))
             assert torch.equal(weights[k, :real], torch.cat([torch.full((len(r),), 1 / len(r))
                                                              for r in rows]))
             assert not weights[k, real:].any()
@@ -731,7 +733,7 @@ def test_flat_runs_place_rows_without_ids_and_fill_the_rest_with_zeros():
     run; each run is its rows' ids one after another, then zeros; the mean's weights are
     1/length at each row's ids; a run of only empty rows is all padding."""
     from paramill.embed.data import Buffer
-    from paramill.embed.model import TAIL_BAGS
+    from paramill.embed.model import TAIL_SPAN, Averaging, tail_bags
 
     sentences = [[5, 6], [], [7], [], [8, 9, 10], []]
     buffer = Buffer(pa.table({"u_1": pa.array(sentences[:3], pa.list_(pa.int32())),
@@ -745,7 +747,17 @@ def test_flat_runs_place_rows_without_ids_and_fill_the_rest_with_zeros():
                                               [0] * 6]))
     # no rows at all: a run of zeros, not an error
     ids, offsets, weights = buffer.flat_runs(np.array([], dtype=np.int64), {"u": 4}, 1)["u"]
-    assert ids.tolist() == [[0] * 4] and not weights.any() and offsets.shape == (1, TAIL_BAGS)
+    assert ids.tolist() == [[0] * 4] and not weights.any() and offsets.shape == (1, tail_bags(4))
+    # a room far above the rows' ids (CUDA's bound): the zeros in bags of at most TAIL_SPAN,
+    # more bags as the room grows, and the rows' sums unchanged
+    buffer_runs = np.array([0, 2, 4])
+    exact = buffer.flat_runs(buffer_runs, None, 1)["u"]
+    wide = buffer.flat_runs(buffer_runs, {"u": 5000}, 1)["u"]
+    assert wide[1].shape == (1, 3 + tail_bags(5000)) and tail_bags(5000) == -(-5000 // TAIL_SPAN)
+    bags = torch.cat([wide[1][0, 3:], torch.tensor([5000])]).diff()
+    assert bags.sum() == 5000 - 6 and 0 <= bags.min() and bags.max() <= TAIL_SPAN
+    layer = Averaging(11, 4)
+    assert torch.equal(layer(*(part[0] for part in exact)), layer(*(part[0] for part in wide)))
     # random rows, a third of them empty, against the runs built one row at a time
     rng = np.random.default_rng(3)
     sentences = [rng.integers(1, 99, int(rng.choice([0, 1, 4, 30]))).tolist() for _ in range(60)]

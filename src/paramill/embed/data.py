@@ -37,7 +37,7 @@ import torch
 from paramill import formats
 from paramill.formats import parquet
 from paramill.embed.features import Featurizer, Vocab, row_keys
-from paramill.embed.model import TAIL_BAGS
+from paramill.embed.model import tail_bags
 from paramill.embed.featurise import chunk_counts, ids_part, int64s, ordered_map, part_name
 from paramill.embed.rawstore import RAW_LAYOUT, RawIds, new_parts, reused_pairs
 from paramill.io import (InputError, iter_parquet_batches, read_json, sha256_file,
@@ -317,8 +317,8 @@ class Buffer:
         with ``sizes``) in ``groups`` equal runs (a mega-batch's steps), each as
         ``embedding_bag``'s flat input on the :meth:`place` device: per unit, ids [groups,
         size] (a run's rows one after another, then zeros up to ``sizes[unit]``, at least
-        :meth:`totals`; by default just that), offsets [groups, rows per run + TAIL_BAGS]
-        (the rows', then bags that split the zeros: :data:`~paramill.embed.model.TAIL_BAGS`)
+        :meth:`totals`; by default just that), offsets [groups, rows per run + tail bags]
+        (the rows', then bags that split the zeros: :func:`~paramill.embed.model.tail_bags`)
         and the mean's weights (1/length at a row's ids, 0 at the padding). No padding between
         rows: trigrams of tweets are 80 a row on average, 392 at most. No sync (host rows: one
         copy); each place finds its row and gathers its id (not ``t[i] = v``, which
@@ -398,7 +398,8 @@ def _run_meta(starts, lengths, groups: int, size: int, arange, cat):
     runs = lengths.reshape(groups, len(lengths) // groups)
     local = runs.cumsum(1) - runs
     real = runs.sum(1)[:, None]
-    tails = real + arange(TAIL_BAGS) * (size - real) // TAIL_BAGS
+    count = tail_bags(size)
+    tails = real + arange(count) * (size - real) // count
     first = (arange(groups)[:, None] * size + local).reshape(-1)
     return cat([first, starts - first, lengths, cat([local, tails], 1).reshape(-1)])
 

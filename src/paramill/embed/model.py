@@ -144,13 +144,25 @@ def _embedding(vocab_size: int, dim: int, std: float = 0.1) -> nn.Embedding:
     return emb
 
 
-#: bags after a flat run's rows (:meth:`paramill.embed.data.Buffer.flat_runs`) that split the
-#: zeros up to the run's room among them. embedding_bag's CUDA kernel walks a bag's ids one
-#: after another, so it takes what its longest bag takes: with the zeros in the last row's
-#: bag (up to 12.5% of a step's ids, thousands for TRIGRAM) its forward was 824 of TRIGRAM's
-#: 1,178 µs a step on the device, and 178 of WORD's 457 (H200, benchmarks/embed_step.py
-#: --profile); spread over 64 bags each holds fewer ids than a long row.
-TAIL_BAGS = 64
+#: the most zeros one bag holds among the bags after a flat run's rows
+#: (:meth:`paramill.embed.data.Buffer.flat_runs`), whose sums are dropped (:func:`tail_bags`).
+#: embedding_bag's CUDA kernel walks a bag's ids one after another, so it takes what its
+#: longest bag takes: with the zeros in the last row's bag (up to 12.5% of a step's ids,
+#: thousands for TRIGRAM) its forward was 824 of TRIGRAM's 1,178 µs a step on the device, and
+#: 178 of WORD's 457 (H200, benchmarks/embed_step.py --profile). 64 bags whatever the zeros
+#: did until a step's room became a bound (:func:`paramill.embed.megabatch.bound`), which
+#: leaves about twice the real ids in zeros: 230 a bag for WORD, 957 for TRIGRAM on the
+#: Twitter URL pairs, many times an average row (19.5 SentencePiece pieces, 92.6 trigrams;
+#: the longest row of trigrams 392). At most 32 a bag keeps every tail bag shorter than an
+#: average row.
+TAIL_SPAN = 32
+
+
+def tail_bags(size: int) -> int:
+    """How many bags split the zeros after the rows of a flat run of ``size`` places: enough
+    that none holds more than :data:`TAIL_SPAN` (an even share of the zeros each), a number
+    the host knows from the size alone (a CUDA graph's inputs have fixed shapes)."""
+    return max(1, -(-size // TAIL_SPAN))
 
 
 class Averaging(nn.Module):
@@ -164,14 +176,14 @@ class Averaging(nn.Module):
         (gather and weighted sum fused, forward and backward: no [rows, width, dim] tensor,
         a handful of kernels where the masked mean launched a dozen). Or, with ``weights``,
         the rows flat (:meth:`paramill.embed.data.Buffer.flat_runs`: ``ids`` one after another,
-        then zeros; ``lengths`` then their offsets, and :data:`TAIL_BAGS` more among the zeros,
+        then zeros; ``lengths`` then their offsets, and :func:`tail_bags` more among the zeros,
         whose sums are left out): the same sums without padding between rows."""
         offsets, rows = None, ids.size(0)
         if weights is None:
             weights = _mean_weights(ids.size(1), lengths, self.embedding.weight.dtype)
         else:
             offsets, weights = lengths, weights.to(self.embedding.weight.dtype)
-            rows = offsets.size(0) - TAIL_BAGS
+            rows = offsets.size(0) - tail_bags(ids.size(0))
         return F.embedding_bag(ids, self.embedding.weight, offsets, mode="sum", per_sample_weights=weights,
                                padding_idx=self.embedding.padding_idx)[:rows]
 

@@ -18,8 +18,8 @@ per unit (:func:`room`) at least the most a step may need so far (on CUDA the ho
 :func:`paramill.embed.megabatch.bound`); a step that may need more records a new graph
 (rarely: the room only grows). The padding at the end changes nothing
 (``embedding_bag`` skips id 0, and its weight is 0); it is split among
-:data:`~paramill.embed.model.TAIL_BAGS` bags of its own, whose sums are dropped, as the
-kernel takes what its longest bag takes.
+:func:`~paramill.embed.model.tail_bags` bags of its own (at most 32 zeros each), whose sums
+are dropped, as the kernel takes what its longest bag takes.
 
 Averaging models only (WORD, TRIGRAM and their sums): a recurrent model's step runs in
 passes of rows sorted by length, whose widths change from step to step. On a CPU (and in the tests there), :class:`GraphStep` runs
@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import torch
 
-from paramill.embed.model import TAIL_BAGS
+from paramill.embed.model import tail_bags
 
 #: eager steps before the first capture: CUDA graphs need the step's lazy initialisation
 #: (cuBLAS handles, autograd's buffers, the caching allocator) done outside the capture
@@ -100,7 +100,7 @@ class GraphStep(EagerStep):
             return have
         grown = {u: max(have.get(u, 0), room(n)) for u, n in needed.items()}
         self.static = {u: (torch.zeros(n, dtype=torch.long, device=self.dev),
-                           torch.zeros(self.rows + TAIL_BAGS, dtype=torch.long, device=self.dev),
+                           torch.zeros(self.rows + tail_bags(n), dtype=torch.long, device=self.dev),
                            torch.zeros(n, device=self.dev))
                        for u, n in grown.items()}
         self.replay = self.graph = None  # the recorded step read the old inputs
