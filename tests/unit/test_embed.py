@@ -332,7 +332,7 @@ def test_row_keys_are_equal_exactly_for_the_same_ids_in_every_unit():
 
 
 def test_buffer_links_are_the_groups_of_pairs_joined_by_a_shared_sentence():
-    from paramill.embed.data import Buffer
+    from paramill.embed.buffer import Buffer
 
     sent = {c: [ord(c), 1] for c in "ABCDEFGH"}
     pairs = ["AB", "AC", "DE", "FE", "GH", "CA"]  # {0, 1, 5} share A (and C), {2, 3} share E
@@ -520,11 +520,11 @@ def test_a_recurrent_step_trains_alike_whatever_its_passes(tmp_path, monkeypatch
     the batch size (the default), passes of 3 rows, or the whole step in one give the same
     losses and weights. (Without scrambling: its random numbers are drawn a pass at a time,
     so other passes scramble other rows.)"""
-    from paramill.embed import data
+    from paramill.embed.buffer import Buffer
 
     passes = []
-    by_length = data.Buffer.by_length
-    monkeypatch.setattr(data.Buffer, "by_length",
+    by_length = Buffer.by_length
+    monkeypatch.setattr(Buffer, "by_length",
                         lambda self, rows, unit, size, dev: passes.append(size) or by_length(
                             self, rows, unit, size, dev))
     spec = ModelSpec(components=("gran",), dim=8, units="word")
@@ -644,6 +644,7 @@ def test_sweep_varies_units_and_the_sentencepiece_vocabulary():
 
 def test_id_store_buffers_cover_every_pair_once_and_pad_like_the_encoder(tmp_path):
     from paramill.embed.data import PairSource, count_units, epoch_buffers, write_ids
+    from paramill.embed.buffer import SPARE_IDS
     from paramill.embed.model import TAIL_SPAN, build_from_counts, featurizers, tail_bags
 
     spec = ModelSpec(units="word", components=("word", "trigram"), dim=4)
@@ -715,7 +716,11 @@ def test_id_store_buffers_cover_every_pair_once_and_pad_like_the_encoder(tmp_pat
         for k in range(2):
             rows = [r[r != 0] for r in padded[unit][0][3 * k:3 * k + 3]]
             real = int(lengths[unit][k].sum())
-            assert torch.equal(ids[k, :real], torch.cat(rows)) and not ids[k, real:].any()
+            assert torch.equal(ids[k, :real], torch.cat(rows))
+            # the padding: the buffer's largest ids counting down (not id 0), weight 0
+            top = int(buffer.flat[unit].max())
+            places = torch.arange(k * room[unit] + real, (k + 1) * room[unit])
+            assert torch.equal(ids[k, real:], top - places % min(top, SPARE_IDS))
             assert offsets[k, :3].tolist() == [0, len(rows[0]), len(rows[0]) + len(rows[1])]
             # the zeros after the rows in bags of their own, none longer than an even share
             tail = torch.cat([offsets[k, 3:], torch.tensor([room[unit]])]).diff()
@@ -728,11 +733,12 @@ def test_id_store_buffers_cover_every_pair_once_and_pad_like_the_encoder(tmp_pat
     assert torch.allclose(by_run, model(padded), atol=1e-6)
 
 
-def test_flat_runs_place_rows_without_ids_and_fill_the_rest_with_zeros():
+def test_flat_runs_place_rows_without_ids_and_pad_the_rest():
     """Sentences with no ids (empty, or every unit unknown to a store) take no place in a
-    run; each run is its rows' ids one after another, then zeros; the mean's weights are
-    1/length at each row's ids; a run of only empty rows is all padding."""
-    from paramill.embed.data import Buffer
+    run; each run is its rows' ids one after another, then padding (spare ids, weight 0);
+    the mean's weights are 1/length at each row's ids; a run of only empty rows is all
+    padding."""
+    from paramill.embed.buffer import Buffer
     from paramill.embed.model import TAIL_SPAN, Averaging, tail_bags
 
     sentences = [[5, 6], [], [7], [], [8, 9, 10], []]
@@ -741,13 +747,14 @@ def test_flat_runs_place_rows_without_ids_and_fill_the_rest_with_zeros():
     buffer.place("cpu")
     runs = np.array([1, 0, 3, 2, 1, 4, 3, 5, 1])  # three runs of three rows
     ids, offsets, weights = buffer.flat_runs(runs, {"u": 6}, 3)["u"]
-    assert ids.tolist() == [[5, 6, 0, 0, 0, 0], [7, 8, 9, 10, 0, 0], [0] * 6]
+    # padding: the buffer's largest ids (10 down to 1 here, as it holds 10) in turn
+    assert ids.tolist() == [[5, 6, 8, 7, 6, 5], [7, 8, 9, 10, 10, 9], [8, 7, 6, 5, 4, 3]]
     assert offsets[:, :3].tolist() == [[0, 0, 2], [0, 1, 1], [0, 0, 0]]
     assert torch.equal(weights, torch.tensor([[0.5, 0.5, 0, 0, 0, 0], [1] + [1 / 3] * 3 + [0, 0],
                                               [0] * 6]))
     # no rows at all: a run of zeros, not an error
     ids, offsets, weights = buffer.flat_runs(np.array([], dtype=np.int64), {"u": 4}, 1)["u"]
-    assert ids.tolist() == [[0] * 4] and not weights.any() and offsets.shape == (1, tail_bags(4))
+    assert ids.tolist() == [[10, 9, 8, 7]] and not weights.any() and offsets.shape == (1, tail_bags(4))
     # a room far above the rows' ids (CUDA's bound): the zeros in bags of at most TAIL_SPAN,
     # more bags as the room grows, and the rows' sums unchanged
     buffer_runs = np.array([0, 2, 4])
@@ -756,8 +763,19 @@ def test_flat_runs_place_rows_without_ids_and_fill_the_rest_with_zeros():
     assert wide[1].shape == (1, 3 + tail_bags(5000)) and tail_bags(5000) == -(-5000 // TAIL_SPAN)
     bags = torch.cat([wide[1][0, 3:], torch.tensor([5000])]).diff()
     assert bags.sum() == 5000 - 6 and 0 <= bags.min() and bags.max() <= TAIL_SPAN
+    # ... and of ids that no place holds more than its share of: the buffer's 10 in turn
+    counts = torch.bincount(wide[0][0, 6:])
+    assert counts[0] == 0 and counts.sum() == 4994
+    assert counts[1:].max() - counts[1:].min() <= 1 and not wide[2][0, 6:].any()
+    # the padding changes neither the rows' sums nor any gradient
     layer = Averaging(11, 4)
-    assert torch.equal(layer(*(part[0] for part in exact)), layer(*(part[0] for part in wide)))
+    grads = []
+    for run in (exact, wide):
+        layer.zero_grad()
+        out = layer(*(part[0] for part in run))
+        (out * torch.arange(12.0).view(3, 4)).sum().backward()
+        grads.append((out.detach(), layer.embedding.weight.grad.clone()))
+    assert torch.equal(grads[0][0], grads[1][0]) and torch.equal(grads[0][1], grads[1][1])
     # random rows, a third of them empty, against the runs built one row at a time
     rng = np.random.default_rng(3)
     sentences = [rng.integers(1, 99, int(rng.choice([0, 1, 4, 30]))).tolist() for _ in range(60)]
@@ -769,7 +787,7 @@ def test_flat_runs_place_rows_without_ids_and_fill_the_rest_with_zeros():
     for k in range(4):
         rows = [sentences[r] for r in runs[25 * k:25 * (k + 1)]]
         flat = [i for row in rows for i in row]
-        assert ids[k].tolist() == flat + [0] * (ids.shape[1] - len(flat))
+        assert ids[k, :len(flat)].tolist() == flat and (ids[k, len(flat):] >= 1).all()
         assert weights[k].tolist() == pytest.approx(
             [1 / len(row) for row in rows for _ in row] + [0] * (ids.shape[1] - len(flat)))
         assert offsets[k, :25].tolist() == np.cumsum([0] + [len(r) for r in rows[:-1]]).tolist()
@@ -782,7 +800,7 @@ def test_a_megabatchs_steps_hold_its_pairs_and_negatives_at_either_size(monkeypa
     back), the same ids, offsets and weights; the bound holds every step, and a sentence that
     is every pair's negative, the pool's longest, fills it to the last place."""
     from paramill.embed import megabatch
-    from paramill.embed.data import Buffer
+    from paramill.embed.buffer import Buffer
 
     rng = np.random.default_rng(5)
     n = 23
@@ -815,8 +833,9 @@ def test_a_megabatchs_steps_hold_its_pairs_and_negatives_at_either_size(monkeypa
             flat = [i for r in rows for i in sentences[r]]
             real = len(flat)
             reals.append(real)
-            assert ids.tolist() == flat + [0] * (len(ids) - real) and len(ids) >= real
-            assert bids[:real].tolist() == flat and not bids[real:].any() and len(bids) >= real
+            assert ids[:real].tolist() == flat and len(ids) >= real
+            assert bids[:real].tolist() == flat and len(bids) >= real
+            assert not weights[real:].any() and not bweights[real:].any()
             assert offsets[:len(rows)].tolist() == boffsets[:len(rows)].tolist() == np.cumsum(
                 [0] + [len(sentences[r]) for r in rows[:-1]]).tolist()
             assert torch.equal(weights[:real], bweights[:real]) and not bweights[real:].any()
@@ -1305,7 +1324,7 @@ def test_a_buffer_reads_arrow_ids_as_they_are_sliced_and_refuses_missing_ones():
     """A buffer's ids and offsets come from the Arrow lists' own buffers, slices included
     (an epoch's row groups are slices of their files); a sentence stored without a list is
     an error, not ids read from garbage."""
-    from paramill.embed.data import Buffer
+    from paramill.embed.buffer import Buffer
 
     lists = pa.array([[9], [1, 2], [], [3, 4, 5], [6]], pa.list_(pa.int32()))
     table = pa.table({"u_1": lists, "u_2": pa.array([[7], [8, 8], [1], [2], []], pa.list_(pa.int32()))})
@@ -1415,7 +1434,7 @@ def test_gpu_a_step_never_waits_for_the_device(components):
     with a blocking copy), its steps assembled from the negatives left on the device at the
     host's bound, and the steps; and a look at the running loss (:class:`LossPeek`)."""
     from paramill import device
-    from paramill.embed.data import Buffer, to_device
+    from paramill.embed.buffer import Buffer, to_device
     from paramill.embed.megabatch import LossPeek, averaging_steps, negatives, scramble
     from paramill.embed.steps import EagerStep
     from paramill.embed.train import adam

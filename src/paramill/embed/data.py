@@ -15,7 +15,8 @@
    of the seed and the epoch alone, so a run resumed at an epoch reproduces it; with
    ``buffer_pairs`` at least the corpus it is one shuffle of every pair.
 
-A :class:`Buffer` holds its sentences as flat ids with offsets (s_i at row i, s'_i at n + i).
+Each buffer is a :class:`paramill.embed.buffer.Buffer`: its sentences as flat ids with
+offsets (s_i at row i, s'_i at n + i), from which a mega-batch's steps are assembled.
 """
 
 from __future__ import annotations
@@ -32,13 +33,11 @@ import numpy as np
 import polars as pl
 import pyarrow as pa
 import pyarrow.parquet as pq
-import torch
 
 from paramill import formats
 from paramill.formats import parquet
-from paramill.embed.features import Featurizer, Vocab, row_keys
-from paramill.embed.model import tail_bags
-from paramill.embed.featurise import chunk_counts, ids_part, int64s, ordered_map, part_name
+from paramill.embed.features import Featurizer, Vocab
+from paramill.embed.featurise import chunk_counts, ids_part, ordered_map, part_name
 from paramill.embed.rawstore import RAW_LAYOUT, RawIds, new_parts, reused_pairs
 from paramill.io import (InputError, iter_parquet_batches, read_json, sha256_file,
                          write_json)
@@ -264,155 +263,6 @@ def _store_groups(store: Path) -> tuple[list[tuple[Path, int, int]], str]:
             for k, rows in enumerate(meta["parts"]) for g in range(-(-rows // size))], meta["layout"]
 
 
-class Buffer:
-    """Pairs in memory as flat ids: sentence row i is s_i, row n + i is s'_i."""
-
-    def __init__(self, table: pa.Table, units: list[str]):
-        self.n = table.num_rows
-        self.flat: dict[str, np.ndarray] = {}
-        self.offsets: dict[str, np.ndarray] = {}
-        for u in units:
-            both = pa.concat_arrays([table.column(f"{u}_1").combine_chunks(),
-                                     table.column(f"{u}_2").combine_chunks()])
-            if both.null_count:  # the store writes a list for every sentence
-                raise ValueError(f"{u}: {both.null_count} sentences without ids in the id store")
-            offsets = int64s(both.offsets)
-            self.flat[u], self.offsets[u] = int64s(both.flatten()), offsets - offsets[0]
-        self._placed: dict[str, tuple[torch.Tensor, torch.Tensor]] = {}
-
-    @functools.cached_property
-    def links(self) -> np.ndarray:
-        """A number for each pair such that pairs linked by a sentence they share (the same
-        unit ids: ``(A, B)`` and ``(A, C)``, or through other pairs, ``(C, D)``) have the same
-        number, other pairs another: the connected components of the buffer's sentences
-        joined by its pairs. Tweets sharing a URL are one such group; a corpus without
-        repeated sentences has a group a pair."""
-        from scipy.sparse import coo_matrix, csgraph  # only models that leave linked pairs out
-
-        keys = row_keys(*((self.flat[u], self.offsets[u]) for u in self.flat))
-        _, node = np.unique(keys, return_inverse=True)
-        count = int(node.max(initial=-1)) + 1
-        graph = coo_matrix((np.ones(self.n), (node[:self.n], node[self.n:])), shape=(count, count))
-        return csgraph.connected_components(graph, directed=False)[1][node[:self.n]]
-
-    def place(self, device: torch.device | str) -> None:
-        """Move the ids and offsets to ``device`` once (batches are assembled there), no wait."""
-        self._placed = {u: tuple(to_device(torch.from_numpy(a), device) for a in (
-            self.flat[u], self.offsets[u], np.diff(self.offsets[u]))) for u in self.flat}
-
-    def widths(self, rows: np.ndarray) -> dict[str, int]:
-        """The longest sentence among ``rows``, per unit (on the host: no device sync)."""
-        return {u: max(1, int((self.offsets[u][rows + 1] - self.offsets[u][rows]).max()))
-                if len(rows) else 1 for u in self.flat}
-
-    def totals(self, rows: np.ndarray, groups: int = 1) -> dict[str, int]:
-        """The most unit ids any of ``groups`` equal runs of ``rows`` holds, per unit (on the
-        host): what :meth:`flat_runs` needs room for."""
-        return {u: max(1, int((o[rows + 1] - o[rows]).reshape(groups, -1).sum(1).max()))
-                if len(rows) else 1 for u, o in self.offsets.items()}
-
-    def flat_runs(self, rows: np.ndarray | torch.Tensor, sizes: dict[str, int] | None = None,
-                  groups: int = 1) -> dict[str, tuple[torch.Tensor, torch.Tensor, torch.Tensor]]:
-        """``rows`` (host row numbers, or a tensor of them on the :meth:`place` device, then
-        with ``sizes``) in ``groups`` equal runs (a mega-batch's steps), each as
-        ``embedding_bag``'s flat input on the :meth:`place` device: per unit, ids [groups,
-        size] (a run's rows one after another, then zeros up to ``sizes[unit]``, at least
-        :meth:`totals`; by default just that), offsets [groups, rows per run + tail bags]
-        (the rows', then bags that split the zeros: :func:`~paramill.embed.model.tail_bags`)
-        and the mean's weights (1/length at a row's ids, 0 at the padding). No padding between
-        rows: trigrams of tweets are 80 a row on average, 392 at most. No sync (host rows: one
-        copy); each place finds its row and gathers its id (not ``t[i] = v``, which
-        deterministic algorithms sort)."""
-        n, out = len(rows), {}
-        sizes = sizes or self.totals(rows, groups)  # by default just what the runs hold
-        for u, (flat, offsets, lengths) in self._placed.items():
-            dev, size = flat.device, sizes[u]
-            if isinstance(rows, torch.Tensor):  # on the device: its lengths never come back
-                meta = _run_meta(offsets[rows], lengths[rows], groups, size,
-                                 functools.partial(torch.arange, device=dev), torch.cat)
-            else:
-                o = self.offsets[u]
-                meta = to_device(torch.from_numpy(_run_meta(o[rows], o[rows + 1] - o[rows], groups,
-                                                            size, np.arange, np.concatenate)), dev)
-            at = torch.arange(groups * size, device=dev)
-            if n and len(flat):  # the last row starting at or before a place (a row of no ids
-                row = torch.searchsorted(meta[:n], at, right=True) - 1  # gives it to the next)
-                begin, shift, length = meta[:3 * n].view(3, n)[:, row]
-                real_id = at - begin < length
-                ids = torch.where(real_id, flat[torch.where(real_id, at + shift, 0)], 0)
-                weights = torch.where(real_id, 1.0 / length.clamp(min=1), 0.0)
-            else:
-                ids, weights = torch.zeros_like(at, dtype=flat.dtype), torch.zeros(groups * size, device=dev)
-            out[u] = (ids.view(groups, size), meta[3 * n:].view(groups, -1), weights.view(groups, size))
-        return out
-
-    def batch(self, rows: torch.Tensor, widths: dict[str, int]) -> dict[str, tuple[torch.Tensor, torch.Tensor]]:
-        """:meth:`tensors` of ``rows`` (a tensor on the :meth:`place` device), assembled there
-        and padded to ``widths`` (at least each unit's longest among ``rows``), with no copy
-        from the host and no sync: the same ids and lengths, maybe more padding."""
-        out = {}
-        for u, (flat, offsets, _) in self._placed.items():
-            start = offsets[rows]
-            lengths = offsets[rows + 1] - start
-            pos = torch.arange(widths[u], device=flat.device)[None, :]
-            mask = pos < lengths[:, None]
-            index = torch.where(mask, start[:, None] + pos, torch.zeros_like(pos))
-            out[u] = (torch.where(mask, flat[index], torch.zeros_like(index)), lengths)
-        return out
-
-    def by_length(self, rows: np.ndarray, unit: str, size: int, device: torch.device | str
-                  ) -> tuple[list[dict[str, tuple[torch.Tensor, torch.Tensor]]], torch.Tensor]:
-        """Sentence ``rows`` (on the host) sorted by their length in ``unit`` and assembled
-        on the :meth:`place` device in passes of ``size`` rows, each padded to its own longest
-        sentence; and the positions that put the passes' outputs, concatenated, back in the
-        order of ``rows``. For models whose work grows with the padded width (recurrent)."""
-        order = np.argsort(self.offsets[unit][rows + 1] - self.offsets[unit][rows], kind="stable")
-        ordered = rows[order]
-        placed = to_device(torch.from_numpy(ordered), self._placed[unit][0].device)
-        passes = [self.batch(placed[g:g + size], self.widths(ordered[g:g + size]))
-                  for g in range(0, len(rows), size)]
-        return passes, to_device(torch.from_numpy(np.argsort(order)), placed.device)
-
-    def tensors(self, rows: np.ndarray, device: torch.device | str = "cpu"
-                ) -> dict[str, tuple[torch.Tensor, torch.Tensor]]:
-        """Padded id tensors and lengths of sentence ``rows``, built on the host, each as
-        wide as its longest row (what :meth:`batch` gives on the device)."""
-        out = {}
-        for u, flat in self.flat.items():
-            start = self.offsets[u][rows]
-            lengths = self.offsets[u][rows + 1] - start
-            width = int(lengths.max()) if len(rows) else 1
-            pos = np.arange(width)[None, :]
-            mask = pos < lengths[:, None]
-            index = np.where(mask, start[:, None] + pos, 0)
-            out[u] = (torch.from_numpy(np.where(mask, flat[index], 0)).to(device),
-                      torch.from_numpy(lengths).to(device))
-        return out
-
-
-def _run_meta(starts, lengths, groups: int, size: int, arange, cat):
-    """:meth:`Buffer.flat_runs`'s numbers for rows with ``starts`` and ``lengths`` (numpy
-    arrays, or tensors on a device: ``arange`` and ``cat`` of their kind), in ``groups``
-    runs of ``size`` places: each row's first place, the shift from it to its ids, its
-    length, then each run's offsets (its rows', then the padding's bags)."""
-    runs = lengths.reshape(groups, len(lengths) // groups)
-    local = runs.cumsum(1) - runs
-    real = runs.sum(1)[:, None]
-    count = tail_bags(size)
-    tails = real + arange(count) * (size - real) // count
-    first = (arange(groups)[:, None] * size + local).reshape(-1)
-    return cat([first, starts - first, lengths, cat([local, tails], 1).reshape(-1)])
-
-
-def to_device(tensor: torch.Tensor, device: torch.device | str) -> torch.Tensor:
-    """A host tensor on ``device``; to CUDA from pinned memory without waiting (a blocking copy
-    waits for everything queued on the device first)."""
-    device = torch.device(device)
-    if device.type != "cuda":
-        return tensor.to(device)
-    return tensor.pin_memory().to(device, non_blocking=True)
-
-
 def epoch_buffers(store: str | Path, units: list[str], seed: int, epoch: int,
                   buffer_pairs: int, vocabs: dict[str, Vocab] | None = None,
                   featurizers: dict[str, Featurizer] | None = None
@@ -421,6 +271,8 @@ def epoch_buffers(store: str | Path, units: list[str], seed: int, epoch: int,
     groups in a seeded order, as many a buffer as make about ``buffer_pairs`` pairs. A store
     of SentencePiece's own ids (:func:`write_raw_store`) is mapped to the ids of ``vocabs``
     as it is read, with ``featurizers``' SentencePiece model."""
+    from paramill.embed.buffer import Buffer  # torch: only where training reads its store
+
     groups, layout = _store_groups(Path(store))
     mapped = RawIds(vocabs, featurizers) if layout == RAW_LAYOUT else None
     order = np.random.default_rng([seed, epoch]).permutation(len(groups))

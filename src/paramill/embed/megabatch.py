@@ -9,13 +9,13 @@ Where the steps' inputs are assembled, and whether the host waits for the device
 
 - An averaging model (WORD, TRIGRAM): :func:`averaging_steps` assembles every step of the
   mega-batch at once on the device from the negatives' positions left there
-  (:meth:`~paramill.embed.data.Buffer.flat_runs`). A step's flat ids need a size; on CUDA it
+  (:meth:`~paramill.embed.buffer.Buffer.flat_runs`). A step's flat ids need a size; on CUDA it
   is a bound known on the host (:func:`bound`: the step's own pairs' ids plus, for each of
   its negatives, the pool's longest sentence), so nothing is read back and the host queues
   mega-batch after mega-batch while the GPU works. The negatives of mega-batch m+1 are still
   found with the model as mega-batch m's steps left it (the papers' method): its search is
-  queued after them. The padding the bound adds is ids 0 in bags of their own (weight 0:
-  the same sums and gradients, up to the order a kernel adds in). On a CPU the exact sizes
+  queued after them. The padding the bound adds is in bags of their own, of weight 0 (the
+  same sums and gradients; its ids spread over :data:`~paramill.embed.buffer.SPARE_IDS`). On a CPU the exact sizes
   are read back instead (no wait there, and its arithmetic stays as it was):
   :func:`sizes_read_back`.
 - A recurrent model (LSTM, BLSTM, GRAN): a step's rows are sorted by length and padded a
@@ -31,7 +31,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from paramill.embed.data import to_device
+from paramill.embed.buffer import to_device
 from paramill.embed.model import real_positions
 
 
@@ -39,7 +39,7 @@ def hardest_negatives(e1: torch.Tensor, e2: torch.Tensor, links: torch.Tensor | 
                       ) -> tuple[torch.Tensor, torch.Tensor]:
     """For each pair i, the index into the pool [s_1..s_n, s"_1..s"_n] of the sentence most
     similar to s_i and to s'_i, excluding s_i and s'_i themselves; with ``links`` (a group
-    number a pair, :attr:`paramill.embed.data.Buffer.links`), also the sentences of every
+    number a pair, :attr:`paramill.embed.buffer.Buffer.links`), also the sentences of every
     pair of i's group, unless that leaves none (then the papers' rule, for that pair)."""
     pool = F.normalize(torch.cat([e1, e2]), dim=-1)
     n = e1.size(0)
@@ -104,7 +104,7 @@ def averaging_steps(buffer, idx: np.ndarray, pool: np.ndarray, negs: torch.Tenso
     """An averaging model's steps over the mega-batch's pairs ``idx``, each the arguments of
     ``step``: step ``k``'s rows are s1, s2 and their two negatives for pairs
     ``k*B..(k+1)*B``. The full steps are assembled at once (a run of
-    :meth:`~paramill.embed.data.Buffer.flat_runs` each, where one assembly a step launched
+    :meth:`~paramill.embed.buffer.Buffer.flat_runs` each, where one assembly a step launched
     ~20 operations each time: on a GPU, outside the CUDA graph, launches set the pace) at
     the room ``step`` keeps for them; a short last one on its own. ``pool``: the pairs' s1
     rows, then their s2 rows; ``negs`` (:func:`negatives`) stay on the device; see the module
@@ -167,12 +167,12 @@ def scramble(ids: torch.Tensor, lengths: torch.Tensor, rate: float) -> torch.Ten
 
 
 def group(feats: dict[str, tuple[torch.Tensor, ...]], k: int) -> dict[str, tuple[torch.Tensor, ...]]:
-    """Run ``k`` of :meth:`~paramill.embed.data.Buffer.flat_runs`'s runs: a model's input (views)."""
+    """Run ``k`` of :meth:`~paramill.embed.buffer.Buffer.flat_runs`'s runs: a model's input (views)."""
     return {u: tuple(part[k] for part in parts) for u, parts in feats.items()}
 
 
 def encoded(model, passes: list, back: torch.Tensor) -> torch.Tensor:
-    """The vectors of :meth:`~paramill.embed.data.Buffer.by_length`'s passes, in the rows'
+    """The vectors of :meth:`~paramill.embed.buffer.Buffer.by_length`'s passes, in the rows'
     order."""
     return torch.cat([model(feats) for feats in passes])[back]
 

@@ -144,8 +144,8 @@ def _embedding(vocab_size: int, dim: int, std: float = 0.1) -> nn.Embedding:
     return emb
 
 
-#: the most zeros one bag holds among the bags after a flat run's rows
-#: (:meth:`paramill.embed.data.Buffer.flat_runs`), whose sums are dropped (:func:`tail_bags`).
+#: the most places one bag holds among the bags of padding after a flat run's rows
+#: (:meth:`paramill.embed.buffer.Buffer.flat_runs`), whose sums are dropped (:func:`tail_bags`).
 #: embedding_bag's CUDA kernel walks a bag's ids one after another, so it takes what its
 #: longest bag takes: with the zeros in the last row's bag (up to 12.5% of a step's ids,
 #: thousands for TRIGRAM) its forward was 824 of TRIGRAM's 1,178 µs a step on the device, and
@@ -159,8 +159,8 @@ TAIL_SPAN = 32
 
 
 def tail_bags(size: int) -> int:
-    """How many bags split the zeros after the rows of a flat run of ``size`` places: enough
-    that none holds more than :data:`TAIL_SPAN` (an even share of the zeros each), a number
+    """How many bags split the padding after the rows of a flat run of ``size`` places: enough
+    that none holds more than :data:`TAIL_SPAN` (an even share of the padding each), a number
     the host knows from the size alone (a CUDA graph's inputs have fixed shapes)."""
     return max(1, -(-size // TAIL_SPAN))
 
@@ -175,9 +175,9 @@ class Averaging(nn.Module):
         """The mean of each row's first ``lengths`` unit vectors, as one ``embedding_bag``
         (gather and weighted sum fused, forward and backward: no [rows, width, dim] tensor,
         a handful of kernels where the masked mean launched a dozen). Or, with ``weights``,
-        the rows flat (:meth:`paramill.embed.data.Buffer.flat_runs`: ``ids`` one after another,
-        then zeros; ``lengths`` then their offsets, and :func:`tail_bags` more among the zeros,
-        whose sums are left out): the same sums without padding between rows."""
+        the rows flat (:meth:`paramill.embed.buffer.Buffer.flat_runs`: ``ids`` one after another,
+        then padding of weight 0; ``lengths`` then their offsets, and :func:`tail_bags` more
+        among the padding, whose sums are left out): the same sums without padding between rows."""
         offsets, rows = None, ids.size(0)
         if weights is None:
             weights = _mean_weights(ids.size(1), lengths, self.embedding.weight.dtype)

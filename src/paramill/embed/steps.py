@@ -16,9 +16,9 @@ counted on the CPU), where assembling each step's rows alone launched 37. Sizes:
 ids are flat (no padding between rows), and the graph's inputs have room for a number of ids
 per unit (:func:`room`) at least the most a step may need so far (on CUDA the host's bound,
 :func:`paramill.embed.megabatch.bound`); a step that may need more records a new graph
-(rarely: the room only grows). The padding at the end changes nothing
-(``embedding_bag`` skips id 0, and its weight is 0); it is split among
-:func:`~paramill.embed.model.tail_bags` bags of its own (at most 32 zeros each), whose sums
+(rarely: the room only grows). The padding at the end changes nothing (its weight is 0;
+its ids are spare ones taken in turn, :data:`paramill.embed.buffer.SPARE_IDS`); it is split among
+:func:`~paramill.embed.model.tail_bags` bags of its own (at most 32 places each), whose sums
 are dropped, as the kernel takes what its longest bag takes.
 
 Averaging models only (WORD, TRIGRAM and their sums): a recurrent model's step runs in
@@ -59,7 +59,7 @@ class EagerStep:
 
     def sizes(self, needed: dict[str, int]) -> dict[str, int]:
         """The room for a step's flat ids per unit, given the most a step needs
-        (:meth:`paramill.embed.data.Buffer.totals`)."""
+        (:meth:`paramill.embed.buffer.Buffer.totals`)."""
         return needed
 
     def __call__(self, feats: dict[str, tuple[torch.Tensor, torch.Tensor]] | list,
