@@ -275,6 +275,7 @@ def test_the_graph_step_trains_as_the_eager_step(tmp_path, monkeypatch, componen
     assert step.warm == WARMUP_STEPS and step.replays >= 15 and step.eager >= 2
     assert step.captures >= 2  # the long pair's buffer needed more room
     assert all(n == room(n) and n >= 16 and offsets.shape == (4 * settings.batch_size + tail_bags(n),)
+               and ids.dtype == offsets.dtype == torch.int32
                for ids, offsets, _ in step.static.values() for n in [ids.size(0)])
     assert [h["loss"] for h in graph["history"]] == pytest.approx(
         [h["loss"] for h in eager["history"]], rel=1e-6)
@@ -761,6 +762,8 @@ def test_flat_runs_place_rows_without_ids_and_pad_the_rest():
     exact = buffer.flat_runs(buffer_runs, None, 1)["u"]
     wide = buffer.flat_runs(buffer_runs, {"u": 5000}, 1)["u"]
     assert wide[1].shape == (1, 3 + tail_bags(5000)) and tail_bags(5000) == -(-5000 // TAIL_SPAN)
+    # ids and offsets in 32 bits (CUDA's backward sorts them over their whole width)
+    assert wide[0].dtype == wide[1].dtype == exact[0].dtype == exact[1].dtype == torch.int32
     bags = torch.cat([wide[1][0, 3:], torch.tensor([5000])]).diff()
     assert bags.sum() == 5000 - 6 and 0 <= bags.min() and bags.max() <= TAIL_SPAN
     # ... and of ids that no place holds more than its share of: the buffer's 10 in turn

@@ -18,7 +18,7 @@ import torch
 
 from paramill.embed.features import row_keys
 from paramill.embed.featurise import int64s
-from paramill.embed.model import tail_bags
+from paramill.embed.model import FLAT_IDS, tail_bags
 
 
 #: how many ids the padding of a flat run takes in turn (:meth:`Buffer.flat_runs`). On CUDA
@@ -65,9 +65,11 @@ class Buffer:
         return csgraph.connected_components(graph, directed=False)[1][node[:self.n]]
 
     def place(self, device: torch.device | str) -> None:
-        """Move the ids and offsets to ``device`` once (batches are assembled there), no wait."""
+        """Move the ids (as :data:`~paramill.embed.model.FLAT_IDS`) and offsets to ``device``
+        once (batches are assembled there), no wait."""
         self._placed = {u: tuple(to_device(torch.from_numpy(a), device) for a in (
-            self.flat[u], self.offsets[u], np.diff(self.offsets[u]))) for u in self.flat}
+            self.flat[u].astype(np.int32), self.offsets[u], np.diff(self.offsets[u])))
+            for u in self.flat}
 
     def widths(self, rows: np.ndarray) -> dict[str, int]:
         """The longest sentence among ``rows``, per unit (on the host: no device sync)."""
@@ -112,11 +114,12 @@ class Buffer:
                 begin, shift, length = meta[:3 * n].view(3, n)[:, row]
                 real_id = at - begin < length
                 ids = torch.where(real_id, flat[torch.where(real_id, at + shift, 0)],
-                                  self._padding(u, at))
+                                  self._padding(u, at).to(flat.dtype))
                 weights = torch.where(real_id, 1.0 / length.clamp(min=1), 0.0)
             else:
                 ids, weights = self._padding(u, at).to(flat.dtype), torch.zeros(groups * size, device=dev)
-            out[u] = (ids.view(groups, size), meta[3 * n:].view(groups, -1), weights.view(groups, size))
+            out[u] = (ids.view(groups, size), meta[3 * n:].to(FLAT_IDS).view(groups, -1),
+                      weights.view(groups, size))
         return out
 
     def _padding(self, unit: str, at: torch.Tensor) -> torch.Tensor:

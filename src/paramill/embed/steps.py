@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import torch
 
-from paramill.embed.model import tail_bags
+from paramill.embed.model import FLAT_IDS, tail_bags
 
 #: eager steps before the first capture: CUDA graphs need the step's lazy initialisation
 #: (cuBLAS handles, autograd's buffers, the caching allocator) done outside the capture
@@ -99,8 +99,8 @@ class GraphStep(EagerStep):
         if have and all(needed[u] <= have.get(u, 0) for u in needed):
             return have
         grown = {u: max(have.get(u, 0), room(n)) for u, n in needed.items()}
-        self.static = {u: (torch.zeros(n, dtype=torch.long, device=self.dev),
-                           torch.zeros(self.rows + tail_bags(n), dtype=torch.long, device=self.dev),
+        self.static = {u: (torch.zeros(n, dtype=FLAT_IDS, device=self.dev),
+                           torch.zeros(self.rows + tail_bags(n), dtype=FLAT_IDS, device=self.dev),
                            torch.zeros(n, device=self.dev))
                        for u, n in grown.items()}
         self.replay = self.graph = None  # the recorded step read the old inputs
