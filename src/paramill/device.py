@@ -100,16 +100,28 @@ def _deterministic_algorithms(torch) -> None:
     """``torch.use_deterministic_algorithms(True, warn_only=True)`` without its import of
     ``torch._inductor.config`` (2.4 s a job in torch 2.13, for a compiler paramill never runs):
     the flag is set on torch's core, and on the inductor's config only where something has
-    already imported it."""
+    already imported it.
+
+    Without torch's filling of uninitialised memory, which that flag turns on: every
+    ``torch.empty`` inside an operation then gets written with NaN or the largest integer
+    first, a debugging aid for code that reads memory it never wrote (paramill's results are
+    the same without it, to the bit: tests/workflow/test_reproducible.py, and the
+    embedding losses against the code before it). It costs a fill kernel each time: 41 of
+    the 49 ``fill_`` calls of an embedding training step on the CPU; on an H200, 27 fill
+    kernels a step for WORD (33 of its 318 µs) and 75 fills for GRAN, whose cuDNN buffers'
+    took 181 µs a step (benchmarks/records/h200-2026-11-28b/embed_step-*.json)."""
     import sys
 
     setter = getattr(torch._C, "_set_deterministic_algorithms", None)
     if setter is None:  # another torch: the public call
         torch.use_deterministic_algorithms(True, warn_only=True)
-        return
-    setter(True, warn_only=True)
-    if "torch._inductor.config" in sys.modules:
-        sys.modules["torch._inductor.config"].deterministic = True
+    else:
+        setter(True, warn_only=True)
+        if "torch._inductor.config" in sys.modules:
+            sys.modules["torch._inductor.config"].deterministic = True
+    no_fill = getattr(torch._C, "_set_deterministic_fill_uninitialized_memory", None)
+    if no_fill is not None:
+        no_fill(False)
 
 
 def deterministic(seed: int | None = None, n_threads: int | None = None) -> None:

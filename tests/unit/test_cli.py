@@ -228,7 +228,8 @@ def test_an_error_starts_its_own_line_after_a_progress_bar(tmp_path, capfd, monk
 
 def test_a_jobs_fixed_costs_stay_small():
     """What every job pays before its work: deterministic torch without importing the
-    inductor compiler (2.4 s a job in torch 2.13), and the config schema read by libyaml
+    inductor compiler (2.4 s a job in torch 2.13) and without filling every allocation
+    inside an operation first (a kernel each on a GPU), and the config schema read by libyaml
     where PyYAML has it (0.8 s with the pure-Python loader). In a fresh interpreter."""
     import subprocess
     import sys
@@ -242,6 +243,8 @@ def test_a_jobs_fixed_costs_stay_small():
         "assert torch.are_deterministic_algorithms_enabled()\n"
         "assert torch.is_deterministic_algorithms_warn_only_enabled()\n"
         "assert 'torch._inductor.config' not in sys.modules, 'the inductor was imported'\n"
+        "import torch.utils.deterministic as fill\n"
+        "assert not fill.fill_uninitialized_memory  # a kernel an allocation, for nothing\n"
         "assert config.SAFE_LOADER is getattr(yaml, 'CSafeLoader', yaml.SafeLoader)\n"
         "assert config.schema() == yaml.safe_load(open(config.resources.files('paramill')"
         ".joinpath('data/config.schema.yaml')))\n"
