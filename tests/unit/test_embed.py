@@ -1400,6 +1400,34 @@ def test_gpu_training_resumes_on_cuda(tmp_path, components):
 
 
 @pytest.mark.gpu
+def test_gpu_the_padding_of_a_flat_run_changes_no_sum_and_no_gradient():
+    """On CUDA, where ``embedding_bag``'s backward pass sorts the ids and sums each id's
+    places in chunks: a run padded far past its ids (as CUDA's bound pads a step), its
+    padding spread over spare ids in bags of its own, gives the rows' sums and the
+    embeddings' gradient of the run padded to its ids alone."""
+    from paramill.embed.buffer import Buffer
+    from paramill.embed.model import Averaging
+
+    rng = np.random.default_rng(11)
+    sentences = [rng.integers(1, 3000, int(rng.integers(0, 40))).tolist() for _ in range(400)]
+    buffer = Buffer(pa.table({"u_1": pa.array(sentences[:200], pa.list_(pa.int32())),
+                              "u_2": pa.array(sentences[200:], pa.list_(pa.int32()))}), ["u"])
+    buffer.place("cuda")
+    rows = rng.permutation(400)
+    layer = Averaging(3000, 32).to("cuda")
+    weights = torch.randn(400, 32, device="cuda")
+    got = []
+    for sizes in (None, {"u": 40_000}):
+        run = buffer.flat_runs(rows, sizes, 1)["u"]
+        layer.zero_grad()
+        out = layer(*(part[0] for part in run))
+        (out * weights).sum().backward()
+        got.append((out.detach(), layer.embedding.weight.grad.clone()))
+    assert torch.allclose(got[0][0], got[1][0], atol=1e-6)
+    assert torch.allclose(got[0][1], got[1][1], atol=1e-6)
+
+
+@pytest.mark.gpu
 @pytest.mark.parametrize("components", [("word",), ("word", "trigram")])
 def test_gpu_graph_step_trains_as_the_eager_step_on_cuda(tmp_path, monkeypatch, components):
     """``cuda_graph: true`` on CUDA: the step recorded once and replayed gives the eager
