@@ -23,7 +23,7 @@ from paramill.embed.model import FLAT_IDS, tail_bags
 
 #: how many ids the padding of a flat run takes in turn (:meth:`Buffer.flat_runs`). On CUDA
 #: ``embedding_bag``'s backward pass (the sum-and-scatter of its sorted ids, the path it
-#: takes for bags, and under deterministic algorithms) sums each id's places ten at a time,
+#: always takes for bags) sums each id's places ten at a time,
 #: those sums one after another: with every place of the padding id 0, that one id's sum
 #: was a chain of a tenth of the padding (6,000 steps for TRIGRAM at CUDA's bound) while
 #: the rest of the kernel had long finished. 1,024 ids cut it to a few steps each, and their
@@ -46,8 +46,7 @@ class Buffer:
             offsets = int64s(both.offsets)
             self.flat[u], self.offsets[u] = int64s(both.flatten()), offsets - offsets[0]
         self._placed: dict[str, tuple[torch.Tensor, torch.Tensor]] = {}
-        # each unit's largest id here: the padding of flat runs counts down from it
-        self._top = {u: int(f.max()) if len(f) else 0 for u, f in self.flat.items()}
+        self._top: dict[str, int] = {}
 
     @functools.cached_property
     def links(self) -> np.ndarray:
@@ -66,10 +65,12 @@ class Buffer:
 
     def place(self, device: torch.device | str) -> None:
         """Move the ids (as :data:`~paramill.embed.model.FLAT_IDS`) and offsets to ``device``
-        once (batches are assembled there), no wait."""
-        self._placed = {u: tuple(to_device(torch.from_numpy(a), device) for a in (
-            self.flat[u].astype(np.int32), self.offsets[u], np.diff(self.offsets[u])))
-            for u in self.flat}
+        once (batches are assembled there), no wait; and each unit's largest id, from which
+        the padding of flat runs counts down."""
+        self._placed = {u: tuple(to_device(t, device) for t in (
+            torch.from_numpy(self.flat[u]).to(FLAT_IDS), torch.from_numpy(self.offsets[u]),
+            torch.from_numpy(np.diff(self.offsets[u])))) for u in self.flat}
+        self._top = {u: int(f.max()) if len(f) else 0 for u, f in self.flat.items()}
 
     def widths(self, rows: np.ndarray) -> dict[str, int]:
         """The longest sentence among ``rows``, per unit (on the host: no device sync)."""
@@ -109,15 +110,15 @@ class Buffer:
                 meta = to_device(torch.from_numpy(_run_meta(o[rows], o[rows + 1] - o[rows], groups,
                                                             size, np.arange, np.concatenate)), dev)
             at = torch.arange(groups * size, device=dev)
+            padding = self._padding(u, at).to(flat.dtype)
             if n and len(flat):  # the last row starting at or before a place (a row of no ids
                 row = torch.searchsorted(meta[:n], at, right=True) - 1  # gives it to the next)
                 begin, shift, length = meta[:3 * n].view(3, n)[:, row]
                 real_id = at - begin < length
-                ids = torch.where(real_id, flat[torch.where(real_id, at + shift, 0)],
-                                  self._padding(u, at).to(flat.dtype))
+                ids = torch.where(real_id, flat[torch.where(real_id, at + shift, 0)], padding)
                 weights = torch.where(real_id, 1.0 / length.clamp(min=1), 0.0)
             else:
-                ids, weights = self._padding(u, at).to(flat.dtype), torch.zeros(groups * size, device=dev)
+                ids, weights = padding, torch.zeros(groups * size, device=dev)
             out[u] = (ids.view(groups, size), meta[3 * n:].to(FLAT_IDS).view(groups, -1),
                       weights.view(groups, size))
         return out
