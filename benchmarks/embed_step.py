@@ -246,16 +246,20 @@ def _per_step(name: str, count: int, us: float, steps: int) -> dict:
 
 def _assembled(buffer, idx, pool, negs, settings, spec, step, dev) -> list[tuple]:
     """A mega-batch's full steps' inputs, as the epoch assembles them (an averaging model's all
-    at once, a recurrent model's sorted by length, padded a pass at a time and scrambled)."""
+    at once, a recurrent model's sorted by length, padded a pass at a time and scrambled),
+    one argument tuple of ``step`` a step."""
     import itertools
 
     from paramill.embed import megabatch
+    from paramill.embed.steps import group
 
     batch = settings.batch_size
-    steps = (megabatch.recurrent_steps(buffer, idx, pool, negs, batch,
-                                       settings.recurrent_pass_rows or batch, spec.units,
-                                       settings.scramble_rate, dev) if spec.recurrent
-             else megabatch.averaging_steps(buffer, idx, pool, negs, batch, step))
+    if not spec.recurrent:
+        runs, count = next(megabatch.averaging_steps(buffer, idx, pool, negs, batch, step))
+        return [(group(runs, k),) for k in range(count if len(idx) >= batch else 0)]
+    steps = megabatch.recurrent_steps(buffer, idx, pool, negs, batch,
+                                      settings.recurrent_pass_rows or batch, spec.units,
+                                      settings.scramble_rate, dev)
     return list(itertools.islice(steps, len(idx) // batch))
 
 

@@ -265,7 +265,7 @@ def test_the_graph_step_trains_as_the_eager_step(tmp_path, monkeypatch, componen
 
     def graph_on_cpu(model, optimizer, settings, spec, dev):
         steps.append(GraphStep(model, optimizer, settings.margin, settings.grad_clip, dev,
-                               rows=4 * settings.batch_size))
+                               rows=4 * settings.batch_size, slots=settings.megabatch))
         return steps[-1]
 
     monkeypatch.setattr(train_mod, "_stepper", graph_on_cpu)
@@ -274,15 +274,91 @@ def test_the_graph_step_trains_as_the_eager_step(tmp_path, monkeypatch, componen
     (step,) = steps
     assert step.warm == WARMUP_STEPS and step.replays >= 15 and step.eager >= 2
     assert step.captures >= 2  # the long pair's buffer needed more room
-    assert all(n == room(n) and n >= 16 and offsets.shape == (4 * settings.batch_size + tail_bags(n),)
+    assert all(n == room(n) and n >= 16 and ids.shape == weights.shape == (settings.megabatch, n)
+               and offsets.shape == (settings.megabatch, 4 * settings.batch_size + tail_bags(n))
                and ids.dtype == offsets.dtype == torch.int32
-               for ids, offsets, _ in step.static.values() for n in [ids.size(0)])
+               for ids, offsets, weights in step.static.values() for n in [ids.size(1)])
     assert [h["loss"] for h in graph["history"]] == pytest.approx(
         [h["loss"] for h in eager["history"]], rel=1e-6)
     a = torch.load(tmp_path / "e.pt", weights_only=True)["state_dict"]
     b = torch.load(tmp_path / "g.pt", weights_only=True)["state_dict"]
     assert all(torch.allclose(a[k], b[k], atol=1e-6) for k in a)
     assert stepper is not graph_on_cpu and not train_mod.uses_cuda_graph(settings, spec, "cpu")
+
+
+def test_the_graph_step_takes_a_megabatch_at_once_and_each_step_from_its_slot():
+    """A mega-batch's runs go into the graph's inputs (its slab) once, three copies a unit,
+    whatever its step count; each step then launches nothing outside the graph, which reads
+    slot ``k`` at a counter on the device and moves it on, round the slab. The same weights,
+    to the bit, as eager steps over the same runs (on the CPU the graph's step runs eagerly);
+    a short step, not of the slab's shape, eagerly."""
+    from collections import Counter
+
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    from paramill.embed.buffer import Buffer
+    from paramill.embed.steps import EagerStep, GraphStep, WARMUP_STEPS, group
+    from paramill.embed.train import adam
+
+    class Count(TorchDispatchMode):
+        def __init__(self):
+            super().__init__()
+            self.ops, self.inside = Counter(), 0
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            if not self.inside:
+                self.ops[func.__name__.split(".")[0]] += 1
+            return func(*args, **(kwargs or {}))
+
+    spec = ModelSpec(components=("word", "trigram"), dim=8, units="word")
+    sentences = [s for pair in PAIRS for s in pair]
+    torch.manual_seed(0)
+    models = [build(spec, sentences).train() for _ in range(2)]
+    models[1].load_state_dict(models[0].state_dict())
+    units = sorted(models[0].vocabs)
+    buffer = Buffer(pa.table({f"{u}_{side + 1}": [models[0].vocabs[u].ids(models[0].featurizers[u](p[side]))
+                                                  for p in PAIRS]
+                              for u in units for side in (0, 1)}), units)
+    buffer.place("cpu")
+    rows = np.random.default_rng(3).integers(0, 2 * buffer.n, 8 * 12)  # 12 steps of 2 pairs
+    eager = EagerStep(models[0], adam(models[0], 1e-2), 0.4, 1.0, "cpu")
+    graph = GraphStep(models[1], adam(models[1], 1e-2), 0.4, 1.0, "cpu", rows=8, slots=5)
+    inside = GraphStep._slot_step
+    seen = []
+
+    def counted_slot(self):
+        mode.inside += 1
+        try:
+            seen.append(int(self.at))  # (a read-back: the test's own, not counted)
+            return inside(self)
+        finally:
+            mode.inside -= 1
+
+    GraphStep._slot_step = counted_slot
+    try:
+        outside = []
+        for block in (rows[:40], rows[40:56], rows[56:]):  # 5 steps, 2, then 5
+            steps = len(block) // 8
+            runs = buffer.flat_runs(block, graph.sizes(buffer.totals(block, steps)), steps)
+            eager.over(runs, steps)
+            with Count() as mode:
+                graph.over(runs, steps)
+            outside.append(mode.ops)
+        short = buffer.flat_runs(rows[:4], None, 1)  # 1 pair: not the slab's shape
+        eager.over(short, 1)
+        graph.over(short, 1)
+    finally:
+        GraphStep._slot_step = inside
+    assert seen == [0, 1, 2, 3, 4, 0, 1, 0, 1, 2, 3, 4]  # each block from its first slot
+    assert graph.warm == WARMUP_STEPS and graph.replays == 12 - WARMUP_STEPS and graph.eager == 1
+    for ops in outside:  # the same for 5 steps as for 2: a slot and a copy for each input
+        assert ops == {"slice": 3 * len(units), "copy_": 3 * len(units), "zero_": 1}, ops
+    a, b = models[0].state_dict(), models[1].state_dict()
+    assert all(torch.equal(a[k], b[k]) for k in a) and torch.equal(eager.total, graph.total)
+    assert int(graph.at) == 0  # round the slab: 5 steps of 5 slots
+    graph._slot_step()
+    assert int(graph.at) == 1
+    assert group(short, 0)["word"][0].shape == short["word"][0][0].shape
 
 
 def test_the_graphs_room_grows_in_eighths_of_a_doubling():
@@ -804,6 +880,7 @@ def test_a_megabatchs_steps_hold_its_pairs_and_negatives_at_either_size(monkeypa
     is every pair's negative, the pool's longest, fills it to the last place."""
     from paramill.embed import megabatch
     from paramill.embed.buffer import Buffer
+    from paramill.embed.steps import group
 
     rng = np.random.default_rng(5)
     n = 23
@@ -826,8 +903,9 @@ def test_a_megabatchs_steps_hold_its_pairs_and_negatives_at_either_size(monkeypa
         made = {}
         for exact in (True, False):
             monkeypatch.setattr(megabatch, "sizes_read_back", lambda dev: exact)
-            made[exact] = [feats["u"] for (feats,) in megabatch.averaging_steps(
-                buffer, idx, pool, negs, 5, Room())]
+            blocks = list(megabatch.averaging_steps(buffer, idx, pool, negs, 5, Room()))
+            assert [count for _, count in blocks] == [3, 1]  # the full steps, then the short one
+            made[exact] = [group(runs, k)["u"] for runs, count in blocks for k in range(count)]
         assert len(made[True]) == len(made[False]) == 4
         reals = []
         for k, ((ids, offsets, weights), (bids, boffsets, bweights)) in enumerate(zip(*made.values())):
@@ -1500,8 +1578,8 @@ def test_gpu_a_step_never_waits_for_the_device(components):
             else:
                 step(feats)
                 negs = negatives(model, buffer, pool, spec, "cuda", np.arange(13) % 5 if k else None)
-                for args in averaging_steps(buffer, idx, pool, negs, 6, step):
-                    step(*args)
+                for runs, count in averaging_steps(buffer, idx, pool, negs, 6, step):
+                    step.over(runs, count)
             shown.append(peek(k + 1))
             found = [torch.stack(hardest_negatives(e1, e2, use)) for use in (None, links)]
     finally:

@@ -33,6 +33,7 @@ import torch.nn.functional as F
 
 from paramill.embed.buffer import to_device
 from paramill.embed.model import real_positions
+from paramill.embed.steps import group
 
 
 def hardest_negatives(e1: torch.Tensor, e2: torch.Tensor, links: torch.Tensor | None = None
@@ -100,15 +101,15 @@ def bound(buffer, idx: np.ndarray, pool: np.ndarray, groups: int) -> dict[str, i
 
 
 def averaging_steps(buffer, idx: np.ndarray, pool: np.ndarray, negs: torch.Tensor,
-                    batch_size: int, step) -> Iterator[tuple[dict]]:
-    """An averaging model's steps over the mega-batch's pairs ``idx``, each the arguments of
-    ``step``: step ``k``'s rows are s1, s2 and their two negatives for pairs
-    ``k*B..(k+1)*B``. The full steps are assembled at once (a run of
-    :meth:`~paramill.embed.buffer.Buffer.flat_runs` each, where one assembly a step launched
-    ~20 operations each time: on a GPU, outside the CUDA graph, launches set the pace) at
-    the room ``step`` keeps for them; a short last one on its own. ``pool``: the pairs' s1
-    rows, then their s2 rows; ``negs`` (:func:`negatives`) stay on the device; see the module
-    for the sizes."""
+                    batch_size: int, step) -> Iterator[tuple[dict, int]]:
+    """An averaging model's steps over the mega-batch's pairs ``idx``, in blocks of runs
+    (:meth:`~paramill.embed.buffer.Buffer.flat_runs`, per unit [steps, ...]) and their step
+    count, each for ``step.over``: step ``k``'s rows are s1, s2 and their two negatives for
+    pairs ``k*B..(k+1)*B``. The full steps are one block, assembled at once (where one
+    assembly a step launched ~20 operations each time: on a GPU, outside the CUDA graph,
+    launches set the pace) at the room ``step`` keeps for them; a short last step a block of
+    its own. ``pool``: the pairs' s1 rows, then their s2 rows; ``negs``
+    (:func:`negatives`) stay on the device; see the module for the sizes."""
     if len(pool) != 2 * len(idx):
         raise ValueError(f"a pool of {len(pool)} rows for {len(idx)} pairs: s1 rows, then s2 rows")
     dev = negs.device
@@ -125,8 +126,7 @@ def averaging_steps(buffer, idx: np.ndarray, pool: np.ndarray, negs: torch.Tenso
         needed = (buffer.totals(part.cpu().numpy(), groups) if exact
                   else bound(buffer, idx[start:start + groups * per], pool, groups))
         sizes = step.sizes(needed) if per == batch_size else needed  # short: not the graph's
-        runs = buffer.flat_runs(part, sizes, groups)
-        yield from ((group(runs, k),) for k in range(groups))
+        yield buffer.flat_runs(part, sizes, groups), groups
 
 
 def recurrent_steps(buffer, idx: np.ndarray, pool: np.ndarray, negs: torch.Tensor,
@@ -164,11 +164,6 @@ def scramble(ids: torch.Tensor, lengths: torch.Tensor, rate: float) -> torch.Ten
     keys = to_device(torch.from_numpy(keys), ids.device)
     keys = torch.where(real_positions(width, lengths), keys, 2.0)
     return torch.gather(ids, 1, keys.argsort(dim=1))
-
-
-def group(feats: dict[str, tuple[torch.Tensor, ...]], k: int) -> dict[str, tuple[torch.Tensor, ...]]:
-    """Run ``k`` of :meth:`~paramill.embed.buffer.Buffer.flat_runs`'s runs: a model's input (views)."""
-    return {u: tuple(part[k] for part in parts) for u, parts in feats.items()}
 
 
 def encoded(model, passes: list, back: torch.Tensor) -> torch.Tensor:

@@ -9,21 +9,24 @@ as a CUDA graph over fixed-shape inputs and replays it: one launch a step.
 
 What stays eager: once a mega-batch, encoding its pool in one pass, the hardest-negative
 search and assembling all its steps' ids on the device at once from the negatives left there
-(:mod:`paramill.embed.megabatch`); each step,
-copying its ids into the graph's fixed inputs; a short last batch (fewer rows than the
-graph's). About 8 operations a step besides the graph's 85 (WORD, batch 100, mega-batch 20,
-counted on the CPU), where assembling each step's rows alone launched 37. Sizes: a step's
-ids are flat (no padding between rows), and the graph's inputs have room for a number of ids
-per unit (:func:`room`) at least the most a step may need so far (on CUDA the host's bound,
-:func:`paramill.embed.megabatch.bound`); a step that may need more records a new graph
-(rarely: the room only grows). The padding at the end changes nothing (its weight is 0;
-its ids are spare ones taken in turn, :data:`paramill.embed.buffer.SPARE_IDS`); it is split among
+(:mod:`paramill.embed.megabatch`), and copying them into the graph's inputs, which hold a
+whole mega-batch's steps (a slab: [steps, room]); each step, only the replay, whose graph
+takes its inputs from the slab at a step counter on the device and moves the counter on
+(where the host copied each step's ids into the graph's inputs: three copies a unit a
+step, and a view of each). A short last batch (fewer rows than the graph's) runs eagerly.
+Sizes: a step's ids are flat (no padding between rows), and the graph's inputs have room
+for a number of ids per unit (:func:`room`) at least the most a step may need so far (on
+CUDA the host's bound, :func:`paramill.embed.megabatch.bound`); a step that may need more
+records a new graph (rarely: the room only grows). The padding at the end changes nothing
+(its weight is 0; its ids are spare ones taken in turn,
+:data:`paramill.embed.buffer.SPARE_IDS`); it is split among
 :func:`~paramill.embed.model.tail_bags` bags of its own (at most 32 places each), whose sums
 are dropped, as the kernel takes what its longest bag takes.
 
 Averaging models only (WORD, TRIGRAM and their sums): a recurrent model's step runs in
-passes of rows sorted by length, whose widths change from step to step. On a CPU (and in the tests there), :class:`GraphStep` runs
-the same fixed-shape step eagerly, so its bookkeeping is tested where no GPU is.
+passes of rows sorted by length, whose widths change from step to step. On a CPU (and in
+the tests there), :class:`GraphStep` runs the same fixed-shape step eagerly, slab and
+counter included, so its bookkeeping is tested where no GPU is.
 """
 
 from __future__ import annotations
@@ -68,6 +71,13 @@ class EagerStep:
         passes whose outputs, concatenated and indexed by ``order``, are those rows."""
         self._step(feats, order)
 
+    def over(self, runs: dict[str, tuple[torch.Tensor, ...]], steps: int) -> None:
+        """``steps`` steps, one after another, over a mega-batch's flat runs (per unit ids,
+        offsets and weights, each [steps, ...]:
+        :meth:`~paramill.embed.buffer.Buffer.flat_runs`), step ``k`` over run ``k``."""
+        for k in range(steps):
+            self(group(runs, k))
+
     def _step(self, feats, order: torch.Tensor | None = None) -> None:
         self.optimizer.zero_grad(set_to_none=True)
         vectors = (torch.cat([self.model(part) for part in feats])[order] if isinstance(feats, list)
@@ -81,48 +91,75 @@ class EagerStep:
 
 
 class GraphStep(EagerStep):
-    """A step of ``rows`` rows (4 x the batch size) recorded once as a CUDA graph and replayed;
-    see the module's docstring. The optimiser must be capturable on CUDA
+    """A step of ``rows`` rows (4 x the batch size) recorded once as a CUDA graph and replayed,
+    over inputs that hold ``slots`` steps (a mega-batch's: the slab) and a step counter on the
+    device; see the module's docstring. The optimiser must be capturable on CUDA
     (``paramill.embed.train.adam(..., capturable=True)``)."""
 
-    def __init__(self, model, optimizer, margin: float, grad_clip: float, dev: str, rows: int):
+    def __init__(self, model, optimizer, margin: float, grad_clip: float, dev: str, rows: int,
+                 slots: int = 1):
         super().__init__(model, optimizer, margin, grad_clip, dev)
-        self.rows = rows
-        self.static: dict[str, tuple[torch.Tensor, torch.Tensor]] = {}
+        self.rows, self.slots = rows, max(1, slots)
+        self.static: dict[str, tuple[torch.Tensor, torch.Tensor, torch.Tensor]] = {}  # the slab
+        self.at = torch.zeros(1, dtype=torch.long, device=dev)  # the slot the next step reads
         self.replay = None
         self.graph = None
         self.warm = 0
         self.captures = self.replays = self.eager = 0  # what ran, for the tests and logs
 
     def sizes(self, needed: dict[str, int]) -> dict[str, int]:
-        have = {u: ids.size(0) for u, (ids, _, _) in self.static.items()}
+        have = {u: ids.size(1) for u, (ids, _, _) in self.static.items()}
         if have and all(needed[u] <= have.get(u, 0) for u in needed):
             return have
         grown = {u: max(have.get(u, 0), room(n)) for u, n in needed.items()}
-        self.static = {u: (torch.zeros(n, dtype=FLAT_IDS, device=self.dev),
-                           torch.zeros(self.rows + tail_bags(n), dtype=FLAT_IDS, device=self.dev),
-                           torch.zeros(n, device=self.dev))
+        self.static = {u: (torch.zeros(self.slots, n, dtype=FLAT_IDS, device=self.dev),
+                           torch.zeros(self.slots, self.rows + tail_bags(n), dtype=FLAT_IDS,
+                                       device=self.dev),
+                           torch.zeros(self.slots, n, device=self.dev))
                        for u, n in grown.items()}
         self.replay = self.graph = None  # the recorded step read the old inputs
         return grown
 
     def __call__(self, feats, order: torch.Tensor | None = None) -> None:
-        if isinstance(feats, list) or feats.keys() != self.static.keys() or any(
-                part.shape != fixed.shape for u in feats for part, fixed in zip(feats[u], self.static[u])):
+        if isinstance(feats, list):
             self.eager += 1
-            self._step(feats, order)  # a short last batch, or not of the graph's sizes
+            self._step(feats, order)
             return
-        for u, parts in feats.items():
+        self.over({u: tuple(part[None] for part in parts) for u, parts in feats.items()}, 1)
+
+    def over(self, runs: dict[str, tuple[torch.Tensor, ...]], steps: int) -> None:
+        """The mega-batch's runs copied into the slab once (three copies a unit), the counter
+        set to its first slot, then ``steps`` replays; runs not of the slab's shapes (a short
+        last batch) eagerly, a step at a time."""
+        if steps > self.slots or runs.keys() != self.static.keys() or any(
+                part.shape[1:] != fixed.shape[1:]
+                for u in runs for part, fixed in zip(runs[u], self.static[u])):
+            self.eager += steps
+            for k in range(steps):
+                self._step(group(runs, k))
+            return
+        for u, parts in runs.items():
             for part, fixed in zip(parts, self.static[u]):
-                fixed.copy_(part)
-        if self.warm < WARMUP_STEPS:
-            self.warm += 1
-            self._on_side_stream(lambda: self._step(self.static))
-        else:
-            if self.replay is None:
-                self.replay = self._record(lambda: self._step(self.static))
-            self.replay()
-            self.replays += 1
+                fixed[:steps].copy_(part)
+        self.at.zero_()
+        for _ in range(steps):
+            if self.warm < WARMUP_STEPS:
+                self.warm += 1
+                self._on_side_stream(self._slot_step)
+            else:
+                if self.replay is None:
+                    self.replay = self._record(self._slot_step)
+                self.replay()
+                self.replays += 1
+
+    def _slot_step(self) -> None:
+        """The step over the slab's slot ``at`` (gathered on the device: the host never knows
+        which), then ``at`` moved to the next slot, round the slab (a replay timed on its own,
+        again and again, reads every slot in turn)."""
+        at = self.at
+        self._step({u: tuple(part.index_select(0, at)[0] for part in parts)
+                    for u, parts in self.static.items()})
+        at.add_(1).remainder_(self.slots)
 
     def _on_side_stream(self, fn) -> None:
         if self.dev != "cuda":
@@ -156,3 +193,8 @@ def room(n: int, least: int = 16) -> int:
         size *= 2
     step = max(1, size // 8)
     return max(least, -(-n // step) * step)
+
+
+def group(feats: dict[str, tuple[torch.Tensor, ...]], k: int) -> dict[str, tuple[torch.Tensor, ...]]:
+    """Run ``k`` of :meth:`~paramill.embed.buffer.Buffer.flat_runs`'s runs: a model's input (views)."""
+    return {u: tuple(part[k] for part in parts) for u, parts in feats.items()}

@@ -130,7 +130,7 @@ def uses_cuda_graph(settings: EmbedTrainSettings, spec: ModelSpec, dev: str) -> 
 def _stepper(model, optimizer, settings: EmbedTrainSettings, spec: ModelSpec, dev: str) -> EagerStep:
     if uses_cuda_graph(settings, spec, dev):
         return GraphStep(model, optimizer, settings.margin, settings.grad_clip, dev,
-                         rows=4 * settings.batch_size)
+                         rows=4 * settings.batch_size, slots=settings.megabatch)
     return EagerStep(model, optimizer, settings.margin, settings.grad_clip, dev)
 
 
@@ -254,14 +254,21 @@ def _epoch(model, step: EagerStep, store: Path, units: list[str], settings: Embe
                              buffer.links[idx] if skip_linked else None)
             if (shown := peek(batches)) is not None:
                 bar.set_postfix(loss=f"{shown:.4f}", refresh=False)
-            steps = (recurrent_steps(buffer, idx, pool, negs, settings.batch_size,
-                                     settings.recurrent_pass_rows or settings.batch_size,
-                                     spec.units, settings.scramble_rate, dev) if spec.recurrent
-                     else averaging_steps(buffer, idx, pool, negs, settings.batch_size, step))
-            for b, args in zip(range(0, len(idx), settings.batch_size), steps):
-                step(*args)
-                batches += 1
-                bar.update(min(settings.batch_size, len(idx) - b))
+            if spec.recurrent:
+                steps = recurrent_steps(buffer, idx, pool, negs, settings.batch_size,
+                                        settings.recurrent_pass_rows or settings.batch_size,
+                                        spec.units, settings.scramble_rate, dev)
+                for b, args in zip(range(0, len(idx), settings.batch_size), steps):
+                    step(*args)
+                    batches += 1
+                    bar.update(min(settings.batch_size, len(idx) - b))
+            else:  # blocks: the mega-batch's full steps, then a short last one
+                done = 0
+                for runs, count in averaging_steps(buffer, idx, pool, negs, settings.batch_size, step):
+                    step.over(runs, count)
+                    batches += count
+                    bar.update(min(count * settings.batch_size, len(idx) - done))
+                    done += count * settings.batch_size
     loss = step.total.item() / max(1, batches)
     bar.set_postfix(loss=f"{loss:.4f}", refresh=False)
     bar.close()
