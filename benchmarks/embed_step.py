@@ -187,13 +187,14 @@ def _variant(name: str, pairs: list, dev: str, args) -> dict:
 
 def _profiled(fn, steps: int, dev: str, sync, top: int = 25) -> dict:
     """``fn`` under torch.profiler: per step (``steps`` of them), the wall, the device's summed
-    kernel time (on a GPU: busy against idle) and the ``top`` operations or kernels by device
-    time (on a CPU, by CPU time), with how many ran a step. On a GPU also where the host's
-    time goes: ``host_top``, the operations and CUDA runtime calls (``cudaLaunchKernel``,
-    ``cudaStreamSynchronize``, ``cudaHostAlloc``...) by their own host time. On either, from
-    a second run under cProfile, ``python_top``, the Python functions and torch methods by
-    their own time (where a host-bound loop spends it: a wait for the device shows as the
-    call that waited)."""
+    kernel time (on a GPU: busy against idle) and the ``top`` kernels by device time (on a
+    CPU, the operations by CPU time), with how many ran a step. On a GPU also ``op_top``, the
+    operations by the device time of the kernels they launched (which kernels are whose: the
+    same time as ``top``'s, never added to it), and where the host's time goes: ``host_top``,
+    the operations and CUDA runtime calls (``cudaLaunchKernel``, ``cudaStreamSynchronize``,
+    ``cudaHostAlloc``...) by their own host time. On either, from a second run under
+    cProfile, ``python_top``, the Python functions and torch methods by their own time (where
+    a host-bound loop spends it: a wait for the device shows as the call that waited)."""
     import cProfile
     import pstats
 
@@ -206,22 +207,14 @@ def _profiled(fn, steps: int, dev: str, sync, top: int = 25) -> dict:
         fn()
         sync()
         wall = time.perf_counter() - began
-    events = prof.key_averages()
     on_device = dev == "cuda"
-    rows, host = [], []
-    for e in events:
-        own = (e.self_device_time_total if on_device else e.self_cpu_time_total) or 0
-        if own > 0:
-            rows.append(_per_step(e.key, e.count, own, steps))
-        if on_device and (e.self_cpu_time_total or 0) > 0:
-            host.append(_per_step(e.key, e.count, e.self_cpu_time_total, steps))
-    rows.sort(key=lambda r: -r["us_per_step"])
-    busy = sum(r["us_per_step"] for r in rows)
+    kernels, ops, host = device_split(prof.key_averages(), steps, on_device)
     out = {"steps": steps, "wall_us_per_step": round(wall / steps * 1e6, 1),
-           ("device_busy_us_per_step" if on_device else "cpu_self_us_per_step"): round(busy, 1),
-           "kinds": len(rows), "top": rows[:top]}
+           ("device_busy_us_per_step" if on_device else "cpu_self_us_per_step"):
+               round(sum(r["us_per_step"] for r in kernels), 1),
+           "kinds": len(kernels), "top": kernels[:top]}
     if on_device:
-        host.sort(key=lambda r: -r["us_per_step"])
+        out["op_top"] = ops[:top]
         out["host_self_us_per_step"] = round(sum(r["us_per_step"] for r in host), 1)
         out["host_top"] = host[:top]
     python = cProfile.Profile()
@@ -238,6 +231,33 @@ def _profiled(fn, steps: int, dev: str, sync, top: int = 25) -> dict:
                           "cumulative_us_per_step": round(cum * 1e6 / steps, 2)}
                          for name, calls, own, cum in named[:top]]
     return out
+
+
+def device_split(events, steps: int, on_device: bool) -> tuple[list, list, list]:
+    """torch.profiler's averaged events as rows per step, largest first: the device's own
+    events (kernels, copies, memsets: their sum is the time the device was busy), the
+    operations by the device time of the kernels they launched themselves, and every event
+    by its own host time. An operation's "self" device time is its kernels' time, so summing
+    operations and kernels together counts each kernel of an eager step twice (profiles
+    before 2026-11-29 did: their eager parts' ``device_busy_us_per_step`` is up to twice
+    the device's time; a graph's replay launches no operation, so its figure stood). On a
+    CPU (``on_device`` false): the operations by their own CPU time, and no others."""
+    from torch.autograd import DeviceType
+
+    kernels, ops, host = [], [], []
+    for e in events:
+        on_cpu = getattr(e, "device_type", DeviceType.CPU) == DeviceType.CPU
+        if not on_device:
+            if (e.self_cpu_time_total or 0) > 0:
+                kernels.append(_per_step(e.key, e.count, e.self_cpu_time_total, steps))
+            continue
+        if (e.self_device_time_total or 0) > 0:
+            (ops if on_cpu else kernels).append(_per_step(e.key, e.count, e.self_device_time_total, steps))
+        if (e.self_cpu_time_total or 0) > 0:
+            host.append(_per_step(e.key, e.count, e.self_cpu_time_total, steps))
+    for rows in (kernels, ops, host):
+        rows.sort(key=lambda r: -r["us_per_step"])
+    return kernels, ops, host
 
 
 def _per_step(name: str, count: int, us: float, steps: int) -> dict:

@@ -61,3 +61,40 @@ def test_every_variant_and_test_file_gpu_check_names_exists():
         assert re.search(rf'^\s+"{re.escape(variant)}": \{{', embeddings, re.M), variant
     for test_file in re.findall(r"tests/unit/test_\w+\.py", text):
         assert (ROOT / test_file).is_file(), test_file
+
+
+def test_a_profiles_device_time_counts_each_kernel_once(monkeypatch):
+    """benchmarks/embed_step.py's profile: torch.profiler gives an operation the device time of
+    the kernels it launched as its own ("self") device time, and each kernel its own row, so
+    the device's busy time is the kernels' rows alone; the operations' rows say whose they
+    are. Made-up averaged events (an operation with two kernels, a copy, and an operation
+    with none), as the profiler's ``key_averages`` gives them."""
+    import sys
+    from types import SimpleNamespace
+
+    from torch.autograd import DeviceType
+
+    monkeypatch.syspath_prepend(str(ROOT / "benchmarks"))
+    sys.modules.pop("embed_step", None)
+    from embed_step import device_split
+
+    def event(key, device, self_device, self_cpu, count=10):
+        return SimpleNamespace(key=key, device_type=device, count=count,
+                               self_device_time_total=self_device, self_cpu_time_total=self_cpu)
+
+    events = [event("aten::mm", DeviceType.CPU, 300.0, 50.0),
+              event("sm90_gemm", DeviceType.CUDA, 200.0, 0.0),
+              event("elementwise_kernel", DeviceType.CUDA, 100.0, 0.0),
+              event("Memcpy HtoD", DeviceType.CUDA, 40.0, 0.0),
+              event("aten::view", DeviceType.CPU, 0.0, 20.0),
+              event("cudaLaunchKernel", DeviceType.CPU, 0.0, 30.0, count=20)]
+    kernels, ops, host = device_split(events, 10, on_device=True)
+    assert [(r["name"], r["us_per_step"]) for r in kernels] == [
+        ("sm90_gemm", 20.0), ("elementwise_kernel", 10.0), ("Memcpy HtoD", 4.0)]
+    assert sum(r["us_per_step"] for r in kernels) == 34.0  # not 64: aten::mm's are these
+    assert [(r["name"], r["us_per_step"]) for r in ops] == [("aten::mm", 30.0)]
+    assert [(r["name"], r["per_step"]) for r in host] == [
+        ("aten::mm", 1.0), ("cudaLaunchKernel", 2.0), ("aten::view", 1.0)]
+    kernels, ops, host = device_split(events, 10, on_device=False)  # a CPU: operations only
+    assert [r["name"] for r in kernels] == ["aten::mm", "cudaLaunchKernel", "aten::view"]
+    assert ops == host == []
