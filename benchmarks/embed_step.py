@@ -69,8 +69,13 @@ def main() -> None:
                         help="rows a recurrent model takes in one pass of a step (default: the "
                              "batch size, four passes; 400: one, as the H200 rows of "
                              "benchmarks/embeddings.py ran); said in the report")
+    parser.add_argument("--recurrent-graph", action="store_true",
+                        help="a recurrent variant's step replayed from CUDA graphs "
+                             "(embed.train.recurrent_cuda_graph; needs --recurrent-pass-rows 400)")
     parser.add_argument("--out")
     args = parser.parse_args()
+    if args.recurrent_graph and (args.recurrent_pass_rows or 0) < 400:
+        parser.error("--recurrent-graph replays one pass a step: give --recurrent-pass-rows 400")
     device.limit_threads(args.threads)
     from paramill.embed import train as train_module
 
@@ -93,12 +98,13 @@ def _variant(name: str, pairs: list, dev: str, args) -> dict:
     from paramill.embed.data import PairSource, epoch_buffers, write_ids
     from paramill.embed.model import ModelSpec
     from paramill.embed.rawstore import one_pass, write_raw_store
-    from paramill.embed.steps import GraphStep
+    from paramill.embed.steps import GraphStep, PassGraphStep
     from paramill.embed.train import CHUNK_PAIRS, EmbedTrainSettings, train
 
     spec = ModelSpec(dim=300, **VARIANTS[name])
     settings = EmbedTrainSettings(epochs=args.epochs, batch_size=100, megabatch=20, device=dev,
                                   cuda_graph=not args.eager,
+                                  recurrent_cuda_graph=args.recurrent_graph and spec.recurrent,
                                   recurrent_pass_rows=args.recurrent_pass_rows or 0)
     made = {}
     stepper = train_module._stepper
@@ -169,7 +175,8 @@ def _variant(name: str, pairs: list, dev: str, args) -> dict:
     steady = seconds[1:] or seconds  # the first epoch records the graphs
     epoch_us = sum(steady) / (len(steady) * summary["pairs"] / settings.batch_size) * 1e6
     epoch_us_all = settings.batch_size / summary["epoch_pairs_per_second"] * 1e6
-    row = {"variant": name, "cuda_graph": graph, "step_us": round(step_us, 1),
+    row = {"variant": name, "cuda_graph": graph or isinstance(step, PassGraphStep),
+           "step_us": round(step_us, 1),
            "megabatch_us_per_step": round(megabatch_us, 1), "epoch_us_per_step": round(epoch_us, 1),
            "epoch_us_per_step_all": round(epoch_us_all, 1), "epoch_seconds": seconds,
            "step_plus_megabatch_us": round(step_us + megabatch_us, 1),

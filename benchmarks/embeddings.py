@@ -71,11 +71,17 @@ def main() -> None:
     parser.add_argument("--cuda-graph", action="store_true",
                         help="also train each averaging variant with embed.train.cuda_graph "
                              "(a row named VARIANT+graph; on CUDA only)")
+    parser.add_argument("--recurrent-graph", action="store_true",
+                        help="also train each recurrent variant with "
+                             "embed.train.recurrent_cuda_graph (a row named VARIANT+graph; on "
+                             "CUDA only; needs --recurrent-pass-rows 400, one pass a step)")
     parser.add_argument("--linked-negatives", choices=["auto", "keep", "skip"], default="auto",
                         help="embed.train.linked_negatives (auto: skip for recurrent variants, "
                              "keep, the papers' rule, for averaging ones); said in each row")
     parser.add_argument("--out")
     args = parser.parse_args()
+    if args.recurrent_graph and (args.recurrent_pass_rows or 0) < 400:
+        parser.error("--recurrent-graph replays one pass a step: give --recurrent-pass-rows 400")
     device.limit_threads(args.threads)
     pairs = [(x, y) for x, y in twitter_positive_pairs(SHARED) if x != y]
     pairs = pairs[:args.pairs] if args.pairs else pairs
@@ -96,7 +102,8 @@ def main() -> None:
     averaging = [name for name in args.variants if not ModelSpec(**VARIANTS[name]).recurrent]
     runs = [(name, False) for name in averaging]
     runs += [(name, True) for name in averaging if args.cuda_graph]
-    runs += [(name, False) for name in args.variants if name not in averaging]
+    runs += [(name, graph) for name in args.variants if name not in averaging
+             for graph in (False, True)[:1 + args.recurrent_graph]]
     with tempfile.TemporaryDirectory() as tmp:
         for name, graph in runs:
             spec = ModelSpec(dim=300, **VARIANTS[name])
@@ -104,6 +111,7 @@ def main() -> None:
             label = name + ("+graph" if graph else "")
             settings = EmbedTrainSettings(epochs=epochs, megabatch=args.megabatch,
                                           device=args.device, cuda_graph=graph,
+                                          recurrent_cuda_graph=graph and spec.recurrent,
                                           linked_negatives=args.linked_negatives,
                                           recurrent_pass_rows=args.recurrent_pass_rows or 0)
             summary = train(pairs, Path(tmp) / f"{label}.pt", spec, settings)

@@ -4,11 +4,12 @@
 #   embed  the embedding GPU tests (GPU_TESTS: the test files; the embed suite's packages also
 #          run tests/unit/test_paraid.py), then (PARTS, default all of "embeddings reference scale")
 #          benchmarks/embeddings.py (each averaging variant eager and as a CUDA graph; GRAPH=
-#          leaves the graph rows out; VARIANTS, EPOCHS, RECURRENT_EPOCHS, PASS_ROWS, LINKED pass through), embed_reference.py (the authors' code, --gpu 1) and
+#          leaves the graph rows out; RGRAPH=1 adds recurrent ones, with PASS_ROWS=400; VARIANTS,
+#          EPOCHS, RECURRENT_EPOCHS, PASS_ROWS, LINKED pass through), embed_reference.py (the authors' code, --gpu 1) and
 #          embed_scale.py (featurisation on every core, 1M and 10M pairs, generated on one
 #          core while the GPU steps run), all on cuda (REF_EPOCHS: the reference's epochs, 5);
 #          and, only when PARTS names it, step: benchmarks/embed_step.py (the step alone against
-#          the epoch, per step; STEP_VARIANTS, STEP_EPOCHS, PASS_ROWS; PROFILE=N: N steps under torch.profiler);
+#          the epoch, per step; STEP_VARIANTS, STEP_EPOCHS, PASS_ROWS, RGRAPH; PROFILE=N: N steps under torch.profiler);
 #          before: benchmarks/embeddings.py as the embeddings part runs it, from the commit
 #          packed as .gpu/before.tar.xz (gpu-carry.sh's BEFORE): a ratio on one card, one session
 #   paraid the identifier's GPU tests, then (PARTS, default "default speed cross order")
@@ -92,7 +93,7 @@ PYEOF
           --threads "$THREADS" --variants ${VARIANTS:-word word-sp trigram word-trigram gran-sp} \
           --epochs ${EPOCHS:-15} ${RECURRENT_EPOCHS:+--recurrent-epochs "$RECURRENT_EPOCHS"} \
           ${PASS_ROWS:+--recurrent-pass-rows "$PASS_ROWS"} ${LINKED:+--linked-negatives "$LINKED"} \
-          ${GRAPH---cuda-graph} --out "$OUT/embeddings.json" ;;
+          ${GRAPH---cuda-graph} ${RGRAPH:+--recurrent-graph} --out "$OUT/embeddings.json" ;;
       before) rm -rf /tmp/paramill-before && mkdir -p /tmp/paramill-before \
           && tar -C /tmp/paramill-before -xJf .gpu/before.tar.xz || { echo "before: no .gpu/before.tar.xz"; continue; }
         PYTHONPATH="/tmp/paramill-before/src:/tmp/paramill-site/site" step before embeddings-before.log \
@@ -101,7 +102,7 @@ PYEOF
           --epochs ${EPOCHS:-15} ${GRAPH---cuda-graph} --out "$OUT/embeddings-before.json" ;;
       step) step step embed_step.log "$PY" benchmarks/embed_step.py --device "$DEVICE" --threads "$THREADS" \
           --variants ${STEP_VARIANTS:-word-sp trigram gran-sp} --epochs ${STEP_EPOCHS:-3} ${PROFILE:+--profile "$PROFILE"} \
-          ${PASS_ROWS:+--recurrent-pass-rows "$PASS_ROWS"} \
+          ${PASS_ROWS:+--recurrent-pass-rows "$PASS_ROWS"} ${RGRAPH:+--recurrent-graph} \
           --out "$OUT/embed_step.json" ;;
       reference) TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD=1 step reference embed_reference.log "$PY" benchmarks/embed_reference.py --device "$DEVICE" \
           --threads "$THREADS" --reference .gpu/reference --deps /tmp/paramill-site/site --epochs ${REF_EPOCHS:-5} \

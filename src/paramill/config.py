@@ -339,6 +339,7 @@ def cross_field_problems(config: dict[str, Any]) -> list[str]:
                             f"or one under filters.releases: {', '.join(sorted(releases))})")
     problems += _corpus_problems(bitext, pairs)
     problems += _braced_paths(config)
+    problems += _embed_train_problems(_get(config, ("embed", "train")) or {})
     selects = {"filters.select": _get(config, ("filters", "select")) or {}}
     for name, variant in (_get(config, ("filters", "releases")) or {}).items():
         selects[f"filters.releases.{name}"] = variant or {}
@@ -348,6 +349,20 @@ def cross_field_problems(config: dict[str, Any]) -> list[str]:
                 problems.append(f"config key {where}.bounds.{column}: lower bound {bound[0]} "
                                 f"exceeds upper bound {bound[1]}")
     return problems
+
+
+def _embed_train_problems(train: dict[str, Any]) -> list[str]:
+    """``embed.train.recurrent_cuda_graph`` replays one pass a step: ``recurrent_pass_rows``
+    (its default where not given) at least 4 x ``batch_size``."""
+    if train.get("recurrent_cuda_graph") is not True:
+        return []
+    defaults = schema()["properties"]["embed"]["properties"]["train"]["properties"]
+    batch, rows = (train.get(k, defaults[k]["default"]) for k in ("batch_size", "recurrent_pass_rows"))
+    if _is_integer(None, batch) and _is_integer(None, rows) and rows < 4 * batch:
+        return [f"config keys embed.train.recurrent_cuda_graph and embed.train.recurrent_pass_rows "
+                f"({rows}): a recurrent model's CUDA graph replays one pass a step; set "
+                f"recurrent_pass_rows to at least 4 x batch_size ({4 * batch})"]
+    return []
 
 
 #: the most values (every mapping, list and scalar) a config may hold once its YAML aliases are

@@ -619,6 +619,83 @@ def test_a_recurrent_step_trains_alike_whatever_its_passes(tmp_path, monkeypatch
     assert all(torch.allclose(a[k], b[k], atol=1e-5) for k in a)
 
 
+@pytest.mark.parametrize("components", [("gran",), ("blstm",), ("word", "lstm")])
+def test_the_recurrent_graph_step_trains_as_the_eager_step(tmp_path, monkeypatch, components):
+    """``recurrent_cuda_graph``'s bookkeeping, run on the CPU (where a "graph" is the same
+    fixed-shape step, eagerly): one pass a step, its ids copied into the inputs of the graph
+    for its padded width (:func:`room`, zeros after the pass's own width), one graph a
+    width met, at most ``MOST_GRAPHS`` (other widths eagerly), warm-up steps, a short last
+    batch eagerly; the same losses and weights as the eager step over exact widths, within
+    rounding (the padding adds time steps after every row's last)."""
+    from paramill.embed import steps as steps_mod
+    from paramill.embed import train as train_mod
+    from paramill.embed.steps import WARMUP_STEPS, PassGraphStep, room
+
+    words = "alpha beta gamma delta epsilon zeta eta theta iota kappa lambda mu".split()
+    pairs = [(" ".join(words[: 2 + i % 11] + [str(i)]), " ".join(words[i % 5: 3 + i % 9] + [str(i)]))
+             for i in range(62)]
+    spec = ModelSpec(components=components, dim=8, hidden=8, units="word")
+    settings = EmbedTrainSettings(epochs=2, batch_size=6, megabatch=3, recurrent_pass_rows=24)
+    eager = train(pairs, tmp_path / "e.pt", spec, settings)
+    made, widths = [], []
+    stepper, step_fn = train_mod._stepper, steps_mod.EagerStep._step
+
+    def graph_on_cpu(model, optimizer, settings, spec, dev):
+        made.append(PassGraphStep(model, optimizer, settings.margin, settings.grad_clip, dev,
+                                  rows=4 * settings.batch_size))
+        return made[-1]
+
+    def seen(self, feats, order=None):
+        widths.append([ids.size(1) for ids, _ in (p["word"] for p in feats)])
+        return step_fn(self, feats, order)
+
+    monkeypatch.setattr(train_mod, "_stepper", graph_on_cpu)
+    monkeypatch.setattr(steps_mod.EagerStep, "_step", seen)
+    graph = train(pairs, tmp_path / "g.pt", spec,
+                  dataclasses.replace(settings, recurrent_cuda_graph=True))
+    (step,) = made
+    steps = 2 * -(-len(pairs) // settings.batch_size)
+    assert step.warm == WARMUP_STEPS and step.eager == 2  # each epoch's short last batch
+    assert step.replays == steps - WARMUP_STEPS - 2 and len(step.graphs) >= 2
+    assert step.captures == sum(entry[2] is not None for entry in step.graphs.values())
+    padded = [w[0] for w in widths if len(w) == 1]
+    assert all(w == room(w, least=8) for w in padded)  # every full step at a graph's width
+    assert sorted({w for w in padded}) == sorted(dict(key)["word"] for key in step.graphs)
+    assert [h["loss"] for h in graph["history"]] == pytest.approx(
+        [h["loss"] for h in eager["history"]], rel=1e-5)
+    a = torch.load(tmp_path / "e.pt", weights_only=True)["state_dict"]
+    b = torch.load(tmp_path / "g.pt", weights_only=True)["state_dict"]
+    assert all(torch.allclose(a[k], b[k], atol=1e-5) for k in a)
+    assert not train_mod.uses_cuda_graph(dataclasses.replace(settings, recurrent_cuda_graph=True),
+                                         spec, "cpu")
+    assert stepper is not graph_on_cpu
+
+
+def test_the_recurrent_graph_steps_graphs_are_bounded_and_need_one_pass(tmp_path, monkeypatch):
+    """Past ``MOST_GRAPHS`` widths a step runs eagerly; passes of fewer rows than a step are
+    refused before training (a graph replays one pass a step)."""
+    from paramill.embed import steps as steps_mod
+    from paramill.embed import train as train_mod
+    from paramill.embed.steps import PassGraphStep
+
+    made = []
+    monkeypatch.setattr(steps_mod, "MOST_GRAPHS", 1)
+    monkeypatch.setattr(train_mod, "_stepper", lambda model, optimizer, settings, spec, dev: made.append(
+        PassGraphStep(model, optimizer, settings.margin, settings.grad_clip, dev,
+                      rows=4 * settings.batch_size)) or made[-1])
+    words = "alpha beta gamma delta epsilon zeta eta theta iota kappa lambda mu".split()
+    pairs = [(" ".join(words[: 1 + i % 12] + words * (i % 7 == 0) * 3), " ".join(words[i % 5:]))
+             for i in range(40)]
+    settings = EmbedTrainSettings(epochs=1, batch_size=4, megabatch=2, recurrent_pass_rows=16,
+                                  recurrent_cuda_graph=True)
+    train(pairs, tmp_path / "m.pt", ModelSpec(components=("gran",), dim=4, hidden=4, units="word"),
+          settings)
+    (step,) = made
+    assert len(step.graphs) == 1 and step.eager >= 1 and step.replays + step.warm + step.eager == 10
+    with pytest.raises(ValueError, match=r"recurrent_pass_rows to at least 4 x batch_size \(16\), not 8"):
+        dataclasses.replace(settings, recurrent_pass_rows=8)
+
+
 def test_a_checkpoint_from_before_a_setting_existed_resumes_with_its_default(tmp_path):
     """A setting added since a checkpoint was written (``recurrent_pass_rows``) counts as its
     default there: the run resumes rather than starting afresh; another value starts afresh."""
@@ -1532,6 +1609,33 @@ def test_gpu_graph_step_trains_as_the_eager_step_on_cuda(tmp_path, monkeypatch, 
 
 
 @pytest.mark.gpu
+@pytest.mark.parametrize("components", [("gran",), ("lstm",), ("blstm",)])
+def test_gpu_recurrent_graph_step_trains_as_the_eager_step_on_cuda(tmp_path, monkeypatch, components):
+    """``recurrent_cuda_graph: true`` on CUDA (one pass a step): the step replayed from a
+    graph for each padded width gives the eager step's losses and weights over exact widths,
+    within rounding (and it did replay)."""
+    from paramill.embed import train as train_mod
+
+    steps = []
+    stepper = train_mod._stepper
+    monkeypatch.setattr(train_mod, "_stepper", lambda *a: steps.append(stepper(*a)) or steps[-1])
+    pairs = [(f"{a} {i}", f"{b} {i}") for i in range(30) for a, b in PAIRS]
+    spec = ModelSpec(components=components, dim=16, hidden=16, units="word")
+    base = EmbedTrainSettings(epochs=3, batch_size=10, megabatch=4, device="cuda",
+                              recurrent_pass_rows=40)
+    runs = {graph: train(pairs, tmp_path / f"{graph}.pt", spec,
+                         dataclasses.replace(base, recurrent_cuda_graph=graph))
+            for graph in (False, True)}
+    assert type(steps[0]).__name__ == "EagerStep" and type(steps[1]).__name__ == "PassGraphStep"
+    assert steps[1].replays > 0 and steps[1].captures >= 1 and runs[True]["cuda_graph"]
+    assert [h["loss"] for h in runs[True]["history"]] == pytest.approx(
+        [h["loss"] for h in runs[False]["history"]], rel=1e-4)
+    a = torch.load(tmp_path / "False.pt", weights_only=True)["state_dict"]
+    b = torch.load(tmp_path / "True.pt", weights_only=True)["state_dict"]
+    assert all(torch.allclose(a[k], b[k], atol=1e-4) for k in a)
+
+
+@pytest.mark.gpu
 @pytest.mark.parametrize("components", [("word",), ("word", "trigram"), ("lstm",), ("blstm",),
                                         ("gran",)])
 def test_gpu_a_step_never_waits_for_the_device(components):
@@ -1593,20 +1697,20 @@ def test_gpu_a_step_never_waits_for_the_device(components):
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("components, graph", [(("word", "trigram"), False), (("word",), True),
-                                               (("gran",), False)])
+                                               (("gran",), False), (("gran",), True)])
 def test_gpu_an_epoch_waits_for_the_device_once_or_once_a_megabatch(tmp_path, monkeypatch,
                                                                     components, graph):
     """CUDA's own count (``set_sync_debug_mode("warn")``: a warning each time the host waits
     for the device) over whole epochs of training on CUDA: an averaging model's epoch, eager
     or replayed from a CUDA graph (recording it aside), waits once, for the epoch's loss at
     its end, so the host queues mega-batch after mega-batch; a recurrent model's also once a
-    mega-batch, for the negatives that set its passes."""
+    mega-batch, for the negatives that set its passes, eager or replayed (one pass a step)."""
     import warnings
 
     from paramill.embed import train as train_mod
-    from paramill.embed.steps import GraphStep
+    from paramill.embed.steps import ReplayedStep
 
-    epoch, record, seen = train_mod._epoch, GraphStep._record, []
+    epoch, record, seen = train_mod._epoch, ReplayedStep._record, []
 
     def quiet_record(self, fn):  # recording a graph waits by design, rarely
         torch.cuda.set_sync_debug_mode("default")
@@ -1627,10 +1731,11 @@ def test_gpu_an_epoch_waits_for_the_device_once_or_once_a_megabatch(tmp_path, mo
         return result
 
     monkeypatch.setattr(train_mod, "_epoch", counted)
-    monkeypatch.setattr(GraphStep, "_record", quiet_record)
+    monkeypatch.setattr(ReplayedStep, "_record", quiet_record)
     pairs = [(f"{a} {i}", f"{b} {i}") for i in range(3) for a, b in PAIRS]  # 90 pairs
     settings = EmbedTrainSettings(epochs=2, batch_size=10, megabatch=4, device="cuda",
-                                  cuda_graph=graph)  # 3 mega-batches an epoch
+                                  cuda_graph=graph, recurrent_cuda_graph=graph,
+                                  recurrent_pass_rows=40 if graph else 0)  # 3 mega-batches an epoch
     summary = train(pairs, tmp_path / "m.pt", ModelSpec(components=components, dim=16, hidden=16,
                                                         units="word"), settings)
     assert summary["cuda_graph"] == graph and summary["history"][-1]["loss"] > 0

@@ -34,7 +34,7 @@ from paramill import device
 from paramill.embed.data import PairSource, count_units, epoch_buffers, write_ids
 from paramill.embed.megabatch import LossPeek, averaging_steps, negatives, recurrent_steps
 from paramill.embed.rawstore import one_pass, write_raw_store
-from paramill.embed.steps import EagerStep, GraphStep, margin_step_loss
+from paramill.embed.steps import EagerStep, GraphStep, PassGraphStep, margin_step_loss
 from paramill.embed.model import (RNG, ModelSpec, build_from_counts, featurizers, load_model,
                                   needs_sentencepiece, read_checkpoint, sentencepiece_for)
 from paramill.io import InputError, atomic_output, check_writable
@@ -86,6 +86,19 @@ class EmbedTrainSettings(Settings):
         "CUDA graph and replay it: one launch a step instead of ~100. The same arithmetic and "
         "STS figures; WORD 3.0x, TRIGRAM 1.3x the eager step on an H100 (README: Embedding "
         "training on an H100). Off: every operation launched one by one.")
+    recurrent_cuda_graph: bool = setting(
+        False, "On CUDA, replay a recurrent model's (LSTM, BLSTM, GRAN) training step from a "
+        "CUDA graph recorded for each padded width (the pass's longest row rounded up, at most "
+        "12.5%), where its operations were launched one by one: the H200 was busy about a "
+        "third of GRAN's eager step (README). Needs one pass a step: recurrent_pass_rows at "
+        "least 4 x batch_size. Each width's graph keeps its own memory. Not yet measured on a "
+        "GPU, hence off.")
+
+    def __post_init__(self):
+        if self.recurrent_cuda_graph and self.recurrent_pass_rows < 4 * self.batch_size:
+            raise ValueError(
+                f"recurrent_cuda_graph replays one pass a step: set recurrent_pass_rows to at "
+                f"least 4 x batch_size ({4 * self.batch_size}), not {self.recurrent_pass_rows}")
 
 
 def read_pairs(paths: list[str | Path], max_pairs: int = 0, drop_identical: bool = True
@@ -122,16 +135,19 @@ def adam(model: torch.nn.Module, lr: float, capturable: bool = False) -> torch.o
 
 
 def uses_cuda_graph(settings: EmbedTrainSettings, spec: ModelSpec, dev: str) -> bool:
-    """Whether training replays its steps from a CUDA graph (``cuda_graph``, averaging models,
-    on CUDA)."""
-    return settings.cuda_graph and not spec.recurrent and dev == "cuda"
+    """Whether training replays its steps from CUDA graphs, on CUDA: an averaging model's with
+    ``cuda_graph``, a recurrent model's with ``recurrent_cuda_graph``."""
+    return dev == "cuda" and (settings.recurrent_cuda_graph if spec.recurrent else settings.cuda_graph)
 
 
 def _stepper(model, optimizer, settings: EmbedTrainSettings, spec: ModelSpec, dev: str) -> EagerStep:
-    if uses_cuda_graph(settings, spec, dev):
-        return GraphStep(model, optimizer, settings.margin, settings.grad_clip, dev,
-                         rows=4 * settings.batch_size, slots=settings.megabatch)
-    return EagerStep(model, optimizer, settings.margin, settings.grad_clip, dev)
+    if not uses_cuda_graph(settings, spec, dev):
+        return EagerStep(model, optimizer, settings.margin, settings.grad_clip, dev)
+    if spec.recurrent:
+        return PassGraphStep(model, optimizer, settings.margin, settings.grad_clip, dev,
+                             rows=4 * settings.batch_size)
+    return GraphStep(model, optimizer, settings.margin, settings.grad_clip, dev,
+                     rows=4 * settings.batch_size, slots=settings.megabatch)
 
 
 def _clock() -> tuple[float, float, float]:
@@ -175,7 +191,7 @@ def _resumed(resume: Path, spec: ModelSpec, settings: EmbedTrainSettings, data: 
 
 
 #: settings a checkpoint resumes across: the epochs to reach, and how a step is launched
-NOT_RESUME_KEYS = ("epochs", "cuda_graph")
+NOT_RESUME_KEYS = ("epochs", "cuda_graph", "recurrent_cuda_graph")
 
 
 def _too_few(source: PairSource, n: int) -> ValueError:
@@ -346,7 +362,7 @@ def train(source: PairSource | list[tuple[str, str]], out: str | Path, spec: Mod
                if sum(epoch_seconds) > 0 else None,
                # each epoch's (the first of a run also records its CUDA graphs); not in the
                # history, which the checkpoint keeps: the same run gives the same bytes
-               "epoch_seconds": epoch_seconds, "cuda_graph": isinstance(step, GraphStep)}
+               "epoch_seconds": epoch_seconds, "cuda_graph": isinstance(step, (GraphStep, PassGraphStep))}
     with output_job(run, out) as job:
         (tmp,) = job.paths
         torch.save(model.checkpoint(train=asdict(settings), optimizer=optimizer.state_dict(),
