@@ -120,6 +120,8 @@ def main() -> None:
             rows.append({"variant": label,
                          "components": list(spec.components), "units": spec.units,
                          "cuda_graph": summary["cuda_graph"],
+                         "graph_recordings": summary["graph_recordings"],
+                         "cuda_peak_mb": summary.get("cuda_peak_mb"),
                          "linked_negatives": "skip" if skips_linked(settings, spec) else "keep",
                          "vocabulary": {u: len(v) for u, v in model.vocabs.items()},
                          "epochs": epochs, "pearson": result["pearson"],

@@ -655,6 +655,8 @@ def test_the_recurrent_graph_step_trains_as_the_eager_step(tmp_path, monkeypatch
                   dataclasses.replace(settings, recurrent_cuda_graph=True))
     (step,) = made
     steps = 2 * -(-len(pairs) // settings.batch_size)
+    assert graph["graph_recordings"] == step.captures and eager["graph_recordings"] == 0
+    assert "cuda_peak_mb" not in graph  # on CUDA only
     assert step.warm == WARMUP_STEPS and step.eager == 2  # each epoch's short last batch
     assert step.replays == steps - WARMUP_STEPS - 2 and len(step.graphs) >= 2
     assert step.captures == sum(entry[2] is not None for entry in step.graphs.values())
@@ -1628,6 +1630,8 @@ def test_gpu_recurrent_graph_step_trains_as_the_eager_step_on_cuda(tmp_path, mon
             for graph in (False, True)}
     assert type(steps[0]).__name__ == "EagerStep" and type(steps[1]).__name__ == "PassGraphStep"
     assert steps[1].replays > 0 and steps[1].captures >= 1 and runs[True]["cuda_graph"]
+    assert runs[True]["graph_recordings"] == steps[1].captures <= len(steps[1].graphs)
+    assert runs[True]["cuda_peak_mb"] > 0 and runs[False]["cuda_peak_mb"] > 0
     assert [h["loss"] for h in runs[True]["history"]] == pytest.approx(
         [h["loss"] for h in runs[False]["history"]], rel=1e-4)
     a = torch.load(tmp_path / "False.pt", weights_only=True)["state_dict"]

@@ -341,6 +341,8 @@ def train(source: PairSource | list[tuple[str, str]], out: str | Path, spec: Mod
     units = sorted(model.vocabs)
     started = time.perf_counter()
     step = _stepper(model, optimizer, settings, spec, dev)
+    if dev == "cuda":  # the epochs' peak, for the summary (what a job's GPU must hold)
+        torch.cuda.reset_peak_memory_stats()
     epoch_seconds = []  # the epochs' own seconds, without writing their checkpoints
     for epoch in range(start_epoch, settings.epochs):
         began = time.perf_counter()
@@ -362,7 +364,11 @@ def train(source: PairSource | list[tuple[str, str]], out: str | Path, spec: Mod
                if sum(epoch_seconds) > 0 else None,
                # each epoch's (the first of a run also records its CUDA graphs); not in the
                # history, which the checkpoint keeps: the same run gives the same bytes
-               "epoch_seconds": epoch_seconds, "cuda_graph": isinstance(step, (GraphStep, PassGraphStep))}
+               "epoch_seconds": epoch_seconds, "cuda_graph": isinstance(step, (GraphStep, PassGraphStep)),
+               # CUDA graphs recorded (a recurrent model's: one a padded width, each with its memory)
+               "graph_recordings": getattr(step, "captures", 0)}
+    if dev == "cuda":
+        summary["cuda_peak_mb"] = round(torch.cuda.max_memory_allocated() / 2**20, 1)
     with output_job(run, out) as job:
         (tmp,) = job.paths
         torch.save(model.checkpoint(train=asdict(settings), optimizer=optimizer.state_dict(),
