@@ -1609,16 +1609,44 @@ def test_gpu_graph_step_trains_as_the_eager_step_on_cuda(tmp_path, monkeypatch, 
 @pytest.mark.gpu
 @pytest.mark.parametrize("components", [("gran",), ("lstm",), ("blstm",)])
 def test_gpu_recurrent_graph_step_trains_as_the_eager_step_on_cuda(tmp_path, monkeypatch, components):
-    """``recurrent_cuda_graph: true`` on CUDA (one pass a step): the step replayed from a
-    graph for each padded width gives the eager step's losses and weights over exact widths,
-    within rounding (and it did replay)."""
+    """``recurrent_cuda_graph: true`` on CUDA (one pass a step). Step by step, on the same
+    padded inputs, the replayed step gives the eager step's losses and weights (the same
+    kernels, launched from the graph: graphs of two widths, warm-up steps included); whole
+    training runs, whose eager steps run at exact widths and the graph's at padded ones,
+    follow the same loss curve within float noise (as CUDA follows the CPU), and the graph's
+    run did replay and reports its recordings and its peak memory."""
     from paramill.embed import train as train_mod
+    from paramill.embed.steps import WARMUP_STEPS, EagerStep, PassGraphStep, room
+    from paramill.embed.train import adam
+
+    spec = ModelSpec(components=components, dim=16, hidden=16, units="word")
+    sentences = [s for pair in PAIRS for s in pair]
+    torch.manual_seed(0)
+    models = [build(spec, sentences).to("cuda").train() for _ in range(2)]
+    models[1].load_state_dict(models[0].state_dict())
+    eager = EagerStep(models[0], adam(models[0], 1e-2), 0.4, 1.0, "cuda")
+    graph = PassGraphStep(models[1], adam(models[1], 1e-2, capturable=True), 0.4, 1.0, "cuda", rows=8)
+    ids, lengths = models[0].tensors(models[0].units(sentences[:8]))["word"]
+    assert ids.size(1) <= 9
+    order = torch.randperm(8, generator=torch.Generator().manual_seed(0)).to("cuda")
+    for k in range(WARMUP_STEPS + 4):
+        width = (12, 9)[k % 2]  # two widths (past the rows' longest), so two graphs
+        wide = torch.zeros(8, width, dtype=ids.dtype)
+        wide[:, :ids.size(1)] = ids
+        one = {"word": (wide.cuda(), lengths.cuda())}
+        padded = torch.zeros(8, room(width, least=8), dtype=ids.dtype, device="cuda")
+        padded[:, :width] = one["word"][0]
+        eager([{"word": (padded, one["word"][1])}], order)
+        graph([one], order)
+    assert graph.replays == 4 and len(graph.graphs) == 2 and graph.captures == 2
+    assert torch.allclose(eager.total, graph.total, rtol=1e-6)
+    a, b = models[0].state_dict(), models[1].state_dict()
+    assert all(torch.allclose(a[k], b[k], atol=1e-6) for k in a)
 
     steps = []
     stepper = train_mod._stepper
     monkeypatch.setattr(train_mod, "_stepper", lambda *a: steps.append(stepper(*a)) or steps[-1])
     pairs = [(f"{a} {i}", f"{b} {i}") for i in range(30) for a, b in PAIRS]
-    spec = ModelSpec(components=components, dim=16, hidden=16, units="word")
     base = EmbedTrainSettings(epochs=3, batch_size=10, megabatch=4, device="cuda",
                               recurrent_pass_rows=40)
     runs = {graph: train(pairs, tmp_path / f"{graph}.pt", spec,
@@ -1628,11 +1656,8 @@ def test_gpu_recurrent_graph_step_trains_as_the_eager_step_on_cuda(tmp_path, mon
     assert steps[1].replays > 0 and steps[1].captures >= 1 and runs[True]["cuda_graph"]
     assert runs[True]["graph_recordings"] == steps[1].captures <= len(steps[1].graphs)
     assert runs[True]["cuda_peak_mb"] > 0 and runs[False]["cuda_peak_mb"] > 0
-    assert [h["loss"] for h in runs[True]["history"]] == pytest.approx(
-        [h["loss"] for h in runs[False]["history"]], rel=1e-4)
-    a = torch.load(tmp_path / "False.pt", weights_only=True)["state_dict"]
-    b = torch.load(tmp_path / "True.pt", weights_only=True)["state_dict"]
-    assert all(torch.allclose(a[k], b[k], atol=1e-4) for k in a)
+    curves = [[h["loss"] for h in runs[g]["history"]] for g in (True, False)]
+    assert curves[0] == pytest.approx(curves[1], rel=2e-2, abs=1e-3) and curves[0][-1] < curves[0][0]
 
 
 @pytest.mark.gpu
