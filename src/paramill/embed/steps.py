@@ -219,7 +219,8 @@ class PassGraphStep(ReplayedStep):
     another shape, runs eagerly). A step copies its ids into the graph's inputs (zeros after
     its own width: padding, which the model reads as padding), its lengths and its rows'
     order, then replays, where its ~170 operations and cuDNN's kernels for each time step
-    were launched one by one (the H200 was busy about 3.9 of the eager step's 14.1 ms). The
+    were launched one by one (the H200's kernels ran about 3.9 of the eager step's 14.1 ms,
+    profiled: the rest launches, or gaps between small dependent kernels). The
     optimiser must be capturable on CUDA. Each graph keeps its own memory (a pass's
     activations at its width)."""
 

@@ -89,8 +89,8 @@ class EmbedTrainSettings(Settings):
     recurrent_cuda_graph: bool = setting(
         False, "On CUDA, replay a recurrent model's (LSTM, BLSTM, GRAN) training step from a "
         "CUDA graph recorded for each padded width (the pass's longest row rounded up, at most "
-        "12.5%), where its operations were launched one by one: the H200 was busy about a "
-        "third of GRAN's eager step (README). Needs one pass a step: recurrent_pass_rows at "
+        "12.5%), where its operations were launched one by one: the H200's kernels ran about "
+        "a third of GRAN's eager step (README). Needs one pass a step: recurrent_pass_rows at "
         "least 4 x batch_size. Each width's graph keeps its own memory. Not yet measured on a "
         "GPU, hence off.")
 
