@@ -9,6 +9,9 @@ with the trained model, its optimiser and the step object training used, times p
 
 - ``step_us``: the step alone, ``--repeats`` times back to back on the same inputs (on CUDA
   the graph's replay: what the GPU itself needs a step, the ceiling with no other work);
+  With ``--recurrent-graph`` a recurrent variant's step goes through its graphs, and
+  ``step_us_eager`` is the eager step on the same inputs, on the same card (and, with
+  ``--profile``, ``step_eager``'s profile beside ``step``'s);
 - ``megabatch_us``: the work a mega-batch does besides its steps, divided by its 20 steps:
   encoding its pool of 4,000 sentences, the hardest-negative search, and assembling the
   steps' rows (``paramill.embed.megabatch.negatives`` and ``averaging_steps``, the functions
@@ -153,22 +156,21 @@ def _variant(name: str, pairs: list, dev: str, args) -> dict:
                 replay = step.replay
             else:  # an eager step keeps no inputs: a mega-batch's first step's
                 replay = lambda: step(*first[0])  # noqa: E731
-            for _ in range(10):  # warm
-                replay()
-            sync()
-            began = time.perf_counter()
-            for _ in range(args.repeats):
-                replay()
-            sync()
-            step_us = (time.perf_counter() - began) / args.repeats * 1e6
+            step_us = _timed(replay, args.repeats, sync)
+            # a recurrent step replayed from its graphs: the eager step on the same inputs too,
+            # on the same card (the ratio the graph is for)
+            eager = (lambda: step._step(*first[0])) if isinstance(step, PassGraphStep) else None  # noqa: E731
+            eager_us = _timed(eager, args.repeats, sync) if eager else None
             profiles = {}
             if args.profile:
-                def run_steps():
+                def run_steps(fn=replay):
                     for _ in range(args.profile):
-                        replay()
+                        fn()
 
                 profiles = {"step": _profiled(run_steps, args.profile, dev, sync),
                             "megabatch_work": _profiled(lambda: list(megabatch_work()), steps, dev, sync)}
+                if eager:
+                    profiles["step_eager"] = _profiled(lambda: run_steps(eager), args.profile, dev, sync)
     finally:
         train_module._stepper = stepper
     seconds = summary["epoch_seconds"]
@@ -177,6 +179,7 @@ def _variant(name: str, pairs: list, dev: str, args) -> dict:
     epoch_us_all = settings.batch_size / summary["epoch_pairs_per_second"] * 1e6
     row = {"variant": name, "cuda_graph": graph or isinstance(step, PassGraphStep),
            "step_us": round(step_us, 1),
+           **({"step_us_eager": round(eager_us, 1)} if eager_us else {}),
            "megabatch_us_per_step": round(megabatch_us, 1), "epoch_us_per_step": round(epoch_us, 1),
            "epoch_us_per_step_all": round(epoch_us_all, 1), "epoch_seconds": seconds,
            "step_plus_megabatch_us": round(step_us + megabatch_us, 1),
@@ -190,6 +193,18 @@ def _variant(name: str, pairs: list, dev: str, args) -> dict:
         row["profile"] = profiles
     print({k: v for k, v in row.items() if k != "profile"}, file=sys.stderr)
     return row
+
+
+def _timed(fn, repeats: int, sync) -> float:
+    """Microseconds a call of ``fn``, over ``repeats`` calls back to back after 10 to warm."""
+    for _ in range(10):
+        fn()
+    sync()
+    began = time.perf_counter()
+    for _ in range(repeats):
+        fn()
+    sync()
+    return (time.perf_counter() - began) / repeats * 1e6
 
 
 def _profiled(fn, steps: int, dev: str, sync, top: int = 25) -> dict:
