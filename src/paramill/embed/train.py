@@ -369,6 +369,8 @@ def train(source: PairSource | list[tuple[str, str]], out: str | Path, spec: Mod
                "graph_recordings": getattr(step, "captures", 0)}
     if dev == "cuda":
         summary["cuda_peak_mb"] = round(torch.cuda.max_memory_allocated() / 2**20, 1)
+        print(f"embed train: the epochs' peak GPU memory {summary['cuda_peak_mb']:,.0f} MB; "
+              f"{summary['graph_recordings']} CUDA graph(s) recorded", file=sys.stderr)
     with output_job(run, out) as job:
         (tmp,) = job.paths
         torch.save(model.checkpoint(train=asdict(settings), optimizer=optimizer.state_dict(),
