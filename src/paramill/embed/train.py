@@ -34,7 +34,8 @@ from paramill import device
 from paramill.embed.data import PairSource, count_units, epoch_buffers, write_ids
 from paramill.embed.megabatch import LossPeek, averaging_steps, negatives, recurrent_steps
 from paramill.embed.rawstore import one_pass, write_raw_store
-from paramill.embed.steps import EagerStep, GraphStep, PassGraphStep, margin_step_loss
+from paramill.embed.steps import (EagerStep, GraphStep, PassGraphStep, ReplayedStep,
+                                  margin_step_loss)
 from paramill.embed.model import (RNG, ModelSpec, build_from_counts, featurizers, load_model,
                                   needs_sentencepiece, read_checkpoint, sentencepiece_for)
 from paramill.io import InputError, atomic_output, check_writable
@@ -364,7 +365,7 @@ def train(source: PairSource | list[tuple[str, str]], out: str | Path, spec: Mod
                if sum(epoch_seconds) > 0 else None,
                # each epoch's (the first of a run also records its CUDA graphs); not in the
                # history, which the checkpoint keeps: the same run gives the same bytes
-               "epoch_seconds": epoch_seconds, "cuda_graph": isinstance(step, (GraphStep, PassGraphStep)),
+               "epoch_seconds": epoch_seconds, "cuda_graph": isinstance(step, ReplayedStep),
                # CUDA graphs recorded (a recurrent model's: one a padded width, each with its memory)
                "graph_recordings": getattr(step, "captures", 0)}
     if dev == "cuda":
