@@ -244,6 +244,61 @@ def a_decoding_setting_retranslates_without_retraining(project, tmp_path):
     assert (project / "results/nmt/diversity.png").stat().st_size > 1000
 
 
+
+def _training(project, model):
+    """An embedding model's log of its last training job and its record's training summary:
+    the word model (``word``) or the para-score filter's (``parascore``)."""
+    log, out = {"word": ("embed/embed_train.word.log", "embed/word/model.pt"),
+                "parascore": ("filters/parascore_model.log", "filters/parascore/model.pt")}[model]
+    record = json.loads((project / "work" / f"{out}.prov.json").read_text())
+    return (project / "logs" / log).read_text(), record["training"]
+
+
+def _after_embed_train(project):
+    """The jobs a changed embed.train.* setting runs: both models it applies to (the word
+    model and the para-score filter's, trained with the same settings), every shard scored
+    again by the para-score filter (the pair corpus's too: its scores by method), and what
+    follows."""
+    return {"parascore_model": 1, "score_parascore": shards(project) + 1, "score_by_method": 1, **SELECT,
+            **TINY_EMBED, **LEXICON, "provenance_summary": 1}
+
+
+@step
+def more_embedding_epochs_train_only_the_epochs_added(project, tmp_path):
+    """epochs 1 -> 2: the para-score filter's model, whose data did not change, goes on from
+    the checkpoint of its last epoch (kept beside the model) and trains one epoch, not two;
+    its scores change the corpus, so the word model starts afresh. (The decoding overlay of
+    the step before stays: without it every shard would be translated again.)"""
+    overlay = tmp_path / "epochs.yaml"
+    overlay.write_text("embed:\n  train: {epochs: 2}\n")
+    proc = snakemake(project, overlays=[Path(__file__).with_name("sample.yaml"), overlay])
+    assert executed(proc) == _after_embed_train(project)
+    log, training = _training(project, "parascore")
+    assert "resuming after epoch 1" in log, log
+    assert [h["epoch"] for h in training["history"]] == [1, 2] and len(training["epoch_seconds"]) == 1
+    log, training = _training(project, "word")
+    assert "settings or data changed, starting afresh" in log, log
+    assert [h["epoch"] for h in training["history"]] == [1, 2] and len(training["epoch_seconds"]) == 2
+
+
+@step
+def how_a_step_is_launched_trains_no_epoch(project, tmp_path):
+    """cuda_graph (how a step is launched, not what it computes): each model is written again
+    from its last checkpoint without training an epoch, so the scores and STS figures are the
+    same bytes (Snakemake still runs what follows: the models' files are new)."""
+    files = [project / "results/embed/word/sts.tsv", project / "results/corpus/default/corpus.parquet"]
+    before = [f.read_bytes() for f in files]
+    overlay = tmp_path / "launch.yaml"
+    overlay.write_text("embed:\n  train: {epochs: 2, cuda_graph: false}\n")
+    proc = snakemake(project, overlays=[Path(__file__).with_name("sample.yaml"), overlay])
+    assert executed(proc) == _after_embed_train(project)
+    for model in ("word", "parascore"):
+        log, training = _training(project, model)
+        assert "resuming after epoch 2" in log, log
+        assert [h["epoch"] for h in training["history"]] == [1, 2]
+        assert training["epoch_seconds"] == []
+    assert [f.read_bytes() for f in files] == before
+
 @pytest.mark.parametrize("change", STEPS, ids=[f.__name__ for f in STEPS])
 def test_a_change_reruns_exactly_what_it_touches(project, tmp_path, change):
     change(project, tmp_path)
