@@ -6,7 +6,9 @@ Zipf-like vocabulary, the paraphrase a shuffled, partly replaced copy) is writte
 then a child process runs the real ``paramill.embed.train.train`` on it (WORD, 300 dims,
 batch 100, mega-batch 20, ``buffer_pairs`` 100,000): the whole counting pass and id store,
 then training steps until ``--train-seconds`` after the id store is complete, when the child
-stops the run (SIGALRM) and reports its own peak RSS (VmHWM). The parent also samples the
+stops the run (SIGALRM) and reports its own peak RSS (VmHWM) and the pairs its steps trained
+from the first step to the stop (``train_pairs_per_second``: the rate at this corpus size,
+buffers read from the id store included; on CUDA after the steps queued have run). The parent also samples the
 peak of the child and its featurising workers together (``peak_tree_rss_mb``, every 0.2 s:
 what a SLURM job's memory limit counts). Training memory does not depend on how far an
 epoch has gone (one buffer at a time), so stopping it early measures the same peak; a full
@@ -47,6 +49,21 @@ device.limit_threads({threads})
 from paramill.embed.data import PairSource
 from paramill.embed.model import ModelSpec
 from paramill.embed.train import EmbedTrainSettings, train
+import paramill.embed.train as training
+
+steps = {{"pairs": 0, "first": None}}  # the steps queued, from the first
+real_stepper = training._stepper
+def counting_stepper(*args, **kw):
+    step = real_stepper(*args, **kw)
+    over = step.over
+    def counted(runs, count):
+        if steps["first"] is None:
+            steps["first"] = time.perf_counter()
+        over(runs, count)
+        steps["pairs"] += count * 100
+    step.over = counted  # a WORD model's steps come in blocks (an averaging model)
+    return step
+training._stepper = counting_stepper
 
 class Stop(Exception):
     pass
@@ -68,15 +85,20 @@ threading.Thread(target=watch, daemon=True).start()
 start = time.perf_counter()
 try:
     train(PairSource.from_files([{pairs!r}]), out, ModelSpec(components=("word",), dim=300, units={units!r}),
-          EmbedTrainSettings(epochs=1, batch_size=100, megabatch=20, buffer_pairs=100000,
+          EmbedTrainSettings(epochs={epochs}, batch_size=100, megabatch=20, buffer_pairs=100000,
                         device={device!r}))
     stopped = False
 except Stop:
     stopped = True
 finally:
     signal.setitimer(signal.ITIMER_REAL, 0)
+import torch
+if torch.cuda.is_available():
+    torch.cuda.synchronize()  # the steps queued have run
+ended = time.perf_counter()
 print("RESULT", json.dumps({{"data_seconds": marks["store_ready"] - start, "stopped": stopped,
-                            "peak_rss_mb": {peak}}}))
+                            "peak_rss_mb": {peak}, "trained_pairs": steps["pairs"],
+                            "train_seconds": ended - steps["first"] if steps["first"] else None}}))
 """
 
 
@@ -135,6 +157,9 @@ def main() -> None:
                              "already there: a GPU call makes them while its GPU steps run")
     parser.add_argument("--generate-only", action="store_true",
                         help="write the synthetic pairs into --data and stop")
+    parser.add_argument("--epochs", type=int, default=1,
+                        help="epochs to train (the run stops after --train-seconds of steps "
+                             "anyway; more than one lets a small corpus's steps fill the window)")
     parser.add_argument("--out")
     args = parser.parse_args()
     if args.generate_only:
@@ -155,7 +180,8 @@ def main() -> None:
     report: dict = {"benchmark": "embedding training peak RSS vs corpus size",
                     "machine": machine(), "threads": args.threads,
                     "settings": {"model": "word", "units": args.units, "dim": 300, "batch": 100, "megabatch": 20,
-                                 "buffer_pairs": 100_000, "train_seconds": args.train_seconds},
+                                 "buffer_pairs": 100_000, "train_seconds": args.train_seconds,
+                                 "epochs": args.epochs},
                     "runs": []}
     with tempfile.TemporaryDirectory() as tmp_name:
         tmp = Path(tmp_name)
@@ -169,7 +195,7 @@ def main() -> None:
                 made = round(time.perf_counter() - t0, 1)
             child = CHILD.format(src=str(REPO / "src"), threads=args.threads, out=str(tmp / f"m{n}.pt"),
                                  pairs=str(data), train_seconds=args.train_seconds, peak=PEAK_RSS_MB,
-                                 device=args.device, units=args.units)
+                                 device=args.device, units=args.units, epochs=args.epochs)
             t0 = time.perf_counter()
             proc = subprocess.Popen([sys.executable, "-c", child], stdout=subprocess.PIPE,
                                     stderr=subprocess.PIPE, text=True,
@@ -196,6 +222,11 @@ def main() -> None:
                 "phase_workers_cpu_seconds": {p: v[2] for p, v in phases.items()},
                 "count_and_id_store_trainer_bound_pairs_per_second": round(n / serial) if serial else None,
                 "stopped_after_train_seconds": result["stopped"],
+                # the steps' rate at this corpus size: buffers of 100,000 pairs read from the
+                # id store as the steps go (one read ahead), from the first step to the stop
+                "train_pairs": result["trained_pairs"],
+                "train_pairs_per_second": round(result["trained_pairs"] / result["train_seconds"])
+                if result["train_seconds"] else None,
                 "peak_rss_mb": round(result["peak_rss_mb"]),
                 # the trainer and its featurising workers together, sampled every 0.2 s
                 "peak_tree_rss_mb": round(tree.mb),

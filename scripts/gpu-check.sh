@@ -7,9 +7,12 @@
 #          leaves the graph rows out; RGRAPH=1 adds recurrent ones, with PASS_ROWS=400; VARIANTS,
 #          EPOCHS, RECURRENT_EPOCHS, PASS_ROWS, LINKED pass through), embed_reference.py (the authors' code, --gpu 1) and
 #          embed_scale.py (featurisation on every core, 1M and 10M pairs, generated on one
-#          core while the GPU steps run), all on cuda (REF_EPOCHS: the reference's epochs, 5);
+#          core while the GPU steps run; then SCALE_TRAIN seconds of steps, default 10, over
+#          SCALE_EPOCHS epochs at most, default 1: the steps' rate at that size), all on cuda (REF_EPOCHS: the reference's epochs, 5);
 #          and, only when PARTS names it, step: benchmarks/embed_step.py (the step alone against
 #          the epoch, per step; STEP_VARIANTS, STEP_EPOCHS, PASS_ROWS, RGRAPH; PROFILE=N: N steps under torch.profiler);
+#          prefetch: benchmarks/embed_prefetch.py (an epoch's buffers read in a thread while the
+#          steps run, against inline; PREFETCH_PAIRS, PREFETCH_EPOCHS);
 #          before: benchmarks/embeddings.py as the embeddings part runs it, from the commit
 #          packed as .gpu/before.tar.xz (gpu-carry.sh's BEFORE): a ratio on one card, one session
 #   paraid the identifier's GPU tests, then (PARTS, default "default speed cross order")
@@ -111,9 +114,13 @@ PYEOF
                    && (( $(date +%s) < DEADLINE - 40 )); do sleep 1; done
         [ "${GENERATING:-}" ] && cat "$OUT/scale_data.log"
         step scale embed_scale.log "$PY" benchmarks/embed_scale.py --device "$DEVICE" --threads "$THREADS" \
-          --sizes ${SIZES:-1000000 10000000} --units sp --train-seconds 10 --data /tmp/scale-data \
+          --sizes ${SIZES:-1000000 10000000} --units sp --train-seconds ${SCALE_TRAIN:-10} \
+          --epochs ${SCALE_EPOCHS:-1} --data /tmp/scale-data \
           --out "$OUT/embed_scale.json" ;;
-      *) echo "unknown part $part (step, embeddings, before, reference, scale)" ;;
+      prefetch) step prefetch embed_prefetch.log "$PY" benchmarks/embed_prefetch.py --device "$DEVICE" \
+          --threads "$THREADS" --pairs ${PREFETCH_PAIRS:-400000} --epochs ${PREFETCH_EPOCHS:-3} --rounds 1 \
+          --out "$OUT/embed_prefetch.json" ;;
+      *) echo "unknown part $part (step, embeddings, before, reference, scale, prefetch)" ;;
     esac
   done
   exit 0

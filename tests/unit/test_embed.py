@@ -1048,6 +1048,15 @@ def test_training_streams_in_small_buffers_and_resumes_exactly(tmp_path, monkeyp
     b = torch.load(tmp_path / "b.pt", weights_only=True)
     for key in a["state_dict"]:
         assert torch.allclose(a["state_dict"][key], b["state_dict"][key], atol=1e-6), key
+    # each buffer (4 an epoch) read in a thread while the one before trained: the same weights
+    # to the bit as reading each where the steps ask for it
+    assert 0 <= full["buffer_wait_seconds"] <= sum(full["epoch_seconds"])
+    monkeypatch.setattr("paramill.embed.train.prefetched", lambda items, waited=None: iter(items))
+    inline = train(PAIRS, tmp_path / "i.pt", spec, EmbedTrainSettings(epochs=3, **settings))
+    assert inline["history"] == full["history"]
+    c = torch.load(tmp_path / "i.pt", weights_only=True)
+    for key in a["state_dict"]:
+        assert torch.equal(a["state_dict"][key], c["state_dict"][key]), key
     with pytest.raises(ValueError, match="at least two paraphrase pairs, got 1"):
         train([("a b", "c d")], tmp_path / "c.pt", spec, EmbedTrainSettings(epochs=1))
     blank = tmp_path / "blank.tsv"
@@ -1169,6 +1178,76 @@ def test_a_killed_run_resumes_from_its_id_store(tmp_path, monkeypatch):
     monkeypatch.undo()
     whole = train(PAIRS, tmp_path / "w.pt", spec, settings)
     assert [h["loss"] for h in whole["history"]] == pytest.approx([h["loss"] for h in resumed["history"]])
+
+
+def _watched_items(count, started, fail_after=None):
+    """Items 0..count-1, each noting in ``started`` that it is being made (and by which
+    thread); raising after ``fail_after`` items where given."""
+    import threading
+
+    for k in range(count):
+        if k == fail_after:
+            raise ValueError(f"part-{k:06d}.parquet: not a Parquet file")
+        started.append((k, threading.current_thread().name))
+        yield k
+
+
+def test_prefetched_makes_the_next_item_while_one_is_used_and_no_more():
+    import threading
+    import time
+
+    from paramill.embed.data import Waited, prefetched
+
+    started, waited = [], Waited()
+    it = prefetched(_watched_items(4, started), waited)
+    assert next(it) == 0
+    deadline = time.monotonic() + 10
+    while len(started) < 2 and time.monotonic() < deadline:  # item 1 made while 0 is in use
+        time.sleep(0.01)
+    time.sleep(0.2)  # time enough to make more, were it allowed to
+    assert [k for k, _ in started] == [0, 1]
+    assert {name for _, name in started} == {"paramill-prefetch"}
+    assert list(it) == [1, 2, 3] and [k for k, _ in started] == [0, 1, 2, 3]
+    assert waited.seconds >= 0
+    assert not any(t.name == "paramill-prefetch" for t in threading.enumerate())
+
+
+def test_prefetched_raises_the_makers_error_where_its_item_is_asked_for():
+    from paramill.embed.data import prefetched
+
+    got, started = [], []
+    with pytest.raises(ValueError, match=r"part-000002\.parquet: not a Parquet file"):
+        for k in prefetched(_watched_items(5, started, fail_after=2)):
+            got.append(k)
+    assert got == [0, 1]
+
+
+def test_prefetched_stops_its_thread_when_the_consumer_stops_early():
+    import threading
+
+    from paramill.embed.data import prefetched
+
+    started = []
+    for k in prefetched(_watched_items(100, started)):
+        if k == 1:
+            break
+    assert not any(t.name == "paramill-prefetch" for t in threading.enumerate())
+    assert len(started) <= 3  # item 1 in use, at most item 2 made: never the other 97
+
+
+def test_prefetched_adds_up_the_seconds_waited_for_slow_items():
+    import time
+
+    from paramill.embed.data import Waited, prefetched
+
+    def slow():
+        for k in range(3):
+            time.sleep(0.05)
+            yield k
+
+    waited = Waited()
+    assert list(prefetched(slow(), waited)) == [0, 1, 2]
+    assert waited.seconds >= 0.12  # the consumer did nothing: it waited for each of the three
 
 
 # -- SentencePiece units trained by paramill ---------------------------------------------

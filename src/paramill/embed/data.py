@@ -13,7 +13,9 @@
    seeded by ``seed + epoch``, ``buffer_pairs`` pairs at a time, each buffer's pairs shuffled
    by a generator seeded from the epoch and the buffer's position. The order is a function
    of the seed and the epoch alone, so a run resumed at an epoch reproduces it; with
-   ``buffer_pairs`` at least the corpus it is one shuffle of every pair.
+   ``buffer_pairs`` at least the corpus it is one shuffle of every pair. Training reads the
+   next buffer in a thread of its own while the steps of the one before run
+   (:func:`prefetched`).
 
 Each buffer is a :class:`paramill.embed.buffer.Buffer`: its sentences as flat ids with
 offsets (s_i at row i, s'_i at n + i), from which a mega-batch's steps are assembled.
@@ -24,8 +26,11 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
+import queue
+import threading
+import time
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -290,4 +295,60 @@ def epoch_buffers(store: str | Path, units: list[str], seed: int, epoch: int,
         table = pa.concat_tables(tables)
         buffer = Buffer(table, units)
         yield buffer, np.random.default_rng([seed, epoch, k]).permutation(buffer.n)
+
+
+class Waited:
+    """The seconds a consumer of :func:`prefetched` has waited for its items."""
+
+    def __init__(self):
+        self.seconds = 0.0
+
+
+def prefetched(items: Iterable, waited: Waited | None = None) -> Iterator:
+    """``items`` in order, each made in a thread of its own while the consumer uses the one
+    before: an epoch's next buffer is read from the id store, mapped and shuffled (about
+    0.1-0.2 s a buffer of 100,000 pairs on 2 CPU cores) while the steps of the one before
+    run, instead of between them, when on a GPU those steps might take under a second. At
+    most one item is made ahead (memory: two buffers, briefly three as one replaces
+    another); the order and the items are those of ``items``. An error making an item is
+    raised here, where the consumer asks for that item; a consumer that stops early (an
+    error, a signal) stops the thread after the item it is making. ``waited``, where given,
+    adds up the seconds spent here waiting for an item."""
+    done = object()
+    ready: queue.Queue = queue.Queue()
+    wanted = threading.Semaphore(1)  # items the thread may make before one is taken
+    stop = threading.Event()
+
+    def make() -> None:
+        try:
+            it = iter(items)
+            while True:
+                wanted.acquire()
+                if stop.is_set():
+                    return
+                item = next(it, done)
+                ready.put((item, None))
+                if item is done:
+                    return
+        except BaseException as exc:  # raised in the consumer, with its traceback
+            ready.put((done, exc))
+
+    thread = threading.Thread(target=make, name="paramill-prefetch", daemon=True)
+    thread.start()
+    try:
+        while True:
+            began = time.perf_counter()
+            item, error = ready.get()
+            if waited is not None:
+                waited.seconds += time.perf_counter() - began
+            if error is not None:
+                raise error
+            if item is done:
+                return
+            wanted.release()  # the next one is made while this one is used
+            yield item
+    finally:
+        stop.set()
+        wanted.release()  # a thread waiting to make the next item sees the stop
+        thread.join()
 

@@ -31,7 +31,8 @@ import numpy as np
 import torch
 
 from paramill import device
-from paramill.embed.data import PairSource, count_units, epoch_buffers, write_ids
+from paramill.embed.data import (PairSource, Waited, count_units, epoch_buffers, prefetched,
+                                 write_ids)
 from paramill.embed.megabatch import LossPeek, averaging_steps, negatives, recurrent_steps
 from paramill.embed.rawstore import one_pass, write_raw_store
 from paramill.embed.steps import (EagerStep, GraphStep, PassGraphStep, ReplayedStep,
@@ -241,8 +242,10 @@ def _built(spec: ModelSpec, settings: EmbedTrainSettings, source: PairSource, de
 
 
 def _epoch(model, step: EagerStep, store: Path, units: list[str], settings: EmbedTrainSettings,
-           spec: ModelSpec, epoch: int, n: int, dev: str) -> float:
-    """One epoch over the id store's shuffled buffers; returns the mean loss.
+           spec: ModelSpec, epoch: int, n: int, dev: str, waited: Waited | None = None) -> float:
+    """One epoch over the id store's shuffled buffers, each read while the one before trains
+    (:func:`~paramill.embed.data.prefetched`; ``waited`` adds up the seconds the steps
+    waited for one); returns the mean loss.
 
     Each mega-batch: its pool encoded and its hardest negatives found on the device
     (:func:`~paramill.embed.megabatch.negatives`), then its steps, over inputs assembled there
@@ -261,8 +264,9 @@ def _epoch(model, step: EagerStep, store: Path, units: list[str], settings: Embe
     bar = progress(f"embed epoch {epoch + 1}/{settings.epochs}", unit="pairs", total=n)
     step.total.zero_()
     peek, batches = LossPeek(step.total), 0
-    for buffer, order in epoch_buffers(store, units, settings.seed, epoch, settings.buffer_pairs,
-                                       model.vocabs, model.featurizers):
+    for buffer, order in prefetched(epoch_buffers(store, units, settings.seed, epoch,
+                                                  settings.buffer_pairs, model.vocabs,
+                                                  model.featurizers), waited):
         buffer.place(dev)
         for m in range(0, buffer.n, mega):
             idx = order[m:m + mega]
@@ -345,9 +349,10 @@ def train(source: PairSource | list[tuple[str, str]], out: str | Path, spec: Mod
     if dev == "cuda":  # the epochs' peak, for the summary (what a job's GPU must hold)
         torch.cuda.reset_peak_memory_stats()
     epoch_seconds = []  # the epochs' own seconds, without writing their checkpoints
+    waited = Waited()  # of those, the seconds the steps waited for a buffer to be read
     for epoch in range(start_epoch, settings.epochs):
         began = time.perf_counter()
-        loss = _epoch(model, step, store, units, settings, spec, epoch, n, dev)
+        loss = _epoch(model, step, store, units, settings, spec, epoch, n, dev, waited)
         epoch_seconds.append(round(time.perf_counter() - began, 6))
         history.append({"epoch": epoch + 1, "loss": loss})
         with atomic_output(resume) as (tmp,):
@@ -365,7 +370,11 @@ def train(source: PairSource | list[tuple[str, str]], out: str | Path, spec: Mod
                if sum(epoch_seconds) > 0 else None,
                # each epoch's (the first of a run also records its CUDA graphs); not in the
                # history, which the checkpoint keeps: the same run gives the same bytes
-               "epoch_seconds": epoch_seconds, "cuda_graph": isinstance(step, ReplayedStep),
+               "epoch_seconds": epoch_seconds,
+               # of the epochs' seconds, those spent waiting for a buffer to be read: each is
+               # read while the one before trains, so only the first of an epoch should show
+               "buffer_wait_seconds": round(waited.seconds, 6),
+               "cuda_graph": isinstance(step, ReplayedStep),
                # CUDA graphs recorded (a recurrent model's: one a padded width, each with its memory)
                "graph_recordings": getattr(step, "captures", 0)}
     if dev == "cuda":
