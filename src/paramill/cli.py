@@ -169,6 +169,8 @@ def out_of_memory(exc: BaseException) -> str | None:
     holds memory in proportion to its settings (a model's ``dim``, a batch), not to the
     corpus, so the fix is a setting or the rule's ``mem_mb``/GPU, never a smaller input."""
     text = " ".join(str(exc).split())
+    if getattr(exc, "memory_hint", None):  # a worker process killed (WorkerLost)
+        return exc.memory_hint
     if isinstance(exc, MemoryError):
         where = "host memory"
     elif type(exc).__name__ == "OutOfMemoryError" or "CUDA out of memory" in text:

@@ -294,6 +294,36 @@ def test_running_out_of_memory_is_one_error_line_saying_what_to_change(tmp_path,
     assert not list(tmp_path.glob("m.pt*"))
 
 
+def test_a_featurising_worker_killed_is_one_error_line_saying_what_to_change(capsys, monkeypatch):
+    """A featurising worker process killed (SIGKILL: on a cluster, the job's memory limit) made
+    ``embed train`` end in concurrent.futures' BrokenProcessPool traceback; the pool's error
+    (:mod:`paramill.pools`, also around diverse sampling's pool)
+    now says how the worker ended, and the command line turns a killed one into the one
+    error line and exit status 3 of memory. A crash (SIGSEGV) stays a defect's traceback."""
+    from paramill.embed.featurise import ordered_map
+    from paramill.pools import WorkerLost
+
+    from . import workers
+
+    chunks = [([str(k)] * (k + 1),) for k in range(6)]
+    with pytest.raises(WorkerLost, match=r"killed \(signal SIGKILL\).*mem_mb") as lost:
+        list(ordered_map(workers.killed_at_third, chunks, workers=2))
+    assert -9 in lost.value.codes
+    with pytest.raises(WorkerLost, match=r"ended abruptly \(.*signal SIGSEGV") as crashed:
+        list(ordered_map(workers.crashed_at_third, chunks, workers=2))
+    assert crashed.value.memory_hint is None
+    import paramill.embed.train as training
+
+    def train(*args, **kwargs):
+        raise lost.value
+
+    monkeypatch.setattr(training, "train", train)
+    assert main(["embed", "train", "p.tsv", "--out", "m.pt"]) == 3
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert line.startswith("paramill embed train: error: a worker process was killed (signal "
+                           "SIGKILL) while the training pairs were featurised")
+
+
 def _verbs():
     """(group, verb, subparser) of every verb declared through a Group (those with outputs
     the command line checks)."""

@@ -23,6 +23,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from paramill import device
+from paramill.pools import lost_workers
 from paramill.embed.features import Featurizer, Vocab
 from paramill.tables import PARQUET_COMPRESSION
 
@@ -86,14 +87,16 @@ def _ordered_map(fn, chunks: Iterable[tuple], workers: int, window: int | None =
     with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"),
                              initializer=_start_worker, initargs=(context,)) as pool:
         pending: deque = deque()
-        for chunk in chunks:
-            pending.append((pool.submit(_in_worker, fn, chunk), len(chunk[0])))
-            if len(pending) >= window:
+        with lost_workers(pool, "the training pairs were featurised", "its chunks of pairs and a "
+                          "copy of the featurizers and vocabularies"):
+            for chunk in chunks:
+                pending.append((pool.submit(_in_worker, fn, chunk), len(chunk[0])))
+                if len(pending) >= window:
+                    future, size = pending.popleft()
+                    yield future.result(), size
+            while pending:
                 future, size = pending.popleft()
                 yield future.result(), size
-        while pending:
-            future, size = pending.popleft()
-            yield future.result(), size
 
 
 #: what :func:`ordered_map` gave this worker process when it started

@@ -30,6 +30,7 @@ on how many run at once. On a GPU one process runs the blocks in turn.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import multiprocessing
@@ -48,6 +49,7 @@ from paramill.job import table_job
 from paramill.nmt.cluster import best_per_cluster, cluster_units, kmedoids
 from paramill.nmt.engine import Engine, announce, open_translator, select
 from paramill.nmt.tables import CANDIDATES
+from paramill.pools import lost_workers
 from paramill.nmt.score import load_scorer, nll_per_token
 from paramill.nmt.subwords import Segmenter
 from paramill.provenance import Run
@@ -281,10 +283,13 @@ def sample_shard(shard: str | Path, fwd_model: str | Path, bwd_model: str | Path
                                        mp_context=multiprocessing.get_context("spawn"))
             results = pool.map(process_block, _blocks(shard, settings.block))
         try:
-            for rows, stats in results:
-                job.write(pa.Table.from_pylist(rows, schema=CANDIDATES), done=stats["sources"])
-                for key, value in stats.items():
-                    totals[key] += value
+            with (lost_workers(pool, f"{Path(shard).name} was sampled", "the translation "
+                               "models and a block of sources with its samples")
+                  if pool is not None else contextlib.nullcontext()):
+                for rows, stats in results:
+                    job.write(pa.Table.from_pylist(rows, schema=CANDIDATES), done=stats["sources"])
+                    for key, value in stats.items():
+                        totals[key] += value
         finally:
             if pool is not None:
                 pool.shutdown()
