@@ -425,6 +425,32 @@ def test_sampled_shard_dual_scores_determinism_and_ranks(tiny, shard, tmp_path):
     assert strict["below_threshold"] == 0 and strict["output"] == 0
 
 
+def test_a_sampling_worker_killed_says_so_and_leaves_no_output(tiny, shard, tmp_path, monkeypatch):
+    """Diverse sampling on the CPU runs a pool of worker processes; one killed (SIGKILL, as a
+    job's memory limit does) is paramill.pools' WorkerLost naming the shard, and the shard's
+    table is not left half-written."""
+    from concurrent.futures import ProcessPoolExecutor
+
+    import paramill.nmt.sampling as sampling
+    from paramill.pools import WorkerLost
+
+    from . import workers
+
+    def pool(count, initializer, initargs, mp_context):  # the workers die as they start
+        return ProcessPoolExecutor(count, initializer=workers.killed_on_start, mp_context=mp_context)
+
+    monkeypatch.setattr(sampling, "ProcessPoolExecutor", pool)
+    cs_spm, en_spm = tiny["spm"]
+    ct2 = str(tiny["root"] / "ct2")
+    small = tmp_path / "small.parquet"
+    pl.read_parquet(shard).head(12).write_parquet(small)
+    out = tmp_path / "s.parquet"
+    with pytest.raises(WorkerLost, match=r"killed \(signal SIGKILL\) while small\.parquet was sampled"):
+        sampling.sample_shard(small, ct2, ct2, cs_spm, en_spm, out,
+                              sampling.SampleSettings(samples=4, constraint_sets=2, block=5), threads=2)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["small.parquet"]
+
+
 def test_subword_sampling_is_seeded_and_draws_from_the_nbest(spm_models):
     import random
 

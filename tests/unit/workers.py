@@ -17,3 +17,8 @@ def crashed_at_third(chunk):
     if chunk[0][0] == "3":
         os.kill(os.getpid(), signal.SIGSEGV)
     return len(chunk[0])
+
+
+def killed_on_start(*args):
+    """A pool's initializer whose worker is killed as it starts (SIGKILL)."""
+    os.kill(os.getpid(), signal.SIGKILL)
