@@ -655,7 +655,7 @@ def test_the_recurrent_graph_step_trains_as_the_eager_step(tmp_path, monkeypatch
     assert "cuda_peak_mb" not in graph  # on CUDA only
     assert step.warm == WARMUP_STEPS and step.eager == 2  # each epoch's short last batch
     assert step.replays == steps - WARMUP_STEPS - 2 and len(step.graphs) >= 2
-    assert step.captures == sum(entry[2] is not None for entry in step.graphs.values())
+    assert step.captures == sum(entry.replay is not None for entry in step.graphs.values())
     padded = [w[0] for w in widths if len(w) == 1]
     assert all(w == room(w, least=8) for w in padded)  # every full step at a graph's width
     assert sorted({w for w in padded}) == sorted(dict(key)["word"] for key in step.graphs)

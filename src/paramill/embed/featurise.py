@@ -23,8 +23,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from paramill import device
-from paramill.pools import lost_workers
 from paramill.embed.features import Featurizer, Vocab
+from paramill.pools import lost_workers
 from paramill.tables import PARQUET_COMPRESSION
 
 

@@ -33,6 +33,9 @@ their bookkeeping is tested where no GPU is.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
+
 import torch
 
 from paramill.embed.model import FLAT_IDS, tail_bags
@@ -229,7 +232,7 @@ class PassGraphStep(ReplayedStep):
     def __init__(self, model, optimizer, margin: float, grad_clip: float, dev: str, rows: int):
         super().__init__(model, optimizer, margin, grad_clip, dev)
         self.rows = rows
-        self.graphs: dict[tuple, list] = {}  # widths -> [inputs, order, replay, step]
+        self.graphs: dict[tuple, _PassGraph] = {}  # by padded widths
 
     def __call__(self, feats, order: torch.Tensor | None = None) -> None:
         one = feats[0] if isinstance(feats, list) and len(feats) == 1 else None
@@ -246,23 +249,33 @@ class PassGraphStep(ReplayedStep):
             return
         if entry is None:
             entry = self.graphs[key] = self._inputs(one, order, dict(key))
-        inputs, fixed_order = entry[0], entry[1]
         for u, (ids, lengths) in one.items():
-            fixed, fixed_lengths = inputs[u]
+            fixed, fixed_lengths = entry.inputs[u]
             width = ids.size(1)
             fixed[:, :width].copy_(ids)
             if width < fixed.size(1):
                 fixed[:, width:].zero_()
             fixed_lengths.copy_(lengths)
-        fixed_order.copy_(order)
-        entry[2] = self._run(entry[3], entry[2])
+        entry.order.copy_(order)
+        entry.replay = self._run(entry.step, entry.replay)
 
-    def _inputs(self, one: dict, order: torch.Tensor, widths: dict[str, int]) -> list:
+    def _inputs(self, one: dict, order: torch.Tensor, widths: dict[str, int]) -> _PassGraph:
         """A graph's inputs for passes like ``one`` at ``widths``, and its step over them."""
         inputs = {u: (torch.zeros(self.rows, widths[u], dtype=ids.dtype, device=ids.device),
                       torch.zeros_like(lengths)) for u, (ids, lengths) in one.items()}
         fixed_order = torch.zeros_like(order)
-        return [inputs, fixed_order, None, lambda: self._step([inputs], fixed_order)]
+        return _PassGraph(inputs, fixed_order, lambda: self._step([inputs], fixed_order))
+
+
+@dataclass
+class _PassGraph:
+    """One padded width's graph of :class:`PassGraphStep`: its fixed inputs (per unit ids and
+    lengths), the rows' order, the step over them, and its replay once recorded."""
+
+    inputs: dict[str, tuple[torch.Tensor, torch.Tensor]]
+    order: torch.Tensor
+    step: Callable[[], None]
+    replay: Callable[[], None] | None = None
 
 
 def room(n: int, least: int = 16) -> int:

@@ -49,9 +49,9 @@ from paramill.job import table_job
 from paramill.nmt.cluster import best_per_cluster, cluster_units, kmedoids
 from paramill.nmt.engine import Engine, announce, open_translator, select
 from paramill.nmt.tables import CANDIDATES
-from paramill.pools import lost_workers
 from paramill.nmt.score import load_scorer, nll_per_token
 from paramill.nmt.subwords import Segmenter
+from paramill.pools import lost_workers
 from paramill.provenance import Run
 from paramill.settings import Device, setting, Settings
 from paramill.text import tokenize
