@@ -8,7 +8,7 @@ rule ingest:
         directory(f"{WORK}/ingest/{{corpus}}"),
     params:
         spec=lambda w: as_json(config["bitext"]["corpora"][w.corpus]),
-        settings=as_json(config["bitext"]["ingest"]),
+        settings=as_json(stage_settings("bitext", "ingest")),
     log:
         f"{LOGS}/ingest/{{corpus}}.log",
     benchmark:
@@ -20,7 +20,7 @@ rule ingest:
         "../envs/cpu.yaml"
     shell:
         "paramill --rule {rule} --threads {threads} bitext ingest --corpus {wildcards.corpus:q} --spec {params.spec:q}"
-        " --settings {params.settings:q} --out {output:q} > {log:q} 2>&1"
+        " --settings {params.settings:q} --launch {BITEXT_INGEST_LAUNCH:q} --out {output:q} > {log:q} 2>&1"
 
 
 checkpoint clean:
@@ -33,8 +33,8 @@ checkpoint clean:
         dedup_keys=f"{WORK}/clean/{{corpus}}.keys.parquet",
         stats=f"{WORK}/clean/{{corpus}}.stats.json",
     params:
-        settings=as_json(config["bitext"]["clean"]),
-        ingest=as_json(config["bitext"]["ingest"]),
+        settings=as_json(stage_settings("bitext", "clean")),
+        ingest=as_json(stage_settings("bitext", "ingest")),
     log:
         f"{LOGS}/clean/{{corpus}}.log",
     benchmark:
@@ -47,7 +47,7 @@ checkpoint clean:
     shell:
         "paramill --rule {rule} --threads {threads} bitext clean --corpus {wildcards.corpus:q} --ingested {input.ingested:q}"
         " --prior-keys {input.prior:q} --settings {params.settings:q}"
-        " --ingest-settings {params.ingest:q} --shards {output.shards:q}"
+        " --ingest-settings {params.ingest:q} --launch {BITEXT_CLEAN_LAUNCH:q} --shards {output.shards:q}"
         " --rejected {output.rejected:q} --keys {output.dedup_keys:q} --stats {output.stats:q}"
         " > {log:q} 2>&1"
 

@@ -12,6 +12,7 @@ from snakemake.utils import update_config
 from paramill.config import ConfigError, check_expanded, read_yaml
 from paramill.config import digest as config_digest, resolve as resolve_config
 from paramill.config import schema as config_schema  # the committed schema: no stage imported
+from paramill.config import marked as marked_keys
 from paramill.embed.sweep import model_settings, sweep_points  # pure Python, no torch
 from paramill.bitext.readers import CorpusSpec  # a corpus's files, as its format names them
 from paramill.pairs.readers import PairCorpusSpec
@@ -82,16 +83,34 @@ wildcard_constraints:
     month="[0-9]{4}-[0-9]{2}",
 
 
-def stage_settings(*path):
-    """A config section without its workflow keys (x-workflow in the schema: they choose a
-    rule's inputs, so they stay out of its params)."""
-    node = config_schema()
-    for part in path:
-        node = node["properties"][part]
+def _section(*path):
     section = config
     for part in path:
         section = section[part]
-    return {k: v for k, v in section.items() if not node["properties"].get(k, {}).get("x-workflow")}
+    return section
+
+
+def work_settings(values, *path):
+    """``values`` of the config section at ``path`` without its workflow keys (x-workflow in
+    the schema: they choose a rule's inputs) and its launch-only keys (x-launch: how the job
+    runs, not what it computes; `launch_settings` passes them), so neither is in the rule's
+    params and changing one re-runs nothing by itself."""
+    left_out = set(marked_keys("workflow", *path)) | set(marked_keys("launch", *path))
+    return {k: v for k, v in values.items() if k not in left_out}
+
+
+def stage_settings(*path):
+    """The config section at ``path`` as its rule's params take it (`work_settings`)."""
+    return work_settings(_section(*path), *path)
+
+
+def launch_settings(*sections):
+    """The launch-only keys of the config sections named (``"bitext.ingest"``), as JSON for a
+    rule's shell: `--launch {X_LAUNCH:q}` of a global, so neither its params nor its code
+    (Snakemake's rerun triggers compare the unformatted shell text) hold them; the job that
+    runs takes them. `scripts/lint.py` lets exactly these globals into shell lines."""
+    return as_json({name: {k: _section(*path)[k] for k in marked_keys("launch", *path)}
+                    for name in sections for path in [name.split(".")]})
 
 
 def as_json(value):
@@ -111,3 +130,11 @@ def rule_resources(rule_name, **defaults):
     """
     given = {k: v for k, v in config["resources"].get(rule_name, {}).items() if k != "threads"}
     return {**defaults, **given}
+
+
+# The launch-only keys each rule's command takes (one global a rule; see launch_settings).
+BITEXT_INGEST_LAUNCH = launch_settings("bitext.ingest")
+BITEXT_CLEAN_LAUNCH = launch_settings("bitext.clean", "bitext.ingest")
+PAIRS_INGEST_LAUNCH = launch_settings("pairs.clean", "pairs.ingest")
+EMBED_TRAIN_LAUNCH = launch_settings("embed.train")
+LEXICON_LAUNCH = launch_settings("lexicon")

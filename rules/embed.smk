@@ -10,7 +10,7 @@ rule embed_train:
         f"{WORK}/embed/{{model}}/model.pt",
     params:
         spec=lambda w: as_json(embed_settings(w.model)[0]),
-        settings=lambda w: as_json(embed_settings(w.model)[1]),
+        settings=lambda w: embed_train_params(embed_settings(w.model)[1]),
     log:
         f"{LOGS}/embed/embed_train.{{model}}.log",
     benchmark:
@@ -22,7 +22,8 @@ rule embed_train:
         "../envs/nmt-gpu.yaml"
     shell:
         "paramill --rule {rule} --threads {threads} embed train {input:q}"
-        " --out {output:q} --spec {params.spec:q} --settings {params.settings:q} > {log:q} 2>&1"
+        " --out {output:q} --spec {params.spec:q} --settings {params.settings:q}"
+        " --launch {EMBED_TRAIN_LAUNCH:q} > {log:q} 2>&1"
 
 
 rule embed_export:

@@ -73,7 +73,7 @@ rule parascore_model:
         f"{WORK}/filters/parascore/model.pt",
     params:
         spec=as_json({**config["embed"]["model"], "components": config["filters"]["parascore"]["components"]}),
-        settings=as_json(config["embed"]["train"]),
+        settings=embed_train_params(config["embed"]["train"]),
     log:
         f"{LOGS}/filters/parascore_model.log",
     benchmark:
@@ -85,7 +85,8 @@ rule parascore_model:
         "../envs/nmt-gpu.yaml"
     shell:
         "paramill --rule {rule} --threads {threads} embed train {input:q}"
-        " --out {output:q} --spec {params.spec:q} --settings {params.settings:q} > {log:q} 2>&1"
+        " --out {output:q} --spec {params.spec:q} --settings {params.settings:q}"
+        " --launch {EMBED_TRAIN_LAUNCH:q} > {log:q} 2>&1"
 
 
 # The token stage: each shard tokenised once for length, overlap and BLEU (x-reads-tokens);

@@ -22,7 +22,8 @@ rule lexicon:
         "../envs/cpu.yaml"
     shell:
         "paramill --rule {rule} --threads {threads} lexicon build {input:q}"
-        " --settings {params.settings:q} --tsv {output.tsv:q} --neighbours {output.neighbours:q}"
+        " --settings {params.settings:q} --launch {LEXICON_LAUNCH:q}"
+        " --tsv {output.tsv:q} --neighbours {output.neighbours:q}"
         " --stats {output.stats:q} --spill-dir {params.spill:q} > {log:q} 2>&1"
 
 

@@ -10,8 +10,8 @@ checkpoint pairs_ingest:
         directory(f"{WORK}/pairs/{{corpus}}"),
     params:
         spec=lambda w: as_json(config["pairs"]["corpora"][w.corpus]),
-        clean=as_json(config["pairs"]["clean"]),
-        settings=as_json(config["pairs"]["ingest"]),
+        clean=as_json(stage_settings("pairs", "clean")),
+        settings=as_json(stage_settings("pairs", "ingest")),
     log:
         f"{LOGS}/pairs/{{corpus}}.log",
     benchmark:
@@ -24,6 +24,7 @@ checkpoint pairs_ingest:
     shell:
         "paramill --rule {rule} --threads {threads} pairs ingest --corpus {wildcards.corpus:q} --spec {params.spec:q}"
         " --prior-keys {input.prior:q} --clean {params.clean:q} --settings {params.settings:q}"
+        " --launch {PAIRS_INGEST_LAUNCH:q}"
         " --out {output:q} > {log:q} 2>&1"
 
 

@@ -2,7 +2,10 @@
 on a :class:`Group`; :mod:`paramill.cli` assembles the groups.
 
 A verb's settings are one config section passed as JSON (``--settings``), filled with the
-schema's defaults before the verb runs: the command line never redeclares a setting."""
+schema's defaults before the verb runs: the command line never redeclares a setting. The
+section's launch-only keys (``x-launch``: how the job runs, not what it computes) may come
+apart in ``--launch``, which a rule passes outside its params so that changing one re-runs
+nothing."""
 
 from __future__ import annotations
 
@@ -83,12 +86,39 @@ def out(flag: str, help: str, required: bool = True, **kw: Any) -> tuple[tuple[s
     return arg(flag, help=help, output=True, **kw)
 
 
-def section_settings(section: str, given: dict[str, Any] | None) -> dict[str, Any]:
+def section_settings(section: str, given: dict[str, Any] | None,
+                     launch: dict[str, Any] | None = None) -> dict[str, Any]:
     """The schema's defaults of config section ``section`` (``"bitext.clean"``) overlaid
-    with ``given``; unknown keys are refused by the settings class that reads them."""
+    with ``given``, then with ``launch`` (its launch-only keys, :func:`launch_overlays`);
+    unknown keys are refused by the settings class that reads them."""
     from paramill import config
 
-    return {**config.defaults(*section.split(".")), **(given or {})}
+    return {**config.defaults(*section.split(".")), **(given or {}), **(launch or {})}
+
+
+def launch_overlays(launch: Any, sections: list[str]) -> dict[str, dict[str, Any]]:
+    """``--launch``'s object, {section: {launch-only key: value}}, checked: each section one
+    the verb reads, each key one its section marks launch-only (x-launch); anything else is
+    an error naming it (a key that changes what a job computes goes in the settings)."""
+    from paramill import config
+
+    if launch is None:
+        return {}
+    if not isinstance(launch, dict) or not all(isinstance(v, dict) for v in launch.values()):
+        raise ValueError("--launch takes an object of config sections, each an object of its "
+                         'launch-only keys: {"embed.train": {"cuda_graph": false}}')
+    for section, keys in launch.items():
+        if section not in sections:
+            raise ValueError(f"--launch names section {section}, which this step does not read "
+                             f"({', '.join(sections)})")
+        allowed = config.marked("launch", *section.split("."))
+        wrong = sorted(set(keys) - set(allowed))
+        if wrong:
+            raise ValueError(
+                f"--launch takes only {section}'s launch-only keys ({', '.join(allowed) or 'none'}), "
+                f"not {', '.join(wrong)}: a key that changes what the job computes goes in its "
+                "settings")
+    return launch
 
 
 class Group:
@@ -96,16 +126,18 @@ class Group:
 
     def __init__(self, name: str, help: str, description: str | None = None):
         self.name, self.help, self.description = name, help, description
-        self.verbs: list[tuple[str, str, str | None, tuple, dict[str, str], Verb]] = []
+        self.verbs: list[tuple[str, str, str | None, tuple, dict[str, str], bool, Verb]] = []
 
     def verb(self, name: str, help: str, *args: tuple, description: str | None = None,
-             settings: str | dict[str, str] | None = None) -> Callable[[Verb], Verb]:
+             settings: str | dict[str, str] | None = None,
+             launch: bool = False) -> Callable[[Verb], Verb]:
         """Register a verb. ``settings``: the config section its ``--settings`` takes, or
-        {option dest: section} for several (``--model-settings`` ...)."""
+        {option dest: section} for several (``--model-settings`` ...); ``launch``: it takes
+        ``--launch``, those sections' launch-only keys."""
         sections = {"settings": settings} if isinstance(settings, str) else dict(settings or {})
 
         def register(func: Verb) -> Verb:
-            self.verbs.append((name, help, description, args, sections, func))
+            self.verbs.append((name, help, description, args, sections, launch, func))
             return func
 
         return register
@@ -113,7 +145,7 @@ class Group:
     def add_to(self, sub: argparse._SubParsersAction) -> None:
         parser = sub.add_parser(self.name, help=self.help, description=self.description or self.help)
         verbs = parser.add_subparsers(dest="what", required=True, metavar="STEP")
-        for name, help, description, args, sections, func in self.verbs:
+        for name, help, description, args, sections, launch, func in self.verbs:
             p = verbs.add_parser(name, help=help, description=description or help)
             outputs, tables = [], {}
             for flags, kw in args:
@@ -128,17 +160,25 @@ class Group:
                 p.add_argument("--" + dest.replace("_", "-"), dest=dest, type=json_arg,
                                metavar="JSON", help=f"config section {section} (JSON, or @file "
                                "JSON/YAML); keys left out take the schema's defaults")
-            p.set_defaults(func=_with_settings(func, sections),
+            if launch:
+                p.add_argument("--launch", type=json_arg, metavar="JSON",
+                               help="launch-only keys (how the job runs, not what it computes) "
+                               "of the sections above, over them: {SECTION: {KEY: VALUE}}, "
+                               f"SECTION one of {', '.join(sections.values())}; the workflow "
+                               "passes them here, outside its params, so changing one re-runs "
+                               "nothing")
+            p.set_defaults(func=_with_settings(func, sections, launch),
                            default_rule=f"{self.name}_{name}", output_dests=tuple(outputs),
                            table_dests=tables)
 
 
-def _with_settings(func: Verb, sections: dict[str, str]) -> Verb:
+def _with_settings(func: Verb, sections: dict[str, str], launch: bool = False) -> Verb:
     def run(args: argparse.Namespace) -> int:
         from paramill.io import check_writable, remove_made_folders
 
+        overlays = launch_overlays(args.launch, list(sections.values())) if launch else {}
         for dest, section in sections.items():
-            setattr(args, dest, section_settings(section, getattr(args, dest)))
+            setattr(args, dest, section_settings(section, getattr(args, dest), overlays.get(section)))
         args.rule = args.rule or args.default_rule
         made = check_writable(*[path for dest in args.output_dests
                                 if (path := getattr(args, dest))])

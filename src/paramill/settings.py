@@ -24,16 +24,24 @@ Component = Literal["word", "trigram", "lstm", "blstm", "gran"]
 
 
 def setting(default: Any = dataclasses.MISSING, doc: str = "", *, factory: Any = None,
-            no_default: bool = False, workflow: bool = False, **schema: Any) -> Any:
+            no_default: bool = False, workflow: bool = False, launch: bool = False,
+            **schema: Any) -> Any:
     """A config key: its default, its description and extra JSON Schema keywords.
 
     ``factory`` builds mutable defaults; ``no_default`` leaves the key out of the schema's
     defaults (optional keys such as a rule's ``mem_mb``); ``workflow`` marks a key that
     chooses the rule's inputs rather than changing its work (``x-workflow`` in the schema:
-    the rule leaves it out of its params, so changing it re-runs nothing by itself).
+    the rule leaves it out of its params, so changing it re-runs nothing by itself);
+    ``launch`` marks a key that changes how the work is launched, not what it computes (its
+    output the same to float noise at most, as with the thread count; ``x-launch``: the rule
+    passes it to the job outside its params, ``--launch``, so changing it re-runs nothing
+    either; the next job that runs takes it).
     """
     if workflow:
         schema["x-workflow"] = True
+    if launch:
+        schema["x-launch"] = True
+        doc = f"{doc} Launch-only: changing it re-runs nothing (the next job that runs takes it)."
     meta = {"doc": doc, "schema": schema, "no_default": no_default}
     if factory is not None:
         return dataclasses.field(default_factory=factory, metadata=meta)

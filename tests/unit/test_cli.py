@@ -51,6 +51,47 @@ def test_settings_are_config_sections_with_the_schemas_defaults(tmp_path):
     assert filled["valid_size"] == 5 and filled["seed"] == 13
 
 
+def test_launch_takes_only_launch_only_keys_over_the_settings(tmp_path, capsys):
+    # how a job runs comes apart from what it computes: the workflow passes it in --launch,
+    # outside the rule's params; a key that changes the output is refused there
+    from paramill.commands import launch_overlays, section_settings
+
+    args = build_parser().parse_args(["embed", "train", "p.tsv", "--out", "m.pt", "--settings",
+                                      '{"epochs": 2, "cuda_graph": true}',
+                                      "--launch", '{"embed.train": {"cuda_graph": false}}'])
+    overlay = launch_overlays(args.launch, ["embed.train", "embed.model"])["embed.train"]
+    filled = section_settings("embed.train", args.settings, overlay)
+    assert filled["cuda_graph"] is False and filled["epochs"] == 2
+    assert filled["recurrent_cuda_graph"] is False  # the schema's default
+    with pytest.raises(ValueError, match=r"only embed.train's launch-only keys \(cuda_graph, "
+                                         r"recurrent_cuda_graph\), not epochs"):
+        launch_overlays({"embed.train": {"epochs": 3, "cuda_graph": False}}, ["embed.train"])
+    with pytest.raises(ValueError, match="names section lexicon, which this step does not read"):
+        launch_overlays({"lexicon": {"partitions": 3}}, ["embed.train", "embed.model"])
+    with pytest.raises(ValueError, match="an object of config sections"):
+        launch_overlays({"cuda_graph": False}, ["embed.train"])
+    # a step of two sections takes each one's keys (clean reads the ingest settings too)
+    both = launch_overlays({"bitext.clean": {"bucket_rows": 1000}, "bitext.ingest": {"batch_rows": 5}},
+                           ["bitext.clean", "bitext.ingest"])
+    assert section_settings("bitext.ingest", {"shard_size": 9}, both["bitext.ingest"])["batch_rows"] == 5
+
+    (tmp_path / "p.tsv").write_text("a man reads\ta man is reading\nthe dog runs\ta dog runs\n")
+    assert main(["embed", "train", str(tmp_path / "p.tsv"), "--out", str(tmp_path / "m.pt"),
+                 "--spec", '{"components": ["word"], "units": "word", "dim": 8}',
+                 "--settings", '{"epochs": 1, "cuda_graph": true}',
+                 "--launch", '{"embed.train": {"cuda_graph": false}}']) == 0
+    record = json.loads((tmp_path / "m.pt.prov.json").read_text())
+    assert record["params"]["train"]["cuda_graph"] is False  # the job's record holds it
+    assert record["params"]["train"]["epochs"] == 1
+    capsys.readouterr()
+    assert main(["embed", "train", "p.tsv", "--out", "m.pt", "--launch",
+                 '{"embed.train": {"seed": 1}}']) == 2
+    assert "--launch takes only embed.train's launch-only keys" in capsys.readouterr().err
+    with pytest.raises(SystemExit):  # only a verb whose sections have launch-only keys takes it
+        build_parser().parse_args(["nmt", "data", "x.parquet", "--out", "o", "--launch", "{}"])
+    assert "unrecognized arguments: --launch" in capsys.readouterr().err
+
+
 def test_ingest_bad_file_exits_2_naming_file_and_line(tmp_path, capsys):
     src = tmp_path / "c.tsv.gz"
     src.write_bytes(gzip.compress(b"".join(b"1\t1\tradek\tline %d\n" % i for i in range(20000)))[:-50])

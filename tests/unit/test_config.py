@@ -193,6 +193,18 @@ def test_keys_that_only_choose_inputs_are_marked_for_the_rules():
     assert LexiconSettings.from_dict({"simlex": "x.txt", "release": "top-half"}).simlex == "x.txt"
 
 
+def test_keys_that_only_change_how_a_job_runs_are_marked_for_the_rules():
+    # the training rules pass these outside their params: flipping one re-runs nothing
+    assert config.marked("launch", "embed", "train") == ("cuda_graph", "recurrent_cuda_graph")
+    assert config.marked("workflow", "lexicon") == ("release", "simlex")
+    assert config.marked("launch", "lexicon") == ("chunk_pairs", "partitions", "spill_rows")
+    assert config.marked("launch", "bitext", "ingest") == ("batch_rows",)
+    assert config.marked("launch", "nmt", "translate") == ()
+    described = config.schema()["properties"]["lexicon"]["properties"]["partitions"]["description"]
+    assert described.endswith("Launch-only: changing it re-runs nothing (the next job that runs "
+                              "takes it).")
+
+
 def test_pair_and_bitext_corpora_share_one_namespace(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     for name in ("hyp.a.en", "hyp.b.en"):

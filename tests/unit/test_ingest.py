@@ -91,3 +91,24 @@ def test_a_corpus_of_which_no_line_can_be_read_is_an_error_not_an_empty_corpus(w
     assert not (tmp_path / "out").exists() and not list(tmp_path.glob(".out*"))
     stats = ingest(CorpusSpec.from_dict("c", {"format": "czeng1", "path": str(path)}), tmp_path / "ok")
     assert stats["rows_out"] == 2 and stats["rejected"] == {"invalid_utf8": 1}
+
+
+def test_batch_rows_bounds_memory_without_changing_what_is_written(write_file, tmp_path):
+    """``batch_rows`` is launch-only (x-launch: the rules pass it outside their params): the
+    shards and the rejected rows hold the same rows, in the same order, whatever its value."""
+    cs = write_file("b.cs.gz", [f"Věta {i}." if i % 9 else "x" * 80 for i in range(60)], "gz")
+    en = write_file("b.en.gz", [f"Sentence {i}." for i in range(60)], "gz")
+    spec = CorpusSpec.from_dict("b", {"format": "moses", "cs": str(cs), "en": str(en)})
+    written = []
+    for batch_rows in (1, 7, 50000):
+        out = tmp_path / str(batch_rows)
+        stats = ingest(spec, out, IngestSettings(shard_size=10, batch_rows=batch_rows,
+                                                 max_line_bytes=64))
+        written.append((stats["rows_out"], stats["rejected"], stats["shards"],
+                        pl.read_parquet(out / "shard-*.parquet"),
+                        pl.read_parquet(out / "rejected.parquet")))
+    first = written[0]
+    assert first[0] == 53 and first[1] == {"line_too_long": 7} and len(first[2]) == 6
+    for other in written[1:]:
+        assert other[:3] == first[:3]
+        assert other[3].equals(first[3]) and other[4].equals(first[4])

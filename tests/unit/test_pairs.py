@@ -366,3 +366,23 @@ def test_a_prior_keys_file_without_a_key_column_is_refused(write_file, tmp_path)
     with pytest.raises(InputError, match=r"column key holds int64, not uint64"):
         ingest_pairs(spec, tmp_path / "o", PairCleanSettings(), PairIngestSettings(), [signed])
     assert not (tmp_path / "o").exists()
+
+
+def test_bucket_and_batch_rows_bound_memory_without_changing_what_is_written(write_file, tmp_path):
+    """``pairs.clean.bucket_rows`` and ``pairs.ingest.batch_rows`` are launch-only (x-launch:
+    the rules pass them outside their params): many hash buckets and small batches keep the
+    same pairs, in the same order, and reject the same duplicates as one bucket."""
+    lines = [f"Sentence {i % 700} .\tPhrase {i % 700} .\t0.5" for i in range(2500)]
+    path = write_file("p.txt", lines)
+    written = []
+    for bucket_rows, batch_rows in ((1_000_000, 50000), (1000, 7)):
+        out = tmp_path / f"{bucket_rows}-{batch_rows}"
+        stats = ingest_pairs(PairCorpusSpec.from_dict("p", {"format": "paranmt", "path": str(path)}),
+                             out, PairCleanSettings(bucket_rows=bucket_rows),
+                             PairIngestSettings(shard_size=300, batch_rows=batch_rows))
+        written.append((stats["kept"], stats["rejected"], pl.read_parquet(out / "shard-*.parquet"),
+                        pl.read_parquet(out / "rejected.parquet").drop("detail")))
+    (kept, rejected, shards, dropped), other = written
+    assert kept == 700 and rejected == {"duplicate": 1800}
+    assert other[:2] == (kept, rejected) and other[2].equals(shards)
+    assert other[3].sort("line_no").equals(dropped.sort("line_no"))

@@ -281,23 +281,53 @@ def more_embedding_epochs_train_only_the_epochs_added(project, tmp_path):
     assert [h["epoch"] for h in training["history"]] == [1, 2] and len(training["epoch_seconds"]) == 2
 
 
+#: a value for every launch-only key (x-launch) of the sections the tiny DAG's rules read
+LAUNCH_CHANGES = """\
+bitext:
+  ingest: {batch_rows: 7}
+  clean: {bucket_rows: 1000}
+pairs:
+  ingest: {batch_rows: 7}
+  clean: {bucket_rows: 1000}
+embed:
+  train: {epochs: 2, cuda_graph: false}
+lexicon: {chunk_pairs: 50, partitions: 3, spill_rows: 100}
+"""
+
+
 @step
-def how_a_step_is_launched_trains_no_epoch(project, tmp_path):
-    """cuda_graph (how a step is launched, not what it computes): each model is written again
-    from its last checkpoint without training an epoch, so the scores and STS figures are the
-    same bytes (Snakemake still runs what follows: the models' files are new)."""
-    files = [project / "results/embed/word/sts.tsv", project / "results/corpus/default/corpus.parquet"]
-    before = [f.read_bytes() for f in files]
+def how_a_job_is_launched_reruns_nothing(project, tmp_path):
+    """Launch-only keys (how a job runs, never what it computes: cuda_graph, the memory
+    bounds of ingest, deduplication and the lexicon's counts) reach the commands outside the
+    rules' params (--launch), so changing them all after a complete run runs no job (a
+    changed cuda_graph re-ran both trainings and every shard's para-score, a changed
+    batch_rows everything from ingest on, NMT training included); a job that does run takes
+    the new values."""
     overlay = tmp_path / "launch.yaml"
-    overlay.write_text("embed:\n  train: {epochs: 2, cuda_graph: false}\n")
-    proc = snakemake(project, overlays=[Path(__file__).with_name("sample.yaml"), overlay])
-    assert executed(proc) == _after_embed_train(project)
-    for model in ("word", "parascore"):
-        log, training = _training(project, model)
-        assert "resuming after epoch 2" in log, log
-        assert [h["epoch"] for h in training["history"]] == [1, 2]
-        assert training["epoch_seconds"] == []
-    assert [f.read_bytes() for f in files] == before
+    overlay.write_text(LAUNCH_CHANGES)
+    overlays = [Path(__file__).with_name("sample.yaml"), overlay]
+    assert executed(snakemake(project, overlays=overlays)) == {}
+    proc = snakemake(project, "--dry-run", "--printshellcmds", "--forcerun", "ingest",
+                     "pairs_ingest", "parascore_model", overlays=overlays)
+    commands = [line.split("Shell command: ", 1)[-1] for line in proc.stdout.splitlines()
+                if "paramill --rule " in line]
+    launched = {}
+    for command in commands:
+        verb = " ".join(command.split()[5:7])
+        if "--launch " in command:
+            value = command.split("--launch '", 1)[1].split("'", 1)[0]
+            launched.setdefault(verb, set()).add(value)
+            settings = command.split("--launch")[0]  # no launch-only key in the settings too
+            assert not [k for keys in json.loads(value).values() for k in keys
+                        if f'"{k}":' in settings], command
+    assert launched == {
+        "bitext ingest": {'{"bitext.ingest":{"batch_rows":7}}'},
+        "bitext clean": {'{"bitext.clean":{"bucket_rows":1000},"bitext.ingest":{"batch_rows":7}}'},
+        "pairs ingest": {'{"pairs.clean":{"bucket_rows":1000},"pairs.ingest":{"batch_rows":7}}'},
+        "embed train": {'{"embed.train":{"cuda_graph":false,"recurrent_cuda_graph":false}}'},
+        "lexicon build": {'{"lexicon":{"chunk_pairs":50,"partitions":3,"spill_rows":100}}'},
+    }, launched
+
 
 @pytest.mark.parametrize("change", STEPS, ids=[f.__name__ for f in STEPS])
 def test_a_change_reruns_exactly_what_it_touches(project, tmp_path, change):

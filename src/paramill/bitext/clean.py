@@ -63,7 +63,7 @@ class CleanSettings(Settings):
         "Exact deduplication of normalised pairs across all corpora (first occurrence kept).")
     bucket_rows: int = setting(
         2_000_000, "Rows per hash bucket in deduplication; bounds memory, no effect on results.",
-        minimum=1000)
+        minimum=1000, launch=True)
 
 
 

@@ -38,7 +38,8 @@ class IngestSettings(Settings):
         65536, "Longer lines are rejected (reason line_too_long) without being held in memory.",
         minimum=64)
     batch_rows: int = setting(
-        50000, "Rows processed per batch; bounds memory, no effect on results.", minimum=1)
+        50000, "Rows processed per batch; bounds memory, no effect on results.", minimum=1,
+        launch=True)
 
 
 

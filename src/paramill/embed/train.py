@@ -87,14 +87,14 @@ class EmbedTrainSettings(Settings):
         True, "On CUDA, record an averaging model's (WORD, TRIGRAM) training step once as a "
         "CUDA graph and replay it: one launch a step instead of ~100. The same arithmetic and "
         "STS figures; WORD 3.0x, TRIGRAM 1.3x the eager step on an H100 (README: Embedding "
-        "training on an H100). Off: every operation launched one by one.")
+        "training on an H100). Off: every operation launched one by one.", launch=True)
     recurrent_cuda_graph: bool = setting(
         False, "On CUDA, replay a recurrent model's (LSTM, BLSTM, GRAN) training step from a "
         "CUDA graph recorded for each padded width (the pass's longest row rounded up, at most "
         "12.5%), where its operations were launched one by one: the H200's kernels ran about "
         "a third of GRAN's eager step (README). Needs one pass a step: recurrent_pass_rows at "
         "least 4 x batch_size. Each width's graph keeps its own memory. Not yet measured on a "
-        "GPU, hence off.")
+        "GPU, hence off.", launch=True)
 
     def __post_init__(self):
         if self.recurrent_cuda_graph and self.recurrent_pass_rows < 4 * self.batch_size:

@@ -73,12 +73,13 @@ class LexiconSettings(Settings):
         10, "Pairs seen fewer times across sentences are not reported.", minimum=1)
     smoothing: float = setting(
         1.0, "Added to within-sentence counts in the ordinary PMI.", minimum=0)
-    chunk_pairs: int = setting(20_000, "Pairs counted per chunk (memory).", minimum=1)
-    partitions: int = setting(16, "On-disk partitions of the counts (memory).", minimum=1)
+    chunk_pairs: int = setting(20_000, "Pairs counted per chunk (memory).", minimum=1, launch=True)
+    partitions: int = setting(16, "On-disk partitions of the counts (memory).", minimum=1,
+                              launch=True)
     spill_rows: int = setting(
         2_000_000,
         "Counts summed in memory over chunks up to this many rows (per kind) before they are "
-        "spilled: less disk, more memory.", minimum=1)
+        "spilled: less disk, more memory.", minimum=1, launch=True)
     top_k: int = setting(10, "Neighbours listed per word.", minimum=1)
     token_pattern: str = setting(
         TOKEN_PATTERN,

@@ -56,7 +56,7 @@ class PairCleanSettings(Settings):
         "corpora, in config order (first occurrence kept).")
     bucket_rows: int = setting(
         2_000_000, "Rows per hash bucket in deduplication; bounds memory, no effect on results.",
-        minimum=1000)
+        minimum=1000, launch=True)
 
 
 @dataclass(frozen=True)
@@ -68,7 +68,8 @@ class PairIngestSettings(Settings):
         65536, "Longer lines are rejected (reason line_too_long) without being held in memory.",
         minimum=64)
     batch_rows: int = setting(
-        50000, "Rows processed per batch; bounds memory, no effect on results.", minimum=1)
+        50000, "Rows processed per batch; bounds memory, no effect on results.", minimum=1,
+        launch=True)
 
 
 def rule_expressions(settings: PairCleanSettings) -> tuple[list[pl.Expr], pl.Expr]:
