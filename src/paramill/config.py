@@ -436,13 +436,10 @@ def digest(config: dict[str, Any]) -> str:
 
 
 def marked(mark: str, *path: str) -> tuple[str, ...]:
-    """The keys of the object at ``path`` in the schema that carry ``x-<mark>``: ``workflow``
-    (they choose a rule's inputs) or ``launch`` (how its job is launched, not what it computes);
-    a rule keeps both out of its params (:func:`paramill.settings.setting`)."""
-    node = schema()
-    for part in path:
-        node = node["properties"][part]
-    return tuple(k for k, v in node.get("properties", {}).items() if v.get(f"x-{mark}"))
+    """The keys at ``path`` marked ``x-workflow`` or ``x-launch`` (``mark``), which a rule
+    keeps out of its params (:func:`paramill.settings.setting`)."""
+    props = functools.reduce(lambda node, part: node["properties"][part], path, schema())
+    return tuple(k for k, v in props.get("properties", {}).items() if v.get(f"x-{mark}"))
 
 
 def defaults(*path: str) -> dict[str, Any]:
