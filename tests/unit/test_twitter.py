@@ -8,6 +8,7 @@ import http.server
 import json
 import threading
 import time
+from dataclasses import replace
 from urllib.parse import parse_qs, unquote, urlsplit
 
 import numpy as np
@@ -644,6 +645,39 @@ def test_second_run_same_day_is_idempotent_and_next_day_gets_only_new(fake_x, tm
     populate(fake_x, start=5000, stories=2)
     _, nxt = harvest(fake_x, tmp_path, date="2026-11-03")
     assert set(nxt["tweet_id"]) == expected_ids(fake_x) - set(first["tweet_id"])
+
+
+def test_a_day_before_the_latest_harvest_is_rebuilt_from_its_pages_never_fetched(fake_x, tmp_path):
+    """Re-running an earlier day's live harvest (a changed twitter.harvest setting re-runs
+    every day's job) fetched what the API has now: the new tweets were filed under the old
+    day and taken from the day they were harvested on. It is rebuilt from its saved pages,
+    with no request and no move of the state; a day never harvested is an error."""
+    populate(fake_x)
+    _, first = harvest(fake_x, tmp_path)
+    populate(fake_x, start=5000, stories=2)
+    _, second = harvest(fake_x, tmp_path, date="2026-11-03")
+    state = (tmp_path / "state.json").read_bytes()
+    assert json.loads(state)["latest_day"] == "2026-11-03"
+    populate(fake_x, start=9000, stories=1)  # tweets the next harvest is for
+    before = len(fake_x.requests)
+    stats, again = harvest(fake_x, tmp_path, settings=replace(SETTINGS, retries=9))
+    assert len(fake_x.requests) == before and (tmp_path / "state.json").read_bytes() == state
+    assert again.equals(first) and stats["rebuilt_after"] == "2026-11-03"
+    _, third = harvest(fake_x, tmp_path, date="2026-11-04")
+    assert set(third["tweet_id"]) == expected_ids(fake_x) - set(first["tweet_id"]) - set(second["tweet_id"])
+    assert len(fake_x.requests) > before
+    with pytest.raises(InputError, match=r"2026-11-01: no live harvest of 2026-11-01 was made, "
+                                         r"and 2026-11-04 was harvested since"):
+        harvest(fake_x, tmp_path, date="2026-11-01")
+    assert not (tmp_path / "raw" / "2026-11-01").exists()
+    assert not (tmp_path / "days" / "2026-11-01.parquet").exists()
+    # a state from before latest_day was kept: the newest folder of saved pages says it
+    legacy = json.loads(state)
+    del legacy["latest_day"]
+    (tmp_path / "state.json").write_text(json.dumps(legacy))
+    before = len(fake_x.requests)
+    assert harvest(fake_x, tmp_path, date="2026-11-03")[1].equals(second)
+    assert len(fake_x.requests) == before
 
 
 def test_urls_are_searched_for_search_days_then_dropped(fake_x, tmp_path):

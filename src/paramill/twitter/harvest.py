@@ -18,7 +18,11 @@ Live harvest, and what makes it safe to kill and re-run:
 
 So a harvest killed at any point and re-run fetches again at most what it had not yet
 recorded in the state, nothing is lost, and duplicates collapse in the table; a second run
-for the same day finds nothing new and writes the same table.
+for the same day finds nothing new and writes the same table. A day before the latest day
+harvested (the state's ``latest_day``) is never fetched again: the API returns what is
+there now, which would be filed under the old day and taken from the new one. Its table is
+rebuilt from its saved pages (a changed setting re-runs every day's job), and a day that
+has none is an error.
 
 Errors: a rate limit (429) waits until the reset the API gives when it is in the future,
 otherwise backs off; server errors (500/502/503/504), network errors and malformed bodies
@@ -45,7 +49,7 @@ from typing import Any
 import pyarrow as pa
 
 from paramill.job import output_job
-from paramill.io import TableWriter
+from paramill.io import InputError, TableWriter
 from paramill.provenance import Run
 from paramill.twitter.api import (
     TWEET_FIELDS,
@@ -58,7 +62,8 @@ from paramill.twitter.api import (
     protect_secrets,
     redact,
 )
-from paramill.twitter.store import PageStore, State, newest_id, prune_urls, state_lock
+from paramill.twitter.store import (PageStore, State, latest_harvest, newest_id, prune_urls,
+                                    state_lock)
 from paramill.twitter.tweets import REJECTED_TWEETS, TWEETS, parse_page, read_archive, rejected
 from paramill.twitter.urls import Expander, canonical, is_short
 
@@ -332,12 +337,19 @@ def harvest_day(date: str, out: str | Path, settings: HarvestSettings, source: s
     if source != "live":
         raise ValueError(f"twitter.source must be live or archive, not {source!r}")
     with state_lock(state_path):
-        store = PageStore(Path(raw_dir) / date)
         state = State(state_path)
         run = Run(rule=rule, params={"date": date, "source": source, **params}, inputs=[])
-        client = client or make_client(settings)
-        protect_secrets(client_secrets(client))
-        counts = harvest_live(client, store, state, settings, expander, sleep, date=date, bad=bad)
+        latest = latest_harvest(state, raw_dir)
+        if latest is not None and date < latest:
+            counts: dict[str, Any] = {"rebuilt_after": latest}
+            store = _saved_pages(Path(raw_dir) / date, date, latest)
+        else:
+            store = PageStore(Path(raw_dir) / date)
+            state.latest_day = date
+            state.save()
+            client = client or make_client(settings)
+            protect_secrets(client_secrets(client))
+            counts = harvest_live(client, store, state, settings, expander, sleep, date=date, bad=bad)
         rows = []
         for kind, where, page in store.pages(bad):
             found, rejects = parse_page(page, kind, where)
@@ -346,3 +358,19 @@ def harvest_day(date: str, out: str | Path, settings: HarvestSettings, source: s
         table = day_table(rows, expander, settings, bad=bad)
         write_day(table, bad, out, rejected_out, run, {**counts, "tweets": len(table), "raw_pages": store.count})
     return {**counts, "tweets": len(table), "rejected": len(bad)}
+
+
+def _saved_pages(folder: Path, date: str, latest: str) -> PageStore:
+    """The pages saved by the live harvest of ``date``, a day before the ``latest`` one
+    harvested: its table is rebuilt from them, nothing fetched (the API would answer with
+    what is there now, filed under ``date`` and taken from the days after it)."""
+    if not folder.is_dir():
+        raise InputError(folder, None, f"no live harvest of {date} was made, and {latest} was "
+                         f"harvested since: the X API returns what is there now, so {date} "
+                         "cannot be harvested any more. Take it out of twitter.dates (or replay "
+                         "an archive of it: twitter.source archive)")
+    store = PageStore(folder)
+    print(f"paramill twitter harvest: {date} is before the latest day harvested ({latest}): "
+          f"its table is rebuilt from its {store.count} saved pages, nothing fetched",
+          file=sys.stderr)
+    return store

@@ -21,7 +21,7 @@ from paramill.twitter.tweets import rejected
 
 class State:
     """Harvest state: per-account user id, since_id and a listing cut short (next_token,
-    newest id stored); per-URL search since_id/next_token."""
+    newest id stored); per-URL search since_id/next_token; the latest day harvested live."""
 
     def __init__(self, path: str | Path):
         self.path = Path(path)
@@ -36,6 +36,9 @@ class State:
             data, "urls", {"since_id": _id, "next_token": _token, "newest": _id,
                            "first_seen": _day, "done_run": _date},
             "{since_id, next_token, first_seen}")
+        self.latest_day: str | None = data.get("latest_day")
+        if not _date(self.latest_day):
+            self._wrong("latest_day", self.latest_day, "the latest day harvested (YYYY-MM-DD)")
 
     def _wrong(self, where: str, value: Any, what: str) -> NoReturn:
         """A state that is JSON but not a harvest state's shape (edited by hand, or another
@@ -77,7 +80,7 @@ class State:
 
     def save(self) -> None:
         write_json(self.path, {"users": self.users, "since": self.since, "pending": self.pending,
-                               "urls": self.urls})
+                               "urls": self.urls, "latest_day": self.latest_day})
 
 
 def _id(value: Any) -> bool:
@@ -163,6 +166,14 @@ class PageStore:
                 if bad is not None:
                     bad.append(rejected(str(path), None, "unreadable_page", f"{type(exc).__name__}: {exc}"))
         return out
+
+
+def latest_harvest(state: State, raw_dir: str | Path) -> str | None:
+    """The latest day a live harvest ran: the state's record of it, or the newest day folder
+    of saved pages (a harvest makes its day's folder first; a state from before the record
+    was kept)."""
+    folders = [p.name for p in Path(raw_dir).glob("????-??-??") if p.is_dir() and _day(p.name)]
+    return max([day for day in [state.latest_day, *folders] if day], default=None)
 
 
 def newest_id(page: dict[str, Any], current: str | None) -> str | None:
