@@ -17,8 +17,9 @@ DAY="${HARVEST_DATE:-$(date -u +%F)}"
 MONTH="${DAY:0:7}"
 SNAKEMAKE="${SNAKEMAKE:-.venv/bin/snakemake}"
 CONFIG=(--configfile config.yaml "${TWITTER_CONFIG:-configs/twitter.yaml}")
-# a day's harvest is never re-done by Snakemake once its table exists (re-running the
-# harvest command for a day is safe: it only adds what is new)
+# Snakemake re-runs a day's harvest job only when a twitter.harvest setting changed; a day
+# before the latest harvested then rebuilds its table from its saved pages and fetches
+# nothing, and today's only adds what is new (paramill.twitter.harvest)
 "$SNAKEMAKE" --cores "${CORES:-2}" "$@" "work/twitter/harvest/${DAY}.parquet" "${CONFIG[@]}"
 "$SNAKEMAKE" --cores "${CORES:-2}" "$@" "results/twitter/${MONTH}/paraphrases.tsv" \
   results/twitter/growth.tsv "${CONFIG[@]}"
