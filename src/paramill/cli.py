@@ -163,11 +163,13 @@ def _early_threads(argv: list[str] | None) -> None:
 EXIT_OUT_OF_MEMORY = 3
 
 
-def out_of_memory(exc: BaseException) -> str | None:
+def out_of_memory(exc: BaseException, keys: tuple[str, ...] = ()) -> str | None:
     """The error line for a job that ran out of host or GPU memory (Python's MemoryError,
     torch's allocators), or None for any other error. What to change comes with it: the job
     holds memory in proportion to its settings (a model's ``dim``, a batch), not to the
-    corpus, so the fix is a setting or the rule's ``mem_mb``/GPU, never a smaller input."""
+    corpus, so the fix is a setting or the rule's ``mem_mb``/GPU, never a smaller input:
+    ``keys``, the config keys its verb says size what it holds (each launch-only one said
+    to be: changing it re-runs no other job)."""
     text = " ".join(str(exc).split())
     if getattr(exc, "memory_hint", None):  # a worker process killed (WorkerLost)
         return exc.memory_hint
@@ -180,9 +182,18 @@ def out_of_memory(exc: BaseException) -> str | None:
     else:
         return None
     detail = text.split(". Error code")[0].split(" Of the allocated memory")[0][:240]
+    what = "a model's dim, batch_size or megabatch, a buffer"
+    if keys:
+        from paramill.config import marked
+
+        def said(key: str) -> str:
+            *path, leaf = key.split(".")
+            return f"{key} (launch-only: re-runs no other job)" if leaf in marked("launch", *path) else key
+
+        what = ", ".join(map(said, keys))
     return (f"out of {where}{f' ({detail})' if detail else ''}. Lower the settings that size "
-            "what a job holds at once (a model's dim, batch_size or megabatch, a buffer), or give "
-            "the rule more memory (resources: {RULE: {mem_mb: ...}} or a larger GPU)")
+            f"what the job holds at once ({what}), or give the rule more memory (resources: "
+            "{RULE: {mem_mb: ...}} or a larger GPU)")
 
 
 def _error(command: str, message: str) -> None:
@@ -211,7 +222,7 @@ def main(argv: list[str] | None = None) -> int:
         _error(command, f"{where}{exc.strerror or exc}")
         return EXIT_INPUT_ERROR
     except (MemoryError, RuntimeError) as exc:
-        message = out_of_memory(exc)
+        message = out_of_memory(exc, getattr(args, "memory_keys", ()))
         if message is None:
             raise  # a defect: its traceback is what to report
         _error(command, message)

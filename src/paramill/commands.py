@@ -126,18 +126,21 @@ class Group:
 
     def __init__(self, name: str, help: str, description: str | None = None):
         self.name, self.help, self.description = name, help, description
-        self.verbs: list[tuple[str, str, str | None, tuple, dict[str, str], bool, Verb]] = []
+        self.verbs: list[tuple[str, str, str | None, tuple, dict[str, str],
+                               tuple[bool, tuple[str, ...]], Verb]] = []
 
     def verb(self, name: str, help: str, *args: tuple, description: str | None = None,
              settings: str | dict[str, str] | None = None,
-             launch: bool = False) -> Callable[[Verb], Verb]:
+             launch: bool = False, memory: tuple[str, ...] = ()) -> Callable[[Verb], Verb]:
         """Register a verb. ``settings``: the config section its ``--settings`` takes, or
         {option dest: section} for several (``--model-settings`` ...); ``launch``: it takes
-        ``--launch``, those sections' launch-only keys."""
+        ``--launch``, those sections' launch-only keys; ``memory``: the config keys that size
+        what its job holds at once (``"bitext.ingest.batch_rows"``), which the error line of
+        a job out of memory names."""
         sections = {"settings": settings} if isinstance(settings, str) else dict(settings or {})
 
         def register(func: Verb) -> Verb:
-            self.verbs.append((name, help, description, args, sections, launch, func))
+            self.verbs.append((name, help, description, args, sections, (launch, memory), func))
             return func
 
         return register
@@ -145,7 +148,7 @@ class Group:
     def add_to(self, sub: argparse._SubParsersAction) -> None:
         parser = sub.add_parser(self.name, help=self.help, description=self.description or self.help)
         verbs = parser.add_subparsers(dest="what", required=True, metavar="STEP")
-        for name, help, description, args, sections, launch, func in self.verbs:
+        for name, help, description, args, sections, (launch, memory), func in self.verbs:
             p = verbs.add_parser(name, help=help, description=description or help)
             outputs, tables = [], {}
             for flags, kw in args:
@@ -167,7 +170,7 @@ class Group:
                                f"SECTION one of {', '.join(sections.values())}; the workflow "
                                "passes them here, outside its params, so changing one re-runs "
                                "nothing")
-            p.set_defaults(func=_with_settings(func, sections, launch),
+            p.set_defaults(func=_with_settings(func, sections, launch), memory_keys=memory,
                            default_rule=f"{self.name}_{name}", output_dests=tuple(outputs),
                            table_dests=tables)
 

@@ -1,3 +1,4 @@
+import argparse
 import gzip
 import json
 
@@ -328,11 +329,39 @@ def test_running_out_of_memory_is_one_error_line_saying_what_to_change(tmp_path,
         assert main(argv) == 3
         (line,) = capsys.readouterr().err.strip().splitlines()
         assert line.startswith(f"paramill embed train: error: out of {where}") and detail in line
-        assert "dim, batch_size or megabatch" in line and "mem_mb" in line
+        assert ("(embed.model.dim, embed.train.batch_size, embed.train.megabatch, "
+                "embed.train.buffer_pairs)") in line and "mem_mb" in line
     monkeypatch.setattr(training, "train", raises(RuntimeError("index out of range in self")))
     with pytest.raises(RuntimeError, match="index out of range"):
         main(argv)
     assert not list(tmp_path.glob("m.pt*"))
+    # a step whose memory is bounded by launch-only keys says so: lowering one re-runs no other job
+    import paramill.bitext.ingest as ingesting
+
+    monkeypatch.setattr(ingesting, "ingest", raises(MemoryError()))
+    assert main(["bitext", "ingest", "--corpus", "c", "--spec", json.dumps({"format": "czeng1", "path": str(pairs)}),
+                 "--out", str(tmp_path / "in")]) == 3
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert ("out of host memory. Lower the settings that size what the job holds at once "
+            "(bitext.ingest.batch_rows (launch-only: re-runs no other job)), or give the rule more "
+            "memory") in line
+
+
+def test_the_memory_keys_a_step_names_are_config_keys():
+    from paramill import config
+
+    def verbs(parser):
+        for action in parser._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                for sub in action.choices.values():
+                    yield sub
+                    yield from verbs(sub)
+
+    named = {key for p in verbs(build_parser()) for key in p.get_default("memory_keys") or ()}
+    assert len(named) >= 10
+    for key in named:
+        *path, leaf = key.split(".")
+        assert leaf in config.defaults(*path), key
 
 
 def test_a_featurising_worker_killed_is_one_error_line_saying_what_to_change(capsys, monkeypatch):

@@ -16,7 +16,7 @@ group = Group("bitext", "read, clean and count Czech-English bitext")
     description="Stream a CzEng 1.x, CzEng 2.0-style TSV, Moses pair or TSV corpus (plain, gz, "
                 "xz, zst, bz2) into Parquet shards of the bitext schema. Lines that cannot be "
                 "read go to rejected.parquet with a reason.",
-    settings="bitext.ingest", launch=True)
+    settings="bitext.ingest", launch=True, memory=("bitext.ingest.batch_rows",))
 def ingest(args: argparse.Namespace) -> int | str:
     from paramill.bitext.ingest import IngestSettings, ingest
     from paramill.bitext.readers import CorpusSpec
@@ -37,7 +37,8 @@ def ingest(args: argparse.Namespace) -> int | str:
     description="ParaBank 2 cleaning (punctuation normalisation, latin-1/latin-2, empty/"
                 "identical sides, length bounds and ratio) and exact dedup against this corpus "
                 "and earlier ones.",
-    settings={"settings": "bitext.clean", "ingest_settings": "bitext.ingest"}, launch=True)
+    settings={"settings": "bitext.clean", "ingest_settings": "bitext.ingest"}, launch=True,
+    memory=("bitext.clean.bucket_rows", "bitext.ingest.batch_rows"))
 def clean(args: argparse.Namespace) -> int | str:
     from paramill.bitext.clean import CleanSettings, clean
     ingest = args.ingest_settings

@@ -14,7 +14,9 @@ group = Group("embed", "paraphrastic sentence embeddings")
     description="Margin loss with hardest negatives from a mega-batch (Wieting et al.). Pairs: "
                 "Parquet s1/s2 or candidate tables (en_ref/candidate, rank 1), or TSV s1<TAB>s2 (a first line "
                 "of column names, s1/s2 or sentence1/sentence2, is skipped). Resumes after a killed job from --resume.",
-    settings={"settings": "embed.train", "spec": "embed.model"}, launch=True)
+    settings={"settings": "embed.train", "spec": "embed.model"}, launch=True,
+    memory=("embed.model.dim", "embed.train.batch_size", "embed.train.megabatch",
+            "embed.train.buffer_pairs"))
 def train(args: argparse.Namespace) -> int | str:
     from paramill.embed.data import PairSource
     from paramill.embed.model import ModelSpec

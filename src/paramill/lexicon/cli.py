@@ -17,7 +17,8 @@ group = Group("lexicon", "paraphrase lexicon with cross-sentence and adjusted PM
                             "the end; default: beside --tsv)"),
     description="ParaNMT appendix A.1: pairs with parascore >= min_parascore and both sides <= "
                 "max_tokens; counts partitioned on disk.",
-    settings="lexicon", launch=True)
+    settings="lexicon", launch=True,
+    memory=("lexicon.chunk_pairs", "lexicon.spill_rows", "lexicon.partitions"))
 def build(args: argparse.Namespace) -> int | str:
     from paramill.lexicon.pmi import LexiconSettings, count_and_score
     stats = count_and_score(args.corpus, args.tsv, args.neighbours, args.stats,

@@ -21,7 +21,8 @@ group = Group("pairs", "read paraphrase-pair corpora (ParaNMT, ParaBank 2, MT ou
                 "Twitter URL corpus (plain, gz, xz, zst, bz2) into candidate tables with the "
                 "back-translation contract, applying the English-side cleaning rules and exact "
                 "deduplication. Every candidate is kept or in rejected.parquet with a reason.",
-    settings={"clean": "pairs.clean", "settings": "pairs.ingest"}, launch=True)
+    settings={"clean": "pairs.clean", "settings": "pairs.ingest"}, launch=True,
+    memory=("pairs.clean.bucket_rows", "pairs.ingest.batch_rows"))
 def ingest(args: argparse.Namespace) -> int | str:
     from paramill.pairs.ingest import PairCleanSettings, PairIngestSettings, ingest_pairs
     from paramill.pairs.readers import PairCorpusSpec
