@@ -10,7 +10,7 @@ rule harvest:
         day=f"{WORK}/twitter/harvest/{{date}}.parquet",
         rejected=f"{WORK}/twitter/harvest/rejected/{{date}}.parquet",
     params:
-        settings=as_json(config["twitter"]["harvest"]),
+        settings=as_json(stage_settings("twitter", "harvest")),
         twitter=as_json({k: config["twitter"][k] for k in ("source", "raw_dir", "state")}),
         url_cache=f"{WORK}/twitter/url-cache.json",
     log:
@@ -27,7 +27,7 @@ rule harvest:
         " --rejected {output.rejected:q}"
         " --twitter-settings {params.twitter:q} --archive {input.archive:q}"
         " --url-cache {params.url_cache:q}"
-        " --settings {params.settings:q} > {log:q} 2>&1"
+        " --settings {params.settings:q} --launch {TWITTER_HARVEST_LAUNCH:q} > {log:q} 2>&1"
 
 
 rule twitter_identify:

@@ -124,11 +124,14 @@ def test_every_rule_passes_the_launch_only_keys_of_the_sections_it_reads():
 
     globals_ = _launch_globals()
     assert set(globals_) >= {"EMBED_TRAIN_LAUNCH", "LEXICON_LAUNCH", "BITEXT_INGEST_LAUNCH"}
-    launching = {".".join(p) for p in [("bitext", "ingest"), ("bitext", "clean"), ("pairs", "ingest"),
-                                       ("pairs", "clean"), ("embed", "train"), ("lexicon",)]
-                 if config.marked("launch", *p)}
+    def sections(node, path=()):
+        yield path
+        for key, child in node.get("properties", {}).items():
+            yield from sections(child, (*path, key))
+
+    launching = {".".join(p) for p in sections(config.schema()) if config.marked("launch", *p)}
     assert launching == {"bitext.ingest", "bitext.clean", "pairs.ingest", "pairs.clean",
-                         "embed.train", "lexicon"}
+                         "embed.train", "lexicon", "twitter.harvest"}
     checked = 0
     for rule, block in _rule_blocks():
         reads = {".".join(re.findall(r'"(\w+)"', args))
@@ -144,4 +147,4 @@ def test_every_rule_passes_the_launch_only_keys_of_the_sections_it_reads():
             continue
         checked += 1
         assert len(passed) == 1 and set(globals_[passed[0]]) == needed, (rule, passed, needed)
-    assert checked >= 5  # ingest, clean, pairs_ingest, embed_train, parascore_model, lexicon
+    assert checked >= 7  # ingest, clean, pairs_ingest, embed_train, parascore_model, lexicon, harvest

@@ -680,6 +680,33 @@ def test_a_day_before_the_latest_harvest_is_rebuilt_from_its_pages_never_fetched
     assert len(fake_x.requests) == before
 
 
+def test_how_a_harvest_is_launched_changes_nothing_it_writes(fake_x, tmp_path, monkeypatch):
+    """twitter.harvest's launch-only keys (x-launch: the rule passes them outside its params,
+    so changing one re-runs no day): the variables the credentials are read from, how calls
+    are retried and waited on, how many URL expansions run at once. A harvest of the same
+    API with each value writes the same table."""
+    from paramill import config
+    from paramill.twitter.api import make_client
+
+    assert set(config.marked("launch", "twitter", "harvest")) == {
+        "bearer_token_env", "consumer_key_env", "consumer_secret_env", "access_token_env",
+        "access_token_secret_env", "retries", "backoff", "backoff_max", "url_workers"}
+    populate(fake_x, stories=3, replies=12)
+    faults = [("/2/users/100/tweets", "429"), ("/2/tweets/search/recent", "503")]
+    other = replace(SETTINGS, retries=9, backoff=0.5, backoff_max=10.0, url_workers=1,
+                    bearer_token_env="OTHER_TOKEN")
+    tables = []
+    for name, settings in (("a", SETTINGS), ("b", other)):
+        (tmp_path / name).mkdir()
+        fake_x.faults = list(faults)
+        tables.append(harvest(fake_x, tmp_path / name, settings=settings)[1])
+        assert not fake_x.faults
+    assert tables[1].equals(tables[0]) and tables[0].height > 20
+    monkeypatch.delenv("X_BEARER_TOKEN", raising=False)
+    monkeypatch.setenv("OTHER_TOKEN", TOKEN)  # the same credentials from another variable
+    assert make_client(other).bearer_token == TOKEN
+
+
 def test_urls_are_searched_for_search_days_then_dropped(fake_x, tmp_path):
     populate(fake_x, stories=2)
 

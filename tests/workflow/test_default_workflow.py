@@ -211,6 +211,11 @@ def test_rerun_does_nothing(finished):
     proc = snakemake(project)
     assert executed(proc) == {}
     assert "Nothing to be done" in proc.stderr + proc.stdout
+    # launch-only keys (how a job runs, not what it writes) stay out of the rules' params:
+    # other retries, waits and URL workers re-run no day's harvest
+    proc = snakemake(project, "-n", "--config",
+                     "twitter={'harvest': {'retries': 9, 'backoff': 1.0, 'url_workers': 2}}")
+    assert executed(proc) == {} and "Nothing to be done" in proc.stderr + proc.stdout
 
 
 def test_bad_config_fails_before_any_job(project, tmp_path):

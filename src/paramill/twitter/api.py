@@ -34,34 +34,34 @@ class HarvestSettings(Settings):
         doc="News accounts followed (screen names: 1-15 letters, digits or _).")
     bearer_token_env: str = setting(
         "X_BEARER_TOKEN", "Environment variable holding the bearer token.",
-        pattern="^[A-Za-z_][A-Za-z0-9_]*$")
+        pattern="^[A-Za-z_][A-Za-z0-9_]*$", launch=True)
     consumer_key_env: str = setting(
         "X_CONSUMER_KEY", "OAuth 1.0a consumer key variable (used when no bearer token).",
-        pattern="^[A-Za-z_][A-Za-z0-9_]*$")
+        pattern="^[A-Za-z_][A-Za-z0-9_]*$", launch=True)
     consumer_secret_env: str = setting(
         "X_CONSUMER_SECRET", "OAuth 1.0a consumer secret variable.",
-        pattern="^[A-Za-z_][A-Za-z0-9_]*$")
+        pattern="^[A-Za-z_][A-Za-z0-9_]*$", launch=True)
     access_token_env: str = setting(
-        "X_ACCESS_TOKEN", "OAuth 1.0a access token variable.", pattern="^[A-Za-z_][A-Za-z0-9_]*$")
+        "X_ACCESS_TOKEN", "OAuth 1.0a access token variable.", pattern="^[A-Za-z_][A-Za-z0-9_]*$", launch=True)
     access_token_secret_env: str = setting(
         "X_ACCESS_TOKEN_SECRET", "OAuth 1.0a access token secret variable.",
-        pattern="^[A-Za-z_][A-Za-z0-9_]*$")
+        pattern="^[A-Za-z_][A-Za-z0-9_]*$", launch=True)
     max_results: int = setting(100, "Tweets per API page.", minimum=5, maximum=100)
     max_pages: int = setting(20, "Pages per timeline or URL search per run.", minimum=1)
     retries: int = setting(
         5,
         "Retries a call on rate limits (429), server errors (500/502/503/504), network errors and "
-        "malformed bodies; then the harvest stops.", minimum=0)
+        "malformed bodies; then the harvest stops.", minimum=0, launch=True)
     backoff: float = setting(
         2.0, "First back-off in seconds (doubles each retry; each wait is jittered to 50-100%).",
-        minimum=0)
+        minimum=0, launch=True)
     backoff_max: float = setting(
         900.0, "Longest single wait in seconds, of the back-off and of a rate-limit reset.",
-        minimum=0)
+        minimum=0, launch=True)
     expand_all: bool = setting(
         False, "Follow redirects of every URL, not only known shorteners and unexpanded links.")
     url_timeout: float = setting(5.0, "Seconds per URL expansion request.", exclusiveMinimum=0)
-    url_workers: int = setting(8, "Concurrent URL expansions.", minimum=1)
+    url_workers: int = setting(8, "Concurrent URL expansions.", minimum=1, launch=True)
     private_urls: bool = setting(
         False, "Follow links to hosts that are not on the public internet (loopback, private, "
         "link-local, reserved): an intranet's news site. Off, such a link (first or at a "

@@ -19,7 +19,7 @@ group = Group("twitter", "tweets sharing news URLs: harvest, pairs, identificati
                 "via tweepy). Archive: replay JSONL tweets. Exit 3 when the harvest cannot go "
                 "on (credentials refused, the free tier, another harvest holding the state). "
                 "Source, raw_dir and state come from the twitter section.",
-    settings={"settings": "twitter.harvest", "twitter_settings": "twitter"})
+    settings={"settings": "twitter.harvest", "twitter_settings": "twitter"}, launch=True)
 def harvest(args: argparse.Namespace) -> int | str:
     from paramill.twitter.harvest import HarvestError, HarvestSettings, harvest_day
     try:
