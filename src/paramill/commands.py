@@ -10,6 +10,7 @@ nothing."""
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import sys
 from collections.abc import Callable
@@ -121,13 +122,26 @@ def launch_overlays(launch: Any, sections: list[str]) -> dict[str, dict[str, Any
     return launch
 
 
+@dataclasses.dataclass(frozen=True)
+class _Verb:
+    """One verb as :meth:`Group.verb` registered it."""
+
+    name: str
+    help: str
+    description: str | None
+    args: tuple
+    sections: dict[str, str]
+    launch: bool
+    memory: tuple[str, ...]
+    func: Verb
+
+
 class Group:
     """The verbs of one stage: ``paramill <group> <verb>``."""
 
     def __init__(self, name: str, help: str, description: str | None = None):
         self.name, self.help, self.description = name, help, description
-        self.verbs: list[tuple[str, str, str | None, tuple, dict[str, str],
-                               tuple[bool, tuple[str, ...]], Verb]] = []
+        self.verbs: list[_Verb] = []
 
     def verb(self, name: str, help: str, *args: tuple, description: str | None = None,
              settings: str | dict[str, str] | None = None,
@@ -140,7 +154,7 @@ class Group:
         sections = {"settings": settings} if isinstance(settings, str) else dict(settings or {})
 
         def register(func: Verb) -> Verb:
-            self.verbs.append((name, help, description, args, sections, (launch, memory), func))
+            self.verbs.append(_Verb(name, help, description, args, sections, launch, memory, func))
             return func
 
         return register
@@ -148,10 +162,10 @@ class Group:
     def add_to(self, sub: argparse._SubParsersAction) -> None:
         parser = sub.add_parser(self.name, help=self.help, description=self.description or self.help)
         verbs = parser.add_subparsers(dest="what", required=True, metavar="STEP")
-        for name, help, description, args, sections, (launch, memory), func in self.verbs:
-            p = verbs.add_parser(name, help=help, description=description or help)
+        for verb in self.verbs:
+            p = verbs.add_parser(verb.name, help=verb.help, description=verb.description or verb.help)
             outputs, tables = [], {}
-            for flags, kw in args:
+            for flags, kw in verb.args:
                 kw = dict(kw)
                 output, table = kw.pop("output", False), kw.pop("table", None)
                 dest = p.add_argument(*flags, **kw).dest
@@ -159,19 +173,20 @@ class Group:
                     outputs.append(dest)
                 if table:
                     tables[dest] = table
-            for dest, section in sections.items():
+            for dest, section in verb.sections.items():
                 p.add_argument("--" + dest.replace("_", "-"), dest=dest, type=json_arg,
                                metavar="JSON", help=f"config section {section} (JSON, or @file "
                                "JSON/YAML); keys left out take the schema's defaults")
-            if launch:
+            if verb.launch:
                 p.add_argument("--launch", type=json_arg, metavar="JSON",
                                help="launch-only keys (how the job runs, not what it computes) "
                                "of the sections above, over them: {SECTION: {KEY: VALUE}}, "
-                               f"SECTION one of {', '.join(sections.values())}; the workflow "
+                               f"SECTION one of {', '.join(verb.sections.values())}; the workflow "
                                "passes them here, outside its params, so changing one re-runs "
                                "nothing")
-            p.set_defaults(func=_with_settings(func, sections, launch), memory_keys=memory,
-                           default_rule=f"{self.name}_{name}", output_dests=tuple(outputs),
+            p.set_defaults(func=_with_settings(verb.func, verb.sections, verb.launch),
+                           memory_keys=verb.memory, default_rule=f"{self.name}_{verb.name}",
+                           output_dests=tuple(outputs),
                            table_dests=tables)
 
 
