@@ -202,7 +202,8 @@ def _cell(text: str) -> str:
 
 
 def reference(schema: dict[str, Any] | None = None) -> str:
-    """The README's configuration table: one row per section, its keys and their defaults."""
+    """The README's configuration table: one row per section, its keys and their defaults
+    (a launch-only key marked †, with a line under the table saying what that means)."""
     schema = schema or generate()
     props = schema["properties"]
     rows = ["| section | keys (default) | what it is |", "| --- | --- | --- |"]
@@ -213,14 +214,16 @@ def reference(schema: dict[str, Any] | None = None) -> str:
         keys = []
         for key, sub in node["properties"].items():
             nested = sub.get("type") == "object" and "properties" in sub
-            keys.append(f"`{key}`" + ("" if nested or "default" not in sub
-                                      else f" ({_short(sub['default'])})"))
+            keys.append(f"`{key}`" + ("†" if sub.get("x-launch") else "")
+                        + ("" if nested or "default" not in sub else f" ({_short(sub['default'])})"))
         rows.append(f"| `{where}` | {_cell(', '.join(keys))} | {_cell(node.get('description', ''))} |")
     for where, node in [("bitext.corpora.NAME", props["bitext"]["properties"]["corpora"]),
                         ("pairs.corpora.NAME", props["pairs"]["properties"]["corpora"]),
                         ("resources.RULE", props["resources"])]:
         keys = ", ".join(f"`{k}`" for k in node["additionalProperties"]["properties"])
         rows.append(f"| `{where}` | {keys} | {_cell(node['description'])} |")
+    rows += ["", "† launch-only: how a job runs, not what it computes; the rules pass it outside "
+             "their params, so changing it re-runs nothing (the next job that runs takes it)."]
     return "\n".join(rows) + "\n"
 
 

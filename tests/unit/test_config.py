@@ -203,6 +203,11 @@ def test_keys_that_only_change_how_a_job_runs_are_marked_for_the_rules():
     described = config.schema()["properties"]["lexicon"]["properties"]["partitions"]["description"]
     assert described.endswith("Launch-only: changing it re-runs nothing (the next job that runs "
                               "takes it).")
+    from paramill import schema
+
+    table = schema.reference()  # the README's configuration table marks them
+    assert "`cuda_graph`† (true)" in table and "`epochs` (5)" in table
+    assert table.rstrip().endswith("so changing it re-runs nothing (the next job that runs takes it).")
 
 
 def test_pair_and_bitext_corpora_share_one_namespace(tmp_path, monkeypatch):
