@@ -663,6 +663,13 @@ def test_a_day_before_the_latest_harvest_is_rebuilt_from_its_pages_never_fetched
     stats, again = harvest(fake_x, tmp_path, settings=replace(SETTINGS, retries=9))
     assert len(fake_x.requests) == before and (tmp_path / "state.json").read_bytes() == state
     assert again.equals(first) and stats["rebuilt_after"] == "2026-11-03"
+    from paramill.twitter.store import state_lock
+
+    with state_lock(tmp_path / "state.json"):  # today's harvest running: a past day still rebuilds
+        assert harvest(fake_x, tmp_path, settings=replace(SETTINGS, url_workers=2))[1].equals(first)
+        with pytest.raises(HarvestError, match="another harvest"):  # today's waits for it
+            harvest(fake_x, tmp_path, date="2026-11-04")
+    assert len(fake_x.requests) == before
     _, third = harvest(fake_x, tmp_path, date="2026-11-04")
     assert set(third["tweet_id"]) == expected_ids(fake_x) - set(first["tweet_id"]) - set(second["tweet_id"])
     assert len(fake_x.requests) > before

@@ -21,8 +21,9 @@ recorded in the state, nothing is lost, and duplicates collapse in the table; a 
 for the same day finds nothing new and writes the same table. A day before the latest day
 harvested (the state's ``latest_day``) is never fetched again: the API returns what is
 there now, which would be filed under the old day and taken from the new one. Its table is
-rebuilt from its saved pages (a changed setting re-runs every day's job), and a day that
-has none is an error.
+rebuilt from its saved pages (a changed setting re-runs every day's job), without the
+state's lock, so those jobs run side by side and beside today's harvest; a day that has no
+pages is an error.
 
 Errors: a rate limit (429) waits until the reset the API gives when it is in the future,
 otherwise backs off; server errors (500/502/503/504), network errors and malformed bodies
@@ -36,6 +37,7 @@ unusable page is never stored as if it were good, so a re-run does not meet it a
 
 from __future__ import annotations
 
+import contextlib
 import datetime
 import json
 import random
@@ -336,9 +338,13 @@ def harvest_day(date: str, out: str | Path, settings: HarvestSettings, source: s
         return {"tweets": len(table), "rejected": len(bad)}
     if source != "live":
         raise ValueError(f"twitter.source must be live or archive, not {source!r}")
-    with state_lock(state_path):
+    run = Run(rule=rule, params={"date": date, "source": source, **params}, inputs=[])
+    # a day before the latest harvested reads only its own pages, which no harvest writes
+    # again, and the state (written atomically): without the lock, so the days a changed
+    # setting re-runs may rebuild side by side, beside today's harvest
+    latest = latest_harvest(State(state_path), raw_dir)
+    with contextlib.nullcontext() if latest is not None and date < latest else state_lock(state_path):
         state = State(state_path)
-        run = Run(rule=rule, params={"date": date, "source": source, **params}, inputs=[])
         latest = latest_harvest(state, raw_dir)
         if latest is not None and date < latest:
             counts: dict[str, Any] = {"rebuilt_after": latest}
