@@ -435,16 +435,16 @@ def digest(config: dict[str, Any]) -> str:
     return hashlib.sha256(canonical.encode()).hexdigest()
 
 
+def _keys(path: tuple[str, ...]) -> dict[str, Any]:
+    """The keys of the object at ``path`` in the schema (e.g. ``"bitext", "clean"``)."""
+    return functools.reduce(lambda node, part: node["properties"][part], path, schema()).get("properties", {})
+
+
 def marked(mark: str, *path: str) -> tuple[str, ...]:
-    """The keys at ``path`` marked ``x-workflow`` or ``x-launch`` (``mark``), which a rule
-    keeps out of its params (:func:`paramill.settings.setting`)."""
-    props = functools.reduce(lambda node, part: node["properties"][part], path, schema())
-    return tuple(k for k, v in props.get("properties", {}).items() if v.get(f"x-{mark}"))
+    """Keys at ``path`` marked ``x-<mark>`` (workflow, launch): kept out of a rule's params."""
+    return tuple(k for k, v in _keys(path).items() if v.get(f"x-{mark}"))
 
 
 def defaults(*path: str) -> dict[str, Any]:
-    """The default values of the object at ``path`` in the schema (e.g. ``"bitext", "clean"``)."""
-    node = schema()
-    for part in path:
-        node = node["properties"][part]
-    return {k: v["default"] for k, v in node.get("properties", {}).items() if "default" in v}
+    """The default values of the object at ``path`` in the schema."""
+    return {k: v["default"] for k, v in _keys(path).items() if "default" in v}
