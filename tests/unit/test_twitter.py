@@ -9,17 +9,18 @@ import json
 import threading
 import time
 from dataclasses import replace
-from urllib.parse import parse_qs, unquote, urlsplit
+from urllib.parse import unquote
 
 import numpy as np
 import polars as pl
 import pytest
 import requests
 import tweepy
-from requests.adapters import HTTPAdapter
 
 from paramill.io import InputError
+from tests.fake_x import populate, serve, tweet
 from tests.hostile import edited
+from paramill.twitter.api import at_address
 from paramill.twitter import identify
 from paramill.twitter.harvest import HarvestError, HarvestSettings, harvest_day
 from paramill.twitter.url_pairs import PairSettings, build_pairs, reject_reason
@@ -437,163 +438,17 @@ def test_any_field_of_the_wrong_json_type_gives_rows_or_rejected_rows_never_an_e
     assert cases > 200
 
 
-# -- the fake X API ---------------------------------------------------------------------
-
-def tweet(tid, author_id, text, url=None, rt=None):
-    t = {"id": str(tid), "author_id": str(author_id), "text": text,
-         "created_at": "2026-11-02T10:00:00.000Z", "lang": "en"}
-    if url:
-        t["entities"] = {"urls": [{"url": "https://t.co/z", "expanded_url": url}]}
-    if rt:
-        t["referenced_tweets"] = [{"type": "retweeted", "id": str(rt)}]
-    return t
-
-
-class FakeX:
-    """Users, their tweets, and the tweets found by URL search; faults served in order."""
-
-    def __init__(self):
-        self.users = {"newsa": "100", "newsb": "200"}
-        self.names = {v: k for k, v in self.users.items()} | {"300": "reader"}
-        self.timelines = {"100": [], "200": []}
-        self.searchable = []
-        self.faults = []  # (path prefix, kind) consumed by the first matching request
-        self.requests = []
-        self.lock = threading.Lock()
-
-    def fault_for(self, path):
-        with self.lock:
-            for i, (prefix, kind) in enumerate(self.faults):
-                if path.startswith(prefix):
-                    del self.faults[i]
-                    return kind
-        return None
-
-    def page(self, tweets, query):
-        since = int(query.get("since_id", ["0"])[0] or 0)
-        size = int(query.get("max_results", ["100"])[0])
-        start = int(query.get("pagination_token", query.get("next_token", ["0"]))[0])
-        def key(t):  # a tweet without a decimal id (a bad record) sorts as the newest
-            i = t.get("id")
-            return int(i) if isinstance(i, str) and i.isdigit() else 10**15
-
-        fresh = sorted((t for t in tweets if key(t) > since), key=lambda t: -key(t))
-        chunk = fresh[start:start + size]
-        body = {"data": chunk, "includes": {"users": [{"id": t["author_id"], "username": self.names.get(str(t["author_id"]), "someone")}
-                                                      for t in chunk]},
-                "meta": {"result_count": len(chunk)}}
-        if start + size < len(fresh):
-            body["meta"]["next_token"] = str(start + size)
-        if not chunk:
-            body = {"meta": {"result_count": 0}}
-        return body
-
-
-def handler_for(fake: FakeX):
-    class Handler(http.server.BaseHTTPRequestHandler):
-        def do_GET(self):
-            parts = urlsplit(self.path)
-            query = parse_qs(parts.query)
-            fake.requests.append((parts.path, query, dict(self.headers)))
-            if self.headers.get("Authorization", "") in ("", "Bearer None"):
-                return self.reply(401, {"title": "Unauthorized", "detail": "Unauthorized"})
-            fault = fake.fault_for(parts.path)
-            if fault == "429":
-                return self.reply(429, {"title": "Too Many Requests"},
-                                  {"x-rate-limit-reset": str(int(time.time()) + 1)})
-            if fault == "429-noreset":
-                return self.reply(429, {"title": "Too Many Requests"})
-            if fault == "429-past":
-                return self.reply(429, {"title": "Too Many Requests"},
-                                  {"x-rate-limit-reset": str(int(time.time()) - 3600)})
-            if fault in ("500", "502", "504"):
-                return self.reply(int(fault), {"title": "Server Error"})
-            if fault == "400":
-                return self.reply(400, {"title": "Invalid Request", "detail": "query is invalid"})
-            if fault == "400-echo":  # a proxy or API error page that echoes the request headers
-                return self.reply(400, {"title": "Invalid Request", "detail":
-                                        f"bad request: {{'Authorization': '{self.headers.get('Authorization')}'}}"})
-            if fault == "errors-only":
-                name = parts.path.rsplit("/", 1)[1]
-                return self.reply(200, {"errors": [{"title": "Not Found Error", "detail":
-                                                    f"Could not find user with username: [{name}]."}]})
-            if fault == "unusable":
-                return self.reply(200, {"data": {"not": "a list"}})
-            if isinstance(fault, dict):  # this body, as the API's answer
-                return self.reply(200, fault)
-            if fault == "503":
-                return self.reply(503, {"title": "Service Unavailable"})
-            if fault == "malformed":
-                return self.reply(200, None, raw=b'{"data": [ {"id": ')
-            if fault == "free":
-                return self.reply(403, {"title": "Client Forbidden", "reason": "client-not-enrolled",
-                                        "detail": "When authenticating requests to the Twitter API v2 "
-                                                  "endpoints, you must use keys and tokens from a Twitter "
-                                                  "developer App that is attached to a Project."})
-            if parts.path.startswith("/2/users/by/username/"):
-                name = parts.path.rsplit("/", 1)[1]
-                if name not in fake.users:
-                    return self.reply(404, {"title": "Not Found Error"})
-                return self.reply(200, {"data": {"id": fake.users[name], "username": name}})
-            if parts.path.startswith("/2/users/") and parts.path.endswith("/tweets"):
-                uid = parts.path.split("/")[3]
-                return self.reply(200, fake.page(fake.timelines[uid], query))
-            if parts.path == "/2/tweets/search/recent":
-                url = unquote(query["query"][0]).removeprefix('url:"').removesuffix('"')
-                hits = [t for t in fake.searchable if canonical(t["entities"]["urls"][0]["expanded_url"]) == url]
-                return self.reply(200, fake.page(hits, query))
-            return self.reply(404, {"title": "Not Found Error"})
-
-        def reply(self, code, body, headers=None, raw=None):
-            data = raw if raw is not None else json.dumps(body).encode()
-            self.send_response(code)
-            self.send_header("Content-Type", "application/json")
-            for k, v in (headers or {}).items():
-                self.send_header(k, v)
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
-
-        def log_message(self, *args):
-            pass
-
-    return Handler
-
-
-class Loopback(HTTPAdapter):
-    def __init__(self, base):
-        super().__init__()
-        self.base = base
-
-    def send(self, request, **kwargs):
-        request.url = request.url.replace("https://api.twitter.com", self.base, 1)
-        return super().send(request, **kwargs)
-
+# -- the fake X API (tests/fake_x.py) -----------------------------------------------------
 
 @pytest.fixture
 def fake_x():
-    fake = FakeX()
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler_for(fake))
-    threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True).start()
-    fake.base = f"http://127.0.0.1:{server.server_port}"
-    yield fake
-    server.shutdown()
+    with serve() as fake:
+        yield fake
 
 
 def client_for(fake):
     client = tweepy.Client(bearer_token=TOKEN, wait_on_rate_limit=True, return_type=dict)
-    client.session.mount("https://api.twitter.com", Loopback(fake.base))
-    return client
-
-
-def populate(fake, start=1000, stories=3, replies=4):
-    for s in range(stories):
-        url = f"https://news.example.com/story-{start}-{s}?utm_source=tw"
-        author = "100" if s % 2 == 0 else "200"
-        fake.timelines[author].append(tweet(start + 100 * s, author, f"Big story number {s} happens today in the city {url}", url))
-        for r in range(replies):
-            fake.searchable.append(tweet(start + 100 * s + r + 1, "300", f"people say story {s} variant {r} is happening now {url}", url))
-        fake.searchable.append(tweet(start + 100 * s + 50, "300", f"RT @newsa: Big story number {s}", url, rt=start + 100 * s))
+    return at_address(client, fake.base)
 
 
 SETTINGS = HarvestSettings(accounts=["newsa", "newsb", "nobody"], max_results=5, max_pages=10,
@@ -604,7 +459,7 @@ def harvest(fake, tmp_path, date="2026-11-02", settings=SETTINGS, **kw):
     out = tmp_path / "days" / f"{date}.parquet"
     stats = harvest_day(date, out, settings, source="live", raw_dir=tmp_path / "raw",
                         state_path=tmp_path / "state.json", url_cache=tmp_path / "urls.json",
-                        client=client_for(fake), sleep=lambda s: None, **kw)
+                        client=kw.pop("client", None) or client_for(fake), sleep=lambda s: None, **kw)
     return stats, pl.read_parquet(out)
 
 
@@ -689,29 +544,29 @@ def test_a_day_before_the_latest_harvest_is_rebuilt_from_its_pages_never_fetched
 
 def test_how_a_harvest_is_launched_changes_nothing_it_writes(fake_x, tmp_path, monkeypatch):
     """twitter.harvest's launch-only keys (x-launch: the rule passes them outside its params,
-    so changing one re-runs no day): the variables the credentials are read from, how calls
-    are retried and waited on, how many URL expansions run at once. A harvest of the same
-    API with each value writes the same table."""
+    so changing one re-runs no day): the variables the credentials are read from, the address
+    the API is reached at, how calls are retried and waited on, how many URL expansions run at
+    once. A harvest of the same API with each value writes the same table."""
     from paramill import config
     from paramill.twitter.api import make_client
 
     assert set(config.marked("launch", "twitter", "harvest")) == {
         "bearer_token_env", "consumer_key_env", "consumer_secret_env", "access_token_env",
-        "access_token_secret_env", "retries", "backoff", "backoff_max", "url_workers"}
+        "access_token_secret_env", "retries", "backoff", "backoff_max", "url_workers", "api_url"}
     populate(fake_x, stories=3, replies=12)
     faults = [("/2/users/100/tweets", "429"), ("/2/tweets/search/recent", "503")]
     other = replace(SETTINGS, retries=9, backoff=0.5, backoff_max=10.0, url_workers=1,
-                    bearer_token_env="OTHER_TOKEN")
-    tables = []
-    for name, settings in (("a", SETTINGS), ("b", other)):
-        (tmp_path / name).mkdir()
-        fake_x.faults = list(faults)
-        tables.append(harvest(fake_x, tmp_path / name, settings=settings)[1])
-        assert not fake_x.faults
-    assert tables[1].equals(tables[0]) and tables[0].height > 20
+                    bearer_token_env="OTHER_TOKEN", api_url=fake_x.base.replace("127.0.0.1", "localhost"))
     monkeypatch.delenv("X_BEARER_TOKEN", raising=False)
     monkeypatch.setenv("OTHER_TOKEN", TOKEN)  # the same credentials from another variable
-    assert make_client(other).bearer_token == TOKEN
+    tables = []
+    for name, settings, client in (("a", SETTINGS, None), ("b", other, make_client(other))):
+        (tmp_path / name).mkdir()
+        fake_x.faults = list(faults)
+        tables.append(harvest(fake_x, tmp_path / name, settings=settings, client=client)[1])
+        assert not fake_x.faults
+    assert tables[1].equals(tables[0]) and tables[0].height > 20
+    assert fake_x.requests[-1][2]["Host"].startswith("localhost:")  # b reached it by the other name
 
 
 def test_urls_are_searched_for_search_days_then_dropped(fake_x, tmp_path):
@@ -770,7 +625,7 @@ def test_debug_logging_never_prints_the_credentials(fake_x, tmp_path, monkeypatc
     populate(fake_x, stories=1)
     monkeypatch.setenv("X_BEARER_TOKEN", TOKEN)
     client = make_client(SETTINGS)
-    client.session.mount("https://api.twitter.com", Loopback(fake_x.base))
+    at_address(client, fake_x.base)
     logging.getLogger("tweepy.client").setLevel(logging.DEBUG)  # a user's DEBUG config
     try:
         with caplog.at_level(logging.DEBUG, logger="tweepy.client"):
@@ -1032,8 +887,7 @@ def test_oauth1_user_context_signs_every_request(fake_x, tmp_path, monkeypatch):
     monkeypatch.delenv("X_BEARER_TOKEN", raising=False)
     for name in ("X_CONSUMER_KEY", "X_CONSUMER_SECRET", "X_ACCESS_TOKEN", "X_ACCESS_TOKEN_SECRET"):
         monkeypatch.setenv(name, f"{name.lower()}-value")
-    client = make_client(SETTINGS)
-    client.session.mount("https://api.twitter.com", Loopback(fake_x.base))
+    client = make_client(replace(SETTINGS, api_url=fake_x.base))  # the config's address
     stats = harvest_day("2026-11-02", tmp_path / "d.parquet", SETTINGS, raw_dir=tmp_path / "raw",
                         state_path=tmp_path / "s.json", client=client, sleep=lambda s: None)
     assert stats["tweets"] == len(expected_ids(fake_x))
@@ -1041,10 +895,34 @@ def test_oauth1_user_context_signs_every_request(fake_x, tmp_path, monkeypatch):
     assert headers and all(h.startswith("OAuth ") and "oauth_signature=" in h for h in headers)
 
 
+def test_the_api_is_reached_at_the_configured_address_and_only_over_https_off_loopback(fake_x, monkeypatch):
+    from paramill.twitter.api import make_client
+
+    # a gateway's path prefix is kept, the route follows it; the query and headers unchanged
+    client = at_address(tweepy.Client(bearer_token=TOKEN, return_type=dict), fake_x.base + "/gw/")
+    with pytest.raises(tweepy.errors.NotFound):
+        client.get_user(username="newsa")
+    path, _, headers = fake_x.requests[-1]
+    assert path == "/gw/2/users/by/username/newsa" and headers["Authorization"] == f"Bearer {TOKEN}"
+    assert at_address(tweepy.Client(bearer_token=TOKEN), "https://api.twitter.com/").session.adapters.keys() \
+        == requests.Session().adapters.keys()  # the API's own address: tweepy's session untouched
+    for ok in ("https://api.x.com", "https://gw.example.org:8443/x/", "http://127.0.0.1:8080",
+               "http://localhost/gw", "http://[::1]:9"):
+        assert HarvestSettings.from_dict({"api_url": ok}).api_url == ok
+    # credentials in clear over a network, or a URL that hides a host, a query or a user
+    for bad in ("http://api.example.org", "http://127.0.0.1.example.org", "ftp://api.x.com",
+                "https://user@api.x.com", "https://api.x.com/?q=1", "https://api.x.com/#f", "api.x.com"):
+        with pytest.raises(ValueError, match="api_url"):
+            HarvestSettings.from_dict({"api_url": bad})
+    monkeypatch.setenv("X_BEARER_TOKEN", TOKEN)
+    make_client(HarvestSettings(api_url=fake_x.base)).get_user(username="newsa")
+    assert fake_x.requests[-1][0] == "/2/users/by/username/newsa"
+
+
 def test_an_authentication_failure_is_not_blamed_on_the_tier(fake_x, tmp_path):
     populate(fake_x, stories=1)
     client = tweepy.Client(bearer_token=None, consumer_key=None, return_type=dict)
-    client.session.mount("https://api.twitter.com", Loopback(fake_x.base))
+    at_address(client, fake_x.base)
     client.bearer_token = "None"  # sends "Bearer None", as the unsupported set-up did
     with pytest.raises(HarvestError) as info:
         harvest_day("2026-11-02", tmp_path / "d.parquet", SETTINGS, raw_dir=tmp_path / "raw",
@@ -1213,7 +1091,7 @@ def test_no_secret_reaches_a_log_or_a_stored_row_at_any_level(fake_x, tmp_path, 
     for name, value in secrets.items():
         monkeypatch.setenv(name, value)
     client = make_client(SETTINGS)
-    client.session.mount("https://api.twitter.com", Loopback(fake_x.base))
+    at_address(client, fake_x.base)
     fake_x.faults = [("/2/tweets/search/recent", "400-echo")]
     loggers = [logging.getLogger(n) for n in ("", "tweepy", "oauthlib", "requests_oauthlib", "urllib3")]
     levels = [lg.level for lg in loggers]

@@ -272,7 +272,8 @@ README_SKIPS = {
     "make test": "this test suite is it",
     "configs/paranmt.yaml": "needs CzEng 1.6, not the sample",
     "--profile slurm": "needs a SLURM cluster (tests/workflow/test_slurm.py runs a local one)",
-    "scripts/harvest.sh": "a live harvest needs X API credentials",
+    "scripts/harvest.sh": "needs the X API (tests/workflow/test_harvest_workflow.py runs it "
+                          "against a fake one)",
 }
 
 

@@ -12,6 +12,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Annotated, Any
 
+from requests.adapters import HTTPAdapter
 
 from paramill.settings import Settings, setting
 
@@ -20,6 +21,12 @@ from paramill.settings import Settings, setting
 NEWS_ACCOUNTS = ["nytimes", "cnn", "bbcworld", "reuters", "ap", "washingtonpost", "wsj",
                  "guardian", "foxnews", "abc", "nbcnews", "cbsnews", "npr", "usatoday",
                  "latimes", "time", "bbcbreaking", "cnnbrk", "skynews", "business"]
+#: the X API's own address (tweepy's host; requests to it go to ``api_url`` when that differs)
+API_URL = "https://api.twitter.com"
+#: https to any host, http to a loopback one (the credentials go with every request); a path
+#: prefix may follow (a gateway's), never a query, a fragment or user information
+API_URL_PATTERN = (r"^(https://([^\s/?#@:\[\]]+|\[[0-9A-Fa-f:.]+\])|http://(localhost|127(\.[0-9]{1,3}){3}|\[::1\]))"
+                   r"(:[0-9]{1,5})?(/[^\s?#]*)?$")
 TWEET_FIELDS = ["created_at", "entities", "referenced_tweets", "author_id", "lang"]
 
 
@@ -70,6 +77,11 @@ class HarvestSettings(Settings):
     search_days: int = setting(
         7, "A URL is searched again on harvests up to this many days after the one that first saw "
         "it, then dropped from the state (recent search reaches back 7 days).", minimum=0)
+    api_url: str = setting(
+        API_URL, "Where the X API v2 is reached: its own address, or an API gateway or proxy "
+        "that serves the same routes (/2/...). https, or http to a loopback host only: the "
+        "credentials go with every request.", pattern=API_URL_PATTERN,
+        launch=True)
 
 
 #: an Authorization header's value (Bearer or OAuth) and OAuth 1.0a's credential parameters,
@@ -137,13 +149,36 @@ def make_client(settings: HarvestSettings):
     # rate limits are waited for here (call), not by tweepy: with no usable reset header
     # tweepy's own wait retries at once, without end
     if token:
-        return tweepy.Client(bearer_token=token, wait_on_rate_limit=False, return_type=dict)
+        return at_address(tweepy.Client(bearer_token=token, wait_on_rate_limit=False,
+                                        return_type=dict), settings.api_url)
     if all(keys):
-        return tweepy.Client(consumer_key=keys[0], consumer_secret=keys[1], access_token=keys[2],
-                             access_token_secret=keys[3], wait_on_rate_limit=False, return_type=dict)
+        return at_address(tweepy.Client(consumer_key=keys[0], consumer_secret=keys[1], access_token=keys[2],
+                                        access_token_secret=keys[3], wait_on_rate_limit=False,
+                                        return_type=dict), settings.api_url)
     raise HarvestError(f"no X API credentials: set {settings.bearer_token_env} (bearer token) or "
                        f"{settings.consumer_key_env}, {settings.consumer_secret_env}, "
                        f"{settings.access_token_env}, {settings.access_token_secret_env} (OAuth 1.0a)")
+
+
+class _Readdressed(HTTPAdapter):
+    """Sends what tweepy addresses to the X API's own host to ``base`` instead (the rest of
+    the URL, the signed query and the headers unchanged)."""
+
+    def __init__(self, base: str):
+        super().__init__()
+        self.base = base
+
+    def send(self, request, *args: Any, **kwargs: Any):
+        request.url = self.base + request.url[len(API_URL):]
+        return super().send(request, *args, **kwargs)
+
+
+def at_address(client: Any, api_url: str) -> Any:
+    """``client`` (tweepy's) with its requests going to ``api_url`` (the X API's own address:
+    unchanged). OAuth 1.0a signs the URL tweepy built, the X API's: a gateway passes it on."""
+    if api_url.rstrip("/") != API_URL:
+        client.session.mount(API_URL + "/", _Readdressed(api_url.rstrip("/")))
+    return client
 
 
 class Refused(Exception):

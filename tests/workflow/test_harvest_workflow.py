@@ -1,0 +1,163 @@
+"""The periodic live harvest as a user schedules it: ``scripts/harvest.sh`` once a day, through
+real Snakemake, against the fake X API on a loopback port (``twitter.harvest.api_url``). Each
+day adds only its new tweets, a month's pairs and the growth table follow, and a changed
+harvest setting re-runs every day's job without a request for any day but the newest."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from collections import Counter
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+from tests.fake_x import populate, serve
+
+from .conftest import REPO, copy_project, executed
+
+pytestmark = pytest.mark.slow
+
+TOKEN = "WORKFLOW-BEARER-TOKEN-0123456789"
+#: one story a day per account's timeline, four replies each found by URL search
+DAYS = {"2026-11-02": 1000, "2026-11-03": 2000, "2026-12-01": 3000}
+
+
+def overlay(base: str, **harvest) -> str:
+    """The live Twitter config over the sample's config.yaml (as configs/twitter.yaml is):
+    no bitext needed (the identifier without the embedding model's cosine feature)."""
+    settings = {"accounts": ["newsa", "newsb"], "max_results": 5, "max_pages": 10,
+                "retries": 2, "backoff": 0.0, "api_url": base, **harvest}
+    return json.dumps({"twitter": {
+        "enabled": True, "source": "live", "archive": [], "dates": [],
+        "raw_dir": "data/twitter/raw", "state": "data/twitter/state.json", "harvest": settings,
+        "identify": {"model": "extended", "embed_model": None,
+                     "train": [{"path": "data/sample/tweets/labelled.tsv", "format": "twitter-url"}]}}})
+
+
+def harvest(root: Path, day: str, config: str) -> subprocess.CompletedProcess:
+    """``scripts/harvest.sh`` for ``day``, as cron runs it (credentials in the environment)."""
+    (root / "twitter.yaml").write_text(config)  # JSON is YAML
+    bindir = Path(sys.executable).parent
+    env = {**os.environ, "PATH": f"{bindir}:{os.environ.get('PATH', '')}", "PARAMILL_PROGRESS": "0",
+           "HARVEST_DATE": day, "X_BEARER_TOKEN": TOKEN, "SNAKEMAKE": str(bindir / "snakemake"),
+           "TWITTER_CONFIG": "twitter.yaml", "CORES": "2"}
+    proc = subprocess.run(["scripts/harvest.sh"], cwd=root, env=env, capture_output=True, text=True,
+                          timeout=900)
+    assert proc.returncode == 0, f"harvest.sh {day} failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-6000:]}"
+    assert TOKEN not in proc.stdout + proc.stderr
+    return proc
+
+
+def snapshot(root: Path) -> dict[str, bytes]:
+    return {p.name: p.read_bytes() for p in sorted((root / "work/twitter/harvest").glob("*.parquet"))}
+
+
+@pytest.fixture(scope="module")
+def season(tmp_path_factory):
+    """Three daily harvests over two months, then a day after a changed harvest setting;
+    what each run executed, asked the API and left on disk."""
+    root = copy_project(tmp_path_factory.mktemp("harvest"))
+    (root / "scripts").mkdir()
+    shutil.copy2(REPO / "scripts/harvest.sh", root / "scripts/harvest.sh")
+    runs = {}
+    with serve() as fake:
+        config = overlay(fake.base)
+        for day, start in DAYS.items():
+            populate(fake, start=start, stories=2)
+            before = len(fake.requests)
+            proc = harvest(root, day, config)
+            runs[day] = {"ran": executed(proc), "requests": fake.requests[before:],
+                         "tables": snapshot(root),
+                         "growth": (root / "results/twitter/growth.tsv").read_text()}
+        # a harvest setting changed (more pages a run): every day's job re-runs
+        populate(fake, start=4000, stories=2)
+        before = len(fake.requests)
+        proc = harvest(root, "2026-12-02", overlay(fake.base, max_pages=12))
+        runs["changed"] = {"ran": executed(proc), "requests": fake.requests[before:],
+                           "tables": snapshot(root)}
+        # only how it is launched changed (another address for the same API, other retries)
+        proc = harvest(root, "2026-12-02", overlay(fake.base.replace("127.0.0.1", "localhost"),
+                                                    max_pages=12, retries=7))
+        runs["launch"] = {"ran": executed(proc)}
+        runs["all_requests"] = list(fake.requests)
+        runs["expected"] = {t["id"] for ts in fake.timelines.values() for t in ts} | {
+            t["id"] for t in fake.searchable}
+    return root, runs
+
+
+def ids(table: bytes) -> set[str]:
+    import io
+
+    return set(pl.read_parquet(io.BytesIO(table))["tweet_id"])
+
+
+def test_each_day_runs_its_harvest_its_month_and_the_growth_table_only(season):
+    _, runs = season
+    assert runs["2026-11-02"]["ran"] == {"harvest": 1, "twitter_identify": 1, "twitter_month": 1,
+                                         "twitter_growth": 1}
+    # the identifier and the other days' jobs are left as they were
+    for day in ("2026-11-03", "2026-12-01"):
+        assert runs[day]["ran"] == {"harvest": 1, "twitter_month": 1, "twitter_growth": 1}
+
+
+def test_every_tweet_is_filed_once_under_the_day_that_fetched_it(season):
+    _, runs = season
+    tables = runs["2026-12-01"]["tables"]
+    days = [ids(tables[f"{day}.parquet"]) for day in DAYS]
+    assert all(days) and sum(map(len, days)) == len(set().union(*days))  # no tweet twice
+    # each day's stories (ids from its start) are in its table: a story a day found by its URL
+    for (day, start), found in zip(DAYS.items(), days):
+        assert {i for i in found if start <= int(i) < start + 1000} == found, day
+    # a day's table is never touched by the days after it
+    assert runs["2026-11-03"]["tables"]["2026-11-02.parquet"] == tables["2026-11-02.parquet"]
+    # timelines are asked only for what is newer than the last run's newest tweet
+    since = [q.get("since_id", [None])[0] for p, q, _ in runs["2026-11-03"]["requests"]
+             if p.endswith("/tweets") and p.startswith("/2/users/")]
+    assert since and all(s is not None and int(s) >= 1000 for s in since)
+
+
+def test_the_months_grow_in_the_growth_table(season):
+    root, runs = season
+    first = pl.read_csv(runs["2026-11-02"]["growth"].encode(), separator="\t")
+    growth = pl.read_csv(runs["2026-12-01"]["growth"].encode(), separator="\t")
+    assert first["month"].to_list() == ["2026-11"] and first["days"].to_list() == [1]
+    assert growth["month"].to_list() == ["2026-11", "2026-12"] and growth["days"].to_list() == [2, 1]
+    november = growth.row(0, named=True)
+    assert november["tweets"] > first["tweets"][0] and november["pairs"] > first["pairs"][0] > 0
+    stats = json.loads((root / "results/twitter/2026-11/stats.json").read_text())
+    pairs = pl.read_parquet(root / "results/twitter/2026-11/pairs.parquet")
+    assert stats["pairs"] == pairs.height == november["pairs"]
+
+
+def test_a_changed_harvest_setting_rebuilds_past_days_from_their_pages_with_no_request(season):
+    _, runs = season
+    changed = runs["changed"]
+    # every day's job re-runs (its params changed), and each month after it
+    assert changed["ran"] == {"harvest": 4, "twitter_month": 2, "twitter_growth": 1}
+    before = runs["2026-12-01"]["tables"]
+    for name, table in before.items():  # the past days: the same tweets as they were harvested
+        assert ids(changed["tables"][name]) == ids(table), name
+    # the requests of the run are the newest day's alone: each account's timeline once, since
+    # the last run's newest tweet, and each recent URL searched once (a past day re-run live
+    # asked again for every one)
+    newest = ids(changed["tables"]["2026-12-02.parquet"])
+    assert newest and all(4000 <= int(i) < 5000 for i in newest)
+    timelines = [(p, int(q["since_id"][0])) for p, q, _ in changed["requests"] if p.endswith("/tweets")]
+    assert sorted(p for p, _ in timelines) == ["/2/users/100/tweets", "/2/users/200/tweets"]
+    assert min(s for _, s in timelines) >= 3000
+    searches = Counter(q["query"][0] for p, q, _ in changed["requests"] if p == "/2/tweets/search/recent")
+    assert len(searches) == 4 and set(searches.values()) == {1}  # 2 stories of 12-01, 2 of 12-02
+    # every tweet the fake API holds was harvested, once
+    union = set().union(*(ids(t) for t in changed["tables"].values()))
+    assert union == runs["expected"]
+
+
+def test_a_launch_only_change_reruns_no_day(season):
+    _, runs = season
+    # the newest day's harvest is complete: another address or retries re-run nothing
+    assert runs["launch"]["ran"] == {}
