@@ -18,8 +18,9 @@ MONTH="${DAY:0:7}"
 SNAKEMAKE="${SNAKEMAKE:-.venv/bin/snakemake}"
 CONFIG=(--configfile config.yaml "${TWITTER_CONFIG:-configs/twitter.yaml}")
 # Snakemake re-runs a day's harvest job only when a twitter.harvest setting changed; a day
-# before the latest harvested then rebuilds its table from its saved pages and fetches
-# nothing, and today's only adds what is new (paramill.twitter.harvest)
+# before the latest harvested (or the latest, harvested to its end, once its day is past)
+# then rebuilds its table from its saved pages and fetches nothing, and today's only adds
+# what is new (paramill.twitter.harvest)
 "$SNAKEMAKE" --cores "${CORES:-2}" "$@" "work/twitter/harvest/${DAY}.parquet" "${CONFIG[@]}"
 "$SNAKEMAKE" --cores "${CORES:-2}" "$@" "results/twitter/${MONTH}/paraphrases.tsv" \
   results/twitter/growth.tsv "${CONFIG[@]}"

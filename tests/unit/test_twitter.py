@@ -456,6 +456,8 @@ SETTINGS = HarvestSettings(accounts=["newsa", "newsb", "nobody"], max_results=5,
 
 
 def harvest(fake, tmp_path, date="2026-11-02", settings=SETTINGS, **kw):
+    """A live harvest of ``date`` as the day's cron runs it: on that day (``today``)."""
+    kw.setdefault("today", date)
     out = tmp_path / "days" / f"{date}.parquet"
     stats = harvest_day(date, out, settings, source="live", raw_dir=tmp_path / "raw",
                         state_path=tmp_path / "state.json", url_cache=tmp_path / "urls.json",
@@ -529,7 +531,7 @@ def test_a_day_before_the_latest_harvest_is_rebuilt_from_its_pages_never_fetched
     assert set(third["tweet_id"]) == expected_ids(fake_x) - set(first["tweet_id"]) - set(second["tweet_id"])
     assert len(fake_x.requests) > before
     with pytest.raises(InputError, match=r"2026-11-01: no live harvest of 2026-11-01 was made, "
-                                         r"and 2026-11-04 was harvested since"):
+                                         r"and 2026-11-01 is before the latest day harvested \(2026-11-04\)"):
         harvest(fake_x, tmp_path, date="2026-11-01")
     assert not (tmp_path / "raw" / "2026-11-01").exists()
     assert not (tmp_path / "days" / "2026-11-01.parquet").exists()
@@ -540,6 +542,33 @@ def test_a_day_before_the_latest_harvest_is_rebuilt_from_its_pages_never_fetched
     before = len(fake_x.requests)
     assert harvest(fake_x, tmp_path, date="2026-11-03")[1].equals(second)
     assert len(fake_x.requests) == before
+
+
+def test_the_latest_day_harvested_to_its_end_is_rebuilt_once_it_has_passed(fake_x, tmp_path):
+    """The latest day's job re-run days later (a changed setting re-runs every day's) fetched
+    everything new since and filed it under that day, taken from the day that harvests it.
+    Once its harvest ran to its end and the day is past (UTC) it is rebuilt from its pages; on
+    the day itself it fetches what is new, and a harvest that stopped part way continues."""
+    populate(fake_x)
+    _, first = harvest(fake_x, tmp_path)
+    populate(fake_x, start=5000, stories=2)
+    _, same_day = harvest(fake_x, tmp_path)  # run again on the day: what is new is fetched
+    assert set(same_day["tweet_id"]) == expected_ids(fake_x) > set(first["tweet_id"])
+    state = (tmp_path / "state.json").read_bytes()
+    assert json.loads(state)["completed_day"] == "2026-11-02"
+    populate(fake_x, start=9000, stories=1)
+    before = len(fake_x.requests)
+    stats, later = harvest(fake_x, tmp_path, settings=replace(SETTINGS, max_pages=9), today="2026-11-09")
+    assert len(fake_x.requests) == before and (tmp_path / "state.json").read_bytes() == state
+    assert later.equals(same_day) and stats["rebuilt_after"] == "2026-11-02"
+    # a harvest stopped part way (an account's timeline failing past its retries) is not complete
+    fake_x.faults = [("/2/users/200/tweets", "500")] * (SETTINGS.retries + 1)
+    with pytest.raises(HarvestError):
+        harvest(fake_x, tmp_path, date="2026-11-09")
+    assert json.loads((tmp_path / "state.json").read_text())["completed_day"] == "2026-11-02"
+    _, ninth = harvest(fake_x, tmp_path, date="2026-11-09", today="2026-11-10")  # so it continues
+    assert set(ninth["tweet_id"]) == expected_ids(fake_x) - set(same_day["tweet_id"])
+    assert json.loads((tmp_path / "state.json").read_text())["completed_day"] == "2026-11-09"
 
 
 def test_how_a_harvest_is_launched_changes_nothing_it_writes(fake_x, tmp_path, monkeypatch):

@@ -18,12 +18,13 @@ Live harvest, and what makes it safe to kill and re-run:
 
 So a harvest killed at any point and re-run fetches again at most what it had not yet
 recorded in the state, nothing is lost, and duplicates collapse in the table; a second run
-for the same day finds nothing new and writes the same table. A day before the latest day
-harvested (the state's ``latest_day``) is never fetched again: the API returns what is
-there now, which would be filed under the old day and taken from the new one. Its table is
-rebuilt from its saved pages (a changed setting re-runs every day's job), without the
-state's lock, so those jobs run side by side and beside today's harvest; a day that has no
-pages is an error.
+for the same day finds nothing new and writes the same table. A settled day is never fetched
+again: one before the latest day harvested (the state's ``latest_day``), or the latest once
+its harvest ran to its end (``completed_day``) and the day is past (UTC). The API returns
+what is there now, which would be filed under the old day and taken from the new one. Its
+table is rebuilt from its saved pages (a changed setting re-runs every day's job), without
+the state's lock, so those jobs run side by side and beside today's harvest; a day that has
+no pages is an error.
 
 Errors: a rate limit (429) waits until the reset the API gives when it is in the future,
 otherwise backs off; server errors (500/502/503/504), network errors and malformed bodies
@@ -264,6 +265,7 @@ def harvest_live(client, store: PageStore, state: State, settings: HarvestSettin
         state.save()
     for entry in state.urls.values():  # the next run searches every URL again, from since_id
         entry.pop("done_run", None)
+    state.completed_day = date
     state.save()
     return counts
 
@@ -317,8 +319,9 @@ def harvest_day(date: str, out: str | Path, settings: HarvestSettings, source: s
                 raw_dir: str | Path = "data/twitter/raw", state_path: str | Path = "data/twitter/state.json",
                 archive: list[str] | None = None, url_cache: str | Path | None = None,
                 client=None, rule: str = "harvest", sleep: Callable[[float], None] = time.sleep,
-                rejected_out: str | Path | None = None) -> dict[str, Any]:
-    """Harvest (or replay) one day into the tweet table ``out`` (and its rejected records)."""
+                rejected_out: str | Path | None = None, today: str | None = None) -> dict[str, Any]:
+    """Harvest (or replay) one day into the tweet table ``out`` (and its rejected records);
+    ``today``: the UTC date now (a test's clock)."""
     try:
         datetime.date.fromisoformat(date)
     except ValueError:
@@ -339,16 +342,16 @@ def harvest_day(date: str, out: str | Path, settings: HarvestSettings, source: s
     if source != "live":
         raise ValueError(f"twitter.source must be live or archive, not {source!r}")
     run = Run(rule=rule, params={"date": date, "source": source, **params}, inputs=[])
-    # a day before the latest harvested reads only its own pages, which no harvest writes
-    # again, and the state (written atomically): without the lock, so the days a changed
-    # setting re-runs may rebuild side by side, beside today's harvest
-    latest = latest_harvest(State(state_path), raw_dir)
-    with contextlib.nullcontext() if latest is not None and date < latest else state_lock(state_path):
+    today = today or datetime.datetime.now(datetime.timezone.utc).date().isoformat()
+    # a settled day reads only its own pages, which no harvest writes again, and the state
+    # (written atomically): without the lock, so the days a changed setting re-runs may
+    # rebuild side by side, beside today's harvest
+    with contextlib.nullcontext() if settled(State(state_path), raw_dir, date, today) else state_lock(state_path):
         state = State(state_path)
-        latest = latest_harvest(state, raw_dir)
-        if latest is not None and date < latest:
-            counts: dict[str, Any] = {"rebuilt_after": latest}
-            store = _saved_pages(Path(raw_dir) / date, date, latest)
+        why = settled(state, raw_dir, date, today)
+        if why:
+            counts: dict[str, Any] = {"rebuilt_after": latest_harvest(state, raw_dir)}
+            store = _saved_pages(Path(raw_dir) / date, date, why)
         else:
             store = PageStore(Path(raw_dir) / date)
             state.latest_day = date
@@ -366,17 +369,28 @@ def harvest_day(date: str, out: str | Path, settings: HarvestSettings, source: s
     return {**counts, "tweets": len(table), "rejected": len(bad)}
 
 
-def _saved_pages(folder: Path, date: str, latest: str) -> PageStore:
-    """The pages saved by the live harvest of ``date``, a day before the ``latest`` one
-    harvested: its table is rebuilt from them, nothing fetched (the API would answer with
-    what is there now, filed under ``date`` and taken from the days after it)."""
+def settled(state: State, raw_dir: str | Path, date: str, today: str) -> str | None:
+    """Why the live harvest of ``date`` may fetch no more (None when it may): a later day was
+    harvested, or its own harvest ran to its end and ``today`` (UTC) is past it. The API
+    answers with what is there now, which would be filed under ``date`` and taken from the
+    day it belongs to (a changed setting re-runs every day's job, weeks later)."""
+    latest = latest_harvest(state, raw_dir)
+    if latest is not None and date < latest:
+        return f"is before the latest day harvested ({latest})"
+    if date == latest == state.completed_day and date < today:
+        return f"was harvested to its end and today is {today} (UTC)"
+    return None
+
+
+def _saved_pages(folder: Path, date: str, why: str) -> PageStore:
+    """The pages saved by the live harvest of ``date``, a settled day (:func:`settled`): its
+    table is rebuilt from them, nothing fetched."""
     if not folder.is_dir():
-        raise InputError(folder, None, f"no live harvest of {date} was made, and {latest} was "
-                         f"harvested since: the X API returns what is there now, so {date} "
-                         "cannot be harvested any more. Take it out of twitter.dates (or replay "
-                         "an archive of it: twitter.source archive)")
+        raise InputError(folder, None, f"no live harvest of {date} was made, and {date} {why}: "
+                         f"the X API returns what is there now, so {date} cannot be harvested "
+                         "any more. Take it out of twitter.dates (or replay an archive of it: "
+                         "twitter.source archive)")
     store = PageStore(folder)
-    print(f"paramill twitter harvest: {date} is before the latest day harvested ({latest}): "
-          f"its table is rebuilt from its {store.count} saved pages, nothing fetched",
-          file=sys.stderr)
+    print(f"paramill twitter harvest: {date} {why}: its table is rebuilt from its {store.count} "
+          "saved pages, nothing fetched (what is new goes to the next day harvested)", file=sys.stderr)
     return store

@@ -21,7 +21,8 @@ from paramill.twitter.tweets import rejected
 
 class State:
     """Harvest state: per-account user id, since_id and a listing cut short (next_token,
-    newest id stored); per-URL search since_id/next_token; the latest day harvested live."""
+    newest id stored); per-URL search since_id/next_token; the latest day harvested live, and
+    the latest harvested to its end."""
 
     def __init__(self, path: str | Path):
         self.path = Path(path)
@@ -39,6 +40,11 @@ class State:
         self.latest_day: str | None = data.get("latest_day")
         if not _date(self.latest_day):
             self._wrong("latest_day", self.latest_day, "the latest day harvested (YYYY-MM-DD)")
+        #: the latest day whose live harvest ran to its end (not killed, not stopped)
+        self.completed_day: str | None = data.get("completed_day")
+        if not _date(self.completed_day):
+            self._wrong("completed_day", self.completed_day, "the latest day harvested to its end "
+                        "(YYYY-MM-DD)")
 
     def _wrong(self, where: str, value: Any, what: str) -> NoReturn:
         """A state that is JSON but not a harvest state's shape (edited by hand, or another
@@ -80,7 +86,8 @@ class State:
 
     def save(self) -> None:
         write_json(self.path, {"users": self.users, "since": self.since, "pending": self.pending,
-                               "urls": self.urls, "latest_day": self.latest_day})
+                               "urls": self.urls, "latest_day": self.latest_day,
+                               "completed_day": self.completed_day})
 
 
 def _id(value: Any) -> bool:
