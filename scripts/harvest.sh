@@ -14,6 +14,10 @@
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 DAY="${HARVEST_DATE:-$(date -u +%F)}"
+if ! [[ "$DAY" =~ ^[0-9]{4}-[0-9]{2}-[0-9]{2}$ ]] || [[ "$(date -u -d "$DAY" +%F 2>/dev/null)" != "$DAY" ]]; then
+  echo "harvest.sh: HARVEST_DATE '$DAY' is not a date (YYYY-MM-DD)" >&2
+  exit 2
+fi
 MONTH="${DAY:0:7}"
 SNAKEMAKE="${SNAKEMAKE:-.venv/bin/snakemake}"
 CONFIG=(--configfile config.yaml "${TWITTER_CONFIG:-configs/twitter.yaml}")

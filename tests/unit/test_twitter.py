@@ -567,6 +567,10 @@ def test_the_latest_day_harvested_to_its_end_is_rebuilt_once_it_has_passed(fake_
         harvest(fake_x, tmp_path, date="2026-11-09")
     assert json.loads((tmp_path / "state.json").read_text())["completed_day"] == "2026-11-02"
     _, ninth = harvest(fake_x, tmp_path, date="2026-11-09", today="2026-11-10")  # so it continues
+    # a day to come (a mistyped date) would file today's tweets under it and settle today
+    with pytest.raises(ValueError, match=r"2026-11-11 is after today \(2026-11-10, UTC\)"):
+        harvest(fake_x, tmp_path, date="2026-11-11", today="2026-11-10")
+    assert not (tmp_path / "raw" / "2026-11-11").exists()
     assert set(ninth["tweet_id"]) == expected_ids(fake_x) - set(same_day["tweet_id"])
     assert json.loads((tmp_path / "state.json").read_text())["completed_day"] == "2026-11-09"
 

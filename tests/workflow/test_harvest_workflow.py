@@ -23,8 +23,9 @@ from .conftest import REPO, copy_project, executed
 pytestmark = pytest.mark.slow
 
 TOKEN = "WORKFLOW-BEARER-TOKEN-0123456789"
-#: one story a day per account's timeline, four replies each found by URL search
-DAYS = {"2026-11-02": 1000, "2026-11-03": 2000, "2026-12-01": 3000}
+#: one story a day per account's timeline, four replies each found by URL search (days that
+#: have passed: a live harvest of a day to come is refused)
+DAYS = {"2026-10-02": 1000, "2026-10-03": 2000, "2026-11-01": 3000}
 
 
 def overlay(base: str, **harvest) -> str:
@@ -77,11 +78,11 @@ def season(tmp_path_factory):
         # a harvest setting changed (more pages a run): every day's job re-runs
         populate(fake, start=4000, stories=2)
         before = len(fake.requests)
-        proc = harvest(root, "2026-12-02", overlay(fake.base, max_pages=12))
+        proc = harvest(root, "2026-11-02", overlay(fake.base, max_pages=12))
         runs["changed"] = {"ran": executed(proc), "requests": fake.requests[before:],
                            "tables": snapshot(root)}
         # only how it is launched changed (another address for the same API, other retries)
-        proc = harvest(root, "2026-12-02", overlay(fake.base.replace("127.0.0.1", "localhost"),
+        proc = harvest(root, "2026-11-02", overlay(fake.base.replace("127.0.0.1", "localhost"),
                                                     max_pages=12, retries=7))
         runs["launch"] = {"ran": executed(proc)}
         runs["all_requests"] = list(fake.requests)
@@ -98,39 +99,39 @@ def ids(table: bytes) -> set[str]:
 
 def test_each_day_runs_its_harvest_its_month_and_the_growth_table_only(season):
     _, runs = season
-    assert runs["2026-11-02"]["ran"] == {"harvest": 1, "twitter_identify": 1, "twitter_month": 1,
+    assert runs["2026-10-02"]["ran"] == {"harvest": 1, "twitter_identify": 1, "twitter_month": 1,
                                          "twitter_growth": 1}
     # the identifier and the other days' jobs are left as they were
-    for day in ("2026-11-03", "2026-12-01"):
+    for day in ("2026-10-03", "2026-11-01"):
         assert runs[day]["ran"] == {"harvest": 1, "twitter_month": 1, "twitter_growth": 1}
 
 
 def test_every_tweet_is_filed_once_under_the_day_that_fetched_it(season):
     _, runs = season
-    tables = runs["2026-12-01"]["tables"]
+    tables = runs["2026-11-01"]["tables"]
     days = [ids(tables[f"{day}.parquet"]) for day in DAYS]
     assert all(days) and sum(map(len, days)) == len(set().union(*days))  # no tweet twice
     # each day's stories (ids from its start) are in its table: a story a day found by its URL
     for (day, start), found in zip(DAYS.items(), days):
         assert {i for i in found if start <= int(i) < start + 1000} == found, day
     # a day's table is never touched by the days after it
-    assert runs["2026-11-03"]["tables"]["2026-11-02.parquet"] == tables["2026-11-02.parquet"]
+    assert runs["2026-10-03"]["tables"]["2026-10-02.parquet"] == tables["2026-10-02.parquet"]
     # timelines are asked only for what is newer than the last run's newest tweet
-    since = [q.get("since_id", [None])[0] for p, q, _ in runs["2026-11-03"]["requests"]
+    since = [q.get("since_id", [None])[0] for p, q, _ in runs["2026-10-03"]["requests"]
              if p.endswith("/tweets") and p.startswith("/2/users/")]
     assert since and all(s is not None and int(s) >= 1000 for s in since)
 
 
 def test_the_months_grow_in_the_growth_table(season):
     root, runs = season
-    first = pl.read_csv(runs["2026-11-02"]["growth"].encode(), separator="\t")
-    growth = pl.read_csv(runs["2026-12-01"]["growth"].encode(), separator="\t")
-    assert first["month"].to_list() == ["2026-11"] and first["days"].to_list() == [1]
-    assert growth["month"].to_list() == ["2026-11", "2026-12"] and growth["days"].to_list() == [2, 1]
+    first = pl.read_csv(runs["2026-10-02"]["growth"].encode(), separator="\t")
+    growth = pl.read_csv(runs["2026-11-01"]["growth"].encode(), separator="\t")
+    assert first["month"].to_list() == ["2026-10"] and first["days"].to_list() == [1]
+    assert growth["month"].to_list() == ["2026-10", "2026-11"] and growth["days"].to_list() == [2, 1]
     november = growth.row(0, named=True)
     assert november["tweets"] > first["tweets"][0] and november["pairs"] > first["pairs"][0] > 0
-    stats = json.loads((root / "results/twitter/2026-11/stats.json").read_text())
-    pairs = pl.read_parquet(root / "results/twitter/2026-11/pairs.parquet")
+    stats = json.loads((root / "results/twitter/2026-10/stats.json").read_text())
+    pairs = pl.read_parquet(root / "results/twitter/2026-10/pairs.parquet")
     assert stats["pairs"] == pairs.height == november["pairs"]
 
 
@@ -139,19 +140,19 @@ def test_a_changed_harvest_setting_rebuilds_past_days_from_their_pages_with_no_r
     changed = runs["changed"]
     # every day's job re-runs (its params changed), and each month after it
     assert changed["ran"] == {"harvest": 4, "twitter_month": 2, "twitter_growth": 1}
-    before = runs["2026-12-01"]["tables"]
+    before = runs["2026-11-01"]["tables"]
     for name, table in before.items():  # the past days: the same tweets as they were harvested
         assert ids(changed["tables"][name]) == ids(table), name
     # the requests of the run are the newest day's alone: each account's timeline once, since
     # the last run's newest tweet, and each recent URL searched once (a past day re-run live
     # asked again for every one)
-    newest = ids(changed["tables"]["2026-12-02.parquet"])
+    newest = ids(changed["tables"]["2026-11-02.parquet"])
     assert newest and all(4000 <= int(i) < 5000 for i in newest)
     timelines = [(p, int(q["since_id"][0])) for p, q, _ in changed["requests"] if p.endswith("/tweets")]
     assert sorted(p for p, _ in timelines) == ["/2/users/100/tweets", "/2/users/200/tweets"]
     assert min(s for _, s in timelines) >= 3000
     searches = Counter(q["query"][0] for p, q, _ in changed["requests"] if p == "/2/tweets/search/recent")
-    assert len(searches) == 4 and set(searches.values()) == {1}  # 2 stories of 12-01, 2 of 12-02
+    assert len(searches) == 4 and set(searches.values()) == {1}  # 2 stories of 11-01, 2 of 11-02
     # every tweet the fake API holds was harvested, once
     union = set().union(*(ids(t) for t in changed["tables"].values()))
     assert union == runs["expected"]
@@ -161,3 +162,10 @@ def test_a_launch_only_change_reruns_no_day(season):
     _, runs = season
     # the newest day's harvest is complete: another address or retries re-run nothing
     assert runs["launch"]["ran"] == {}
+
+
+@pytest.mark.parametrize("day", ["2026-02-30", "2026-1-05", "yesterday", "2026-11-02; rm -rf /"])
+def test_harvest_sh_refuses_a_day_that_is_not_a_date(tmp_path, day):
+    proc = subprocess.run([str(REPO / "scripts/harvest.sh")], env={**os.environ, "HARVEST_DATE": day,
+                          "SNAKEMAKE": "/bin/false"}, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2 and proc.stderr == f"harvest.sh: HARVEST_DATE '{day}' is not a date (YYYY-MM-DD)\n"

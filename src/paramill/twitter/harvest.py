@@ -343,6 +343,9 @@ def harvest_day(date: str, out: str | Path, settings: HarvestSettings, source: s
         raise ValueError(f"twitter.source must be live or archive, not {source!r}")
     run = Run(rule=rule, params={"date": date, "source": source, **params}, inputs=[])
     today = today or datetime.datetime.now(datetime.timezone.utc).date().isoformat()
+    if date > today:  # what it fetched would be filed under a day to come, and that day settled
+        raise ValueError(f"harvest date {date} is after today ({today}, UTC): a live harvest "
+                         "fetches what is there now and files it under its date; harvest today's")
     # a settled day reads only its own pages, which no harvest writes again, and the state
     # (written atomically): without the lock, so the days a changed setting re-runs may
     # rebuild side by side, beside today's harvest
