@@ -10,7 +10,9 @@ group = Group("twitter", "tweets sharing news URLs: harvest, pairs, identificati
 
 @group.verb(
     "harvest", "harvest (or replay from archives) one day of tweets",
-    need("--date", "YYYY-MM-DD"), out("--out", "the day's tweet table (Parquet)"),
+    need("--date", "YYYY-MM-DD (live: today or a day past, UTC; a day past whose harvest is "
+         "settled is rebuilt from its saved pages)"),
+    out("--out", "the day's tweet table (Parquet)"),
     out("--rejected", required=False, help="the day's rejected records with reasons (Parquet; default: "
                            "rejected/<name> beside --out)"),
     arg("--archive", nargs="*", help="JSONL files to replay (source archive)"),
