@@ -944,7 +944,8 @@ def test_the_api_is_reached_at_the_configured_address_and_only_over_https_off_lo
         assert HarvestSettings.from_dict({"api_url": ok}).api_url == ok
     # credentials in clear over a network, or a URL that hides a host, a query or a user
     for bad in ("http://api.example.org", "http://127.0.0.1.example.org", "ftp://api.x.com",
-                "https://user@api.x.com", "https://api.x.com/?q=1", "https://api.x.com/#f", "api.x.com"):
+                "https://user@api.x.com", "https://api.x.com/?q=1", "https://api.x.com/#f", "api.x.com",
+                "https://api.x.com/$(id)", "https://api.x.com`id`", "https://api.x.com/a'b"):
         with pytest.raises(ValueError, match="api_url"):
             HarvestSettings.from_dict({"api_url": bad})
     monkeypatch.setenv("X_BEARER_TOKEN", TOKEN)

@@ -74,6 +74,7 @@ NOT_INJECTED = {
     "twitter.dates.*": "date pattern",
     "twitter.harvest.accounts.*": "screen-name pattern",
     "twitter.harvest.*_env": "variable-name pattern",
+    "twitter.harvest.api_url": "URL pattern (letters, digits and . _ ~ % / + = - : [ ] only)",
     "twitter.identify.train.*.format": "enum",
     "twitter.identify.embed_model": "a model name here (a path is injected as twitter.identify.train.*.path is)",
     "twitter.identify.model": "enum",

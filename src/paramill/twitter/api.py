@@ -24,9 +24,10 @@ NEWS_ACCOUNTS = ["nytimes", "cnn", "bbcworld", "reuters", "ap", "washingtonpost"
 #: the X API's own address (tweepy's host; requests to it go to ``api_url`` when that differs)
 API_URL = "https://api.twitter.com"
 #: https to any host, http to a loopback one (the credentials go with every request); a path
-#: prefix may follow (a gateway's), never a query, a fragment or user information
-API_URL_PATTERN = (r"^(https://([^\s/?#@:\[\]]+|\[[0-9A-Fa-f:.]+\])|http://(localhost|127(\.[0-9]{1,3}){3}|\[::1\]))"
-                   r"(:[0-9]{1,5})?(/[^\s?#]*)?$")
+#: prefix may follow (a gateway's: letters, digits and . _ ~ % / + = -), never a query, a
+#: fragment or user information
+API_URL_PATTERN = (r"^(https://([A-Za-z0-9.-]+|\[[0-9A-Fa-f:.]+\])|http://(localhost|127(\.[0-9]{1,3}){3}|\[::1\]))"
+                   r"(:[0-9]{1,5})?(/[A-Za-z0-9._~%/+=-]*)?$")
 TWEET_FIELDS = ["created_at", "entities", "referenced_tweets", "author_id", "lang"]
 
 
