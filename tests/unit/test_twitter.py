@@ -6,6 +6,7 @@ from __future__ import annotations
 import gzip
 import http.server
 import json
+import re
 import threading
 import time
 from dataclasses import replace
@@ -903,7 +904,7 @@ def test_retryable_statuses_back_off_with_jitter_and_a_cap_and_end(fake_x, tmp_p
     assert [round(backoff_delay(settings, a, rng), 6) for a in (0, 5, 9)] != [1.0, 8.0, 8.0]
 
 
-def test_a_rate_limit_with_a_future_reset_waits_for_it(fake_x, tmp_path):
+def test_a_rate_limit_with_a_future_reset_waits_for_it(fake_x, tmp_path, capsys):
     populate(fake_x, stories=1)
     fake_x.faults = [("/2/users/by/username/", "429")]
     waits = []
@@ -911,6 +912,12 @@ def test_a_rate_limit_with_a_future_reset_waits_for_it(fake_x, tmp_path):
     harvest_day("2026-11-02", tmp_path / "d.parquet", settings, raw_dir=tmp_path / "raw",
                 state_path=tmp_path / "s.json", client=client_for(fake_x), sleep=waits.append)
     assert len(waits) == 1 and 0.5 < waits[0] <= 2.5  # until the reset (+1 s), not the back-off
+    # the log says what it waits for (a wait of up to backoff_max, 900 s, is not a hang)
+    err = capsys.readouterr().err
+    assert f"get_user rate limited (429): waiting {waits[0]:.1f} s, then retry 1 of 2\n" in err
+    # and how far the day's harvest is: accounts, then URL searches
+    assert re.search(r"harvest 2026-11-02: timelines: 100%.* 1/1 ", err)
+    assert re.search(r"harvest 2026-11-02: URL searches: 100%.* 1/1 ", err)
 
 
 def test_oauth1_user_context_signs_every_request(fake_x, tmp_path, monkeypatch):

@@ -14,6 +14,7 @@ from typing import Annotated, Any
 
 from requests.adapters import HTTPAdapter
 
+from paramill.progress import note
 from paramill.settings import Settings, setting
 
 
@@ -245,6 +246,8 @@ def call(fn: Callable[..., Any], settings: HarvestSettings, sleep: Callable[[flo
             failure = type(exc).__name__
         if attempt == settings.retries:
             raise HarvestError(f"{fn.__name__} failed after {settings.retries} retries: {failure}")
+        note(f"paramill twitter harvest: {fn.__name__} {failure}: waiting {wait:.1f} s, then retry "
+             f"{attempt + 1} of {settings.retries}")  # a wait of up to backoff_max is not a hang
         sleep(wait)
     raise AssertionError("unreachable")
 

@@ -53,6 +53,7 @@ import pyarrow as pa
 
 from paramill.job import output_job
 from paramill.io import InputError, TableWriter
+from paramill.progress import progress
 from paramill.provenance import Run
 from paramill.twitter.api import (
     TWEET_FIELDS,
@@ -248,21 +249,22 @@ def harvest_live(client, store: PageStore, state: State, settings: HarvestSettin
 
     counts = {"timeline_pages": 0, "search_pages": 0, "urls_searched": 0,
               "urls_dropped": prune_urls(state, date, settings.search_days)}
-    for account in settings.accounts:
-        if account not in state.users:
-            user_id = lookup_user(client, account, bad, api)
-            if user_id is None:
-                continue
-            state.users[account] = user_id
-            state.save()
-        harvest_timeline(client, account, store, state, settings, counts, bad, api, expander, date)
-    for url, entry in state.urls.items():
-        if entry.get("done_run") == date:  # searched by this day's run before it was stopped
-            continue
-        counts["urls_searched"] += 1
-        harvest_search(client, url, entry, store, state, settings, counts, bad, api)
-        entry["done_run"] = date
-        state.save()
+    with progress(f"harvest {date}: timelines", unit="accounts", total=len(settings.accounts)) as bar:
+        for account in settings.accounts:
+            if account not in state.users and (user_id := lookup_user(client, account, bad, api)):
+                state.users[account] = user_id
+                state.save()
+            if account in state.users:
+                harvest_timeline(client, account, store, state, settings, counts, bad, api, expander, date)
+            bar.update()
+    with progress(f"harvest {date}: URL searches", unit="URLs", total=len(state.urls)) as bar:
+        for url, entry in state.urls.items():
+            if entry.get("done_run") != date:  # not searched by this day's run before it stopped
+                counts["urls_searched"] += 1
+                harvest_search(client, url, entry, store, state, settings, counts, bad, api)
+                entry["done_run"] = date
+                state.save()
+            bar.update()
     for entry in state.urls.values():  # the next run searches every URL again, from since_id
         entry.pop("done_run", None)
     state.completed_day = date
