@@ -322,12 +322,14 @@ def test_a_harvest_state_with_any_field_of_another_json_type_loads_or_is_an_erro
     """Every field of a state set to each value of other JSON types: the state loads and the
     harvest's own reading of it (pruning by first-seen date, saving) runs, or it is an error
     naming the file; never a traceback."""
+    from paramill.twitter.harvest import settled
     from paramill.twitter.store import State, prune_urls
 
     good = {"users": {"newsa": "100"}, "since": {"newsa": "1200"},
             "pending": {"newsb": {"next_token": "t1", "newest": "1150"}},
             "urls": {"https://a.com/1": {"since_id": "1100", "next_token": None, "newest": "1101",
-                                         "first_seen": "2026-11-01", "done_run": "2026-11-02"}}}
+                                         "first_seen": "2026-11-01", "done_run": "2026-11-02"}},
+            "latest_day": "2026-11-02", "completed_day": "2026-11-02"}
     path, loaded, refused = tmp_path / "state.json", 0, 0
     for _, _, changed in edited(good):
         path.write_text(json.dumps(changed))
@@ -338,9 +340,11 @@ def test_a_harvest_state_with_any_field_of_another_json_type_loads_or_is_an_erro
             refused += 1
             continue
         prune_urls(state, "2026-11-20", 7)
+        for day in ("2026-11-01", "2026-11-02", "2026-11-20"):
+            settled(state, tmp_path / "raw", day, "2026-11-20")
         state.save()
         loaded += 1
-    assert loaded > 30 and refused > 150, (loaded, refused)
+    assert loaded > 30 and refused > 170, (loaded, refused)
 
 
 def test_a_harvest_state_keeps_what_it_does_not_know_and_reads_numbers_as_ids(tmp_path):
