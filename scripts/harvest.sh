@@ -21,7 +21,8 @@ fi
 MONTH="${DAY:0:7}"
 SNAKEMAKE="${SNAKEMAKE:-.venv/bin/snakemake}"
 CONFIG=(--configfile config.yaml "${TWITTER_CONFIG:-configs/twitter.yaml}")
-# Snakemake re-runs a day's harvest job only when a twitter.harvest setting changed; a day
+# Snakemake re-runs a day's harvest job only when a setting of its URL expansions changed
+# (twitter.harvest.expand_all, url_timeout, private_urls); a day
 # before the latest harvested (or the latest, harvested to its end, once its day is past)
 # then rebuilds its table from its saved pages and fetches nothing, and today's only adds
 # what is new (paramill.twitter.harvest)

@@ -33,9 +33,10 @@ def setting(default: Any = dataclasses.MISSING, doc: str = "", *, factory: Any =
     chooses the rule's inputs rather than changing its work (``x-workflow`` in the schema:
     the rule leaves it out of its params, so changing it re-runs nothing by itself);
     ``launch`` marks a key that changes how the work is launched, not what it computes (its
-    output the same to float noise at most, as with the thread count; ``x-launch``: the rule
-    passes it to the job outside its params, ``--launch``, so changing it re-runs nothing
-    either; the next job that runs takes it).
+    output the same to float noise at most, as with the thread count), or one that steers
+    only what a live harvest asks for next (a day harvested is settled: its table never
+    depends on it); ``x-launch``: the rule passes it to the job outside its params,
+    ``--launch``, so changing it re-runs nothing either; the next job that runs takes it.
     """
     if workflow:
         schema["x-workflow"] = True

@@ -590,7 +590,9 @@ def test_how_a_harvest_is_launched_changes_nothing_it_writes(fake_x, tmp_path, m
 
     assert set(config.marked("launch", "twitter", "harvest")) == {
         "bearer_token_env", "consumer_key_env", "consumer_secret_env", "access_token_env",
-        "access_token_secret_env", "retries", "backoff", "backoff_max", "url_workers", "api_url"}
+        "access_token_secret_env", "retries", "backoff", "backoff_max", "url_workers", "api_url",
+        # and what steers the next fetch alone (test_what_steers_a_fetch_never_changes_a_settled_day)
+        "accounts", "max_results", "max_pages", "search_days"}
     populate(fake_x, stories=3, replies=12)
     faults = [("/2/users/100/tweets", "429"), ("/2/tweets/search/recent", "503")]
     other = replace(SETTINGS, retries=9, backoff=0.5, backoff_max=10.0, url_workers=1,
@@ -605,6 +607,21 @@ def test_how_a_harvest_is_launched_changes_nothing_it_writes(fake_x, tmp_path, m
         assert not fake_x.faults
     assert tables[1].equals(tables[0]) and tables[0].height > 20
     assert fake_x.requests[-1][2]["Host"].startswith("localhost:")  # b reached it by the other name
+
+
+def test_what_steers_a_fetch_never_changes_a_settled_day(fake_x, tmp_path):
+    """accounts, max_results, max_pages and search_days are launch-only: they steer what a live
+    harvest asks for, and a day harvested is settled (rebuilt from its pages, never fetched
+    again), so a day's table never depends on them and changing one re-runs no day's job."""
+    populate(fake_x, stories=3, replies=12)
+    _, first = harvest(fake_x, tmp_path)
+    populate(fake_x, start=5000, stories=1)
+    harvest(fake_x, tmp_path, date="2026-11-03")
+    before = len(fake_x.requests)
+    for steer in ({"accounts": ["newsb"]}, {"max_results": 100, "max_pages": 1}, {"search_days": 0}):
+        _, again = harvest(fake_x, tmp_path, settings=replace(SETTINGS, **steer), today="2026-11-04")
+        assert again.equals(first), steer
+    assert len(fake_x.requests) == before
 
 
 def test_urls_are_searched_for_search_days_then_dropped(fake_x, tmp_path):

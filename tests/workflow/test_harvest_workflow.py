@@ -75,15 +75,18 @@ def season(tmp_path_factory):
             runs[day] = {"ran": executed(proc), "requests": fake.requests[before:],
                          "tables": snapshot(root),
                          "growth": (root / "results/twitter/growth.tsv").read_text()}
-        # a harvest setting changed (more pages a run): every day's job re-runs
+        # a setting a day's table is built with changed (the URL expansions' timeout): every
+        # day's job re-runs
         populate(fake, start=4000, stories=2)
         before = len(fake.requests)
-        proc = harvest(root, "2026-11-02", overlay(fake.base, max_pages=12))
+        proc = harvest(root, "2026-11-02", overlay(fake.base, url_timeout=4.0))
         runs["changed"] = {"ran": executed(proc), "requests": fake.requests[before:],
                            "tables": snapshot(root)}
-        # only how it is launched changed (another address for the same API, other retries)
+        # only how it is launched (another address for the same API, other retries) and what
+        # the next fetch asks for (pages, page size, days a URL is searched) changed
         proc = harvest(root, "2026-11-02", overlay(fake.base.replace("127.0.0.1", "localhost"),
-                                                    max_pages=12, retries=7))
+                                                    url_timeout=4.0, retries=7, max_pages=12,
+                                                    max_results=10, search_days=3))
         runs["launch"] = {"ran": executed(proc)}
         runs["all_requests"] = list(fake.requests)
         runs["expected"] = {t["id"] for ts in fake.timelines.values() for t in ts} | {
@@ -135,7 +138,7 @@ def test_the_months_grow_in_the_growth_table(season):
     assert stats["pairs"] == pairs.height == november["pairs"]
 
 
-def test_a_changed_harvest_setting_rebuilds_past_days_from_their_pages_with_no_request(season):
+def test_a_changed_table_setting_rebuilds_past_days_from_their_pages_with_no_request(season):
     _, runs = season
     changed = runs["changed"]
     # every day's job re-runs (its params changed), and each month after it
@@ -160,7 +163,8 @@ def test_a_changed_harvest_setting_rebuilds_past_days_from_their_pages_with_no_r
 
 def test_a_launch_only_change_reruns_no_day(season):
     _, runs = season
-    # the newest day's harvest is complete: another address or retries re-run nothing
+    # the newest day's harvest is complete: another address, retries, pages, page size or
+    # search days re-run nothing
     assert runs["launch"]["ran"] == {}
 
 

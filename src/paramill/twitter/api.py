@@ -22,6 +22,11 @@ from paramill.settings import Settings, setting
 NEWS_ACCOUNTS = ["nytimes", "cnn", "bbcworld", "reuters", "ap", "washingtonpost", "wsj",
                  "guardian", "foxnews", "abc", "nbcnews", "cbsnews", "npr", "usatoday",
                  "latimes", "time", "bbcbreaking", "cnnbrk", "skynews", "business"]
+#: the description of a key that only steers what a live harvest asks for: the days already
+#: harvested are settled (rebuilt from their saved pages, never fetched again), so changing it
+#: re-runs no day's job and the next harvest takes it (a launch-only key)
+STEERS = (" It steers what the next live harvest asks the API for; a day harvested is never "
+          "fetched again.")
 #: the X API's own address (tweepy's host; requests to it go to ``api_url`` when that differs)
 API_URL = "https://api.twitter.com"
 #: https to any host, http to a loopback one (the credentials go with every request); a path
@@ -40,7 +45,7 @@ class HarvestError(RuntimeError):
 class HarvestSettings(Settings):
     accounts: list[Annotated[str, {"pattern": "^[A-Za-z0-9_]{1,15}$"}]] = setting(
         factory=lambda: list(NEWS_ACCOUNTS),
-        doc="News accounts followed (screen names: 1-15 letters, digits or _).")
+        doc="News accounts followed (screen names: 1-15 letters, digits or _)." + STEERS, launch=True)
     bearer_token_env: str = setting(
         "X_BEARER_TOKEN", "Environment variable holding the bearer token.",
         pattern="^[A-Za-z_][A-Za-z0-9_]*$", launch=True)
@@ -55,8 +60,9 @@ class HarvestSettings(Settings):
     access_token_secret_env: str = setting(
         "X_ACCESS_TOKEN_SECRET", "OAuth 1.0a access token secret variable.",
         pattern="^[A-Za-z_][A-Za-z0-9_]*$", launch=True)
-    max_results: int = setting(100, "Tweets per API page.", minimum=5, maximum=100)
-    max_pages: int = setting(20, "Pages per timeline or URL search per run.", minimum=1)
+    max_results: int = setting(100, "Tweets per API page." + STEERS, minimum=5, maximum=100, launch=True)
+    max_pages: int = setting(20, "Pages per timeline or URL search per run." + STEERS, minimum=1,
+                             launch=True)
     retries: int = setting(
         5,
         "Retries a call on rate limits (429), server errors (500/502/503/504), network errors and "
@@ -78,7 +84,8 @@ class HarvestSettings(Settings):
         "harvest node request its cloud's metadata service or an internal host.")
     search_days: int = setting(
         7, "A URL is searched again on harvests up to this many days after the one that first saw "
-        "it, then dropped from the state (recent search reaches back 7 days).", minimum=0)
+        "it, then dropped from the state (recent search reaches back 7 days)." + STEERS, minimum=0,
+        launch=True)
     api_url: str = setting(
         API_URL, "Where the X API v2 is reached: its own address, or an API gateway or proxy "
         "that serves the same routes (/2/...). https, or http to a loopback host only: the "

@@ -22,7 +22,8 @@ for the same day finds nothing new and writes the same table. A settled day is n
 again: one before the latest day harvested (the state's ``latest_day``), or the latest once
 its harvest ran to its end (``completed_day``) and the day is past (UTC). The API returns
 what is there now, which would be filed under the old day and taken from the new one. Its
-table is rebuilt from its saved pages (a changed setting re-runs every day's job), without
+table is rebuilt from its saved pages (a changed setting of the URL expansions re-runs
+every day's job; what only steers a fetch is launch-only and re-runs none), without
 the state's lock, so those jobs run side by side and beside today's harvest; a day that has
 no pages is an error.
 
