@@ -74,7 +74,9 @@ def season(tmp_path_factory):
             proc = harvest(root, day, config)
             runs[day] = {"ran": executed(proc), "requests": fake.requests[before:],
                          "tables": snapshot(root),
-                         "growth": (root / "results/twitter/growth.tsv").read_text()}
+                         "growth": (root / "results/twitter/growth.tsv").read_text(),
+                         "october": (json.loads((root / "results/twitter/2026-10/stats.json").read_text()),
+                                     pl.read_parquet(root / "results/twitter/2026-10/pairs.parquet"))}
         # a setting a day's table is built with changed (the URL expansions' timeout): every
         # day's job re-runs
         populate(fake, start=4000, stories=2)
@@ -88,6 +90,9 @@ def season(tmp_path_factory):
                                                     url_timeout=4.0, retries=7, max_pages=12,
                                                     max_results=10, search_days=3))
         runs["launch"] = {"ran": executed(proc)}
+        # the accounts followed: they name the months' news tweets too (twitter_month's params)
+        proc = harvest(root, "2026-11-02", overlay(fake.base, url_timeout=4.0, accounts=["newsa"]))
+        runs["accounts"] = {"ran": executed(proc)}
         runs["all_requests"] = list(fake.requests)
         runs["expected"] = {t["id"] for ts in fake.timelines.values() for t in ts} | {
             t["id"] for t in fake.searchable}
@@ -126,16 +131,15 @@ def test_every_tweet_is_filed_once_under_the_day_that_fetched_it(season):
 
 
 def test_the_months_grow_in_the_growth_table(season):
-    root, runs = season
+    _, runs = season
     first = pl.read_csv(runs["2026-10-02"]["growth"].encode(), separator="\t")
     growth = pl.read_csv(runs["2026-11-01"]["growth"].encode(), separator="\t")
     assert first["month"].to_list() == ["2026-10"] and first["days"].to_list() == [1]
     assert growth["month"].to_list() == ["2026-10", "2026-11"] and growth["days"].to_list() == [2, 1]
-    november = growth.row(0, named=True)
-    assert november["tweets"] > first["tweets"][0] and november["pairs"] > first["pairs"][0] > 0
-    stats = json.loads((root / "results/twitter/2026-10/stats.json").read_text())
-    pairs = pl.read_parquet(root / "results/twitter/2026-10/pairs.parquet")
-    assert stats["pairs"] == pairs.height == november["pairs"]
+    october = growth.row(0, named=True)
+    assert october["tweets"] > first["tweets"][0] and october["pairs"] > first["pairs"][0] > 0
+    stats, pairs = runs["2026-11-01"]["october"]
+    assert stats["pairs"] == pairs.height == october["pairs"]
 
 
 def test_a_changed_table_setting_rebuilds_past_days_from_their_pages_with_no_request(season):
@@ -173,3 +177,8 @@ def test_harvest_sh_refuses_a_day_that_is_not_a_date(tmp_path, day):
     proc = subprocess.run([str(REPO / "scripts/harvest.sh")], env={**os.environ, "HARVEST_DATE": day,
                           "SNAKEMAKE": "/bin/false"}, capture_output=True, text=True, timeout=60)
     assert proc.returncode == 2 and proc.stderr == f"harvest.sh: HARVEST_DATE '{day}' is not a date (YYYY-MM-DD)\n"
+
+
+def test_other_accounts_rerun_the_months_and_no_day(season):
+    _, runs = season
+    assert runs["accounts"]["ran"] == {"twitter_month": 2, "twitter_growth": 1}
