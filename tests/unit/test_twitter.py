@@ -875,15 +875,20 @@ def test_a_saved_page_that_cannot_be_read_back_is_a_rejected_row(fake_x, tmp_pat
     assert bad.filter(pl.col("reason") == "unreadable_page")["where"].to_list() == [str(page)]
 
 
-def test_max_pages_never_moves_since_id_past_pages_not_fetched(fake_x, tmp_path):
+def test_max_pages_never_moves_since_id_past_pages_not_fetched(fake_x, tmp_path, capsys):
     for i in range(30):
         fake_x.timelines["100"].append(tweet(1000 + i, "100", f"story {i}"))
     settings = HarvestSettings(accounts=["newsa"], max_results=5, max_pages=2, retries=1, backoff=0.0)
-    seen = set()
+    seen, cuts = set(), []
     days = [f"2026-11-{d:02d}" for d in range(2, 8)]
     for day in days[:4]:
-        _, table = harvest(fake_x, tmp_path, date=day, settings=settings)
+        stats, table = harvest(fake_x, tmp_path, date=day, settings=settings)
         seen |= set(table["tweet_id"])
+        cuts.append(stats["listings_cut"])
+    # the first two harvests stop at 2 pages of 5 and say so; the third reaches the end
+    assert cuts == [1, 1, 0, 0]
+    assert capsys.readouterr().err.count("warning: 1 listing(s) reached max_pages (2) and continue on "
+                                         "the next harvest (timeline newsa)") == 2
     assert seen == {t["id"] for t in fake_x.timelines["100"]}  # 30 tweets, 10 a harvest
     state = json.loads((tmp_path / "state.json").read_text())
     assert state["since"]["newsa"] == "1029" and state["pending"] == {}

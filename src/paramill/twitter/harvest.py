@@ -54,7 +54,7 @@ import pyarrow as pa
 
 from paramill.job import output_job
 from paramill.io import InputError, TableWriter
-from paramill.progress import progress
+from paramill.progress import note, progress
 from paramill.provenance import Run
 from paramill.twitter.api import (
     TWEET_FIELDS,
@@ -270,6 +270,14 @@ def harvest_live(client, store: PageStore, state: State, settings: HarvestSettin
         entry.pop("done_run", None)
     state.completed_day = date
     state.save()
+    cut = [f"timeline {a}" for a in settings.accounts if a in state.pending] + [
+        f"search {u}" for u, entry in state.urls.items() if entry.get("next_token")]
+    counts["listings_cut"] = len(cut)
+    if cut:  # continued by the next harvest; cut on every one, the harvest falls behind
+        note(f"paramill twitter harvest: warning: {len(cut)} listing(s) reached max_pages "
+             f"({settings.max_pages}) and continue on the next harvest ({', '.join(cut[:3])}"
+             f"{', …' if len(cut) > 3 else ''}); cut on every harvest, the harvest falls behind "
+             "(and a URL is dropped after search_days): raise twitter.harvest.max_pages")
     return counts
 
 
