@@ -148,6 +148,13 @@ def test_url_expansion_follows_chains_stops_loops_and_timeouts(web, tmp_path):
     # cached on disk: a new expander answers without the network
     again = Expander(cache, session=None).expand([f"{web}/short/3"])
     assert again == {f"{web}/short/3": f"{web}/article?utm_source=x"}
+    # but not a timeout (the web could not say, this time): the next run asks again
+    saved = json.loads(cache.read_text())
+    assert f"{web}/slow" not in saved and saved[f"{web}/loop/a"].startswith(f"{web}/loop/")
+    before = len(http_requests(web))
+    later = Expander(cache, timeout=5.0, private_urls=True).expand([f"{web}/slow", f"{web}/short/3"])
+    assert later == {f"{web}/slow": f"{web}/article", f"{web}/short/3": f"{web}/article?utm_source=x"}
+    assert {p for p in http_requests(web)[before:]} == {"/slow", "/article"}
     loopback = web_session(private_urls=True)
     assert page_card(f"{web}/article", loopback) == {"title": "Storm hits Florida",
                                                      "description": "Thousands lose power"}

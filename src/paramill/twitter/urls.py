@@ -209,7 +209,10 @@ class Expander:
         self.session.max_redirects = max_redirects
         self._lock = threading.Lock()
 
-    def _resolve(self, url: str) -> str:
+    def _resolve(self, url: str) -> str | None:
+        """Where ``url`` leads; None when the web could not say now (a timeout, a connection
+        error): not cached, so a later run asks again, where a loop or a host that is not
+        public is an answer that is."""
         for method in ("head", "get"):
             try:
                 resp = self.session.request(method, url, allow_redirects=True, timeout=self.timeout,
@@ -223,19 +226,23 @@ class Expander:
                 return exc.request.url if exc.request is not None else url
             except requests.RequestException:
                 if method == "get":
-                    return url
-        return url
+                    return None
+        return None
 
     def expand(self, urls: list[str]) -> dict[str, str]:
         """url -> final URL after redirects (the URL itself when it cannot be followed)."""
         todo = [u for u in dict.fromkeys(urls) if u not in self.cache]
+        found: dict[str, str] = {}
         if todo:
             with ThreadPoolExecutor(self.workers) as pool:
                 for url, final in zip(todo, pool.map(self._resolve, todo)):
-                    with self._lock:
-                        self.cache[url] = final
-            self.save()
-        return {u: self.cache[u] for u in urls}
+                    if final is not None:
+                        found[url] = final
+            if found:
+                with self._lock:
+                    self.cache.update(found)
+                self.save()
+        return {u: self.cache.get(u, u) for u in urls}
 
     def save(self) -> None:
         if self.cache_path:
