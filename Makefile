@@ -49,7 +49,7 @@ $(STAMP): pyproject.toml $(CONSTRAINTS) Makefile scripts/build-kenlm.sh scripts/
 	@touch $(STAMP)
 
 run: install
-	$(BIN)/snakemake --cores $(CORES)
+	$(BIN)/snakemake --cores $(CORES) --show-failed-logs
 
 test: install
 	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadgroup --no-loadscope-reorder

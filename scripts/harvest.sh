@@ -26,6 +26,7 @@ CONFIG=(--configfile config.yaml "${TWITTER_CONFIG:-configs/twitter.yaml}")
 # before the latest harvested (or the latest, harvested to its end, once its day is past)
 # then rebuilds its table from its saved pages and fetches nothing, and today's only adds
 # what is new (paramill.twitter.harvest)
-"$SNAKEMAKE" --cores "${CORES:-2}" "$@" "work/twitter/harvest/${DAY}.parquet" "${CONFIG[@]}"
-"$SNAKEMAKE" --cores "${CORES:-2}" "$@" "results/twitter/${MONTH}/paraphrases.tsv" \
+# --show-failed-logs: a failed job's log (the harvest's own message) lands in the cron log
+"$SNAKEMAKE" --cores "${CORES:-2}" --show-failed-logs "$@" "work/twitter/harvest/${DAY}.parquet" "${CONFIG[@]}"
+"$SNAKEMAKE" --cores "${CORES:-2}" --show-failed-logs "$@" "results/twitter/${MONTH}/paraphrases.tsv" \
   results/twitter/growth.tsv "${CONFIG[@]}"

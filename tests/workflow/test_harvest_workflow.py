@@ -40,16 +40,16 @@ def overlay(base: str, **harvest) -> str:
                      "train": [{"path": "data/sample/tweets/labelled.tsv", "format": "twitter-url"}]}}})
 
 
-def harvest(root: Path, day: str, config: str) -> subprocess.CompletedProcess:
+def harvest(root: Path, day: str, config: str, token: str | None = TOKEN) -> subprocess.CompletedProcess:
     """``scripts/harvest.sh`` for ``day``, as cron runs it (credentials in the environment)."""
     (root / "twitter.yaml").write_text(config)  # JSON is YAML
     bindir = Path(sys.executable).parent
     env = {**os.environ, "PATH": f"{bindir}:{os.environ.get('PATH', '')}", "PARAMILL_PROGRESS": "0",
-           "HARVEST_DATE": day, "X_BEARER_TOKEN": TOKEN, "SNAKEMAKE": str(bindir / "snakemake"),
+           "HARVEST_DATE": day, "X_BEARER_TOKEN": token or "", "SNAKEMAKE": str(bindir / "snakemake"),
            "TWITTER_CONFIG": "twitter.yaml", "CORES": "2"}
     proc = subprocess.run(["scripts/harvest.sh"], cwd=root, env=env, capture_output=True, text=True,
                           timeout=900)
-    assert proc.returncode == 0, f"harvest.sh {day} failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-6000:]}"
+    assert (proc.returncode == 0) == bool(token), f"harvest.sh {day}:\n{proc.stdout[-3000:]}\n{proc.stderr[-6000:]}"
     assert TOKEN not in proc.stdout + proc.stderr
     return proc
 
@@ -93,6 +93,9 @@ def season(tmp_path_factory):
         # the accounts followed: they name the months' news tweets too (twitter_month's params)
         proc = harvest(root, "2026-11-02", overlay(fake.base, url_timeout=4.0, accounts=["newsa"]))
         runs["accounts"] = {"ran": executed(proc)}
+        # no credentials in cron's environment: the script fails, its output says why
+        runs["no_token"] = harvest(root, "2026-11-03", overlay(fake.base, url_timeout=4.0,
+                                                               accounts=["newsa"]), token=None)
         runs["all_requests"] = list(fake.requests)
         runs["expected"] = {t["id"] for ts in fake.timelines.values() for t in ts} | {
             t["id"] for t in fake.searchable}
@@ -182,3 +185,12 @@ def test_harvest_sh_refuses_a_day_that_is_not_a_date(tmp_path, day):
 def test_other_accounts_rerun_the_months_and_no_day(season):
     _, runs = season
     assert runs["accounts"]["ran"] == {"twitter_month": 2, "twitter_growth": 1}
+
+
+def test_a_failed_harvest_says_why_in_the_scripts_own_output(season):
+    root, runs = season
+    proc = runs["no_token"]
+    # the job's log, shown by snakemake (--show-failed-logs): what a cron mail or log holds
+    assert proc.returncode != 0
+    assert "paramill twitter harvest: no X API credentials: set X_BEARER_TOKEN" in proc.stdout + proc.stderr
+    assert not (root / "work/twitter/harvest/2026-11-03.parquet").exists()
