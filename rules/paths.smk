@@ -245,6 +245,16 @@ def twitter_months():
     return sorted({d[:7] for d in days})
 
 
+def growth_stats(wildcards):
+    """Each month's stats: the months of the configured dates and of the days harvested."""
+    months = twitter_months()
+    if not months:
+        raise WorkflowError(f"{RESULTS}/twitter/growth.tsv: no month to count yet: twitter.dates "
+                            f"is empty and no day is harvested in {WORK}/twitter/harvest "
+                            "(scripts/harvest.sh harvests today)")
+    return [f"{RESULTS}/twitter/{m}/stats.json" for m in months]
+
+
 def month_days(wildcards):
     """The month's configured dates and its days already harvested (periodic runs)."""
     days = {d for d in config["twitter"]["dates"] if d.startswith(wildcards.month)}
@@ -298,6 +308,7 @@ def default_targets():
     targets += [f"{RESULTS}/nmt/diversity.tsv"] if sampling() and CORPORA else []
     targets.append(f"{RESULTS}/lexicon/simlex.tsv" if config["lexicon"]["simlex"]
                    else f"{RESULTS}/lexicon/lexicon.tsv")
-    if config["twitter"]["enabled"]:
-        targets += [f"{RESULTS}/twitter/growth.tsv", f"{RESULTS}/twitter/paraid.json"]
+    if config["twitter"]["enabled"]:  # the growth table once a month has a day to count
+        targets += [f"{RESULTS}/twitter/growth.tsv"] if twitter_months() else []
+        targets.append(f"{RESULTS}/twitter/paraid.json")
     return targets

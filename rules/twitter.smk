@@ -87,7 +87,7 @@ rule twitter_month:
 
 rule twitter_growth:
     input:
-        expand(f"{RESULTS}/twitter/{{month}}/stats.json", month=twitter_months()),
+        growth_stats,
     output:
         tsv=f"{RESULTS}/twitter/growth.tsv",
         png=report(f"{RESULTS}/twitter/growth.png", category="Twitter",

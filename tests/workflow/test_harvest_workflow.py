@@ -18,7 +18,7 @@ import pytest
 
 from tests.fake_x import populate, serve
 
-from .conftest import REPO, copy_project, executed
+from .conftest import REPO, copy_project, executed, snakemake
 
 pytestmark = pytest.mark.slow
 
@@ -194,3 +194,18 @@ def test_a_failed_harvest_says_why_in_the_scripts_own_output(season):
     assert proc.returncode != 0
     assert "paramill twitter harvest: no X API credentials: set X_BEARER_TOKEN" in proc.stdout + proc.stderr
     assert not (root / "work/twitter/harvest/2026-11-03.parquet").exists()
+
+
+def test_before_the_first_harvest_the_pipeline_runs_and_growth_waits_for_a_month(tmp_path):
+    """A live config with no day harvested yet: the default targets leave the growth table
+    out (it counted no month, and its job failed on a usage error) and train the identifier;
+    asking for the table says why there is none."""
+    root = copy_project(tmp_path)
+    (root / "twitter.yaml").write_text(overlay("https://api.x.com"))
+    dry = snakemake(root, "-n", "--configfile", "config.yaml", "twitter.yaml")
+    assert executed(dry)["twitter_identify"] == 1
+    assert not {"harvest", "twitter_month", "twitter_growth"} & set(executed(dry))
+    asked = snakemake(root, "-n", "results/twitter/growth.tsv", "--configfile", "config.yaml",
+                      "twitter.yaml", check=False)
+    assert asked.returncode != 0 and ("results/twitter/growth.tsv: no month to count yet: twitter.dates is "
+                                      "empty and no day is harvested in work/twitter/harvest") in asked.stdout + asked.stderr
