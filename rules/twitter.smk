@@ -68,6 +68,7 @@ rule twitter_month:
         settings=as_json(config["twitter"]["pairs"]),
         accounts=as_json({"accounts": config["twitter"]["harvest"]["accounts"]}),
         threshold=as_json({"threshold": config["twitter"]["identify"]["threshold"]}),
+        card_cache=lambda w: f"{WORK}/twitter/card-cache/{w.month}.json",
     log:
         f"{LOGS}/twitter/twitter_month.{{month}}.log",
     benchmark:
@@ -80,7 +81,7 @@ rule twitter_month:
     shell:
         "paramill --rule {rule} --threads {threads} twitter month {input.days:q} --month {wildcards.month:q}"
         " --model {input.model:q} --harvest-settings {params.accounts:q}"
-        " --identify-settings {params.threshold:q}"
+        " --identify-settings {params.threshold:q} --card-cache {params.card_cache:q}"
         " --settings {params.settings:q} --pairs {output.pairs:q} --tsv {output.tsv:q}"
         " --stats {output.stats:q} > {log:q} 2>&1"
 

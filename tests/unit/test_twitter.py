@@ -283,6 +283,26 @@ def test_a_page_card_read_ends_at_its_deadline(web):
     assert time.monotonic() - started < 2.5
 
 
+def test_each_page_card_is_read_once_and_a_page_not_read_now_is_asked_again(web, tmp_path):
+    """twitter.pairs.fetch_cards (on, as the paper dropped tweets equal to the page's card):
+    the month's job runs again each day of the month, and read every news page each time."""
+    from paramill.twitter.urls import fetch_cards
+
+    cache = tmp_path / "card-cache" / "2026-11.json"
+    urls = [f"{web}/article", f"{web}/echo-host", f"{web}/drip", f"{web}/article"]
+    card = {"title": "Storm hits Florida", "description": "Thousands lose power"}
+    first = fetch_cards(urls, timeout=0.2, private_urls=True, cache=cache)
+    assert first == {f"{web}/article": card}
+    # the page without a card is an answer; the page that ran past its deadline is not
+    assert json.loads(cache.read_text()) == {f"{web}/article": card, f"{web}/echo-host": {}}
+    before = len(http_requests(web))
+    assert fetch_cards(urls, timeout=0.2, private_urls=True, cache=cache) == first
+    assert http_requests(web)[before:] == ["/drip"]
+    cache.write_text('{"https://a.example/": "a title"}')  # edited by hand: not a card cache
+    with pytest.raises(InputError, match=r"2026-11\.json: cards must be a JSON object"):
+        fetch_cards(urls, timeout=0.2, private_urls=True, cache=cache)
+
+
 def test_a_url_cache_that_is_not_json_is_an_error_naming_it(tmp_path):
     cache = tmp_path / "cache.json"
     cache.write_text("{half")
@@ -810,6 +830,44 @@ def test_max_f1_and_lr_learn_a_toy_set(tmp_path):
     model = identify.Identifier.load(tmp_path / "m.npz")
     p = model.score([pos[0], neg[0]])
     assert p[0] > 0.5 > p[1]
+
+
+def test_a_month_reads_its_news_pages_cards_through_its_cache_and_drops_tweets_equal_to_one(
+        fake_x, tmp_path, monkeypatch):
+    from paramill.twitter import urls
+    from paramill.twitter.identify import train_identifier
+    from paramill.twitter.month import score_month
+    from paramill.twitter.url_pairs import PairSettings
+
+    populate(fake_x, stories=2, replies=3)
+    _, day = harvest(fake_x, tmp_path)
+    pos = [(f"the storm hits town number {i} today", f"today the storm hit town number {i}") for i in range(20)]
+    neg = [(f"the storm hits town number {i} today", f"my cat likes fish {i} very much") for i in range(20)]
+    data = tmp_path / "l.tsv"
+    data.write_text("".join(f"{a}\t{b}\t({5 if k < 20 else 0},6)\tu\n" for k, (a, b) in enumerate(pos + neg)))
+    train_identifier([identify.LabelledData(path=str(data), format="twitter-url")], [], tmp_path / "m.npz",
+                     tmp_path / "r.json", identify.IdentifySettings(model="lr"))
+    asked = []
+
+    def fetch(found, cache=None):  # the page of story 0 has the text of one reply as its title
+        asked.append((sorted(found), cache))
+        return {u: {"title": "people say story 0 variant 1 is happening now"} for u in found if "-0" in u}
+
+    monkeypatch.setattr(urls, "fetch_cards", fetch)
+    out = {k: tmp_path / f"month.{k}" for k in ("pairs", "tsv", "json")}
+    stats = score_month([tmp_path / "days" / "2026-11-02.parquet"], tmp_path / "m.npz", ["newsa", "newsb"],
+                        out["pairs"], out["tsv"], out["json"], "2026-11", PairSettings(),
+                        card_cache=tmp_path / "cards.json")
+    assert asked == [(["https://news.example.com/story-1000-0", "https://news.example.com/story-1000-1"],
+                      tmp_path / "cards.json")]  # the news tweets' URLs, canonical, each once
+    assert stats["filtered"]["page_title"] == 1
+    kept = set(pl.read_parquet(out["pairs"])["s2"])
+    assert "people say story 0 variant 1 is happening now" not in kept
+    assert {"people say story 0 variant 0 is happening now", "people say story 1 variant 1 is happening now"} <= kept
+    assert PairSettings.from_dict({}).fetch_cards is True  # the paper's default: cards read
+    score_month([tmp_path / "days" / "2026-11-02.parquet"], tmp_path / "m.npz", ["newsa", "newsb"],
+                out["pairs"], out["tsv"], out["json"], "2026-11", PairSettings(fetch_cards=False))
+    assert len(asked) == 1  # off: no page read
 
 
 # -- harvest faults that must not poison a day or lose tweets -----------------------------

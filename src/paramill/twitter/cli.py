@@ -66,6 +66,8 @@ def identify(args: argparse.Namespace) -> int | str:
     arg("days", nargs="*", help="day tables of the month"), need("--month", "YYYY-MM"),
     need("--model", "identifier from `paramill twitter identify`"),
     arg("--cards", help="JSON {url: {title, description}} of linked pages"),
+    arg("--card-cache", help="with twitter.pairs.fetch_cards and no --cards: the cards read "
+                             "before (JSON), read first and written back; a URL is fetched once"),
     out("--pairs", "output: every candidate pair with p_paraphrase"),
     out("--tsv", "accepted: s1, s2, tweet_a, tweet_b, p"), out("--stats", "output counts (JSON)"),
     description="News accounts are twitter.harvest.accounts; pairs at or above "
@@ -79,7 +81,8 @@ def month(args: argparse.Namespace) -> int | str:
     accounts = [a.lower() for a in args.harvest_settings["accounts"]]
     stats = score_month(args.days, args.model, accounts, args.pairs, args.tsv, args.stats,
                         args.month, PairSettings.from_dict(args.settings),
-                        args.identify_settings["threshold"], load_cards(args.cards), rule=args.rule)
+                        args.identify_settings["threshold"], load_cards(args.cards), rule=args.rule,
+                        card_cache=args.card_cache)
     return f"{args.month}: {stats}"
 
 

@@ -50,10 +50,11 @@ SCORED = pa.schema(list(PAIRS) + [pa.field("p_paraphrase", pa.float64())])
 def score_month(days: list[str | Path], model: str | Path, accounts: list[str], out_pairs: str | Path,
                 out_tsv: str | Path, out_stats: str | Path, month: str,
                 pair_settings: PairSettings = PairSettings(), threshold: float | None = None,
-                cards: dict[str, dict[str, str]] | None = None, rule: str = "twitter_month"
-                ) -> dict[str, Any]:
+                cards: dict[str, dict[str, str]] | None = None, rule: str = "twitter_month",
+                card_cache: str | Path | None = None) -> dict[str, Any]:
     """Pairs of a month's tweets, ``p_paraphrase`` for each, and the accepted ones (at
-    ``threshold``, or the one the identifier chose when it is None)."""
+    ``threshold``, or the one the identifier chose when it is None). With ``fetch_cards``
+    and no ``cards`` given, the news URLs' pages are read (each once: ``card_cache``)."""
     check_days(month, days)
     run = Run(rule=rule, params={"month": month, "threshold": threshold, "accounts": accounts,
                                  **asdict(pair_settings)}, inputs=[*days, model])
@@ -64,7 +65,8 @@ def score_month(days: list[str | Path], model: str | Path, accounts: list[str], 
         from paramill.twitter.urls import fetch_cards
 
         news = tweets.filter(pl.col("author").is_in([a.lower() for a in accounts]))
-        cards = fetch_cards(news.explode("canonical_urls")["canonical_urls"].drop_nulls().to_list())
+        cards = fetch_cards(news.explode("canonical_urls")["canonical_urls"].drop_nulls().to_list(),
+                            cache=card_cache)
     pairs, reasons = build_pairs(tweets, accounts, pair_settings, cards) if tweets is not None else ([], {})
     ident = Identifier.load(model)
     threshold = ident.accept_at(threshold)
@@ -137,11 +139,7 @@ def load_cards(path: str | Path | None) -> dict[str, dict[str, str]]:
     it). A file that is missing, not JSON or not such a mapping is an error naming it."""
     if not path:
         return {}
+    from paramill.twitter.urls import check_cards
+
     check_regular_file(path)
-    cards = read_json(path)
-    if not isinstance(cards, dict) or not all(
-            isinstance(c, dict) and all(isinstance(v, str) or v is None for v in c.values())
-            for c in cards.values()):
-        raise InputError(path, None, "cards must be a JSON object of {url: {title, description}}, "
-                                     "each a string (or null)")
-    return cards
+    return check_cards(read_json(path), path)

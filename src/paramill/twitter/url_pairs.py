@@ -37,9 +37,11 @@ class PairSettings(Settings):
         7, "Both tweets at least this many tokens after clean-up (the original code's 7).",
         minimum=1)
     fetch_cards: bool = setting(
-        False,
+        True,
         "Fetch each news URL's page for its twitter:title/description (a tweet equal to either is "
-        "dropped); or pass them with `paramill twitter month --cards`.")
+        "dropped, as Lan et al. 2017 did); each URL once, kept in work/twitter/card-cache/<month>.json "
+        "(a page that could not be read is asked again on the month's next run). Off: no page is "
+        "read (or pass them with `paramill twitter month --cards`).")
 
 
 def reject_reason(a: str, b: str, card: dict[str, str] | None, min_tokens: int) -> str | None:

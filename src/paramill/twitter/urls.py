@@ -35,7 +35,7 @@ from urllib3.connection import HTTPConnection, HTTPSConnection
 from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
 from urllib3.exceptions import ConnectTimeoutError, NewConnectionError
 
-from paramill.io import MalformedJson, atomic_output, read_json
+from paramill.io import InputError, MalformedJson, atomic_output, read_json
 
 TRACKING = re.compile(r"^(utm_\w+|fbclid|gclid|dclid|mc_cid|mc_eid|cmpid|ocid|ref|ref_src|"
                       r"smid|smtyp|s_cid|share|taid|at_medium|at_campaign|__twitter_impression)$", re.I)
@@ -259,13 +259,23 @@ def page_card(url: str, session: requests.Session | None = None, timeout: float 
     """``twitter:title``/``twitter:description`` of a page (empty when unavailable; a page
     on a host that is not public is not requested unless ``session`` allows it). At most
     ``limit`` bytes are read, for at most three times ``timeout`` in all."""
-    session = session or web_session()
+    return _card(url, session or web_session(), timeout, limit) or {}
+
+
+def _card(url: str, session: requests.Session, timeout: float, limit: int = 200_000
+          ) -> dict[str, str] | None:
+    """:func:`page_card`, or None when the page could not be read now (a timeout, a
+    connection error, its deadline): an answer for another time, where a page without a
+    card, or on a host that is not public, is one for good."""
     deadline = time.monotonic() + 3 * timeout  # a page dripping a byte a second ends here
     try:
         resp = session.get(url, timeout=timeout, stream=True)
         data = bytearray()
         read1 = getattr(resp.raw, "read1", None)  # what has arrived (urllib3 2); else small reads
-        while len(data) < limit and time.monotonic() < deadline:
+        while len(data) < limit:
+            if time.monotonic() >= deadline:
+                resp.close()
+                return None
             chunk = (read1(16384, decode_content=True) if read1 is not None
                      else resp.raw.read(1024, decode_content=True))
             if not chunk:
@@ -273,19 +283,52 @@ def page_card(url: str, session: requests.Session | None = None, timeout: float 
             data += chunk
         resp.close()
         body = bytes(data[:limit]).decode(resp.encoding or "utf-8", "replace")
-    except (requests.RequestException, OSError, LookupError):  # LookupError: an unknown charset
+    except PrivateAddress:
         return {}
+    except LookupError:  # an unknown charset
+        return {}
+    except (requests.RequestException, OSError):
+        return None
     found = {k.lower(): html.unescape(v) for k, v in _META.findall(body)}
     found.update({k.lower(): html.unescape(v) for v, k in _META_REV.findall(body)})
     return {k.split(":")[1]: v for k, v in found.items()}
 
 
+def check_cards(cards: object, path: str | Path) -> dict[str, dict[str, str]]:
+    """``cards`` (read from ``path``) if it is ``{url: {title, description}}``, each a string
+    (or null); otherwise an error naming the file."""
+    if not isinstance(cards, dict) or not all(
+            isinstance(c, dict) and all(isinstance(v, str) or v is None for v in c.values())
+            for c in cards.values()):
+        raise InputError(path, None, "cards must be a JSON object of {url: {title, description}}, "
+                                     "each a string (or null); a card cache may be removed to start anew")
+    return cards
+
+
 def fetch_cards(urls: list[str], workers: int = 8, timeout: float = 5.0,
-                private_urls: bool = False) -> dict[str, dict[str, str]]:
+                private_urls: bool = False, cache: str | Path | None = None) -> dict[str, dict[str, str]]:
     """``page_card`` of each URL, with bounded concurrency (pages without a card left out;
-    public hosts only unless ``private_urls``)."""
-    session = web_session(private_urls)
+    public hosts only unless ``private_urls``). ``cache``: a JSON file of the cards read
+    before (a page without one as ``{}``), read first and written back: a URL is fetched once,
+    where a page that could not be read now is left out of it, to be asked again."""
+    cache = Path(cache) if cache else None
+    known: dict[str, dict[str, str]] = {}
+    if cache and cache.exists():
+        try:
+            known = check_cards(read_json(cache), cache)
+        except MalformedJson as exc:
+            raise InputError(cache, None, f"not a card cache ({exc.message}); remove it to start "
+                             "anew") from None
     unique = list(dict.fromkeys(urls))
-    with ThreadPoolExecutor(workers) as pool:
-        cards = pool.map(lambda u: page_card(u, session, timeout), unique)
-    return {u: c for u, c in zip(unique, cards) if c}
+    todo = [u for u in unique if u not in known]
+    if todo:
+        session = web_session(private_urls)
+        with ThreadPoolExecutor(workers) as pool:
+            cards = list(pool.map(lambda u: _card(u, session, timeout), todo))
+        found = {u: c for u, c in zip(todo, cards) if c is not None}
+        known.update(found)
+        if cache and found:
+            cache.parent.mkdir(parents=True, exist_ok=True)
+            with atomic_output(cache) as (tmp,):
+                tmp.write_text(json.dumps(known, sort_keys=True))
+    return {u: known[u] for u in unique if known.get(u)}
