@@ -66,7 +66,8 @@ rule twitter_month:
         stats=f"{RESULTS}/twitter/{{month}}/stats.json",
     params:
         settings=as_json(config["twitter"]["pairs"]),
-        accounts=as_json({"accounts": config["twitter"]["harvest"]["accounts"]}),
+        # the news accounts; how their pages' cards are read (twitter.pairs.fetch_cards)
+        harvest=as_json({k: config["twitter"]["harvest"][k] for k in ("accounts", "private_urls", "url_timeout")}),
         threshold=as_json({"threshold": config["twitter"]["identify"]["threshold"]}),
         card_cache=lambda w: f"{WORK}/twitter/card-cache/{w.month}.json",
     log:
@@ -80,7 +81,7 @@ rule twitter_month:
         "../envs/cpu.yaml"
     shell:
         "paramill --rule {rule} --threads {threads} twitter month {input.days:q} --month {wildcards.month:q}"
-        " --model {input.model:q} --harvest-settings {params.accounts:q}"
+        " --model {input.model:q} --harvest-settings {params.harvest:q}"
         " --identify-settings {params.threshold:q} --card-cache {params.card_cache:q}"
         " --settings {params.settings:q} --pairs {output.pairs:q} --tsv {output.tsv:q}"
         " --stats {output.stats:q} > {log:q} 2>&1"

@@ -849,17 +849,17 @@ def test_a_month_reads_its_news_pages_cards_through_its_cache_and_drops_tweets_e
                      tmp_path / "r.json", identify.IdentifySettings(model="lr"))
     asked = []
 
-    def fetch(found, cache=None):  # the page of story 0 has the text of one reply as its title
-        asked.append((sorted(found), cache))
+    def fetch(found, cache=None, **access):  # story 0's page has the text of one reply as its title
+        asked.append((sorted(found), cache, access))
         return {u: {"title": "people say story 0 variant 1 is happening now"} for u in found if "-0" in u}
 
     monkeypatch.setattr(urls, "fetch_cards", fetch)
     out = {k: tmp_path / f"month.{k}" for k in ("pairs", "tsv", "json")}
     stats = score_month([tmp_path / "days" / "2026-11-02.parquet"], tmp_path / "m.npz", ["newsa", "newsb"],
                         out["pairs"], out["tsv"], out["json"], "2026-11", PairSettings(),
-                        card_cache=tmp_path / "cards.json")
+                        card_cache=tmp_path / "cards.json", card_access={"private_urls": True, "timeout": 2.0})
     assert asked == [(["https://news.example.com/story-1000-0", "https://news.example.com/story-1000-1"],
-                      tmp_path / "cards.json")]  # the news tweets' URLs, canonical, each once
+                      tmp_path / "cards.json", {"private_urls": True, "timeout": 2.0})]  # canonical, once
     assert stats["filtered"]["page_title"] == 1
     kept = set(pl.read_parquet(out["pairs"])["s2"])
     assert "people say story 0 variant 1 is happening now" not in kept

@@ -70,7 +70,8 @@ def identify(args: argparse.Namespace) -> int | str:
                              "before (JSON), read first and written back; a URL is fetched once"),
     out("--pairs", "output: every candidate pair with p_paraphrase"),
     out("--tsv", "accepted: s1, s2, tweet_a, tweet_b, p"), out("--stats", "output counts (JSON)"),
-    description="News accounts are twitter.harvest.accounts; pairs at or above "
+    description="News accounts are twitter.harvest.accounts (their pages' cards are read as "
+                "its private_urls and url_timeout say); pairs at or above "
                 "twitter.identify.threshold are accepted (null: the threshold the identifier "
                 "chose for twitter.identify.target_precision).",
     settings={"settings": "twitter.pairs", "harvest_settings": "twitter.harvest",
@@ -82,7 +83,9 @@ def month(args: argparse.Namespace) -> int | str:
     stats = score_month(args.days, args.model, accounts, args.pairs, args.tsv, args.stats,
                         args.month, PairSettings.from_dict(args.settings),
                         args.identify_settings["threshold"], load_cards(args.cards), rule=args.rule,
-                        card_cache=args.card_cache)
+                        card_cache=args.card_cache,
+                        card_access={"private_urls": args.harvest_settings["private_urls"],
+                                     "timeout": args.harvest_settings["url_timeout"]})
     return f"{args.month}: {stats}"
 
 

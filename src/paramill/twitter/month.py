@@ -51,10 +51,12 @@ def score_month(days: list[str | Path], model: str | Path, accounts: list[str], 
                 out_tsv: str | Path, out_stats: str | Path, month: str,
                 pair_settings: PairSettings = PairSettings(), threshold: float | None = None,
                 cards: dict[str, dict[str, str]] | None = None, rule: str = "twitter_month",
-                card_cache: str | Path | None = None) -> dict[str, Any]:
+                card_cache: str | Path | None = None, card_access: dict[str, Any] | None = None
+                ) -> dict[str, Any]:
     """Pairs of a month's tweets, ``p_paraphrase`` for each, and the accepted ones (at
     ``threshold``, or the one the identifier chose when it is None). With ``fetch_cards``
-    and no ``cards`` given, the news URLs' pages are read (each once: ``card_cache``)."""
+    and no ``cards`` given, the news URLs' pages are read (each once: ``card_cache``;
+    ``card_access``: :func:`~paramill.twitter.urls.fetch_cards`' ``private_urls``, ``timeout``)."""
     check_days(month, days)
     run = Run(rule=rule, params={"month": month, "threshold": threshold, "accounts": accounts,
                                  **asdict(pair_settings)}, inputs=[*days, model])
@@ -66,7 +68,7 @@ def score_month(days: list[str | Path], model: str | Path, accounts: list[str], 
 
         news = tweets.filter(pl.col("author").is_in([a.lower() for a in accounts]))
         cards = fetch_cards(news.explode("canonical_urls")["canonical_urls"].drop_nulls().to_list(),
-                            cache=card_cache)
+                            cache=card_cache, **(card_access or {}))
     pairs, reasons = build_pairs(tweets, accounts, pair_settings, cards) if tweets is not None else ([], {})
     ident = Identifier.load(model)
     threshold = ident.accept_at(threshold)
