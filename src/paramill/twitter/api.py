@@ -79,7 +79,8 @@ class HarvestSettings(Settings):
     url_workers: int = setting(8, "Concurrent URL expansions.", minimum=1, launch=True)
     private_urls: bool = setting(
         False, "Follow links to hosts that are not on the public internet (loopback, private, "
-        "link-local, reserved): an intranet's news site. Off, such a link (first or at a "
+        "link-local, reserved), and read the cards of news pages there (twitter.pairs.fetch_cards): "
+        "an intranet's news site. Off, such a link (first or at a "
         "redirect) is kept as it is and never requested: a tweet's link could otherwise make the "
         "harvest node request its cloud's metadata service or an internal host.")
     search_days: int = setting(
