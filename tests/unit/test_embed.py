@@ -714,6 +714,10 @@ def test_training_resumes_exactly(tmp_path):
     spec = ModelSpec(components=("word", "lstm"), dim=8, hidden=8)
     train(PAIRS, tmp_path / "a.pt", spec, EmbedTrainSettings(epochs=3, batch_size=6, megabatch=2))
     train(PAIRS, tmp_path / "b.pt", spec, EmbedTrainSettings(epochs=2, batch_size=6, megabatch=2))
+    # the kept checkpoint is the model file under a second name, not a second copy
+    model, kept = tmp_path / "b.pt", tmp_path / "b.pt.resume.pt"
+    assert kept.stat().st_ino == model.stat().st_ino and model.stat().st_nlink == 2
+    model.unlink()  # as Snakemake removes a job's output before it runs the job again
     resumed = train(PAIRS, tmp_path / "b.pt", spec, EmbedTrainSettings(epochs=3, batch_size=6, megabatch=2))
     assert [h["epoch"] for h in resumed["history"]] == [1, 2, 3]
     # the epochs this run trained, timed one by one (the rate is theirs, not the checkpoint's)

@@ -19,6 +19,7 @@ disk and each epoch streams it back in shuffled buffers of ``buffer_pairs``
 from __future__ import annotations
 
 import itertools
+import os
 import resource
 import shutil
 import sys
@@ -388,5 +389,22 @@ def train(source: PairSource | list[tuple[str, str]], out: str | Path, spec: Mod
                                     pairs=n, data=data), tmp)
         job.rows_in = n
         job.extra = {"training": summary}
+    _share(out, resume)
     shutil.rmtree(store, ignore_errors=True)
     return summary
+
+
+def _share(out: Path, resume: Path) -> None:
+    """The last epoch's checkpoint holds what the model file holds: ``resume`` becomes a second
+    name of ``out`` (a hard link; Snakemake removes ``out`` before the job runs again, and the
+    checkpoint stays), not a second copy of the weights and the optimiser's state. Where the
+    file system has no hard links, the copy stays."""
+    if resume.resolve() == out.resolve():
+        return
+    tmp = resume.with_name(resume.name + ".link")
+    try:
+        tmp.unlink(missing_ok=True)
+        os.link(out, tmp)
+        os.replace(tmp, resume)
+    except OSError:
+        tmp.unlink(missing_ok=True)
