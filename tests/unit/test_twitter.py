@@ -283,7 +283,7 @@ def test_a_page_card_read_ends_at_its_deadline(web):
     assert time.monotonic() - started < 2.5
 
 
-def test_each_page_card_is_read_once_and_a_page_not_read_now_is_asked_again(web, tmp_path):
+def test_each_page_card_is_read_once_and_a_page_not_read_now_is_asked_again(web, tmp_path, capsys):
     """twitter.pairs.fetch_cards (on, as the paper dropped tweets equal to the page's card):
     the month's job runs again each day of the month, and read every news page each time."""
     from paramill.twitter.urls import fetch_cards
@@ -298,6 +298,14 @@ def test_each_page_card_is_read_once_and_a_page_not_read_now_is_asked_again(web,
     before = len(http_requests(web))
     assert fetch_cards(urls, timeout=0.2, private_urls=True, cache=cache) == first
     assert http_requests(web)[before:] == ["/drip"]
+    # a node that reaches no page (a cluster's compute node without the web) gives up after
+    # twice the workers' pages instead of waiting out every page's deadline
+    dead = [f"http://127.0.0.1:9/{i}" for i in range(40)]
+    capsys.readouterr()
+    assert fetch_cards(dead, workers=2, timeout=0.2, private_urls=True, cache=cache) == {}
+    assert "none of the first 4 pages could be read (no web from this node?); the cards of 40 pages" \
+        in capsys.readouterr().err
+    assert not set(dead) & set(json.loads(cache.read_text()))
     cache.write_text('{"https://a.example/": "a title"}')  # edited by hand: not a card cache
     with pytest.raises(InputError, match=r"2026-11\.json: cards must be a JSON object"):
         fetch_cards(urls, timeout=0.2, private_urls=True, cache=cache)

@@ -23,6 +23,7 @@ import ipaddress
 import json
 import re
 import socket
+import sys
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -323,8 +324,15 @@ def fetch_cards(urls: list[str], workers: int = 8, timeout: float = 5.0,
     todo = [u for u in unique if u not in known]
     if todo:
         session = web_session(private_urls)
+        probe = 2 * workers  # a node without the web (a cluster's compute node) waits this many
         with ThreadPoolExecutor(workers) as pool:
-            cards = list(pool.map(lambda u: _card(u, session, timeout), todo))
+            cards = list(pool.map(lambda u: _card(u, session, timeout), todo[:probe]))
+            if len(todo) > probe and not any(c is not None for c in cards):
+                print(f"paramill: warning: none of the first {probe} pages could be read (no web "
+                      f"from this node?); the cards of {len(todo)} pages are left out this run and "
+                      "asked for on the next", file=sys.stderr)
+            else:
+                cards += pool.map(lambda u: _card(u, session, timeout), todo[probe:])
         found = {u: c for u, c in zip(todo, cards) if c is not None}
         known.update(found)
         if cache and found:
