@@ -840,6 +840,29 @@ def test_max_f1_and_lr_learn_a_toy_set(tmp_path):
     assert p[0] > 0.5 > p[1]
 
 
+def test_a_harvest_reads_its_news_pages_cards_into_the_months_cache(fake_x, tmp_path, monkeypatch):
+    """The harvest reaches the web (a month's job may run on a node that does not): the cards
+    of the day's news pages are read there, into the month's cache, when fetch_cards is on."""
+    from paramill.twitter import urls
+
+    populate(fake_x, stories=2, replies=3)
+    asked = []
+
+    def fetch(found, **kw):
+        asked.append((sorted(set(found)), kw))
+        return {u: {"title": "t"} for u in found if u.endswith("-0")}
+
+    monkeypatch.setattr(urls, "fetch_cards", fetch)
+    stats, _ = harvest(fake_x, tmp_path, settings=replace(SETTINGS, url_timeout=2.0, private_urls=True),
+                       card_cache=tmp_path / "card-cache" / "2026-11.json")
+    assert asked == [(["https://news.example.com/story-1000-0", "https://news.example.com/story-1000-1"],
+                      {"workers": SETTINGS.url_workers, "timeout": 2.0, "private_urls": True,
+                       "cache": tmp_path / "card-cache" / "2026-11.json"})]  # news tweets' pages only
+    assert stats["news_pages"] == 2 and stats["page_cards"] == 1
+    harvest(fake_x, tmp_path / "off")  # fetch_cards off: no cache given, no page read
+    assert len(asked) == 1
+
+
 def test_a_month_reads_its_news_pages_cards_through_its_cache_and_drops_tweets_equal_to_one(
         fake_x, tmp_path, monkeypatch):
     from paramill.twitter import urls

@@ -17,6 +17,8 @@ group = Group("twitter", "tweets sharing news URLs: harvest, pairs, identificati
                            "rejected/<name> beside --out)"),
     arg("--archive", nargs="*", help="JSONL files to replay (source archive)"),
     arg("--url-cache", help="URL expansion cache (JSON)"),
+    arg("--card-cache", help="the month's page cards (JSON; twitter.pairs.fetch_cards): the cards "
+                             "of the day's news pages are read into it; none when empty"),
     description="Live: news accounts' timelines, then a recent search per new URL (X API v2 "
                 "via tweepy). Archive: replay JSONL tweets. Exit 3 when the harvest cannot go "
                 "on (credentials refused, the free tier, another harvest holding the state). "
@@ -30,7 +32,7 @@ def harvest(args: argparse.Namespace) -> int | str:
                             raw_dir=args.twitter_settings["raw_dir"],
                             state_path=args.twitter_settings["state"],
                             archive=args.archive, url_cache=args.url_cache, rule=args.rule,
-                            rejected_out=args.rejected)
+                            rejected_out=args.rejected, card_cache=args.card_cache)
     except HarvestError as exc:
         print(f"paramill twitter harvest: {exc}", file=sys.stderr)
         return 3

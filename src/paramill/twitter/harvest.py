@@ -330,9 +330,11 @@ def harvest_day(date: str, out: str | Path, settings: HarvestSettings, source: s
                 raw_dir: str | Path = "data/twitter/raw", state_path: str | Path = "data/twitter/state.json",
                 archive: list[str] | None = None, url_cache: str | Path | None = None,
                 client=None, rule: str = "harvest", sleep: Callable[[float], None] = time.sleep,
-                rejected_out: str | Path | None = None, today: str | None = None) -> dict[str, Any]:
+                rejected_out: str | Path | None = None, today: str | None = None,
+                card_cache: str | Path | None = None) -> dict[str, Any]:
     """Harvest (or replay) one day into the tweet table ``out`` (and its rejected records);
-    ``today``: the UTC date now (a test's clock)."""
+    ``today``: the UTC date now (a test's clock); ``card_cache``: the month's page cards,
+    into which the day's news pages' cards are read (:func:`read_cards`)."""
     try:
         datetime.date.fromisoformat(date)
     except ValueError:
@@ -348,8 +350,9 @@ def harvest_day(date: str, out: str | Path, settings: HarvestSettings, source: s
             raise ValueError("twitter.archive lists no files to replay")
         run = Run(rule=rule, params={"date": date, "source": source, **params}, inputs=files)
         table = day_table(read_archive(files, bad), expander, settings, date, bad)
-        write_day(table, bad, out, rejected_out, run, {"tweets": len(table)})
-        return {"tweets": len(table), "rejected": len(bad)}
+        cards = read_cards(table, settings, card_cache)
+        write_day(table, bad, out, rejected_out, run, {"tweets": len(table), **cards})
+        return {"tweets": len(table), "rejected": len(bad), **cards}
     if source != "live":
         raise ValueError(f"twitter.source must be live or archive, not {source!r}")
     run = Run(rule=rule, params={"date": date, "source": source, **params}, inputs=[])
@@ -379,8 +382,26 @@ def harvest_day(date: str, out: str | Path, settings: HarvestSettings, source: s
             rows += found
             bad += rejects
         table = day_table(rows, expander, settings, bad=bad)
+        counts.update(read_cards(table, settings, card_cache))
         write_day(table, bad, out, rejected_out, run, {**counts, "tweets": len(table), "raw_pages": store.count})
     return {**counts, "tweets": len(table), "rejected": len(bad)}
+
+
+def read_cards(table: list[dict[str, Any]], settings: HarvestSettings, card_cache: str | Path | None
+               ) -> dict[str, int]:
+    """The cards of the day's news pages (``twitter.pairs.fetch_cards``) read into the
+    month's ``card_cache``, where the harvest runs: it reaches the web, where a month's job
+    may run on a node that does not, and reads each page when its tweet is new, as Lan et
+    al. did. The month's job reads what is missing. ``{}`` without a cache."""
+    if not card_cache:
+        return {}
+    from paramill.twitter.urls import fetch_cards
+
+    accounts = {a.lower() for a in settings.accounts}
+    urls = [u for r in table if (r["author"] or "").lower() in accounts for u in r["canonical_urls"] or []]
+    cards = fetch_cards(urls, workers=settings.url_workers, timeout=settings.url_timeout,
+                        private_urls=settings.private_urls, cache=card_cache)
+    return {"news_pages": len(set(urls)), "page_cards": len(cards)}
 
 
 def settled(state: State, raw_dir: str | Path, date: str, today: str) -> str | None:
