@@ -39,9 +39,10 @@ class PairSettings(Settings):
     fetch_cards: bool = setting(
         True,
         "Fetch each news URL's page for its twitter:title/description (a tweet equal to either is "
-        "dropped, as Lan et al. 2017 did); each URL once, kept in work/twitter/card-cache/<month>.json "
-        "(a page that could not be read is asked again on the month's next run). Off: no page is "
-        "read (or pass them with `paramill twitter month --cards`).")
+        "dropped, as Lan et al. 2017 did); each page once, by the day's harvest (it reaches the "
+        "web) into work/twitter/card-cache/<month>.json, and by the month's job for what is "
+        "missing (a page that could not be read is asked again). Off: no page is read (or pass "
+        "them with `paramill twitter month --cards`).")
 
 
 def reject_reason(a: str, b: str, card: dict[str, str] | None, min_tokens: int) -> str | None:
