@@ -24,7 +24,6 @@ import json
 import re
 import socket
 import sys
-import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -36,7 +35,7 @@ from urllib3.connection import HTTPConnection, HTTPSConnection
 from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
 from urllib3.exceptions import ConnectTimeoutError, NewConnectionError
 
-from paramill.io import InputError, MalformedJson, atomic_output, read_json
+from paramill.io import InputError, MalformedJson, atomic_output, read_json, write_json
 
 TRACKING = re.compile(r"^(utm_\w+|fbclid|gclid|dclid|mc_cid|mc_eid|cmpid|ocid|ref|ref_src|"
                       r"smid|smtyp|s_cid|share|taid|at_medium|at_campaign|__twitter_impression)$", re.I)
@@ -208,7 +207,6 @@ class Expander:
         self.workers = workers
         self.session = web_session(private_urls, session)
         self.session.max_redirects = max_redirects
-        self._lock = threading.Lock()
 
     def _resolve(self, url: str) -> str | None:
         """Where ``url`` leads; None when the web could not say now (a timeout, a connection
@@ -239,9 +237,8 @@ class Expander:
                 for url, final in zip(todo, pool.map(self._resolve, todo)):
                     if final is not None:
                         found[url] = final
-            if found:
-                with self._lock:
-                    self.cache.update(found)
+            if found:  # the results are gathered here, in the calling thread
+                self.cache.update(found)
                 self.save()
         return {u: self.cache.get(u, u) for u in urls}
 
@@ -284,9 +281,7 @@ def _card(url: str, session: requests.Session, timeout: float, limit: int = 200_
             data += chunk
         resp.close()
         body = bytes(data[:limit]).decode(resp.encoding or "utf-8", "replace")
-    except PrivateAddress:
-        return {}
-    except LookupError:  # an unknown charset
+    except (PrivateAddress, LookupError):  # never requested, or an unknown charset: for good
         return {}
     except (requests.RequestException, OSError):
         return None
@@ -327,7 +322,7 @@ def fetch_cards(urls: list[str], workers: int = 8, timeout: float = 5.0,
         probe = 2 * workers  # a node without the web (a cluster's compute node) waits this many
         with ThreadPoolExecutor(workers) as pool:
             cards = list(pool.map(lambda u: _card(u, session, timeout), todo[:probe]))
-            if len(todo) > probe and not any(c is not None for c in cards):
+            if len(todo) > probe and all(c is None for c in cards):
                 print(f"paramill: warning: none of the first {probe} pages could be read (no web "
                       f"from this node?); the cards of {len(todo)} pages are left out this run and "
                       "asked for on the next", file=sys.stderr)
@@ -337,6 +332,5 @@ def fetch_cards(urls: list[str], workers: int = 8, timeout: float = 5.0,
         known.update(found)
         if cache and found:
             cache.parent.mkdir(parents=True, exist_ok=True)
-            with atomic_output(cache) as (tmp,):
-                tmp.write_text(json.dumps(known, sort_keys=True))
+            write_json(cache, known)
     return {u: known[u] for u in unique if known.get(u)}
