@@ -14,6 +14,7 @@ longer runs. Those on other hosts, or whose process is alive, are left alone.
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import glob
 import hashlib
 import json
@@ -23,7 +24,7 @@ import socket
 import sys
 import tempfile
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -218,10 +219,39 @@ def scratch_dir(directory: str | os.PathLike, prefix: str) -> Iterator[Path]:
         yield Path(tmp)
 
 
-def write_json(path: str | os.PathLike, obj: Any) -> None:
-    """Write JSON atomically (sorted keys, indented, trailing newline)."""
+def write_json(path: str | os.PathLike, obj: Any, indent: int | None = 2) -> None:
+    """Write JSON atomically (sorted keys, indented unless ``indent`` is None, trailing newline)."""
     with atomic_output(path) as (tmp,):
-        tmp.write_text(json.dumps(obj, indent=2, sort_keys=True, ensure_ascii=False) + "\n")
+        tmp.write_text(json.dumps(obj, indent=indent, sort_keys=True, ensure_ascii=False) + "\n")
+
+
+@contextlib.contextmanager
+def file_lock(path: str | os.PathLike) -> Iterator[None]:
+    """An exclusive lock on ``path`` for the block, held on the sibling ``.<name>.lock`` (a
+    POSIX record lock, which NFS carries between hosts; it waits for the holder). On a file
+    system without locks the block runs unlocked, as it would without this."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path.with_name(f".{path.name}.lock"), "a") as handle:
+        try:
+            fcntl.lockf(handle, fcntl.LOCK_EX)
+        except OSError:  # ENOLCK, EOPNOTSUPP: a file system without locks
+            pass
+        yield  # closing the handle releases the lock
+
+
+def merge_json(path: str | os.PathLike, new: dict[str, Any],
+               load: Callable[[Path], dict[str, Any]], indent: int | None = 2) -> dict[str, Any]:
+    """Add ``new`` to the JSON object in ``path`` (a cache several jobs add to at once: past
+    days rebuilt side by side) and return the whole: under :func:`file_lock` the file is read
+    again (``load`` reads and validates it, raising an error naming it), ``new`` is laid over it and the
+    result written atomically, so no job's entries are lost to another's rename."""
+    path = Path(path)
+    with file_lock(path):
+        merged = load(path) if path.exists() else {}
+        merged.update(new)
+        write_json(path, merged, indent)
+    return merged
 
 
 class MalformedJson(InputError, ValueError):

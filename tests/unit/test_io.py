@@ -256,3 +256,42 @@ def test_the_folders_the_output_check_made_are_named_and_removed_only_while_empt
     with pytest.raises(InputError, match="is a file, not a folder"):
         check_writable(there / "d" / "e" / "ok.json", tmp_path / "file" / "bad.json")
     assert sorted(p.name for p in there.iterdir()) == ["c"]
+
+
+def test_a_json_cache_merged_by_two_jobs_keeps_both_jobs_entries(tmp_path):
+    """Past days rebuilt side by side each read the URL cache at start and wrote the whole back
+    at the end: the last rename won and the other job's expansions were lost."""
+    from paramill.io import merge_json, read_json
+
+    cache = tmp_path / "cache.json"
+    cache.write_text('{"a": "1"}')
+    load = lambda p: read_json(p)  # noqa: E731
+    assert merge_json(cache, {"b": "2"}, load) == {"a": "1", "b": "2"}
+    # a second job that read the file before the first wrote: what it adds is laid over
+    assert merge_json(cache, {"c": "3", "a": "1b"}, load, indent=None) == {"a": "1b", "b": "2", "c": "3"}
+    assert cache.read_text() == '{"a": "1b", "b": "2", "c": "3"}\n'
+    assert merge_json(tmp_path / "new" / "x.json", {"z": "9"}, load) == {"z": "9"}
+    with pytest.raises(ValueError, match="not yours"):
+        merge_json(cache, {"d": "4"}, lambda p: (_ for _ in ()).throw(ValueError(f"{p}: not yours")))
+    assert read_json(cache) == {"a": "1b", "b": "2", "c": "3"}  # nothing written
+
+
+def test_a_json_cache_is_merged_under_a_lock_another_process_waits_for(tmp_path):
+    from paramill.io import file_lock, read_json
+
+    cache = tmp_path / "cache.json"
+    cache.write_text('{"a": "1"}')
+    code = ("import sys; from paramill.io import merge_json, read_json; "
+            "merge_json(sys.argv[1], {'b': '2'}, read_json); print('merged', flush=True)")
+    with file_lock(cache):
+        other = subprocess.Popen([sys.executable, "-c", code, str(cache)], stdout=subprocess.PIPE, text=True)
+        try:
+            other.wait(timeout=3)
+        except subprocess.TimeoutExpired:
+            pass
+        assert other.poll() is None  # it waits for the lock this process holds
+        cache.write_text('{"a": "1", "c": "3"}')  # what this job added while it held the lock
+    out, _ = other.communicate(timeout=60)
+    assert other.returncode == 0 and out == "merged\n"
+    assert read_json(cache) == {"a": "1", "b": "2", "c": "3"}
+    assert (tmp_path / ".cache.json.lock").exists()

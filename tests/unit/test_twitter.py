@@ -311,6 +311,33 @@ def test_each_page_card_is_read_once_and_a_page_not_read_now_is_asked_again(web,
         fetch_cards(urls, timeout=0.2, private_urls=True, cache=cache)
 
 
+def test_two_harvests_expanding_side_by_side_keep_each_others_urls_and_cards(web, tmp_path, monkeypatch):
+    """Past days re-run by a changed setting rebuild side by side: each read the URL cache and
+    the month's card cache at start and wrote its own view back, losing the other's entries."""
+    from paramill.twitter import urls as urls_module
+    from paramill.twitter.urls import fetch_cards
+
+    cache, cards = tmp_path / "url-cache.json", tmp_path / "card-cache" / "2026-11.json"
+    one, two = (Expander(cache, timeout=0.5, private_urls=True) for _ in range(2))  # both read it empty
+    one.expand([f"{web}/short/2"])
+    assert two.expand([f"{web}/nohead"]) == {f"{web}/nohead": f"{web}/article"}
+    assert json.loads(cache.read_text()) == {f"{web}/short/2": f"{web}/article?utm_source=x",
+                                             f"{web}/nohead": f"{web}/article"}
+    assert two.cache == json.loads(cache.read_text())  # and it now knows the other's
+    fetch_cards([f"{web}/echo-host"], timeout=0.5, private_urls=True, cache=cards)
+    read = urls_module._card
+
+    def other_job_writes_meanwhile(url, *args, **kw):  # while this job reads its pages
+        cards.write_text(json.dumps({**json.loads(cards.read_text()), "https://b.example/": {}}))
+        return read(url, *args, **kw)
+
+    monkeypatch.setattr(urls_module, "_card", other_job_writes_meanwhile)
+    fetch_cards([f"{web}/article"], workers=1, timeout=0.5, private_urls=True, cache=cards)
+    assert json.loads(cards.read_text()) == {f"{web}/echo-host": {}, "https://b.example/": {},
+                                             f"{web}/article": {"title": "Storm hits Florida",
+                                                                "description": "Thousands lose power"}}
+
+
 def test_a_url_cache_that_is_not_json_is_an_error_naming_it(tmp_path):
     cache = tmp_path / "cache.json"
     cache.write_text("{half")

@@ -35,7 +35,7 @@ from urllib3.connection import HTTPConnection, HTTPSConnection
 from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
 from urllib3.exceptions import ConnectTimeoutError, NewConnectionError
 
-from paramill.io import InputError, MalformedJson, atomic_output, read_json, write_json
+from paramill.io import InputError, MalformedJson, merge_json, read_json
 
 TRACKING = re.compile(r"^(utm_\w+|fbclid|gclid|dclid|mc_cid|mc_eid|cmpid|ocid|ref|ref_src|"
                       r"smid|smtyp|s_cid|share|taid|at_medium|at_campaign|__twitter_impression)$", re.I)
@@ -189,20 +189,8 @@ class Expander:
                  max_redirects: int = 10, workers: int = 8, session: requests.Session | None = None,
                  private_urls: bool = False):
         self.cache_path = Path(cache) if cache else None
-        self.cache: dict[str, str] = {}
-        if self.cache_path and self.cache_path.exists():
-            try:
-                self.cache = read_json(self.cache_path)
-            except MalformedJson as exc:
-                raise ValueError(f"{self.cache_path}: not a URL cache ({exc.message}); remove it "
-                                 "to start a new one") from None
-            wrong = (None if not isinstance(self.cache, dict) else
-                     next(((k, v) for k, v in self.cache.items() if not isinstance(v, str)), None))
-            if not isinstance(self.cache, dict) or wrong:
-                found = (f"{wrong[0]!r} maps to {json.dumps(wrong[1])[:60]}" if wrong
-                         else f"a JSON {type(self.cache).__name__}")
-                raise ValueError(f"{self.cache_path}: not a URL cache ({found}; a cache is an "
-                                 "object of URL: where it leads); remove it to start a new one")
+        self.cache: dict[str, str] = (load_url_cache(self.cache_path)
+                                      if self.cache_path and self.cache_path.exists() else {})
         self.timeout = timeout
         self.workers = workers
         self.session = web_session(private_urls, session)
@@ -239,13 +227,26 @@ class Expander:
                         found[url] = final
             if found:  # the results are gathered here, in the calling thread
                 self.cache.update(found)
-                self.save()
+                if self.cache_path:  # with what other jobs added meanwhile
+                    self.cache = merge_json(self.cache_path, found, load_url_cache, indent=None)
         return {u: self.cache.get(u, u) for u in urls}
 
-    def save(self) -> None:
-        if self.cache_path:
-            with atomic_output(self.cache_path) as (tmp,):
-                tmp.write_text(json.dumps(self.cache, sort_keys=True))
+
+def load_url_cache(path: Path) -> dict[str, str]:
+    """The URL cache in ``path`` (``{url: where it leads}``), or an error naming the file."""
+    try:
+        cache = read_json(path)
+    except MalformedJson as exc:
+        raise ValueError(f"{path}: not a URL cache ({exc.message}); remove it "
+                         "to start a new one") from None
+    wrong = (None if not isinstance(cache, dict) else
+             next(((k, v) for k, v in cache.items() if not isinstance(v, str)), None))
+    if not isinstance(cache, dict) or wrong:
+        found = (f"{wrong[0]!r} maps to {json.dumps(wrong[1])[:60]}" if wrong
+                 else f"a JSON {type(cache).__name__}")
+        raise ValueError(f"{path}: not a URL cache ({found}; a cache is an "
+                         "object of URL: where it leads); remove it to start a new one")
+    return cache
 
 
 _META = re.compile(r"""<meta\s+[^>]*?(?:name|property)\s*=\s*["'](twitter:(?:title|description))["'][^>]*?content\s*=\s*["']([^"']*)["']""", re.I)
@@ -301,6 +302,15 @@ def check_cards(cards: object, path: str | Path) -> dict[str, dict[str, str]]:
     return cards
 
 
+def load_cards(path: Path) -> dict[str, dict[str, str]]:
+    """The card cache in ``path``, or an error naming the file."""
+    try:
+        return check_cards(read_json(path), path)
+    except MalformedJson as exc:
+        raise InputError(path, None, f"not a card cache ({exc.message}); remove it to start "
+                         "anew") from None
+
+
 def fetch_cards(urls: list[str], workers: int = 8, timeout: float = 5.0,
                 private_urls: bool = False, cache: str | Path | None = None) -> dict[str, dict[str, str]]:
     """``page_card`` of each URL, with bounded concurrency (pages without a card left out;
@@ -308,13 +318,7 @@ def fetch_cards(urls: list[str], workers: int = 8, timeout: float = 5.0,
     before (a page without one as ``{}``), read first and written back: a URL is fetched once,
     where a page that could not be read now is left out of it, to be asked again."""
     cache = Path(cache) if cache else None
-    known: dict[str, dict[str, str]] = {}
-    if cache and cache.exists():
-        try:
-            known = check_cards(read_json(cache), cache)
-        except MalformedJson as exc:
-            raise InputError(cache, None, f"not a card cache ({exc.message}); remove it to start "
-                             "anew") from None
+    known = load_cards(cache) if cache and cache.exists() else {}
     unique = list(dict.fromkeys(urls))
     todo = [u for u in unique if u not in known]
     if todo:
@@ -330,7 +334,6 @@ def fetch_cards(urls: list[str], workers: int = 8, timeout: float = 5.0,
                 cards += pool.map(lambda u: _card(u, session, timeout), todo[probe:])
         found = {u: c for u, c in zip(todo, cards) if c is not None}
         known.update(found)
-        if cache and found:
-            cache.parent.mkdir(parents=True, exist_ok=True)
-            write_json(cache, known)
+        if cache and found:  # with what other jobs added meanwhile
+            known = merge_json(cache, found, load_cards)
     return {u: known[u] for u in unique if known.get(u)}
