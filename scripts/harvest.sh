@@ -28,5 +28,11 @@ CONFIG=(--configfile config.yaml "${TWITTER_CONFIG:-configs/twitter.yaml}")
 # what is new (paramill.twitter.harvest)
 # --show-failed-logs: a failed job's log (the harvest's own message) lands in the cron log
 "$SNAKEMAKE" --cores "${CORES:-2}" --show-failed-logs "$@" "work/twitter/harvest/${DAY}.parquet" "${CONFIG[@]}"
+# the day is kept whatever follows; the month's step may stop on Snakemake's lock beside a
+# long monthly run (README, Periodic jobs), and the next day's run then rebuilds it
 "$SNAKEMAKE" --cores "${CORES:-2}" --show-failed-logs "$@" "results/twitter/${MONTH}/paraphrases.tsv" \
-  results/twitter/growth.tsv "${CONFIG[@]}"
+  results/twitter/growth.tsv "${CONFIG[@]}" || {
+  echo "harvest.sh: ${DAY} is harvested, but ${MONTH}'s pairs and the growth table were not rebuilt" \
+    "(above: why); the next harvest.sh run rebuilds them" >&2
+  exit 1
+}

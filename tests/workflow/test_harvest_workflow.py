@@ -40,8 +40,10 @@ def overlay(base: str, **harvest) -> str:
                      "train": [{"path": "data/sample/tweets/labelled.tsv", "format": "twitter-url"}]}}})
 
 
-def harvest(root: Path, day: str, config: str, token: str | None = TOKEN) -> subprocess.CompletedProcess:
-    """``scripts/harvest.sh`` for ``day``, as cron runs it (credentials in the environment)."""
+def harvest(root: Path, day: str, config: str, token: str | None = TOKEN,
+            ok: bool | None = None) -> subprocess.CompletedProcess:
+    """``scripts/harvest.sh`` for ``day``, as cron runs it (credentials in the environment);
+    ``ok``: whether it should succeed (with the credentials, unless said)."""
     (root / "twitter.yaml").write_text(config)  # JSON is YAML
     bindir = Path(sys.executable).parent
     env = {**os.environ, "PATH": f"{bindir}:{os.environ.get('PATH', '')}", "PARAMILL_PROGRESS": "0",
@@ -49,7 +51,7 @@ def harvest(root: Path, day: str, config: str, token: str | None = TOKEN) -> sub
            "TWITTER_CONFIG": "twitter.yaml", "CORES": "2"}
     proc = subprocess.run(["scripts/harvest.sh"], cwd=root, env=env, capture_output=True, text=True,
                           timeout=900)
-    assert (proc.returncode == 0) == bool(token), f"harvest.sh {day}:\n{proc.stdout[-3000:]}\n{proc.stderr[-6000:]}"
+    assert (proc.returncode == 0) == (bool(token) if ok is None else ok), f"harvest.sh {day}:\n{proc.stdout[-3000:]}\n{proc.stderr[-6000:]}"
     assert TOKEN not in proc.stdout + proc.stderr
     return proc
 
@@ -96,10 +98,47 @@ def season(tmp_path_factory):
         # no credentials in cron's environment: the script fails, its output says why
         runs["no_token"] = harvest(root, "2026-11-03", overlay(fake.base, url_timeout=4.0,
                                                                accounts=["newsa"]), token=None)
+        runs["no_token_day"] = (root / "work/twitter/harvest/2026-11-03.parquet").exists()
+        # beside another run that reads the month's pairs (a long monthly run): the day is
+        # harvested, the month's step stops on Snakemake's lock and says so, and the next run
+        # rebuilds the month with it
+        config = overlay(fake.base, url_timeout=4.0, accounts=["newsa"])
+        runs["locked"] = beside_a_run_reading(root, "results/twitter/2026-11/paraphrases.tsv",
+                                              lambda: harvest(root, "2026-11-03", config, ok=False))
+        runs["locked"].tables = snapshot(root)
+        runs["after_lock"] = {"ran": executed(harvest(root, "2026-11-03", config)),
+                              "days": json.loads((root / "results/twitter/2026-11/stats.json").read_text())["days"]}
         runs["all_requests"] = list(fake.requests)
         runs["expected"] = {t["id"] for ts in fake.timelines.values() for t in ts} | {
             t["id"] for t in fake.searchable}
     return root, runs
+
+
+HOLD = """
+rule hold:
+    input: "{read}"
+    output: "held"
+    shell: "touch holding; while [ ! -e release ]; do sleep 0.1; done; touch {{output}}"
+"""
+
+
+def beside_a_run_reading(root: Path, read: str, then):
+    """``then()`` while another Snakemake run in ``root``, reading ``read``, holds its lock."""
+    (root / "hold.smk").write_text(HOLD.format(read=read))
+    holder = subprocess.Popen([sys.executable, "-m", "snakemake", "-s", "hold.smk", "--cores", "1", "held"],
+                              cwd=root, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        for _ in range(600):  # its job runs: its lock is held
+            if (root / "holding").exists() or holder.poll() is not None:
+                break
+            __import__("time").sleep(0.1)
+        assert holder.poll() is None, "the holding run ended early"
+        return then()
+    finally:
+        (root / "release").touch()
+        holder.wait(timeout=120)
+        for name in ("hold.smk", "held", "holding", "release"):
+            (root / name).unlink(missing_ok=True)
 
 
 def ids(table: bytes) -> set[str]:
@@ -188,12 +227,27 @@ def test_other_accounts_rerun_the_months_and_no_day(season):
 
 
 def test_a_failed_harvest_says_why_in_the_scripts_own_output(season):
-    root, runs = season
+    _, runs = season
     proc = runs["no_token"]
     # the job's log, shown by snakemake (--show-failed-logs): what a cron mail or log holds
     assert proc.returncode != 0
     assert "paramill twitter harvest: no X API credentials: set X_BEARER_TOKEN" in proc.stdout + proc.stderr
-    assert not (root / "work/twitter/harvest/2026-11-03.parquet").exists()
+    assert runs["no_token_day"] is False
+
+
+def test_beside_a_long_run_the_day_is_harvested_and_its_month_follows_the_next_run(season):
+    """Snakemake locks the files a run reads and writes: a day's harvest goes on beside a long
+    monthly run, and the month's step, which would write what that run reads, stops and
+    says so; the next run rebuilds the month with the day."""
+    _, runs = season
+    locked = runs["locked"]
+    assert executed(locked) == {"harvest": 1}
+    assert "2026-11-03.parquet" in locked.tables
+    assert "Directory cannot be locked" in locked.stdout + locked.stderr
+    assert ("harvest.sh: 2026-11-03 is harvested, but 2026-11's pairs and the growth table were not "
+            "rebuilt (above: why); the next harvest.sh run rebuilds them") in locked.stderr
+    assert runs["after_lock"]["ran"] == {"twitter_month": 1, "twitter_growth": 1}
+    assert runs["after_lock"]["days"] == 3
 
 
 def test_before_the_first_harvest_the_pipeline_runs_and_growth_waits_for_a_month(tmp_path):
