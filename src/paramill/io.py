@@ -231,7 +231,7 @@ def file_lock(path: str | os.PathLike) -> Iterator[None]:
     POSIX record lock, which NFS carries between hosts; it waits for the holder). On a file
     system without locks the block runs unlocked, as it would without this."""
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
+    check_writable(path, probe=False)  # its folder, made, or an error naming it
     with open(path.with_name(f".{path.name}.lock"), "a") as handle:
         try:
             fcntl.lockf(handle, fcntl.LOCK_EX)
