@@ -6,7 +6,8 @@
 #   30 2 * * *  cd /path/to/paramill && X_BEARER_TOKEN=... scripts/harvest.sh >> logs/harvest.cron.log 2>&1
 #
 #   # scrontab -e  (SLURM)
-#   #SCRON -t 02:00:00 -c 2 --mem=4G
+#   #SCRON -t 02:00:00 -c 2 --mem=4G   (at 450 searches per 15 min, 2 h is ~3,600 searches:
+#                                       size it, README "Sizing a harvest against the X API")
 #   30 2 * * *  cd /path/to/paramill && scripts/harvest.sh
 #
 # Credentials come from the environment variables named in twitter.harvest (never stored).
