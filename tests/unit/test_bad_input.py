@@ -472,3 +472,38 @@ def test_a_column_a_parquet_file_lacks_is_an_error_not_left_out(tmp_path):
     assert [b.num_rows for b in iter_parquet_batches([path], columns=["s1"])] == [1]
     with pytest.raises(InputError, match=r"t.parquet: no column s2 \(it has s1, x\)"):
         list(iter_parquet_batches([path], columns=["s1", "s2"]))
+
+
+def flip_in_page(path, column: int = 0, back: int = 3) -> None:
+    """Flip one bit ``back`` bytes before the end of ``column``'s pages in the first row group."""
+    import pyarrow.parquet as pq
+
+    meta = pq.ParquetFile(path).metadata.row_group(0).column(column)
+    start = meta.dictionary_page_offset if meta.has_dictionary_page else meta.data_page_offset
+    data = bytearray(path.read_bytes())
+    data[start + meta.total_compressed_size - back] ^= 0x04
+    path.write_bytes(bytes(data))
+
+
+def test_a_bit_flipped_in_a_page_paramill_wrote_is_an_error_naming_the_file(tmp_path):
+    """zstd keeps no checksum: a flipped bit in a page decoded into other text without a
+    word. paramill writes a CRC32 of every page (PARQUET_WRITE) and verifies it on reading."""
+    import random
+    import string
+
+    import pyarrow as pa
+
+    from paramill.tables import TableWriter, iter_parquet_batches
+
+    rng = random.Random(1)
+    text = ["".join(rng.choice(string.ascii_letters) for _ in range(300)) for _ in range(40)]
+    for back in (3, 2000, 6000):  # the data page (indices), the dictionary page (the texts)
+        path = tmp_path / f"pairs-{back}.parquet"
+        writer = TableWriter(path, pa.schema([("s1", pa.string())]))
+        writer.write(pa.table({"s1": text}))
+        writer.close()
+        assert [r for b in iter_parquet_batches([path]) for r in b.column("s1").to_pylist()] == text
+        flip_in_page(path, back=back)
+        with pytest.raises(InputError, match=rf"pairs-{back}.parquet: Parquet data cannot be read after "
+                                             r"row 0 \(could not verify page integrity, CRC checksum"):
+            list(iter_parquet_batches([path]))

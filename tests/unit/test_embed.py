@@ -798,6 +798,23 @@ def test_sweep_varies_units_and_the_sentencepiece_vocabulary():
 
 # -- streamed training data ---------------------------------------------------------------
 
+def test_a_damaged_page_of_the_id_store_names_its_part_and_how_to_rebuild(tmp_path):
+    """The id store outlives its run (resume, more epochs): a bit flipped in a part's page
+    trained on other ids without a word; its pages carry checksums, verified as it is read."""
+    from paramill.embed.data import PairSource, epoch_buffers, write_ids
+    from paramill.embed.model import build
+    from tests.unit.test_bad_input import flip_in_page
+
+    model = build(ModelSpec(units="word", components=("word",), dim=4), [s for p in PAIRS for s in p])
+    write_ids(model.vocabs, model.featurizers, PairSource.from_pairs(PAIRS), tmp_path / "ids")
+    assert sum(b.n for b, _ in epoch_buffers(tmp_path / "ids", ["word"], 0, 0, 100)) == len(PAIRS)
+    part = tmp_path / "ids" / "parts" / "part-000000.parquet"
+    flip_in_page(part, column=0, back=3)
+    with pytest.raises(InputError, match=rf"{part}: an id store's part that cannot be read \(could not "
+                                         rf"verify page integrity.*\); remove {tmp_path / 'ids'} and train"):
+        list(epoch_buffers(tmp_path / "ids", ["word"], 0, 0, 100))
+
+
 def test_id_store_buffers_cover_every_pair_once_and_pad_like_the_encoder(tmp_path):
     from paramill.embed.data import PairSource, count_units, epoch_buffers, write_ids
     from paramill.embed.buffer import SPARE_IDS

@@ -44,6 +44,7 @@ from paramill.formats import parquet
 from paramill.embed.features import Featurizer, Vocab
 from paramill.embed.featurise import chunk_counts, ids_part, ordered_map, part_name
 from paramill.embed.rawstore import RAW_LAYOUT, RawIds, new_parts, reused_pairs
+from paramill.errors import first_line
 from paramill.io import (InputError, iter_parquet_batches, read_json, sha256_file,
                          write_json)
 
@@ -268,6 +269,17 @@ def _store_groups(store: Path) -> tuple[list[tuple[Path, int, int]], str]:
             for k, rows in enumerate(meta["parts"]) for g in range(-(-rows // size))], meta["layout"]
 
 
+def _read_groups(path: Path, groups: list[int], columns: list[str]) -> pa.Table:
+    """Row groups of an id store's part, their pages' checksums verified; a part that cannot
+    be read (a damaged page) is an error naming it and how to rebuild the store."""
+    try:
+        return pq.ParquetFile(path, pre_buffer=False, page_checksum_verification=True
+                              ).read_row_groups(groups, columns=columns)
+    except (OSError, pa.ArrowException) as exc:
+        raise InputError(path, None, f"an id store's part that cannot be read ({first_line(exc)}); "
+                         f"remove {path.parent.parent} and train again to rebuild it") from None
+
+
 def epoch_buffers(store: str | Path, units: list[str], seed: int, epoch: int,
                   buffer_pairs: int, vocabs: dict[str, Vocab] | None = None,
                   featurizers: dict[str, Featurizer] | None = None
@@ -288,8 +300,7 @@ def epoch_buffers(store: str | Path, units: list[str], seed: int, epoch: int,
         by_part: dict[Path, list[int]] = {}
         for i in sorted(order[start:start + take].tolist()):
             by_part.setdefault(groups[i][0], []).append(groups[i][1])
-        tables = [pq.ParquetFile(path, pre_buffer=False).read_row_groups(g, columns=columns)
-                  for path, g in by_part.items()]
+        tables = [_read_groups(path, g, columns) for path, g in by_part.items()]
         if mapped is not None:  # each part with its own list of unknown texts
             tables = [mapped(path, t) for path, t in zip(by_part, tables)]
         table = pa.concat_tables(tables)

@@ -25,7 +25,7 @@ import pyarrow.parquet as pq
 from paramill import device
 from paramill.embed.features import Featurizer, Vocab
 from paramill.pools import lost_workers
-from paramill.tables import PARQUET_COMPRESSION
+from paramill.tables import PARQUET_WRITE
 
 
 def texts(chunk: tuple) -> tuple[list[str], list[str]]:
@@ -213,7 +213,7 @@ def ids_part(vocabs: dict[str, Vocab], featurizers: dict[str, Featurizer], schem
 
 
 def _write_part(table: pa.Table, path: Path, chunk_pairs: int) -> int:
-    with pq.ParquetWriter(path, table.schema, compression=PARQUET_COMPRESSION) as writer:
+    with pq.ParquetWriter(path, table.schema, **PARQUET_WRITE) as writer:
         for start in range(0, table.num_rows, chunk_pairs):
             writer.write_table(table.slice(start, chunk_pairs))
     return table.num_rows
