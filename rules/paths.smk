@@ -238,9 +238,21 @@ def sts_paths():
 
 # -- twitter -------------------------------------------------------------------
 
+def stopped_days(month=""):
+    """Days of ``month`` before the latest live harvest whose harvest saved pages and stopped
+    before its table (a time limit, a lost node, a refused request): their tweets are past
+    every cursor, so the month's job builds the day's table from its pages (no request). The
+    latest day is left to its own harvest, which may still be running."""
+    if config["twitter"]["source"] != "live":
+        return set()
+    folders = sorted(p for p in Path(config["twitter"]["raw_dir"]).glob("????-??-??") if p.is_dir())
+    return {p.name for p in folders[:-1]
+            if p.name.startswith(month) and p.name.replace("-", "").isdigit() and any(p.iterdir())}
+
+
 def twitter_months():
     """Months of the configured dates and of the days already harvested."""
-    days = set(config["twitter"]["dates"])
+    days = set(config["twitter"]["dates"]) | stopped_days()
     days |= {p.stem for p in Path(f"{WORK}/twitter/harvest").glob("*.parquet")}
     return sorted({d[:7] for d in days})
 
@@ -256,8 +268,10 @@ def growth_stats(wildcards):
 
 
 def month_days(wildcards):
-    """The month's configured dates and its days already harvested (periodic runs)."""
+    """The month's configured dates, its days already harvested (periodic runs) and those
+    whose harvest stopped part way (:func:`stopped_days`)."""
     days = {d for d in config["twitter"]["dates"] if d.startswith(wildcards.month)}
+    days |= stopped_days(wildcards.month)
     days |= {p.stem for p in Path(f"{WORK}/twitter/harvest").glob(f"{wildcards.month}-*.parquet")}
     return [f"{WORK}/twitter/harvest/{d}.parquet" for d in sorted(days)]
 

@@ -250,6 +250,42 @@ def test_beside_a_long_run_the_day_is_harvested_and_its_month_follows_the_next_r
     assert runs["after_lock"]["days"] == 3
 
 
+def test_a_day_whose_harvest_stopped_part_way_is_built_from_its_pages_by_the_next_run(tmp_path):
+    """A harvest stopped after its timelines (a time limit, a lost node, here a refused
+    search) saved the news tweets' pages and moved past them, but wrote no table: the month
+    never read that day, and every pair of its stories was lost. The next day's run builds
+    the stopped day's table from its pages, without a request for it."""
+    root = copy_project(tmp_path)
+    (root / "scripts").mkdir()
+    shutil.copy2(REPO / "scripts/harvest.sh", root / "scripts/harvest.sh")
+    with serve() as fake:
+        config = overlay(fake.base)
+        populate(fake, start=1000, stories=2)
+        fake.faults = [("/2/tweets/search/recent", "free")]  # 403 on the first search: it stops
+        stopped = harvest(root, "2026-10-05", config, ok=False)
+        assert executed(stopped) == {"harvest": 1}  # and it failed: no month step
+        assert list((root / "data/twitter/raw/2026-10-05").iterdir())  # its timelines' pages
+        assert not (root / "work/twitter/harvest/2026-10-05.parquet").exists()
+        populate(fake, start=2000, stories=2)
+        before = len(fake.requests)
+        proc = harvest(root, "2026-10-06", config)
+        requests = fake.requests[before:]
+    ran = executed(proc)
+    assert ran["harvest"] == 2 and ran["twitter_month"] == 1  # 10-06, and 10-05 from its pages
+    rebuilt = json.loads((root / "work/twitter/harvest/2026-10-05.parquet.prov.json").read_text())
+    assert rebuilt["rebuilt_after"] == "2026-10-06"
+    # the requests were 10-06's own: its timelines since the stopped day's news, and the
+    # searches of both days' stories (those of 10-05 had not run)
+    searched = {q["query"][0] for p, q, _ in requests if p == "/2/tweets/search/recent"}
+    assert {"story-1000-0", "story-1000-1", "story-2000-0", "story-2000-1"} == {
+        u.split("/")[-1].split("?")[0].split('"')[0] for u in searched}
+    stats = json.loads((root / "results/twitter/2026-10/stats.json").read_text())
+    pairs = pl.read_parquet(root / "results/twitter/2026-10/pairs.parquet")
+    assert stats["days"] == 2
+    # the stopped day's stories are paired: their news tweets came from its pages
+    assert {"1000", "1100"} <= set(pairs["tweet_a"].cast(pl.Utf8)) | set(pairs["tweet_b"].cast(pl.Utf8))
+
+
 def test_before_the_first_harvest_the_pipeline_runs_and_growth_waits_for_a_month(tmp_path):
     """A live config with no day harvested yet: the default targets leave the growth table
     out (it counted no month, and its job failed on a usage error) and train the identifier;
