@@ -245,9 +245,9 @@ def stopped_days(month=""):
     latest day is left to its own harvest, which may still be running."""
     if config["twitter"]["source"] != "live":
         return set()
-    folders = sorted(p for p in Path(config["twitter"]["raw_dir"]).glob("????-??-??") if p.is_dir())
-    return {p.name for p in folders[:-1]
-            if p.name.startswith(month) and p.name.replace("-", "").isdigit() and any(p.iterdir())}
+    folders = sorted(p for p in Path(config["twitter"]["raw_dir"]).glob("????-??-??")
+                     if p.is_dir() and p.name.replace("-", "").isdigit())
+    return {p.name for p in folders[:-1] if p.name.startswith(month) and any(p.iterdir())}
 
 
 def twitter_months():
