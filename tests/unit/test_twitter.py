@@ -338,6 +338,30 @@ def test_two_harvests_expanding_side_by_side_keep_each_others_urls_and_cards(web
                                                                 "description": "Thousands lose power"}}
 
 
+def test_inside_a_with_block_the_url_cache_is_written_once_when_it_ends(web, tmp_path, monkeypatch):
+    """A harvest expands a timeline page at a time, and the cache, one file for every month
+    harvested, was read and rewritten whole after each; now once, when the day ends or stops."""
+    from paramill.twitter import urls as urls_module
+
+    cache = tmp_path / "url-cache.json"
+    writes = []
+    merge = urls_module.merge_json
+    monkeypatch.setattr(urls_module, "merge_json", lambda *a, **k: writes.append(a[1]) or merge(*a, **k))
+    with Expander(cache, timeout=0.5, private_urls=True) as exp:
+        exp.expand([f"{web}/short/2"])
+        exp.expand([f"{web}/nohead", f"{web}/short/2"])
+        assert not cache.exists() and writes == []
+    assert writes == [{f"{web}/short/2": f"{web}/article?utm_source=x", f"{web}/nohead": f"{web}/article"}]
+    assert json.loads(cache.read_text()) == writes[0]
+    with pytest.raises(RuntimeError, match="stopped"):  # a harvest that stops keeps what it found
+        with Expander(cache, timeout=0.5, private_urls=True) as exp:
+            exp.expand([f"{web}/short/3"])
+            raise RuntimeError("stopped")
+    assert f"{web}/short/3" in json.loads(cache.read_text()) and len(writes) == 2
+    Expander(cache, timeout=0.5, private_urls=True).expand([f"{web}/short/1"])  # outside: at once
+    assert f"{web}/short/1" in json.loads(cache.read_text()) and len(writes) == 3
+
+
 def test_a_url_cache_that_is_not_json_is_an_error_naming_it(tmp_path):
     cache = tmp_path / "cache.json"
     cache.write_text("{half")

@@ -341,50 +341,51 @@ def harvest_day(date: str, out: str | Path, settings: HarvestSettings, source: s
         raise ValueError(f"harvest date {date!r} is not a date (YYYY-MM-DD)") from None
     rejected_out = rejected_out or rejected_path(out)
     params = {k: v for k, v in asdict(settings).items()}  # env var names only, never values
-    expander = Expander(url_cache, timeout=settings.url_timeout, workers=settings.url_workers,
-                        private_urls=settings.private_urls)
-    bad: list[dict[str, Any]] = []
-    if source == "archive":
-        files = list(archive or [])
-        if not files:
-            raise ValueError("twitter.archive lists no files to replay")
-        run = Run(rule=rule, params={"date": date, "source": source, **params}, inputs=files)
-        table = day_table(read_archive(files, bad), expander, settings, date, bad)
-        cards = read_cards(table, settings, card_cache)
-        write_day(table, bad, out, rejected_out, run, {"tweets": len(table), **cards})
-        return {"tweets": len(table), "rejected": len(bad), **cards}
-    if source != "live":
-        raise ValueError(f"twitter.source must be live or archive, not {source!r}")
-    run = Run(rule=rule, params={"date": date, "source": source, **params}, inputs=[])
-    today = today or datetime.datetime.now(datetime.timezone.utc).date().isoformat()
-    if date > today:  # what it fetched would be filed under a day to come, and that day settled
-        raise ValueError(f"harvest date {date} is after today ({today}, UTC): a live harvest "
-                         "fetches what is there now and files it under its date; harvest today's")
-    # a settled day reads only its own pages, which no harvest writes again, and the state
-    # (written atomically): without the lock, so the days a changed setting re-runs may
-    # rebuild side by side, beside today's harvest
-    with contextlib.nullcontext() if settled(State(state_path), raw_dir, date, today) else state_lock(state_path):
-        state = State(state_path)
-        why = settled(state, raw_dir, date, today)
-        if why:
-            counts: dict[str, Any] = {"rebuilt_after": latest_harvest(state, raw_dir)}
-            store = _saved_pages(Path(raw_dir) / date, date, why)
-        else:
-            store = PageStore(Path(raw_dir) / date)
-            state.latest_day = date
-            state.save()
-            client = client or make_client(settings)
-            protect_secrets(client_secrets(client))
-            counts = harvest_live(client, store, state, settings, expander, sleep, date=date, bad=bad)
-        rows = []
-        for kind, where, page in store.pages(bad):
-            found, rejects = parse_page(page, kind, where)
-            rows += found
-            bad += rejects
-        table = day_table(rows, expander, settings, bad=bad)
-        counts.update(read_cards(table, settings, card_cache))
-        write_day(table, bad, out, rejected_out, run, {**counts, "tweets": len(table), "raw_pages": store.count})
-    return {**counts, "tweets": len(table), "rejected": len(bad)}
+    # the URL cache is written once, when the day ends (or stops): read and rewritten whole
+    with Expander(url_cache, timeout=settings.url_timeout, workers=settings.url_workers,
+                  private_urls=settings.private_urls) as expander:
+        bad: list[dict[str, Any]] = []
+        if source == "archive":
+            files = list(archive or [])
+            if not files:
+                raise ValueError("twitter.archive lists no files to replay")
+            run = Run(rule=rule, params={"date": date, "source": source, **params}, inputs=files)
+            table = day_table(read_archive(files, bad), expander, settings, date, bad)
+            cards = read_cards(table, settings, card_cache)
+            write_day(table, bad, out, rejected_out, run, {"tweets": len(table), **cards})
+            return {"tweets": len(table), "rejected": len(bad), **cards}
+        if source != "live":
+            raise ValueError(f"twitter.source must be live or archive, not {source!r}")
+        run = Run(rule=rule, params={"date": date, "source": source, **params}, inputs=[])
+        today = today or datetime.datetime.now(datetime.timezone.utc).date().isoformat()
+        if date > today:  # what it fetched would be filed under a day to come, and that day settled
+            raise ValueError(f"harvest date {date} is after today ({today}, UTC): a live harvest "
+                             "fetches what is there now and files it under its date; harvest today's")
+        # a settled day reads only its own pages, which no harvest writes again, and the state
+        # (written atomically): without the lock, so the days a changed setting re-runs may
+        # rebuild side by side, beside today's harvest
+        with contextlib.nullcontext() if settled(State(state_path), raw_dir, date, today) else state_lock(state_path):
+            state = State(state_path)
+            why = settled(state, raw_dir, date, today)
+            if why:
+                counts: dict[str, Any] = {"rebuilt_after": latest_harvest(state, raw_dir)}
+                store = _saved_pages(Path(raw_dir) / date, date, why)
+            else:
+                store = PageStore(Path(raw_dir) / date)
+                state.latest_day = date
+                state.save()
+                client = client or make_client(settings)
+                protect_secrets(client_secrets(client))
+                counts = harvest_live(client, store, state, settings, expander, sleep, date=date, bad=bad)
+            rows = []
+            for kind, where, page in store.pages(bad):
+                found, rejects = parse_page(page, kind, where)
+                rows += found
+                bad += rejects
+            table = day_table(rows, expander, settings, bad=bad)
+            counts.update(read_cards(table, settings, card_cache))
+            write_day(table, bad, out, rejected_out, run, {**counts, "tweets": len(table), "raw_pages": store.count})
+        return {**counts, "tweets": len(table), "rejected": len(bad)}
 
 
 def read_cards(table: list[dict[str, Any]], settings: HarvestSettings, card_cache: str | Path | None

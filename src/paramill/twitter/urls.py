@@ -183,7 +183,11 @@ def web_session(private_urls: bool = False, session: requests.Session | None = N
 
 class Expander:
     """Follows redirects of URLs, with a JSON cache file (``None`` = in memory only); public
-    hosts only unless ``private_urls`` (module docstring)."""
+    hosts only unless ``private_urls`` (module docstring). The file is read when the expander
+    is made and written, merged with what other jobs added meanwhile, after each
+    :meth:`expand`; inside a ``with`` block only when the block ends (on an error too): a
+    harvest expands a timeline page at a time, and the file, read and rewritten whole, grows
+    with every month harvested."""
 
     def __init__(self, cache: str | Path | None = None, timeout: float = 5.0,
                  max_redirects: int = 10, workers: int = 8, session: requests.Session | None = None,
@@ -191,6 +195,8 @@ class Expander:
         self.cache_path = Path(cache) if cache else None
         self.cache: dict[str, str] = (load_url_cache(self.cache_path)
                                       if self.cache_path and self.cache_path.exists() else {})
+        self._new: dict[str, str] = {}  # found since the file was written
+        self._deferred = False  # inside a with block: written when it ends
         self.timeout = timeout
         self.workers = workers
         self.session = web_session(private_urls, session)
@@ -227,9 +233,24 @@ class Expander:
                         found[url] = final
             if found:  # the results are gathered here, in the calling thread
                 self.cache.update(found)
-                if self.cache_path:  # with what other jobs added meanwhile
-                    self.cache = merge_json(self.cache_path, found, load_url_cache, indent=None)
+                self._new.update(found)
+                if not self._deferred:
+                    self.save()
         return {u: self.cache.get(u, u) for u in urls}
+
+    def save(self) -> None:
+        """Write what was found since the last write, with what other jobs added meanwhile."""
+        if self.cache_path and self._new:
+            self.cache = {**merge_json(self.cache_path, self._new, load_url_cache, indent=None)}
+        self._new = {}
+
+    def __enter__(self) -> "Expander":
+        self._deferred = True
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._deferred = False
+        self.save()
 
 
 def load_url_cache(path: Path) -> dict[str, str]:
