@@ -75,13 +75,17 @@ fi
 if [ "$SUITE" = embed ]; then
   export PARAMILL_SHARED_DATA="$PWD/.gpu/shared-data"
   "$PY" - <<'PYEOF' 2>&1 | tee "$OUT/env.txt"
-import sys, torch, polars, sentence_transformers, sentencepiece
+import sys, torch, polars, pyarrow, sentence_transformers, sentencepiece
 from paramill import device
 print("python", sys.version.split()[0], "torch", torch.__version__, "cuda", torch.version.cuda,
       torch.cuda.get_device_name(0) if torch.cuda.is_available() else "no GPU",
-      "polars", polars.__version__, "sentencepiece", sentencepiece.__version__,
-      "device.pick:", device.pick("auto"))
+      "polars", polars.__version__, "pyarrow", pyarrow.__version__,
+      "sentencepiece", sentencepiece.__version__, "device.pick:", device.pick("auto"))
+if int(pyarrow.__version__.split(".")[0]) < 14:  # the id store's page checksums need it
+    sys.exit(f"pyarrow {pyarrow.__version__} here: paramill's Parquet page checksums need 14 or "
+             "later; carry a newer pyarrow in .gpu/site.tar.xz")
 PYEOF
+  [ "${PIPESTATUS[0]}" = 0 ] || exit 3
   # the synthetic pairs of the scale part are made (one core, numpy) while the GPU steps run
   # (GENERATE=1: also in a call without the scale part, for the next call on the same machine)
   if [[ " ${PARTS:-scale} " == *" scale "* || "${GENERATE:-}" ]]; then
