@@ -78,6 +78,13 @@ def handler_for(fake: FakeX):
             if fault == "429":
                 return self.reply(429, {"title": "Too Many Requests"},
                                   {"x-rate-limit-reset": str(int(time.time()) + 1)})
+            if fault == "usage-cap":  # the monthly post cap: the 15-minute window is not spent
+                return self.reply(429, {"account_id": "1", "product_name": "standard-basic",
+                                        "title": "UsageCapExceeded", "period": "Monthly", "scope": "Product",
+                                        "detail": "Usage cap exceeded: Monthly product cap",
+                                        "type": "https://api.twitter.com/2/problems/usage-capped"},
+                                  {"x-rate-limit-limit": "450", "x-rate-limit-remaining": "449",
+                                   "x-rate-limit-reset": str(int(time.time()) + 900)})
             if fault == "429-noreset":
                 return self.reply(429, {"title": "Too Many Requests"})
             if fault == "429-past":

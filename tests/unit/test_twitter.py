@@ -786,6 +786,25 @@ def test_free_tier_refusal_is_one_clear_message(fake_x, tmp_path):
     assert "attached to a Project" in str(info.value) and TOKEN not in str(info.value)
 
 
+def test_the_monthly_post_cap_stops_the_harvest_at_once_and_the_next_goes_on(fake_x, tmp_path):
+    """A 429 UsageCapExceeded is not a rate limit: its reset header is 15 minutes ahead, and
+    the harvest waited up to backoff_max five times (about 75 minutes) before failing with
+    'rate limited'. It stops at the first, saying so; what was saved is kept."""
+    populate(fake_x, stories=2)
+    fake_x.faults = [("/2/tweets/search/recent", "usage-cap")]
+    waits = []
+    with pytest.raises(HarvestError, match=r"monthly post cap is reached \(429: Usage cap exceeded: "
+                                           r"Monthly product cap\)\. Nothing more can be read") as info:
+        harvest_day("2026-11-02", tmp_path / "d.parquet", SETTINGS, source="live", raw_dir=tmp_path / "raw",
+                    state_path=tmp_path / "state.json", client=client_for(fake_x), sleep=waits.append,
+                    today="2026-11-02")
+    assert waits == [] and TOKEN not in str(info.value)
+    assert sum(p == "/2/tweets/search/recent" for p, _, _ in fake_x.requests) == 1  # no retry
+    assert list((tmp_path / "raw" / "2026-11-02").iterdir())  # the timelines' pages are kept
+    _, table = harvest(fake_x, tmp_path, date="2026-11-02")  # after the reset: it goes on
+    assert set(table["tweet_id"]) == expected_ids(fake_x)
+
+
 def test_missing_credentials_and_persistent_server_errors(fake_x, tmp_path, monkeypatch):
     from paramill.twitter.api import make_client
 

@@ -239,6 +239,13 @@ def call(fn: Callable[..., Any], settings: HarvestSettings, sleep: Callable[[flo
         except tweepy.NotFound as exc:
             raise Refused(f"{fn.__name__} found nothing (404): {_api_message(exc)}", 404) from None
         except tweepy.TooManyRequests as exc:
+            if _usage_capped(exc):  # no wait of minutes ends it: it resets with the month
+                raise HarvestError(
+                    f"the X API refused {fn.__name__}: the project's monthly post cap is reached "
+                    f"(429: {_api_message(exc)}). Nothing more can be read until it resets (the "
+                    "developer console says when, and how much a month the tier allows); the "
+                    "pages saved so far are kept, and the next harvest after the reset goes on "
+                    "from them (README, Sizing a harvest against the X API).") from None
             reset = getattr(exc, "reset_time", None)
             if reset is not None and reset + 1 - now() > 0:  # wait for the reset the API gave
                 wait = min(settings.backoff_max, reset + 1 - now())
@@ -259,6 +266,17 @@ def call(fn: Callable[..., Any], settings: HarvestSettings, sleep: Callable[[flo
              f"{attempt + 1} of {settings.retries}")  # a wait of up to backoff_max is not a hang
         sleep(wait)
     raise AssertionError("unreachable")
+
+
+def _usage_capped(exc: Any) -> bool:
+    """Whether a 429 is the monthly post cap (``UsageCapExceeded``, problem type
+    ``…/usage-capped``), not a rate limit that a wait of minutes ends."""
+    try:
+        body = exc.response.json()
+    except (ValueError, AttributeError):
+        return False
+    return isinstance(body, dict) and (body.get("title") == "UsageCapExceeded" or str(
+        body.get("type", "")).endswith("/usage-capped"))
 
 
 def _api_message(exc: Any) -> str:
