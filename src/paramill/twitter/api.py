@@ -38,7 +38,8 @@ TWEET_FIELDS = ["created_at", "entities", "referenced_tweets", "author_id", "lan
 
 
 class HarvestError(RuntimeError):
-    """A harvest that cannot go on (credentials, access tier); the message says why."""
+    """A harvest that cannot go on (credentials, access tier, the monthly post cap); the
+    message says why."""
 
 
 @dataclass(frozen=True)

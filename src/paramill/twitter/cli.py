@@ -21,7 +21,9 @@ group = Group("twitter", "tweets sharing news URLs: harvest, pairs, identificati
                              "of the day's news pages are read into it; none when empty"),
     description="Live: news accounts' timelines, then a recent search per new URL (X API v2 "
                 "via tweepy). Archive: replay JSONL tweets. Exit 3 when the harvest cannot go "
-                "on (credentials refused, the free tier, another harvest holding the state). "
+                "on (credentials refused, the free tier, the monthly post cap reached, another "
+                "harvest holding the state; the pages saved are kept, and a later day's run "
+                "builds a stopped day's table from them). "
                 "Source, raw_dir and state come from the twitter section.",
     settings={"settings": "twitter.harvest", "twitter_settings": "twitter"}, launch=True)
 def harvest(args: argparse.Namespace) -> int | str:
