@@ -85,6 +85,9 @@ def handler_for(fake: FakeX):
                                         "type": "https://api.twitter.com/2/problems/usage-capped"},
                                   {"x-rate-limit-limit": "450", "x-rate-limit-remaining": "449",
                                    "x-rate-limit-reset": str(int(time.time()) + 900)})
+            if fault == "429-hour":  # a window that ends past backoff_max
+                return self.reply(429, {"title": "Too Many Requests"},
+                                  {"x-rate-limit-reset": str(int(time.time()) + 3600)})
             if fault == "429-noreset":
                 return self.reply(429, {"title": "Too Many Requests"})
             if fault == "429-past":

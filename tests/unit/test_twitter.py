@@ -805,6 +805,21 @@ def test_the_monthly_post_cap_stops_the_harvest_at_once_and_the_next_goes_on(fak
     assert set(table["tweet_id"]) == expected_ids(fake_x)
 
 
+def test_a_rate_limit_window_past_the_longest_wait_is_named_when_the_harvest_gives_up(fake_x, tmp_path):
+    """A cron log said 'rate limited (429)' after the retries, not that the window would have
+    ended an hour later (a 24-hour window, or a limit shared with another job)."""
+    populate(fake_x)
+    fake_x.faults = [("/2/users/by/username/", "429-hour")] * 4
+    waits = []
+    with pytest.raises(HarvestError, match=r"get_user failed after 3 retries: rate limited \(429\); its "
+                                           r"window ends at \d{4}-\d\d-\d\d \d\d:\d\d UTC, (59|60) min "
+                                           r"from now, past backoff_max \(900 s\)"):
+        harvest_day("2026-11-02", tmp_path / "d.parquet", SETTINGS, source="live", raw_dir=tmp_path / "raw",
+                    state_path=tmp_path / "state.json", client=client_for(fake_x), sleep=waits.append,
+                    today="2026-11-02")
+    assert waits == [900.0] * 3  # each wait at most backoff_max
+
+
 def test_missing_credentials_and_persistent_server_errors(fake_x, tmp_path, monkeypatch):
     from paramill.twitter.api import make_client
 

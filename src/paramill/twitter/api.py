@@ -223,6 +223,7 @@ def call(fn: Callable[..., Any], settings: HarvestSettings, sleep: Callable[[flo
     client = getattr(fn, "__self__", None)
     if client is not None and getattr(client, "bearer_token", None) is None:
         kwargs["user_auth"] = True  # OAuth 1.0a user context: sign the request
+    window = ""  # where a rate limit's window ends past the longest wait: said in the error
     for attempt in range(settings.retries + 1):
         wait = backoff_delay(settings, attempt, rng)
         try:
@@ -250,6 +251,10 @@ def call(fn: Callable[..., Any], settings: HarvestSettings, sleep: Callable[[flo
             reset = getattr(exc, "reset_time", None)
             if reset is not None and reset + 1 - now() > 0:  # wait for the reset the API gave
                 wait = min(settings.backoff_max, reset + 1 - now())
+                ends = time.strftime("%Y-%m-%d %H:%M", time.gmtime(reset))
+                window = ("" if reset + 1 - now() <= settings.backoff_max else
+                          f"; its window ends at {ends} UTC, {(reset - now()) / 60:.0f} min from now, "
+                          f"past backoff_max ({settings.backoff_max:g} s)")
             failure = "rate limited (429)"
         except tweepy.HTTPException as exc:  # other statuses: retry those that are worth it
             status = exc.response.status_code if exc.response is not None else None
@@ -262,7 +267,8 @@ def call(fn: Callable[..., Any], settings: HarvestSettings, sleep: Callable[[flo
         except (requests.RequestException, ValueError) as exc:
             failure = type(exc).__name__
         if attempt == settings.retries:
-            raise HarvestError(f"{fn.__name__} failed after {settings.retries} retries: {failure}")
+            raise HarvestError(f"{fn.__name__} failed after {settings.retries} retries: {failure}"
+                               + (window if failure.startswith("rate limited") else ""))
         note(f"paramill twitter harvest: {fn.__name__} {failure}: waiting {wait:.1f} s, then retry "
              f"{attempt + 1} of {settings.retries}")  # a wait of up to backoff_max is not a hang
         sleep(wait)
