@@ -250,11 +250,17 @@ def stopped_days(month=""):
     return {p.name for p in folders[:-1] if p.name.startswith(month) and any(p.iterdir())}
 
 
+def twitter_days(month=""):
+    """The days of ``month`` (every month: "") a month's job reads: the configured dates, the
+    days already harvested (periodic runs) and those whose harvest stopped part way."""
+    days = {d for d in config["twitter"]["dates"] if d.startswith(month)} | stopped_days(month)
+    days |= {p.stem for p in Path(f"{WORK}/twitter/harvest").glob(f"{month}*.parquet")}
+    return sorted(days)
+
+
 def twitter_months():
     """Months of the configured dates and of the days already harvested."""
-    days = set(config["twitter"]["dates"]) | stopped_days()
-    days |= {p.stem for p in Path(f"{WORK}/twitter/harvest").glob("*.parquet")}
-    return sorted({d[:7] for d in days})
+    return sorted({d[:7] for d in twitter_days()})
 
 
 def growth_stats(wildcards):
@@ -268,12 +274,8 @@ def growth_stats(wildcards):
 
 
 def month_days(wildcards):
-    """The month's configured dates, its days already harvested (periodic runs) and those
-    whose harvest stopped part way (:func:`stopped_days`)."""
-    days = {d for d in config["twitter"]["dates"] if d.startswith(wildcards.month)}
-    days |= stopped_days(wildcards.month)
-    days |= {p.stem for p in Path(f"{WORK}/twitter/harvest").glob(f"{wildcards.month}-*.parquet")}
-    return [f"{WORK}/twitter/harvest/{d}.parquet" for d in sorted(days)]
+    """The day tables of the month (:func:`twitter_days`)."""
+    return [f"{WORK}/twitter/harvest/{d}.parquet" for d in twitter_days(wildcards.month)]
 
 
 def identify_labelled():

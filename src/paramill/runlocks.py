@@ -31,12 +31,12 @@ def keep_other_runs_locks() -> bool:
         return getattr(FilePersistence, "_paramill_own_locks", False)
 
     def unlock(self) -> None:  # the end of a run (and of a failed one)
-        for lockfile in list(getattr(self, "_lockfile", {}).values()):
+        for lockfile in self._lockfile.values():
             try:
                 os.remove(lockfile)
             except FileNotFoundError:
                 pass
-        getattr(self, "_lockfile", {}).clear()
+        self._lockfile.clear()
         try:
             os.rmdir(self._lockdir)  # only when no other run holds locks
         except OSError:

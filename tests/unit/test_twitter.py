@@ -549,10 +549,11 @@ SETTINGS = HarvestSettings(accounts=["newsa", "newsb", "nobody"], max_results=5,
 def harvest(fake, tmp_path, date="2026-11-02", settings=SETTINGS, **kw):
     """A live harvest of ``date`` as the day's cron runs it: on that day (``today``)."""
     kw.setdefault("today", date)
+    kw.setdefault("sleep", lambda s: None)
     out = tmp_path / "days" / f"{date}.parquet"
     stats = harvest_day(date, out, settings, source="live", raw_dir=tmp_path / "raw",
                         state_path=tmp_path / "state.json", url_cache=tmp_path / "urls.json",
-                        client=kw.pop("client", None) or client_for(fake), sleep=lambda s: None, **kw)
+                        client=kw.pop("client", None) or client_for(fake), **kw)
     return stats, pl.read_parquet(out)
 
 
@@ -795,9 +796,7 @@ def test_the_monthly_post_cap_stops_the_harvest_at_once_and_the_next_goes_on(fak
     waits = []
     with pytest.raises(HarvestError, match=r"monthly post cap is reached \(429: Usage cap exceeded: "
                                            r"Monthly product cap\)\. Nothing more can be read") as info:
-        harvest_day("2026-11-02", tmp_path / "d.parquet", SETTINGS, source="live", raw_dir=tmp_path / "raw",
-                    state_path=tmp_path / "state.json", client=client_for(fake_x), sleep=waits.append,
-                    today="2026-11-02")
+        harvest(fake_x, tmp_path, sleep=waits.append)
     assert waits == [] and TOKEN not in str(info.value)
     assert sum(p == "/2/tweets/search/recent" for p, _, _ in fake_x.requests) == 1  # no retry
     assert list((tmp_path / "raw" / "2026-11-02").iterdir())  # the timelines' pages are kept
@@ -814,9 +813,7 @@ def test_a_rate_limit_window_past_the_longest_wait_is_named_when_the_harvest_giv
     with pytest.raises(HarvestError, match=r"get_user failed after 3 retries: rate limited \(429\); its "
                                            r"window ends at \d{4}-\d\d-\d\d \d\d:\d\d UTC, (59|60) min "
                                            r"from now, past backoff_max \(900 s\)"):
-        harvest_day("2026-11-02", tmp_path / "d.parquet", SETTINGS, source="live", raw_dir=tmp_path / "raw",
-                    state_path=tmp_path / "state.json", client=client_for(fake_x), sleep=waits.append,
-                    today="2026-11-02")
+        harvest(fake_x, tmp_path, sleep=waits.append)
     assert waits == [900.0] * 3  # each wait at most backoff_max
 
 

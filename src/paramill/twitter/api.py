@@ -249,12 +249,13 @@ def call(fn: Callable[..., Any], settings: HarvestSettings, sleep: Callable[[flo
                     "pages saved so far are kept, and the next harvest after the reset goes on "
                     "from them (README, Sizing a harvest against the X API).") from None
             reset = getattr(exc, "reset_time", None)
-            if reset is not None and reset + 1 - now() > 0:  # wait for the reset the API gave
-                wait = min(settings.backoff_max, reset + 1 - now())
-                ends = time.strftime("%Y-%m-%d %H:%M", time.gmtime(reset))
-                window = ("" if reset + 1 - now() <= settings.backoff_max else
-                          f"; its window ends at {ends} UTC, {(reset - now()) / 60:.0f} min from now, "
-                          f"past backoff_max ({settings.backoff_max:g} s)")
+            left = reset + 1 - now() if reset is not None else 0
+            if left > 0:  # wait for the reset the API gave
+                wait = min(settings.backoff_max, left)
+                window = ("" if left <= settings.backoff_max else
+                          f"; its window ends at {time.strftime('%Y-%m-%d %H:%M', time.gmtime(reset))} "
+                          f"UTC, {(left - 1) / 60:.0f} min from now, past backoff_max "
+                          f"({settings.backoff_max:g} s)")
             failure = "rate limited (429)"
         except tweepy.HTTPException as exc:  # other statuses: retry those that are worth it
             status = exc.response.status_code if exc.response is not None else None

@@ -241,7 +241,7 @@ class Expander:
     def save(self) -> None:
         """Write what was found since the last write, with what other jobs added meanwhile."""
         if self.cache_path and self._new:
-            self.cache = {**merge_json(self.cache_path, self._new, load_url_cache, indent=None)}
+            self.cache = merge_json(self.cache_path, self._new, load_url_cache, indent=None)
         self._new = {}
 
     def __enter__(self) -> "Expander":
@@ -323,7 +323,7 @@ def check_cards(cards: object, path: str | Path) -> dict[str, dict[str, str]]:
     return cards
 
 
-def load_cards(path: Path) -> dict[str, dict[str, str]]:
+def load_card_cache(path: Path) -> dict[str, dict[str, str]]:
     """The card cache in ``path``, or an error naming the file."""
     try:
         return check_cards(read_json(path), path)
@@ -339,7 +339,7 @@ def fetch_cards(urls: list[str], workers: int = 8, timeout: float = 5.0,
     before (a page without one as ``{}``), read first and written back: a URL is fetched once,
     where a page that could not be read now is left out of it, to be asked again."""
     cache = Path(cache) if cache else None
-    known = load_cards(cache) if cache and cache.exists() else {}
+    known = load_card_cache(cache) if cache and cache.exists() else {}
     unique = list(dict.fromkeys(urls))
     todo = [u for u in unique if u not in known]
     if todo:
@@ -356,5 +356,5 @@ def fetch_cards(urls: list[str], workers: int = 8, timeout: float = 5.0,
         found = {u: c for u, c in zip(todo, cards) if c is not None}
         known.update(found)
         if cache and found:  # with what other jobs added meanwhile
-            known = merge_json(cache, found, load_cards)
+            known = merge_json(cache, found, load_card_cache)
     return {u: known[u] for u in unique if known.get(u)}
