@@ -12,7 +12,9 @@ rule harvest:
     params:
         settings=as_json(stage_settings("twitter", "harvest")),
         twitter=as_json({k: config["twitter"][k] for k in ("source", "raw_dir", "state")}),
-        url_cache=f"{WORK}/twitter/url-cache.json",
+        # the month's followed links; the one file of every month kept before, only read
+        url_cache=lambda w: f"{WORK}/twitter/url-cache/{w.date[:7]}.json",
+        earlier_url_cache=f"{WORK}/twitter/url-cache.json",
         # the day's news pages' cards, read where the harvest reaches the web (twitter_month's)
         card_cache=lambda w: (f"{WORK}/twitter/card-cache/{w.date[:7]}.json"
                               if config["twitter"]["pairs"]["fetch_cards"] else ""),
@@ -29,7 +31,8 @@ rule harvest:
         "paramill --rule {rule} --threads {threads} twitter harvest --date {wildcards.date:q} --out {output.day:q}"
         " --rejected {output.rejected:q}"
         " --twitter-settings {params.twitter:q} --archive {input.archive:q}"
-        " --url-cache {params.url_cache:q} --card-cache={params.card_cache:q}"
+        " --url-cache {params.url_cache:q} --earlier-url-cache {params.earlier_url_cache:q}"
+        " --card-cache={params.card_cache:q}"
         " --settings {params.settings:q} --launch {TWITTER_HARVEST_LAUNCH:q} > {log:q} 2>&1"
 
 

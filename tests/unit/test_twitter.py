@@ -376,6 +376,64 @@ def test_a_url_cache_that_is_not_json_is_an_error_naming_it(tmp_path):
     assert Expander(cache).expand(["https://t.co/a"]) == {"https://t.co/a": "https://a.com/1"}
 
 
+def test_the_earlier_one_file_url_cache_answers_first_is_copied_and_never_written(web, tmp_path):
+    """The URL cache is a month's file now; the one file of every month kept before is only
+    read, for the links it knows, which go into the month's file, so a rebuilt day gets the
+    answers its links had when it was harvested (the web's may have changed since)."""
+    earlier, cache = tmp_path / "url-cache.json", tmp_path / "url-cache" / "2026-11.json"
+    earlier.write_text(json.dumps({f"{web}/short/2": "https://then.example/story"}))
+    kept = earlier.read_bytes()
+    exp = Expander(cache, timeout=0.5, private_urls=True, earlier=earlier)
+    before = len(http_requests(web))
+    assert exp.expand([f"{web}/short/2", f"{web}/nohead"]) == {
+        f"{web}/short/2": "https://then.example/story", f"{web}/nohead": f"{web}/article"}
+    assert "/short/2" not in http_requests(web)[before:]  # the earlier answer, not the web's
+    assert json.loads(cache.read_text()) == {f"{web}/short/2": "https://then.example/story",
+                                             f"{web}/nohead": f"{web}/article"}
+    assert earlier.read_bytes() == kept
+    earlier.write_text("{half")  # read once, when a link was missing; not again
+    assert exp.expand([f"{web}/nohead"]) == {f"{web}/nohead": f"{web}/article"}
+    with pytest.raises(ValueError, match=r"url-cache.json: not a URL cache"):
+        Expander(cache, earlier=earlier).expand(["https://t.co/new"])
+    # all in the month's file: the earlier one is not read
+    assert Expander(cache, earlier=earlier).expand([f"{web}/nohead"]) == {f"{web}/nohead": f"{web}/article"}
+
+
+def test_the_earlier_url_cache_is_read_for_the_days_it_was_written_on_or_after(tmp_path):
+    import os
+    from paramill.twitter.urls import earlier_cache
+
+    earlier = tmp_path / "url-cache.json"
+    assert earlier_cache(earlier, "2026-11-02") is None and earlier_cache("", "2026-11-02") is None
+    earlier.write_text("{}")
+    last = time.mktime(time.strptime("2026-11-10 12:00", "%Y-%m-%d %H:%M"))
+    os.utime(earlier, (last, last))
+    assert earlier_cache(earlier, "2026-11-02") == earlier  # harvested while it was kept
+    assert earlier_cache(earlier, "2026-11-11") == earlier  # a day of slack for clocks
+    assert earlier_cache(earlier, "2026-11-12") is None  # harvested after: it cannot know
+
+
+def test_a_days_links_on_shorteners_are_followed_into_its_months_cache(tmp_path):
+    """The API's expanded_url of a news account's link is often its own shortener (nyti.ms,
+    trib.al): the state tracked the article it leads to, but the day's table kept the short
+    link, so the news tweet never met its readers' tweets in the month's pairs."""
+    from paramill.twitter.harvest import track_urls
+    from paramill.twitter.store import State
+
+    path = tmp_path / "a.jsonl"
+    rows = [tweet(1, 9, "x https://t.co/z", "https://bit.ly/x")]
+    path.write_text(json.dumps(rows[0]) + "\n")
+    earlier, cache = tmp_path / "url-cache.json", tmp_path / "url-cache" / "2026-11.json"
+    earlier.write_text(json.dumps({"https://bit.ly/x": "https://n.com/story?utm_source=tw"}))
+    harvest_day("2026-11-02", tmp_path / "d.parquet", SETTINGS, source="archive", archive=[str(path)],
+                url_cache=cache, earlier_url_cache=earlier)
+    assert pl.read_parquet(tmp_path / "d.parquet")["canonical_urls"].to_list() == [["https://n.com/story"]]
+    assert json.loads(cache.read_text()) == {"https://bit.ly/x": "https://n.com/story?utm_source=tw"}
+    state = State(tmp_path / "state.json")
+    track_urls(state, ["https://bit.ly/x"], Expander(cache), SETTINGS, "2026-11-02")
+    assert list(state.urls) == ["https://n.com/story"]  # what the day's table holds
+
+
 @pytest.mark.parametrize("state, where", [
     ('[]', "the file is [], not an object"),
     ('{"users": ["cnn"]}', 'users is ["cnn"], not an object of account: user id'),

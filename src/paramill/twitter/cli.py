@@ -16,7 +16,10 @@ group = Group("twitter", "tweets sharing news URLs: harvest, pairs, identificati
     out("--rejected", required=False, help="the day's rejected records with reasons (Parquet; default: "
                            "rejected/<name> beside --out)"),
     arg("--archive", nargs="*", help="JSONL files to replay (source archive)"),
-    arg("--url-cache", help="URL expansion cache (JSON)"),
+    arg("--url-cache", help="the month's URL expansion cache (JSON)"),
+    arg("--earlier-url-cache", help="the one URL cache of every month that paramill kept "
+                                    "before it kept one a month (JSON): only read, for the days "
+                                    "harvested while it was written; their links go into --url-cache"),
     arg("--card-cache", help="the month's page cards (JSON; twitter.pairs.fetch_cards): the cards "
                              "of the day's news pages are read into it; none when empty"),
     description="Live: news accounts' timelines, then a recent search per new URL (X API v2 "
@@ -34,6 +37,7 @@ def harvest(args: argparse.Namespace) -> int | str:
                             raw_dir=args.twitter_settings["raw_dir"],
                             state_path=args.twitter_settings["state"],
                             archive=args.archive, url_cache=args.url_cache, rule=args.rule,
+                            earlier_url_cache=args.earlier_url_cache,
                             rejected_out=args.rejected, card_cache=args.card_cache)
     except HarvestError as exc:
         print(f"paramill twitter harvest: {exc}", file=sys.stderr)

@@ -70,7 +70,7 @@ from paramill.twitter.api import (
 from paramill.twitter.store import (PageStore, State, latest_harvest, newest_id, prune_urls,
                                     state_lock)
 from paramill.twitter.tweets import REJECTED_TWEETS, TWEETS, parse_page, read_archive, rejected
-from paramill.twitter.urls import Expander, canonical, is_short
+from paramill.twitter.urls import Expander, canonical, earlier_cache, is_short
 
 #: what the command line takes from here (the error and settings are the API module's)
 __all__ = ["HarvestError", "HarvestSettings", "harvest_day"]
@@ -111,12 +111,18 @@ def _page_args(settings: HarvestSettings, floor: int) -> dict[str, Any]:
             "expansions": ["author_id"], "user_fields": ["username"]}
 
 
+def followed(urls: Iterable[str], settings: HarvestSettings) -> list[str]:
+    """The links of ``urls`` followed over HTTP: those on a known shortener host (an API's
+    ``expanded_url`` is often one, nyti.ms, trib.al), every one with ``expand_all``."""
+    return [u for u in urls if settings.expand_all or is_short(u)]
+
+
 def track_urls(state: State, urls: list[str], expander: Expander, settings: HarvestSettings,
                date: str) -> None:
     """Add the canonical forms of news tweets' ``urls`` to the URLs the state searches."""
     if not urls:
         return
-    expanded = expander.expand([u for u in urls if is_short(u) or settings.expand_all])
+    expanded = expander.expand(followed(urls, settings))
     for url in canonical_urls(urls, expanded, "news tweets", None, []):
         state.urls.setdefault(url, {"since_id": None, "next_token": None, "first_seen": date})
 
@@ -292,7 +298,8 @@ def day_table(rows: Iterable[dict[str, Any]], expander: Expander, settings: Harv
             continue
         seen.setdefault(row["tweet_id"], row)
     table = sorted(seen.values(), key=lambda r: int(r["tweet_id"]) if r["tweet_id"].isdigit() else 0)
-    to_expand = [u for r in table for u in r["short_urls"] + (r["urls"] if settings.expand_all else [])]
+    # the same links as the news tweets' whose URLs the state tracks, so the two meet
+    to_expand = [u for r in table for u in r["short_urls"] + followed(r["urls"], settings)]
     expanded = expander.expand(to_expand) if to_expand else {}
     for r in table:
         r["canonical_urls"] = canonical_urls(r["urls"] + r["short_urls"], expanded,
@@ -331,19 +338,23 @@ def harvest_day(date: str, out: str | Path, settings: HarvestSettings, source: s
                 archive: list[str] | None = None, url_cache: str | Path | None = None,
                 client=None, rule: str = "harvest", sleep: Callable[[float], None] = time.sleep,
                 rejected_out: str | Path | None = None, today: str | None = None,
-                card_cache: str | Path | None = None) -> dict[str, Any]:
+                card_cache: str | Path | None = None, earlier_url_cache: str | Path | None = None
+                ) -> dict[str, Any]:
     """Harvest (or replay) one day into the tweet table ``out`` (and its rejected records);
-    ``today``: the UTC date now (a test's clock); ``card_cache``: the month's page cards,
-    into which the day's news pages' cards are read (:func:`read_cards`)."""
+    ``today``: the UTC date now (a test's clock); ``url_cache``: the month's followed links,
+    and ``earlier_url_cache`` the one file of every month kept before, read for the days it
+    may know (:func:`~paramill.twitter.urls.earlier_cache`); ``card_cache``: the month's page
+    cards, into which the day's news pages' cards are read (:func:`read_cards`)."""
     try:
         datetime.date.fromisoformat(date)
     except ValueError:
         raise ValueError(f"harvest date {date!r} is not a date (YYYY-MM-DD)") from None
     rejected_out = rejected_out or rejected_path(out)
     params = {k: v for k, v in asdict(settings).items()}  # env var names only, never values
-    # the URL cache is written once, when the day ends (or stops): read and rewritten whole
+    # the month's URL cache is written once, when the day ends (or stops)
     with Expander(url_cache, timeout=settings.url_timeout, workers=settings.url_workers,
-                  private_urls=settings.private_urls) as expander:
+                  private_urls=settings.private_urls,
+                  earlier=earlier_cache(earlier_url_cache, date)) as expander:
         bad: list[dict[str, Any]] = []
         if source == "archive":
             files = list(archive or [])

@@ -18,6 +18,7 @@ for the check and to a private one for the connection.
 
 from __future__ import annotations
 
+import datetime
 import html
 import ipaddress
 import json
@@ -182,19 +183,23 @@ def web_session(private_urls: bool = False, session: requests.Session | None = N
 
 
 class Expander:
-    """Follows redirects of URLs, with a JSON cache file (``None`` = in memory only); public
-    hosts only unless ``private_urls`` (module docstring). The file is read when the expander
-    is made and written, merged with what other jobs added meanwhile, after each
+    """Follows redirects of URLs, with a JSON cache file (``None`` = in memory only; a
+    harvest's is its month's, so the file a job reads and rewrites stays a month's size);
+    public hosts only unless ``private_urls`` (module docstring). The file is read when the
+    expander is made and written, merged with what other jobs added meanwhile, after each
     :meth:`expand`; inside a ``with`` block only when the block ends (on an error too): a
-    harvest expands a timeline page at a time, and the file, read and rewritten whole, grows
-    with every month harvested."""
+    harvest expands a timeline page at a time. ``earlier``: a cache only read (the one file
+    for every month that paramill kept before), asked for the URLs ``cache`` lacks, on the
+    first that does; what it answers is written to ``cache`` as if found, so a rebuilt day
+    gets the answers its links had when it was harvested, not the web's of today."""
 
     def __init__(self, cache: str | Path | None = None, timeout: float = 5.0,
                  max_redirects: int = 10, workers: int = 8, session: requests.Session | None = None,
-                 private_urls: bool = False):
+                 private_urls: bool = False, earlier: str | Path | None = None):
         self.cache_path = Path(cache) if cache else None
         self.cache: dict[str, str] = (load_url_cache(self.cache_path)
                                       if self.cache_path and self.cache_path.exists() else {})
+        self._earlier: Path | dict[str, str] | None = Path(earlier) if earlier else None
         self._new: dict[str, str] = {}  # found since the file was written
         self._deferred = False  # inside a with block: written when it ends
         self.timeout = timeout
@@ -226,16 +231,21 @@ class Expander:
         """url -> final URL after redirects (the URL itself when it cannot be followed)."""
         todo = [u for u in dict.fromkeys(urls) if u not in self.cache]
         found: dict[str, str] = {}
+        if todo and self._earlier is not None:
+            if isinstance(self._earlier, Path):  # read once, on the first URL the cache lacks
+                self._earlier = load_url_cache(self._earlier) if self._earlier.exists() else {}
+            found = {u: self._earlier[u] for u in todo if u in self._earlier}
+            todo = [u for u in todo if u not in found]
         if todo:
             with ThreadPoolExecutor(self.workers) as pool:
                 for url, final in zip(todo, pool.map(self._resolve, todo)):
                     if final is not None:
                         found[url] = final
-            if found:  # the results are gathered here, in the calling thread
-                self.cache.update(found)
-                self._new.update(found)
-                if not self._deferred:
-                    self.save()
+        if found:  # the results are gathered here, in the calling thread
+            self.cache.update(found)
+            self._new.update(found)
+            if not self._deferred:
+                self.save()
         return {u: self.cache.get(u, u) for u in urls}
 
     def save(self) -> None:
@@ -251,6 +261,16 @@ class Expander:
     def __exit__(self, *exc: object) -> None:
         self._deferred = False
         self.save()
+
+
+def earlier_cache(path: str | Path | None, date: str) -> Path | None:
+    """``path`` (the one-file URL cache paramill kept for every month before it kept one a
+    month) when it may know the links of the day ``date``: it exists and was last written
+    on or after that day (a day of slack for clocks), as it was by the day's harvest."""
+    if not path or not Path(path).exists():
+        return None
+    written = datetime.datetime.fromtimestamp(Path(path).stat().st_mtime, datetime.timezone.utc)
+    return Path(path) if date <= (written.date() + datetime.timedelta(days=1)).isoformat() else None
 
 
 def load_url_cache(path: Path) -> dict[str, str]:
