@@ -143,3 +143,6 @@ PAIRS_INGEST_LAUNCH = launch_settings("pairs.clean", "pairs.ingest")
 EMBED_TRAIN_LAUNCH = launch_settings("embed.train")
 LEXICON_LAUNCH = launch_settings("lexicon")
 TWITTER_HARVEST_LAUNCH = launch_settings("twitter.harvest")
+# every score_<filter> rule: the filters' scoring batch sizes, each job reading its filter's
+FILTERS_LAUNCH = launch_settings("filters.classifier", "filters.dual_xent", "filters.parascore")
+CLASSIFIER_TRAIN_LAUNCH = launch_settings("filters.classifier")

@@ -51,7 +51,7 @@ rule classifier_train:
     output:
         f"{WORK}/filters/classifier/model.pt",
     params:
-        settings=as_json(config["filters"]["classifier"]),
+        settings=as_json(stage_settings("filters", "classifier")),
     log:
         f"{LOGS}/filters/classifier_train.log",
     benchmark:
@@ -63,7 +63,8 @@ rule classifier_train:
         "../envs/nmt-gpu.yaml"
     shell:
         "paramill --rule {rule} --threads {threads} filters classifier"
-        " --heldout {input:q} --out {output:q} --settings {params.settings:q} > {log:q} 2>&1"
+        " --heldout {input:q} --out {output:q} --settings {params.settings:q}"
+        " --launch {CLASSIFIER_TRAIN_LAUNCH:q} > {log:q} 2>&1"
 
 
 rule parascore_model:
@@ -123,7 +124,7 @@ for _filter in FILTERS:
             f"{WORK}/scores/{_filter}/{{corpus}}/{{shard}}.parquet",
         params:
             filter=_filter,
-            settings=as_json(config["filters"][_filter]),
+            settings=as_json(stage_settings("filters", _filter)),
             models=filter_model_args(_filter),
         log:
             f"{LOGS}/filters/score_{_filter}/{{corpus}}/{{shard}}.log",
@@ -137,7 +138,7 @@ for _filter in FILTERS:
         shell:
             "paramill --rule {rule} --threads {threads} filters score --filter {params.filter:q}"
             " --candidates {input.candidates:q} --out {output:q} --settings {params.settings:q}"
-            " --models {params.models:q} > {log:q} 2>&1"
+            " --models {params.models:q} --launch {FILTERS_LAUNCH:q} > {log:q} 2>&1"
 
 
 rule select:

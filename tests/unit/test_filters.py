@@ -11,6 +11,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 import sacrebleu
+import torch
 
 from paramill import filters
 from paramill.filters.analysis import (
@@ -218,6 +219,69 @@ def test_classifier_learns_a_separable_toy_set(tmp_path, monkeypatch):
                      "--out", str(tmp_path / "s.parquet"), "--settings", settings,
                      "--models", json.dumps({"model": str(out)})]) == 0
         assert batches.pop() == expected
+
+
+def _scores(tmp_path, name, model, shard, launch):
+    """``filters score`` of ``name`` with ``--launch`` (how the job runs), its column's values."""
+    from paramill.cli import main
+
+    out = tmp_path / f"{name}-{len(launch)}.parquet"
+    assert main(["filters", "score", "--filter", name, "--candidates", str(shard), "--out", str(out),
+                 "--models", json.dumps({"model": str(model)}), "--launch", launch]) == 0
+    return pl.read_parquet(out)[name].to_numpy()
+
+
+@pytest.mark.parametrize("encoder", ["word", "lstm"])
+def test_a_scoring_batch_size_is_launch_only_and_changes_no_score(tmp_path, encoder, capsys):
+    """The scoring batch sizes (filters.classifier.score_batch_size, parascore.batch_size,
+    dual_xent.batch_size) are launch-only: lowered after a job ran out of GPU memory, they
+    re-scored every shard, and the classifier's retrained the classifier. They bound memory
+    only: the padded batches give each candidate its score alone within float noise."""
+    from paramill.embed.model import ModelSpec, build
+
+    refs = ["the man walked home slowly", "it rains today in the city and the man reads the paper",
+            "a dog", "the child sleeps", "we went to the market on a sunny day with friends"]
+    cands = ["a man go home", "rain today", "the dog barks at the cat all night long", "child",
+             "market day"]
+    data = [(s, 1.0) for s in refs] + [(s, 0.0) for s in cands]
+    clf = tmp_path / "clf.pt"
+    train_classifier(data * 4, data, data, clf,
+                     ClassifierSettings(encoder=encoder, dim=8, hidden=8, epochs=2, batch_size=4))
+    shard = write_candidates(tmp_path / "c" / "shard-00000.parquet",
+                             [(f"p{i}", refs[i], cands[i], 0.1) for i in range(5)])
+    one, all_ = ('{"filters.classifier": {"score_batch_size": %d}}' % n for n in (1, 512))
+    assert np.allclose(_scores(tmp_path, "classifier", clf, shard, one),
+                       _scores(tmp_path, "classifier", clf, shard, all_), atol=1e-6)
+    torch.manual_seed(0)
+    emb = tmp_path / "emb.pt"
+    torch.save(build(ModelSpec(units="word", components=(encoder,), dim=6, hidden=6),
+                     refs + cands).checkpoint(), emb)
+    one, all_ = ('{"filters.parascore": {"batch_size": %d}}' % n for n in (1, 512))
+    assert np.allclose(_scores(tmp_path, "parascore", emb, shard, one),
+                       _scores(tmp_path, "parascore", emb, shard, all_), atol=1e-6)
+    # only launch-only keys: one that changes what the job computes belongs in its settings
+    from paramill.cli import main
+
+    capsys.readouterr()
+    assert main(["filters", "score", "--filter", "parascore", "--candidates", str(shard), "--out",
+                 str(tmp_path / "x.parquet"), "--models", json.dumps({"model": str(emb)}),
+                 "--launch", '{"filters.parascore": {"components": ["lstm"]}}']) == 2
+    assert ("--launch takes only filters.parascore's launch-only keys (batch_size), not components"
+            in capsys.readouterr().err) and not (tmp_path / "x.parquet").exists()
+    # a scoring job out of GPU memory names the key to lower, and that it re-runs no other job
+    from paramill.filters.parascore import Parascore
+
+    def oom(self, batch):
+        raise torch.cuda.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB")
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(Parascore, "score", oom)
+        assert main(["filters", "score", "--filter", "parascore", "--candidates", str(shard), "--out",
+                     str(tmp_path / "x.parquet"), "--models", json.dumps({"model": str(emb)})]) == 3
+    assert ("out of GPU memory (CUDA out of memory. Tried to allocate 2.00 GiB). Lower the settings "
+            "that size what the job holds at once (filters.parascore.batch_size (launch-only: re-runs "
+            "no other job))") in capsys.readouterr().err
+    assert not (tmp_path / "x.parquet").exists()
 
 
 def test_classifier_lstm_variant_trains(tmp_path):

@@ -356,6 +356,10 @@ def test_dual_cross_entropy_is_built_from_the_models_own_scores(tiny, shard, tmp
     score_shard(filt, candidates, tmp_path / "dx.parquet", source_shard=shard)
     scores = pl.read_parquet(tmp_path / "dx.parquet")["dual_xent"].to_list()
     assert scores == pytest.approx([s for _, _, s in got for _ in (1, 2)], rel=1e-5)
+    # its batch size is launch-only: it bounds memory, each pair scored as alone (float noise)
+    alone = DualXent(cs_en=ct2, en_cs=ct2, cs_spm=str(cs_spm), en_spm=str(en_spm), device="cpu",
+                     batch_size=1).pair_scores(cs, en)
+    assert [x for row in alone for x in row] == pytest.approx([x for row in got for x in row], rel=1e-5)
 
 
 def test_constrained_sampling_never_emits_a_suppressed_segmentation(tiny, shard):

@@ -110,17 +110,20 @@ def _launch_globals():
 
 
 def _rule_blocks():
+    """(name, text) of every rule, those a loop defines (`rule:` with `name:`) included."""
     for path in sorted((REPO / "rules").glob("*.smk")):
-        parts = re.split(r"^(?=(?:rule|checkpoint) \w+:)", path.read_text(), flags=re.M)
+        parts = re.split(r"^(?=(?:rule|checkpoint) \w+:|[ \t]+rule:[ \t]*$)", path.read_text(), flags=re.M)
         for part in parts[1:]:
-            yield part.split(":", 1)[0].split()[1], part
+            head = part.split(":", 1)[0].split()
+            yield (head[1] if len(head) > 1 else
+                   re.search(r'name:\s*f?"([^"]+)"', part).group(1)), part
 
 
 def test_every_rule_passes_the_launch_only_keys_of_the_sections_it_reads():
     """A section's launch-only keys (x-launch: how a job runs, not what it computes) stay out
     of a rule's params and reach its command in `--launch` from a global that names the
     sections the rule reads; the lint lets exactly these globals into shell lines."""
-    from paramill import config
+    from paramill import config, filters
 
     globals_ = _launch_globals()
     assert set(globals_) >= {"EMBED_TRAIN_LAUNCH", "LEXICON_LAUNCH", "BITEXT_INGEST_LAUNCH"}
@@ -131,11 +134,14 @@ def test_every_rule_passes_the_launch_only_keys_of_the_sections_it_reads():
 
     launching = {".".join(p) for p in sections(config.schema()) if config.marked("launch", *p)}
     assert launching == {"bitext.ingest", "bitext.clean", "pairs.ingest", "pairs.clean",
-                         "embed.train", "lexicon", "twitter.harvest"}
+                         "embed.train", "lexicon", "twitter.harvest", "filters.classifier",
+                         "filters.dual_xent", "filters.parascore"}
     checked = 0
     for rule, block in _rule_blocks():
         reads = {".".join(re.findall(r'"(\w+)"', args))
                  for args in re.findall(r"stage_settings\(([^)]*)\)", block)}
+        if 'stage_settings("filters", _filter)' in block:  # score_<filter>: any filter's section
+            reads = (reads - {"filters"}) | {f"filters.{name}" for name in filters.names()}
         reads |= {"embed.train"} if "embed_train_params(" in block else set()
         raw = re.findall(r'as_json\(config((?:\["\w+"\])+)\)', block)
         assert not [r for r in raw if ".".join(re.findall(r"\w+", r)) in launching], \
@@ -147,4 +153,5 @@ def test_every_rule_passes_the_launch_only_keys_of_the_sections_it_reads():
             continue
         checked += 1
         assert len(passed) == 1 and set(globals_[passed[0]]) == needed, (rule, passed, needed)
-    assert checked >= 7  # ingest, clean, pairs_ingest, embed_train, parascore_model, lexicon, harvest
+    assert checked >= 9  # ingest, clean, pairs_ingest, embed_train, parascore_model, lexicon,
+    # harvest, classifier_train, score_<filter>

@@ -292,13 +292,18 @@ pairs:
 embed:
   train: {epochs: 2, cuda_graph: false}
 lexicon: {chunk_pairs: 50, partitions: 3, spill_rows: 100}
+filters:
+  parascore: {batch_size: 3}
+  classifier: {score_batch_size: 5}
 """
 
 
 @step
 def how_a_job_is_launched_reruns_nothing(project, tmp_path):
     """Launch-only keys (how a job runs, never what it computes: cuda_graph, the memory
-    bounds of ingest, deduplication and the lexicon's counts) reach the commands outside the
+    bounds of ingest, deduplication and the lexicon's counts, the filters' scoring batch
+    sizes: lowered after a scoring job ran out of GPU memory, they re-scored every shard,
+    and the classifier's retrained it) reach the commands outside the
     rules' params (--launch), so changing them all after a complete run runs no job (a
     changed cuda_graph re-ran both trainings and every shard's para-score, a changed
     batch_rows everything from ingest on, NMT training included); a job that does run takes
@@ -307,10 +312,13 @@ def how_a_job_is_launched_reruns_nothing(project, tmp_path):
     overlay.write_text(LAUNCH_CHANGES)
     overlays = [Path(__file__).with_name("sample.yaml"), overlay]
     assert executed(snakemake(project, overlays=overlays)) == {}
-    proc = snakemake(project, "--dry-run", "--printshellcmds", "--forcerun", "ingest",
-                     "pairs_ingest", "parascore_model", overlays=overlays)
-    commands = [line.split("Shell command: ", 1)[-1] for line in proc.stdout.splitlines()
-                if "paramill --rule " in line]
+    commands = []
+    # the shards' scoring on its own: a forced ingest leaves the shards (a checkpoint) to come
+    for forced in (["ingest", "pairs_ingest", "parascore_model"], ["score_parascore"]):
+        proc = snakemake(project, "--dry-run", "--printshellcmds", "--forcerun", *forced,
+                         overlays=overlays)
+        commands += [line.split("Shell command: ", 1)[-1] for line in proc.stdout.splitlines()
+                     if "paramill --rule " in line]
     launched = {}
     for command in commands:
         verb = " ".join(command.split()[5:7])
@@ -326,6 +334,8 @@ def how_a_job_is_launched_reruns_nothing(project, tmp_path):
         "pairs ingest": {'{"pairs.clean":{"bucket_rows":1000},"pairs.ingest":{"batch_rows":7}}'},
         "embed train": {'{"embed.train":{"cuda_graph":false,"recurrent_cuda_graph":false}}'},
         "lexicon build": {'{"lexicon":{"chunk_pairs":50,"partitions":3,"spill_rows":100}}'},
+        "filters score": {'{"filters.classifier":{"score_batch_size":5},"filters.dual_xent":'
+                          '{"batch_size":32},"filters.parascore":{"batch_size":3}}'},
     }, launched
 
 

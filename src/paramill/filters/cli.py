@@ -3,7 +3,8 @@
 import argparse
 
 from paramill import device
-from paramill.commands import Group, arg, json_arg, json_of, need, out, section_settings
+from paramill.commands import (Group, arg, json_arg, json_of, launch_overlays, need, out,
+                               section_settings)
 
 _NAMED = {"type": "object", "additionalProperties": {"type": "object"}}
 #: what `filters analyse --sources` reads: the config's corpora, and how candidates were made
@@ -40,7 +41,7 @@ def kenlm(args: argparse.Namespace) -> int | str:
 @group.verb(
     "classifier", "train the reference/translation classifier",
     need("--heldout", "held-out table from `paramill filters heldout`", table="heldout"),
-    out("--out", "output model (.pt)"), settings="filters.classifier")
+    out("--out", "output model (.pt)"), settings="filters.classifier", launch=True)
 def classifier(args: argparse.Namespace) -> int | str:
     from paramill.filters.classifier import ClassifierSettings, train_from_heldout
     s = train_from_heldout(args.heldout, args.out, ClassifierSettings.from_dict(args.settings),
@@ -59,13 +60,21 @@ def classifier(args: argparse.Namespace) -> int | str:
                                  "{field: path}"), default={}, metavar="JSON", help="{field: path} of the "
         "filter's x-models (schema), \"source\": the bitext shard when it needs Czech, "
         "\"tokens\": the shard's token table (`filters tokens`) when it reads it"),
+    arg("--launch", type=json_arg, metavar="JSON", help="launch-only keys (how the job runs, "
+        "not what it computes: a scoring batch size) over --settings: {\"filters.NAME\": {KEY: "
+        "VALUE}}, any filter's (each job reads its own); the workflow passes them here, outside "
+        "its params, so changing one re-runs nothing"),
     description="Writes pair_id, candidate_id and the filter's columns, one row per candidate.")
 def score(args: argparse.Namespace) -> int | str:
-    from paramill import filters
+    from paramill import config, filters
     from paramill.filters.base import score_shard
     from paramill.tables import check_kind
     cls = filters.filter_class(args.filter)
-    given = section_settings(f"filters.{cls.name}", args.settings)  # keys for its model's training
+    section = f"filters.{cls.name}"
+    launch = launch_overlays(args.launch, [f"filters.{name}" for name in filters.names()])
+    # a job out of (GPU) memory names its filter's batch size (main's error line)
+    args.memory_keys = tuple(f"{section}.{key}" for key in config.marked("launch", "filters", cls.name))
+    given = section_settings(section, args.settings, launch.get(section))  # keys for its model's training
     options = {k: v for k, v in given.items() if k in cls.__dataclass_fields__}  # are left out
     models = dict(args.models or {})
     source_shard = models.pop("source", None)

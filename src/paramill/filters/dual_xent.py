@@ -35,7 +35,9 @@ class DualXent(ModelFilter):
     en_cs: str = ""
     cs_spm: str = ""
     en_spm: str = ""
-    batch_size: int = setting(32, "Sentences per scoring batch.", minimum=1)
+    batch_size: int = setting(
+        32, "Sentences per scoring batch; bounds the job's memory (the same scores within "
+        "float noise). Launch-only.", minimum=1, launch=True)
     device: Device = setting("auto", "auto: cuda when a GPU is visible.")
     threads: int = 1
 

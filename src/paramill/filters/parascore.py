@@ -21,7 +21,9 @@ class ParascoreSettings(Settings):
         None, "A trained paramill embedding model; null bootstraps one on the held-out pairs.")
     components: tuple[Component, ...] = setting(
         ("word",), "Components of the bootstrapped model.", minItems=1)
-    batch_size: int = setting(512, "Sentences per encoding batch.", minimum=1)
+    batch_size: int = setting(
+        512, "Sentences per encoding batch when scoring; bounds the job's memory (the same "
+        "scores within float noise). Launch-only.", minimum=1, launch=True)
 
 
 @dataclass(frozen=True)
