@@ -65,6 +65,7 @@ rule twitter_identify:
 rule twitter_month:
     input:
         days=month_days,
+        context=month_context_days,
         model=f"{WORK}/twitter/paraid.npz",
     output:
         pairs=f"{RESULTS}/twitter/{{month}}/pairs.parquet",
@@ -76,6 +77,7 @@ rule twitter_month:
         harvest=as_json({k: config["twitter"]["harvest"][k] for k in ("accounts", "private_urls", "url_timeout")}),
         threshold=as_json({"threshold": config["twitter"]["identify"]["threshold"]}),
         card_cache=lambda w: f"{WORK}/twitter/card-cache/{w.month}.json",
+        context_card_cache=lambda w: f"{WORK}/twitter/card-cache/{month_before(w.month)}.json",
     log:
         f"{LOGS}/twitter/twitter_month.{{month}}.log",
     benchmark:
@@ -89,6 +91,7 @@ rule twitter_month:
         "paramill --rule {rule} --threads {threads} twitter month {input.days:q} --month {wildcards.month:q}"
         " --model {input.model:q} --harvest-settings {params.harvest:q}"
         " --identify-settings {params.threshold:q} --card-cache {params.card_cache:q}"
+        " --context {input.context:q} --context-card-cache {params.context_card_cache:q}"
         " --settings {params.settings:q} --pairs {output.pairs:q} --tsv {output.tsv:q}"
         " --stats {output.stats:q} > {log:q} 2>&1"
 

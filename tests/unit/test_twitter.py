@@ -1003,6 +1003,79 @@ def test_a_harvest_reads_its_news_pages_cards_into_the_months_cache(fake_x, tmp_
     assert len(asked) == 1
 
 
+def _identifier(tmp_path):
+    """A logistic-regression identifier fitted on 40 made-up labelled pairs: ``m.npz``."""
+    from paramill.twitter.identify import train_identifier
+
+    pos = [(f"the storm hits town number {i} today", f"today the storm hit town number {i}") for i in range(20)]
+    neg = [(f"the storm hits town number {i} today", f"my cat likes fish {i} very much") for i in range(20)]
+    data = tmp_path / "l.tsv"
+    data.write_text("".join(f"{a}\t{b}\t({5 if k < 20 else 0},6)\tu\n" for k, (a, b) in enumerate(pos + neg)))
+    train_identifier([identify.LabelledData(path=str(data), format="twitter-url")], [], tmp_path / "m.npz",
+                     tmp_path / "r.json", identify.IdentifySettings(model="lr"))
+    return tmp_path / "m.npz"
+
+
+def test_a_news_tweet_of_a_months_last_days_meets_the_tweets_of_the_next_months_days(tmp_path, monkeypatch):
+    """A URL's tweets are filed under the days the harvest found them, up to 7 after its news
+    tweet's: a news tweet of 31 October met no tweet found on 1 November (each month paired
+    its own days). The days before a month (twitter.pairs.context_days) pair with its days,
+    never with each other, so each pair is made once, in the month of its later tweet."""
+    from paramill.twitter.month import score_month
+    from paramill.twitter.url_pairs import PairSettings
+
+    url = "https://n.example.com/storm"
+    said = {"1": ("newsa", "2026-10-31", "Storm knocks out power to thousands of homes across Florida"),
+            "2": ("ann", "2026-10-31", "Thousands of Florida homes lost their electricity after the storm"),
+            "3": ("bob", "2026-11-01", "The storm left thousands of homes in Florida without any power"),
+            "4": ("cid", "2026-11-01", "Hurricane season brings a record storm to the Florida coast again")}
+    archive = tmp_path / "a.jsonl"
+    rows = []
+    for tid, (author, date, text) in said.items():
+        rows.append({**tweet(tid, 50 + int(tid), f"{text} https://t.co/z", url),
+                     "created_at": f"{date}T10:00:00Z", "author": {"username": author}})
+    archive.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    days = {d: tmp_path / "days" / f"{d}.parquet" for d in ("2026-10-31", "2026-11-01")}
+    for date, out in days.items():
+        harvest_day(date, out, SETTINGS, source="archive", archive=[str(archive)])
+    model = _identifier(tmp_path)
+    settings = PairSettings(fetch_cards=False, min_tokens=3)
+
+    def month(name, own, context=()):
+        out = {k: tmp_path / name / f"month.{k}" for k in ("pairs", "tsv", "json")}
+        stats = score_month(own, model, ["newsa"], out["pairs"], out["tsv"], out["json"], name,
+                            settings, context=list(context))
+        return stats, {(r["tweet_a"], r["tweet_b"]) for r in pl.read_parquet(out["pairs"]).to_dicts()}
+
+    october, pairs_10 = month("2026-10", [days["2026-10-31"]])
+    november, pairs_11 = month("2026-11", [days["2026-11-01"]], [days["2026-10-31"]])
+    assert pairs_10 == {("1", "2")} and pairs_11 == {("1", "3"), ("1", "4")}
+    assert (november["tweets"], november["days_before"], november["tweets_before"], november["pairs"]) == (2, 1, 2, 2)
+    _, alone = month("2026-11", [days["2026-11-01"]])  # months apart (context_days: 0)
+    assert alone == set()
+    # the news page's card, read by its day's harvest into October's cache: read from there
+    from paramill.twitter import urls
+    from paramill.twitter.month import score_month as month_of
+
+    asked = []
+    monkeypatch.setattr(urls, "fetch_cards", lambda found, **kw: asked.append(list(found)) or {})
+    october_cards = tmp_path / "card-cache" / "2026-10.json"
+    october_cards.parent.mkdir()
+    october_cards.write_text(json.dumps({url: {"title": said["4"][2]}}))
+    out = {k: tmp_path / "cards" / f"month.{k}" for k in ("pairs", "tsv", "json")}
+    stats = month_of([days["2026-11-01"]], model, ["newsa"], out["pairs"], out["tsv"], out["json"],
+                     "2026-11", PairSettings(min_tokens=3), context=[days["2026-10-31"]],
+                     card_cache=tmp_path / "card-cache" / "2026-11.json", context_card_cache=october_cards)
+    assert stats["filtered"]["page_title"] == 1 and stats["pairs"] == 1 and asked == [[]]
+    # only the days before the month, within context_days, and none of its own
+    with pytest.raises(InputError, match="2026-11-01.parquet: is the day table of 2026-11-01, "
+                                         "not of the 7 days before 2026-11"):
+        month("2026-11", [days["2026-11-01"]], [days["2026-11-01"]])
+    (tmp_path / "other.parquet").symlink_to(days["2026-10-31"])  # a name that says no day
+    with pytest.raises(InputError, match="other.parquet: is one of the month's days and a day before it"):
+        month("2026-10", [days["2026-10-31"]], [tmp_path / "other.parquet"])
+
+
 def test_a_month_reads_its_news_pages_cards_through_its_cache_and_drops_tweets_equal_to_one(
         fake_x, tmp_path, monkeypatch):
     from paramill.twitter import urls
@@ -1012,12 +1085,7 @@ def test_a_month_reads_its_news_pages_cards_through_its_cache_and_drops_tweets_e
 
     populate(fake_x, stories=2, replies=3)
     _, day = harvest(fake_x, tmp_path)
-    pos = [(f"the storm hits town number {i} today", f"today the storm hit town number {i}") for i in range(20)]
-    neg = [(f"the storm hits town number {i} today", f"my cat likes fish {i} very much") for i in range(20)]
-    data = tmp_path / "l.tsv"
-    data.write_text("".join(f"{a}\t{b}\t({5 if k < 20 else 0},6)\tu\n" for k, (a, b) in enumerate(pos + neg)))
-    train_identifier([identify.LabelledData(path=str(data), format="twitter-url")], [], tmp_path / "m.npz",
-                     tmp_path / "r.json", identify.IdentifySettings(model="lr"))
+    _identifier(tmp_path)
     asked = []
 
     def fetch(found, cache=None, **access):  # story 0's page has the text of one reply as its title

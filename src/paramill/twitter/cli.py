@@ -76,6 +76,10 @@ def identify(args: argparse.Namespace) -> int | str:
     arg("--cards", help="JSON {url: {title, description}} of linked pages"),
     arg("--card-cache", help="with twitter.pairs.fetch_cards and no --cards: the cards read "
                              "before (JSON), read first and written back; a URL is fetched once"),
+    arg("--context", nargs="*", default=[], help="day tables of the days before the month "
+        "(twitter.pairs.context_days): their tweets pair with the month's, not with each other"),
+    arg("--context-card-cache", help="the card cache of the month before (JSON; only read): the "
+                                     "cards of --context's news tweets"),
     out("--pairs", "output: every candidate pair with p_paraphrase"),
     out("--tsv", "accepted: s1, s2, tweet_a, tweet_b, p"), out("--stats", "output counts (JSON)"),
     description="News accounts are twitter.harvest.accounts (their pages' cards are read as "
@@ -91,7 +95,8 @@ def month(args: argparse.Namespace) -> int | str:
     stats = score_month(args.days, args.model, accounts, args.pairs, args.tsv, args.stats,
                         args.month, PairSettings.from_dict(args.settings),
                         args.identify_settings["threshold"], load_cards(args.cards), rule=args.rule,
-                        card_cache=args.card_cache,
+                        card_cache=args.card_cache, context=args.context,
+                        context_card_cache=args.context_card_cache,
                         card_access={"private_urls": args.harvest_settings["private_urls"],
                                      "timeout": args.harvest_settings["url_timeout"]})
     return f"{args.month}: {stats}"

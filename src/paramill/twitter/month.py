@@ -43,6 +43,29 @@ def check_days(month: str, days: list[str | Path]) -> None:
         seen[key] = day
 
 
+def check_context(month: str, context: list[str | Path], days_before: int,
+                  days: list[str | Path]) -> None:
+    """``context`` must be day tables of the ``days_before`` days before ``month``, none of
+    them one of its ``days`` (a table named as a harvest names it is checked by its name)."""
+    first = _dt.date.fromisoformat(f"{month}-01")
+    earliest = (first - _dt.timedelta(days=days_before)).isoformat()
+    own = {Path(d).resolve() for d in days}
+    for day in context:
+        name = Path(day).name.split(".")[0]
+        if _DAY.fullmatch(name) and not earliest <= name < first.isoformat():
+            raise InputError(day, None, f"is the day table of {name}, not of the {days_before} "
+                             f"days before {month} (twitter.pairs.context_days)")
+        if Path(day).resolve() in own:
+            raise InputError(day, None, "is one of the month's days and a day before it; each once")
+
+
+def _tweets(days: list[str | Path]) -> pl.DataFrame | None:
+    """The tweets of day tables, each once (the first table's copy), or None without days."""
+    return (pl.concat([pl.from_arrow(read_table(d, TWEETS, "a day table of tweets "
+                                                "(`paramill twitter harvest`)")) for d in days])
+            .unique("tweet_id", keep="first", maintain_order=True)) if days else None
+
+
 _DAY = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
 SCORED = pa.schema(list(PAIRS) + [pa.field("p_paraphrase", pa.float64())])
 
@@ -51,25 +74,30 @@ def score_month(days: list[str | Path], model: str | Path, accounts: list[str], 
                 out_tsv: str | Path, out_stats: str | Path, month: str,
                 pair_settings: PairSettings = PairSettings(), threshold: float | None = None,
                 cards: dict[str, dict[str, str]] | None = None, rule: str = "twitter_month",
-                card_cache: str | Path | None = None, card_access: dict[str, Any] | None = None
+                card_cache: str | Path | None = None, card_access: dict[str, Any] | None = None,
+                context: list[str | Path] = (), context_card_cache: str | Path | None = None
                 ) -> dict[str, Any]:
     """Pairs of a month's tweets, ``p_paraphrase`` for each, and the accepted ones (at
-    ``threshold``, or the one the identifier chose when it is None). With ``fetch_cards``
-    and no ``cards`` given, the news URLs' pages are read (each once: ``card_cache``;
+    ``threshold``, or the one the identifier chose when it is None). ``context``: the day
+    tables of the ``context_days`` before the month, whose tweets pair with the month's (a
+    URL's tweets found after its news tweet's day) but not with each other. With
+    ``fetch_cards`` and no ``cards`` given, the news URLs' pages are read (each once:
+    ``card_cache``, and the month before's ``context_card_cache``, only read;
     ``card_access``: :func:`~paramill.twitter.urls.fetch_cards`' ``private_urls``, ``timeout``)."""
     check_days(month, days)
+    check_context(month, list(context), pair_settings.context_days, days)
     run = Run(rule=rule, params={"month": month, "threshold": threshold, "accounts": accounts,
-                                 **asdict(pair_settings)}, inputs=[*days, model])
-    tweets = (pl.concat([pl.from_arrow(read_table(d, TWEETS, "a day table of tweets "
-                                                  "(`paramill twitter harvest`)")) for d in days])
-              .unique("tweet_id", keep="first", maintain_order=True)) if days else None
+                                 **asdict(pair_settings)}, inputs=[*days, *context, model])
+    own, before = _tweets(days), _tweets(list(context))
+    if own is not None and before is not None:
+        before = before.filter(~pl.col("tweet_id").is_in(own["tweet_id"].implode()))
+    tweets = own if own is None or before is None else pl.concat([own, before])
     if pair_settings.fetch_cards and tweets is not None and not cards:
-        from paramill.twitter.urls import fetch_cards
-
-        news = tweets.filter(pl.col("author").is_in([a.lower() for a in accounts]))
-        cards = fetch_cards(news.explode("canonical_urls")["canonical_urls"].drop_nulls().to_list(),
-                            cache=card_cache, **(card_access or {}))
-    pairs, reasons = build_pairs(tweets, accounts, pair_settings, cards) if tweets is not None else ([], {})
+        cards = _news_cards(tweets, accounts, card_cache, context_card_cache, card_access)
+    pairs, reasons = (build_pairs(tweets, accounts, pair_settings, cards,
+                                  frozenset(before["tweet_id"]) if before is not None else frozenset())
+                      if tweets is not None else ([], {}))
+    tweets = own
     ident = Identifier.load(model)
     threshold = ident.accept_at(threshold)
     probs = ident.score([(p["s1"], p["s2"]) for p in pairs]) if pairs else []
@@ -81,7 +109,8 @@ def score_month(days: list[str | Path], model: str | Path, accounts: list[str], 
                  [a.lower() for a in accounts]).sum()),
              "urls": 0 if tweets is None else int(tweets.explode("canonical_urls")["canonical_urls"].n_unique()),
              "pairs": len(pairs), "accepted": len(accepted), "filtered": dict(reasons),
-             "model": ident.settings.model, "threshold": threshold}
+             "model": ident.settings.model, "threshold": threshold,
+             "days_before": len(context), "tweets_before": 0 if before is None else before.height}
     if used := ident.encoder_used():
         stats["sentence_encoder"] = used
     with output_job(run, out_pairs, out_tsv, out_stats, rows_in=stats["tweets"], each=True) as job:
@@ -95,6 +124,19 @@ def score_month(days: list[str | Path], model: str | Path, accounts: list[str], 
         write_json(t_stats, stats)
         job.rows_out, job.extra = len(accepted), {"stats": stats}
     return stats
+
+
+def _news_cards(tweets: pl.DataFrame, accounts: list[str], card_cache: str | Path | None,
+                before: str | Path | None, access: dict[str, Any] | None) -> dict[str, dict[str, str]]:
+    """The cards of the news tweets' pages: the month before's cache first (its days' news
+    tweets, read there by their harvests; only read), then the month's, read for what is missing."""
+    from paramill.twitter.urls import fetch_cards, load_card_cache
+
+    news = tweets.filter(pl.col("author").is_in([a.lower() for a in accounts]))
+    urls = news.explode("canonical_urls")["canonical_urls"].drop_nulls().unique(maintain_order=True).to_list()
+    known = load_card_cache(Path(before)) if before and Path(before).exists() else {}
+    cards = {u: known[u] for u in urls if u in known}
+    return {**cards, **fetch_cards([u for u in urls if u not in cards], cache=card_cache, **(access or {}))}
 
 
 def growth(stats_files: list[str | Path], tsv: str | Path, png: str | Path | None, plot=None,

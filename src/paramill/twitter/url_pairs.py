@@ -43,6 +43,12 @@ class PairSettings(Settings):
         "web) into work/twitter/card-cache/<month>.json, and by the month's job for what is "
         "missing (a page that could not be read is asked again). Off: no page is read (or pass "
         "them with `paramill twitter month --cards`).")
+    context_days: int = setting(
+        7, "Days before a month whose tweets pair with the month's (the harvest's search looks "
+        "back 7 days, so a URL's later tweets are filed under days after its news tweet's): "
+        "with 0 a news tweet of a month's last days never met the tweets found for its URL in "
+        "the next month's days. Each pair is made once, in the month of its later tweet's day.",
+        minimum=0)
 
 
 def reject_reason(a: str, b: str, card: dict[str, str] | None, min_tokens: int) -> str | None:
@@ -60,15 +66,17 @@ def reject_reason(a: str, b: str, card: dict[str, str] | None, min_tokens: int) 
 
 
 def build_pairs(tweets: pl.DataFrame, accounts: list[str], settings: PairSettings,
-                cards: dict[str, dict[str, str]] | None = None
+                cards: dict[str, dict[str, str]] | None = None, context: frozenset[str] = frozenset()
                 ) -> tuple[list[dict[str, Any]], Counter]:
-    """Pairs from a tweet table (one row a tweet, ``canonical_urls`` filled)."""
+    """Pairs from a tweet table (one row a tweet, ``canonical_urls`` filled). ``context``: ids
+    of tweets of the days before the month, paired with the month's but never with each
+    other (their month made those pairs) nor counted."""
     reasons: Counter = Counter()
     news_set = {a.lower() for a in accounts}
     by_url = (tweets.filter(~pl.col("is_retweet"))
               .explode("canonical_urls").drop_nulls("canonical_urls")
               .rename({"canonical_urls": "url"}))
-    reasons["auto_retweet"] = int(tweets["is_retweet"].sum())
+    reasons["auto_retweet"] = int(tweets.filter(~pl.col("tweet_id").is_in(list(context)))["is_retweet"].sum())
     pairs = []
     for (url,), group in by_url.group_by(["url"], maintain_order=True):
         rows = group.sort("tweet_id").to_dicts()
@@ -76,7 +84,8 @@ def build_pairs(tweets: pl.DataFrame, accounts: list[str], settings: PairSetting
         for a in news:
             s1 = clean(a["text"])
             for b in rows:
-                if b["tweet_id"] == a["tweet_id"] or b["author"] == a["author"]:
+                if (b["tweet_id"] == a["tweet_id"] or b["author"] == a["author"]
+                        or (a["tweet_id"] in context and b["tweet_id"] in context)):
                     continue
                 s2 = clean(b["text"])
                 reason = reject_reason(s1, s2, (cards or {}).get(url), settings.min_tokens)
