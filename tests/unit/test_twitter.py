@@ -1051,6 +1051,14 @@ def test_a_news_tweet_of_a_months_last_days_meets_the_tweets_of_the_next_months_
     november, pairs_11 = month("2026-11", [days["2026-11-01"]], [days["2026-10-31"]])
     assert pairs_10 == {("1", "2")} and pairs_11 == {("1", "3"), ("1", "4")}
     assert (november["tweets"], november["days_before"], november["tweets_before"], november["pairs"]) == (2, 1, 2, 2)
+    # a tweet filed under a day of each month is the earlier month's: no pair made twice
+    again = tmp_path / "again" / "2026-11-02.parquet"
+    harvest_day("2026-11-02", again, SETTINGS, source="archive", archive=[str(archive)])
+    assert pl.read_parquet(again).height == 0
+    archive.write_text(archive.read_text().replace("2026-10-31T", "2026-11-02T").replace("2026-11-01T", "2026-11-02T"))
+    harvest_day("2026-11-02", again, SETTINGS, source="archive", archive=[str(archive)])
+    twice, pairs_twice = month("2026-11", [days["2026-11-01"], again], [days["2026-10-31"]])
+    assert pairs_twice == pairs_11 and twice["tweets"] == 2
     _, alone = month("2026-11", [days["2026-11-01"]])  # months apart (context_days: 0)
     assert alone == set()
     # the news page's card, read by its day's harvest into October's cache: read from there

@@ -89,8 +89,8 @@ def score_month(days: list[str | Path], model: str | Path, accounts: list[str], 
     run = Run(rule=rule, params={"month": month, "threshold": threshold, "accounts": accounts,
                                  **asdict(pair_settings)}, inputs=[*days, *context, model])
     own, before = _tweets(days), _tweets(list(context))
-    if own is not None and before is not None:
-        before = before.filter(~pl.col("tweet_id").is_in(own["tweet_id"].implode()))
+    if own is not None and before is not None:  # a tweet filed twice is the earlier day's
+        own = own.filter(~pl.col("tweet_id").is_in(before["tweet_id"].implode()))
     tweets = own if own is None or before is None else pl.concat([own, before])
     if pair_settings.fetch_cards and tweets is not None and not cards:
         cards = _news_cards(tweets, accounts, card_cache, context_card_cache, card_access)
