@@ -8,6 +8,7 @@ from __future__ import annotations
 import contextlib
 import http.server
 import json
+import re
 import threading
 import time
 from collections.abc import Iterator
@@ -34,6 +35,7 @@ class FakeX:
         self.names = {v: k for k, v in self.users.items()} | {"300": "reader"}
         self.timelines = {"100": [], "200": []}
         self.searchable = []
+        self.searched = []  # the search queries, as asked
         self.faults = []  # (path prefix, kind) consumed by the first matching request
         self.requests = []
         self.lock = threading.Lock()
@@ -126,8 +128,11 @@ def handler_for(fake: FakeX):
                 uid = parts.path.split("/")[3]
                 return self.reply(200, fake.page(fake.timelines[uid], query))
             if parts.path == "/2/tweets/search/recent":
-                url = unquote(query["query"][0]).removeprefix('url:"').removesuffix('"')
-                hits = [t for t in fake.searchable if canonical(t["entities"]["urls"][0]["expanded_url"]) == url]
+                asked = unquote(query["query"][0])  # url:"…" and any lang: operators
+                url, langs = re.search(r'url:"([^"]+)"', asked).group(1), re.findall(r"lang:(\w+)", asked)
+                fake.searched.append(asked)
+                hits = [t for t in fake.searchable if canonical(t["entities"]["urls"][0]["expanded_url"]) == url
+                        and (not langs or t.get("lang") in langs)]
                 return self.reply(200, fake.page(hits, query))
             return self.reply(404, {"title": "Not Found Error"})
 

@@ -737,7 +737,7 @@ def test_how_a_harvest_is_launched_changes_nothing_it_writes(fake_x, tmp_path, m
         "bearer_token_env", "consumer_key_env", "consumer_secret_env", "access_token_env",
         "access_token_secret_env", "retries", "backoff", "backoff_max", "url_workers", "api_url",
         # and what steers the next fetch alone (test_what_steers_a_fetch_never_changes_a_settled_day)
-        "accounts", "max_results", "max_pages", "search_days"}
+        "accounts", "max_results", "max_pages", "search_days", "search_languages"}
     populate(fake_x, stories=3, replies=12)
     faults = [("/2/users/100/tweets", "429"), ("/2/tweets/search/recent", "503")]
     other = replace(SETTINGS, retries=9, backoff=0.5, backoff_max=10.0, url_workers=1,
@@ -780,17 +780,42 @@ def test_urls_are_searched_for_search_days_then_dropped(fake_x, tmp_path):
     assert len(first) == 2
     before = len(fake_x.requests)
     stats, _ = harvest(fake_x, tmp_path, date="2026-11-09")  # 7 days on: still searched
-    assert searched(before) == {f'url:"{u}"' for u in first} and stats["urls_dropped"] == 0
+    assert searched(before) == {f'url:"{u}" lang:en' for u in first} and stats["urls_dropped"] == 0
     populate(fake_x, start=5000, stories=1)
     before = len(fake_x.requests)
     stats, table = harvest(fake_x, tmp_path, date="2026-11-10")  # 8 days: dropped
     state = json.loads((tmp_path / "state.json").read_text())["urls"]
     assert stats["urls_dropped"] == 2 and not set(state) & first and len(state) == 1
-    assert searched(before) == {f'url:"{u}"' for u in state}
+    assert searched(before) == {f'url:"{u}" lang:en' for u in state}
     assert all(e["first_seen"] == "2026-11-10" for e in state.values())
     assert table.height == 1 + 4 + 1  # the new story, its 4 replies and its retweet
     with pytest.raises(ValueError, match="not a date"):
         harvest(fake_x, tmp_path, date="10/11/2026")
+
+
+def test_an_english_corpus_searches_and_pairs_english_tweets(fake_x, tmp_path):
+    """Lan et al. built an English corpus (their search asked for lang=en); the search asked
+    for every language, so another language's tweets spent the monthly post cap and were
+    paired with the English news tweet."""
+    from paramill.twitter.harvest import search_query
+    from paramill.twitter.url_pairs import PairSettings, build_pairs
+
+    assert search_query("https://a.com/1", ["en"]) == 'url:"https://a.com/1" lang:en'
+    assert search_query("https://a.com/1", ["en", "de"]) == 'url:"https://a.com/1" (lang:en OR lang:de)'
+    assert search_query("https://a.com/1", []) == 'url:"https://a.com/1"'
+    populate(fake_x, stories=1, replies=4)
+    fake_x.searchable[1]["lang"] = "es"  # a reply in Spanish: not asked for
+    _, table = harvest(fake_x, tmp_path)
+    assert fake_x.searchable[1]["id"] not in set(table["tweet_id"]) and table.height == 1 + 3 + 1
+    _, every = harvest(fake_x, tmp_path / "any", settings=replace(SETTINGS, search_languages=[]))
+    assert fake_x.searchable[1]["id"] in set(every["tweet_id"])
+    # pairs: the month's table may hold them (an archive, or pages asked for any language)
+    pairs, reasons = build_pairs(every, ["newsa", "newsb"], PairSettings(min_tokens=1))
+    assert fake_x.searchable[1]["id"] not in {p["tweet_b"] for p in pairs}
+    assert reasons["other_language"] == 1
+    unknown = every.with_columns(pl.lit(None, pl.String).alias("lang"))  # a table that names none: kept
+    assert len(build_pairs(unknown, ["newsa", "newsb"], PairSettings(min_tokens=1))[0]) == len(pairs) + 1
+    assert len(build_pairs(every, ["newsa", "newsb"], PairSettings(min_tokens=1, languages=()))[0]) == len(pairs) + 1
 
 
 def test_a_killed_harvest_rerun_loses_nothing_and_duplicates_nothing(fake_x, tmp_path):

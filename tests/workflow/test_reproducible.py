@@ -75,6 +75,8 @@ NOT_INJECTED = {
     "twitter.harvest.accounts.*": "screen-name pattern",
     "twitter.harvest.*_env": "variable-name pattern",
     "twitter.harvest.api_url": "URL pattern (letters, digits and . _ ~ % / + = - : [ ] only)",
+    "twitter.harvest.search_languages.*": "language-code pattern (2-3 lower-case letters)",
+    "twitter.pairs.languages.*": "language-code pattern (2-3 lower-case letters)",
     "twitter.identify.train.*.format": "enum",
     "twitter.identify.embed_model": "a model name here (a path is injected as twitter.identify.train.*.path is)",
     "twitter.identify.model": "enum",

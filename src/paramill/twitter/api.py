@@ -85,6 +85,12 @@ class HarvestSettings(Settings):
         "an intranet's news site. Off, such a link (first or at a "
         "redirect) is kept as it is and never requested: a tweet's link could otherwise make the "
         "harvest node request its cloud's metadata service or an internal host.")
+    search_languages: list[Annotated[str, {"pattern": "^[a-z]{2,3}$"}]] = setting(
+        factory=lambda: ["en"],
+        doc="Languages a URL's search asks for (the query's lang: operator, as the API codes "
+        "them; Lan et al.'s search asked for English). Empty: any. A tweet of another "
+        "language counts against the monthly post cap and is not paired "
+        "(twitter.pairs.languages)." + STEERS, launch=True)
     search_days: int = setting(
         7, "A URL is searched again on harvests up to this many days after the one that first saw "
         "it, then dropped from the state (recent search reaches back 7 days)." + STEERS, minimum=0,

@@ -173,6 +173,12 @@ def harvest_timeline(client, account: str, store: PageStore, state: State, setti
         token = newest = None
 
 
+def search_query(url: str, languages: list[str]) -> str:
+    """The recent search for the tweets of ``url`` in ``languages`` (any when empty)."""
+    langs = " OR ".join(f"lang:{lang}" for lang in languages)
+    return f'url:"{url}"' + (f" ({langs})" if len(languages) > 1 else f" {langs}" if langs else "")
+
+
 def harvest_search(client, url: str, entry: dict[str, Any], store: PageStore, state: State,
                    settings: HarvestSettings, counts: dict[str, int], bad: list[dict[str, Any]],
                    api: Callable[..., dict[str, Any]]) -> None:
@@ -180,7 +186,8 @@ def harvest_search(client, url: str, entry: dict[str, Any], store: PageStore, st
     newest = entry.get("newest") or entry.get("since_id")
     for _ in range(settings.max_pages):
         try:
-            page = api(client.search_recent_tweets, query=f'url:"{url}"', since_id=entry.get("since_id"),
+            page = api(client.search_recent_tweets, query=search_query(url, settings.search_languages),
+                       since_id=entry.get("since_id"),
                        next_token=entry.get("next_token"), **_page_args(settings, 10))
         except Refused as exc:
             bad.append(rejected(f"search {url}", None, "api_error", exc.message))

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass
-from typing import Any
+from typing import Annotated, Any
 
 import polars as pl
 import pyarrow as pa
@@ -43,6 +43,10 @@ class PairSettings(Settings):
         "web) into work/twitter/card-cache/<month>.json, and by the month's job for what is "
         "missing (a page that could not be read is asked again). Off: no page is read (or pass "
         "them with `paramill twitter month --cards`).")
+    languages: tuple[Annotated[str, {"pattern": "^[a-z]{2,3}$"}], ...] = setting(
+        ("en",), "Languages of the tweets paired, as the API codes them (an English corpus: "
+        "Lan et al.'s search asked for lang=en); a tweet that names none (an archive's) is "
+        "kept. Empty: every language.")
     context_days: int = setting(
         7, "Days before a month whose tweets pair with the month's (the harvest's search looks "
         "back 7 days, so a URL's later tweets are filed under days after its news tweet's): "
@@ -73,10 +77,15 @@ def build_pairs(tweets: pl.DataFrame, accounts: list[str], settings: PairSetting
     other (their month made those pairs) nor counted."""
     reasons: Counter = Counter()
     news_set = {a.lower() for a in accounts}
+    own = tweets.filter(~pl.col("tweet_id").is_in(list(context)))  # counted: the days before counted theirs
+    reasons["auto_retweet"] = int(own["is_retweet"].sum())
+    if settings.languages and "lang" in tweets.columns:  # a table without it names none
+        spoken = pl.col("lang").is_null() | pl.col("lang").is_in(list(settings.languages))
+        reasons["other_language"] = int(own.filter(~pl.col("is_retweet") & ~spoken).height)
+        tweets = tweets.filter(spoken)
     by_url = (tweets.filter(~pl.col("is_retweet"))
               .explode("canonical_urls").drop_nulls("canonical_urls")
               .rename({"canonical_urls": "url"}))
-    reasons["auto_retweet"] = int(tweets.filter(~pl.col("tweet_id").is_in(list(context)))["is_retweet"].sum())
     pairs = []
     for (url,), group in by_url.group_by(["url"], maintain_order=True):
         rows = group.sort("tweet_id").to_dicts()
