@@ -14,8 +14,6 @@ import time
 from collections.abc import Iterator
 from urllib.parse import parse_qs, unquote, urlsplit
 
-from paramill.twitter.urls import canonical
-
 
 def tweet(tid, author_id, text, url=None, rt=None):
     t = {"id": str(tid), "author_id": str(author_id), "text": text,
@@ -131,7 +129,7 @@ def handler_for(fake: FakeX):
                 asked = unquote(query["query"][0])  # url:"…" and any lang: operators
                 url, langs = re.search(r'url:"([^"]+)"', asked).group(1), re.findall(r"lang:(\w+)", asked)
                 fake.searched.append(asked)
-                hits = [t for t in fake.searchable if canonical(t["entities"]["urls"][0]["expanded_url"]) == url
+                hits = [t for t in fake.searchable if _phrase(url, t["entities"]["urls"][0]["expanded_url"])
                         and (not langs or t.get("lang") in langs)]
                 return self.reply(200, fake.page(hits, query))
             return self.reply(404, {"title": "Not Found Error"})
@@ -164,6 +162,12 @@ def serve() -> Iterator[FakeX]:
     finally:
         server.shutdown()
         server.server_close()
+
+
+def _phrase(value, url):
+    """X's ``url:`` match, as documented: tokenized; a quoted value as a run of the URL's tokens."""
+    asked, tokens = re.findall(r"[a-z0-9]+", value.lower()), re.findall(r"[a-z0-9]+", url.lower())
+    return any(tokens[i:i + len(asked)] == asked for i in range(len(tokens) - len(asked) + 1))
 
 
 def populate(fake, start=1000, stories=3, replies=4):

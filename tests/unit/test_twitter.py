@@ -780,17 +780,30 @@ def test_urls_are_searched_for_search_days_then_dropped(fake_x, tmp_path):
     assert len(first) == 2
     before = len(fake_x.requests)
     stats, _ = harvest(fake_x, tmp_path, date="2026-11-09")  # 7 days on: still searched
-    assert searched(before) == {f'url:"{u}" lang:en' for u in first} and stats["urls_dropped"] == 0
+    assert searched(before) == {f'url:"{u[8:]}" lang:en' for u in first} and stats["urls_dropped"] == 0
     populate(fake_x, start=5000, stories=1)
     before = len(fake_x.requests)
     stats, table = harvest(fake_x, tmp_path, date="2026-11-10")  # 8 days: dropped
     state = json.loads((tmp_path / "state.json").read_text())["urls"]
     assert stats["urls_dropped"] == 2 and not set(state) & first and len(state) == 1
-    assert searched(before) == {f'url:"{u}" lang:en' for u in state}
+    assert searched(before) == {f'url:"{u[8:]}" lang:en' for u in state}
     assert all(e["first_seen"] == "2026-11-10" for e in state.values())
     assert table.height == 1 + 4 + 1  # the new story, its 4 replies and its retweet
     with pytest.raises(ValueError, match="not a date"):
         harvest(fake_x, tmp_path, date="10/11/2026")
+
+
+def test_a_www_sites_tweets_are_found_by_the_search(fake_x, tmp_path):
+    """X matches url: on the tokens of a tweet's URLs; the search asked for the canonical
+    form (https, no www.), which is no run of the tokens of http://www.… or https://www.…:
+    the tweets of every www. site went unfound. It asks for host and path now."""
+    url = "http://www.news.example.com/storm-story?utm_source=tw"
+    fake_x.timelines["100"].append(tweet(2000, "100", f"Big storm story happens today in the city {url}", url))
+    fake_x.searchable += [tweet(2000 + r, "300", f"people say the storm story {r} is happening {url}", url)
+                          for r in (1, 2)]
+    _, table = harvest(fake_x, tmp_path)
+    assert set(table["tweet_id"]) == {"2000", "2001", "2002"}
+    assert fake_x.searched == ['url:"news.example.com/storm-story" lang:en']
 
 
 def test_an_english_corpus_searches_and_pairs_english_tweets(fake_x, tmp_path):
@@ -800,9 +813,9 @@ def test_an_english_corpus_searches_and_pairs_english_tweets(fake_x, tmp_path):
     from paramill.twitter.harvest import search_query
     from paramill.twitter.url_pairs import PairSettings, build_pairs
 
-    assert search_query("https://a.com/1", ["en"]) == 'url:"https://a.com/1" lang:en'
-    assert search_query("https://a.com/1", ["en", "de"]) == 'url:"https://a.com/1" (lang:en OR lang:de)'
-    assert search_query("https://a.com/1", []) == 'url:"https://a.com/1"'
+    assert search_query("https://a.com/1", ["en"]) == 'url:"a.com/1" lang:en'
+    assert search_query("https://a.com/1?id=2", ["en", "de"]) == 'url:"a.com/1?id=2" (lang:en OR lang:de)'
+    assert search_query("https://a.com/1", []) == 'url:"a.com/1"'
     populate(fake_x, stories=1, replies=4)
     fake_x.searchable[1]["lang"] = "es"  # a reply in Spanish: not asked for
     _, table = harvest(fake_x, tmp_path)

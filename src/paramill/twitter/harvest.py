@@ -49,6 +49,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import pyarrow as pa
 
@@ -174,9 +175,15 @@ def harvest_timeline(client, account: str, store: PageStore, state: State, setti
 
 
 def search_query(url: str, languages: list[str]) -> str:
-    """The recent search for the tweets of ``url`` in ``languages`` (any when empty)."""
+    """The recent search for the tweets of the canonical ``url`` in ``languages`` (any when
+    empty). X matches ``url:`` on the tokens of a tweet's URLs, so it asks for the host and
+    path (and query) without the scheme: a run of tokens in every spelling of the link, http
+    or https, with ``www.`` or without, tracking parameters after; the canonical form itself
+    (https, no ``www.``) is no run of a ``www.`` site's tokens."""
+    parts = urlsplit(url)
+    form = parts.netloc + (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
     langs = " OR ".join(f"lang:{lang}" for lang in languages)
-    return f'url:"{url}"' + (f" ({langs})" if len(languages) > 1 else f" {langs}" if langs else "")
+    return f'url:"{form}"' + (f" ({langs})" if len(languages) > 1 else f" {langs}" if langs else "")
 
 
 def harvest_search(client, url: str, entry: dict[str, Any], store: PageStore, state: State,
