@@ -810,7 +810,7 @@ def test_an_english_corpus_searches_and_pairs_english_tweets(fake_x, tmp_path):
     """Lan et al. built an English corpus (their search asked for lang=en); the search asked
     for every language, so another language's tweets spent the monthly post cap and were
     paired with the English news tweet."""
-    from paramill.twitter.harvest import search_query
+    from paramill.twitter.api import search_query
     from paramill.twitter.url_pairs import PairSettings, build_pairs
 
     assert search_query("https://a.com/1", ["en"]) == 'url:"a.com/1" lang:en'

@@ -11,6 +11,7 @@ import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Annotated, Any
+from urllib.parse import urlsplit
 
 from requests.adapters import HTTPAdapter
 
@@ -300,3 +301,15 @@ def _api_message(exc: Any) -> str:
     except (ValueError, AttributeError):
         text = getattr(exc.response, "text", "")[:200]
     return redact(text)  # a body may echo the request's Authorization header
+
+
+def search_query(url: str, languages: list[str]) -> str:
+    """The recent search for the tweets of the canonical ``url`` in ``languages`` (any when
+    empty). X matches ``url:`` on the tokens of a tweet's URLs, so it asks for the host and
+    path (and query) without the scheme: a run of tokens in every spelling of the link, http
+    or https, with ``www.`` or without, tracking parameters after; the canonical form itself
+    (https, no ``www.``) is no run of a ``www.`` site's tokens."""
+    parts = urlsplit(url)
+    form = parts.netloc + (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+    langs = " OR ".join(f"lang:{lang}" for lang in languages)
+    return f'url:"{form}"' + (f" ({langs})" if len(languages) > 1 else f" {langs}" if langs else "")

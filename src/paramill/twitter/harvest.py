@@ -49,7 +49,6 @@ from collections.abc import Callable, Iterable
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
 
 import pyarrow as pa
 
@@ -67,6 +66,7 @@ from paramill.twitter.api import (
     make_client,
     protect_secrets,
     redact,
+    search_query,
 )
 from paramill.twitter.store import (PageStore, State, latest_harvest, newest_id, prune_urls,
                                     state_lock)
@@ -172,18 +172,6 @@ def harvest_timeline(client, account: str, store: PageStore, state: State, setti
             break
         pending = {}  # a continued listing is done: now what is newer than it
         token = newest = None
-
-
-def search_query(url: str, languages: list[str]) -> str:
-    """The recent search for the tweets of the canonical ``url`` in ``languages`` (any when
-    empty). X matches ``url:`` on the tokens of a tweet's URLs, so it asks for the host and
-    path (and query) without the scheme: a run of tokens in every spelling of the link, http
-    or https, with ``www.`` or without, tracking parameters after; the canonical form itself
-    (https, no ``www.``) is no run of a ``www.`` site's tokens."""
-    parts = urlsplit(url)
-    form = parts.netloc + (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
-    langs = " OR ".join(f"lang:{lang}" for lang in languages)
-    return f'url:"{form}"' + (f" ({langs})" if len(languages) > 1 else f" {langs}" if langs else "")
 
 
 def harvest_search(client, url: str, entry: dict[str, Any], store: PageStore, state: State,
