@@ -17,6 +17,7 @@ from paramill.embed.sweep import model_settings, sweep_points  # pure Python, no
 from paramill.bitext.readers import CorpusSpec  # a corpus's files, as its format names them
 from paramill.pairs.readers import PairCorpusSpec
 from paramill import formats  # what each input layout reads
+from paramill.twitter.months import days_before, month_before  # standard library only
 from paramill.runlocks import keep_other_runs_locks
 
 # A run's end removes its own locks only: Snakemake 9.17+ removed every run's (paramill.runlocks)

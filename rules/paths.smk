@@ -278,20 +278,12 @@ def month_days(wildcards):
     return [f"{WORK}/twitter/harvest/{d}.parquet" for d in twitter_days(wildcards.month)]
 
 
-def month_before(month):
-    """The month before ``month`` (YYYY-MM)."""
-    year, number = map(int, month.split("-"))
-    return f"{year - 1}-12" if number == 1 else f"{year}-{number - 1:02d}"
-
-
 def month_context_days(wildcards):
-    """The day tables of the twitter.pairs.context_days days before the month, of the days
-    :func:`twitter_days` knows: their tweets pair with the month's (a URL's later tweets are
-    filed under the days after its news tweet's)."""
-    import datetime
-
-    first = datetime.date.fromisoformat(f"{wildcards.month}-01")
-    earliest = (first - datetime.timedelta(days=config["twitter"]["pairs"]["context_days"])).isoformat()
+    """The day tables of the twitter.pairs.context_days days before the month
+    (`paramill.twitter.months.days_before`), of the days :func:`twitter_days` knows: their
+    tweets pair with the month's (a URL's later tweets are filed under the days after its
+    news tweet's)."""
+    earliest, _ = days_before(wildcards.month, config["twitter"]["pairs"]["context_days"])
     return [f"{WORK}/twitter/harvest/{d}.parquet" for d in twitter_days(month_before(wildcards.month))
             if d >= earliest]
 

@@ -19,6 +19,7 @@ from paramill.provenance import Run
 from paramill.shapes import COUNT, TEXT, read_json_as
 from paramill.tables import read_table
 from paramill.twitter.identify import Identifier
+from paramill.twitter.months import days_before as before_month
 from paramill.twitter.tweets import TWEETS
 from paramill.twitter.url_pairs import PAIRS, PairSettings, build_pairs
 
@@ -47,12 +48,11 @@ def check_context(month: str, context: list[str | Path], days_before: int,
                   days: list[str | Path]) -> None:
     """``context`` must be day tables of the ``days_before`` days before ``month``, none of
     them one of its ``days`` (a table named as a harvest names it is checked by its name)."""
-    first = _dt.date.fromisoformat(f"{month}-01")
-    earliest = (first - _dt.timedelta(days=days_before)).isoformat()
+    earliest, first = before_month(month, days_before)
     own = {Path(d).resolve() for d in days}
     for day in context:
         name = Path(day).name.split(".")[0]
-        if _DAY.fullmatch(name) and not earliest <= name < first.isoformat():
+        if _DAY.fullmatch(name) and not earliest <= name < first:
             raise InputError(day, None, f"is the day table of {name}, not of the {days_before} "
                              f"days before {month} (twitter.pairs.context_days)")
         if Path(day).resolve() in own:
@@ -91,23 +91,22 @@ def score_month(days: list[str | Path], model: str | Path, accounts: list[str], 
     own, before = _tweets(days), _tweets(list(context))
     if own is not None and before is not None:  # a tweet filed twice is the earlier day's
         own = own.filter(~pl.col("tweet_id").is_in(before["tweet_id"].implode()))
-    tweets = own if own is None or before is None else pl.concat([own, before])
-    if pair_settings.fetch_cards and tweets is not None and not cards:
-        cards = _news_cards(tweets, accounts, card_cache, context_card_cache, card_access)
-    pairs, reasons = (build_pairs(tweets, accounts, pair_settings, cards,
+    paired = own if own is None or before is None else pl.concat([own, before])
+    if pair_settings.fetch_cards and paired is not None and not cards:
+        cards = _news_cards(paired, accounts, card_cache, context_card_cache, card_access)
+    pairs, reasons = (build_pairs(paired, accounts, pair_settings, cards,
                                   frozenset(before["tweet_id"]) if before is not None else frozenset())
-                      if tweets is not None else ([], {}))
-    tweets = own
+                      if paired is not None else ([], {}))
     ident = Identifier.load(model)
     threshold = ident.accept_at(threshold)
     probs = ident.score([(p["s1"], p["s2"]) for p in pairs]) if pairs else []
     for p, prob in zip(pairs, probs):
         p["p_paraphrase"] = float(prob)
     accepted = [p for p in pairs if p["p_paraphrase"] >= threshold]
-    stats = {"month": month, "days": len(days), "tweets": 0 if tweets is None else tweets.height,
-             "news_tweets": 0 if tweets is None else int(tweets["author"].is_in(
+    stats = {"month": month, "days": len(days), "tweets": 0 if own is None else own.height,
+             "news_tweets": 0 if own is None else int(own["author"].is_in(
                  [a.lower() for a in accounts]).sum()),
-             "urls": 0 if tweets is None else int(tweets.explode("canonical_urls")["canonical_urls"].n_unique()),
+             "urls": 0 if own is None else int(own.explode("canonical_urls")["canonical_urls"].n_unique()),
              "pairs": len(pairs), "accepted": len(accepted), "filtered": dict(reasons),
              "model": ident.settings.model, "threshold": threshold,
              "days_before": len(context), "tweets_before": 0 if before is None else before.height}
