@@ -34,6 +34,7 @@ class FakeX:
         self.timelines = {"100": [], "200": []}
         self.searchable = []
         self.searched = []  # the search queries, as asked
+        self.max_query = 512  # X's longest query on the self-serve tiers
         self.faults = []  # (path prefix, kind) consumed by the first matching request
         self.requests = []
         self.lock = threading.Lock()
@@ -129,6 +130,9 @@ def handler_for(fake: FakeX):
                 asked = unquote(query["query"][0])  # url:"…" and any lang: operators
                 url, langs = re.search(r'url:"([^"]+)"', asked).group(1), re.findall(r"lang:(\w+)", asked)
                 fake.searched.append(asked)
+                if len(asked) > fake.max_query:
+                    return self.reply(400, {"title": "Invalid Request", "detail": "One or more parameters "
+                                            f"to your request was invalid: query: must be at most {fake.max_query}"})
                 hits = [t for t in fake.searchable if _phrase(url, t["entities"]["urls"][0]["expanded_url"])
                         and (not langs or t.get("lang") in langs)]
                 return self.reply(200, fake.page(hits, query))

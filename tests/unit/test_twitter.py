@@ -737,7 +737,7 @@ def test_how_a_harvest_is_launched_changes_nothing_it_writes(fake_x, tmp_path, m
         "bearer_token_env", "consumer_key_env", "consumer_secret_env", "access_token_env",
         "access_token_secret_env", "retries", "backoff", "backoff_max", "url_workers", "api_url",
         # and what steers the next fetch alone (test_what_steers_a_fetch_never_changes_a_settled_day)
-        "accounts", "max_results", "max_pages", "search_days", "search_languages"}
+        "accounts", "max_results", "max_pages", "search_days", "search_languages", "max_query_chars"}
     populate(fake_x, stories=3, replies=12)
     faults = [("/2/users/100/tweets", "429"), ("/2/tweets/search/recent", "503")]
     other = replace(SETTINGS, retries=9, backoff=0.5, backoff_max=10.0, url_workers=1,
@@ -1554,3 +1554,32 @@ def test_cards_given_on_the_command_line_are_checked(tmp_path):
         load_cards(bad)
     bad.write_text('{"https://a.example/1": {"title": "Storm", "description": null}}')
     assert load_cards(bad) == {"https://a.example/1": {"title": "Storm", "description": None}}
+
+
+def test_a_url_too_long_for_the_search_is_searched_by_its_leading_tokens(fake_x, tmp_path):
+    """X refuses a query over 512 characters (400): a news tweet linking a URL longer than
+    about 490 characters got a rejected row and none of its replies."""
+    from paramill.twitter.api import search_query
+
+    slug = "-".join(f"word{i}" for i in range(100))  # a 700-character path
+    url = f"https://www.news.example.com/{slug}?id=7&utm_source=tw"
+    fake_x.timelines["100"].append(tweet(3000, "100", f"Big storm story happens today in the city {url}", url))
+    fake_x.searchable += [tweet(3000 + r, "300", f"people say the storm story {r} is happening {url}", url)
+                          for r in (1, 2)]
+    stats, table = harvest(fake_x, tmp_path)
+    assert set(table["tweet_id"]) == {"3000", "3001", "3002"}
+    [asked] = fake_x.searched
+    assert len(asked) <= 512 and asked.startswith('url:"news.example.com/word0-word1-') and asked.endswith('" lang:en')
+    kept = asked[len('url:"'):-len('" lang:en')]
+    assert f"news.example.com/{slug}".startswith(kept) and kept[-1].isalnum()  # whole tokens only
+    assert f"news.example.com/{slug}"[len(kept)] == "-"
+    # the query string goes first; a quote or a space in a path cannot end the quoted value
+    assert search_query("https://a.com/x?" + "k=v&" * 200, ["en"]) == 'url:"a.com/x" lang:en'
+    assert search_query('https://a.com/x"y z', []) == 'url:"a.com/x/y/z"'
+    assert search_query("https://a.com/" + "café-" * 200, [], 64) == 'url:"a.com/' + "-".join(["café"] * 10) + '"'
+    assert len(search_query("https://a.com/" + "x" * 600, ["en"])) <= 512  # one token: cut where it must be
+    # a tier that takes longer queries asks for the whole link
+    fake_x.searched.clear()
+    fake_x.max_query = 1024
+    harvest(fake_x, tmp_path / "pro", settings=replace(SETTINGS, max_query_chars=1024))
+    assert fake_x.searched == [f'url:"news.example.com/{slug}?id=7" lang:en']

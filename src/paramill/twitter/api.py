@@ -92,6 +92,10 @@ class HarvestSettings(Settings):
         "them; Lan et al.'s search asked for English). Empty: any. A tweet of another "
         "language counts against the monthly post cap and is not paired "
         "(twitter.pairs.languages)." + STEERS, launch=True)
+    max_query_chars: int = setting(
+        512, "Longest search query the API takes (X: 512 on the self-serve tiers, 1,024 on Pro, "
+        "4,096 on Enterprise). A URL too long for it is searched by a shorter run of its tokens "
+        "(its query string dropped first)." + STEERS, minimum=64, launch=True)
     search_days: int = setting(
         7, "A URL is searched again on harvests up to this many days after the one that first saw "
         "it, then dropped from the state (recent search reaches back 7 days)." + STEERS, minimum=0,
@@ -303,13 +307,31 @@ def _api_message(exc: Any) -> str:
     return redact(text)  # a body may echo the request's Authorization header
 
 
-def search_query(url: str, languages: list[str]) -> str:
+def search_query(url: str, languages: list[str], limit: int = 512) -> str:
     """The recent search for the tweets of the canonical ``url`` in ``languages`` (any when
-    empty). X matches ``url:`` on the tokens of a tweet's URLs, so it asks for the host and
-    path (and query) without the scheme: a run of tokens in every spelling of the link, http
-    or https, with ``www.`` or without, tracking parameters after; the canonical form itself
-    (https, no ``www.``) is no run of a ``www.`` site's tokens."""
+    empty), at most ``limit`` characters (X refuses a longer query: 400). X matches ``url:``
+    on the tokens of a tweet's URLs, so it asks for the host and path (and query) without the
+    scheme: a run of tokens in every spelling of the link, http or https, with ``www.`` or
+    without, tracking parameters after; the canonical form itself (https, no ``www.``) is no
+    run of a ``www.`` site's tokens. A form too long for the query loses its query string,
+    then its last tokens: a shorter run of the same tokens, which every spelling of the link
+    still holds (the search may find more, which the month pairs only by their own URL)."""
     parts = urlsplit(url)
-    form = parts.netloc + (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
     langs = " OR ".join(f"lang:{lang}" for lang in languages)
-    return f'url:"{form}"' + (f" ({langs})" if len(languages) > 1 else f" {langs}" if langs else "")
+    tail = f" ({langs})" if len(languages) > 1 else f" {langs}" if langs else ""
+    room = limit - len(tail) - len('url:""')
+    # a quote or a space would end the quoted value: separators, as X's tokens read them
+    form = _UNQUOTABLE.sub("/", parts.netloc + (parts.path or "/"))
+    query = _UNQUOTABLE.sub("/", parts.query)
+    if query and len(form) + 1 + len(query) <= room:
+        form = f"{form}?{query}"
+    elif len(form) > room:
+        cut = max((m.start() for m in _SEPARATOR.finditer(form, 0, room + 1)), default=room)
+        form = _SEPARATOR_RUN.sub("", form[:cut])
+    return f'url:"{form}"' + tail
+
+
+#: what a quoted search value cannot hold; what separates a URL's tokens
+_UNQUOTABLE = re.compile(r'["\\\s]+')
+_SEPARATOR = re.compile(r"[\W_]")
+_SEPARATOR_RUN = re.compile(r"[\W_]+$")

@@ -179,9 +179,10 @@ def harvest_search(client, url: str, entry: dict[str, Any], store: PageStore, st
                    api: Callable[..., dict[str, Any]]) -> None:
     """Recent-search pages for one URL; ``since_id`` moves only when the listing ended."""
     newest = entry.get("newest") or entry.get("since_id")
+    query = search_query(url, settings.search_languages, settings.max_query_chars)
     for _ in range(settings.max_pages):
         try:
-            page = api(client.search_recent_tweets, query=search_query(url, settings.search_languages),
+            page = api(client.search_recent_tweets, query=query,
                        since_id=entry.get("since_id"),
                        next_token=entry.get("next_token"), **_page_args(settings, 10))
         except Refused as exc:
