@@ -163,6 +163,11 @@ def _early_threads(argv: list[str] | None) -> None:
 EXIT_OUT_OF_MEMORY = 3
 
 
+#: how CUDA libraries other than torch's allocator say they ran out (CTranslate2's
+#: ``CUDA_CHECK`` and ``CUBLAS_CHECK``: "CUDA failed with error out of memory")
+_CUDA_LIBRARY_OOM = ("failed with error out of memory", "CUBLAS_STATUS_ALLOC_FAILED")
+
+
 def out_of_memory(exc: BaseException, keys: tuple[str, ...] = ()) -> str | None:
     """The error line for a job that ran out of host or GPU memory (Python's MemoryError,
     torch's allocators), or None for any other error. What to change comes with it: the job
@@ -175,7 +180,8 @@ def out_of_memory(exc: BaseException, keys: tuple[str, ...] = ()) -> str | None:
         return exc.memory_hint
     if isinstance(exc, MemoryError):
         where = "host memory"
-    elif type(exc).__name__ == "OutOfMemoryError" or "CUDA out of memory" in text:
+    elif (type(exc).__name__ == "OutOfMemoryError" or "CUDA out of memory" in text
+          or any(m in text for m in _CUDA_LIBRARY_OOM)):
         where = "GPU memory"
     elif "can't allocate memory" in text or "Cannot allocate memory" in text:
         where = "host memory"

@@ -345,6 +345,26 @@ def test_running_out_of_memory_is_one_error_line_saying_what_to_change(tmp_path,
     assert ("out of host memory. Lower the settings that size what the job holds at once "
             "(bitext.ingest.batch_rows (launch-only: re-runs no other job)), or give the rule more "
             "memory") in line
+    # CTranslate2 says it in its own words (CUDA_CHECK, CUBLAS_CHECK): a decoding batch to lower
+    import pyarrow.parquet as pq
+
+    import paramill.nmt.translate as translating
+    from paramill.bitext.tables import BITEXT
+
+    shard = tmp_path / "shard.parquet"
+    pq.write_table(BITEXT.empty_table(), shard)
+    for said in ("CUDA failed with error out of memory", "cuBLAS failed with status CUBLAS_STATUS_ALLOC_FAILED"):
+        monkeypatch.setattr(translating, "translate_shard", raises(RuntimeError(said)))
+        assert main(["nmt", "translate", "--shard", str(shard), "--model", str(tmp_path),
+                     "--src-spm", str(pairs), "--tgt-spm", str(pairs), "--out", str(tmp_path / "c.parquet")]) == 3
+        (line,) = capsys.readouterr().err.strip().splitlines()
+        assert line.startswith(f"paramill nmt translate: error: out of GPU memory ({said})") and (
+            "(nmt.translate.batch_size, nmt.translate.batch_type, nmt.translate.beam_size, nmt.sample.block, "
+            "nmt.sample.batch_size)") in line
+    monkeypatch.setattr(translating, "translate_shard", raises(RuntimeError("CUDA failed with error invalid argument")))
+    with pytest.raises(RuntimeError, match="invalid argument"):
+        main(["nmt", "translate", "--shard", str(shard), "--model", str(tmp_path), "--src-spm", str(pairs),
+              "--tgt-spm", str(pairs), "--out", str(tmp_path / "c.parquet")])
 
 
 def test_the_memory_keys_a_step_names_are_config_keys():

@@ -725,6 +725,46 @@ def test_the_opennmt_engine_scores_as_ctranslate2(tiny, shard):
         onmt.score_batch(src[:2], tgt[:1])
 
 
+def test_a_batch_of_subwords_bounds_each_decoding_batch_on_both_engines(tiny, shard, tmp_path):
+    """nmt.translate.batch_type tokens: a batch is as many sources, longest first, as fit
+    batch_size subwords padded (CTranslate2's rule), so a shard of long sentences cannot make
+    a batch of 64 of them; the OpenNMT-py engine refused it."""
+    from paramill.nmt.torch_engine import TorchTranslator
+
+    cut = TorchTranslator._chunks
+    items = [[0] * n for n in (5, 3, 1, 0, 4, 2)]
+    assert cut(items, 8, "tokens") == [[0], [4, 1], [5, 2, 3]]  # 1 x 5; 2 x 4; 3 x 2
+    assert cut(items, 2, "tokens") == [[0], [4], [1], [5], [2, 3]]  # one at least, even over
+    assert cut(items, 4, "examples") == [[0, 4, 1, 5], [2, 3]] and cut(items, 0, "tokens") == [[0, 4, 1, 5, 2, 3]]
+    with pytest.raises(ValueError, match="examples or tokens"):
+        cut(items, 4, "words")
+
+    settings = TranslateSettings(beam_size=4, batch_type="tokens", batch_size=120)
+    ct2, onmt = _engines(tiny, settings)
+    asked = []
+
+    class Spy:  # what CTranslate2 is asked for, and its answer
+        def __getattr__(self, name):
+            return getattr(ct2, name)
+
+        def translate_batch(self, source, **kw):
+            asked.append(kw)
+            return ct2.translate_batch(source, **kw)
+
+    src = Segmenter(tiny["spm"][0]).encode(pl.read_parquet(shard).head(60)["cs"].to_list())
+    a, b = translate_pieces(Spy(), src, settings), translate_pieces(onmt, src, settings)
+    assert [(k["batch_type"], k["max_batch_size"]) for k in asked] == [("tokens", 120)]
+    same = [(x[0], y[0]) for x, y in zip(a, b) if x[0][0] == y[0][0]]
+    assert len(same) >= 0.95 * len(src) and max(abs(x[1] - y[1]) for x, y in same) < 1e-4
+    # the shard's table: the same contract, the unit in its provenance
+    out = tmp_path / "cand.parquet"
+    stats = translate_shard(shard, tiny["root"] / "ct2", *tiny["spm"], out, settings)
+    frame = pl.read_parquet(out)
+    assert stats["sources"] == 400 and frame.filter(pl.col("rank") == 1).height == frame["pair_id"].n_unique()
+    record = json.loads((tmp_path / "cand.parquet.prov.json").read_text())
+    assert record["params"]["batch_type"] == "tokens" and record["params"]["batch_size"] == 120
+
+
 def test_opennmt_engine_sampling_is_seeded_topk_and_obeys_suppressions(tiny, shard):
     from paramill.nmt.sampling import contains
     from paramill.nmt.torch_engine import TorchTranslator
@@ -882,11 +922,12 @@ def test_gpu_the_engine_auto_picks_decodes_on_cuda(tiny):
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("engine_name", ["auto", "opennmt-py"])
-def test_gpu_translation_decodes_on_cuda_with_costs(tiny, shard, tmp_path, engine_name):
+@pytest.mark.parametrize("engine_name,batch", [("auto", {}), ("opennmt-py", {}),
+                                               ("opennmt-py", {"batch_type": "tokens", "batch_size": 512})])
+def test_gpu_translation_decodes_on_cuda_with_costs(tiny, shard, tmp_path, engine_name, batch):
     out = tmp_path / "cand.parquet"
     gpu = translate_shard(shard, tiny["root"] / "ct2", *tiny["spm"], out,
-                          TranslateSettings(device="cuda", engine=engine_name, beam_size=12))
+                          TranslateSettings(device="cuda", engine=engine_name, beam_size=12, **batch))
     assert gpu["engine"]["device"] == "cuda" and gpu["candidates"] > 0
     frame = pl.read_parquet(out)
     assert frame["fwd_nll"].min() > 0 and (frame["rank"] == 1).all()

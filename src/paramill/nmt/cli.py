@@ -79,7 +79,9 @@ def convert(args: argparse.Namespace) -> int | str:
     description="Translate the Czech side of a shard into English (beam, k-best, or ParaBank "
                 "2's constrained sampling with dual scoring and clustering) and write the "
                 "candidate table.",
-    settings={"settings": "nmt.translate", "sample_settings": "nmt.sample"})
+    settings={"settings": "nmt.translate", "sample_settings": "nmt.sample"},
+    memory=("nmt.translate.batch_size", "nmt.translate.batch_type", "nmt.translate.beam_size",
+            "nmt.sample.block", "nmt.sample.batch_size"))
 def translate(args: argparse.Namespace) -> int | str:
     from paramill.nmt.convert import bundle_spm
     from paramill.nmt.translate import TranslateSettings, translate_shard

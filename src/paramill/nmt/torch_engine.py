@@ -170,10 +170,23 @@ class TorchTranslator:
         return torch.log_softmax(self.model.generator(dec_out).float(), dim=-1)
 
     @staticmethod
-    def _chunks(items: list, size: int) -> list[list[int]]:
-        """Indices sorted by length (longest first), cut into chunks of ``size``."""
+    def _chunks(items: list, size: int, batch_type: str = "examples") -> list[list[int]]:
+        """Indices sorted by length (longest first), cut as CTranslate2 cuts a call's inputs:
+        ``size`` items a chunk, or (``tokens``) as many as fit ``size`` padded (the chunk's
+        longest item x its items), at least one; ``size`` 0: one chunk of all."""
         order = sorted(range(len(items)), key=lambda i: -len(items[i]))
-        return [order[i:i + size] for i in range(0, len(order), max(1, size))]
+        if batch_type not in ("examples", "tokens"):
+            raise ValueError(f"batch_type must be examples or tokens, not {batch_type!r}")
+        if batch_type == "examples" or not size:
+            size = size or len(order)
+            return [order[i:i + size] for i in range(0, len(order), max(1, size))]
+        chunks: list[list[int]] = []
+        for i in order:
+            if chunks and (len(chunks[-1]) + 1) * len(items[chunks[-1][0]]) <= size:
+                chunks[-1].append(i)
+            else:
+                chunks.append([i])
+        return chunks
 
     def _banned(self, suppress: list[list[str]] | None) -> tuple[list[int], list[tuple[tuple[int, ...], int]]]:
         """Single-piece sequences (never produced) and longer ones (their last piece is banned
@@ -197,15 +210,12 @@ class TorchTranslator:
                         **unused: Any) -> list[TranslationResult]:
         import torch
 
-        if batch_type != "examples":
-            raise ValueError("the opennmt-py engine batches by examples only")
         if unused:
             raise TypeError(f"options the opennmt-py engine does not take: {sorted(unused)}")
-        size = max_batch_size or len(source) or 1
         results: list[TranslationResult | None] = [None] * len(source)
         sampling = sampling_topk > 1 or (beam_size == 1 and num_hypotheses > 1)
         with torch.inference_mode():
-            for chunk in self._chunks(source, size):
+            for chunk in self._chunks(source, max_batch_size, batch_type):
                 sources = [source[i] for i in chunk]
                 if sampling:
                     found = self._sample(sources, num_hypotheses, sampling_topk, max_decoding_length,
@@ -220,7 +230,7 @@ class TorchTranslator:
         return results  # type: ignore[return-value]
 
     def score_batch(self, source: list[list[str]], target: list[list[str]], max_batch_size: int = 0,
-                    **unused: Any) -> list[ScoringResult]:
+                    batch_type: str = "examples", **unused: Any) -> list[ScoringResult]:
         """Log-probability of each target piece and of end-of-sentence, given the source."""
         import torch
 
@@ -228,7 +238,7 @@ class TorchTranslator:
             raise ValueError(f"{len(source)} sources but {len(target)} targets")
         out: list[ScoringResult | None] = [None] * len(source)
         with torch.inference_mode():
-            for chunk in self._chunks(source, max_batch_size or len(source) or 1):
+            for chunk in self._chunks(source, max_batch_size, batch_type):
                 src, enc_out, src_len = self._encode([source[i] for i in chunk])
                 gold = [self._ids(target[i], "tgt") + [self.eos] for i in chunk]
                 dec_in, _ = self._tensor([[self.bos] + g[:-1] for g in gold], self.tgt_pad)

@@ -44,7 +44,14 @@ class TranslateSettings(Settings):
         "clustering (settings in nmt.sample).")
     beam_size: int = setting(12, "Beam size.", minimum=1)
     n_best: int = setting(1, "Hypotheses kept per source with method beam.", minimum=1)
-    batch_size: int = setting(64, "Sentences per decoding batch.", minimum=1)
+    batch_size: int = setting(
+        64, "A decoding batch's size, in batch_type units: sentences, or source subwords.", minimum=1)
+    batch_type: Literal["examples", "tokens"] = setting(
+        "examples", "examples: batch_size sentences a decoding batch; tokens: as many of the "
+        "shard's sources, longest first, as fit batch_size subwords padded (the longest source "
+        "x the sentences; at least one): CTranslate2's bound on a batch's memory that long "
+        "sentences cannot break (e.g. batch_size 2048). Both in the rule's params: a batch's "
+        "padding can change CTranslate2's outputs.")
     length_penalty: float = setting(
         0.0, "Length penalty (0 = off, as onmt_translate's default).", minimum=0)
     max_decoding_length: int = setting(256, "Maximum output length in subwords.", minimum=1)
@@ -86,7 +93,7 @@ def translate_pieces(translator, pieces: list[list[str]], settings: TranslateSet
         pieces, beam_size=settings.beam_size, num_hypotheses=n, return_scores=True,
         length_penalty=settings.length_penalty, max_decoding_length=settings.max_decoding_length,
         min_decoding_length=settings.min_decoding_length, max_batch_size=settings.batch_size,
-        batch_type="examples")
+        batch_type=settings.batch_type)
     out = []
     for src, result in zip(pieces, results):
         hyps = result.hypotheses
@@ -94,10 +101,17 @@ def translate_pieces(translator, pieces: list[list[str]], settings: TranslateSet
                                              or getattr(translator, "exact_scores", False)):
             scores = result.scores
         else:  # the returned score is length-penalised or renormalised: score plainly
-            scored = translator.score_batch([src] * len(hyps), hyps, max_batch_size=settings.batch_size)
+            scored = translator.score_batch([src] * len(hyps), hyps, max_batch_size=settings.batch_size,
+                                            batch_type=settings.batch_type)
             scores = [sum(s.log_probs[:len(h) + _eos(h, settings)]) for s, h in zip(scored, hyps)]
         out.append([(h, -score / (len(h) + _eos(h, settings))) for h, score in zip(hyps, scores)])
     return out
+
+
+def read_rows(settings: TranslateSettings) -> int:
+    """Sources a ``translate_batch`` call gets (sorted by length and cut into batches there):
+    eight batches of sentences, or of 16-subword sentences, and at least 256."""
+    return max(256, settings.batch_size * 8 // (16 if settings.batch_type == "tokens" else 1))
 
 
 def _eos(pieces: list[str], settings: TranslateSettings) -> int:
@@ -140,7 +154,7 @@ def translate_shard(shard: str | Path, model_dir: str | Path, src_spm: str | Pat
               inputs=[shard, model_dir, src_spm, tgt_spm])
     target_pieces = 0
     with table_job(run, out, CANDIDATES, f"translate {Path(shard).name}", n_in, unit="sent") as job:
-        for batch in iter_parquet_batches([shard], batch_size=max(256, settings.batch_size * 8),
+        for batch in iter_parquet_batches([shard], batch_size=read_rows(settings),
                                           columns=["pair_id", "cs", "en"]):
             rows = list(_rows(batch, translator, src_seg, tgt_seg, settings))
             job.write(pa.Table.from_pylist(rows, schema=CANDIDATES), done=batch.num_rows)
