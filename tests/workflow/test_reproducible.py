@@ -42,6 +42,7 @@ NOT_INJECTED = {
     "nmt.train.optim": "enum",
     "nmt.train.precision": "enum",
     "nmt.translate.engine": "enum",
+    "nmt.translate.batch_type": "enum",
     "nmt.sample.engine": "enum",
     "nmt.translate.method": "enum",
     "nmt.translate.device": "enum",
