@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+from pathlib import Path
 
 import numpy as np
 import polars as pl
@@ -505,6 +506,31 @@ def test_select_excludes_heldout(tmp_path, scored):
     corpus = pl.read_parquet(out / "c.parquet")
     assert corpus.height == 90 and not held & set(corpus["pair_id"])
     assert summary["steps"][1] == {"step": "heldout", "pairs": 90}
+
+
+def test_a_bit_flipped_in_a_score_or_heldout_table_stops_select_naming_the_file(tmp_path, scored):
+    """select read the candidates, score tables and the held-out table with pl.read_parquet,
+    which verifies no page checksum: a flipped bit read as another value or text, caught only
+    by the inputs' sha256 records after the work, and not at all in a table without one."""
+    from paramill.errors import InputError
+    from tests.unit.test_bad_input import flip_in_page
+
+    cands, scores = scored
+    select_heldout(cands, tmp_path / "h.parquet", HeldoutSettings(size=10))
+    for damaged, column in ((scores[0], 1), (tmp_path / "h.parquet", 0)):
+        kept, record = damaged.read_bytes(), Path(f"{damaged}.prov.json")
+        record.unlink(missing_ok=True)  # a table given as it is: only its pages' checksums
+        flip_in_page(damaged, column=column)
+        out = tmp_path / "s"
+        with pytest.raises(InputError, match=rf"{damaged.name}: Parquet data cannot be read after row 0 "
+                                             r"\(could not verify page integrity"):
+            select(cands, scores, out / "c.parquet", out / "c.tsv", out / "s.json",
+                   SelectSettings(drop_identical=False), heldout=tmp_path / "h.parquet")
+        assert not out.exists() or not list(out.iterdir())
+        damaged.write_bytes(kept)
+    summary = select(cands, scores, tmp_path / "s" / "c.parquet", tmp_path / "s" / "c.tsv",
+                     tmp_path / "s" / "s.json", SelectSettings(drop_identical=False), heldout=tmp_path / "h.parquet")
+    assert summary["rows"] == 90
 
 
 # -- analysis -------------------------------------------------------------------------

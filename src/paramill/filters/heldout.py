@@ -22,6 +22,7 @@ from paramill.io import TableWriter, iter_parquet_batches, parquet_rows
 from paramill.job import output_job
 from paramill.progress import progress
 from paramill.provenance import Run
+from paramill.tables import read_frame
 from paramill.settings import setting, Settings
 
 HELDOUT = pa.schema([
@@ -95,5 +96,4 @@ def select_heldout(candidate_files: list[str | Path], out: str | Path,
 
 def heldout_texts(path: str | Path, split: str, column: str) -> list[str]:
     """One column of one split of a held-out table (held-out tables are small)."""
-    return (pl.scan_parquet(path).filter(pl.col("split") == split)
-            .select(column).collect().get_column(column).to_list())
+    return read_frame(path, ["split", column]).filter(pl.col("split") == split).get_column(column).to_list()

@@ -35,6 +35,7 @@ from paramill.job import output_job
 from paramill.io import TableWriter, scratch_dir, write_json
 from paramill.progress import progress
 from paramill.provenance import Run
+from paramill.tables import read_frame
 from paramill.settings import Settings, setting
 from paramill.text import normalize_expr, token_count_expr
 
@@ -134,9 +135,9 @@ def column_types(candidate_files: list[Path], score_files: list[str | Path]) -> 
 
 def scored_shard(candidates: str | Path, score_files: list[Path]) -> pl.DataFrame:
     """One shard's candidates with every score column joined (by ``candidate_id``)."""
-    frame = pl.read_parquet(candidates, columns=CANDIDATE_KEEP + given_columns(candidates))
+    frame = read_frame(candidates, CANDIDATE_KEEP + given_columns(candidates))
     for path in score_files:
-        scores = pl.read_parquet(path).drop("pair_id")
+        scores = read_frame(path).drop("pair_id")
         if scores.height != frame.height:
             raise ValueError(f"{path}: {scores.height} scores for {frame.height} candidates in "
                              f"{candidates} (stale score file?)")
@@ -287,7 +288,7 @@ def select(candidate_files: list[str | Path], score_files: list[str | Path],
     run = Run(rule=rule, params={"selection": name, **asdict(settings)}, inputs=inputs)
     heldout_ids = None
     if heldout is not None and settings.exclude_heldout:
-        heldout_ids = pl.read_parquet(heldout, columns=["pair_id"]).get_column("pair_id")
+        heldout_ids = read_frame(heldout, ["pair_id"]).get_column("pair_id")
     out_parquet = Path(out_parquet)
     out_parquet.parent.mkdir(parents=True, exist_ok=True)
     with scratch_dir(out_parquet.parent, "select-") as work:
