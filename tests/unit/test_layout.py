@@ -130,3 +130,19 @@ def test_inputs_are_decoded_strictly():
                if any(isinstance(node, ast.Constant) and node.value == "replace"
                       for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))))}
     assert lenient - allowed == set()
+
+
+def test_parquet_a_step_reads_whole_is_read_with_its_checksums():
+    """``pl.read_parquet`` verifies no page checksum; a table a step reads whole goes through
+    ``paramill.tables.read_frame``. Left: a step's own scratch, written by polars without
+    checksums (``select``'s parts, ``lexicon build``'s partitions)."""
+    allowed = {("paramill.filters.select", "part"), ("paramill.lexicon.pmi", "files")}
+    found = set()
+    for name, path in MODULES.items():
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                    and node.func.attr == "read_parquet" and isinstance(node.func.value, ast.Name)
+                    and node.func.value.id == "pl"):
+                first = node.args[0] if node.args else None
+                found.add((name, first.id if isinstance(first, ast.Name) else ast.dump(first)))
+    assert found - allowed == set()
