@@ -133,8 +133,15 @@ def rule_resources(rule_name, **defaults):
 
     gpu/gpu_model/gres/slurm_partition/slurm_extra pass straight to the SLURM plugin.
     """
-    given = {k: v for k, v in config["resources"].get(rule_name, {}).items() if k != "threads"}
+    given = {k: v for k, v in config["resources"].get(rule_name, {}).items()
+             if k not in ("threads", "local")}
     return {**defaults, **given}
+
+
+def rule_local(rule_name, default=False):
+    """Whether a rule's jobs run where snakemake runs (`localrule:`): config
+    `resources.<rule>.local` over the default given here (true for the rules that need the web)."""
+    return config["resources"].get(rule_name, {}).get("local", default) is True
 
 
 # The launch-only keys each rule's command takes (one global a rule; see launch_settings).

@@ -91,6 +91,8 @@ rule sweep:
 # `snakemake sts_data` downloads the official archives (internet needed; sha256 pinned in
 # paramill.evaluate.download) into evaluate.download_dir; point evaluate.sts at the files.
 rule sts_download:
+    # the web: where snakemake runs, unless resources.sts_download.local is false
+    localrule: rule_local("sts_download", True)
     output:
         directory(f"{config['evaluate']['download_dir']}/{{archive}}"),
     log:

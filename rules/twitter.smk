@@ -4,6 +4,8 @@
 
 
 rule harvest:
+    # the web: where snakemake runs, unless resources.harvest.local is false
+    localrule: rule_local("harvest", True)
     input:
         archive=ancient(config["twitter"]["archive"]) if config["twitter"]["source"] == "archive" else [],
     output:

@@ -94,6 +94,12 @@ class RuleResources(Settings):
     slurm_partition: str = setting(
         None, "Partition for this rule's jobs (over the profile's default).", no_default=True,
         pattern="^[A-Za-z0-9_.-]+(,[A-Za-z0-9_.-]+)*$")
+    local: bool = setting(
+        None, "Run this rule's jobs where snakemake runs (Snakemake's localrule), never "
+        "submitted through an executor such as SLURM's: for a rule that needs the web, which "
+        "many clusters' compute nodes lack. Default: true for harvest and sts_download (the X "
+        "API, news pages' cards, the STS archives), false for every other rule.",
+        no_default=True)
     slurm_extra: str = setting(
         None, "Extra sbatch flags for this rule, as options (--name=value, --name value, -X "
         "value) whose values hold letters, digits and _ . , : / @ % + = - only: the SLURM plugin "

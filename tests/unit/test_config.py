@@ -157,6 +157,7 @@ def test_digest_depends_on_values_not_key_order():
     ({"twitter": {"harvest": {"accounts": ["x$(touch /tmp/p)"]}}}, "twitter.harvest.accounts.0: 'x$(touch"),
     ({"nmt": {"train_corpora": ["a;b"]}}, "nmt.train_corpora.0: 'a;b' does not match"),
     ({"resources": {"clean": {"slurm_partition": "gpu`id`"}}}, "resources.clean.slurm_partition: 'gpu`id`' does not match"),
+    ({"resources": {"harvest": {"local": "sometimes"}}}, "resources.harvest.local: 'sometimes' is not of type 'boolean'"),
     ({"twitter": {"harvest": {"bearer_token_env": "X;rm"}}}, "bearer_token_env: 'X;rm' does not match"),
 ])
 def test_values_the_schema_used_to_let_through_are_refused_naming_the_keys(given, message):

@@ -59,6 +59,8 @@ BITEXT = ("work/shards/", "results/bitext/stats.json", "results/bitext/outcomes.
 #: critical path, mostly the plugin's status polling, which backs off 10 s a check.)
 TARGETS = ["results/bitext/stats.json", "work/nmt/spm/cs.model", "work/nmt/spm/en.model",
            "work/nmt/data"]
+#: a day's harvest (the sample's archive): a local rule, run where snakemake runs
+HARVEST = "work/twitter/harvest/2026-10-05.parquet"
 
 
 def overlays(root):
@@ -82,7 +84,7 @@ def test_dag_through_slurm_equals_a_local_run(cluster, local, tmp_path):
     remote = copy_project(tmp_path / "remote")
     # the GPU mapping: a config key becomes the plugin's gpu resource (fake GPUs here)
     (remote / "gpu.yaml").write_text("resources:\n  bitext_stats: {gpu: 1}\n")
-    proc = snakemake(remote, *TARGETS, "--profile", "slurm", *overlays(remote), "gpu.yaml",
+    proc = snakemake(remote, *TARGETS, HARVEST, "--profile", "slurm", *overlays(remote), "gpu.yaml",
                      "--slurm-init-seconds-before-status-checks", "1", timeout=1200)
     text = proc.stdout + proc.stderr
     assert "submitted with SLURM jobid" in text
@@ -91,8 +93,13 @@ def test_dag_through_slurm_equals_a_local_run(cluster, local, tmp_path):
                if ".snakemake" not in p.parts]
     by_rule = {}
     for record in records:
+        if record["rule"] == "harvest":  # the web: a local rule (resources.harvest.local)
+            assert record["slurm_job_id"] is None, "harvest was submitted to SLURM"
+            continue
         assert record["slurm_job_id"], f"{record['rule']} did not run under SLURM"
         by_rule.setdefault(record["rule"], set()).add(record["slurm_job_id"])
+    assert (remote / HARVEST).exists() and f"{HARVEST}.prov.json" in {
+        str(p.relative_to(remote)) for p in remote.rglob("*.prov.json")}
     assert set(by_rule) == {"ingest", "clean", "bitext_stats", "spm_train", "nmt_data"}
     jobs = _squeue(sorted({j for ids in by_rule.values() for j in ids}))
     assert all(state == "COMPLETED" for state, _ in jobs.values()), jobs
