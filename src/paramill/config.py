@@ -340,6 +340,7 @@ def cross_field_problems(config: dict[str, Any]) -> list[str]:
     problems += _corpus_problems(bitext, pairs)
     problems += _braced_paths(config)
     problems += _embed_train_problems(_get(config, ("embed", "train")) or {})
+    problems += _search_query_problems(_get(config, ("twitter", "harvest")) or {})
     selects = {"filters.select": _get(config, ("filters", "select")) or {}}
     for name, variant in (_get(config, ("filters", "releases")) or {}).items():
         selects[f"filters.releases.{name}"] = variant or {}
@@ -363,6 +364,22 @@ def _embed_train_problems(train: dict[str, Any]) -> list[str]:
                 f"({rows}): a recurrent model's CUDA graph replays one pass a step; set "
                 f"recurrent_pass_rows to at least 4 x batch_size ({4 * batch})"]
     return []
+
+
+def _search_query_problems(harvest: dict[str, Any]) -> list[str]:
+    """A URL's search (``paramill.twitter.api.search_query``) is ``url:"…"`` and its language
+    operators within ``max_query_chars``: the languages must leave the link 64 characters."""
+    defaults = schema()["properties"]["twitter"]["properties"]["harvest"]["properties"]
+    langs, limit = (harvest.get(k, defaults[k]["default"]) for k in ("search_languages", "max_query_chars"))
+    if not (isinstance(langs, list) and all(isinstance(x, str) for x in langs) and _is_integer(None, limit)):
+        return []
+    operators = len(" OR ".join(f"lang:{x}" for x in langs)) + (3 if len(langs) > 1 else 1 if langs else 0)
+    if limit - operators - len('url:""') >= 64:
+        return []
+    return [f"config keys twitter.harvest.search_languages ({len(langs)} languages) and "
+            f"twitter.harvest.max_query_chars ({limit}): the language operators take {operators} "
+            "characters of each search, leaving a link fewer than 64; ask for fewer languages, "
+            "or none (any language)"]
 
 
 #: the most values (every mapping, list and scalar) a config may hold once its YAML aliases are

@@ -1578,6 +1578,18 @@ def test_a_url_too_long_for_the_search_is_searched_by_its_leading_tokens(fake_x,
     assert search_query('https://a.com/x"y z', []) == 'url:"a.com/x/y/z"'
     assert search_query("https://a.com/" + "café-" * 200, [], 64) == 'url:"a.com/' + "-".join(["café"] * 10) + '"'
     assert len(search_query("https://a.com/" + "x" * 600, ["en"])) <= 512  # one token: cut where it must be
+    # languages that leave a link too little of the query are a config error, not 400s
+    from paramill import config
+    from paramill.config import ConfigError
+
+    many = [a + b for a in "abcdefgh" for b in "abcdefgh"][:60]
+    with pytest.raises(ConfigError, match=r"twitter.harvest.search_languages \(60 languages\) and "
+                                          r"twitter.harvest.max_query_chars \(512\): the language operators "
+                                          r"take 659 characters"):
+        config.resolve({"twitter": {"harvest": {"search_languages": many}}})
+    fits = config.resolve({"twitter": {"harvest": {"search_languages": many, "max_query_chars": 1024}}})
+    assert len(search_query(url, many, 1024)) <= 1024
+    assert fits["twitter"]["harvest"]["max_query_chars"] == 1024
     # a tier that takes longer queries asks for the whole link
     fake_x.searched.clear()
     fake_x.max_query = 1024
