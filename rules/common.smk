@@ -13,6 +13,7 @@ from paramill.config import ConfigError, check_expanded, read_yaml
 from paramill.config import digest as config_digest, resolve as resolve_config
 from paramill.config import schema as config_schema  # the committed schema: no stage imported
 from paramill.config import marked as marked_keys
+from paramill.config import rule_params
 from paramill.embed.sweep import model_settings, sweep_points  # pure Python, no torch
 from paramill.bitext.readers import CorpusSpec  # a corpus's files, as its format names them
 from paramill.pairs.readers import PairCorpusSpec
@@ -96,12 +97,12 @@ def _section(*path):
 
 
 def work_settings(values, *path):
-    """``values`` of the config section at ``path`` without its workflow keys (x-workflow in
-    the schema: they choose a rule's inputs) and its launch-only keys (x-launch: how the job
-    runs, not what it computes; `launch_settings` passes them), so neither is in the rule's
-    params and changing one re-runs nothing by itself."""
-    left_out = set(marked_keys("workflow", *path)) | set(marked_keys("launch", *path))
-    return {k: v for k, v in values.items() if k not in left_out}
+    """``values`` of the config section at ``path`` as the rule's params take them
+    (`paramill.config.rule_params`): without its workflow keys (x-workflow: they choose a
+    rule's inputs), its launch-only keys (x-launch: how the job runs; `launch_settings`
+    passes them), and keys added later while at their default (x-quiet-default), so changing
+    one of the first two, or updating to the third, re-runs nothing by itself."""
+    return rule_params(values, *path)
 
 
 def stage_settings(*path):

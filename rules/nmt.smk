@@ -102,7 +102,7 @@ rule nmt_translate:
     output:
         f"{WORK}/candidates/{{corpus}}/{{shard}}.parquet",
     params:
-        settings=as_json(config["nmt"]["translate"]),
+        settings=as_json(stage_settings("nmt", "translate")),
         bwd=lambda wildcards, input: input.get("bwd", ""),
         sample=as_json(config["nmt"]["sample"]) if sampling() else "null",
     log:

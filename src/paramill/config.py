@@ -462,6 +462,18 @@ def marked(mark: str, *path: str) -> tuple[str, ...]:
     return tuple(k for k, v in _keys(path).items() if v.get(f"x-{mark}"))
 
 
+def rule_params(values: dict[str, Any], *path: str) -> dict[str, Any]:
+    """``values`` of the config section at ``path`` as its rule's params take them: without
+    its workflow keys (``x-workflow``: they choose the rule's inputs) and its launch-only keys
+    (``x-launch``: how the job runs; ``--launch`` passes them), so changing one re-runs
+    nothing by itself, and without a key marked ``x-quiet-default`` while it holds its
+    default (what paramill computed before that key existed: updating re-runs nothing)."""
+    keys = _keys(path)
+    return {k: v for k, v in values.items()
+            if not (keys.get(k, {}).get("x-workflow") or keys.get(k, {}).get("x-launch")
+                    or (keys.get(k, {}).get("x-quiet-default") and v == keys[k].get("default")))}
+
+
 def defaults(*path: str) -> dict[str, Any]:
     """The default values of the object at ``path`` in the schema."""
     return {k: v["default"] for k, v in _keys(path).items() if "default" in v}

@@ -25,7 +25,7 @@ Component = Literal["word", "trigram", "lstm", "blstm", "gran"]
 
 def setting(default: Any = dataclasses.MISSING, doc: str = "", *, factory: Any = None,
             no_default: bool = False, workflow: bool = False, launch: bool = False,
-            **schema: Any) -> Any:
+            quiet_default: bool = False, **schema: Any) -> Any:
     """A config key: its default, its description and extra JSON Schema keywords.
 
     ``factory`` builds mutable defaults; ``no_default`` leaves the key out of the schema's
@@ -37,9 +37,16 @@ def setting(default: Any = dataclasses.MISSING, doc: str = "", *, factory: Any =
     only what a live harvest asks for next (a day harvested is settled: its table never
     depends on it); ``x-launch``: the rule passes it to the job outside its params,
     ``--launch``, so changing it re-runs nothing either; the next job that runs takes it.
+    ``quiet_default`` marks a key added after outputs were made whose default computes what
+    paramill computed before it existed (``x-quiet-default``): at its default the rule leaves
+    it out of its params, so the update that adds it re-runs nothing; another value does.
     """
     if workflow:
         schema["x-workflow"] = True
+    if quiet_default:
+        schema["x-quiet-default"] = True
+        doc = (f"{doc} At its default it is left out of the rule's params (what paramill "
+               "computed before the key existed), so adding it re-ran nothing.")
     if launch:
         schema["x-launch"] = True
         doc = f"{doc} Launch-only: changing it re-runs nothing (the next job that runs takes it)."

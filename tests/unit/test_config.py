@@ -211,6 +211,25 @@ def test_keys_that_only_change_how_a_job_runs_are_marked_for_the_rules():
     assert table.rstrip().endswith("so changing it re-runs nothing (the next job that runs takes it).")
 
 
+def test_a_key_added_at_its_default_leaves_the_rules_params_as_they_were():
+    """nmt.translate.batch_type came after shards were translated: in nmt_translate's params
+    at its default ("examples", the decoding of before), the update re-translated every shard
+    (25 GPU-hours for CzEng); at its default it is left out, any other value re-runs."""
+    translate = config.resolve({})["nmt"]["translate"]
+    assert translate["batch_type"] == "examples"
+    assert config.marked("quiet-default", "nmt", "translate") == ("batch_type",)
+    before = {k: v for k, v in translate.items() if k != "batch_type"}
+    assert config.rule_params(translate, "nmt", "translate") == before
+    tokens = config.resolve({"nmt": {"translate": {"batch_type": "tokens", "batch_size": 4096}}})
+    assert config.rule_params(tokens["nmt"]["translate"], "nmt", "translate") == {
+        **before, "batch_type": "tokens", "batch_size": 4096}
+    # workflow and launch-only keys stay out, whatever their values
+    lexicon = config.resolve({"lexicon": {"chunk_pairs": 7, "simlex": "s.txt"}})["lexicon"]
+    assert not {"chunk_pairs", "simlex", "release", "partitions"} & set(config.rule_params(lexicon, "lexicon"))
+    assert config.schema()["properties"]["nmt"]["properties"]["translate"]["properties"]["batch_type"][
+        "description"].endswith("so adding it re-ran nothing.")
+
+
 def test_pair_and_bitext_corpora_share_one_namespace(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     for name in ("hyp.a.en", "hyp.b.en"):

@@ -50,8 +50,8 @@ class TranslateSettings(Settings):
         "examples", "examples: batch_size sentences a decoding batch; tokens: as many of the "
         "shard's sources, longest first, as fit batch_size subwords padded (the longest source "
         "x the sentences; at least one): CTranslate2's bound on a batch's memory that long "
-        "sentences cannot break (e.g. batch_size 2048). Both in the rule's params: a batch's "
-        "padding can change CTranslate2's outputs.")
+        "sentences cannot break (e.g. batch_size 2048). Changing either re-translates every "
+        "shard: a batch's padding can change CTranslate2's outputs.", quiet_default=True)
     length_penalty: float = setting(
         0.0, "Length penalty (0 = off, as onmt_translate's default).", minimum=0)
     max_decoding_length: int = setting(256, "Maximum output length in subwords.", minimum=1)
