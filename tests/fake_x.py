@@ -15,6 +15,16 @@ from collections.abc import Iterator
 from urllib.parse import parse_qs, unquote, urlsplit
 
 
+def long_post(tid, author_id, text, url):
+    """A post over 280 characters as X gives it: ``text`` its first 280 (an ellipsis at the
+    end, no link when the link came later), and the whole, with its link, in ``note_tweet``."""
+    whole = f"{text} {url}"
+    t = tweet(tid, author_id, whole[:279] + "…")
+    t["note_tweet"] = {"text": whole, "entities": {"urls": [
+        {"start": len(text) + 1, "end": len(whole), "url": "https://t.co/long", "expanded_url": url}]}}
+    return t
+
+
 def tweet(tid, author_id, text, url=None, rt=None):
     t = {"id": str(tid), "author_id": str(author_id), "text": text,
          "created_at": "2026-11-02T10:00:00.000Z", "lang": "en"}
@@ -56,7 +66,10 @@ class FakeX:
             return int(i) if isinstance(i, str) and i.isdigit() else 10**15
 
         fresh = sorted((t for t in tweets if key(t) > since), key=lambda t: -key(t))
-        chunk = fresh[start:start + size]
+        fields = set(query.get("tweet.fields", [""])[0].split(","))
+        # a long post's whole text and links come only when asked for (X's note_tweet field)
+        chunk = [t if "note_tweet" in fields else {k: v for k, v in t.items() if k != "note_tweet"}
+                 for t in fresh[start:start + size]]
         body = {"data": chunk, "includes": {"users": [{"id": t["author_id"], "username": self.names.get(str(t["author_id"]), "someone")}
                                                       for t in chunk]},
                 "meta": {"result_count": len(chunk)}}
@@ -133,7 +146,7 @@ def handler_for(fake: FakeX):
                 if len(asked) > fake.max_query:
                     return self.reply(400, {"title": "Invalid Request", "detail": "One or more parameters "
                                             f"to your request was invalid: query: must be at most {fake.max_query}"})
-                hits = [t for t in fake.searchable if _phrase(url, t["entities"]["urls"][0]["expanded_url"])
+                hits = [t for t in fake.searchable if any(_phrase(url, u) for u in _links(t))
                         and (not langs or t.get("lang") in langs)]
                 return self.reply(200, fake.page(hits, query))
             return self.reply(404, {"title": "Not Found Error"})
@@ -166,6 +179,12 @@ def serve() -> Iterator[FakeX]:
     finally:
         server.shutdown()
         server.server_close()
+
+
+def _links(t):
+    """A post's expanded links, those of a long post's whole text included (X searches them)."""
+    return [u["expanded_url"] for ents in (t.get("entities"), (t.get("note_tweet") or {}).get("entities"))
+            for u in (ents or {}).get("urls", [])]
 
 
 def _phrase(value, url):

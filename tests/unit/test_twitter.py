@@ -19,7 +19,7 @@ import requests
 import tweepy
 
 from paramill.io import InputError
-from tests.fake_x import populate, serve, tweet
+from tests.fake_x import long_post, populate, serve, tweet
 from tests.hostile import edited
 from paramill.twitter.api import at_address
 from paramill.twitter import identify
@@ -1595,3 +1595,31 @@ def test_a_url_too_long_for_the_search_is_searched_by_its_leading_tokens(fake_x,
     fake_x.max_query = 1024
     harvest(fake_x, tmp_path / "pro", settings=replace(SETTINGS, max_query_chars=1024))
     assert fake_x.searched == [f'url:"news.example.com/{slug}?id=7" lang:en']
+
+
+def test_a_long_post_is_harvested_whole_with_the_link_past_its_first_280_characters(fake_x, tmp_path):
+    """X gives a post over 280 characters (a long post) as its first 280 in ``text`` and the
+    whole in ``note_tweet``, only when asked for: the harvest kept the cut text, and a link
+    past the cut was in no table, so the news tweet's article was never searched for."""
+    from paramill.twitter.tweets import from_v2
+
+    url = "https://news.example.com/long-story"
+    lead = "Our investigation, in full: " + " ".join(f"finding {i} of the story" for i in range(20))
+    fake_x.timelines["100"].append(long_post(4000, "100", lead, url))
+    fake_x.searchable += [long_post(4001, "300", "A reader's long reply says the investigation "
+                                    + "shows much " * 30, url),
+                          tweet(4002, "300", f"people say the investigation is happening {url}", url)]
+    _, table = harvest(fake_x, tmp_path)
+    news = table.filter(pl.col("tweet_id") == "4000").row(0, named=True)
+    assert news["text"] == f"{lead} {url}" and len(news["text"]) > 280 and not news["text"].endswith("…")
+    assert news["canonical_urls"] == ["https://news.example.com/long-story"]
+    assert set(table["tweet_id"]) == {"4000", "4001", "4002"}  # its article was searched for
+    assert table.filter(pl.col("tweet_id") == "4001")["text"][0].endswith(url)
+    # a saved page of before (no note_tweet asked for): the text as it was; the same link
+    # in both the note and the first 280 characters is one link
+    cut = from_v2({"id": "1", "text": "short " * 60, "entities": {"urls": [{"url": "https://t.co/a",
+                  "expanded_url": url}]}, "note_tweet": {"text": "whole", "entities": {"urls": [
+                      {"url": "https://t.co/a", "expanded_url": url}]}}}, {}, "search")
+    assert cut["text"] == "whole" and cut["urls"] == [url]
+    with pytest.raises(ValueError, match="note_tweet is a str, not an object"):
+        from_v2({"id": "2", "text": "x", "note_tweet": "whole"}, {}, "search")

@@ -35,7 +35,9 @@ API_URL = "https://api.twitter.com"
 #: fragment or user information
 API_URL_PATTERN = (r"^(https://([A-Za-z0-9.-]+|\[[0-9A-Fa-f:.]+\])|http://(localhost|127(\.[0-9]{1,3}){3}|\[::1\]))"
                    r"(:[0-9]{1,5})?(/[A-Za-z0-9._~%/+=-]*)?$")
-TWEET_FIELDS = ["created_at", "entities", "referenced_tweets", "author_id", "lang"]
+#: note_tweet: a post over 280 characters (a long post) has only its first 280 in ``text``
+#: and the whole, with its links, in ``note_tweet`` (given only when asked for)
+TWEET_FIELDS = ["created_at", "entities", "referenced_tweets", "author_id", "lang", "note_tweet"]
 
 
 class HarvestError(RuntimeError):

@@ -90,16 +90,23 @@ def _list(value: Any, what: str) -> list[Any]:
     return value
 
 
-def _urls(entities: Any) -> tuple[list[str], list[str]]:
-    expanded, short = [], []
-    for u in _list(_object(entities, "entities").get("urls"), "entities.urls"):
-        u = _object(u, "entities.urls[]")
-        best = (_text(u.get("unwound_url"), "unwound_url")
-                or _text(u.get("expanded_url"), "expanded_url"))
-        if best:
-            expanded.append(best)
-        elif _text(u.get("url"), "url"):
-            short.append(u["url"])
+def _urls(*sources: tuple[Any, str]) -> tuple[list[str], list[str]]:
+    """The links of ``(entities, name)`` sources in order (a long post's ``note_tweet``
+    entities, then those of its first 280 characters): expanded (or unwound), and those left
+    as short links; a later source's link an earlier one gave is not repeated."""
+    expanded: list[str] = []
+    short: list[str] = []
+    for entities, what in sources:
+        seen = (set(expanded), set(short))
+        for u in _list(_object(entities, what).get("urls"), f"{what}.urls"):
+            u = _object(u, f"{what}.urls[]")
+            best = (_text(u.get("unwound_url"), "unwound_url")
+                    or _text(u.get("expanded_url"), "expanded_url"))
+            if best:
+                if best not in seen[0]:
+                    expanded.append(best)
+            elif _text(u.get("url"), "url") and u["url"] not in seen[1]:
+                short.append(u["url"])
     return expanded, short
 
 
@@ -108,14 +115,16 @@ def from_v2(tweet: dict[str, Any], users: dict[str, str], source: str) -> dict[s
             for r in _list(tweet.get("referenced_tweets"), "referenced_tweets")]
     retweet_of = next((_id(r.get("id"), "referenced_tweets[].id") for r in refs
                        if r.get("type") == "retweeted"), None)
-    expanded, short = _urls(tweet.get("entities"))
+    note = _object(tweet.get("note_tweet"), "note_tweet")  # a long post: its whole text
+    expanded, short = _urls((note.get("entities"), "note_tweet.entities"), (tweet.get("entities"), "entities"))
     author_id = _id(tweet.get("author_id"), "author_id", required=False) or ""
     author = (_text(_object(tweet.get("author"), "author").get("username"), "author.username")
               or users.get(author_id) or author_id)
     return {"tweet_id": _id(tweet.get("id"), "id"), "author": author.lower() if author else None,
             "author_id": author_id or None,
             "created_at": _iso(_text(tweet.get("created_at"), "created_at")),
-            "text": _text(tweet.get("text"), "text", ""), "urls": expanded, "short_urls": short,
+            "text": _text(note.get("text"), "note_tweet.text") or _text(tweet.get("text"), "text", ""),
+            "urls": expanded, "short_urls": short,
             "canonical_urls": None, "is_retweet": retweet_of is not None, "retweet_of": retweet_of,
             "lang": _text(tweet.get("lang"), "lang"), "source": source}
 
@@ -125,7 +134,7 @@ def from_v1(tweet: dict[str, Any], source: str) -> dict[str, Any]:
     text = (_text(extended.get("full_text"), "extended_tweet.full_text")
             or _text(tweet.get("full_text"), "full_text") or _text(tweet.get("text"), "text") or "")
     entities = extended.get("entities") or tweet.get("entities")
-    expanded, short = _urls(entities)
+    expanded, short = _urls((entities, "entities"))
     retweeted = _object(tweet.get("retweeted_status"), "retweeted_status") or None
     user = _object(tweet.get("user"), "user")
     return {"tweet_id": _id(tweet.get("id_str") or tweet.get("id"), "id"),
