@@ -321,7 +321,7 @@ def test_device_switch():
             device.pick("cuda")
 
 
-def test_dual_cross_entropy_is_built_from_the_models_own_scores(tiny, shard, tmp_path):
+def test_dual_cross_entropy_is_built_from_the_models_own_scores(tiny, shard, tmp_path, monkeypatch):
     """dual_xent = |H_f - H_b| + (H_f + H_b)/2 with each H the model's own mean NLL
     (score_batch, EOS included). The tiny CS->EN model stands in for both directions."""
     import ctranslate2
@@ -360,6 +360,20 @@ def test_dual_cross_entropy_is_built_from_the_models_own_scores(tiny, shard, tmp
     alone = DualXent(cs_en=ct2, en_cs=ct2, cs_spm=str(cs_spm), en_spm=str(en_spm), device="cpu",
                      batch_size=1).pair_scores(cs, en)
     assert [x for row in alone for x in row] == pytest.approx([x for row in got for x in row], rel=1e-5)
+    # so is its unit: batches of 40 padded source subwords, each pair's score as alone
+    tokens = DualXent(cs_en=ct2, en_cs=ct2, cs_spm=str(cs_spm), en_spm=str(en_spm), device="cpu",
+                      batch_size=40, batch_type="tokens")
+    assert [x for row in tokens.pair_scores(cs, en) for x in row] == pytest.approx(
+        [x for row in alone for x in row], rel=1e-5)
+    import paramill.filters.dual_xent as dual_module
+
+    from paramill import config
+    asked = []
+    monkeypatch.setattr(dual_module, "nll_per_token",
+                        lambda scorer, s, t, size, unit: asked.append((size, unit)) or [1.0] * len(s))
+    tokens.pair_scores(cs, en)
+    assert asked == [(40, "tokens")] * 2  # both directions, batched in subwords
+    assert config.marked("launch", "filters", "dual_xent") == ("batch_size", "batch_type")
 
 
 def test_constrained_sampling_never_emits_a_suppressed_segmentation(tiny, shard):

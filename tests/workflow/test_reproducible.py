@@ -59,6 +59,7 @@ NOT_INJECTED = {
     "filters.kenlm.memory": "pattern (a size)",
     "filters.parascore.components.*": "enum",
     "filters.dual_xent.device": "enum",
+    "filters.dual_xent.batch_type": "enum",
     "embed.model.components.*": "enum",
     "embed.model.combine": "enum",
     "embed.model.units": "enum",

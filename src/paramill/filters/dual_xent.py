@@ -12,7 +12,7 @@ belongs to the source pair, so every candidate of a pair carries the same value.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from paramill.filters.base import Batch, Column, Direction, ModelFilter
 from paramill.nmt.score import load_scorer, nll_per_token
@@ -36,8 +36,12 @@ class DualXent(ModelFilter):
     cs_spm: str = ""
     en_spm: str = ""
     batch_size: int = setting(
-        32, "Sentences per scoring batch; bounds the job's memory (the same scores within "
-        "float noise). Launch-only.", minimum=1, launch=True)
+        32, "A scoring batch's size, in batch_type units; bounds the job's memory (the same "
+        "scores within float noise).", minimum=1, launch=True)
+    batch_type: Literal["examples", "tokens"] = setting(
+        "examples", "examples: batch_size pairs a scoring batch; tokens: as many, longest "
+        "source first, as fit batch_size subwords padded (at least one; CTranslate2's rule), "
+        "which long sentences cannot break (e.g. batch_size 4096).", launch=True)
     device: Device = setting("auto", "auto: cuda when a GPU is visible.")
     threads: int = 1
 
@@ -56,8 +60,8 @@ class DualXent(ModelFilter):
         """(H_f, H_b, dual_xent) of each (cs, en) pair."""
         fwd, bwd, cs_seg, en_seg = self.loaded
         cs_pieces, en_pieces = cs_seg.encode(cs), en_seg.encode(en)
-        h_f = nll_per_token(fwd, cs_pieces, en_pieces, self.batch_size)
-        h_b = nll_per_token(bwd, en_pieces, cs_pieces, self.batch_size)
+        h_f = nll_per_token(fwd, cs_pieces, en_pieces, self.batch_size, self.batch_type)
+        h_b = nll_per_token(bwd, en_pieces, cs_pieces, self.batch_size, self.batch_type)
         return [(f, b, dual_cross_entropy(f, b)) for f, b in zip(h_f, h_b)]
 
     def score(self, batch: Batch) -> dict[str, Any]:

@@ -21,11 +21,12 @@ def load_scorer(model_dir: str | Path, device_name: str = "auto", threads: int =
 
 
 def nll_per_token(scorer, sources: list[list[str]], targets: list[list[str]],
-                  batch_size: int = 32) -> list[float]:
-    """Mean negative log-probability of each target (pieces) given its source (pieces)."""
+                  batch_size: int = 32, batch_type: str = "examples") -> list[float]:
+    """Mean negative log-probability of each target (pieces) given its source (pieces), in
+    batches of ``batch_size`` pairs, or (``tokens``) of padded source subwords."""
     if len(sources) != len(targets):
         raise ValueError(f"{len(sources)} sources but {len(targets)} targets")
     if not sources:
         return []
-    results = scorer.score_batch(sources, targets, max_batch_size=batch_size)
+    results = scorer.score_batch(sources, targets, max_batch_size=batch_size, batch_type=batch_type)
     return [-sum(r.log_probs) / len(r.log_probs) for r in results]
