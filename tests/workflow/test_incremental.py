@@ -335,7 +335,7 @@ def how_a_job_is_launched_reruns_nothing(project, tmp_path):
         "embed train": {'{"embed.train":{"cuda_graph":false,"recurrent_cuda_graph":false}}'},
         "lexicon build": {'{"lexicon":{"chunk_pairs":50,"partitions":3,"spill_rows":100}}'},
         "filters score": {'{"filters.classifier":{"score_batch_size":5},"filters.dual_xent":'
-                          '{"batch_size":32},"filters.parascore":{"batch_size":3}}'},
+                          '{"batch_size":32,"batch_type":"examples"},"filters.parascore":{"batch_size":3}}'},
     }, launched
 
 
