@@ -96,18 +96,13 @@ def _section(*path):
     return section
 
 
-def work_settings(values, *path):
-    """``values`` of the config section at ``path`` as the rule's params take them
-    (`paramill.config.rule_params`): without its workflow keys (x-workflow: they choose a
-    rule's inputs), its launch-only keys (x-launch: how the job runs; `launch_settings`
-    passes them), and keys added later while at their default (x-quiet-default), so changing
-    one of the first two, or updating to the third, re-runs nothing by itself."""
-    return rule_params(values, *path)
-
-
 def stage_settings(*path):
-    """The config section at ``path`` as its rule's params take it (`work_settings`)."""
-    return work_settings(_section(*path), *path)
+    """The config section at ``path`` as its rule's params take it (`paramill.config.rule_params`:
+    without its workflow keys, x-workflow, which choose a rule's inputs; its launch-only keys,
+    x-launch, which `launch_settings` passes; and keys added later while at their default,
+    x-quiet-default), so changing one of the first two, or updating to the third, re-runs
+    nothing by itself."""
+    return rule_params(_section(*path), *path)
 
 
 def launch_settings(*sections):

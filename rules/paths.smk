@@ -223,7 +223,7 @@ def embed_train_params(train):
     """A model's training settings as its rule's params: without the launch-only keys, which
     every training job takes from embed.train through EMBED_TRAIN_LAUNCH (no model or sweep
     point sets them apart: the sweep's axes are fixed, paramill.embed.sweep.AXES)."""
-    return as_json(work_settings(train, "embed", "train"))
+    return as_json(rule_params(train, "embed", "train"))
 
 
 def embed_pairs(wildcards):

@@ -386,10 +386,12 @@ def rule_params(values: dict[str, Any], *path: str) -> dict[str, Any]:
     (``x-launch``: how the job runs; ``--launch`` passes them), so changing one re-runs
     nothing by itself, and without a key marked ``x-quiet-default`` while it holds its
     default (what paramill computed before that key existed: updating re-runs nothing)."""
+    def kept(key: dict[str, Any], value: Any) -> bool:
+        quiet = key.get("x-quiet-default") and value == key.get("default")
+        return not (key.get("x-workflow") or key.get("x-launch") or quiet)
+
     keys = _keys(path)
-    return {k: v for k, v in values.items()
-            if not (keys.get(k, {}).get("x-workflow") or keys.get(k, {}).get("x-launch")
-                    or (keys.get(k, {}).get("x-quiet-default") and v == keys[k].get("default")))}
+    return {k: v for k, v in values.items() if kept(keys.get(k, {}), v)}
 
 
 def defaults(*path: str) -> dict[str, Any]:

@@ -182,8 +182,7 @@ def harvest_search(client, url: str, entry: dict[str, Any], store: PageStore, st
     query = search_query(url, settings.search_languages, settings.max_query_chars)
     for _ in range(settings.max_pages):
         try:
-            page = api(client.search_recent_tweets, query=query,
-                       since_id=entry.get("since_id"),
+            page = api(client.search_recent_tweets, query=query, since_id=entry.get("since_id"),
                        next_token=entry.get("next_token"), **_page_args(settings, 10))
         except Refused as exc:
             bad.append(rejected(f"search {url}", None, "api_error", exc.message))
