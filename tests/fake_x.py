@@ -25,9 +25,18 @@ def long_post(tid, author_id, text, url):
     return t
 
 
+def later_version(first, tid, text):
+    """The post ``first`` after an edit, as X gives it: a new id ``tid``, the new ``text``;
+    both versions' edit history (X's default field) names every id, oldest first."""
+    history = [*first["edit_history_tweet_ids"], str(tid)]
+    first["edit_history_tweet_ids"] = history
+    return {**first, "id": str(tid), "text": text, "edit_history_tweet_ids": list(history)}
+
+
 def tweet(tid, author_id, text, url=None, rt=None):
     t = {"id": str(tid), "author_id": str(author_id), "text": text,
-         "created_at": "2026-11-02T10:00:00.000Z", "lang": "en"}
+         "created_at": "2026-11-02T10:00:00.000Z", "lang": "en",
+         "edit_history_tweet_ids": [str(tid)]}  # a default field of X's: the post's versions
     if url:
         t["entities"] = {"urls": [{"url": "https://t.co/z", "expanded_url": url}]}
     if rt:

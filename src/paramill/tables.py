@@ -214,15 +214,21 @@ def check_kind(paths: Sequence[str | os.PathLike], kind: str) -> None:
         check_columns(path, schema, what, names)
 
 
-def read_table(path: str | os.PathLike, schema: pa.Schema, what: str) -> pa.Table:
+def read_table(path: str | os.PathLike, schema: pa.Schema, what: str,
+               added: Sequence[str] = ()) -> pa.Table:
     """The columns of ``schema`` from the Parquet file ``path``, cast to it; a file without
     one of them, or with one of another kind, is an :class:`~paramill.errors.InputError`
     naming the file and the column (:func:`check_columns`), as are the faults
-    :func:`iter_parquet_batches` finds."""
-    found = check_columns(path, schema, what)
-    batches = list(iter_parquet_batches([path], columns=schema.names))
-    table = pa.Table.from_batches(batches) if batches else found.empty_table().select(schema.names)
-    return table.cast(pa.schema([pa.field(f.name, f.type) for f in schema]))
+    :func:`iter_parquet_batches` finds. ``added``: columns added to the contract after
+    tables were written without them; a file that lacks one reads it as nulls."""
+    lacks = set(added) - set(open_parquet(path).schema_arrow.names) if added else set()
+    present = [name for name in schema.names if name not in lacks]
+    found = check_columns(path, schema, what, present)
+    batches = list(iter_parquet_batches([path], columns=present))
+    table = pa.Table.from_batches(batches) if batches else found.empty_table().select(present)
+    for name in (n for n in schema.names if n in lacks):
+        table = table.append_column(name, pa.nulls(table.num_rows, schema.field(name).type))
+    return table.select(schema.names).cast(pa.schema([pa.field(f.name, f.type) for f in schema]))
 
 
 def read_frame(path: str | os.PathLike, columns: Sequence[str] | None = None):

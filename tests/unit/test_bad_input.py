@@ -293,7 +293,7 @@ def test_a_table_of_another_shape_is_an_error_naming_the_file_and_the_column(tmp
     row = {"tweet_id": "1", "author": "cnn", "author_id": "9", "created_at": "2026-11-02T10:00:00Z",
            "text": "Storm hits the town", "urls": ["https://a.com/1"], "short_urls": [],
            "canonical_urls": ["https://a.com/1"], "is_retweet": False, "retweet_of": None,
-           "lang": "en", "source": "archive"}
+           "lang": "en", "source": "archive", "first_version": None}
     good = pa.Table.from_pylist([row], schema=TWEETS)
     pq.write_table(good, tmp_path / "day.parquet")
     def same(table):

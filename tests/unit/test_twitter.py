@@ -19,7 +19,7 @@ import requests
 import tweepy
 
 from paramill.io import InputError
-from tests.fake_x import long_post, populate, serve, tweet
+from tests.fake_x import later_version, long_post, populate, serve, tweet
 from tests.hostile import edited
 from paramill.twitter.api import at_address
 from paramill.twitter import identify
@@ -954,7 +954,8 @@ def test_pairs_drop_retweets_copies_titles_and_short_tweets():
     cards = {url: {"title": "Hurricane season brings a record storm to the Florida coast"}}
     pairs, reasons = build_pairs(t, ["news"], PairSettings(), cards)
     assert [(p["tweet_a"], p["tweet_b"]) for p in pairs] == [("1", "2")]
-    assert reasons == {"auto_retweet": 1, "manual_retweet": 1, "too_short": 1, "page_title": 1, "pairs": 1}
+    assert reasons == {"earlier_version": 0, "auto_retweet": 1, "manual_retweet": 1, "too_short": 1,
+                       "page_title": 1, "pairs": 1}
     assert reject_reason("A b c, d!", "a b c d", None, 1) == "manual_retweet"  # punctuation only
 
 
@@ -1120,6 +1121,57 @@ def test_a_news_tweet_of_a_months_last_days_meets_the_tweets_of_the_next_months_
     (tmp_path / "other.parquet").symlink_to(days["2026-10-31"])  # a name that says no day
     with pytest.raises(InputError, match="other.parquet: is one of the month's days and a day before it"):
         month("2026-10", [days["2026-10-31"]], [tmp_path / "other.parquet"])
+
+
+def test_an_edited_post_found_before_and_after_its_edit_is_paired_once(fake_x, tmp_path):
+    """X gives each edit of a post a new id, and a search (or a timeline) may find the post
+    before and after its edit: both versions were paired, the same pair twice or twice near
+    it. Of a post's versions only the latest is paired; a day table written before the
+    versions were read pairs as it did."""
+    import pyarrow.parquet as pq
+
+    from paramill.twitter.month import score_month
+    from paramill.twitter.url_pairs import latest_versions
+
+    url = "https://news.example.com/storm"
+    news = tweet(5000, "100", f"Storm knocks out power to thousands of homes in Florida {url}", url)
+    reader = tweet(5001, "300", f"Thousands of Florida homes lost electricty after the storm {url}", url)
+    news_edit = later_version(news, 5003, f"Storm knocks out power to many thousands of homes in Florida {url}")
+    reader_edit = later_version(reader, 5004, f"Thousands of Florida homes lost electricity after the storm {url}")
+    fake_x.timelines["100"] += [news, news_edit]
+    fake_x.searchable += [reader, reader_edit,
+                          tweet(5002, "400", f"Hurricane brings a record storm to the Florida coast {url}", url)]
+    _, day = harvest(fake_x, tmp_path)
+    assert dict(zip(day["tweet_id"], day["first_version"])) == {
+        "5000": None, "5001": None, "5002": None, "5003": "5000", "5004": "5001"}
+    model = _identifier(tmp_path)
+
+    def month(table):
+        out = {k: tmp_path / f"month.{k}" for k in ("pairs", "tsv", "json")}
+        stats = score_month([table], model, ["newsa"], out["pairs"], out["tsv"], out["json"], "2026-11",
+                            PairSettings(fetch_cards=False, min_tokens=3))
+        return stats, {(r["tweet_a"], r["tweet_b"]) for r in pl.read_parquet(out["pairs"]).to_dicts()}
+
+    stats, pairs = month(tmp_path / "days" / "2026-11-02.parquet")
+    assert pairs == {("5003", "5004"), ("5003", "5002")}
+    assert stats["filtered"]["earlier_version"] == 2 and stats["tweets"] == 5
+    old = tmp_path / "old" / "2026-11-02.parquet"  # harvested before first_version was read
+    old.parent.mkdir()
+    pq.write_table(pq.read_table(tmp_path / "days" / "2026-11-02.parquet").drop_columns("first_version"), old)
+    stats, pairs = month(old)
+    assert len(pairs) == 6 and stats["filtered"]["earlier_version"] == 0
+    # ids compared as numbers; another author's tweet that names a first version is none of its
+    kept, earlier = latest_versions(pl.DataFrame({"tweet_id": ["5", "6", "10", "9"], "author": ["a", "b", "a", "a"],
+                                                  "first_version": [None, "5", "5", None]}))
+    assert earlier == {"5"} and kept["tweet_id"].to_list() == ["6", "10", "9"]
+    # the version of an archive's v1.1 objects (and the enterprise API's), and a history
+    # that is not one
+    v1 = {"id_str": "8", "text": "x", "user": {"screen_name": "a"},
+          "edit_history": {"initial_tweet_id": "7", "edit_tweet_ids": ["7", "8"]}}
+    assert from_object(v1, "archive")[0][0]["first_version"] == "7"
+    assert from_object({**v1, "id_str": "7"}, "archive")[0][0]["first_version"] is None
+    _, bad = from_object({"id": "9", "text": "x", "edit_history_tweet_ids": "9"}, "archive")
+    assert bad[0]["reason"] == "bad_field" and "edit_history_tweet_ids is a str" in bad[0]["detail"]
 
 
 def test_a_month_reads_its_news_pages_cards_through_its_cache_and_drops_tweets_equal_to_one(

@@ -20,7 +20,7 @@ from paramill.shapes import COUNT, TEXT, read_json_as
 from paramill.tables import read_table
 from paramill.twitter.identify import Identifier
 from paramill.twitter.months import days_before as before_month
-from paramill.twitter.tweets import TWEETS
+from paramill.twitter.tweets import TWEETS, TWEETS_ADDED
 from paramill.twitter.url_pairs import PAIRS, PairSettings, build_pairs
 
 def check_days(month: str, days: list[str | Path]) -> None:
@@ -61,8 +61,8 @@ def check_context(month: str, context: list[str | Path], days_before: int,
 
 def _tweets(days: list[str | Path]) -> pl.DataFrame | None:
     """The tweets of day tables, each once (the first table's copy), or None without days."""
-    return (pl.concat([pl.from_arrow(read_table(d, TWEETS, "a day table of tweets "
-                                                "(`paramill twitter harvest`)")) for d in days])
+    return (pl.concat([pl.from_arrow(read_table(d, TWEETS, "a day table of tweets (`paramill "
+                                                "twitter harvest`)", TWEETS_ADDED)) for d in days])
             .unique("tweet_id", keep="first", maintain_order=True)) if days else None
 
 

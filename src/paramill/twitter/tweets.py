@@ -27,7 +27,11 @@ TWEETS = pa.schema([
     pa.field("retweet_of", pa.string()),
     pa.field("lang", pa.string()),
     pa.field("source", pa.string()),  # timeline | search | archive
+    # an edited post's first version (X gives each edit a new id), null for a first version
+    pa.field("first_version", pa.string()),
 ])
+#: columns a day table written before they were added may lack (read as nulls)
+TWEETS_ADDED = ("first_version",)
 
 _V1_TIME = "%a %b %d %H:%M:%S %z %Y"
 #: longest archive line read (one tweet object, or a v2 page of up to 100 with its includes)
@@ -110,6 +114,14 @@ def _urls(*sources: tuple[Any, str]) -> tuple[list[str], list[str]]:
     return expanded, short
 
 
+def _first_version(history: Any, what: str, own: str | None) -> str | None:
+    """The id of a post's first version from its edit history (ids oldest first, its own
+    among them), or None when the post is its own first version or names no history."""
+    ids = _list(history, what)
+    first = _id(ids[0], f"{what}[0]") if ids else None
+    return first if first != own else None
+
+
 def from_v2(tweet: dict[str, Any], users: dict[str, str], source: str) -> dict[str, Any]:
     refs = [_object(r, "referenced_tweets[]")
             for r in _list(tweet.get("referenced_tweets"), "referenced_tweets")]
@@ -120,13 +132,16 @@ def from_v2(tweet: dict[str, Any], users: dict[str, str], source: str) -> dict[s
     author_id = _id(tweet.get("author_id"), "author_id", required=False) or ""
     author = (_text(_object(tweet.get("author"), "author").get("username"), "author.username")
               or users.get(author_id) or author_id)
-    return {"tweet_id": _id(tweet.get("id"), "id"), "author": author.lower() if author else None,
+    tweet_id = _id(tweet.get("id"), "id")
+    return {"tweet_id": tweet_id, "author": author.lower() if author else None,
             "author_id": author_id or None,
             "created_at": _iso(_text(tweet.get("created_at"), "created_at")),
             "text": _text(note.get("text"), "note_tweet.text") or _text(tweet.get("text"), "text", ""),
             "urls": expanded, "short_urls": short,
             "canonical_urls": None, "is_retweet": retweet_of is not None, "retweet_of": retweet_of,
-            "lang": _text(tweet.get("lang"), "lang"), "source": source}
+            "lang": _text(tweet.get("lang"), "lang"), "source": source,
+            "first_version": _first_version(tweet.get("edit_history_tweet_ids"),
+                                            "edit_history_tweet_ids", tweet_id)}
 
 
 def from_v1(tweet: dict[str, Any], source: str) -> dict[str, Any]:
@@ -137,7 +152,9 @@ def from_v1(tweet: dict[str, Any], source: str) -> dict[str, Any]:
     expanded, short = _urls((entities, "entities"))
     retweeted = _object(tweet.get("retweeted_status"), "retweeted_status") or None
     user = _object(tweet.get("user"), "user")
-    return {"tweet_id": _id(tweet.get("id_str") or tweet.get("id"), "id"),
+    tweet_id = _id(tweet.get("id_str") or tweet.get("id"), "id")
+    history = _object(tweet.get("edit_history"), "edit_history")  # v1.1 and enterprise
+    return {"tweet_id": tweet_id,
             "author": (_text(user.get("screen_name"), "user.screen_name") or "").lower() or None,
             "author_id": _id(user.get("id_str") or user.get("id"), "user.id", required=False),
             "created_at": _iso(_text(tweet.get("created_at"), "created_at")), "text": text,
@@ -145,7 +162,12 @@ def from_v1(tweet: dict[str, Any], source: str) -> dict[str, Any]:
             "is_retweet": retweeted is not None,
             "retweet_of": (_id(retweeted.get("id_str") or retweeted.get("id"), "retweeted_status.id")
                            if retweeted else None),
-            "lang": _text(tweet.get("lang"), "lang"), "source": source}
+            "lang": _text(tweet.get("lang"), "lang"), "source": source,
+            "first_version": (_first_version([history["initial_tweet_id"]],
+                                             "edit_history.initial_tweet_id", tweet_id)
+                              if history.get("initial_tweet_id") is not None else
+                              _first_version(history.get("edit_tweet_ids"),
+                                             "edit_history.edit_tweet_ids", tweet_id))}
 
 
 #: Records that could not be used: one row each, with the reason (as bitext's rejected rows).

@@ -1,7 +1,8 @@
 """Candidate pairs (Lan et al. 2017): each news account's tweet paired with every other
 tweet that shares its URL, after dropping retweets and near-copies.
 
-Dropped, counted by reason: automatic retweets (the API marks them), manual retweets (after
+Dropped, counted by reason: the earlier versions of an edited post (its latest kept),
+automatic retweets (the API marks them), manual retweets (after
 :func:`paramill.twitter.text.clean` and :func:`comparable`, one text is a substring of the
 other — which covers texts that differ only in punctuation), texts equal to the linked
 page's ``twitter:title``/``twitter:description`` (when fetched), and texts shorter than
@@ -69,6 +70,21 @@ def reject_reason(a: str, b: str, card: dict[str, str] | None, min_tokens: int) 
     return None
 
 
+def latest_versions(tweets: pl.DataFrame) -> tuple[pl.DataFrame, set[str]]:
+    """The tweets without the earlier versions of an edited post (X gives each edit a new
+    id, and a search may find the post before and after its edit: the same text twice, or
+    twice near it), and the ids left out. Of a post's versions (its author's tweets of one
+    ``first_version``, and that tweet) the one with the highest id is its latest (ids grow
+    with time; another author's tweet naming it is no version of it). A table without
+    ``first_version`` (written before it was read) is as it was."""
+    if "first_version" not in tweets.columns or tweets["first_version"].null_count() == tweets.height:
+        return tweets, set()
+    order = pl.col("tweet_id").str.zfill(20)  # ids are decimal, at most 20 digits
+    chain = pl.coalesce("first_version", "tweet_id")
+    earlier = tweets.filter(order != order.max().over(chain, "author"))["tweet_id"]  # one author's
+    return tweets.filter(~pl.col("tweet_id").is_in(earlier.implode())), set(earlier)
+
+
 def build_pairs(tweets: pl.DataFrame, accounts: list[str], settings: PairSettings,
                 cards: dict[str, dict[str, str]] | None = None, context: frozenset[str] = frozenset()
                 ) -> tuple[list[dict[str, Any]], Counter]:
@@ -77,6 +93,8 @@ def build_pairs(tweets: pl.DataFrame, accounts: list[str], settings: PairSetting
     other (their month made those pairs) nor counted."""
     reasons: Counter = Counter()
     news_set = {a.lower() for a in accounts}
+    tweets, earlier = latest_versions(tweets)
+    reasons["earlier_version"] = len(earlier - context)
     own = tweets.filter(~pl.col("tweet_id").is_in(list(context)))  # counted: the days before counted theirs
     reasons["auto_retweet"] = int(own["is_retweet"].sum())
     if settings.languages and "lang" in tweets.columns:  # a table without it names none
