@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
 """Write the sample tweets (data/sample/tweets/): news-style headlines by three made-up
 news accounts, rephrasings by other users sharing the same URLs, automatic and manual
-retweets, page-title copies and noise, as v2 pages and v1.1 objects in one JSONL file;
-and a small labelled set in the Twitter URL corpus raw format. Seeded; written for this
-project (no real tweets).
+retweets, page-title copies, a post edited after a typo (both versions, as a search finds
+them) and noise, as v2 pages and v1.1 objects in one JSONL file; and a small labelled set in
+the Twitter URL corpus raw format. Seeded; written for this project (no real tweets).
 
     python scripts/make-sample-tweets.py
 """
@@ -72,7 +72,8 @@ def fill(text, city, n):
 
 
 def v2_tweet(tid, author_id, text, created, url=None, retweet_of=None):
-    t = {"id": str(tid), "author_id": str(author_id), "text": text, "created_at": created, "lang": "en"}
+    t = {"id": str(tid), "author_id": str(author_id), "text": text, "created_at": created, "lang": "en",
+         "edit_history_tweet_ids": [str(tid)]}  # X's default field: the post's versions, oldest first
     if url:
         t["entities"] = {"urls": [{"start": len(text) - 23, "end": len(text), "url": "https://t.co/x" + str(tid)[-6:],
                                    "expanded_url": url, "display_url": url.split("//")[1][:20]}]}
@@ -102,6 +103,15 @@ def main() -> None:
             others = rng.sample(USERS, 6)
             variants = [fill(r, city, n) for r in rephrasings]
             for k, (user, text) in enumerate(zip(others, variants)):
+                if s == 1 and k == 0:  # posted with a typo, then edited: the edit is a new id
+                    first = v2_tweet(next(ids), user_ids[user], f"{text.replace('council', 'councl')} {url}",
+                                     f"{day}T{hour:02d}:09:00.000Z", url)
+                    page["data"].append(first)
+                    edit = v2_tweet(next(ids), user_ids[user], f"{text} {url}",
+                                    f"{day}T{hour:02d}:{10 + k:02d}:00.000Z", url)
+                    edit["edit_history_tweet_ids"] = first["edit_history_tweet_ids"] = [first["id"], edit["id"]]
+                    page["data"].append(edit)
+                    continue
                 page["data"].append(v2_tweet(next(ids), user_ids[user], f"{text} {url}",
                                              f"{day}T{hour:02d}:{10 + k:02d}:00.000Z", url))
             # automatic retweet (API flag), manual retweet, title copy, noise, comment

@@ -143,7 +143,7 @@ def test_twitter_branch_pairs_identifies_and_grows(finished):
     project, _ = finished
     growth = pl.read_csv(project / "results/twitter/growth.tsv", separator="\t")
     assert growth["month"].to_list() == ["2026-10", "2026-11"]
-    assert growth["tweets"].sum() == 320 and (growth["accepted"] > 0).all()
+    assert growth["tweets"].sum() == 325 and (growth["accepted"] > 0).all()
     assert (growth["accepted"] < growth["pairs"]).all()  # the comments were rejected
     pairs = pl.read_parquet(project / "results/twitter/2026-10/pairs.parquet")
     accepted = (project / "results/twitter/2026-10/paraphrases.tsv").read_text().splitlines()
@@ -161,6 +161,8 @@ def test_twitter_branch_pairs_identifies_and_grows(finished):
     assert report["train_pairs"] == 200 and report["evaluations"][0]["lr"]["f1"] > 0.8
     stats = json.loads((project / "results/twitter/2026-10/stats.json").read_text())
     assert stats["filtered"]["auto_retweet"] > 0 and stats["filtered"]["manual_retweet"] > 0
+    # the post edited after a typo: paired by its latest version only, once a day
+    assert stats["filtered"]["earlier_version"] == 3 and not pairs["s2"].str.contains("councl").any()
     # the default model: the packaged encoder as trained, with its token alignment, named
     # with its version where the month was scored
     assert report["threshold"]["model"] == stats["model"] == "encoder"
