@@ -163,11 +163,6 @@ def _early_threads(argv: list[str] | None) -> None:
 EXIT_OUT_OF_MEMORY = 3
 
 
-#: how CUDA libraries other than torch's allocator say they ran out (CTranslate2's
-#: ``CUDA_CHECK`` and ``CUBLAS_CHECK``: "CUDA failed with error out of memory")
-_CUDA_LIBRARY_OOM = ("failed with error out of memory", "CUBLAS_STATUS_ALLOC_FAILED")
-
-
 def out_of_memory(exc: BaseException, keys: tuple[str, ...] = ()) -> str | None:
     """The error line for a job that ran out of host or GPU memory (Python's MemoryError,
     torch's allocators), or None for any other error. What to change comes with it: the job
@@ -175,13 +170,14 @@ def out_of_memory(exc: BaseException, keys: tuple[str, ...] = ()) -> str | None:
     corpus, so the fix is a setting or the rule's ``mem_mb``/GPU, never a smaller input:
     ``keys``, the config keys its verb says size what it holds (each launch-only one said
     to be: changing it re-runs no other job)."""
+    from paramill import device
+
     text = " ".join(str(exc).split())
     if getattr(exc, "memory_hint", None):  # a worker process killed (WorkerLost)
         return exc.memory_hint
     if isinstance(exc, MemoryError):
         where = "host memory"
-    elif (type(exc).__name__ == "OutOfMemoryError" or "CUDA out of memory" in text
-          or any(m in text for m in _CUDA_LIBRARY_OOM)):
+    elif device.gpu_out_of_memory(exc):
         where = "GPU memory"
     elif "can't allocate memory" in text or "Cannot allocate memory" in text:
         where = "host memory"

@@ -85,6 +85,27 @@ def cuda_count() -> int:
         return 0
 
 
+#: how CUDA libraries other than torch's allocator say they ran out (CTranslate2's
+#: ``CUDA_CHECK`` and ``CUBLAS_CHECK``: "CUDA failed with error out of memory")
+CUDA_LIBRARY_OOM = ("failed with error out of memory", "CUBLAS_STATUS_ALLOC_FAILED")
+
+
+def gpu_out_of_memory(exc: BaseException) -> bool:
+    """Whether ``exc`` says the GPU ran out of memory: torch's ``OutOfMemoryError`` (or its
+    message), or a CUDA library's own (CTranslate2, cuBLAS)."""
+    text = " ".join(str(exc).split())
+    return (type(exc).__name__ == "OutOfMemoryError" or "CUDA out of memory" in text
+            or any(m in text for m in CUDA_LIBRARY_OOM))
+
+
+def release_gpu_cache() -> None:
+    """Give the blocks torch's caching allocator holds back to the GPU (after an
+    out-of-memory error, before a smaller try); nothing where torch is not loaded."""
+    torch = sys.modules.get("torch")
+    if torch is not None and torch.cuda.is_available():
+        torch.cuda.empty_cache()
+
+
 def pick(requested: str = "auto") -> str:
     """``cuda`` or ``cpu``: ``auto`` takes CUDA when a GPU is visible."""
     if requested not in ("auto", "cpu", "cuda"):

@@ -687,6 +687,57 @@ def test_the_engine_is_named_in_provenance_and_the_log(tiny, shard, tmp_path, ca
         in capfd.readouterr().err
 
 
+def test_a_decoding_batch_out_of_gpu_memory_is_decoded_again_at_half_the_batch_size(
+        tiny, shard, tmp_path, monkeypatch, capfd):
+    """A card smaller than the one nmt.translate.batch_size was set for (or a shard of long
+    sentences) ran out of GPU memory and stopped the job; lowering batch_size, in the rule's
+    params, then re-translated every shard done. The batch is decoded again at half the
+    size, which the rest of the shard keeps, recorded in the provenance; the output is the
+    one that size gives. (A stand-in raises CTranslate2's own error: no GPU here.)"""
+    from paramill.nmt import translate
+
+    real = translate.load_translator
+    asked = []
+
+    class SmallCard:  # CTranslate2 on a card where a batch of more than 16 sentences fails
+        def __init__(self, inner, fits):
+            self.inner, self.fits = inner, fits
+
+        def __getattr__(self, name):
+            return getattr(self.inner, name)
+
+        def translate_batch(self, source, **kw):
+            asked.append(kw["max_batch_size"])
+            if kw["max_batch_size"] > self.fits:
+                raise RuntimeError("CUDA failed with error out of memory")
+            return self.inner.translate_batch(source, **kw)
+
+    def run(name, batch_size, fits=16):
+        monkeypatch.setattr(translate, "load_translator", lambda *a, **kw: SmallCard(real(*a, **kw), fits))
+        out = tmp_path / f"{name}.parquet"
+        translate_shard(shard, tiny["root"] / "ct2", *tiny["spm"], out,
+                        TranslateSettings(beam_size=2, batch_size=batch_size))
+        return pl.read_parquet(out), json.loads(out.with_name(out.name + ".prov.json").read_text())
+
+    fitted, record = run("halved", 64)
+    assert asked == [64, 32, 16]
+    assert record["translation"]["out_of_gpu_memory"] == [
+        {"at": "shard-00000.parquet row 0", "batch_size": 64, "now": 32},
+        {"at": "shard-00000.parquet row 0", "batch_size": 32, "now": 16}]
+    assert record["params"]["batch_size"] == 64  # as configured: no other shard re-runs
+    assert "out of GPU memory at batch_size 64 (examples); the rest of the shard decodes at 32" \
+        in capfd.readouterr().err
+    direct, plain = run("direct", 16)
+    assert fitted.equals(direct) and plain["translation"]["out_of_gpu_memory"] == []
+    # a card where not even one sentence fits: the error stands, nothing written
+    with pytest.raises(RuntimeError, match="out of memory"):
+        run("none", 4, fits=0)
+    assert not (tmp_path / "none.parquet").exists()
+    from paramill.cli import out_of_memory
+
+    assert out_of_memory(RuntimeError("CUDA failed with error out of memory")).startswith("out of GPU memory")
+
+
 # --- the opennmt-py engine (torch): what stands in for CTranslate2 on a GPU it cannot use ---
 
 def _engines(tiny, settings=None):

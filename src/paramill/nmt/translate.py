@@ -18,17 +18,19 @@ Empty outputs are dropped. The output appears only when the whole shard is done.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any, Literal
 
 import pyarrow as pa
 
+from paramill import device
 from paramill.io import iter_parquet_batches, parquet_rows
 from paramill.job import table_job
 from paramill.nmt.engine import Engine, announce, open_translator, select
 from paramill.nmt.tables import CANDIDATES
 from paramill.nmt.subwords import Segmenter
+from paramill.progress import note
 from paramill.provenance import Run
 from paramill.settings import Device, setting, Settings
 
@@ -140,6 +142,30 @@ def _rows(batch: pa.RecordBatch, translator, src_seg: Segmenter, tgt_seg: Segmen
                    "constraint_set": None, "cluster": None}
 
 
+def _fitting(batch: pa.RecordBatch, translator, src_seg: Segmenter, tgt_seg: Segmenter,
+             settings: TranslateSettings, halved: list[dict[str, Any]], where: str
+             ) -> tuple[list[dict[str, Any]], TranslateSettings]:
+    """The candidate rows of ``batch``, and the settings they were decoded with: a decoding
+    batch that runs out of GPU memory (a card smaller than the one ``batch_size`` was set
+    for, or the shard's longest sentences) is decoded again at half the ``batch_size``,
+    which the rest of the shard keeps (each halving noted in the log and in ``halved``, for
+    the provenance: a batch's padding can change CTranslate2's outputs); at 1 the error
+    stands (exit 3, the keys to change named). Nothing of the batch is written before."""
+    while True:
+        try:
+            return list(_rows(batch, translator, src_seg, tgt_seg, settings)), settings
+        except Exception as exc:  # the engines raise RuntimeError or torch's OutOfMemoryError
+            if not device.gpu_out_of_memory(exc) or settings.batch_size == 1:
+                raise
+            smaller = replace(settings, batch_size=settings.batch_size // 2)
+            halved.append({"at": where, "batch_size": settings.batch_size, "now": smaller.batch_size})
+            note(f"paramill nmt translate: {where}: out of GPU memory at batch_size "
+                 f"{settings.batch_size} ({settings.batch_type}); the rest of the shard decodes at "
+                 f"{smaller.batch_size} (recorded in its provenance)")
+            device.release_gpu_cache()
+            settings = smaller
+
+
 def translate_shard(shard: str | Path, model_dir: str | Path, src_spm: str | Path,
                     tgt_spm: str | Path, out: str | Path, settings: TranslateSettings = TranslateSettings(),
                     threads: int = 1, rule: str = "nmt_translate") -> dict[str, Any]:
@@ -152,17 +178,20 @@ def translate_shard(shard: str | Path, model_dir: str | Path, src_spm: str | Pat
     n_in = parquet_rows([shard])
     run = Run(rule=rule, params={**asdict(settings), "threads": threads},
               inputs=[shard, model_dir, src_spm, tgt_spm])
-    target_pieces = 0
+    target_pieces, done, halved = 0, 0, []
+    fitting = settings
     with table_job(run, out, CANDIDATES, f"translate {Path(shard).name}", n_in, unit="sent") as job:
         for batch in iter_parquet_batches([shard], batch_size=read_rows(settings),
                                           columns=["pair_id", "cs", "en"]):
-            rows = list(_rows(batch, translator, src_seg, tgt_seg, settings))
+            rows, fitting = _fitting(batch, translator, src_seg, tgt_seg, fitting,
+                                     halved, f"{Path(shard).name} row {done}")
             job.write(pa.Table.from_pylist(rows, schema=CANDIDATES), done=batch.num_rows)
             target_pieces += sum(r["n_tokens"] for r in rows if r["rank"] == 1)
+            done += batch.num_rows
         seconds = job.elapsed
         stats = {"sources": n_in, "candidates": job.rows, "seconds": round(seconds, 3),
                  "sentences_per_second": round(n_in / seconds, 2) if seconds else None,
                  "target_tokens_per_second": round(target_pieces / seconds, 2) if seconds else None,
-                 "device": engine.device, "engine": engine.record()}
+                 "device": engine.device, "engine": engine.record(), "out_of_gpu_memory": halved}
         job.extra["translation"] = stats
     return stats
