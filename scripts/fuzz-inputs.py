@@ -4,8 +4,8 @@ ways (empty, blank lines, cut mid-line, invalid UTF-8, NUL, a surrogate's bytes,
 CR, tabs removed or added, a tab doubled (the fields after it shifted), a line of tabs, a 300 KB line, 100,000 nested brackets, a BOM,
 U+2028/NEL, random bytes, no final newline, every line twice, a stray quote, five random
 byte changes) and read by the command that takes it, in this process: bitext and pairs
-ingest in every sample layout; the tweet-archive replay; the identifier's labelled pairs in
-its three layouts (Twitter URL, PIT-2015, a.toks/b.toks/sim.txt: written from the sample's
+ingest in every sample layout (and as JSON Lines); the tweet-archive replay; the identifier's
+labelled pairs in its four layouts (Twitter URL, PIT-2015, a.toks/b.toks/sim.txt, JSON Lines: written from the sample's
 labelled tweets); embed train from TSV pairs; the STS sets in their three layouts
 (SentEval's two files each mutated in turn); SimLex-999 against a lexicon, and a lexicon against SimLex-999; the sample's
 pairs as Parquet read by pairs ingest, embed train and lexicon build; an embedding model
@@ -199,6 +199,28 @@ def simlex_with(files: dict[str, str], out: Path) -> list[str]:
             "--json", str(out / "simlex.json")]
 
 
+def sample_jsonl() -> dict[str, Path]:
+    """The sample's inputs as JSON Lines, as `datasets`' `to_json` writes them: the labelled
+    tweets (question1, question2, is_duplicate; and sentence1, sentence2, label for the
+    identifier), the Moses bitext inside `translation`, the STS sample (sentence1, sentence2,
+    label): the sample holds no JSON Lines corpus of its own."""
+    where = scratch("paramill-fuzz-jsonl-")
+    rows = [line.split("\t") for line in (SAMPLE / "tweets/labelled.tsv").read_text().splitlines()]
+    votes = [int(r[2].strip("()").split(",")[0]) for r in rows]
+    dump = lambda objs: "".join(json.dumps(o, ensure_ascii=False) + "\n" for o in objs)  # noqa: E731
+    (where / "qqp.jsonl").write_text(dump({"question1": r[0], "question2": r[1], "is_duplicate": int(n > 3)}
+                                          for r, n in zip(rows, votes)))
+    (where / "paws.jsonl").write_text(dump({"sentence1": r[0], "sentence2": r[1],
+                                            "label": None if n == 3 else int(n > 3)}
+                                           for r, n in zip(rows, votes)))
+    cs, en = (plain(SAMPLE / f"bitext/grammar.{side}.gz").decode().splitlines() for side in ("cs", "en"))
+    (where / "wmt.jsonl").write_text(dump({"translation": {"cs": a, "en": b}} for a, b in zip(cs, en)))
+    sts_rows = [line.split("\t") for line in (SAMPLE / "sts/sts-sample.tsv").read_text().splitlines()]
+    (where / "stsb.jsonl").write_text(dump({"sentence1": r[1], "sentence2": r[2], "label": float(r[0])}
+                                           for r in sts_rows if len(r) == 3))
+    return {name: where / f"{name}.jsonl" for name in ("qqp", "paws", "wmt", "stsb")}
+
+
 def sample_parquet() -> Path:
     """The sample's ParaNMT pairs as Parquet (s1, s2, parascore), for the Parquet readers:
     the sample holds no Parquet file of its own."""
@@ -232,6 +254,7 @@ def sts_with(files: dict[str, str], out: Path) -> list[str]:
 
 PARQUET = sample_parquet()
 LABELLED = labelled_layouts()
+JSONL = sample_jsonl()
 
 #: name: (the files, by role, and the command line reading them)
 CASES = {
@@ -262,6 +285,13 @@ CASES = {
     "parquet-lexicon": ({"path": PARQUET}, lexicon),
     "model": ({"model": built("model")}, sts_with),  # a torch file, as evaluate sts reads it
     "lexicon-tsv": ({"lexicon": built("lexicon")}, simlex_with),  # lexicon build's table
+    "jsonl-pairs": ({"path": JSONL["qqp"]}, ingest("pairs", lambda f: {
+        "format": "jsonl", "path": f["path"],
+        "fields": {"s1": "question1", "s2": "question2", "label": "is_duplicate"}})),
+    "jsonl-bitext": ({"path": JSONL["wmt"]}, ingest("bitext", lambda f: {
+        "format": "jsonl", "path": f["path"], "fields": {"cs": "translation.cs", "en": "translation.en"}})),
+    "labelled-jsonl": ({"path": JSONL["paws"]}, identify_as("jsonl")),
+    "sts-jsonl": ({"path": JSONL["stsb"]}, sts("jsonl")),
     "sts-senteval": ({"path": SAMPLE / "sts/STS.input.grammar.txt",
                       "gold": SAMPLE / "sts/STS.gs.grammar.txt"}, sts("senteval")),
 }

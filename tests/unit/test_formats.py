@@ -117,15 +117,85 @@ def test_pit2015_and_toks_are_read_alike_by_the_identifier_and_sts(write_file, t
         read_sts("t", 2015, "toks", folder)
 
 
+# -- JSON Lines --------------------------------------------------------------------------
+
+def test_json_lines_are_read_by_the_fields_a_corpus_names_for_every_use(write_file):
+    """A pair corpus, a bitext corpus, an STS set and labelled pairs as one JSON object a
+    line (`datasets`' `to_json`): the fields named by `fields` (a dot reads inside an object),
+    else by their roles' names; each line that gives no row says why."""
+    import json
+
+    from paramill.bitext.readers import CorpusSpec, read_corpus
+
+    qqp = [{"question1": "How do I learn Python?", "question2": "What is the best way to learn "
+            "Python?", "is_duplicate": 1, "id": 7},
+           {"question1": "Why is the sky blue?", "question2": "Why is grass green?", "is_duplicate": False},
+           [1, 2], {"question1": "no pair"}, {"question1": 5, "question2": "x"},
+           {"question1": "a", "question2": "b", "is_duplicate": "maybe"}]
+    path = write_file("qqp.jsonl", [json.dumps(o) for o in qqp[:2]] + ["{not json"]
+                      + [json.dumps(o) for o in qqp[2:]] + [""], "gz")
+    rows = list(read_pairs(PairCorpusSpec.from_dict("q", {
+        "format": "jsonl", "path": str(path),
+        "fields": {"s1": "question1", "s2": "question2", "label": "is_duplicate"}})))
+    assert [(r.line_no, r.en_ref, r.candidate, r.label, r.reason) for r in rows[:2]] == [
+        (1, "How do I learn Python?", "What is the best way to learn Python?", 1, None),
+        (2, "Why is the sky blue?", "Why is grass green?", 0, None)]
+    assert [(r.line_no, r.reason) for r in rows[2:]] == [
+        (3, "not_json"), (4, "not_object"), (5, "missing_field"), (6, "bad_field"), (7, "bad_label")]
+    assert rows[4].detail == "no field question2 (s2)" and rows[4].en_ref == '{"question1": "no pair"}'
+    assert rows[5].detail == "field question1 (s1) is a number, not a string"
+    # the roles' own names, a score; a wrong `fields` is an error before a line is read
+    plain = write_file("p.jsonl", [json.dumps({"s1": "a cat", "s2": "a kitten", "score": "0.8"}),
+                                   json.dumps({"s1": "a dog", "s2": "a hound", "score": None}),
+                                   json.dumps({"s1": "x", "s2": "y", "score": "high"})])
+    rows = list(read_pairs(PairCorpusSpec.from_dict("p", {"format": "jsonl", "path": str(plain)})))
+    assert [(r.score, r.reason) for r in rows] == [(0.8, None), (None, None), (None, "bad_score")]
+    with pytest.raises(ValueError, match=r"pairs.corpora.p.fields: a pairs corpus reads s1, s2, "
+                                         r"score, label, not cs"):
+        PairCorpusSpec.from_dict("p", {"format": "jsonl", "path": "p", "fields": {"cs": "x"}})
+    with pytest.raises(ValueError, match=r"pairs.corpora.p.fields"):
+        PairCorpusSpec.from_dict("p", {"format": "jsonl", "path": "p", "fields": {"s9": "x"}})
+    # fields named wrongly for the whole file: an error naming it, nothing written
+    with pytest.raises(InputError, match=r"p.jsonl:1: no line could be read as a jsonl pair "
+                                         r"corpus \(missing_field 3\)"):
+        list(read_pairs(PairCorpusSpec.from_dict("p", {"format": "jsonl", "path": str(plain),
+                                                       "fields": {"s1": "sentence1"}})))
+    # WMT's bitext as `datasets` writes it: the sentences inside `translation`
+    wmt = write_file("wmt.jsonl", [json.dumps({"translation": {"cs": "Dobrý den.", "en": "Good day."}}),
+                                   json.dumps({"translation": {"cs": "Ahoj"}})])
+    spec = CorpusSpec.from_dict("w", {"format": "jsonl", "path": str(wmt),
+                                      "fields": {"cs": "translation.cs", "en": "translation.en"}})
+    pairs = list(read_corpus(spec))
+    assert [(p.cs, p.en, p.reason) for p in pairs] == [
+        ("Dobrý den.", "Good day.", None), ('{"translation": {"cs": "Ahoj"}}', None, "missing_field")]
+    # STS-B and PAWS as `datasets` names them: sentence1, sentence2, label
+    sts = write_file("stsb.jsonl", [json.dumps({"sentence1": "A man plays.", "sentence2": "A man "
+                                                "is playing.", "label": 4.6}),
+                                    json.dumps({"sentence1": "A cat.", "sentence2": "A dog.", "label": None}),
+                                    json.dumps({"s1": "x y", "s2": "y x", "score": "2.5"})])
+    data = read_sts("stsb", 2017, "jsonl", sts)
+    assert data.s1 == ["A man plays.", "x y"] and data.gold == [4.6, 2.5] and data.skipped == 1
+    broken = write_file("b.jsonl", [json.dumps({"s1": "a", "s2": "b", "score": 1}), "[1]"])
+    with pytest.raises(InputError, match=r"b.jsonl:2: an array, not a JSON object"):
+        read_sts("b", 2017, "jsonl", broken)
+    paws = write_file("paws.jsonl", [json.dumps({"sentence1": "a b c", "sentence2": "c b a", "label": 0}),
+                                     json.dumps({"sentence1": "d e", "sentence2": "e d", "label": True}),
+                                     json.dumps({"sentence1": "f", "sentence2": "g"})])
+    assert read_labelled(paws, "jsonl") == ([("a b c", "c b a"), ("d e", "e d")], [0, 1], 1)
+    bad = write_file("bad.jsonl", [json.dumps({"sentence1": "a", "sentence2": "b", "label": 3})])
+    with pytest.raises(InputError, match=r"bad.jsonl:1: label 3 is not 0/1/true/false"):
+        read_labelled(bad, "jsonl")
+
+
 # -- the registry: uses, specs, files, and a layout from outside the package ------------
 
 def test_each_use_lists_the_layouts_that_read_it():
-    assert list(formats.names("bitext")) == ["czeng1", "czeng2", "moses", "tsv"]
-    assert formats.enum("pairs") == ["parabank2", "paranmt", "parquet", "references", "tsv",
-                                     "twitter-url", "url_raw", "twitter_url"]
+    assert list(formats.names("bitext")) == ["czeng1", "czeng2", "jsonl", "moses", "tsv"]
+    assert formats.enum("pairs") == ["jsonl", "parabank2", "paranmt", "parquet", "references",
+                                     "tsv", "twitter-url", "url_raw", "twitter_url"]
     assert [m.NAME for m in formats.modules("sts")] == [
-        "pit2015", "senteval", "sick", "stsbenchmark", "toks", "tsv", "twitter-url"]
-    assert [m.NAME for m in formats.modules("labelled")] == ["pit2015", "toks", "twitter-url"]
+        "jsonl", "pit2015", "senteval", "sick", "stsbenchmark", "toks", "tsv", "twitter-url"]
+    assert [m.NAME for m in formats.modules("labelled")] == ["jsonl", "pit2015", "toks", "twitter-url"]
     with pytest.raises(ValueError, match=r"unknown bitext format 'paranmt'; known: czeng1, "):
         formats.reader("bitext", "paranmt")  # a layout of another use
 

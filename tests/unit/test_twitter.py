@@ -546,7 +546,7 @@ def test_v1_and_v2_objects_and_archive_errors(tmp_path):
     rejected = []
     assert [r["text"] for r in read_archive([deep], rejected)] == ["Yo"]
     assert [(r["record"], r["reason"], r["detail"]) for r in rejected] == [
-        (2, "not_json", "nested too deeply to read")]
+        (2, "not_json", "not JSON: nested too deeply to read")]
     binary = tmp_path / "not-json.jsonl"  # not one line is JSON: the wrong file, not bad records
     binary.write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00\nIHDR\n")
     with pytest.raises(InputError, match=r"not-json.jsonl:1: no line could be read as JSON "

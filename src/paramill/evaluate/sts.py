@@ -25,9 +25,10 @@ from paramill.shapes import COUNT
 USE = "sts"
 #: longest line read (an STS pair is a few hundred bytes)
 MAX_LINE_BYTES = 65536
-#: the bad lines an STS set may not have (an error: a gold set is curated, and a broken byte
-#: means the wrong file); any other bad line is a pair without a score, skipped and counted
-BROKEN = ("invalid_utf8", "not_text", "line_too_long")
+#: the bad lines an STS set may not have (an error: a gold set is curated, and a broken byte,
+#: or a JSON Lines line that is no object, means the wrong file); any other bad line is a pair
+#: without a score, skipped and counted
+BROKEN = ("invalid_utf8", "not_text", "line_too_long", "not_json", "not_object")
 
 
 @dataclass

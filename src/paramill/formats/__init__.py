@@ -178,9 +178,10 @@ def json_lines(path: str | Path, max_line_bytes: int = 16 << 20
         try:
             value = json.loads(text)
         except ValueError as exc:
-            yield Bad(line_no, "not_json", str(exc), text[:REJECTED_TEXT_CHARS])
+            yield Bad(line_no, "not_json", f"not JSON ({exc})", text[:REJECTED_TEXT_CHARS])
         except RecursionError:  # '[[[[...' a hundred thousand deep: Python's parser gives up
-            yield Bad(line_no, "not_json", "nested too deeply to read", text[:REJECTED_TEXT_CHARS])
+            yield Bad(line_no, "not_json", "not JSON: nested too deeply to read",
+                      text[:REJECTED_TEXT_CHARS])
         else:
             yield line_no, value
 
@@ -264,7 +265,8 @@ def collect_labelled(rows: Iterator[Labelled | Bad], path: str | Path
 #: the reasons a reader gives a line it could not parse at all (as opposed to a judgement on
 #: a parsed row's content, such as a Twitter URL pair's ``not_paraphrase`` label)
 UNREADABLE = frozenset({"invalid_utf8", "not_text", "line_too_long", "column_count", "not_json",
-                        "bad_score", "bad_label", "bad_votes"})
+                        "not_object", "missing_field", "bad_field", "bad_score", "bad_label",
+                        "bad_votes"})
 
 
 def some_readable(rows: Iterable[Any], path: str, what: str,
