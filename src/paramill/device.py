@@ -5,6 +5,10 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+T = TypeVar("T")
 
 #: the variables the numeric libraries size their pools from when they are imported
 #: (OpenMP: torch, onmt_train; BLAS: numpy; Rayon: polars)
@@ -104,6 +108,28 @@ def release_gpu_cache() -> None:
     torch = sys.modules.get("torch")
     if torch is not None and torch.cuda.is_available():
         torch.cuda.empty_cache()
+
+
+def fit_gpu_memory(work: Callable[[int], T], size: int, key: str, where: str,
+                   halved: list[dict[str, Any]]) -> tuple[T, int]:
+    """``(work(size), size)``, with ``size`` halved until the work fits in the GPU's memory:
+    each halving noted in the log (``where``: the command and what it was at) and in
+    ``halved`` (for the provenance); at 1 the out-of-memory error stands. ``size`` bounds
+    what one batch holds (``key``: the config key that sets it); the caller keeps the size
+    returned for the rest of its work, so one card too small costs one retry, not the job."""
+    from paramill.progress import note
+
+    while True:
+        try:
+            return work(size), size
+        except Exception as exc:  # CTranslate2 raises RuntimeError, torch OutOfMemoryError
+            if not gpu_out_of_memory(exc) or size <= 1:
+                raise
+            halved.append({"at": where.split(": ", 1)[-1], key: size, "now": size // 2})
+            note(f"{where}: out of GPU memory at {key} {size}; the rest goes on at "
+                 f"{size // 2} (recorded in its provenance)")
+            release_gpu_cache()
+            size //= 2
 
 
 def pick(requested: str = "auto") -> str:

@@ -283,6 +283,25 @@ def test_a_scoring_batch_size_is_launch_only_and_changes_no_score(tmp_path, enco
             "that size what the job holds at once (filters.parascore.batch_size (launch-only: re-runs "
             "no other job))") in capsys.readouterr().err
     assert not (tmp_path / "x.parquet").exists()
+    # a card where only 2 sentences fit a batch: the batch is scored again at half the size
+    # until it fits, which the rest of the shard keeps; the same scores, no failed job
+    real, sizes = Parascore.score, []
+
+    def small_card(self, batch):
+        sizes.append(self.batch_size)
+        if self.batch_size > 2:
+            raise torch.cuda.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB")
+        return real(self, batch)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(Parascore, "score", small_card)
+        fitted = _scores(tmp_path, "parascore", emb, shard, '{"filters.parascore": {"batch_size": 8}}')
+    assert sizes == [8, 4, 2] and np.allclose(fitted, _scores(tmp_path, "parascore", emb, shard, all_), atol=1e-6)
+    record = json.loads((tmp_path / f"parascore-{len(all_) - 2}.parquet.prov.json").read_text())
+    assert record["out_of_gpu_memory"] == [{"at": "shard-00000.parquet row 0", "batch_size": 8, "now": 4},
+                                           {"at": "shard-00000.parquet row 0", "batch_size": 4, "now": 2}]
+    assert "paramill filters score: shard-00000.parquet row 0: out of GPU memory at batch_size 8" \
+        in capsys.readouterr().err
 
 
 def test_classifier_lstm_variant_trains(tmp_path):

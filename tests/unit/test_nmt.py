@@ -725,8 +725,8 @@ def test_a_decoding_batch_out_of_gpu_memory_is_decoded_again_at_half_the_batch_s
         {"at": "shard-00000.parquet row 0", "batch_size": 64, "now": 32},
         {"at": "shard-00000.parquet row 0", "batch_size": 32, "now": 16}]
     assert record["params"]["batch_size"] == 64  # as configured: no other shard re-runs
-    assert "out of GPU memory at batch_size 64 (examples); the rest of the shard decodes at 32" \
-        in capfd.readouterr().err
+    assert ("paramill nmt translate: shard-00000.parquet row 0: out of GPU memory at batch_size 64; "
+            "the rest goes on at 32") in capfd.readouterr().err
     direct, plain = run("direct", 16)
     assert fitted.equals(direct) and plain["translation"]["out_of_gpu_memory"] == []
     # a card where not even one sentence fits: the error stands, nothing written

@@ -26,6 +26,7 @@ import numpy as np
 import polars as pl
 import pyarrow as pa
 
+from paramill import device
 from paramill.bitext.tables import BITEXT
 from paramill.filters import token_table
 from paramill.io import iter_parquet_batches, parquet_rows
@@ -135,6 +136,10 @@ class Filter(Settings, ABC):
     #: reads the token stage's counts when given (length, overlap, BLEU): the workflow runs
     #: the ``tokens`` rule once per shard and passes its table (``--models {"tokens": …}``)
     reads_tokens: ClassVar[bool] = False
+    #: the launch-only field that bounds what one scoring batch holds on a GPU (its scores
+    #: the same within float noise at any value): halved for the rest of a shard when a
+    #: batch runs out of GPU memory (:func:`paramill.device.fit_gpu_memory`); None: no such
+    memory_batch: ClassVar[str | None] = None
 
     def covered_by_tokens(self) -> bool:
         """Whether the token stage's table holds all this filter needs (then the job reads
@@ -242,10 +247,30 @@ def score_shard(filt: Filter, candidates: str | Path, out: str | Path,
     else:
         pairs = ((frame, None) for frame in frames)
     columns = [c.name for c in filt.columns()]
+    halved: list[dict[str, Any]] = []
     with table_job(run, out, score_schema(filt), f"{filt.name} {Path(candidates).name}", n_in,
                    extra={"columns": columns}) as job:
         for frame, counts in pairs:  # length/overlap/BLEU vectorised over `threads`; models batch
-            job.write(_score_table(filt, frame, threads, counts))
+            job.write(_fitting(filt, frame, threads, counts, halved,
+                               f"paramill filters score: {Path(candidates).name} row {job.rows}"))
         if job.rows != n_in:
             raise RuntimeError(f"{candidates}: {n_in} candidates in but {job.rows} scored")
+        job.extra["out_of_gpu_memory"] = halved
     return {"rows": job.rows, "seconds": job.seconds, "columns": columns}
+
+
+def _fitting(filt: Filter, frame: pl.DataFrame, threads: int | None, counts: pl.DataFrame | None,
+             halved: list[dict[str, Any]], where: str) -> pa.Table:
+    """The frame's scores; with a model filter's batch bound (``memory_batch``), halved
+    until a batch fits the GPU's memory and kept so for the rest of the shard (set on the
+    filter in place: its models stay loaded)."""
+    if filt.memory_batch is None:
+        return _score_table(filt, frame, threads, counts)
+
+    def work(size: int) -> pa.Table:
+        object.__setattr__(filt, filt.memory_batch, size)  # frozen: a launch-only bound
+        return _score_table(filt, frame, threads, counts)
+
+    table, _ = device.fit_gpu_memory(work, getattr(filt, filt.memory_batch), filt.memory_batch,
+                                     where, halved)
+    return table

@@ -171,6 +171,7 @@ class Classifier(ModelFilter):
     order = 6
     settings = ClassifierSettings
     models = {"model": "classifier"}
+    memory_batch = "score_batch_size"
     model: str = ""
     score_batch_size: int = 512  # filters.classifier.score_batch_size (batch_size trains)
 

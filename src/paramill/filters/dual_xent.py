@@ -31,6 +31,7 @@ class DualXent(ModelFilter):
     order = 8
     models = {"cs_en": "ct2:cs-en", "en_cs": "ct2:en-cs", "cs_spm": "spm:cs", "en_spm": "spm:en"}
     needs_source = True
+    memory_batch = "batch_size"
     cs_en: str = ""  # CTranslate2 model directories
     en_cs: str = ""
     cs_spm: str = ""

@@ -33,6 +33,7 @@ class Parascore(ModelFilter):
     order = 7
     settings = ParascoreSettings
     models = {"model": "parascore"}
+    memory_batch = "batch_size"
     model: str = ""
     batch_size: int = 512
 

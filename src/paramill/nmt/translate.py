@@ -12,7 +12,10 @@ and the cost is recomputed with ``score_batch``, one cheap forward pass; the ope
 masks end-of-sentence without renormalising, so its scores are exact whenever
 ``length_penalty`` is 0). A hypothesis cut
 at ``max_decoding_length`` has no end-of-sentence and is normalised by its own length.
-Empty outputs are dropped. The output appears only when the whole shard is done.
+Empty outputs are dropped. The output appears only when the whole shard is done. A batch
+that runs out of GPU memory is decoded again at half the ``batch_size``, which the rest of
+the shard keeps (:func:`paramill.device.fit_gpu_memory`; in the provenance: a batch's
+padding can change CTranslate2's outputs).
 """
 
 from __future__ import annotations
@@ -30,7 +33,6 @@ from paramill.job import table_job
 from paramill.nmt.engine import Engine, announce, open_translator, select
 from paramill.nmt.tables import CANDIDATES
 from paramill.nmt.subwords import Segmenter
-from paramill.progress import note
 from paramill.provenance import Run
 from paramill.settings import Device, setting, Settings
 
@@ -142,30 +144,6 @@ def _rows(batch: pa.RecordBatch, translator, src_seg: Segmenter, tgt_seg: Segmen
                    "constraint_set": None, "cluster": None}
 
 
-def _fitting(batch: pa.RecordBatch, translator, src_seg: Segmenter, tgt_seg: Segmenter,
-             settings: TranslateSettings, halved: list[dict[str, Any]], where: str
-             ) -> tuple[list[dict[str, Any]], TranslateSettings]:
-    """The candidate rows of ``batch``, and the settings they were decoded with: a decoding
-    batch that runs out of GPU memory (a card smaller than the one ``batch_size`` was set
-    for, or the shard's longest sentences) is decoded again at half the ``batch_size``,
-    which the rest of the shard keeps (each halving noted in the log and in ``halved``, for
-    the provenance: a batch's padding can change CTranslate2's outputs); at 1 the error
-    stands (exit 3, the keys to change named). Nothing of the batch is written before."""
-    while True:
-        try:
-            return list(_rows(batch, translator, src_seg, tgt_seg, settings)), settings
-        except Exception as exc:  # the engines raise RuntimeError or torch's OutOfMemoryError
-            if not device.gpu_out_of_memory(exc) or settings.batch_size == 1:
-                raise
-            smaller = replace(settings, batch_size=settings.batch_size // 2)
-            halved.append({"at": where, "batch_size": settings.batch_size, "now": smaller.batch_size})
-            note(f"paramill nmt translate: {where}: out of GPU memory at batch_size "
-                 f"{settings.batch_size} ({settings.batch_type}); the rest of the shard decodes at "
-                 f"{smaller.batch_size} (recorded in its provenance)")
-            device.release_gpu_cache()
-            settings = smaller
-
-
 def translate_shard(shard: str | Path, model_dir: str | Path, src_spm: str | Path,
                     tgt_spm: str | Path, out: str | Path, settings: TranslateSettings = TranslateSettings(),
                     threads: int = 1, rule: str = "nmt_translate") -> dict[str, Any]:
@@ -179,12 +157,13 @@ def translate_shard(shard: str | Path, model_dir: str | Path, src_spm: str | Pat
     run = Run(rule=rule, params={**asdict(settings), "threads": threads},
               inputs=[shard, model_dir, src_spm, tgt_spm])
     target_pieces, done, halved = 0, 0, []
-    fitting = settings
+    size = settings.batch_size  # halved for the rest of the shard when a batch does not fit
     with table_job(run, out, CANDIDATES, f"translate {Path(shard).name}", n_in, unit="sent") as job:
         for batch in iter_parquet_batches([shard], batch_size=read_rows(settings),
                                           columns=["pair_id", "cs", "en"]):
-            rows, fitting = _fitting(batch, translator, src_seg, tgt_seg, fitting,
-                                     halved, f"{Path(shard).name} row {done}")
+            rows, size = device.fit_gpu_memory(
+                lambda n: list(_rows(batch, translator, src_seg, tgt_seg, replace(settings, batch_size=n))),
+                size, "batch_size", f"paramill nmt translate: {Path(shard).name} row {done}", halved)
             job.write(pa.Table.from_pylist(rows, schema=CANDIDATES), done=batch.num_rows)
             target_pieces += sum(r["n_tokens"] for r in rows if r["rank"] == 1)
             done += batch.num_rows
