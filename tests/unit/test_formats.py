@@ -187,6 +187,27 @@ def test_json_lines_are_read_by_the_fields_a_corpus_names_for_every_use(write_fi
         read_labelled(bad, "jsonl")
 
 
+def test_a_parquet_pair_corpus_reads_the_columns_fields_names(tmp_path):
+    """A Parquet file `datasets` wrote (sentence1, sentence2, label) is read by `fields`; a
+    column named like a role that `fields` gives another column is not read for it."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    path = tmp_path / "paws.parquet"
+    pq.write_table(pa.table({"id": [1, 2], "s1": ["old", "old"], "sentence1": ["a b c", "d e"],
+                             "sentence2": ["c b a", "e d"], "label": [1, 0]}), path)
+    spec = {"format": "parquet", "path": str(path), "fields": {"s1": "sentence1", "s2": "sentence2"}}
+    rows = list(read_pairs(PairCorpusSpec.from_dict("p", spec)))
+    assert [(r.en_ref, r.candidate, r.label) for r in rows] == [("a b c", "c b a", 1), ("d e", "e d", 0)]
+    with pytest.raises(InputError, match=r"paws.parquet: fields.s2: no column text \(it has id, s1, "):
+        list(read_pairs(PairCorpusSpec.from_dict("p", {**spec, "fields": {"s1": "sentence1", "s2": "text"}})))
+    with pytest.raises(ValueError, match=r"pairs.corpora.p.fields: sentence1 is named for more than one role"):
+        PairCorpusSpec.from_dict("p", {**spec, "fields": {"s1": "sentence1", "s2": "sentence1"}})
+    # without fields, as before: s1 and s2 (no s2 here: an error naming the file)
+    with pytest.raises(InputError, match=r"paws.parquet: columns .* have no s1 \(reference\) and s2"):
+        list(read_pairs(PairCorpusSpec.from_dict("p", {"format": "parquet", "path": str(path)})))
+
+
 # -- the registry: uses, specs, files, and a layout from outside the package ------------
 
 def test_each_use_lists_the_layouts_that_read_it():

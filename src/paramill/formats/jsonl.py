@@ -46,16 +46,21 @@ _JSON_TYPES = {dict: "an object", list: "an array", str: "a string", bool: "a bo
 class Spec(Settings):
     path: str = setting(doc="The file. Plain, .gz, .xz, .zst or .bz2.", type="string")
     fields: dict[Annotated[str, {"enum": _ROLE_NAMES}], Annotated[str, {"minLength": 1}]] | None = setting(
-        None, "The object's field for each role: `{s1: question1, s2: question2, label: "
-        "is_duplicate}`, `{cs: translation.cs, en: translation.en}` (a dot reads inside an "
-        "object); a role left out is read from the field of its own name.", no_default=True)
+        None, "The field (jsonl) or column (parquet) each role is read from: `{s1: question1, "
+        "s2: question2, label: is_duplicate}`; jsonl: `{cs: translation.cs, en: "
+        "translation.en}`, a dot reading inside an object. A role left out is read as without "
+        "`fields`.", no_default=True)
 
 
 def check(spec: Spec, use: str, where: str) -> None:
+    """The roles ``fields`` names are those of ``use``, each from a field of its own."""
     needed, optional = ROLES[use]
-    if stray := sorted(set(spec.fields or {}) - {*needed, *optional}):
+    given = spec.fields or {}
+    if stray := sorted(set(given) - {*needed, *optional}):
         raise ValueError(f"{where}.fields: a {use} corpus reads {', '.join((*needed, *optional))}, "
                          f"not {', '.join(stray)}")
+    if twice := sorted({f for f in given.values() if list(given.values()).count(f) > 1}):
+        raise ValueError(f"{where}.fields: {', '.join(twice)} is named for more than one role")
 
 
 def lookup(obj: dict[str, Any], name: str) -> tuple[bool, Any]:

@@ -1,6 +1,7 @@
 """A Parquet file of pairs: columns ``s1`` and ``s2`` (or ``en_ref``/``reference`` and
-``candidate``/``paraphrase``), optionally ``score`` and ``label``; read a row group at a
-time, ``line_no`` the row number counted from 1."""
+``candidate``/``paraphrase``), optionally ``score`` and ``label``, or the columns ``fields``
+names for them (``{s1: sentence1, s2: sentence2}``: a file ``datasets`` wrote); read a row
+group at a time, ``line_no`` the row number counted from 1."""
 
 from __future__ import annotations
 
@@ -8,16 +9,33 @@ from collections.abc import Iterator
 from typing import Any
 
 from paramill import fields as strict
-from paramill.formats import Candidate, FileSpec, tsv
+from paramill.formats import Candidate, jsonl, tsv
 from paramill.io import InputError
 from paramill.tables import iter_parquet_batches, open_parquet
 
 NAME = "parquet"
 ALIASES: tuple[str, ...] = ()
-DESCRIPTION = "a Parquet file with columns s1, s2 (optional score, label)"
+DESCRIPTION = "a Parquet file with columns s1, s2 (optional score, label), or those `fields` names"
 
 
-Spec = FileSpec
+#: a pair corpus's settings: ``path`` and ``fields``, the column each role is read from
+Spec = jsonl.Spec
+check = jsonl.check
+#: the columns a role is found by without ``fields`` (:func:`paramill.formats.tsv.roles`)
+_FOUND_BY = {"s1": tsv.REF_NAMES, "s2": tsv.CAND_NAMES, "score": ("score",), "label": ("label",)}
+
+
+def _roles(path: str, names: tuple[str, ...], given: dict[str, str]) -> dict[str, int]:
+    """{role: column index}: the columns ``given`` names for their roles (a column of that
+    name must be there), the others found as without them."""
+    for role, column in given.items():
+        if column not in names:
+            raise InputError(path, None, f"fields.{role}: no column {column} (it has "
+                                         f"{', '.join(names)[:200]})")
+    shadowed = {n for role in given for n in _FOUND_BY[role]}
+    as_found = tuple(next((r for r, c in given.items() if c == n), None)
+                     or (f"({n}: not read)" if n in shadowed else n) for n in names)
+    return tsv.roles("pairs", as_found, path, None)
 
 
 def is_text(kind: Any) -> bool:
@@ -78,7 +96,7 @@ def pairs(spec: Spec, method: str = NAME, max_line_bytes: int = 65536, batch_row
     handle = open_parquet(path)
     schema = handle.schema_arrow
     names = tuple(schema.names)
-    roles = tsv.roles("pairs", names, path, None)
+    roles = _roles(path, names, spec.fields or {})
     check_text(path, schema, [names[roles[r]] for r in ("en_ref", "candidate")])
     wanted = [names[roles[r]] for r in ("en_ref", "candidate", "score", "label") if r in roles]
     row = 0
