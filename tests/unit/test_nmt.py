@@ -1007,6 +1007,50 @@ def test_gpu_translation_decodes_on_cuda_with_costs(tiny, shard, tmp_path, engin
 
 
 @pytest.mark.gpu
+def test_gpu_a_batch_out_of_cuda_memory_is_decoded_again_smaller(tiny, shard, tmp_path, monkeypatch):
+    """A real CUDA out-of-memory error (torch's allocator asked for more than the card holds)
+    halves the batch until the work fits; a decoding job on the card goes on at the smaller
+    size and gives what that size gives, the halvings in its provenance."""
+    import torch
+
+    from paramill import device as dev
+    from paramill.nmt import translate
+
+    halved = []
+    got, size = dev.fit_gpu_memory(
+        lambda n: torch.empty(n << 30, dtype=torch.uint8, device="cuda").numel(), 1 << 14, "gib",
+        "test: start", halved)  # 16 TiB first
+    assert size < 1 << 14 and got == size << 30 and halved[0] == {"at": "start", "gib": 1 << 14, "now": 1 << 13}
+    real = translate.load_translator
+
+    class Crowded:  # the opennmt-py engine on a card where a batch over 16 sentences fails
+        def __init__(self, inner):
+            self.inner = inner
+
+        def __getattr__(self, name):
+            return getattr(self.inner, name)
+
+        def translate_batch(self, source, **kw):
+            if kw["max_batch_size"] > 16:
+                torch.empty(1 << 44, dtype=torch.uint8, device="cuda")  # 16 TiB: out of memory
+            return self.inner.translate_batch(source, **kw)
+
+    def run(name, batch_size):
+        out = tmp_path / f"{name}.parquet"
+        translate_shard(shard, tiny["root"] / "ct2", *tiny["spm"], out,
+                        TranslateSettings(device="cuda", engine="opennmt-py", beam_size=4, batch_size=batch_size))
+        return pl.read_parquet(out), json.loads(out.with_name(out.name + ".prov.json").read_text())
+
+    monkeypatch.setattr(translate, "load_translator", lambda *a, **kw: Crowded(real(*a, **kw)))
+    fitted, record = run("fitted", 64)
+    assert [h["now"] for h in record["translation"]["out_of_gpu_memory"]] == [32, 16]
+    direct, _ = run("direct", 16)
+    both = fitted.join(direct, on="candidate_id", suffix="_direct")
+    assert record["translation"]["device"] == "cuda" and both.height == fitted.height == direct.height
+    assert (both["candidate"] == both["candidate_direct"]).mean() > 0.99
+
+
+@pytest.mark.gpu
 def test_gpu_sampling_fills_costs_ranks_and_clusters(tiny, shard, tmp_path):
     from paramill.nmt.sampling import SampleSettings, sample_shard
     from paramill.nmt.score import load_scorer, nll_per_token
