@@ -5,7 +5,9 @@ rank-r paraphrases against their references, on SentencePiece pieces), the mean 
 intersection over union (multisets: Σ min / Σ max of the piece counts), and the mean length
 ratio (pieces of the paraphrase / pieces of the reference). Collective diversity: the same
 two measures between a source's own paraphrases, for every pair of ranks (r < s, rank s
-scored against rank r), and their mean.
+scored against rank r), and their mean. The tables are streamed into running sums
+(:class:`Against`: corpus BLEU from its summed n-gram counts, as sacrebleu computes it), so
+a corpus of tens of millions of candidates is read in bounded memory.
 """
 
 from __future__ import annotations
@@ -17,61 +19,124 @@ from typing import Any
 
 import polars as pl
 
-from paramill.io import write_json
+from paramill.io import iter_parquet_batches, write_json
 from paramill.job import output_job
 from paramill.nmt.subwords import Segmenter
 from paramill.provenance import Run
 
 
+#: BLEU's longest n-gram (sacrebleu's default)
+MAX_ORDER = 4
+
+
+class Grams:
+    """A sequence's length and n-gram counts of each order up to :data:`MAX_ORDER`, counted
+    once however many comparisons it is in (a reference against each of its candidates, a
+    rank against each other rank). Its unigram counts are its bag of pieces."""
+
+    __slots__ = ("length", "counts")
+
+    def __init__(self, pieces: list[str]) -> None:
+        self.length = len(pieces)
+        self.counts = [Counter(zip(*(pieces[i:] for i in range(order))))
+                       for order in range(1, min(MAX_ORDER, len(pieces)) + 1)]
+
+
+class Against:
+    """Running sums of one comparison, hypotheses against references (a rank's paraphrases
+    against their references, or rank s against rank r of each source): corpus BLEU's
+    n-gram counts and lengths, the bag IoU and the length ratio."""
+
+    __slots__ = ("correct", "total", "sys_len", "ref_len", "iou", "ratio", "n")
+
+    def __init__(self) -> None:
+        self.correct, self.total = [0] * MAX_ORDER, [0] * MAX_ORDER
+        self.sys_len = self.ref_len = self.n = 0
+        self.iou = self.ratio = 0.0
+
+    def add(self, hyp: Grams, ref: Grams) -> None:
+        """One pair: its clipped n-gram matches and counts (as sacrebleu counts a segment's:
+        the pieces are its tokens), its lengths, bag IoU (the clipped unigram matches over
+        the bags' union) and length ratio."""
+        self.n += 1
+        self.sys_len += hyp.length
+        self.ref_len += ref.length
+        shared = 0
+        for order, grams in enumerate(hyp.counts):
+            theirs = ref.counts[order] if order < len(ref.counts) else {}
+            matched = sum(min(c, theirs.get(g, 0)) for g, c in grams.items())
+            if order == 0:  # the bags' intersection
+                shared = matched
+            self.correct[order] += matched
+            self.total[order] += hyp.length - order
+        union = hyp.length + ref.length - shared
+        self.iou += shared / union if union else 1.0
+        self.ratio += hyp.length / max(1, ref.length)
+
+    def measures(self) -> dict[str, float]:
+        return {"one_minus_bleu": round(1.0 - self.bleu(), 4), "bag_iou": round(self.iou / self.n, 4),
+                "length_ratio": round(self.ratio / self.n, 4)}
+
+    def bleu(self) -> float:
+        """Corpus BLEU of the pairs added (0-1): sacrebleu's formula on the summed counts,
+        with ``corpus_bleu``'s exponential smoothing (what ``corpus_bleu`` over the same
+        pairs, ``tokenize="none"``, gives)."""
+        from sacrebleu.metrics.bleu import BLEU
+
+        return BLEU.compute_bleu(self.correct, self.total, self.sys_len, self.ref_len,
+                                 smooth_method="exp", max_ngram_order=MAX_ORDER).score / 100.0
+
+
 def bag_iou(a: list[str], b: list[str]) -> float:
-    ca, cb = Counter(a), Counter(b)
-    union = sum((ca | cb).values())
-    return sum((ca & cb).values()) / union if union else 1.0
+    """Intersection over union of two bags (multisets) of pieces: Σ min / Σ max of the
+    counts (1 for two empty bags)."""
+    one = Against()
+    one.add(Grams(a), Grams(b))
+    return one.iou
 
 
-def _bleu(hyps: list[list[str]], refs: list[list[str]]) -> float:
-    import sacrebleu
-
-    if not hyps:
-        return float("nan")
-    # pieces are tokens by design: force stops sacrebleu's warning, three lines a rank
-    # pair, that lines ending in " ." look tokenised (the score is the same)
-    return sacrebleu.corpus_bleu([" ".join(h) for h in hyps], [[" ".join(r) for r in refs]],
-                                 tokenize="none", force=True).score / 100.0
-
-
-def _measures(hyps: list[list[str]], refs: list[list[str]]) -> dict[str, float]:
-    return {"one_minus_bleu": round(1.0 - _bleu(hyps, refs), 4),
-            "bag_iou": round(sum(bag_iou(h, r) for h, r in zip(hyps, refs)) / len(hyps), 4),
-            "length_ratio": round(sum(len(h) / max(1, len(r)) for h, r in zip(hyps, refs)) / len(hyps), 4)}
-
-
-def diversity(candidate_files: list[str | Path], spm: str | Path) -> dict[str, Any]:
-    """Measures from the candidate tables (rank = the paraphrase's rank for its source)."""
+def diversity(candidate_files: list[str | Path], spm: str | Path, batch_rows: int = 10_000
+              ) -> dict[str, Any]:
+    """Measures from the candidate tables (rank = the paraphrase's rank for its source), read
+    a record batch at a time (page checksums verified) into running sums: memory does not
+    grow with the corpus. A source's candidates are adjacent in its table, as the decoders
+    write them; the collective measures compare each source's own ranks."""
     seg = Segmenter(spm)
-    frame = (pl.scan_parquet([str(p) for p in candidate_files])
-             .select("pair_id", "en_ref", "candidate", "rank").collect())
-    by_rank: dict[int, tuple[list, list]] = {}
-    per_source: dict[str, dict[int, list[str]]] = {}
-    for pair_id, ref, cand, rank in frame.iter_rows():
-        h, r = seg.encode([cand, ref])
-        hyps, refs = by_rank.setdefault(rank, ([], []))
-        hyps.append(h)
-        refs.append(r)
-        per_source.setdefault(pair_id, {})[rank] = h
-    ranks = sorted(by_rank)
-    rows = [{"rank": k, "n": len(by_rank[k][0]), **_measures(*by_rank[k])} for k in ranks]
-    pairs = []
-    for r, s in itertools.combinations(ranks, 2):
-        both = [(v[s], v[r]) for v in per_source.values() if r in v and s in v]
-        if both:
-            m = _measures([a for a, _ in both], [b for _, b in both])
-            pairs.append({"ranks": f"{r}-{s}", "n": len(both), "one_minus_bleu": m["one_minus_bleu"],
-                          "bag_iou": m["bag_iou"]})
+    by_rank: dict[int, Against] = {}
+    between: dict[tuple[int, int], Against] = {}
+    sources = candidates = 0
+    current: Any = object()
+    own: dict[int, Grams] = {}  # the current source's paraphrase at each rank
+    reference: tuple[str | None, Grams | None] = (None, None)  # its text and n-grams
+
+    def settle() -> None:  # each pair of the source's ranks r < s: rank s against rank r
+        for r, s in itertools.combinations(sorted(own), 2):
+            between.setdefault((r, s), Against()).add(own[s], own[r])
+
+    columns = ["pair_id", "en_ref", "candidate", "rank"]
+    for batch in iter_parquet_batches(candidate_files, batch_rows, columns):
+        data = batch.to_pydict()
+        n = batch.num_rows
+        pieces = seg.encode(data["candidate"] + data["en_ref"])  # one call a batch
+        for i, (pair_id, rank) in enumerate(zip(data["pair_id"], data["rank"])):
+            if pair_id != current:
+                settle()
+                own, current, reference = {}, pair_id, (None, None)
+                sources += 1
+            if reference[0] != data["en_ref"][i]:  # a source's candidates share it
+                reference = (data["en_ref"][i], Grams(pieces[n + i]))
+            own[rank] = Grams(pieces[i])
+            by_rank.setdefault(rank, Against()).add(own[rank], reference[1])
+        candidates += n
+    settle()
+    rows = [{"rank": k, "n": by_rank[k].n, **by_rank[k].measures()} for k in sorted(by_rank)]
+    pairs = [{"ranks": f"{r}-{s}", "n": acc.n, **{k: v for k, v in acc.measures().items()
+                                                  if k != "length_ratio"}}
+             for (r, s), acc in sorted(between.items())]
     collective = ({k: round(sum(p[k] for p in pairs) / len(pairs), 4) for k in ("one_minus_bleu", "bag_iou")}
                   if pairs else None)
     return {"by_rank": rows, "between_ranks": pairs, "collective": collective,
-            "sources": len(per_source), "candidates": frame.height}
+            "sources": sources, "candidates": candidates}
 
 
 def write_diversity(candidate_files: list[str | Path], spm: str | Path, tsv: str | Path,
