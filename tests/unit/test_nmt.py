@@ -443,6 +443,41 @@ def test_sampled_shard_dual_scores_determinism_and_ranks(tiny, shard, tmp_path):
     assert strict["below_threshold"] == 0 and strict["output"] == 0
 
 
+def test_a_sampling_score_batch_out_of_gpu_memory_is_scored_again_at_half_the_size(
+        tiny, shard, tmp_path, monkeypatch):
+    """ParaBank 2 sampling scores each block's candidates in batches of nmt.sample.batch_size:
+    one that runs out of GPU memory is scored again at half the size, which the blocks after
+    keep; the same table as at that size, the halvings in the provenance. (A stand-in raises
+    CTranslate2's error: no GPU here.)"""
+    from paramill.nmt import sampling
+    from paramill.nmt.sampling import SampleSettings
+
+    real, asked = sampling.nll_per_token, []
+
+    def small_card(scorer, sources, targets, batch_size=32, batch_type="examples"):
+        asked.append(batch_size)
+        if batch_size > 8:
+            raise RuntimeError("CUDA failed with error out of memory")
+        return real(scorer, sources, targets, batch_size, batch_type)
+
+    cs_spm, en_spm = tiny["spm"]
+    ct2 = str(tiny["root"] / "ct2")
+    small = tmp_path / "small.parquet"
+    pl.read_parquet(shard).head(10).write_parquet(small)
+    settings = SampleSettings(samples=6, constraint_sets=2, block=5, threshold=100.0, n=3, batch_size=32)
+    monkeypatch.setattr(sampling, "nll_per_token", small_card)
+    stats = sampling.sample_shard(small, ct2, ct2, cs_spm, en_spm, tmp_path / "fitted.parquet", settings)
+    assert asked == [32, 16, 8, 8, 8, 8]  # the first block halves twice; the second starts at 8
+    assert [h["batch_size"] for h in stats["out_of_gpu_memory"]] == [32, 16]
+    record = json.loads((tmp_path / "fitted.parquet.prov.json").read_text())
+    assert record["sampling"]["out_of_gpu_memory"] == stats["out_of_gpu_memory"]
+    monkeypatch.setattr(sampling, "nll_per_token", real)
+    direct = sampling.sample_shard(small, ct2, ct2, cs_spm, en_spm, tmp_path / "direct.parquet",
+                                   dataclasses.replace(settings, batch_size=8))
+    assert direct["out_of_gpu_memory"] == []
+    assert pl.read_parquet(tmp_path / "fitted.parquet").equals(pl.read_parquet(tmp_path / "direct.parquet"))
+
+
 def test_a_sampling_worker_killed_says_so_and_leaves_no_output(tiny, shard, tmp_path, monkeypatch):
     """Diverse sampling on the CPU runs a pool of worker processes; one killed (SIGKILL, as a
     job's memory limit does) is paramill.pools' WorkerLost naming the shard, and the shard's

@@ -44,6 +44,7 @@ from typing import Any, Literal
 
 import pyarrow as pa
 
+from paramill.device import fit_gpu_memory
 from paramill.io import iter_parquet_batches, parquet_rows
 from paramill.job import table_job
 from paramill.nmt.cluster import best_per_cluster, cluster_units, kmedoids
@@ -165,6 +166,7 @@ _STATE: dict[str, Any] = {}
 
 
 def _init(models: _Models, settings: SampleSettings, engine: Engine) -> None:
+    _STATE.pop("score_batch", None)  # a size halved for another shard's card is not this one's
     _STATE.update(models=models, settings=settings, cs=Segmenter(models.cs_spm),
                   vocabulary=target_vocabulary(models.fwd),
                   en=Segmenter(models.en_spm), engine=engine,
@@ -220,10 +222,14 @@ def process_block(block: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], di
     segmented = iter(en_seg.encode(flat))
     hyps = [[next(segmented) for _ in ts] for ts in texts]
     pairs = [(sources[i], h) for i in range(len(block)) for h in hyps[i]]
-    fwd_all = nll_per_token(_STATE["fwd_scorer"], [a for a, _ in pairs], [b for _, b in pairs],
-                            settings.batch_size)
-    bwd_all = nll_per_token(_STATE["bwd_scorer"], [b for _, b in pairs], [a for a, _ in pairs],
-                            settings.batch_size)
+    def both(size: int) -> tuple[list[float], list[float]]:
+        return (nll_per_token(_STATE["fwd_scorer"], [a for a, _ in pairs], [b for _, b in pairs], size),
+                nll_per_token(_STATE["bwd_scorer"], [b for _, b in pairs], [a for a, _ in pairs], size))
+
+    halved: list[dict[str, Any]] = []  # a scoring batch out of GPU memory: the rest at half
+    (fwd_all, bwd_all), _STATE["score_batch"] = fit_gpu_memory(
+        both, _STATE.get("score_batch", settings.batch_size), "batch_size",
+        f"paramill nmt sample: the block from {block[0]['pair_id']}", halved)
     # the clustering units (lower-cased text) of every candidate and reference, in one call
     lowered = iter(en_seg.encode([t.lower() for t in flat] + [row["en"].lower() for row in block]))
     units_all = [[cluster_units(next(lowered)) for _ in ts] for ts in texts]
@@ -248,7 +254,7 @@ def process_block(block: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], di
                          "fwd_nll": fwd[j], "bwd_nll": bwd[j], "n_tokens": len(hyps[i][j]),
                          "constraint_set": found[i][texts[i][j]], "cluster": cluster})
     stats["output"] = len(rows)
-    return rows, stats
+    return rows, {**stats, "out_of_gpu_memory": halved}
 
 
 def _blocks(shard: str | Path, size: int) -> Iterator[list[dict[str, Any]]]:
@@ -270,7 +276,8 @@ def sample_shard(shard: str | Path, fwd_model: str | Path, bwd_model: str | Path
     engine = select(settings.device, "nmt.sample", settings.engine, [fwd_model, bwd_model])  # before any work
     announce(engine, "nmt translate (sample)")
     workers = 1 if engine.device != "cpu" else max(1, threads)
-    totals = {"sources": 0, "sampled": 0, "unique": 0, "below_threshold": 0, "output": 0}
+    totals: dict[str, Any] = {"sources": 0, "sampled": 0, "unique": 0, "below_threshold": 0,
+                              "output": 0, "out_of_gpu_memory": []}
     with table_job(run, out, CANDIDATES, f"sample {Path(shard).name}", n_in, unit="sent") as job:
         if workers == 1:
             _init(models, settings, engine)
