@@ -1163,7 +1163,24 @@ def test_an_edited_post_found_before_and_after_its_edit_is_paired_once(fake_x, t
     # ids compared as numbers; another author's tweet that names a first version is none of its
     kept, earlier = latest_versions(pl.DataFrame({"tweet_id": ["5", "6", "10", "9"], "author": ["a", "b", "a", "a"],
                                                   "first_version": [None, "5", "5", None]}))
-    assert earlier == {"5"} and kept["tweet_id"].to_list() == ["6", "10", "9"]
+    assert earlier == {"5": "10"} and kept["tweet_id"].to_list() == ["6", "10", "9"]
+    # a news tweet of a month's last day, edited after its day's harvest: the month before
+    # paired its first version with that day's reader (a context tweet here), so its latest
+    # version meets only the month's own tweets (before: the same pair again, near it)
+    url = "https://n.com/edit"
+
+    def row(tid, author, text, first=None):
+        return {"tweet_id": tid, "author": author, "text": f"{text} {url}", "canonical_urls": [url],
+                "is_retweet": False, "lang": "en", "first_version": first}
+
+    month = pl.DataFrame([row("6000", "news", "Storm knocks out power to thousands of homes in Florida"),
+                          row("6002", "ann", "Thousands of Florida homes lost electricity after the storm"),
+                          row("6003", "news", "Storm knocks out power to many thousands of homes in Florida", "6000"),
+                          row("6004", "bob", "The storm left thousands of homes in Florida without any power")])
+    pairs, reasons = build_pairs(month, ["news"], PairSettings(fetch_cards=False, min_tokens=3),
+                                 context=frozenset({"6000", "6002"}))
+    assert [(p["tweet_a"], p["tweet_b"]) for p in pairs] == [("6003", "6004")]
+    assert reasons["earlier_version"] == 0  # the days before counted theirs
     # the version of an archive's v1.1 objects (and the enterprise API's), and a history
     # that is not one
     v1 = {"id_str": "8", "text": "x", "user": {"screen_name": "a"},

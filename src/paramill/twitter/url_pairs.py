@@ -70,19 +70,21 @@ def reject_reason(a: str, b: str, card: dict[str, str] | None, min_tokens: int) 
     return None
 
 
-def latest_versions(tweets: pl.DataFrame) -> tuple[pl.DataFrame, set[str]]:
+def latest_versions(tweets: pl.DataFrame) -> tuple[pl.DataFrame, dict[str, str]]:
     """The tweets without the earlier versions of an edited post (X gives each edit a new
     id, and a search may find the post before and after its edit: the same text twice, or
-    twice near it), and the ids left out. Of a post's versions (its author's tweets of one
-    ``first_version``, and that tweet) the one with the highest id is its latest (ids grow
-    with time; another author's tweet naming it is no version of it). A table without
-    ``first_version`` (written before it was read) is as it was."""
+    twice near it), and {id left out: its post's latest version}. Of a post's versions (its
+    author's tweets of one ``first_version``, and that tweet) the one with the highest id
+    is its latest (ids grow with time; another author's tweet naming it is no version of
+    it). A table without ``first_version`` (written before it was read) is as it was."""
     if "first_version" not in tweets.columns or tweets["first_version"].null_count() == tweets.height:
-        return tweets, set()
+        return tweets, {}
     order = pl.col("tweet_id").str.zfill(20)  # ids are decimal, at most 20 digits
-    chain = pl.coalesce("first_version", "tweet_id")
-    earlier = tweets.filter(order != order.max().over(chain, "author"))["tweet_id"]  # one author's
-    return tweets.filter(~pl.col("tweet_id").is_in(earlier.implode())), set(earlier)
+    post = [pl.coalesce("first_version", "tweet_id"), "author"]  # one author's versions
+    latest = tweets.select("tweet_id", pl.col("tweet_id").sort_by(order).last().over(post).alias("latest"))
+    earlier = latest.filter(pl.col("tweet_id") != pl.col("latest"))
+    return (tweets.filter(~pl.col("tweet_id").is_in(earlier["tweet_id"].implode())),
+            dict(zip(earlier["tweet_id"], earlier["latest"])))
 
 
 def build_pairs(tweets: pl.DataFrame, accounts: list[str], settings: PairSettings,
@@ -90,11 +92,15 @@ def build_pairs(tweets: pl.DataFrame, accounts: list[str], settings: PairSetting
                 ) -> tuple[list[dict[str, Any]], Counter]:
     """Pairs from a tweet table (one row a tweet, ``canonical_urls`` filled). ``context``: ids
     of tweets of the days before the month, paired with the month's but never with each
-    other (their month made those pairs) nor counted."""
+    other (their month made those pairs) nor counted; nor with the latest version of a post
+    whose earlier version is one of them (their month paired that version)."""
     reasons: Counter = Counter()
     news_set = {a.lower() for a in accounts}
     tweets, earlier = latest_versions(tweets)
-    reasons["earlier_version"] = len(earlier - context)
+    reasons["earlier_version"] = len(set(earlier) - context)
+    # a post edited after the days before filed its first version: their month paired that
+    # version with their tweets, so its latest meets the month's tweets only
+    paired_before = context | {latest for first, latest in earlier.items() if first in context}
     own = tweets.filter(~pl.col("tweet_id").is_in(list(context)))  # counted: the days before counted theirs
     reasons["auto_retweet"] = int(own["is_retweet"].sum())
     if settings.languages and "lang" in tweets.columns:  # a table without it names none
@@ -112,7 +118,7 @@ def build_pairs(tweets: pl.DataFrame, accounts: list[str], settings: PairSetting
             s1 = clean(a["text"])
             for b in rows:
                 if (b["tweet_id"] == a["tweet_id"] or b["author"] == a["author"]
-                        or (a["tweet_id"] in context and b["tweet_id"] in context)):
+                        or (a["tweet_id"] in paired_before and b["tweet_id"] in paired_before)):
                     continue
                 s2 = clean(b["text"])
                 reason = reject_reason(s1, s2, (cards or {}).get(url), settings.min_tokens)
