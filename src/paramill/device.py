@@ -110,11 +110,11 @@ def release_gpu_cache() -> None:
         torch.cuda.empty_cache()
 
 
-def fit_gpu_memory(work: Callable[[int], T], size: int, key: str, where: str,
+def fit_gpu_memory(work: Callable[[int], T], size: int, key: str, command: str, at: str,
                    halved: list[dict[str, Any]]) -> tuple[T, int]:
     """``(work(size), size)``, with ``size`` halved until the work fits in the GPU's memory:
-    each halving noted in the log (``where``: the command and what it was at) and in
-    ``halved`` (for the provenance); at 1 the out-of-memory error stands. ``size`` bounds
+    each halving noted in ``command``'s log and in ``halved`` (for the provenance), with
+    ``at`` (what the work was at); at 1 the out-of-memory error stands. ``size`` bounds
     what one batch holds (``key``: the config key that sets it); the caller keeps the size
     returned for the rest of its work, so one card too small costs one retry, not the job."""
     from paramill.progress import note
@@ -125,8 +125,8 @@ def fit_gpu_memory(work: Callable[[int], T], size: int, key: str, where: str,
         except Exception as exc:  # CTranslate2 raises RuntimeError, torch OutOfMemoryError
             if not gpu_out_of_memory(exc) or size <= 1:
                 raise
-            halved.append({"at": where.split(": ", 1)[-1], key: size, "now": size // 2})
-            note(f"{where}: out of GPU memory at {key} {size}; the rest goes on at "
+            halved.append({"at": at, key: size, "now": size // 2})
+            note(f"{command}: {at}: out of GPU memory at {key} {size}; the rest goes on at "
                  f"{size // 2} (recorded in its provenance)")
             release_gpu_cache()
             size //= 2

@@ -1054,7 +1054,7 @@ def test_gpu_a_batch_out_of_cuda_memory_is_decoded_again_smaller(tiny, shard, tm
     halved = []
     got, size = dev.fit_gpu_memory(
         lambda n: torch.empty(n << 30, dtype=torch.uint8, device="cuda").numel(), 1 << 14, "gib",
-        "test: start", halved)  # 16 TiB first
+        "test", "start", halved)  # 16 TiB first
     assert size < 1 << 14 and got == size << 30 and halved[0] == {"at": "start", "gib": 1 << 14, "now": 1 << 13}
     real = translate.load_translator
 

@@ -251,8 +251,7 @@ def score_shard(filt: Filter, candidates: str | Path, out: str | Path,
     with table_job(run, out, score_schema(filt), f"{filt.name} {Path(candidates).name}", n_in,
                    extra={"columns": columns}) as job:
         for frame, counts in pairs:  # length/overlap/BLEU vectorised over `threads`; models batch
-            job.write(_fitting(filt, frame, threads, counts, halved,
-                               f"paramill filters score: {Path(candidates).name} row {job.rows}"))
+            job.write(_fitting(filt, frame, threads, counts, halved, f"{Path(candidates).name} row {job.rows}"))
         if job.rows != n_in:
             raise RuntimeError(f"{candidates}: {n_in} candidates in but {job.rows} scored")
         job.extra["out_of_gpu_memory"] = halved
@@ -260,7 +259,7 @@ def score_shard(filt: Filter, candidates: str | Path, out: str | Path,
 
 
 def _fitting(filt: Filter, frame: pl.DataFrame, threads: int | None, counts: pl.DataFrame | None,
-             halved: list[dict[str, Any]], where: str) -> pa.Table:
+             halved: list[dict[str, Any]], at: str) -> pa.Table:
     """The frame's scores; with a model filter's batch bound (``memory_batch``), halved
     until a batch fits the GPU's memory and kept so for the rest of the shard (set on the
     filter in place: its models stay loaded)."""
@@ -272,5 +271,5 @@ def _fitting(filt: Filter, frame: pl.DataFrame, threads: int | None, counts: pl.
         return _score_table(filt, frame, threads, counts)
 
     table, _ = device.fit_gpu_memory(work, getattr(filt, filt.memory_batch), filt.memory_batch,
-                                     where, halved)
+                                     "paramill filters score", at, halved)
     return table

@@ -59,7 +59,7 @@ def check(spec: Spec, use: str, where: str) -> None:
     if stray := sorted(set(given) - {*needed, *optional}):
         raise ValueError(f"{where}.fields: a {use} corpus reads {', '.join((*needed, *optional))}, "
                          f"not {', '.join(stray)}")
-    if twice := sorted({f for f in given.values() if list(given.values()).count(f) > 1}):
+    if twice := strict.repeated(given.values()):
         raise ValueError(f"{where}.fields: {', '.join(twice)} is named for more than one role")
 
 
@@ -78,6 +78,13 @@ def lookup(obj: dict[str, Any], name: str) -> tuple[bool, Any]:
 
 def _shown(obj: Any) -> str:
     return json.dumps(obj, ensure_ascii=False)[:REJECTED_TEXT_CHARS]
+
+
+def _parsed(value: Any, parse) -> tuple[Any, bool]:
+    """``(parse(value), True)``; ``(None, True)`` for a value absent or null; ``(None,
+    False)`` for one given that ``parse`` cannot read."""
+    found = None if value is None else parse(value)
+    return found, value is None or found is not None
 
 
 def _kind(value: Any) -> str:
@@ -153,17 +160,15 @@ def pairs(spec: Spec, method: str = NAME, max_line_bytes: int = 65536, batch_row
                             reason=item.reason, detail=item.detail)
             continue
         line_no, obj, v = item
-        score = None if v["score"] is None else strict.number(v["score"])
-        label = None if v["label"] is None else strict.label(v["label"])
-        problem = (("bad_score", f"field {names['score']}: score {_shown(v['score'])[:40]} is "
-                    "not a finite number") if v["score"] is not None and score is None else
-                   ("bad_label", f"field {names['label']}: label {_shown(v['label'])[:40]} is "
-                    "not 0/1/true/false") if v["label"] is not None and label is None else None)
-        if problem:
-            yield Candidate(line_no, _shown(obj), None, method, source_file=spec.path,
-                            reason=problem[0], detail=problem[1])
-            continue
-        yield Candidate(line_no, v["s1"], v["s2"], method, 1, score, label, source_file=spec.path)
+        (score, score_ok), (label, label_ok) = _parsed(v["score"], strict.number), _parsed(v["label"], strict.label)
+        if not score_ok:
+            yield Candidate(line_no, _shown(obj), None, method, source_file=spec.path, reason="bad_score",
+                            detail=f"field {names['score']}: score {_shown(v['score'])[:40]} is not a finite number")
+        elif not label_ok:
+            yield Candidate(line_no, _shown(obj), None, method, source_file=spec.path, reason="bad_label",
+                            detail=f"field {names['label']}: label {_shown(v['label'])[:40]} is not 0/1/true/false")
+        else:
+            yield Candidate(line_no, v["s1"], v["s2"], method, 1, score, label, source_file=spec.path)
 
 
 def sts(path: str, max_line_bytes: int = 65536) -> Iterator[Scored | Bad]:
@@ -181,8 +186,8 @@ def labelled(path: str, max_line_bytes: int = 65536
         if isinstance(item, Bad):
             return item
         line_no, _, v = item
-        label = None if v["label"] is None else strict.label(v["label"])
-        if v["label"] is not None and label is None:
+        label, readable = _parsed(v["label"], strict.label)
+        if not readable:
             return Bad(line_no, "bad_label", f"label {_shown(v['label'])[:40]} is not "
                        "0/1/true/false", None)
         return Labelled(line_no, v["s1"], v["s2"], label)

@@ -222,14 +222,16 @@ def process_block(block: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], di
     segmented = iter(en_seg.encode(flat))
     hyps = [[next(segmented) for _ in ts] for ts in texts]
     pairs = [(sources[i], h) for i in range(len(block)) for h in hyps[i]]
+    cs_side, en_side = [a for a, _ in pairs], [b for _, b in pairs]
+
     def both(size: int) -> tuple[list[float], list[float]]:
-        return (nll_per_token(_STATE["fwd_scorer"], [a for a, _ in pairs], [b for _, b in pairs], size),
-                nll_per_token(_STATE["bwd_scorer"], [b for _, b in pairs], [a for a, _ in pairs], size))
+        return (nll_per_token(_STATE["fwd_scorer"], cs_side, en_side, size),
+                nll_per_token(_STATE["bwd_scorer"], en_side, cs_side, size))
 
     halved: list[dict[str, Any]] = []  # a scoring batch out of GPU memory: the rest at half
     (fwd_all, bwd_all), _STATE["score_batch"] = fit_gpu_memory(
-        both, _STATE.get("score_batch", settings.batch_size), "batch_size",
-        f"paramill nmt sample: the block from {block[0]['pair_id']}", halved)
+        both, _STATE.get("score_batch", settings.batch_size), "batch_size", "paramill nmt sample",
+        f"the block from {block[0]['pair_id']}", halved)
     # the clustering units (lower-cased text) of every candidate and reference, in one call
     lowered = iter(en_seg.encode([t.lower() for t in flat] + [row["en"].lower() for row in block]))
     units_all = [[cluster_units(next(lowered)) for _ in ts] for ts in texts]

@@ -163,7 +163,7 @@ def translate_shard(shard: str | Path, model_dir: str | Path, src_spm: str | Pat
                                           columns=["pair_id", "cs", "en"]):
             rows, size = device.fit_gpu_memory(
                 lambda n: list(_rows(batch, translator, src_seg, tgt_seg, replace(settings, batch_size=n))),
-                size, "batch_size", f"paramill nmt translate: {Path(shard).name} row {done}", halved)
+                size, "batch_size", "paramill nmt translate", f"{Path(shard).name} row {done}", halved)
             job.write(pa.Table.from_pylist(rows, schema=CANDIDATES), done=batch.num_rows)
             target_pieces += sum(r["n_tokens"] for r in rows if r["rank"] == 1)
             done += batch.num_rows

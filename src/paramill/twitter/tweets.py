@@ -154,6 +154,9 @@ def from_v1(tweet: dict[str, Any], source: str) -> dict[str, Any]:
     user = _object(tweet.get("user"), "user")
     tweet_id = _id(tweet.get("id_str") or tweet.get("id"), "id")
     history = _object(tweet.get("edit_history"), "edit_history")  # v1.1 and enterprise
+    initial = history.get("initial_tweet_id")
+    versions, what = (([initial], "edit_history.initial_tweet_id") if initial is not None
+                      else (history.get("edit_tweet_ids"), "edit_history.edit_tweet_ids"))
     return {"tweet_id": tweet_id,
             "author": (_text(user.get("screen_name"), "user.screen_name") or "").lower() or None,
             "author_id": _id(user.get("id_str") or user.get("id"), "user.id", required=False),
@@ -163,11 +166,7 @@ def from_v1(tweet: dict[str, Any], source: str) -> dict[str, Any]:
             "retweet_of": (_id(retweeted.get("id_str") or retweeted.get("id"), "retweeted_status.id")
                            if retweeted else None),
             "lang": _text(tweet.get("lang"), "lang"), "source": source,
-            "first_version": (_first_version([history["initial_tweet_id"]],
-                                             "edit_history.initial_tweet_id", tweet_id)
-                              if history.get("initial_tweet_id") is not None else
-                              _first_version(history.get("edit_tweet_ids"),
-                                             "edit_history.edit_tweet_ids", tweet_id))}
+            "first_version": _first_version(versions, what, tweet_id)}
 
 
 #: Records that could not be used: one row each, with the reason (as bitext's rejected rows).
