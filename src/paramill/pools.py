@@ -11,10 +11,14 @@ memory error line and exit status 3 (:func:`paramill.cli.out_of_memory` reads
 from __future__ import annotations
 
 import contextlib
+import itertools
+import multiprocessing
 import signal
-from collections.abc import Iterable, Iterator
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
+from typing import Any
 
 
 class WorkerLost(RuntimeError):
@@ -48,3 +52,67 @@ def lost_workers(pool: ProcessPoolExecutor, doing: str, holds: str) -> Iterator[
         processes = list((getattr(pool, "_processes", None) or {}).values())
         pool.shutdown(wait=True)
         raise WorkerLost([p.exitcode for p in processes], doing, holds) from exc
+
+
+def ordered_map(fn, chunks: Iterable[tuple], workers: int, *, doing: str, holds: str,
+                window: int | None = None, context: tuple = (),
+                size: Callable[[tuple], Any] = lambda chunk: len(chunk[0])
+                ) -> Iterator[tuple[Any, Any]]:
+    """``(fn(*context, chunk), size(chunk))`` for each chunk, in order. With ``workers`` > 1
+    and more than one chunk, the chunks go to that many worker processes (spawned; each one
+    thread), at most ``window`` (default 2 x workers) in flight, so memory stays bounded; work
+    of one chunk (the sample, tests) is done here, without starting any process. A worker
+    lost is :class:`WorkerLost`, saying it happened while ``doing`` and that each worker
+    holds ``holds``.
+
+    ``context`` goes to each worker once, when it starts, not with every chunk (sent with each
+    chunk, a worker would rebuild, say, a SentencePiece model per chunk). ``fn`` is a
+    module-level function (sent by name); ``size`` is taken here when a chunk is sent, so
+    the chunk itself is not kept while it is worked on."""
+    it = iter(chunks)
+    head = list(itertools.islice(it, 2))
+    chunks = itertools.chain(head, it)
+    if workers <= 1 or len(head) < 2:
+        for chunk in chunks:
+            yield fn(*context, chunk), size(chunk)
+        return
+    window = window or 2 * workers
+    with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"),
+                             initializer=_start_worker, initargs=(context,)) as pool:
+        pending: deque = deque()
+        with lost_workers(pool, doing, holds):
+            for chunk in chunks:
+                pending.append((pool.submit(_in_worker, fn, chunk), size(chunk)))
+                if len(pending) >= window:
+                    future, weight = pending.popleft()
+                    yield future.result(), weight
+            while pending:
+                future, weight = pending.popleft()
+                yield future.result(), weight
+
+
+#: what :func:`ordered_map` gave this worker process when it started
+_CONTEXT: tuple = ()
+
+
+def _start_worker(context: tuple) -> None:
+    """A worker uses one thread (the job's threads are the workers) and keeps ``context``
+    for every chunk it is given."""
+    global _CONTEXT
+    from paramill import device
+
+    device.limit_threads(1)
+    _CONTEXT = context
+
+
+def _in_worker(fn, chunk):
+    """``fn`` on a chunk; then the Arrow memory the chunk's work freed goes back to the system:
+    pyarrow's allocator (mimalloc) otherwise keeps it, about 18 MB a worker (measured with 14
+    featurising workers at 2M pairs: 1.45 GB of workers against 1.66-1.74 GB, the same
+    seconds)."""
+    try:
+        return fn(*_CONTEXT, chunk)
+    finally:
+        import pyarrow as pa
+
+        pa.default_memory_pool().release_unused()

@@ -121,9 +121,11 @@ def test_bleu_from_running_sums_is_sacrebleus_corpus_bleu_on_pieces(caplog):
 
 
 def test_diversity_streams_the_tables_and_gives_what_the_whole_corpus_gives(tmp_path):
-    """Read a record batch at a time (sources cut across batches and files), the measures
-    are those of the whole corpus at once: sacrebleu's corpus BLEU of each rank against the
-    references, and between a source's own ranks."""
+    """Read a record batch at a time, each table summed on its own (in worker processes when
+    the job has threads) and the sums added, the measures are those of the whole corpus at
+    once: sacrebleu's corpus BLEU of each rank against the references, and between a
+    source's own ranks. A source whose candidates run on across tables (here one over
+    three, the middle table holding only its second rank; and an empty table) is one source."""
     import random
 
     import pyarrow as pa
@@ -139,19 +141,25 @@ def test_diversity_streams_the_tables_and_gives_what_the_whole_corpus_gives(tmp_
     rows = []
     for source in range(40):
         ref = " ".join(rnd.choices(words, k=rnd.randint(3, 9)))
-        for rank in range(1, 1 + rnd.randint(1, 3)):
+        ranks = 3 if source == 20 else rnd.randint(1, 3)
+        for rank in range(1, 1 + ranks):
             rows.append((f"s{source}", ref, " ".join(rnd.choices(words, k=rnd.randint(2, 9))), rank))
     (tmp_path / "text.txt").write_text("\n".join(r[1] + "\n" + r[2] for r in rows) + "\n")
     spm.SentencePieceTrainer.train(input=str(tmp_path / "text.txt"), model_prefix=str(tmp_path / "en"),
                                    vocab_size=40, hard_vocab_limit=False, minloglevel=2)
+    cut = next(i for i, r in enumerate(rows) if r[0] == "s20")
     files = []
-    for part, chunk in enumerate((rows[:37], rows[37:])):  # a source may span both files
+    for part, chunk in enumerate((rows[:cut + 1], rows[cut + 1:cut + 2], [], rows[cut + 2:])):
         files.append(tmp_path / f"shard-{part}.parquet")
-        pq.write_table(pa.table({"pair_id": [r[0] for r in chunk], "en_ref": [r[1] for r in chunk],
-                                 "candidate": [r[2] for r in chunk], "rank": [r[3] for r in chunk]}), files[-1])
+        pq.write_table(pa.table({"pair_id": pa.array([r[0] for r in chunk], pa.string()),
+                                 "en_ref": pa.array([r[1] for r in chunk], pa.string()),
+                                 "candidate": pa.array([r[2] for r in chunk], pa.string()),
+                                 "rank": pa.array([r[3] for r in chunk], pa.int64())}), files[-1])
     model = tmp_path / "en.model"
-    whole, streamed = diversity(files, model), diversity(files, model, batch_rows=4)
-    assert streamed == whole and whole["sources"] == 40 and whole["candidates"] == len(rows)
+    whole = diversity(files, model)
+    assert diversity(files, model, batch_rows=4) == whole
+    assert diversity(files, model, batch_rows=4, workers=2) == whole
+    assert whole["sources"] == 40 and whole["candidates"] == len(rows)
     seg = Segmenter(model)
     firsts = [r for r in rows if r[3] == 1]
     hyps, refs = seg.encode([r[2] for r in firsts]), seg.encode([r[1] for r in firsts])
@@ -161,6 +169,15 @@ def test_diversity_streams_the_tables_and_gives_what_the_whole_corpus_gives(tmp_
                                    "bag_iou": round(sum(bag_iou(h, r) for h, r in zip(hyps, refs)) / 40, 4),
                                    "length_ratio": round(sum(len(h) / len(r) for h, r in zip(hyps, refs)) / 40, 4)}
     assert [p["ranks"] for p in whole["between_ranks"]] == ["1-2", "1-3", "2-3"]
+    ranks = {}
+    for r in rows:
+        ranks.setdefault(r[0], {})[r[3]] = r[2]
+    both = [(own[1], own[2]) for own in ranks.values() if 2 in own]
+    one, two = seg.encode([b[0] for b in both]), seg.encode([b[1] for b in both])
+    between = sacrebleu.corpus_bleu([" ".join(h) for h in two], [[" ".join(r) for r in one]],
+                                    tokenize="none", force=True).score / 100
+    assert whole["between_ranks"][0] == {"ranks": "1-2", "n": len(both), "one_minus_bleu": round(1 - between, 4),
+                                         "bag_iou": round(sum(map(bag_iou, two, one)) / len(both), 4)}
 
 
 def test_the_back_translation_summary_is_streamed_with_exact_counts_and_means(tmp_path):

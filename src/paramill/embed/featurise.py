@@ -9,12 +9,9 @@ pass).
 
 from __future__ import annotations
 
-import itertools
 import json
-import multiprocessing
-from collections import Counter, deque
+from collections import Counter
 from collections.abc import Iterable, Iterator
-from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -22,9 +19,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from paramill import device
+from paramill import pools
 from paramill.embed.features import Featurizer, Vocab
-from paramill.pools import lost_workers
 from paramill.tables import PARQUET_WRITE
 
 
@@ -67,58 +63,14 @@ def ordered_map(fn, chunks: Iterable[tuple], workers: int, window: int | None = 
 
 def _ordered_map(fn, chunks: Iterable[tuple], workers: int, window: int | None = None,
                  context: tuple = ()) -> Iterator[tuple[Any, int]]:
-    """``(fn(*context, chunk), pairs in chunk)`` for each chunk, in order. With ``workers`` > 1
-    and more than one chunk, the chunks go to that many worker processes (spawned; each one
-    thread), at most ``window`` (default 2 x workers) in flight, so memory stays bounded; a
-    corpus of one chunk (the sample, tests) is featurised here, without starting any process.
-
-    ``context`` (the featurizers, vocabularies) goes to each worker once, when it starts, not
-    with every chunk: sent with each chunk, a worker would rebuild the SentencePiece model and
-    the vocabularies per chunk and keep each copy's id table (:data:`_LOOKUPS` is keyed by the
-    objects), growing with the corpus. ``fn`` is a module-level function (sent by name)."""
-    it = iter(chunks)
-    head = list(itertools.islice(it, 2))
-    chunks = itertools.chain(head, it)
-    if workers <= 1 or len(head) < 2:
-        for chunk in chunks:
-            yield fn(*context, chunk), len(chunk[0])
-        return
-    window = window or 2 * workers
-    with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"),
-                             initializer=_start_worker, initargs=(context,)) as pool:
-        pending: deque = deque()
-        with lost_workers(pool, "the training pairs were featurised", "its chunks of pairs and a "
-                          "copy of the featurizers and vocabularies"):
-            for chunk in chunks:
-                pending.append((pool.submit(_in_worker, fn, chunk), len(chunk[0])))
-                if len(pending) >= window:
-                    future, size = pending.popleft()
-                    yield future.result(), size
-            while pending:
-                future, size = pending.popleft()
-                yield future.result(), size
-
-
-#: what :func:`ordered_map` gave this worker process when it started
-_CONTEXT: tuple = ()
-
-
-def _start_worker(context: tuple) -> None:
-    """A featurising worker uses one thread (the job's threads are the workers) and keeps
-    ``context`` for every chunk it is given."""
-    global _CONTEXT
-    device.limit_threads(1)
-    _CONTEXT = context
-
-
-def _in_worker(fn, chunk):
-    """``fn`` on a chunk; then the Arrow memory the chunk's work freed goes back to the system:
-    pyarrow's allocator (mimalloc) otherwise keeps it, about 18 MB a worker (measured with 14
-    workers at 2M pairs: 1.45 GB of workers against 1.66-1.74 GB, the same seconds)."""
-    try:
-        return fn(*_CONTEXT, chunk)
-    finally:
-        pa.default_memory_pool().release_unused()
+    """:func:`paramill.pools.ordered_map` over chunks of pairs (each chunk's size its pairs).
+    ``context`` (the featurizers, vocabularies) goes to each worker once, when it starts: sent
+    with each chunk, a worker would rebuild the SentencePiece model and the vocabularies per
+    chunk and keep each copy's id table (:data:`_LOOKUPS` is keyed by the objects), growing
+    with the corpus."""
+    return pools.ordered_map(fn, chunks, workers, window=window, context=context,
+                             doing="the training pairs were featurised",
+                             holds="its chunks of pairs and a copy of the featurizers and vocabularies")
 
 
 #: SentencePiece id -> vocabulary id tables, one per (vocabulary, featurizer) a process uses

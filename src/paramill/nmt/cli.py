@@ -116,7 +116,7 @@ def diversity(args: argparse.Namespace) -> int | str:
     from paramill.nmt.diversity import write_diversity
     from paramill.report.plots import diversity_plot
     result = write_diversity(args.candidates, args.spm, args.tsv, args.json, args.png,
-                             plot=diversity_plot, rule=args.rule)
+                             plot=diversity_plot, rule=args.rule, workers=device.threads())
     return f"{result['by_rank']} collective {result['collective']}"
 
 

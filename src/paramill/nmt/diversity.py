@@ -7,7 +7,8 @@ ratio (pieces of the paraphrase / pieces of the reference). Collective diversity
 two measures between a source's own paraphrases, for every pair of ranks (r < s, rank s
 scored against rank r), and their mean. The tables are streamed into running sums
 (:class:`Against`: corpus BLEU from its summed n-gram counts, as sacrebleu computes it), so
-a corpus of tens of millions of candidates is read in bounded memory.
+a corpus of tens of millions of candidates is read in bounded memory; the tables are summed
+apart (in as many worker processes as the job has threads) and their sums added.
 """
 
 from __future__ import annotations
@@ -17,10 +18,10 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-import polars as pl
 
 from paramill.io import iter_parquet_batches, write_json
 from paramill.job import output_job
+from paramill.pools import ordered_map
 from paramill.nmt.subwords import Segmenter
 from paramill.provenance import Run
 
@@ -73,6 +74,17 @@ class Against:
         self.iou += shared / union if union else 1.0
         self.ratio += hyp.length / max(1, ref.length)
 
+    def merge(self, other: Against) -> None:
+        """Add another's sums (of other pairs) to these."""
+        for order in range(MAX_ORDER):
+            self.correct[order] += other.correct[order]
+            self.total[order] += other.total[order]
+        self.sys_len += other.sys_len
+        self.ref_len += other.ref_len
+        self.n += other.n
+        self.iou += other.iou
+        self.ratio += other.ratio
+
     def measures(self) -> dict[str, float]:
         return {"one_minus_bleu": round(1.0 - self.bleu(), 4), "bag_iou": round(self.iou / self.n, 4),
                 "length_ratio": round(self.ratio / self.n, 4)}
@@ -95,56 +107,131 @@ def bag_iou(a: list[str], b: list[str]) -> float:
     return one.iou
 
 
-def diversity(candidate_files: list[str | Path], spm: str | Path, batch_rows: int = 10_000
-              ) -> dict[str, Any]:
-    """Measures from the candidate tables (rank = the paraphrase's rank for its source), read
-    a record batch at a time (page checksums verified) into running sums: memory does not
-    grow with the corpus. A source's candidates are adjacent in its table, as the decoders
-    write them; the collective measures compare each source's own ranks."""
-    seg = Segmenter(spm)
-    by_rank: dict[int, Against] = {}
-    between: dict[tuple[int, int], Against] = {}
-    sources = candidates = 0
-    current: Any = object()
-    own: dict[int, Grams] = {}  # the current source's paraphrase at each rank
-    reference: tuple[str | None, Grams | None] = (None, None)  # its text and n-grams
+class Sums:
+    """The running sums of one or more candidate tables: each rank's against the reference,
+    each pair of ranks' (r < s) between a source's own paraphrases, and the sources and
+    candidates counted. Each table is summed on its own (in a worker process where the job
+    has threads) and the tables' sums added in their order (:meth:`add`), so the figures do
+    not depend on the threads. A table's first and last sources stay open (``first``,
+    ``last``: the pair id and the paraphrase at each rank) until the sums are added, for a
+    source whose candidates run on from one table into the next."""
 
-    def settle() -> None:  # each pair of the source's ranks r < s: rank s against rank r
+    __slots__ = ("by_rank", "between", "sources", "candidates", "first", "last")
+
+    def __init__(self) -> None:
+        self.by_rank: dict[int, Against] = {}
+        self.between: dict[tuple[int, int], Against] = {}
+        self.sources = self.candidates = 0
+        self.first: tuple[Any, dict[int, Grams]] | None = None  # None: the table has one source or none
+        self.last: tuple[Any, dict[int, Grams]] | None = None
+
+    def settle(self, own: dict[int, Grams]) -> None:
+        """A source's collective sums: each pair of its ranks r < s, rank s against rank r."""
         for r, s in itertools.combinations(sorted(own), 2):
-            between.setdefault((r, s), Against()).add(own[s], own[r])
+            self.between.setdefault((r, s), Against()).add(own[s], own[r])
 
+    def add(self, other: Sums) -> None:
+        """Another table's sums, the table after the ones added so far."""
+        for mine, theirs in ((self.by_rank, other.by_rank), (self.between, other.between)):
+            for key, acc in theirs.items():
+                mine.setdefault(key, Against()).merge(acc)
+        self.sources += other.sources
+        self.candidates += other.candidates
+        if other.first is not None:  # its first source closes the last one open here
+            self._run_on(other.first)
+            self.settle(self.last[1])
+            self.last = other.last
+        elif other.last is not None:
+            self._run_on(other.last)
+
+    def _run_on(self, source: tuple[Any, dict[int, Grams]]) -> None:
+        """``source`` after the last source open here: the same source run on (counted once,
+        its ranks together), or the next, and the last one is settled."""
+        if self.last is not None and self.last[0] == source[0]:
+            self.sources -= 1
+            source = (source[0], {**self.last[1], **source[1]})
+        elif self.last is not None:
+            self.settle(self.last[1])
+        self.last = source
+
+    def result(self) -> dict[str, Any]:
+        if self.last is not None:
+            self.settle(self.last[1])
+            self.last = None
+        by_rank = self.by_rank
+        rows = [{"rank": k, "n": by_rank[k].n, **by_rank[k].measures()} for k in sorted(by_rank)]
+        pairs = [{"ranks": f"{r}-{s}", "n": acc.n, **{k: v for k, v in acc.measures().items()
+                                                      if k != "length_ratio"}}
+                 for (r, s), acc in sorted(self.between.items())]
+        collective = ({k: round(sum(p[k] for p in pairs) / len(pairs), 4)
+                       for k in ("one_minus_bleu", "bag_iou")} if pairs else None)
+        return {"by_rank": rows, "between_ranks": pairs, "collective": collective,
+                "sources": self.sources, "candidates": self.candidates}
+
+
+def table_sums(spm: str, batch_rows: int, chunk: tuple[str]) -> Sums:
+    """The sums of one candidate table (``chunk``: its path alone), read a record batch at a
+    time (page checksums verified). A source's candidates are adjacent, as the decoders
+    write them; the collective measures compare each source's own ranks."""
+    seg = _segmenter(spm)
+    sums = Sums()
+    by_rank = sums.by_rank
+    source: tuple[Any, dict[int, Grams]] | None = None  # the current source's id and ranks
+    reference: tuple[str | None, Grams | None] = (None, None)  # its text and n-grams
     columns = ["pair_id", "en_ref", "candidate", "rank"]
-    for batch in iter_parquet_batches(candidate_files, batch_rows, columns):
+    for batch in iter_parquet_batches(chunk, batch_rows, columns):
         data = batch.to_pydict()
         n = batch.num_rows
         pieces = seg.encode(data["candidate"] + data["en_ref"])  # one call a batch
         for i, (pair_id, rank) in enumerate(zip(data["pair_id"], data["rank"])):
-            if pair_id != current:
-                settle()
-                own, current, reference = {}, pair_id, (None, None)
-                sources += 1
+            if source is None or pair_id != source[0]:
+                if source is not None and sums.sources == 1:
+                    sums.first = source  # left open for the table before
+                elif source is not None:
+                    sums.settle(source[1])
+                source, reference = (pair_id, {}), (None, None)
+                sums.sources += 1
             if reference[0] != data["en_ref"][i]:  # a source's candidates share it
                 reference = (data["en_ref"][i], Grams(pieces[n + i]))
-            own[rank] = Grams(pieces[i])
-            by_rank.setdefault(rank, Against()).add(own[rank], reference[1])
-        candidates += n
-    settle()
-    rows = [{"rank": k, "n": by_rank[k].n, **by_rank[k].measures()} for k in sorted(by_rank)]
-    pairs = [{"ranks": f"{r}-{s}", "n": acc.n, **{k: v for k, v in acc.measures().items()
-                                                  if k != "length_ratio"}}
-             for (r, s), acc in sorted(between.items())]
-    collective = ({k: round(sum(p[k] for p in pairs) / len(pairs), 4) for k in ("one_minus_bleu", "bag_iou")}
-                  if pairs else None)
-    return {"by_rank": rows, "between_ranks": pairs, "collective": collective,
-            "sources": sources, "candidates": candidates}
+            grams = source[1][rank] = Grams(pieces[i])
+            by_rank.setdefault(rank, Against()).add(grams, reference[1])
+        sums.candidates += n
+    sums.last = source  # left open for the table after
+    return sums
+
+
+#: the SentencePiece models a process has loaded, by path (a worker measures many tables)
+_SEGMENTERS: dict[str, Segmenter] = {}
+
+
+def _segmenter(spm: str) -> Segmenter:
+    if spm not in _SEGMENTERS:
+        _SEGMENTERS[spm] = Segmenter(spm)
+    return _SEGMENTERS[spm]
+
+
+def diversity(candidate_files: list[str | Path], spm: str | Path, batch_rows: int = 10_000,
+              workers: int = 1) -> dict[str, Any]:
+    """Measures from the candidate tables (rank = the paraphrase's rank for its source): each
+    table's running sums (:func:`table_sums`; memory does not grow with the corpus), in
+    ``workers`` processes where there are several tables, added in the tables' order."""
+    total = Sums()
+    for sums, _ in ordered_map(table_sums, [(str(f),) for f in candidate_files], workers,
+                               context=(str(spm), batch_rows), size=lambda chunk: None,
+                               doing="the candidates' diversity was measured",
+                               holds="a record batch of a candidate table and the SentencePiece model"):
+        total.add(sums)
+    return total.result()
 
 
 def write_diversity(candidate_files: list[str | Path], spm: str | Path, tsv: str | Path,
                     json_out: str | Path, png: str | Path | None = None, plot=None,
-                    rule: str = "diversity_stats") -> dict[str, Any]:
+                    rule: str = "diversity_stats", workers: int = 1) -> dict[str, Any]:
     run = Run(rule=rule, params={}, inputs=[*candidate_files, spm])
-    result = diversity(candidate_files, spm)
+    result = diversity(candidate_files, spm, workers=workers)
     outs = [tsv, json_out] + ([png] if png else [])
+    import polars as pl
+
     with output_job(run, *outs, rows_in=result["candidates"], each=True) as job:
         files = job.paths
         pl.DataFrame(result["by_rank"]).write_csv(files[0], separator="\t")
