@@ -180,6 +180,30 @@ def test_diversity_streams_the_tables_and_gives_what_the_whole_corpus_gives(tmp_
                                          "bag_iou": round(sum(map(bag_iou, two, one)) / len(both), 4)}
 
 
+def test_diversity_names_the_row_where_a_sources_candidates_are_not_adjacent(tmp_path):
+    """A hand-made candidate table whose source comes back after another's would count it
+    twice and split its ranks' comparisons: an error naming the table, the row and where the
+    source was first, before anything is written."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    import sentencepiece as spm
+
+    from paramill.errors import InputError
+    from paramill.nmt.diversity import write_diversity
+
+    (tmp_path / "text.txt").write_text("a dog runs\nthe cat sleeps\na man reads\n" * 5)
+    spm.SentencePieceTrainer.train(input=str(tmp_path / "text.txt"), model_prefix=str(tmp_path / "en"),
+                                   vocab_size=20, hard_vocab_limit=False, minloglevel=2)
+    table = tmp_path / "c.parquet"
+    pq.write_table(pa.table({"pair_id": ["p1", "p1", "p2", "p1"], "en_ref": ["a dog runs"] * 2 + ["the cat"] + ["a dog runs"],
+                             "candidate": ["a dog", "dog runs", "a cat", "the dog"], "rank": [1, 2, 1, 3]}), table)
+    outs = [tmp_path / "d.tsv", tmp_path / "d.json"]
+    with pytest.raises(InputError, match=r"c\.parquet: row 4: pair_id 'p1' again, after other "
+                                         r"sources \(its first candidate is row 1\)"):
+        write_diversity([table], tmp_path / "en.model", *outs)
+    assert not any(o.exists() for o in outs) and list(tmp_path.glob("d.*")) == []
+
+
 def test_the_back_translation_summary_is_streamed_with_exact_counts_and_means(tmp_path):
     """`nmt stats` over candidate tables a record batch at a time: sources counted by their
     rank-1 candidate (distinct ids, all held at once, grew 2.6x from 0.2M to 3M 1-best

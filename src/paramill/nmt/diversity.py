@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 
+from paramill.errors import InputError
 from paramill.io import iter_parquet_batches, write_json
 from paramill.job import output_job
 from paramill.pools import ordered_map
@@ -178,6 +179,7 @@ def table_sums(spm: str, batch_rows: int, chunk: tuple[str]) -> Sums:
     by_rank = sums.by_rank
     source: tuple[Any, dict[int, Grams]] | None = None  # the current source's id and ranks
     reference: tuple[str | None, Grams | None] = (None, None)  # its text and n-grams
+    seen: dict[Any, int] = {}  # each source's first row (1-based): a table's, bounded by it
     columns = ["pair_id", "en_ref", "candidate", "rank"]
     for batch in iter_parquet_batches(chunk, batch_rows, columns):
         data = batch.to_pydict()
@@ -185,6 +187,13 @@ def table_sums(spm: str, batch_rows: int, chunk: tuple[str]) -> Sums:
         pieces = seg.encode(data["candidate"] + data["en_ref"])  # one call a batch
         for i, (pair_id, rank) in enumerate(zip(data["pair_id"], data["rank"])):
             if source is None or pair_id != source[0]:
+                row = sums.candidates + i + 1
+                if pair_id in seen:
+                    raise InputError(chunk[0], None, f"row {row}: pair_id {pair_id!r} again, after "
+                                     f"other sources (its first candidate is row {seen[pair_id]}): "
+                                     "a source's candidates are read together, adjacent as the "
+                                     "decoders write them (sort the table by pair_id)")
+                seen[pair_id] = row
                 if source is not None and sums.sources == 1:
                     sums.first = source  # left open for the table before
                 elif source is not None:
