@@ -746,6 +746,70 @@ def test_load_model_encodes_and_the_cli_embeds(tmp_path):
     assert np.allclose(saved, vecs[[0, 2]], atol=1e-6)
 
 
+def test_encoding_a_file_a_block_at_a_time_gives_the_vectors_of_the_whole(tmp_path):
+    """`embed encode` reads its file a block of lines at a time into a memory-mapped .npy
+    (it held every sentence and two copies of the matrix): the rows are the lines' vectors,
+    in order, whatever the block; a line that is not UTF-8 names the file and line, and no
+    .npy is left."""
+    from paramill.embed.encoding import encode_file
+
+    train(PAIRS, tmp_path / "m.pt", ModelSpec(components=("word",), dim=16), EmbedTrainSettings(epochs=2, batch_size=6))
+    lines = [a for a, _ in PAIRS] + ["", "an unseen word: zyzzyva"]
+    (tmp_path / "in.txt").write_text("\n".join(lines) + "\n")
+    whole = load_model(tmp_path / "m.pt").encode(lines)
+    rows, dim, halved = encode_file(tmp_path / "m.pt", tmp_path / "in.txt", tmp_path / "v.npy", batch_size=3, block=4)
+    assert (rows, dim, halved) == (len(lines), 16, [])
+    assert np.allclose(np.load(tmp_path / "v.npy"), whole, atol=1e-6)
+    (tmp_path / "blank.txt").write_text("\n")
+    assert encode_file(tmp_path / "m.pt", tmp_path / "blank.txt", tmp_path / "e.npy")[0] == 1
+    assert np.load(tmp_path / "e.npy").shape == (1, 16)
+    (tmp_path / "bad.txt").write_bytes(b"The dog sleeps.\nA \xff cat.\n")
+    with pytest.raises(InputError, match=r"bad\.txt:2: "):
+        encode_file(tmp_path / "m.pt", tmp_path / "bad.txt", tmp_path / "b.npy")
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith("b")) == ["bad.txt", "blank.txt"]
+
+
+def test_a_batch_out_of_gpu_memory_is_encoded_again_at_half_the_size(tmp_path, monkeypatch, capsys):
+    """A batch that does not fit in the GPU's memory (torch's OutOfMemoryError, here raised
+    for batches over 2 sentences) is encoded again at half its size, and the rest at that
+    size: the same vectors, each halving in the log and in ``out_of_gpu_memory``."""
+    train(PAIRS, tmp_path / "m.pt", ModelSpec(components=("word",), dim=16), EmbedTrainSettings(epochs=2, batch_size=6))
+    model = load_model(tmp_path / "m.pt", "cpu")
+    sentences = [a for a, _ in PAIRS][:7]
+    expected = model.encode(sentences, batch_size=2)
+    sizes = []
+    forward = SentenceEncoder.forward
+
+    def small_card(self, feats):
+        (ids, _), *_ = feats.values()
+        sizes.append(len(ids))
+        if len(ids) > 2:
+            raise torch.cuda.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB")
+        return forward(self, feats)
+
+    monkeypatch.setattr(SentenceEncoder, "forward", small_card)
+    got = model.encode(sentences, batch_size=8, command="embed encode")
+    assert np.allclose(got, expected, atol=1e-6) and got.shape == (7, 16)
+    assert sizes == [7, 4, 2, 2, 2, 1]  # at 8 (the 7 there are), at 4, then 2 a batch to the end
+    assert model.out_of_gpu_memory == [{"at": "sentence 1", "batch_size": 8, "now": 4},
+                                       {"at": "sentence 1", "batch_size": 4, "now": 2}]
+    assert "embed encode: sentence 1: out of GPU memory at batch_size 8; the rest goes on at 4" in capsys.readouterr().err
+    # evaluate sts: the halvings in its provenance (its batches of 256 here over 7 > 2 sentences)
+    from paramill.evaluate.sts import evaluate
+
+    (tmp_path / "sts.tsv").write_text("".join(f"{k % 5}.0\t{a}\t{b}\n" for k, (a, b) in enumerate(PAIRS[:7])))
+    result = evaluate(tmp_path / "m.pt", [{"name": "t", "year": "y", "format": "tsv", "path": str(tmp_path / "sts.tsv")}],
+                      tmp_path / "sts-out.tsv", tmp_path / "sts-out.json")
+    record = json.loads((tmp_path / "sts-out.json.prov.json").read_text())
+    assert result["datasets"][0]["n"] == 7 and result["datasets"][0]["pearson"] is not None
+    assert [h["batch_size"] for h in record["out_of_gpu_memory"]] == [256, 128, 64, 32, 16, 8, 4]
+    sizes.clear()
+    monkeypatch.setattr(SentenceEncoder, "forward", lambda self, feats: small_card(self, {"x": ([0] * 3, 0)}))
+    with pytest.raises(torch.cuda.OutOfMemoryError):  # at 1 the error stands
+        model.encode(sentences, batch_size=2)
+    assert sizes == [3, 3]
+
+
 def test_glove_initialisation(tmp_path):
     (tmp_path / "g.txt").write_text("dog 1 2 3\nzzz 9 9 9\nthe 0.5 0.5 0.5\n")
     model = build(ModelSpec(units="word", components=("word",), dim=3, word_vectors=str(tmp_path / "g.txt")), SENTS)

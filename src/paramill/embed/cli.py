@@ -32,20 +32,18 @@ def train(args: argparse.Namespace) -> int | str:
     "encode", "embed sentences (one a line) into a .npy matrix",
     need("--model", "a model from `paramill embed train`"),
     need("--input", "text file, one sentence a line"),
-    out("--out", "output .npy (float32, n x dim)"),
-    arg("--batch-size", type=int, default=256, help="sentences per batch"))
+    out("--out", "output .npy (float32, n x dim, row i the vector of line i)"),
+    arg("--batch-size", type=int, default=256,
+        help="sentences per batch (halved where a batch does not fit in the GPU's memory)"),
+    description="The file is read twice, a block of lines at a time: once to check it (a line "
+                "that is not UTF-8 or too long names the file and line, before anything is "
+                "written) and count its lines, then to encode it into the .npy, written in "
+                "place: memory holds a block, not the corpus.")
 def encode(args: argparse.Namespace) -> int | str:
-    import numpy as np
-
-    from paramill.embed.model import load_model
-    from paramill.formats import text_lines
-    from paramill.io import atomic_output
-    sentences = text_lines(args.input)  # strict UTF-8: a bad line names file and line
-    vectors = load_model(args.model).encode(sentences, batch_size=args.batch_size)
-    with atomic_output(args.out) as (tmp,):
-        with open(tmp, "wb") as fh:
-            np.save(fh, vectors)
-    return f"{vectors.shape[0]} sentences x {vectors.shape[1]} dims in {args.out}"
+    from paramill.embed.encoding import encode_file
+    rows, dim, halved = encode_file(args.model, args.input, args.out, args.batch_size)
+    shrunk = f" (batch size halved {len(halved)}x for the GPU's memory)" if halved else ""
+    return f"{rows} sentences x {dim} dims in {args.out}{shrunk}"
 
 
 @group.verb(

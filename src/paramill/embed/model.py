@@ -15,6 +15,7 @@ optimiser state and epoch, so ``load_model(path)`` needs nothing else.
 
 from __future__ import annotations
 
+import functools
 import random
 from collections import Counter
 from dataclasses import asdict, dataclass, field
@@ -256,6 +257,8 @@ class SentenceEncoder(nn.Module):
             else:
                 parts.append(Recurrent(comp, size, spec.dim, spec.hidden, spec.init_std))
         self.parts = nn.ModuleList(parts)
+        #: each batch size halved for the GPU's memory while encoding ({"at", "batch_size", "now"})
+        self.out_of_gpu_memory: list[dict[str, Any]] = []
 
     @property
     def dim(self) -> int:
@@ -290,14 +293,28 @@ class SentenceEncoder(nn.Module):
         return torch.cat(outs, dim=-1) if self.spec.combine == "concat" else torch.stack(outs).sum(0)
 
     @torch.no_grad()
-    def encode(self, sentences: list[str], batch_size: int = 256) -> np.ndarray:
-        """Embeddings of ``sentences`` as a float32 array [n, dim]."""
+    def encode(self, sentences: list[str], batch_size: int = 256, command: str = "encoding"
+               ) -> np.ndarray:
+        """Embeddings of ``sentences`` as a float32 array [n, dim], ``batch_size`` at a time.
+        A batch that does not fit in the GPU's memory is encoded again at half the size, and
+        the rest at that size (:func:`paramill.device.fit_gpu_memory`; each halving noted in
+        ``command``'s log and kept in :attr:`out_of_gpu_memory`); a later call starts at the
+        size that fitted."""
         was_training = self.training
         self.eval()
-        chunks = []
-        for start in range(0, len(sentences), batch_size):
-            batch = sentences[start:start + batch_size]
-            chunks.append(self(self.tensors(self.units(batch))).float().cpu().numpy())
+        if self.out_of_gpu_memory:
+            batch_size = min(batch_size, self.out_of_gpu_memory[-1]["now"])
+
+        def vectors(size: int, start: int) -> np.ndarray:
+            return self(self.tensors(self.units(sentences[start:start + size]))).float().cpu().numpy()
+
+        chunks, start = [], 0
+        while start < len(sentences):
+            chunk, batch_size = device.fit_gpu_memory(
+                functools.partial(vectors, start=start), batch_size, "batch_size", command,
+                f"sentence {start + 1}", self.out_of_gpu_memory)
+            chunks.append(chunk)
+            start += len(chunk)
         self.train(was_training)
         return np.concatenate(chunks) if chunks else np.zeros((0, self.dim), dtype=np.float32)
 

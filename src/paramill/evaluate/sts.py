@@ -144,6 +144,7 @@ def evaluate(model_path: str | Path, datasets: list[dict[str, Any]], out_tsv: st
                                    "spearman": pl.Float64}).write_csv(tsv, separator="\t")
         write_json(json_path, result)
         job.rows_out = len(rows)
+        job.extra["out_of_gpu_memory"] = model.out_of_gpu_memory  # batch sizes halved, if any
     return result
 
 
