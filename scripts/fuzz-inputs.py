@@ -239,6 +239,28 @@ def sample_parquet() -> Path:
     return path
 
 
+def sample_hub_parquet() -> dict[str, Path]:
+    """The sample's bitext, STS set and labelled tweets as the Hub's Parquet exports hold
+    such sets: WMT's `translation` struct of cs and en; sentence1, sentence2, label."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    where = scratch("paramill-fuzz-hub-")
+    cs, en = (plain(SAMPLE / f"bitext/grammar.{side}.gz").decode().splitlines() for side in ("cs", "en"))
+    pq.write_table(pa.table({"translation": [{"cs": a, "en": b} for a, b in zip(cs, en)]}),
+                   where / "wmt.parquet", row_group_size=100)
+    sts_rows = [r for r in (line.split("\t") for line in (SAMPLE / "sts/sts-sample.tsv").read_text().splitlines())
+                if len(r) == 3]
+    pq.write_table(pa.table({"sentence1": [r[1] for r in sts_rows], "sentence2": [r[2] for r in sts_rows],
+                             "label": [float(r[0]) for r in sts_rows]}), where / "stsb.parquet")
+    rows = [line.split("\t") for line in (SAMPLE / "tweets/labelled.tsv").read_text().splitlines()]
+    votes = [int(r[2].strip("()").split(",")[0]) for r in rows]
+    pq.write_table(pa.table({"sentence1": [r[0] for r in rows], "sentence2": [r[1] for r in rows],
+                             "label": pa.array([None if n == 3 else int(n > 3) for n in votes], pa.int64())}),
+                   where / "paws.parquet")
+    return {name: where / f"{name}.parquet" for name in ("wmt", "stsb", "paws")}
+
+
 def lexicon(files: dict[str, str], out: Path) -> list[str]:
     return ["lexicon", "build", files["path"], "--tsv", str(out / "lexicon.tsv"), "--neighbours",
             str(out / "neighbours.tsv"), "--stats", str(out / "stats.json"),
@@ -253,6 +275,7 @@ def sts_with(files: dict[str, str], out: Path) -> list[str]:
 
 
 PARQUET = sample_parquet()
+HUB = sample_hub_parquet()
 LABELLED = labelled_layouts()
 JSONL = sample_jsonl()
 
@@ -292,6 +315,10 @@ CASES = {
         "format": "jsonl", "path": f["path"], "fields": {"cs": "translation.cs", "en": "translation.en"}})),
     "labelled-jsonl": ({"path": JSONL["paws"]}, identify_as("jsonl")),
     "sts-jsonl": ({"path": JSONL["stsb"]}, sts("jsonl")),
+    "parquet-bitext": ({"path": HUB["wmt"]}, ingest("bitext", lambda f: {
+        "format": "parquet", "path": f["path"], "fields": {"cs": "translation.cs", "en": "translation.en"}})),
+    "labelled-parquet": ({"path": HUB["paws"]}, identify_as("parquet")),
+    "sts-parquet": ({"path": HUB["stsb"]}, sts("parquet")),
     "sts-senteval": ({"path": SAMPLE / "sts/STS.input.grammar.txt",
                       "gold": SAMPLE / "sts/STS.gs.grammar.txt"}, sts("senteval")),
 }

@@ -208,15 +208,79 @@ def test_a_parquet_pair_corpus_reads_the_columns_fields_names(tmp_path):
         list(read_pairs(PairCorpusSpec.from_dict("p", {"format": "parquet", "path": str(path)})))
 
 
+def test_parquet_is_read_for_every_use_and_fields_reach_inside_struct_columns(tmp_path):
+    """WMT's bitext as the Hub's Parquet holds it (a `translation` struct of cs and en), a
+    pair corpus whose sentences sit in a struct, and STS-B and PAWS as `datasets` writes them
+    (sentence1, sentence2, label): each read a row group at a time, a null sentence a
+    `missing_field` row, a wrong name or type an error naming the file before a row is read."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from paramill.bitext.readers import CorpusSpec, read_corpus
+
+    wmt = tmp_path / "wmt.parquet"
+    pq.write_table(pa.table({"translation": [{"cs": "Dobrý den.", "en": "Good day."}, {"cs": "Ahoj", "en": None},
+                                             None, {"cs": "Nashle.", "en": "Bye."}]}), wmt, row_group_size=2)
+    spec = CorpusSpec.from_dict("w", {"format": "parquet", "path": str(wmt),
+                                      "fields": {"cs": "translation.cs", "en": "translation.en"}})
+    rows = list(read_corpus(spec))
+    assert [(r.line_no, r.cs, r.en, r.reason) for r in rows] == [
+        (1, "Dobrý den.", "Good day.", None), (2, "Ahoj", None, "missing_field"), (3, None, None, "missing_field"),
+        (4, "Nashle.", "Bye.", None)]
+    assert rows[1].detail == "column translation.en is null"
+    for fields, error in (({"cs": "translation.de", "en": "translation.en"},
+                           r"wmt.parquet: fields.cs: no column translation.de \(translation holds fields cs, en\)"),
+                          ({"cs": "translation.cs.x", "en": "translation.en"},
+                           r"fields.cs: no column translation.cs.x \(translation.cs holds string, not a struct\)"),
+                          ({"cs": "translation", "en": "translation.en"},
+                           r"wmt.parquet: column translation holds struct<.*>, not text")):
+        with pytest.raises(InputError, match=error):
+            list(read_corpus(CorpusSpec.from_dict("w", {"format": "parquet", "path": str(wmt), "fields": fields})))
+    with pytest.raises(InputError, match=r"wmt.parquet: columns \['translation'\] have no `cs` and `en` columns"):
+        list(read_corpus(CorpusSpec.from_dict("w", {"format": "parquet", "path": str(wmt)})))
+    # plain cs and en columns, and a column whose own name has a dot (pandas' json_normalize)
+    plain = tmp_path / "plain.parquet"
+    pq.write_table(pa.table({"cs": ["Pes."], "en": ["A dog."], "meta.en": ["The dog."]}), plain)
+    assert [(r.cs, r.en) for r in read_corpus(CorpusSpec.from_dict("p", {"format": "parquet", "path": str(plain)}))] == [
+        ("Pes.", "A dog.")]
+    assert [(r.cs, r.en) for r in read_corpus(CorpusSpec.from_dict(
+        "p", {"format": "parquet", "path": str(plain), "fields": {"en": "meta.en"}}))] == [("Pes.", "The dog.")]
+    # a pair corpus inside a struct, its score beside it
+    nested = tmp_path / "nested.parquet"
+    pq.write_table(pa.table({"pair": [{"a": "A cat.", "b": "A kitten."}, {"a": "A dog.", "b": "Dogs\x00."}],
+                             "sim": [0.9, 0.5]}), nested)
+    got = list(read_pairs(PairCorpusSpec.from_dict("n", {"format": "parquet", "path": str(nested),
+                                                         "fields": {"s1": "pair.a", "s2": "pair.b", "score": "sim"}})))
+    assert [(r.en_ref, r.candidate, r.score, r.reason) for r in got] == [
+        ("A cat.", "A kitten.", 0.9, None), ("A dog.", "Dogs\x00.", None, "not_text")]
+    assert got[1].detail == "column pair.b: NUL at character 4: not text (a binary value, or zeros a crash left)"
+    # STS-B and PAWS as `datasets` writes them to Parquet
+    stsb = tmp_path / "stsb.parquet"
+    pq.write_table(pa.table({"sentence1": ["A man plays.", "A cat.", None], "sentence2": ["A man is playing.", "A dog.", "x"],
+                             "label": [4.6, None, 1.0], "idx": [0, 1, 2]}), stsb)
+    data = read_sts("stsb", 2017, "parquet", stsb)
+    assert (data.s1, data.s2, data.gold, data.skipped) == (["A man plays."], ["A man is playing."], [4.6], 2)
+    paws = tmp_path / "paws.parquet"
+    pq.write_table(pa.table({"id": [1, 2, 3], "sentence1": ["a b c", "d e", "f"], "sentence2": ["c b a", "e d", "g"],
+                             "label": pa.array([0, 1, None], pa.int64())}), paws)
+    assert read_labelled(paws, "parquet") == ([("a b c", "c b a"), ("d e", "e d")], [0, 1], 1)
+    pq.write_table(pa.table({"sentence1": ["a"], "sentence2": ["b"], "label": [3]}), tmp_path / "bad.parquet")
+    with pytest.raises(InputError, match=r"bad.parquet:1: column label: label '3' is not 0/1/true/false"):
+        read_labelled(tmp_path / "bad.parquet", "parquet")
+    pq.write_table(pa.table({"question1": ["a"], "question2": ["b"], "label": [1]}), tmp_path / "qqp.parquet")
+    with pytest.raises(InputError, match=r"qqp.parquet: no column s1 or sentence1 \(it has question1, question2, label\)"):
+        read_labelled(tmp_path / "qqp.parquet", "parquet")
+
+
 # -- the registry: uses, specs, files, and a layout from outside the package ------------
 
 def test_each_use_lists_the_layouts_that_read_it():
-    assert list(formats.names("bitext")) == ["czeng1", "czeng2", "jsonl", "moses", "tsv"]
+    assert list(formats.names("bitext")) == ["czeng1", "czeng2", "jsonl", "moses", "parquet", "tsv"]
     assert formats.enum("pairs") == ["jsonl", "parabank2", "paranmt", "parquet", "references",
                                      "tsv", "twitter-url", "url_raw", "twitter_url"]
     assert [m.NAME for m in formats.modules("sts")] == [
-        "jsonl", "pit2015", "senteval", "sick", "stsbenchmark", "toks", "tsv", "twitter-url"]
-    assert [m.NAME for m in formats.modules("labelled")] == ["jsonl", "pit2015", "toks", "twitter-url"]
+        "jsonl", "parquet", "pit2015", "senteval", "sick", "stsbenchmark", "toks", "tsv", "twitter-url"]
+    assert [m.NAME for m in formats.modules("labelled")] == ["jsonl", "parquet", "pit2015", "toks", "twitter-url"]
     with pytest.raises(ValueError, match=r"unknown bitext format 'paranmt'; known: czeng1, "):
         formats.reader("bitext", "paranmt")  # a layout of another use
 

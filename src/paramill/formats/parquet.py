@@ -1,41 +1,165 @@
-"""A Parquet file of pairs: columns ``s1`` and ``s2`` (or ``en_ref``/``reference`` and
-``candidate``/``paraphrase``), optionally ``score`` and ``label``, or the columns ``fields``
-names for them (``{s1: sentence1, s2: sentence2}``: a file ``datasets`` wrote); read a row
-group at a time, ``line_no`` the row number counted from 1."""
+"""A Parquet file (what Hugging Face ``datasets`` and its Hub's Parquet exports, polars and
+pandas write), read a row group at a time, ``line_no`` the row number counted from 1:
+
+- a pair corpus: columns ``s1`` and ``s2`` (or ``en_ref``/``reference`` and
+  ``candidate``/``paraphrase``), optionally ``score`` and ``label``;
+- a bitext corpus: columns ``cs`` and ``en``;
+- an STS set or the identifier's labelled pairs (given by their path alone): ``datasets``'
+  names, ``s1`` or ``sentence1``, ``s2`` or ``sentence2``, and ``score`` (or, as in STS-B
+  there, ``label``) or ``label``.
+
+A corpus's ``fields`` names the column each role is read from (``{s1: sentence1, s2:
+sentence2}``), and a name with a dot reads inside a struct column (``translation.cs``: the
+layout of WMT's bitext on the Hub), unless a column has that name itself. A sentence's
+column must hold text (an error naming the file and column before a row is read); a row
+whose sentence is null is ``missing_field``, one holding a NUL character ``not_text``.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import Any
 
 from paramill import fields as strict
-from paramill.formats import Candidate, jsonl, tsv
+from paramill.formats import Bad, BitextPair, Candidate, Labelled, Scored, collect_labelled, jsonl, tsv
 from paramill.io import InputError
 from paramill.tables import iter_parquet_batches, open_parquet
 
 NAME = "parquet"
 ALIASES: tuple[str, ...] = ()
-DESCRIPTION = "a Parquet file with columns s1, s2 (optional score, label), or those `fields` names"
+DESCRIPTION = ("a Parquet file: columns s1, s2 (optional score, label) or cs, en, or those "
+               "`fields` names (`a.b` reads inside a struct column)")
 
 
-#: a pair corpus's settings: ``path`` and ``fields``, the column each role is read from
+#: a corpus's settings: ``path`` and ``fields``, the column each role is read from
 Spec = jsonl.Spec
 check = jsonl.check
-#: the columns a role is found by without ``fields`` (:func:`paramill.formats.tsv.roles`)
-_FOUND_BY = {"s1": tsv.REF_NAMES, "s2": tsv.CAND_NAMES, "score": ("score",), "label": ("label",)}
+#: the columns a corpus's role is found by without ``fields`` (one of them at most)
+_FOUND_BY = {"pairs": {"s1": tsv.REF_NAMES, "s2": tsv.CAND_NAMES, "score": ("score",), "label": ("label",)},
+             "bitext": {"cs": ("cs",), "en": ("en",)}}
+#: how a missing sentence role is said (as a TSV's header says it)
+_MISSING = {"pairs": "have no s1 (reference) and s2 (paraphrase) columns",
+            "bitext": "have no `cs` and `en` columns"}
 
 
-def _roles(path: str, names: tuple[str, ...], given: dict[str, str]) -> dict[str, int]:
-    """{role: column index}: the columns ``given`` names for their roles (a column of that
-    name must be there), the others found as without them."""
-    for role, column in given.items():
-        if column not in names:
-            raise InputError(path, None, f"fields.{role}: no column {column} (it has "
-                                         f"{', '.join(names)[:200]})")
-    shadowed = {n for role in given for n in _FOUND_BY[role]}
-    as_found = tuple(next((r for r, c in given.items() if c == n), None)
-                     or (f"({n}: not read)" if n in shadowed else n) for n in names)
-    return tsv.roles("pairs", as_found, path, None)
+@dataclass(frozen=True)
+class Column:
+    """Where a role is read: a column, and the fields inside it where it is a struct."""
+
+    top: str
+    inner: tuple[str, ...] = ()
+
+    @property
+    def name(self) -> str:
+        return ".".join((self.top, *self.inner))
+
+    def values(self, batch: Any) -> list[Any]:
+        """The role's values in a record batch (null where a struct on the way is null)."""
+        import pyarrow.compute as pc
+
+        array = batch.column(self.top)
+        for name in self.inner:
+            array = pc.struct_field(array, name)
+        return array.to_pylist()
+
+
+def _column(path: str, schema: Any, role: str, name: str) -> Column:
+    """The column ``fields`` names for ``role``: a column of that name, else a struct
+    column's field its dots lead to; an error naming the file and what is there."""
+    import pyarrow as pa
+
+    if name in schema.names:
+        return Column(name)
+    parts = name.split(".")
+    for cut in range(len(parts) - 1, 0, -1):
+        top = ".".join(parts[:cut])
+        if top not in schema.names:
+            continue
+        kind, walked = schema.field(top).type, top
+        for part in parts[cut:]:
+            if not pa.types.is_struct(kind) or kind.get_field_index(part) < 0:
+                inside = (f"fields {', '.join(f.name for f in kind)}"[:200] if pa.types.is_struct(kind)
+                          else f"{kind}, not a struct")
+                raise InputError(path, None, f"fields.{role}: no column {name} ({walked} holds {inside})")
+            kind, walked = kind.field(part).type, f"{walked}.{part}"
+        return Column(top, tuple(parts[cut:]))
+    raise InputError(path, None, f"fields.{role}: no column {name} (it has "
+                                 f"{', '.join(schema.names)[:200]})")
+
+
+def _corpus_columns(path: str, schema: Any, use: str, given: dict[str, str]) -> dict[str, Column]:
+    """{role: column} of a corpus: those ``given`` (its ``fields``), the others found by
+    their names (:data:`_FOUND_BY`; a column given for a role is not found for another)."""
+    found = {role: _column(path, schema, role, name) for role, name in given.items()}
+    taken = {c.top for c in found.values() if not c.inner}
+    names = list(schema.names)
+    for role, choices in _FOUND_BY[use].items():
+        if role in found:
+            continue
+        at = [n for n in names if n in choices and n not in taken]
+        if len(at) > 1:
+            raise InputError(path, None, f"columns {names} name the {role} twice")
+        if at:
+            found[role] = Column(at[0])
+    if not set(jsonl.ROLES[use][0]) <= set(found):
+        raise InputError(path, None, f"columns {names} {_MISSING[use]}")
+    return found
+
+
+def _named_columns(path: str, schema: Any, needed: tuple[str, ...], optional: tuple[str, ...]
+                   ) -> dict[str, Column]:
+    """{role: column} of a set given by its path alone: each role's first :data:`jsonl.NAMED`
+    name the file has (an optional role may have none)."""
+    found = {}
+    for role in (*needed, *optional):
+        name = next((n for n in jsonl.NAMED[role] if n in schema.names and
+                     Column(n) not in found.values()), None)
+        if name is None and role in needed:
+            raise InputError(path, None, f"no column {' or '.join(jsonl.NAMED[role])} (it has "
+                                         f"{', '.join(schema.names)[:200]})")
+        if name is not None:
+            found[role] = Column(name)
+    return found
+
+
+def _rows(path: str, columns: dict[str, Column], sentences: tuple[str, ...], batch_rows: int
+          ) -> Iterator[tuple[int, dict[str, Any]]]:
+    """``(row number, {role: value})`` of each row, a record batch at a time; the
+    ``sentences`` roles' columns checked to hold text first."""
+    schema = open_parquet(path).schema_arrow
+    for role in sentences:
+        kind = _kind(schema, columns[role])
+        if not is_text(kind):
+            raise InputError(path, None, f"column {columns[role].name} holds {kind}, not text")
+    tops = list(dict.fromkeys(c.top for c in columns.values()))
+    row = 0
+    for batch in iter_parquet_batches([path], batch_rows or 50000, tops):
+        values = {role: column.values(batch) for role, column in columns.items()}
+        for i in range(batch.num_rows):
+            row += 1
+            yield row, {role: v[i] for role, v in values.items()}
+    if row == 0:
+        raise InputError(path, None, "file has no rows")
+
+
+def _kind(schema: Any, column: Column) -> Any:
+    kind = schema.field(column.top).type
+    for name in column.inner:
+        kind = kind.field(name).type
+    return kind
+
+
+def _sentences(row: int, v: dict[str, Any], columns: dict[str, Column], roles: tuple[str, ...]
+               ) -> Bad | None:
+    """A row's sentences that cannot be read: one null (``missing_field``) or holding a NUL
+    character (``not_text``); None where they can."""
+    for role in roles:
+        if v[role] is None:
+            return Bad(row, "missing_field", f"column {columns[role].name} is null", None)
+        if nul := _nul(columns[role].name, v[role]):
+            return Bad(row, "not_text", nul, None)
+    return None
 
 
 def is_text(kind: Any) -> bool:
@@ -92,41 +216,71 @@ def check_text(path: str, schema: Any, columns: list[str]) -> None:
 
 def pairs(spec: Spec, method: str = NAME, max_line_bytes: int = 65536, batch_rows: int = 50000
           ) -> Iterator[Candidate]:
+    """One candidate a row: the ``s1`` and ``s2`` columns, the score and label where given."""
     path = spec.path
-    handle = open_parquet(path)
-    schema = handle.schema_arrow
-    names = tuple(schema.names)
-    roles = _roles(path, names, spec.fields or {})
-    check_text(path, schema, [names[roles[r]] for r in ("en_ref", "candidate")])
-    wanted = [names[roles[r]] for r in ("en_ref", "candidate", "score", "label") if r in roles]
-    row = 0
-    for batch in iter_parquet_batches([path], batch_rows or 50000, wanted):
-        data = batch.to_pydict()
-        refs, cands = data[names[roles["en_ref"]]], data[names[roles["candidate"]]]
-        scores = data[names[roles["score"]]] if "score" in roles else [None] * len(refs)
-        labels = data[names[roles["label"]]] if "label" in roles else [None] * len(refs)
-        for ref, cand, given_score, given_label in zip(refs, cands, scores, labels):
-            row += 1
-            nul = _nul(names[roles["en_ref"]], ref) or _nul(names[roles["candidate"]], cand)
-            if nul:  # as a text line holding one (paramill.io.decode_line): never text
-                yield Candidate(row, ref, cand, method, source_file=path, reason="not_text",
-                                detail=nul)
-                continue
-            score = None if given_score is None else strict.number(given_score)
-            if given_score is not None and score is None:
-                yield Candidate(row, ref, cand, method, source_file=path, reason="bad_score",
-                                detail=f"column {names[roles['score']]}: score "
-                                       f"{str(given_score)[:40]!r} is not a finite number")
-                continue
-            label = None if given_label is None else strict.label(given_label)
-            if given_label is not None and label is None:
-                yield Candidate(row, ref, cand, method, source_file=path, reason="bad_label",
-                                detail=f"column {names[roles['label']]}: label "
-                                       f"{str(given_label)[:40]!r} is not 0/1/true/false")
-                continue
-            yield Candidate(row, ref, cand, method, 1, score, label, source_file=path)
-    if row == 0:
-        raise InputError(path, None, "file has no rows")
+    columns = _corpus_columns(path, open_parquet(path).schema_arrow, "pairs", spec.fields or {})
+    for row, v in _rows(path, columns, ("s1", "s2"), batch_rows):
+        ref, cand = v["s1"], v["s2"]
+        bad = _sentences(row, v, columns, ("s1", "s2"))
+        if bad:
+            yield Candidate(row, ref, cand, method, source_file=path, reason=bad.reason, detail=bad.detail)
+            continue
+        given_score, given_label = v.get("score"), v.get("label")
+        score = None if given_score is None else strict.number(given_score)
+        if given_score is not None and score is None:
+            yield Candidate(row, ref, cand, method, source_file=path, reason="bad_score",
+                            detail=f"column {columns['score'].name}: score "
+                                   f"{str(given_score)[:40]!r} is not a finite number")
+            continue
+        label = None if given_label is None else strict.label(given_label)
+        if given_label is not None and label is None:
+            yield Candidate(row, ref, cand, method, source_file=path, reason="bad_label",
+                            detail=f"column {columns['label'].name}: label "
+                                   f"{str(given_label)[:40]!r} is not 0/1/true/false")
+            continue
+        yield Candidate(row, ref, cand, method, 1, score, label, source_file=path)
+
+
+def bitext(spec: Spec, max_line_bytes: int = 65536, batch_rows: int = 50000) -> Iterator[BitextPair]:
+    """One Czech-English pair a row: the ``cs`` and ``en`` columns (or those ``fields``
+    names)."""
+    path = spec.path
+    columns = _corpus_columns(path, open_parquet(path).schema_arrow, "bitext", spec.fields or {})
+    for row, v in _rows(path, columns, ("cs", "en"), batch_rows):
+        bad = _sentences(row, v, columns, ("cs", "en"))
+        if bad:
+            yield BitextPair(row, v["cs"], v["en"], bad.reason, bad.detail)
+        else:
+            yield BitextPair(row, v["cs"], v["en"])
+
+
+def sts(path: str, max_line_bytes: int = 65536, batch_rows: int = 50000) -> Iterator[Scored | Bad]:
+    """Each pair and its gold score as given (``s1``/``sentence1``, ``s2``/``sentence2``,
+    ``score`` or else ``label``; a pair without one is skipped and counted). A null sentence
+    is a pair skipped; one holding a NUL character breaks the set."""
+    columns = _named_columns(path, open_parquet(path).schema_arrow, ("s1", "s2"), ("score",))
+    for row, v in _rows(path, columns, ("s1", "s2"), batch_rows):
+        bad = _sentences(row, v, columns, ("s1", "s2"))
+        yield bad or Scored(v["s1"], v["s2"], v.get("score"))
+
+
+def labelled(path: str, max_line_bytes: int = 65536, batch_rows: int = 50000
+             ) -> tuple[list[tuple[str, str]], list[int], int]:
+    """The pairs and their ``label`` (0/1/true/false; null: debatable, dropped); a row that
+    gives no pair is an error naming the file and row."""
+    columns = _named_columns(path, open_parquet(path).schema_arrow, ("s1", "s2", "label"), ())
+
+    def one(row: int, v: dict[str, Any]) -> Labelled | Bad:
+        bad = _sentences(row, v, columns, ("s1", "s2"))
+        if bad:
+            return bad
+        label = None if v["label"] is None else strict.label(v["label"])
+        if v["label"] is not None and label is None:
+            return Bad(row, "bad_label", f"column {columns['label'].name}: label "
+                       f"{str(v['label'])[:40]!r} is not 0/1/true/false", None)
+        return Labelled(row, v["s1"], v["s2"], label)
+
+    return collect_labelled((one(row, v) for row, v in _rows(path, columns, ("s1", "s2"), batch_rows)), path)
 
 
 def _nul(column: str, value: str | None) -> str | None:
