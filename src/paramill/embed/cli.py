@@ -35,10 +35,12 @@ def train(args: argparse.Namespace) -> int | str:
     out("--out", "output .npy (float32, n x dim, row i the vector of line i)"),
     arg("--batch-size", type=int, default=256,
         help="sentences per batch (halved where a batch does not fit in the GPU's memory)"),
-    description="The file is read twice, a block of lines at a time: once to check it (a line "
-                "that is not UTF-8 or too long names the file and line, before anything is "
-                "written) and count its lines, then to encode it into the .npy, written in "
-                "place: memory holds a block, not the corpus.")
+    description="Embed sentences (one a line) into a .npy matrix. The file is read twice, a "
+                "block of lines at a time: once to check it (a line that is not UTF-8 or too "
+                "long names the file and line, before anything is written) and count its "
+                "lines, then to encode it, each block's rows appended to the .npy under a "
+                "temporary name, renamed when complete: memory holds a block, not the corpus. "
+                "On a GPU when one is visible.")
 def encode(args: argparse.Namespace) -> int | str:
     from paramill.embed.encoding import encode_file
     rows, dim, halved = encode_file(args.model, args.input, args.out, args.batch_size)
