@@ -150,6 +150,21 @@ def _kind(schema: Any, column: Column) -> Any:
     return kind
 
 
+#: how a score or label is read, and what one that cannot be is not
+_PARSE = {"score": (strict.number, "a finite number"), "label": (strict.label, "0/1/true/false")}
+
+
+def _parsed(v: dict[str, Any], columns: dict[str, Column], role: str) -> tuple[Any, str | None]:
+    """A row's score or label read (None where there is no column or it is null), and the
+    detail of one that cannot be read."""
+    given = v.get(role)
+    parse, what = _PARSE[role]
+    found = None if given is None else parse(given)
+    if given is not None and found is None:
+        return None, f"column {columns[role].name}: {role} {str(given)[:40]!r} is not {what}"
+    return found, None
+
+
 def _sentences(row: int, v: dict[str, Any], columns: dict[str, Column], roles: tuple[str, ...]
                ) -> Bad | None:
     """A row's sentences that cannot be read: one null (``missing_field``) or holding a NUL
@@ -225,18 +240,10 @@ def pairs(spec: Spec, method: str = NAME, max_line_bytes: int = 65536, batch_row
         if bad:
             yield Candidate(row, ref, cand, method, source_file=path, reason=bad.reason, detail=bad.detail)
             continue
-        given_score, given_label = v.get("score"), v.get("label")
-        score = None if given_score is None else strict.number(given_score)
-        if given_score is not None and score is None:
-            yield Candidate(row, ref, cand, method, source_file=path, reason="bad_score",
-                            detail=f"column {columns['score'].name}: score "
-                                   f"{str(given_score)[:40]!r} is not a finite number")
-            continue
-        label = None if given_label is None else strict.label(given_label)
-        if given_label is not None and label is None:
-            yield Candidate(row, ref, cand, method, source_file=path, reason="bad_label",
-                            detail=f"column {columns['label'].name}: label "
-                                   f"{str(given_label)[:40]!r} is not 0/1/true/false")
+        (score, bad_score), (label, bad_label) = _parsed(v, columns, "score"), _parsed(v, columns, "label")
+        if bad_score or bad_label:
+            yield Candidate(row, ref, cand, method, source_file=path, reason=f"bad_{'score' if bad_score else 'label'}",
+                            detail=bad_score or bad_label)
             continue
         yield Candidate(row, ref, cand, method, 1, score, label, source_file=path)
 
@@ -274,11 +281,8 @@ def labelled(path: str, max_line_bytes: int = 65536, batch_rows: int = 50000
         bad = _sentences(row, v, columns, ("s1", "s2"))
         if bad:
             return bad
-        label = None if v["label"] is None else strict.label(v["label"])
-        if v["label"] is not None and label is None:
-            return Bad(row, "bad_label", f"column {columns['label'].name}: label "
-                       f"{str(v['label'])[:40]!r} is not 0/1/true/false", None)
-        return Labelled(row, v["s1"], v["s2"], label)
+        label, bad_label = _parsed(v, columns, "label")
+        return Bad(row, "bad_label", bad_label, None) if bad_label else Labelled(row, v["s1"], v["s2"], label)
 
     return collect_labelled((one(row, v) for row, v in _rows(path, columns, ("s1", "s2"), batch_rows)), path)
 
