@@ -261,6 +261,36 @@ def sample_hub_parquet() -> dict[str, Path]:
     return {name: where / f"{name}.parquet" for name in ("wmt", "stsb", "paws")}
 
 
+def sample_csv() -> dict[str, Path]:
+    """The sample's labelled tweets as Kaggle's Quora Question Pairs CSV (every field quoted),
+    its bitext with `;` between fields, its STS set with `datasets`' names."""
+    import csv
+
+    where = scratch("paramill-fuzz-csv-")
+    rows = [line.split("\t") for line in (SAMPLE / "tweets/labelled.tsv").read_text().splitlines()]
+    votes = [int(r[2].strip("()").split(",")[0]) for r in rows]
+    with open(where / "qqp.csv", "w", newline="", encoding="utf-8") as fh:
+        out = csv.writer(fh, quoting=csv.QUOTE_ALL)
+        out.writerow(["id", "question1", "question2", "is_duplicate"])
+        out.writerows([k, r[0], r[1], int(n > 3)] for k, (r, n) in enumerate(zip(rows, votes)))
+    with open(where / "paws.csv", "w", newline="", encoding="utf-8") as fh:
+        out = csv.writer(fh)
+        out.writerow(["sentence1", "sentence2", "label"])
+        out.writerows([r[0], r[1], "" if n == 3 else int(n > 3)] for r, n in zip(rows, votes))
+    cs, en = (plain(SAMPLE / f"bitext/grammar.{side}.gz").decode().splitlines() for side in ("cs", "en"))
+    with open(where / "wmt.csv", "w", newline="", encoding="utf-8") as fh:
+        out = csv.writer(fh, delimiter=";")
+        out.writerow(["cs", "en"])
+        out.writerows(zip(cs, en))
+    sts_rows = [r for r in (line.split("\t") for line in (SAMPLE / "sts/sts-sample.tsv").read_text().splitlines())
+                if len(r) == 3]
+    with open(where / "stsb.csv", "w", newline="", encoding="utf-8") as fh:
+        out = csv.writer(fh)
+        out.writerow(["sentence1", "sentence2", "score"])
+        out.writerows([r[1], r[2], r[0]] for r in sts_rows)
+    return {name: where / f"{name}.csv" for name in ("qqp", "paws", "wmt", "stsb")}
+
+
 def lexicon(files: dict[str, str], out: Path) -> list[str]:
     return ["lexicon", "build", files["path"], "--tsv", str(out / "lexicon.tsv"), "--neighbours",
             str(out / "neighbours.tsv"), "--stats", str(out / "stats.json"),
@@ -276,6 +306,7 @@ def sts_with(files: dict[str, str], out: Path) -> list[str]:
 
 PARQUET = sample_parquet()
 HUB = sample_hub_parquet()
+CSV = sample_csv()
 LABELLED = labelled_layouts()
 JSONL = sample_jsonl()
 
@@ -319,6 +350,11 @@ CASES = {
         "format": "parquet", "path": f["path"], "fields": {"cs": "translation.cs", "en": "translation.en"}})),
     "labelled-parquet": ({"path": HUB["paws"]}, identify_as("parquet")),
     "sts-parquet": ({"path": HUB["stsb"]}, sts("parquet")),
+    "csv-pairs": ({"path": CSV["qqp"]}, ingest("pairs", lambda f: {
+        "format": "csv", "path": f["path"], "fields": {"s1": "question1", "s2": "question2", "label": "is_duplicate"}})),
+    "csv-bitext": ({"path": CSV["wmt"]}, ingest("bitext", lambda f: {"format": "csv", "path": f["path"], "delimiter": ";"})),
+    "labelled-csv": ({"path": CSV["paws"]}, identify_as("csv")),
+    "sts-csv": ({"path": CSV["stsb"]}, sts("csv")),
     "sts-senteval": ({"path": SAMPLE / "sts/STS.input.grammar.txt",
                       "gold": SAMPLE / "sts/STS.gs.grammar.txt"}, sts("senteval")),
 }

@@ -272,16 +272,77 @@ def test_parquet_is_read_for_every_use_and_fields_reach_inside_struct_columns(tm
         read_labelled(tmp_path / "qqp.parquet", "parquet")
 
 
+def test_csv_is_read_with_its_quoting_for_every_use(write_file, tmp_path):
+    """Quora Question Pairs as Kaggle's train.csv holds it (quoted fields holding commas,
+    doubled quotes and a line break), a bitext corpus with `;` between fields, and STS-B and
+    PAWS with `datasets`' column names: each record read from the line it starts on; a record
+    of another length, a misplaced quote, a line that is not UTF-8 and a quote never closed
+    are rejected rows saying so, and reading goes on."""
+    from paramill.bitext.readers import CorpusSpec, read_corpus
+
+    qqp = write_file("train.csv", [
+        '"id","qid1","qid2","question1","question2","is_duplicate"',
+        '"0","1","2","What is the step by step guide to invest in share market in india?",'
+        '"What is the step by step guide to invest in share market?","0"',
+        '1,3,4,"Why is ""Python"" popular, really?","Why do people like Python?",1',
+        '2,5,6,"How do I read',
+        'two lines?","How to read a question that spans lines?",',
+        '3,7,8,"too","few"',
+        '4,9,10,"a"b,"c",0',
+        '5,11,12,"x","y","maybe"'], "gz")
+    spec = {"format": "csv", "path": str(qqp), "fields": {"s1": "question1", "s2": "question2", "label": "is_duplicate"}}
+    rows = list(read_pairs(PairCorpusSpec.from_dict("q", spec)))
+    assert [(r.line_no, r.en_ref, r.candidate, r.label, r.reason) for r in rows[:3]] == [
+        (2, "What is the step by step guide to invest in share market in india?",
+         "What is the step by step guide to invest in share market?", 0, None),
+        (3, 'Why is "Python" popular, really?', "Why do people like Python?", 1, None),
+        (4, "How do I read\ntwo lines?", "How to read a question that spans lines?", None, None)]
+    assert [(r.line_no, r.reason) for r in rows[3:]] == [(6, "column_count"), (7, "bad_quote"), (8, "bad_label")]
+    assert rows[3].detail == "5 fields, the header names 6"
+    assert rows[4].detail == "',' expected after '\"' (line 7)"
+    assert rows[5].detail == "column is_duplicate: label 'maybe' is not 0/1/true/false"
+    with pytest.raises(InputError, match=r"train.csv:1: fields.s2: no column text \(the header has id, qid1"):
+        list(read_pairs(PairCorpusSpec.from_dict("q", {**spec, "fields": {"s1": "question1", "s2": "text"}})))
+    with pytest.raises(InputError, match=r"train.csv: columns \['id', .*\] have no s1 \(reference\) and s2"):
+        list(read_pairs(PairCorpusSpec.from_dict("q", {"format": "csv", "path": str(qqp)})))
+    # a line that is not UTF-8 inside a record, and a quote never closed: the record is
+    # rejected from the line it starts on, and the lines after it are read
+    broken = tmp_path / "broken.csv"
+    broken.write_bytes(b's1,s2,score\n"a\nb \xff",c,1\nd,e,2\n"never closed,f,3\n' + b"g h i\n" * 40 + b"j,k,4\n")
+    rows = list(read_pairs(PairCorpusSpec.from_dict("b", {"format": "csv", "path": str(broken)}), max_line_bytes=100))
+    assert [(r.line_no, r.reason) for r in rows[:3]] == [(2, "invalid_utf8"), (4, None), (5, "line_too_long")]
+    assert rows[0].detail.startswith("line 3: ") and (rows[1].en_ref, rows[1].score) == ("d", 2.0)
+    assert rows[2].detail == "line 19: a record longer than 100 bytes (a quote never closed?)"
+    assert {r.reason for r in rows[3:-1]} == {"column_count"} and len(rows[3:-1]) == 26  # lines 20-45
+    assert (rows[-1].line_no, rows[-1].en_ref, rows[-1].candidate) == (46, "j", "k")
+    # bitext, `;` between fields
+    wmt = write_file("wmt.csv", ["cs;en;domain", "Dobrý den.;Good day.;news", '"Ahoj; jak se máš?";"Hi; how are you?";chat'])
+    corpus = CorpusSpec.from_dict("w", {"format": "csv", "path": str(wmt), "delimiter": ";"})
+    assert [(p.cs, p.en) for p in read_corpus(corpus)] == [("Dobrý den.", "Good day."), ("Ahoj; jak se máš?", "Hi; how are you?")]
+    with pytest.raises(ValueError, match=r"bitext.corpora.w.delimiter"):
+        CorpusSpec.from_dict("w", {"format": "csv", "path": str(wmt), "delimiter": '"'})
+    # STS-B and PAWS with datasets' names; an empty score or label is none given
+    stsb = write_file("stsb.csv", ["sentence1,sentence2,label", "A man plays.,A man is playing.,4.6",
+                                   "A cat.,A dog.,", '"Well, yes.",No.,1.0'])
+    data = read_sts("stsb", 2017, "csv", stsb)
+    assert (data.s1, data.gold, data.skipped) == (["A man plays.", "Well, yes."], [4.6, 1.0], 1)
+    paws = write_file("paws.csv", ["id,sentence1,sentence2,label", "1,a b c,c b a,0", "2,d e,e d,1", "3,f,g,"])
+    assert read_labelled(paws, "csv") == ([("a b c", "c b a"), ("d e", "e d")], [0, 1], 1)
+    twice = write_file("twice.csv", ["s1,s2,s1", "a,b,c"])
+    with pytest.raises(InputError, match=r"twice.csv:1: the header names s1 more than once"):
+        read_labelled(twice, "csv")
+
+
 # -- the registry: uses, specs, files, and a layout from outside the package ------------
 
 def test_each_use_lists_the_layouts_that_read_it():
-    assert list(formats.names("bitext")) == ["czeng1", "czeng2", "jsonl", "moses", "parquet", "tsv"]
-    assert formats.enum("pairs") == ["jsonl", "parabank2", "paranmt", "parquet", "references",
+    assert list(formats.names("bitext")) == ["csv", "czeng1", "czeng2", "jsonl", "moses", "parquet", "tsv"]
+    assert formats.enum("pairs") == ["csv", "jsonl", "parabank2", "paranmt", "parquet", "references",
                                      "tsv", "twitter-url", "url_raw", "twitter_url"]
     assert [m.NAME for m in formats.modules("sts")] == [
-        "jsonl", "parquet", "pit2015", "senteval", "sick", "stsbenchmark", "toks", "tsv", "twitter-url"]
-    assert [m.NAME for m in formats.modules("labelled")] == ["jsonl", "parquet", "pit2015", "toks", "twitter-url"]
-    with pytest.raises(ValueError, match=r"unknown bitext format 'paranmt'; known: czeng1, "):
+        "csv", "jsonl", "parquet", "pit2015", "senteval", "sick", "stsbenchmark", "toks", "tsv", "twitter-url"]
+    assert [m.NAME for m in formats.modules("labelled")] == ["csv", "jsonl", "parquet", "pit2015", "toks", "twitter-url"]
+    with pytest.raises(ValueError, match=r"unknown bitext format 'paranmt'; known: csv, czeng1, "):
         formats.reader("bitext", "paranmt")  # a layout of another use
 
 

@@ -21,8 +21,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from paramill import fields as strict
-from paramill.formats import Bad, BitextPair, Candidate, Labelled, Scored, collect_labelled, jsonl, tsv
+from paramill.formats import Bad, BitextPair, Candidate, Labelled, Scored, collect_labelled, jsonl, named
 from paramill.io import InputError
 from paramill.tables import iter_parquet_batches, open_parquet
 
@@ -35,14 +34,6 @@ DESCRIPTION = ("a Parquet file: columns s1, s2 (optional score, label) or cs, en
 #: a corpus's settings: ``path`` and ``fields``, the column each role is read from
 Spec = jsonl.Spec
 check = jsonl.check
-#: the columns a corpus's role is found by without ``fields`` (one of them at most)
-_FOUND_BY = {"pairs": {"s1": tsv.REF_NAMES, "s2": tsv.CAND_NAMES, "score": ("score",), "label": ("label",)},
-             "bitext": {"cs": ("cs",), "en": ("en",)}}
-#: how a missing sentence role is said (as a TSV's header says it)
-_MISSING = {"pairs": "have no s1 (reference) and s2 (paraphrase) columns",
-            "bitext": "have no `cs` and `en` columns"}
-
-
 @dataclass(frozen=True)
 class Column:
     """Where a role is read: a column, and the fields inside it where it is a struct."""
@@ -89,38 +80,15 @@ def _column(path: str, schema: Any, role: str, name: str) -> Column:
 
 
 def _corpus_columns(path: str, schema: Any, use: str, given: dict[str, str]) -> dict[str, Column]:
-    """{role: column} of a corpus: those ``given`` (its ``fields``), the others found by
-    their names (:data:`_FOUND_BY`; a column given for a role is not found for another)."""
-    found = {role: _column(path, schema, role, name) for role, name in given.items()}
-    taken = {c.top for c in found.values() if not c.inner}
-    names = list(schema.names)
-    for role, choices in _FOUND_BY[use].items():
-        if role in found:
-            continue
-        at = [n for n in names if n in choices and n not in taken]
-        if len(at) > 1:
-            raise InputError(path, None, f"columns {names} name the {role} twice")
-        if at:
-            found[role] = Column(at[0])
-    if not set(jsonl.ROLES[use][0]) <= set(found):
-        raise InputError(path, None, f"columns {names} {_MISSING[use]}")
-    return found
+    """{role: column} of a corpus (:func:`paramill.formats.named.corpus_roles`)."""
+    return named.corpus_roles(path, schema.names, use, given,
+                              lambda role, name: _column(path, schema, role, name), Column)
 
 
 def _named_columns(path: str, schema: Any, needed: tuple[str, ...], optional: tuple[str, ...]
                    ) -> dict[str, Column]:
-    """{role: column} of a set given by its path alone: each role's first :data:`jsonl.NAMED`
-    name the file has (an optional role may have none)."""
-    found = {}
-    for role in (*needed, *optional):
-        name = next((n for n in jsonl.NAMED[role] if n in schema.names and
-                     Column(n) not in found.values()), None)
-        if name is None and role in needed:
-            raise InputError(path, None, f"no column {' or '.join(jsonl.NAMED[role])} (it has "
-                                         f"{', '.join(schema.names)[:200]})")
-        if name is not None:
-            found[role] = Column(name)
-    return found
+    """{role: column} of a set given by its path alone (:func:`paramill.formats.named.set_roles`)."""
+    return named.set_roles(path, schema.names, needed, optional, Column)
 
 
 def _rows(path: str, columns: dict[str, Column], sentences: tuple[str, ...], batch_rows: int
@@ -150,19 +118,10 @@ def _kind(schema: Any, column: Column) -> Any:
     return kind
 
 
-#: how a score or label is read, and what one that cannot be is not
-_PARSE = {"score": (strict.number, "a finite number"), "label": (strict.label, "0/1/true/false")}
-
-
 def _parsed(v: dict[str, Any], columns: dict[str, Column], role: str) -> tuple[Any, str | None]:
     """A row's score or label read (None where there is no column or it is null), and the
     detail of one that cannot be read."""
-    given = v.get(role)
-    parse, what = _PARSE[role]
-    found = None if given is None else parse(given)
-    if given is not None and found is None:
-        return None, f"column {columns[role].name}: {role} {str(given)[:40]!r} is not {what}"
-    return found, None
+    return named.parsed(v.get(role), role, columns[role].name if role in columns else role)
 
 
 def _sentences(row: int, v: dict[str, Any], columns: dict[str, Column], roles: tuple[str, ...]

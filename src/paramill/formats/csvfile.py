@@ -1,0 +1,214 @@
+"""CSV: comma-separated values with a header line naming the columns, fields quoted as RFC
+4180 quotes them (a quoted field may hold the delimiter, doubled quotes and line breaks: what
+spreadsheets, pandas' ``to_csv`` and Kaggle's Quora Question Pairs write); plain, .gz, .xz,
+.zst or .bz2. ``delimiter`` another one character (``;``, a tab for quoted TSV).
+
+The columns are taken by their header names: a corpus's ``fields`` names the column of each
+role (``{s1: question1, s2: question2, label: is_duplicate}``), a role it leaves out is read
+from the column of its usual name (a pair corpus ``s1``/``en_ref``/``reference``,
+``s2``/``candidate``/``paraphrase``, ``score``, ``label``; a bitext corpus ``cs``, ``en``);
+an STS set or labelled pairs, given by their path alone, from ``datasets``' names (``s1`` or
+``sentence1``, ``s2`` or ``sentence2``, ``score`` or ``label``; ``label``). An empty score or
+label is none given.
+
+A record of another number of fields than the header is ``column_count``; a quote in the
+wrong place (``"a"b``) ``bad_quote``; a record longer than the line limit (most often a
+quote never closed, which would read the rest of the file as one field) ``line_too_long``,
+and reading goes on at the line after it; a line that is not UTF-8 is ``invalid_utf8`` (the
+record it is in rejected with it). ``line_no`` is the line a record starts on.
+"""
+
+from __future__ import annotations
+
+import csv
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from paramill.formats import (Bad, BitextPair, Candidate, Labelled, Scored, collect_labelled,
+                              jsonl, lines, named)
+from paramill.io import REJECTED_TEXT_CHARS, InputError
+from paramill.settings import setting
+
+NAME = "csv"
+ALIASES: tuple[str, ...] = ()
+DESCRIPTION = ("comma-separated values with a header line, RFC 4180 quoting; the columns "
+               "`fields` names, else s1, s2 (optional score, label) or cs, en")
+
+
+@dataclass(frozen=True)
+class Spec(jsonl.Spec):
+    delimiter: str = setting(",", "The one character between fields (`;`, or a tab for a "
+                                  "quoted TSV).", minLength=1, maxLength=1)
+
+
+def check(spec: Spec, use: str, where: str) -> None:
+    jsonl.check(spec, use, where)
+    if spec.delimiter in ('"', "\n", "\r"):
+        raise ValueError(f"{where}.delimiter: {spec.delimiter!r} cannot separate fields")
+
+
+class _Broken(Exception):
+    """A line that ends the record being read: ``bad`` says why."""
+
+    def __init__(self, bad: Bad):
+        self.bad = bad
+
+
+class _Lines:
+    """The file's lines for :mod:`csv`, each with its line break; a bad line, or a record
+    grown past ``limit`` bytes, ends the record (:class:`_Broken`)."""
+
+    def __init__(self, path: str, limit: int):
+        self.items = lines(path, limit)
+        self.limit = limit
+        self.last = 0  # the number of the last line handed out
+        self.size = 0  # the bytes of the record being read so far
+
+    def __iter__(self) -> _Lines:
+        return self
+
+    def __next__(self) -> str:
+        item = next(self.items)
+        if isinstance(item, Bad):
+            self.last = item.line_no
+            raise _Broken(item)
+        self.last, text = item
+        self.size += len(text.encode()) + 1
+        if self.size > self.limit:
+            raise _Broken(Bad(self.last, "line_too_long", f"a record longer than {self.limit} "
+                              "bytes (a quote never closed?)", text[:REJECTED_TEXT_CHARS]))
+        return text + "\n"
+
+
+def records(path: str, delimiter: str, max_line_bytes: int
+            ) -> Iterator[tuple[int, list[str]] | Bad]:
+    """Each non-blank record's fields, with the line it starts on, or a :class:`Bad`."""
+    source = _Lines(path, max_line_bytes)
+    reader = csv.reader(source, delimiter=delimiter, strict=True)
+    while True:
+        start, source.size = source.last + 1, 0
+        try:
+            fields = next(reader)
+        except StopIteration:
+            return
+        except _Broken as broken:
+            bad = broken.bad
+            yield Bad(start, bad.reason, bad.detail if bad.line_no == start
+                      else f"line {bad.line_no}: {bad.detail}", bad.text)
+            reader = csv.reader(source, delimiter=delimiter, strict=True)  # from the next line
+            continue
+        except csv.Error as exc:
+            yield Bad(start, "bad_quote", f"{exc} (line {source.last})", None)
+            reader = csv.reader(source, delimiter=delimiter, strict=True)
+            continue
+        if fields:
+            yield start, fields
+
+
+def _rows(path: str, delimiter: str, max_line_bytes: int, roles) -> Iterator[tuple[int, dict[str, Any]] | Bad]:
+    """``(line, {role: value})`` of each record, or a :class:`Bad`; ``roles(header)`` gives
+    each role's column index from the header (an error naming the file when it cannot)."""
+    items = records(path, delimiter, max_line_bytes)
+    first = next(items, None)
+    if first is None:
+        raise InputError(path, None, "file has no header line")
+    if isinstance(first, Bad):
+        raise InputError(path, first.line_no, f"the header line cannot be read: {first.detail}")
+    header = first[1]
+    if twice := sorted({n for n in header if header.count(n) > 1}):
+        raise InputError(path, first[0], f"the header names {', '.join(twice)} more than once")
+    columns = roles(header)
+    for item in items:
+        if isinstance(item, Bad):
+            yield item
+            continue
+        line_no, fields = item
+        if len(fields) != len(header):
+            yield Bad(line_no, "column_count", f"{len(fields)} fields, the header names {len(header)}",
+                      delimiter.join(fields)[:REJECTED_TEXT_CHARS])
+            continue
+        yield line_no, {role: fields[i] for role, i in columns.items()}
+
+
+def _corpus(spec: Spec, use: str, max_line_bytes: int) -> tuple[Iterator[Any], dict[str, str]]:
+    """A corpus's rows and each role's column name."""
+    names: dict[str, str] = {}
+
+    def roles(header: list[str]) -> dict[str, int]:
+        def column(role: str, name: str) -> int:
+            if name not in header:
+                raise InputError(spec.path, 1, f"fields.{role}: no column {name} (the header has "
+                                               f"{', '.join(header)[:200]})")
+            return header.index(name)
+        found = named.corpus_roles(spec.path, header, use, spec.fields or {}, column, header.index)
+        names.update({role: header[i] for role, i in found.items()})
+        return found
+
+    return _rows(spec.path, spec.delimiter, max_line_bytes, roles), names
+
+
+def _shown(v: dict[str, Any], delimiter: str) -> str:
+    return delimiter.join(str(x) for x in v.values())[:REJECTED_TEXT_CHARS]
+
+
+def _given(value: str | None) -> str | None:
+    """A score or label field: an empty one is none given."""
+    return value if value is not None and value.strip() else None
+
+
+def pairs(spec: Spec, method: str = NAME, max_line_bytes: int = 65536, batch_rows: int = 0
+          ) -> Iterator[Candidate]:
+    """One candidate a record: the ``s1`` and ``s2`` columns, the score and label where given."""
+    rows, names = _corpus(spec, "pairs", max_line_bytes)
+    for item in rows:
+        if isinstance(item, Bad):
+            yield Candidate(item.line_no, item.text, None, method, source_file=spec.path,
+                            reason=item.reason, detail=item.detail)
+            continue
+        line_no, v = item
+        (score, bad_score), (label, bad_label) = (named.parsed(_given(v.get(r)), r, names.get(r, r))
+                                                  for r in ("score", "label"))
+        if bad_score or bad_label:
+            yield Candidate(line_no, _shown(v, spec.delimiter), None, method, source_file=spec.path,
+                            reason=f"bad_{'score' if bad_score else 'label'}", detail=bad_score or bad_label)
+            continue
+        yield Candidate(line_no, v["s1"], v["s2"], method, 1, score, label, source_file=spec.path)
+
+
+def bitext(spec: Spec, max_line_bytes: int = 65536) -> Iterator[BitextPair]:
+    """One Czech-English pair a record: the ``cs`` and ``en`` columns (or those ``fields``
+    names)."""
+    rows, _ = _corpus(spec, "bitext", max_line_bytes)
+    for item in rows:
+        if isinstance(item, Bad):
+            yield BitextPair(item.line_no, item.text, None, item.reason, item.detail)
+        else:
+            yield BitextPair(item[0], item[1]["cs"], item[1]["en"])
+
+
+def _set(path: str, needed: tuple[str, ...], optional: tuple[str, ...], max_line_bytes: int
+         ) -> Iterator[tuple[int, dict[str, Any]] | Bad]:
+    return _rows(path, ",", max_line_bytes,
+                 lambda header: named.set_roles(path, header, needed, optional, header.index))
+
+
+def sts(path: str, max_line_bytes: int = 65536) -> Iterator[Scored | Bad]:
+    """Each pair and its gold score as given (``s1``/``sentence1``, ``s2``/``sentence2``,
+    ``score`` or else ``label``; a pair without one is skipped and counted)."""
+    for item in _set(path, ("s1", "s2"), ("score",), max_line_bytes):
+        yield item if isinstance(item, Bad) else Scored(item[1]["s1"], item[1]["s2"],
+                                                        _given(item[1].get("score")))
+
+
+def labelled(path: str, max_line_bytes: int = 65536) -> tuple[list[tuple[str, str]], list[int], int]:
+    """The pairs and their ``label`` (0/1/true/false; empty: debatable, dropped); a record
+    that gives no pair is an error naming the file and line."""
+    def one(item: tuple[int, dict[str, Any]] | Bad) -> Labelled | Bad:
+        if isinstance(item, Bad):
+            return item
+        line_no, v = item
+        label, bad = named.parsed(_given(v["label"]), "label", "label")
+        return Bad(line_no, "bad_label", bad, None) if bad else Labelled(line_no, v["s1"], v["s2"], label)
+
+    return collect_labelled((one(i) for i in _set(path, ("s1", "s2", "label"), (), max_line_bytes)), path)

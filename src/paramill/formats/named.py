@@ -1,0 +1,72 @@
+"""Columns found by name, shared by the layouts whose columns carry names (``parquet``,
+``csv``): which column each role is read from, given by a corpus's ``fields`` or found by
+the roles' usual names, and a score or label read from a column's value."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
+
+from paramill import fields as strict
+from paramill.formats import jsonl, tsv
+from paramill.io import InputError
+
+C = TypeVar("C")
+
+#: the columns a corpus's role is found by without ``fields`` (one of them at most)
+FOUND_BY = {"pairs": {"s1": tsv.REF_NAMES, "s2": tsv.CAND_NAMES, "score": ("score",), "label": ("label",)},
+            "bitext": {"cs": ("cs",), "en": ("en",)}}
+#: how missing sentence roles are said (as a TSV's header says it)
+MISSING = {"pairs": "have no s1 (reference) and s2 (paraphrase) columns",
+           "bitext": "have no `cs` and `en` columns"}
+#: how a score or label is read, and what one that cannot be is not
+PARSE = {"score": (strict.number, "a finite number"), "label": (strict.label, "0/1/true/false")}
+
+
+def corpus_roles(path: str, names: Sequence[str], use: str, given: dict[str, str],
+                 column: Callable[[str, str], C], plain: Callable[[str], C]) -> dict[str, C]:
+    """{role: column} of a corpus whose columns are ``names``: those ``given`` (its
+    ``fields``; ``column(role, name)`` finds one or raises), the others found by their usual
+    names (:data:`FOUND_BY`, ``plain(name)`` the column; a column given for a role is not
+    found for another)."""
+    found = {role: column(role, name) for role, name in given.items()}
+    taken = {name for name in given.values() if name in names}
+    for role, choices in FOUND_BY[use].items():
+        if role in found:
+            continue
+        at = [n for n in names if n in choices and n not in taken]
+        if len(at) > 1:
+            raise InputError(path, None, f"columns {list(names)} name the {role} twice")
+        if at:
+            found[role] = plain(at[0])
+    if not set(jsonl.ROLES[use][0]) <= set(found):
+        raise InputError(path, None, f"columns {list(names)} {MISSING[use]}")
+    return found
+
+
+def set_roles(path: str, names: Sequence[str], needed: tuple[str, ...], optional: tuple[str, ...],
+              plain: Callable[[str], C]) -> dict[str, C]:
+    """{role: column} of a set given by its path alone (an STS set, labelled pairs): each
+    role's first :data:`jsonl.NAMED` name among ``names`` not taken by a role before it (an
+    optional role may have none)."""
+    found: dict[str, C] = {}
+    taken: set[str] = set()
+    for role in (*needed, *optional):
+        name = next((n for n in jsonl.NAMED[role] if n in names and n not in taken), None)
+        if name is None and role in needed:
+            raise InputError(path, None, f"no column {' or '.join(jsonl.NAMED[role])} (it has "
+                                         f"{', '.join(names)[:200]})")
+        if name is not None:
+            found[role] = plain(name)
+            taken.add(name)
+    return found
+
+
+def parsed(given: Any, role: str, column: str) -> tuple[Any, str | None]:
+    """A score or label read (None where ``given`` is None), and the detail of one that
+    cannot be read, naming its ``column``."""
+    parse, what = PARSE[role]
+    found = None if given is None else parse(given)
+    if given is not None and found is None:
+        return None, f"column {column}: {role} {str(given)[:40]!r} is not {what}"
+    return found, None
