@@ -308,13 +308,16 @@ def test_csv_is_read_with_its_quoting_for_every_use(write_file, tmp_path):
     # a line that is not UTF-8 inside a record, and a quote never closed: the record is
     # rejected from the line it starts on, and the lines after it are read
     broken = tmp_path / "broken.csv"
-    broken.write_bytes(b's1,s2,score\n"a\nb \xff",c,1\nd,e,2\n"never closed,f,3\n' + b"g h i\n" * 40 + b"j,k,4\n")
+    broken.write_bytes(b's1,s2,score\n"a\nb \xff",c,1\nd,e,2\n"never closed,f,3\n' + b"g h i\n" * 40
+                       + b"j,k,4\nl\rm,n,5\n")
     rows = list(read_pairs(PairCorpusSpec.from_dict("b", {"format": "csv", "path": str(broken)}), max_line_bytes=100))
     assert [(r.line_no, r.reason) for r in rows[:3]] == [(2, "invalid_utf8"), (4, None), (5, "line_too_long")]
     assert rows[0].detail.startswith("line 3: ") and (rows[1].en_ref, rows[1].score) == ("d", 2.0)
     assert rows[2].detail == "line 19: a record longer than 100 bytes (a quote never closed?)"
-    assert {r.reason for r in rows[3:-1]} == {"column_count"} and len(rows[3:-1]) == 26  # lines 20-45
-    assert (rows[-1].line_no, rows[-1].en_ref, rows[-1].candidate) == (46, "j", "k")
+    assert {r.reason for r in rows[3:-2]} == {"column_count"} and len(rows[3:-2]) == 26  # lines 20-45
+    assert (rows[-2].line_no, rows[-2].en_ref, rows[-2].candidate) == (46, "j", "k")
+    assert (rows[-1].line_no, rows[-1].reason, rows[-1].detail) == (
+        47, "bad_field", "a carriage return (\\r) in a field that is not quoted (line 47)")
     # bitext, `;` between fields
     wmt = write_file("wmt.csv", ["cs;en;domain", "Dobrý den.;Good day.;news", '"Ahoj; jak se máš?";"Hi; how are you?";chat'])
     corpus = CorpusSpec.from_dict("w", {"format": "csv", "path": str(wmt), "delimiter": ";"})

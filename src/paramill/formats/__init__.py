@@ -265,8 +265,8 @@ def collect_labelled(rows: Iterator[Labelled | Bad], path: str | Path
 #: the reasons a reader gives a line it could not parse at all (as opposed to a judgement on
 #: a parsed row's content, such as a Twitter URL pair's ``not_paraphrase`` label)
 UNREADABLE = frozenset({"invalid_utf8", "not_text", "line_too_long", "column_count", "not_json",
-                        "not_object", "missing_field", "bad_field", "bad_score", "bad_label",
-                        "bad_votes"})
+                        "not_object", "missing_field", "bad_field", "bad_quote", "bad_score",
+                        "bad_label", "bad_votes"})
 
 
 def some_readable(rows: Iterable[Any], path: str, what: str,

@@ -12,10 +12,11 @@ an STS set or labelled pairs, given by their path alone, from ``datasets``' name
 label is none given.
 
 A record of another number of fields than the header is ``column_count``; a quote in the
-wrong place (``"a"b``) ``bad_quote``; a record longer than the line limit (most often a
-quote never closed, which would read the rest of the file as one field) ``line_too_long``,
-and reading goes on at the line after it; a line that is not UTF-8 is ``invalid_utf8`` (the
-record it is in rejected with it). ``line_no`` is the line a record starts on.
+wrong place (``"a"b``) ``bad_quote``; a carriage return in a field not quoted ``bad_field``;
+a record longer than the line limit (most often a quote never closed, which would read the
+rest of the file as one field) ``line_too_long``, and reading goes on at the line after it;
+a line that is not UTF-8 is ``invalid_utf8`` (the record it is in rejected with it).
+``line_no`` is the line a record starts on.
 """
 
 from __future__ import annotations
@@ -99,11 +100,20 @@ def records(path: str, delimiter: str, max_line_bytes: int
             reader = csv.reader(source, delimiter=delimiter, strict=True)  # from the next line
             continue
         except csv.Error as exc:
-            yield Bad(start, "bad_quote", f"{exc} (line {source.last})", None)
+            yield _unparsed(start, source.last, str(exc))
             reader = csv.reader(source, delimiter=delimiter, strict=True)
             continue
         if fields:
             yield start, fields
+
+
+def _unparsed(start: int, line: int, message: str) -> Bad:
+    """The rejected record :mod:`csv` could not parse: a lone carriage return in an unquoted
+    field (``bad_field``; its message asks the programmer about ``newline=''``), else a quote
+    out of place or never closed (``bad_quote``)."""
+    if "new-line character seen in unquoted field" in message:
+        return Bad(start, "bad_field", f"a carriage return (\\r) in a field that is not quoted (line {line})", None)
+    return Bad(start, "bad_quote", f"{message} (line {line})", None)
 
 
 def _rows(path: str, delimiter: str, max_line_bytes: int, roles) -> Iterator[tuple[int, dict[str, Any]] | Bad]:
@@ -112,7 +122,7 @@ def _rows(path: str, delimiter: str, max_line_bytes: int, roles) -> Iterator[tup
     items = records(path, delimiter, max_line_bytes)
     first = next(items, None)
     if first is None:
-        raise InputError(path, None, "file has no header line")
+        raise InputError(path, None, "file has no header line (nothing but blank lines)")
     if isinstance(first, Bad):
         raise InputError(path, first.line_no, f"the header line cannot be read: {first.detail}")
     header = first[1]
