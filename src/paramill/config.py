@@ -312,6 +312,7 @@ def cross_field_problems(config: dict[str, Any]) -> list[str]:
             problems.append(f"config key {_key(where)}: no release is named {release!r} (default, "
                             f"or one under filters.releases: {', '.join(sorted(releases))})")
     problems += _corpus_problems(bitext, pairs)
+    problems += _set_field_problems(config)
     problems += _braced_paths(config)
     problems += _embed_train_problems(_get(config, ("embed", "train")) or {})
     problems += _search_query_problems(_get(config, ("twitter", "harvest")) or {})
@@ -323,6 +324,25 @@ def cross_field_problems(config: dict[str, Any]) -> list[str]:
             if isinstance(bound, list) and len(bound) == 2 and None not in bound and bound[0] > bound[1]:
                 problems.append(f"config key {where}.bounds.{column}: lower bound {bound[0]} "
                                 f"exceeds upper bound {bound[1]}")
+    return problems
+
+
+def _set_field_problems(config: dict[str, Any]) -> list[str]:
+    """A set's ``fields`` (an STS set's, the identifier's labelled data's): only where its
+    layout's columns carry names, as the stage checks it."""
+    from paramill import formats
+    from paramill.formats import named as by_name
+
+    problems = []
+    for where, use in ((("evaluate", "sts"), "sts"), (("twitter", "identify", "train"), "labelled"),
+                       (("twitter", "identify", "evaluate"), "labelled")):
+        for k, entry in enumerate(_get(config, where) or []):
+            if not isinstance(entry, dict) or entry.get("format") not in formats.names(use):
+                continue  # the schema says what is wrong with it
+            try:
+                by_name.check_set_fields(use, entry["format"], entry.get("fields"), f"{_key(where)}[{k}]")
+            except ValueError as exc:
+                problems.append(f"config key {exc}")
     return problems
 
 

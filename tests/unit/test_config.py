@@ -299,6 +299,12 @@ def test_corpus_names_in_other_sections_must_be_configured_corpora():
     ({"resources": {"ingest": {"slurm_extra": "--qos 'high'"}}}, "resources.ingest.slurm_extra"),
     ({"resources": {"ingest": {"slurm_extra": "--qos=high\n--x"}}}, "resources.ingest.slurm_extra"),
     ({"resources": {"ingest": {"slurm_extra": "--gres=gpu:1"}}}, "Not for GPUs"),
+    ({"evaluate": {"sts": [{"name": "s", "year": 1, "format": "stsbenchmark", "path": "x",
+                            "fields": {"score": "gold"}}]}},
+     "config key evaluate.sts[0].fields: format stsbenchmark takes no fields"),
+    ({"twitter": {"identify": {"train": [{"path": "q.csv", "format": "csv",
+                                          "fields": {"s1": "q", "s2": "q"}}]}}},
+     "config key twitter.identify.train[0].fields: q is named for more than one role"),
 ])
 def test_cross_field_and_unsafe_values_are_refused_before_any_job_naming_the_key(given, message):
     with pytest.raises(config.ConfigError) as info:

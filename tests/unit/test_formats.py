@@ -336,6 +336,47 @@ def test_csv_is_read_with_its_quoting_for_every_use(write_file, tmp_path):
         read_labelled(twice, "csv")
 
 
+def test_an_sts_set_or_labelled_data_names_its_columns_with_fields(write_file, tmp_path):
+    """A set whose columns carry other names than `datasets`' (csv, jsonl, parquet) is read by
+    `fields`, a role left out by `datasets`' names; a layout whose columns are in a fixed
+    order takes none, and a role of another use is refused, before anything is read."""
+    import json
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from paramill.evaluate.settings import StsDataset
+    from paramill.twitter.identify.settings import LabelledData
+
+    sick = write_file("sick.jsonl", [json.dumps({"text_a": "A man plays.", "text_b": "A man is playing.",
+                                                 "relatedness": 4.6, "label": "entailment"}),
+                                     json.dumps({"text_a": "A cat.", "text_b": "A dog.", "relatedness": 1.2})])
+    data = read_sts("sick", 2014, "jsonl", sick, {"s1": "text_a", "s2": "text_b", "score": "relatedness"})
+    assert (data.s1, data.gold, data.skipped) == (["A man plays.", "A cat."], [4.6, 1.2], 0)
+    qqp = write_file("qqp.csv", ["id,question1,question2,is_duplicate", '1,"Why, then?",Why?,1', "2,How?,When?,0", "3,a,b,"])
+    assert read_labelled(qqp, "csv", fields={"s1": "question1", "s2": "question2", "label": "is_duplicate"}) == (
+        [("Why, then?", "Why?"), ("How?", "When?")], [1, 0], 1)
+    with pytest.raises(InputError, match=r"qqp.csv:1: fields.label: no column dup \(the header has id, question1"):
+        read_labelled(qqp, "csv", fields={"s1": "question1", "s2": "question2", "label": "dup"})
+    nested = tmp_path / "nested.parquet"
+    pq.write_table(pa.table({"pair": [{"a": "x y", "b": "y x"}, {"a": "p", "b": "q"}], "sim": [3.0, 0.5]}), nested)
+    data = read_sts("n", 1, "parquet", nested, {"s1": "pair.a", "s2": "pair.b", "score": "sim"})
+    assert (data.s1, data.s2, data.gold) == (["x y", "p"], ["y x", "q"], [3.0, 0.5])
+    # only the score named: the sentences by datasets' names
+    partial = write_file("p.csv", ["sentence1,sentence2,gold", "a b,b a,2.5"])
+    assert read_sts("p", 1, "csv", partial, {"score": "gold"}).gold == [2.5]
+    # the config's checks, before any job runs
+    entry = {"name": "s", "year": 1, "format": "csv", "path": "x.csv"}
+    assert StsDataset.from_dict({**entry, "fields": {"score": "gold"}}).fields == {"score": "gold"}
+    with pytest.raises(ValueError, match=r"evaluate.sts\[s\].fields: format tsv takes no fields \(its "
+                                         r"columns are in a fixed order; csv, jsonl, parquet take them\)"):
+        StsDataset.from_dict({**entry, "format": "tsv", "fields": {"score": "gold"}})
+    with pytest.raises(ValueError, match=r"fields: 'label' is not one of \['s1', 's2', 'score'\]"):
+        StsDataset.from_dict({**entry, "fields": {"label": "gold"}})
+    with pytest.raises(ValueError, match=r"labelled data q.csv.fields: gold is named for more than one role"):
+        LabelledData.from_dict({"path": "q.csv", "format": "csv", "fields": {"s1": "gold", "label": "gold"}})
+
+
 # -- the registry: uses, specs, files, and a layout from outside the package ------------
 
 def test_each_use_lists_the_layouts_that_read_it():

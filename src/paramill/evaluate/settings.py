@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Annotated
 
 from paramill import formats
+from paramill.formats import named
 from paramill.settings import Settings, setting
 
 
@@ -15,6 +17,13 @@ class StsDataset(Settings):
     format: str = setting(doc="Layout of the file: " + formats.format_doc("sts") + ".",
                           enum=formats.enum("sts"))
     path: str = setting(doc="File (for senteval: the STS.input.* file; for toks: the directory).")
+    fields: dict[Annotated[str, {"enum": ["s1", "s2", "score"]}], Annotated[str, {"minLength": 1}]] | None = setting(
+        None, "csv, jsonl, parquet: the column (field) each of s1, s2 and score is read from, "
+        "`{s1: text_a, s2: text_b, score: similarity}`; a role left out is read from `datasets`' "
+        "names (s1 or sentence1, s2 or sentence2, score or label).", no_default=True)
+
+    def __post_init__(self) -> None:
+        named.check_set_fields("sts", self.format, self.fields, f"evaluate.sts[{self.name}]")
 
 
 @dataclass(frozen=True)
@@ -22,5 +31,6 @@ class EvaluateSection(Settings):
     download_dir: str = setting(
         "data/sts", "Where `snakemake sts_data` unpacks the official STS archives.")
     sts: tuple[StsDataset, ...] = setting(
-        (), "STS datasets scored for every embedding model: {name, year, format, path}; format is "
+        (), "STS datasets scored for every embedding model: {name, year, format, path} (and for csv, "
+        "jsonl, parquet optionally fields); format is "
         "one of " + ", ".join(m.NAME for m in formats.modules("sts")) + ".")

@@ -63,11 +63,14 @@ STS_RESULT = {"type": "object", "required": ["datasets", "years"], "properties":
                        "pearson_mean": _SCORE, "spearman_mean": _SCORE, "pearson_weighted": _SCORE}}}}}
 
 
-def read(name: str, year: str | int, fmt: str, path: str | Path) -> StsData:
-    """Read one dataset in layout ``fmt``: a broken line (:data:`BROKEN`), or a set without
-    one pair with a gold score, is an :class:`~paramill.io.InputError`."""
+def read(name: str, year: str | int, fmt: str, path: str | Path,
+         fields: dict[str, str] | None = None) -> StsData:
+    """Read one dataset in layout ``fmt`` (``fields``: the columns a csv, jsonl or parquet set
+    reads): a broken line (:data:`BROKEN`), or a set without one pair with a gold score, is
+    an :class:`~paramill.io.InputError`."""
     data = StsData(name, str(year))
-    for row in formats.reader(USE, fmt)(str(path), MAX_LINE_BYTES):
+    given = {"fields": fields} if fields else {}
+    for row in formats.reader(USE, fmt)(str(path), MAX_LINE_BYTES, **given):
         if isinstance(row, Bad):
             if row.reason in BROKEN:
                 raise InputError(path, row.line_no, row.detail)
@@ -135,7 +138,8 @@ def evaluate(model_path: str | Path, datasets: list[dict[str, Any]], out_tsv: st
     run = Run(rule=rule, params={"datasets": datasets},
               inputs=[model_path, *[d["path"] for d in datasets]])
     model = load_model(model_path)
-    rows = [score(model, read(d["name"], d["year"], d["format"], d["path"])) for d in datasets]
+    rows = [score(model, read(d["name"], d["year"], d["format"], d["path"], d.get("fields")))
+            for d in datasets]
     result = {"model": str(model_path), "datasets": rows, "years": by_year(rows)}
     with output_job(run, out_tsv, out_json, rows_in=sum(r["n"] + r["skipped"] for r in rows)) as job:
         tsv, json_path = job.paths

@@ -7,7 +7,7 @@ The columns are taken by their header names: a corpus's ``fields`` names the col
 role (``{s1: question1, s2: question2, label: is_duplicate}``), a role it leaves out is read
 from the column of its usual name (a pair corpus ``s1``/``en_ref``/``reference``,
 ``s2``/``candidate``/``paraphrase``, ``score``, ``label``; a bitext corpus ``cs``, ``en``);
-an STS set or labelled pairs, given by their path alone, from ``datasets``' names (``s1`` or
+an STS set or labelled pairs from those their ``fields`` names, else ``datasets``' names (``s1`` or
 ``sentence1``, ``s2`` or ``sentence2``, ``score`` or ``label``; ``label``). An empty score or
 label is none given.
 
@@ -33,6 +33,8 @@ from paramill.settings import setting
 
 NAME = "csv"
 ALIASES: tuple[str, ...] = ()
+#: an STS set or labelled pairs may name their columns (``fields``)
+SET_FIELDS = True
 DESCRIPTION = ("comma-separated values with a header line, RFC 4180 quoting; the columns "
                "`fields` names, else s1, s2 (optional score, label) or cs, en")
 
@@ -146,12 +148,9 @@ def _corpus(spec: Spec, use: str, max_line_bytes: int) -> tuple[Iterator[Any], d
     names: dict[str, str] = {}
 
     def roles(header: list[str]) -> dict[str, int]:
-        def column(role: str, name: str) -> int:
-            if name not in header:
-                raise InputError(spec.path, 1, f"fields.{role}: no column {name} (the header has "
-                                               f"{', '.join(header)[:200]})")
-            return header.index(name)
-        found = named.corpus_roles(spec.path, header, use, spec.fields or {}, column, header.index)
+        found = named.corpus_roles(spec.path, header, use, spec.fields or {},
+                                   lambda role, name: _header_column(spec.path, header, role, name),
+                                   header.index)
         names.update({role: header[i] for role, i in found.items()})
         return found
 
@@ -197,28 +196,42 @@ def bitext(spec: Spec, max_line_bytes: int = 65536) -> Iterator[BitextPair]:
             yield BitextPair(item[0], item[1]["cs"], item[1]["en"])
 
 
-def _set(path: str, needed: tuple[str, ...], optional: tuple[str, ...], max_line_bytes: int
-         ) -> Iterator[tuple[int, dict[str, Any]] | Bad]:
-    return _rows(path, ",", max_line_bytes,
-                 lambda header: named.set_roles(path, header, needed, optional, header.index))
+def _set(path: str, needed: tuple[str, ...], optional: tuple[str, ...], max_line_bytes: int,
+         fields: dict[str, str] | None) -> Iterator[tuple[int, dict[str, Any]] | Bad]:
+    def roles(header: list[str]) -> dict[str, int]:
+        return named.set_roles(path, header, needed, optional, header.index, fields,
+                               lambda role, name: _header_column(path, header, role, name))
+    return _rows(path, ",", max_line_bytes, roles)
 
 
-def sts(path: str, max_line_bytes: int = 65536) -> Iterator[Scored | Bad]:
+def _header_column(path: str, header: list[str], role: str, name: str) -> int:
+    """The index of the column ``fields`` names for ``role``; an error naming the file."""
+    if name not in header:
+        raise InputError(path, 1, f"fields.{role}: no column {name} (the header has "
+                                  f"{', '.join(header)[:200]})")
+    return header.index(name)
+
+
+def sts(path: str, max_line_bytes: int = 65536, fields: dict[str, str] | None = None
+        ) -> Iterator[Scored | Bad]:
     """Each pair and its gold score as given (``s1``/``sentence1``, ``s2``/``sentence2``,
-    ``score`` or else ``label``; a pair without one is skipped and counted)."""
-    for item in _set(path, ("s1", "s2"), ("score",), max_line_bytes):
+    ``score`` or else ``label``, or the columns ``fields`` names; a pair without a score is
+    skipped and counted)."""
+    for item in _set(path, ("s1", "s2"), ("score",), max_line_bytes, fields):
         yield item if isinstance(item, Bad) else Scored(item[1]["s1"], item[1]["s2"],
                                                         _given(item[1].get("score")))
 
 
-def labelled(path: str, max_line_bytes: int = 65536) -> tuple[list[tuple[str, str]], list[int], int]:
-    """The pairs and their ``label`` (0/1/true/false; empty: debatable, dropped); a record
-    that gives no pair is an error naming the file and line."""
+def labelled(path: str, max_line_bytes: int = 65536, fields: dict[str, str] | None = None
+             ) -> tuple[list[tuple[str, str]], list[int], int]:
+    """The pairs and their ``label`` (0/1/true/false; empty: debatable, dropped), from the
+    columns ``fields`` names or ``datasets``' names; a record that gives no pair is an error
+    naming the file and line."""
     def one(item: tuple[int, dict[str, Any]] | Bad) -> Labelled | Bad:
         if isinstance(item, Bad):
             return item
         line_no, v = item
-        label, bad = named.parsed(_given(v["label"]), "label", "label")
+        label, bad = named.parsed(_given(v["label"]), "label", (fields or {}).get("label", "label"))
         return Bad(line_no, "bad_label", bad, None) if bad else Labelled(line_no, v["s1"], v["s2"], label)
 
-    return collect_labelled((one(i) for i in _set(path, ("s1", "s2", "label"), (), max_line_bytes)), path)
+    return collect_labelled((one(i) for i in _set(path, ("s1", "s2", "label"), (), max_line_bytes, fields)), path)

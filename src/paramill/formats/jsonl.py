@@ -5,9 +5,9 @@ A corpus names the object's field for each role with ``fields`` (a bitext corpus
 ``en``; a pair corpus ``s1`` and ``s2``, optionally ``score`` and ``label``); a role it leaves
 out is read from the field of its own name, and a name with a dot reads inside an object
 (``translation.cs``: the ``datasets`` layout of WMT's bitext). An STS set or the
-identifier's labelled pairs, which are given by their path alone, are read from the names
-``datasets`` gives them: ``s1`` or ``sentence1``, ``s2`` or ``sentence2``, and ``score``
-(or, as in STS-B there, ``label``) or ``label``.
+identifier's labelled pairs are read from the fields their ``fields`` names, else from the
+names ``datasets`` gives them: ``s1`` or ``sentence1``, ``s2`` or ``sentence2``, and
+``score`` (or, as in STS-B there, ``label``) or ``label``.
 
 A line that is not JSON is ``not_json``, one that is not an object ``not_object``, a
 sentence's field absent or null ``missing_field``, a sentence that is not a string
@@ -30,6 +30,8 @@ from paramill.settings import Settings, setting
 
 NAME = "jsonl"
 ALIASES: tuple[str, ...] = ()
+#: an STS set or labelled pairs may name their fields (``fields``)
+SET_FIELDS = True
 DESCRIPTION = ("one JSON object a line, its fields named by `fields` (bitext: cs, en; pairs: "
                "s1, s2, optional score and label; `a.b` reads inside an object)")
 #: the roles a corpus of each use reads: (required sentences, optional values)
@@ -123,15 +125,15 @@ def read(path: str, names: dict[str, str] | None, needed: tuple[str, ...],
          optional: tuple[str, ...], max_line_bytes: int
          ) -> Iterator[tuple[int, dict[str, Any], dict[str, Any]] | Bad]:
     """Per line: ``(line_no, object, values)`` (:func:`values`) or a :class:`Bad`. ``names``:
-    each role's field; None reads each role from the first of its :data:`NAMED` names the
-    line's object has."""
+    each role's field; a role it does not name is read from the first of its :data:`NAMED`
+    names the line's object has."""
     for item in objects(path, max_line_bytes):
         if isinstance(item, Bad):
             yield item
             continue
         line_no, obj = item
-        fields = names or {r: next((n for n in NAMED[r] if n in obj), NAMED[r][0])
-                           for r in (*needed, *optional)}
+        fields = {r: (names or {}).get(r) or next((n for n in NAMED[r] if n in obj), NAMED[r][0])
+                  for r in (*needed, *optional)}
         found = values(line_no, obj, fields, needed, optional)
         yield found if isinstance(found, Bad) else (line_no, obj, found)
 
@@ -171,17 +173,20 @@ def pairs(spec: Spec, method: str = NAME, max_line_bytes: int = 65536, batch_row
             yield Candidate(line_no, v["s1"], v["s2"], method, 1, score, label, source_file=spec.path)
 
 
-def sts(path: str, max_line_bytes: int = 65536) -> Iterator[Scored | Bad]:
+def sts(path: str, max_line_bytes: int = 65536, fields: dict[str, str] | None = None
+        ) -> Iterator[Scored | Bad]:
     """Each pair and its gold score as given (``s1``/``sentence1``, ``s2``/``sentence2``,
-    ``score`` or else ``label``; a pair without one is skipped and counted)."""
-    for item in read(path, None, ("s1", "s2"), ("score",), max_line_bytes):
+    ``score`` or else ``label``, or the fields ``fields`` names; a pair without a score is
+    skipped and counted)."""
+    for item in read(path, fields, ("s1", "s2"), ("score",), max_line_bytes):
         yield item if isinstance(item, Bad) else Scored(item[2]["s1"], item[2]["s2"], item[2]["score"])
 
 
-def labelled(path: str, max_line_bytes: int = 65536
+def labelled(path: str, max_line_bytes: int = 65536, fields: dict[str, str] | None = None
              ) -> tuple[list[tuple[str, str]], list[int], int]:
-    """The pairs and their ``label`` (0/1/true/false; absent or null: debatable, dropped);
-    a line that gives no pair is an error naming the file and line."""
+    """The pairs and their ``label`` (0/1/true/false; absent or null: debatable, dropped),
+    from the fields ``fields`` names or ``datasets``' names; a line that gives no pair is an
+    error naming the file and line."""
     def row(item: tuple[int, dict[str, Any], dict[str, Any]] | Bad) -> Labelled | Bad:
         if isinstance(item, Bad):
             return item
@@ -192,5 +197,5 @@ def labelled(path: str, max_line_bytes: int = 65536
                        "0/1/true/false", None)
         return Labelled(line_no, v["s1"], v["s2"], label)
 
-    return collect_labelled((row(i) for i in read(path, None, ("s1", "s2"), ("label",),
+    return collect_labelled((row(i) for i in read(path, fields, ("s1", "s2"), ("label",),
                                                   max_line_bytes)), path)

@@ -45,13 +45,18 @@ def corpus_roles(path: str, names: Sequence[str], use: str, given: dict[str, str
 
 
 def set_roles(path: str, names: Sequence[str], needed: tuple[str, ...], optional: tuple[str, ...],
-              plain: Callable[[str], C]) -> dict[str, C]:
-    """{role: column} of a set given by its path alone (an STS set, labelled pairs): each
-    role's first :data:`jsonl.NAMED` name among ``names`` not taken by a role before it (an
+              plain: Callable[[str], C], given: dict[str, str] | None = None,
+              column: Callable[[str, str], C] | None = None) -> dict[str, C]:
+    """{role: column} of a set given by its path (an STS set, labelled pairs): those its
+    ``fields`` give (``column(role, name)`` finds one or raises), each other role from its
+    first :data:`jsonl.NAMED` name among ``names`` not taken by a role before it (an
     optional role may have none)."""
-    found: dict[str, C] = {}
-    taken: set[str] = set()
+    given = given or {}
+    found: dict[str, C] = {role: column(role, name) for role, name in given.items()} if column else {}
+    taken: set[str] = set(given.values())
     for role in (*needed, *optional):
+        if role in found:
+            continue
         name = next((n for n in jsonl.NAMED[role] if n in names and n not in taken), None)
         if name is None and role in needed:
             raise InputError(path, None, f"no column {' or '.join(jsonl.NAMED[role])} (it has "
@@ -60,6 +65,29 @@ def set_roles(path: str, names: Sequence[str], needed: tuple[str, ...], optional
             found[role] = plain(name)
             taken.add(name)
     return found
+
+
+#: the roles a set given by its path reads: (sentences, optional values)
+SET_ROLES = {"sts": (("s1", "s2"), ("score",)), "labelled": (("s1", "s2"), ("label",))}
+
+
+def check_set_fields(use: str, fmt: str, fields: dict[str, str] | None, where: str) -> None:
+    """A set's ``fields`` (an STS set's, labelled pairs'): only for a layout whose columns
+    carry names (``SET_FIELDS``), only the roles of ``use``, each from a column of its own."""
+    if not fields:
+        return
+    from paramill import formats
+
+    if not getattr(formats.layout(fmt, use), "SET_FIELDS", False):
+        takes = ", ".join(m.NAME for m in formats.modules(use) if getattr(m, "SET_FIELDS", False))
+        raise ValueError(f"{where}.fields: format {fmt} takes no fields (its columns are in a "
+                         f"fixed order; {takes} take them)")
+    needed, optional = SET_ROLES[use]
+    if stray := sorted(set(fields) - {*needed, *optional}):
+        raise ValueError(f"{where}.fields: {'an STS set' if use == 'sts' else 'labelled data'} "
+                         f"reads {', '.join((*needed, *optional))}, not {', '.join(stray)}")
+    if twice := strict.repeated(fields.values()):
+        raise ValueError(f"{where}.fields: {', '.join(twice)} is named for more than one role")
 
 
 def parsed(given: Any, role: str, column: str) -> tuple[Any, str | None]:

@@ -4,11 +4,11 @@ pandas write), read a row group at a time, ``line_no`` the row number counted fr
 - a pair corpus: columns ``s1`` and ``s2`` (or ``en_ref``/``reference`` and
   ``candidate``/``paraphrase``), optionally ``score`` and ``label``;
 - a bitext corpus: columns ``cs`` and ``en``;
-- an STS set or the identifier's labelled pairs (given by their path alone): ``datasets``'
-  names, ``s1`` or ``sentence1``, ``s2`` or ``sentence2``, and ``score`` (or, as in STS-B
-  there, ``label``) or ``label``.
+- an STS set or the identifier's labelled pairs: ``datasets``' names, ``s1`` or
+  ``sentence1``, ``s2`` or ``sentence2``, and ``score`` (or, as in STS-B there, ``label``)
+  or ``label``.
 
-A corpus's ``fields`` names the column each role is read from (``{s1: sentence1, s2:
+A corpus's (or a set's) ``fields`` names the column each role is read from (``{s1: sentence1, s2:
 sentence2}``), and a name with a dot reads inside a struct column (``translation.cs``: the
 layout of WMT's bitext on the Hub), unless a column has that name itself. A sentence's
 column must hold text (an error naming the file and column before a row is read); a row
@@ -27,6 +27,8 @@ from paramill.tables import iter_parquet_batches, open_parquet
 
 NAME = "parquet"
 ALIASES: tuple[str, ...] = ()
+#: an STS set or labelled pairs may name their columns (``fields``)
+SET_FIELDS = True
 DESCRIPTION = ("a Parquet file: columns s1, s2 (optional score, label) or cs, en, or those "
                "`fields` names (`a.b` reads inside a struct column)")
 
@@ -85,10 +87,11 @@ def _corpus_columns(path: str, schema: Any, use: str, given: dict[str, str]) -> 
                               lambda role, name: _column(path, schema, role, name), Column)
 
 
-def _named_columns(path: str, schema: Any, needed: tuple[str, ...], optional: tuple[str, ...]
-                   ) -> dict[str, Column]:
-    """{role: column} of a set given by its path alone (:func:`paramill.formats.named.set_roles`)."""
-    return named.set_roles(path, schema.names, needed, optional, Column)
+def _named_columns(path: str, schema: Any, needed: tuple[str, ...], optional: tuple[str, ...],
+                   given: dict[str, str] | None = None) -> dict[str, Column]:
+    """{role: column} of a set given by its path (:func:`paramill.formats.named.set_roles`)."""
+    return named.set_roles(path, schema.names, needed, optional, Column, given,
+                           lambda role, name: _column(path, schema, role, name))
 
 
 def _rows(path: str, columns: dict[str, Column], sentences: tuple[str, ...], batch_rows: int
@@ -220,21 +223,24 @@ def bitext(spec: Spec, max_line_bytes: int = 65536, batch_rows: int = 50000) -> 
             yield BitextPair(row, v["cs"], v["en"])
 
 
-def sts(path: str, max_line_bytes: int = 65536, batch_rows: int = 50000) -> Iterator[Scored | Bad]:
+def sts(path: str, max_line_bytes: int = 65536, fields: dict[str, str] | None = None,
+        batch_rows: int = 50000) -> Iterator[Scored | Bad]:
     """Each pair and its gold score as given (``s1``/``sentence1``, ``s2``/``sentence2``,
-    ``score`` or else ``label``; a pair without one is skipped and counted). A null sentence
-    is a pair skipped; one holding a NUL character breaks the set."""
-    columns = _named_columns(path, open_parquet(path).schema_arrow, ("s1", "s2"), ("score",))
+    ``score`` or else ``label``, or the columns ``fields`` names; a pair without a score is
+    skipped and counted). A null sentence is a pair skipped; one holding a NUL character
+    breaks the set."""
+    columns = _named_columns(path, open_parquet(path).schema_arrow, ("s1", "s2"), ("score",), fields)
     for row, v in _rows(path, columns, ("s1", "s2"), batch_rows):
         bad = _sentences(row, v, columns, ("s1", "s2"))
         yield bad or Scored(v["s1"], v["s2"], v.get("score"))
 
 
-def labelled(path: str, max_line_bytes: int = 65536, batch_rows: int = 50000
-             ) -> tuple[list[tuple[str, str]], list[int], int]:
-    """The pairs and their ``label`` (0/1/true/false; null: debatable, dropped); a row that
-    gives no pair is an error naming the file and row."""
-    columns = _named_columns(path, open_parquet(path).schema_arrow, ("s1", "s2", "label"), ())
+def labelled(path: str, max_line_bytes: int = 65536, fields: dict[str, str] | None = None,
+             batch_rows: int = 50000) -> tuple[list[tuple[str, str]], list[int], int]:
+    """The pairs and their ``label`` (0/1/true/false; null: debatable, dropped), from the
+    columns ``fields`` names or ``datasets``' names; a row that gives no pair is an error
+    naming the file and row."""
+    columns = _named_columns(path, open_parquet(path).schema_arrow, ("s1", "s2", "label"), (), fields)
 
     def one(row: int, v: dict[str, Any]) -> Labelled | Bad:
         bad = _sentences(row, v, columns, ("s1", "s2"))

@@ -11,11 +11,15 @@ from pathlib import Path
 from paramill import formats
 
 
-def read_labelled(path: str | Path, fmt: str, labels: str | Path | None = None
+def read_labelled(path: str | Path, fmt: str, labels: str | Path | None = None,
+                  fields: dict[str, str] | None = None
                   ) -> tuple[list[tuple[str, str]], list[int], int]:
     """(pairs, labels, dropped) from a labelled file/directory in layout ``fmt`` (``labels``:
-    a separate label file, for a layout that takes one: PIT-2015 test's)."""
+    a separate label file, for a layout that takes one: PIT-2015 test's; ``fields``: the
+    columns a csv, jsonl or parquet set reads)."""
     read = formats.reader("labelled", fmt)
+    if fields:
+        return read(str(path), MAX_TEXT_LINE_BYTES, fields=fields)
     if labels is None:
         return read(str(path), MAX_TEXT_LINE_BYTES)
     if not getattr(formats.layout(fmt), "LABEL_FILE", False):

@@ -33,7 +33,7 @@ def _read_sets(sets: list[LabelledData]) -> tuple[list[tuple[str, str]], list[in
     """The labelled pairs of ``sets`` together: (pairs, labels, pairs dropped as debatable)."""
     pairs, labels, dropped = [], [], 0
     for d in sets:
-        p, y, n = read_labelled(d.path, d.format, d.labels)
+        p, y, n = read_labelled(d.path, d.format, d.labels, d.fields)
         pairs += p
         labels += y
         dropped += n
@@ -176,7 +176,7 @@ def train_identifier(train: list[LabelledData], evaluate: list[LabelledData], ou
             **at_threshold(y, oof[settings.model], used, settings.expected_share)}
     results["evaluations"].append(cv)
     for d in evaluate:
-        p, yy, n = read_labelled(d.path, d.format, d.labels)
+        p, yy, n = read_labelled(d.path, d.format, d.labels, d.fields)
         scored = {name: ident.score(p, name) for name in names}
         results["evaluations"].append({
             "data": d.path, "pairs": len(p), "dropped": n,

@@ -4,9 +4,10 @@ spec."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
+from typing import Annotated, Literal
 
 from paramill import formats
+from paramill.formats import named
 from paramill.settings import Settings, setting
 
 #: the layouts of labelled data (:mod:`paramill.formats`' modules that can be read as
@@ -22,6 +23,13 @@ class LabelledData(Settings):
     labels: str | None = setting(
         None, "PIT-2015 test: the separate label file (test.label, true|false|---- and the "
         "expert score per line of the data); null: the data's own label column.")
+    fields: dict[Annotated[str, {"enum": ["s1", "s2", "label"]}], Annotated[str, {"minLength": 1}]] | None = setting(
+        None, "csv, jsonl, parquet: the column (field) each of s1, s2 and label is read from, "
+        "`{s1: question1, s2: question2, label: is_duplicate}`; a role left out is read from "
+        "`datasets`' names (s1 or sentence1, s2 or sentence2, label).", no_default=True)
+
+    def __post_init__(self) -> None:
+        named.check_set_fields("labelled", self.format, self.fields, f"labelled data {self.path}")
 
 
 @dataclass(frozen=True)
