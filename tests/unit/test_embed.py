@@ -1699,6 +1699,32 @@ def test_gpu_training_follows_the_cpu_loss_curve(tmp_path, components):
 
 
 @pytest.mark.gpu
+def test_gpu_encoding_a_batch_out_of_cuda_memory_goes_on_at_half_the_size(tmp_path):
+    """A real CUDA out-of-memory error while encoding (the process held to 32 MiB of the
+    card beyond what it holds, a batch of 32,768 long sentences asking for more): the batch
+    is encoded again at half the size until it fits, the rest at that size, and the vectors
+    are those of the CPU."""
+    spec = ModelSpec(components=("word",), units="word", dim=256)
+    train(PAIRS, tmp_path / "m.pt", spec, EmbedTrainSettings(epochs=1, batch_size=6, device="cpu"))
+    model = load_model(tmp_path / "m.pt", "cuda")
+    sentences = [" ".join([a] * 40) for a, _ in PAIRS] * (32768 // len(PAIRS) + 1)
+    sentences = sentences[:32768]
+    torch.cuda.empty_cache()
+    total = torch.cuda.get_device_properties(0).total_memory
+    torch.cuda.set_per_process_memory_fraction((torch.cuda.memory_allocated() + (32 << 20)) / total)
+    try:
+        got = model.encode(sentences, batch_size=len(sentences), command="embed encode")
+    finally:
+        torch.cuda.set_per_process_memory_fraction(1.0)
+        torch.cuda.empty_cache()
+    halved = model.out_of_gpu_memory
+    assert halved and halved[0] == {"at": "sentence 1", "batch_size": 32768, "now": 16384}
+    assert got.shape == (32768, 256)
+    expected = load_model(tmp_path / "m.pt", "cpu").encode(sentences[:64] + sentences[-64:])
+    assert np.allclose(np.concatenate([got[:64], got[-64:]]), expected, atol=1e-4)
+
+
+@pytest.mark.gpu
 @pytest.mark.parametrize("components", [("word",), ("word", "lstm")])
 def test_gpu_training_resumes_on_cuda(tmp_path, components):
     """Two epochs, then a third from the checkpoint, on CUDA: the model three epochs in one
