@@ -221,6 +221,17 @@ def sample_jsonl() -> dict[str, Path]:
     return {name: where / f"{name}.jsonl" for name in ("qqp", "paws", "wmt", "stsb")}
 
 
+def sample_json_arrays() -> dict[str, Path]:
+    """The JSON Lines sets above as whole-file arrays: pandas' `to_json(orient="records")`
+    writes the array on one line (qqp, wmt), `json.dump(indent=2)` over many (paws, stsb)."""
+    where = scratch("paramill-fuzz-json-")
+    for name, path in JSONL.items():
+        rows = [json.loads(line) for line in path.read_text().splitlines()]
+        (where / f"{name}.json").write_text(json.dumps(rows, ensure_ascii=False,
+                                                       indent=2 if name in ("paws", "stsb") else None))
+    return {name: where / f"{name}.json" for name in JSONL}
+
+
 def sample_parquet() -> Path:
     """The sample's ParaNMT pairs as Parquet (s1, s2, parascore), for the Parquet readers:
     the sample holds no Parquet file of its own."""
@@ -309,6 +320,7 @@ HUB = sample_hub_parquet()
 CSV = sample_csv()
 LABELLED = labelled_layouts()
 JSONL = sample_jsonl()
+JSON = sample_json_arrays()
 
 #: name: (the files, by role, and the command line reading them)
 CASES = {
@@ -355,6 +367,13 @@ CASES = {
     "csv-bitext": ({"path": CSV["wmt"]}, ingest("bitext", lambda f: {"format": "csv", "path": f["path"], "delimiter": ";"})),
     "labelled-csv": ({"path": CSV["paws"]}, identify_as("csv")),
     "sts-csv": ({"path": CSV["stsb"]}, sts("csv")),
+    "json-pairs": ({"path": JSON["qqp"]}, ingest("pairs", lambda f: {
+        "format": "json", "path": f["path"],
+        "fields": {"s1": "question1", "s2": "question2", "label": "is_duplicate"}})),
+    "json-bitext": ({"path": JSON["wmt"]}, ingest("bitext", lambda f: {
+        "format": "json", "path": f["path"], "fields": {"cs": "translation.cs", "en": "translation.en"}})),
+    "labelled-json": ({"path": JSON["paws"]}, identify_as("json")),
+    "sts-json": ({"path": JSON["stsb"]}, sts("json")),
     "sts-senteval": ({"path": SAMPLE / "sts/STS.input.grammar.txt",
                       "gold": SAMPLE / "sts/STS.gs.grammar.txt"}, sts("senteval")),
 }

@@ -369,7 +369,7 @@ def test_an_sts_set_or_labelled_data_names_its_columns_with_fields(write_file, t
     entry = {"name": "s", "year": 1, "format": "csv", "path": "x.csv"}
     assert StsDataset.from_dict({**entry, "fields": {"score": "gold"}}).fields == {"score": "gold"}
     with pytest.raises(ValueError, match=r"evaluate.sts\[s\].fields: format tsv takes no fields \(its "
-                                         r"columns are in a fixed order; csv, jsonl, parquet take them\)"):
+                                         r"columns are in a fixed order; csv, json, jsonl, parquet take them\)"):
         StsDataset.from_dict({**entry, "format": "tsv", "fields": {"score": "gold"}})
     with pytest.raises(ValueError, match=r"fields: 'label' is not one of \['s1', 's2', 'score'\]"):
         StsDataset.from_dict({**entry, "fields": {"label": "gold"}})
@@ -377,16 +377,66 @@ def test_an_sts_set_or_labelled_data_names_its_columns_with_fields(write_file, t
         LabelledData.from_dict({"path": "q.csv", "format": "csv", "fields": {"s1": "gold", "label": "gold"}})
 
 
+def test_a_json_array_is_read_an_element_at_a_time_for_every_use(write_file, monkeypatch):
+    """The whole file one JSON array (pandas' `to_json(orient="records")`: one line; or
+    pretty-printed), read in chunks (here of 5 characters, so elements, strings and numbers
+    run across them) for every use, by the fields JSON Lines reads; an element that is not an
+    object is a rejected row numbered by its place; a file that is not one array, or whose
+    array is broken, is an error naming the file, the line and the element."""
+    import json
+
+    import paramill.formats.jsonarray as jsonarray
+    from paramill.bitext.readers import CorpusSpec, read_corpus
+
+    monkeypatch.setattr(jsonarray, "CHUNK", 5)
+    qqp = [{"question1": "How do I learn Python?", "question2": "What is the best way to learn Python?",
+            "is_duplicate": 1, "id": 12345678901234567890},
+           [1, 2], {"question1": "no pair"},
+           {"question1": "Why is the sky blue?", "question2": "Why is grass green?", "is_duplicate": False}]
+    path = write_file("qqp.json", [json.dumps(qqp)], "gz")
+    rows = list(read_pairs(PairCorpusSpec.from_dict("q", {
+        "format": "json", "path": str(path), "fields": {"s1": "question1", "s2": "question2", "label": "is_duplicate"}})))
+    assert [(r.line_no, r.en_ref, r.candidate, r.label, r.reason, r.method) for r in rows] == [
+        (1, "How do I learn Python?", "What is the best way to learn Python?", 1, None, "json"),
+        (2, "[1, 2]", None, None, "not_object", "json"), (3, '{"question1": "no pair"}', None, None, "missing_field", "json"),
+        (4, "Why is the sky blue?", "Why is grass green?", 0, None, "json")]
+    assert rows[1].detail == "element 2: an array, not a JSON object"
+    wmt = write_file("wmt.json", [json.dumps([{"translation": {"cs": "Dobrý den.", "en": "Good day."}},
+                                             {"translation": {"cs": "Čau", "en": "Hi"}}], ensure_ascii=False, indent=2)])
+    corpus = CorpusSpec.from_dict("w", {"format": "json", "path": str(wmt), "fields": {"cs": "translation.cs", "en": "translation.en"}})
+    assert [(p.line_no, p.cs, p.en) for p in read_corpus(corpus)] == [(1, "Dobrý den.", "Good day."), (2, "Čau", "Hi")]
+    stsb = write_file("stsb.json", [json.dumps([{"sentence1": "A man plays.", "sentence2": "A man is playing.", "label": 4.6},
+                                                {"sentence1": "A cat.", "sentence2": "A dog.", "label": None}])])
+    data = read_sts("stsb", 2017, "json", stsb)
+    assert (data.s1, data.gold, data.skipped) == (["A man plays."], [4.6], 1)
+    paws = write_file("paws.json", [json.dumps([{"a": "x y", "b": "y x", "same": 1}, {"a": "p", "b": "q", "same": 0}])])
+    assert read_labelled(paws, "json", fields={"s1": "a", "s2": "b", "label": "same"}) == ([("x y", "y x"), ("p", "q")], [1, 0], 0)
+    for name, text, error in (
+            ("lines.json", '{"s1": "a", "s2": "b"}\n{"s1": "c", "s2": "d"}\n',
+             r"lines.json:1: not a JSON array \(the file starts with '\{\"s1\": \"a\", \"s2\": \"b'\); one JSON object a line is format jsonl"),
+            ("cut.json", '[\n {"s1": "a", "s2": "b"},\n {"s1": "c"', r"cut.json:3: element 2 is not JSON"),
+            ("open.json", '[\n {"s1": "a", "s2": "b"},\n', r"open.json:3: the file ends inside the array, after element 1"),
+            ("comma.json", '[{"s1": "a", "s2": "b"} {"s1": "c"}]', r"comma.json:1: expected , or \] after element 1, found '\{'"),
+            ("after.json", '[{"s1": "a", "s2": "b"}]\n[]', r"after.json:2: text after the array's closing \]"),
+            ("empty.json", "[ ]", r"empty.json:1: the array is empty"),
+            ("blank.json", "\n\n", r"blank.json:3: file is empty \(no JSON array\)")):
+        with pytest.raises(InputError, match=error):
+            list(read_pairs(PairCorpusSpec.from_dict("x", {"format": "json", "path": str(write_file(name, text))})))
+    bad = write_file("bad.json", b'[{"s1": "a", "s2": "b"},\n {"s1": "\xff", "s2": "c"}]')
+    with pytest.raises(InputError, match=r"bad.json:2: invalid UTF-8 at byte offset 34"):
+        list(read_pairs(PairCorpusSpec.from_dict("x", {"format": "json", "path": str(bad)})))
+
+
 # -- the registry: uses, specs, files, and a layout from outside the package ------------
 
 def test_each_use_lists_the_layouts_that_read_it():
-    assert list(formats.names("bitext")) == ["csv", "czeng1", "czeng2", "jsonl", "moses", "parquet", "tsv"]
-    assert formats.enum("pairs") == ["csv", "jsonl", "parabank2", "paranmt", "parquet", "references",
+    assert list(formats.names("bitext")) == ["csv", "czeng1", "czeng2", "json", "jsonl", "moses", "parquet", "tsv"]
+    assert formats.enum("pairs") == ["csv", "json", "jsonl", "parabank2", "paranmt", "parquet", "references",
                                      "tsv", "twitter-url", "url_raw", "twitter_url"]
     assert [m.NAME for m in formats.modules("sts")] == [
-        "csv", "jsonl", "parquet", "pit2015", "senteval", "sick", "stsbenchmark", "toks", "tsv", "twitter-url"]
-    assert [m.NAME for m in formats.modules("labelled")] == ["csv", "jsonl", "parquet", "pit2015", "toks", "twitter-url"]
-    with pytest.raises(ValueError, match=r"unknown bitext format 'paranmt'; known: csv, czeng1, "):
+        "csv", "json", "jsonl", "parquet", "pit2015", "senteval", "sick", "stsbenchmark", "toks", "tsv", "twitter-url"]
+    assert [m.NAME for m in formats.modules("labelled")] == ["csv", "json", "jsonl", "parquet", "pit2015", "toks", "twitter-url"]
+    with pytest.raises(ValueError, match=r"unknown bitext format 'paranmt'; known: csv, czeng1, czeng2, json, "):
         formats.reader("bitext", "paranmt")  # a layout of another use
 
 

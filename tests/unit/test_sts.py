@@ -122,7 +122,7 @@ def test_tokenised_directory(tmp_path):
 
 
 def test_unknown_format():
-    with pytest.raises(ValueError, match="unknown sts format 'xml'; known: csv, jsonl, parquet, pit2015, senteval"):
+    with pytest.raises(ValueError, match="unknown sts format 'xml'; known: csv, json, jsonl, parquet, pit2015, senteval"):
         read("x", 1, "xml", "nowhere")
 
 

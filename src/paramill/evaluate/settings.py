@@ -18,7 +18,7 @@ class StsDataset(Settings):
                           enum=formats.enum("sts"))
     path: str = setting(doc="File (for senteval: the STS.input.* file; for toks: the directory).")
     fields: dict[Annotated[str, {"enum": ["s1", "s2", "score"]}], Annotated[str, {"minLength": 1}]] | None = setting(
-        None, "csv, jsonl, parquet: the column (field) each of s1, s2 and score is read from, "
+        None, "csv, json, jsonl, parquet: the column (field) each of s1, s2 and score is read from, "
         "`{s1: text_a, s2: text_b, score: similarity}`; a role left out is read from `datasets`' "
         "names (s1 or sentence1, s2 or sentence2, score or label).", no_default=True)
 
@@ -32,5 +32,5 @@ class EvaluateSection(Settings):
         "data/sts", "Where `snakemake sts_data` unpacks the official STS archives.")
     sts: tuple[StsDataset, ...] = setting(
         (), "STS datasets scored for every embedding model: {name, year, format, path} (and for csv, "
-        "jsonl, parquet optionally fields); format is "
+        "json, jsonl, parquet optionally fields); format is "
         "one of " + ", ".join(m.NAME for m in formats.modules("sts")) + ".")

@@ -65,9 +65,9 @@ STS_RESULT = {"type": "object", "required": ["datasets", "years"], "properties":
 
 def read(name: str, year: str | int, fmt: str, path: str | Path,
          fields: dict[str, str] | None = None) -> StsData:
-    """Read one dataset in layout ``fmt`` (``fields``: the columns a csv, jsonl or parquet set
-    reads): a broken line (:data:`BROKEN`), or a set without one pair with a gold score, is
-    an :class:`~paramill.io.InputError`."""
+    """Read one dataset in layout ``fmt`` (``fields``: the columns a csv, json, jsonl or
+    parquet set reads): a broken line (:data:`BROKEN`), or a set without one pair with a
+    gold score, is an :class:`~paramill.io.InputError`."""
     data = StsData(name, str(year))
     given = {"fields": fields} if fields else {}
     for row in formats.reader(USE, fmt)(str(path), MAX_LINE_BYTES, **given):

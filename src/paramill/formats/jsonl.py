@@ -18,7 +18,7 @@ sentence's field absent or null ``missing_field``, a sentence that is not a stri
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Annotated, Any
 
@@ -121,13 +121,17 @@ def values(line_no: int, obj: dict[str, Any], names: dict[str, str], needed: tup
     return {**found, **{role: lookup(obj, names[role])[1] for role in optional}}
 
 
+#: where a file's objects come from: ``(path, max_bytes)`` -> ``(line_no, object)`` or Bad
+Source = Callable[[str, int], Iterator[tuple[int, dict[str, Any]] | Bad]]
+
+
 def read(path: str, names: dict[str, str] | None, needed: tuple[str, ...],
-         optional: tuple[str, ...], max_line_bytes: int
+         optional: tuple[str, ...], max_line_bytes: int, source: Source | None = None
          ) -> Iterator[tuple[int, dict[str, Any], dict[str, Any]] | Bad]:
     """Per line: ``(line_no, object, values)`` (:func:`values`) or a :class:`Bad`. ``names``:
     each role's field; a role it does not name is read from the first of its :data:`NAMED`
     names the line's object has."""
-    for item in objects(path, max_line_bytes):
+    for item in (source or objects)(path, max_line_bytes):
         if isinstance(item, Bad):
             yield item
             continue
@@ -143,20 +147,21 @@ def _names(spec: Spec, use: str) -> dict[str, str]:
     return {role: (spec.fields or {}).get(role, role) for role in (*needed, *optional)}
 
 
-def bitext(spec: Spec, max_line_bytes: int = 65536) -> Iterator[BitextPair]:
+def bitext(spec: Spec, max_line_bytes: int = 65536, source: Source | None = None
+           ) -> Iterator[BitextPair]:
     """The ``cs`` and ``en`` fields of each line's object."""
-    for item in read(spec.path, _names(spec, "bitext"), *ROLES["bitext"], max_line_bytes):
+    for item in read(spec.path, _names(spec, "bitext"), *ROLES["bitext"], max_line_bytes, source):
         if isinstance(item, Bad):
             yield BitextPair(item.line_no, item.text, None, item.reason, item.detail)
         else:
             yield BitextPair(item[0], item[2]["cs"], item[2]["en"])
 
 
-def pairs(spec: Spec, method: str = NAME, max_line_bytes: int = 65536, batch_rows: int = 0
-          ) -> Iterator[Candidate]:
+def pairs(spec: Spec, method: str = NAME, max_line_bytes: int = 65536, batch_rows: int = 0,
+          source: Source | None = None) -> Iterator[Candidate]:
     """One candidate a line: the ``s1`` and ``s2`` fields, the score and label where given."""
     names = _names(spec, "pairs")
-    for item in read(spec.path, names, *ROLES["pairs"], max_line_bytes):
+    for item in read(spec.path, names, *ROLES["pairs"], max_line_bytes, source):
         if isinstance(item, Bad):
             yield Candidate(item.line_no, item.text, None, method, source_file=spec.path,
                             reason=item.reason, detail=item.detail)
@@ -173,17 +178,17 @@ def pairs(spec: Spec, method: str = NAME, max_line_bytes: int = 65536, batch_row
             yield Candidate(line_no, v["s1"], v["s2"], method, 1, score, label, source_file=spec.path)
 
 
-def sts(path: str, max_line_bytes: int = 65536, fields: dict[str, str] | None = None
-        ) -> Iterator[Scored | Bad]:
+def sts(path: str, max_line_bytes: int = 65536, fields: dict[str, str] | None = None,
+        source: Source | None = None) -> Iterator[Scored | Bad]:
     """Each pair and its gold score as given (``s1``/``sentence1``, ``s2``/``sentence2``,
     ``score`` or else ``label``, or the fields ``fields`` names; a pair without a score is
     skipped and counted)."""
-    for item in read(path, fields, ("s1", "s2"), ("score",), max_line_bytes):
+    for item in read(path, fields, ("s1", "s2"), ("score",), max_line_bytes, source):
         yield item if isinstance(item, Bad) else Scored(item[2]["s1"], item[2]["s2"], item[2]["score"])
 
 
-def labelled(path: str, max_line_bytes: int = 65536, fields: dict[str, str] | None = None
-             ) -> tuple[list[tuple[str, str]], list[int], int]:
+def labelled(path: str, max_line_bytes: int = 65536, fields: dict[str, str] | None = None,
+             source: Source | None = None) -> tuple[list[tuple[str, str]], list[int], int]:
     """The pairs and their ``label`` (0/1/true/false; absent or null: debatable, dropped),
     from the fields ``fields`` names or ``datasets``' names; a line that gives no pair is an
     error naming the file and line."""
@@ -198,4 +203,4 @@ def labelled(path: str, max_line_bytes: int = 65536, fields: dict[str, str] | No
         return Labelled(line_no, v["s1"], v["s2"], label)
 
     return collect_labelled((row(i) for i in read(path, fields, ("s1", "s2"), ("label",),
-                                                  max_line_bytes)), path)
+                                                  max_line_bytes, source)), path)

@@ -16,7 +16,7 @@ def read_labelled(path: str | Path, fmt: str, labels: str | Path | None = None,
                   ) -> tuple[list[tuple[str, str]], list[int], int]:
     """(pairs, labels, dropped) from a labelled file/directory in layout ``fmt`` (``labels``:
     a separate label file, for a layout that takes one: PIT-2015 test's; ``fields``: the
-    columns a csv, jsonl or parquet set reads)."""
+    columns a csv, json, jsonl or parquet set reads)."""
     read = formats.reader("labelled", fmt)
     if fields:
         return read(str(path), MAX_TEXT_LINE_BYTES, fields=fields)

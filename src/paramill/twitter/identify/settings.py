@@ -24,7 +24,7 @@ class LabelledData(Settings):
         None, "PIT-2015 test: the separate label file (test.label, true|false|---- and the "
         "expert score per line of the data); null: the data's own label column.")
     fields: dict[Annotated[str, {"enum": ["s1", "s2", "label"]}], Annotated[str, {"minLength": 1}]] | None = setting(
-        None, "csv, jsonl, parquet: the column (field) each of s1, s2 and label is read from, "
+        None, "csv, json, jsonl, parquet: the column (field) each of s1, s2 and label is read from, "
         "`{s1: question1, s2: question2, label: is_duplicate}`; a role left out is read from "
         "`datasets`' names (s1 or sentence1, s2 or sentence2, label).", no_default=True)
 
