@@ -254,6 +254,12 @@ def test_parquet_is_read_for_every_use_and_fields_reach_inside_struct_columns(tm
     assert [(r.en_ref, r.candidate, r.score, r.reason) for r in got] == [
         ("A cat.", "A kitten.", 0.9, None), ("A dog.", "Dogs\x00.", None, "not_text")]
     assert got[1].detail == "column pair.b: NUL at character 4: not text (a binary value, or zeros a crash left)"
+    # a value longer than the line limit, as a text layout's line over it
+    long = tmp_path / "long.parquet"
+    pq.write_table(pa.table({"s1": ["é" * 40000, "ok"], "s2": ["x", "fine"]}), long)
+    got = list(read_pairs(PairCorpusSpec.from_dict("l", {"format": "parquet", "path": str(long)})))
+    assert [(r.reason, r.detail) for r in got] == [("line_too_long", "column s1: 80000 bytes, longer than 65536"),
+                                                   (None, None)]
     # STS-B and PAWS as `datasets` writes them to Parquet
     stsb = tmp_path / "stsb.parquet"
     pq.write_table(pa.table({"sentence1": ["A man plays.", "A cat.", None], "sentence2": ["A man is playing.", "A dog.", "x"],

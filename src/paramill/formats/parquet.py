@@ -12,7 +12,8 @@ A corpus's (or a set's) ``fields`` names the column each role is read from (``{s
 sentence2}``), and a name with a dot reads inside a struct column (``translation.cs``: the
 layout of WMT's bitext on the Hub), unless a column has that name itself. A sentence's
 column must hold text (an error naming the file and column before a row is read); a row
-whose sentence is null is ``missing_field``, one holding a NUL character ``not_text``.
+whose sentence is null is ``missing_field``, one holding a NUL character ``not_text``, one
+longer than the line limit ``line_too_long``.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from paramill.formats import Bad, BitextPair, Candidate, Labelled, Scored, collect_labelled, jsonl, named
-from paramill.io import InputError
+from paramill.io import REJECTED_TEXT_CHARS, InputError
 from paramill.tables import iter_parquet_batches, open_parquet
 
 NAME = "parquet"
@@ -127,15 +128,20 @@ def _parsed(v: dict[str, Any], columns: dict[str, Column], role: str) -> tuple[A
     return named.parsed(v.get(role), role, columns[role].name if role in columns else role)
 
 
-def _sentences(row: int, v: dict[str, Any], columns: dict[str, Column], roles: tuple[str, ...]
-               ) -> Bad | None:
-    """A row's sentences that cannot be read: one null (``missing_field``) or holding a NUL
-    character (``not_text``); None where they can."""
+def _sentences(row: int, v: dict[str, Any], columns: dict[str, Column], roles: tuple[str, ...],
+               limit: int) -> Bad | None:
+    """A row's sentences that cannot be read: one null (``missing_field``), holding a NUL
+    character (``not_text``) or longer than ``limit`` bytes (``line_too_long``, as a text
+    layout's line over the limit); None where they can."""
     for role in roles:
-        if v[role] is None:
+        value = v[role]
+        if value is None:
             return Bad(row, "missing_field", f"column {columns[role].name} is null", None)
-        if nul := _nul(columns[role].name, v[role]):
+        if nul := _nul(columns[role].name, value):
             return Bad(row, "not_text", nul, None)
+        if len(value) * 4 > limit and len(value.encode()) > limit:
+            return Bad(row, "line_too_long", f"column {columns[role].name}: "
+                       f"{len(value.encode())} bytes, longer than {limit}", value[:REJECTED_TEXT_CHARS])
     return None
 
 
@@ -198,7 +204,7 @@ def pairs(spec: Spec, method: str = NAME, max_line_bytes: int = 65536, batch_row
     columns = _corpus_columns(path, open_parquet(path).schema_arrow, "pairs", spec.fields or {})
     for row, v in _rows(path, columns, ("s1", "s2"), batch_rows):
         ref, cand = v["s1"], v["s2"]
-        bad = _sentences(row, v, columns, ("s1", "s2"))
+        bad = _sentences(row, v, columns, ("s1", "s2"), max_line_bytes)
         if bad:
             yield Candidate(row, ref, cand, method, source_file=path, reason=bad.reason, detail=bad.detail)
             continue
@@ -216,7 +222,7 @@ def bitext(spec: Spec, max_line_bytes: int = 65536, batch_rows: int = 50000) -> 
     path = spec.path
     columns = _corpus_columns(path, open_parquet(path).schema_arrow, "bitext", spec.fields or {})
     for row, v in _rows(path, columns, ("cs", "en"), batch_rows):
-        bad = _sentences(row, v, columns, ("cs", "en"))
+        bad = _sentences(row, v, columns, ("cs", "en"), max_line_bytes)
         if bad:
             yield BitextPair(row, v["cs"], v["en"], bad.reason, bad.detail)
         else:
@@ -231,7 +237,7 @@ def sts(path: str, max_line_bytes: int = 65536, fields: dict[str, str] | None = 
     breaks the set."""
     columns = _named_columns(path, open_parquet(path).schema_arrow, ("s1", "s2"), ("score",), fields)
     for row, v in _rows(path, columns, ("s1", "s2"), batch_rows):
-        bad = _sentences(row, v, columns, ("s1", "s2"))
+        bad = _sentences(row, v, columns, ("s1", "s2"), max_line_bytes)
         yield bad or Scored(v["s1"], v["s2"], v.get("score"))
 
 
@@ -243,7 +249,7 @@ def labelled(path: str, max_line_bytes: int = 65536, fields: dict[str, str] | No
     columns = _named_columns(path, open_parquet(path).schema_arrow, ("s1", "s2", "label"), (), fields)
 
     def one(row: int, v: dict[str, Any]) -> Labelled | Bad:
-        bad = _sentences(row, v, columns, ("s1", "s2"))
+        bad = _sentences(row, v, columns, ("s1", "s2"), max_line_bytes)
         if bad:
             return bad
         label, bad_label = _parsed(v, columns, "label")
