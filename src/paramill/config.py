@@ -329,7 +329,8 @@ def cross_field_problems(config: dict[str, Any]) -> list[str]:
 
 def _set_field_problems(config: dict[str, Any]) -> list[str]:
     """A set's ``fields`` (an STS set's, the identifier's labelled data's): only where its
-    layout's columns carry names, as the stage checks it."""
+    layout's columns carry names, as the stage checks it; labelled data's separate
+    ``labels`` file only for a layout that reads one (PIT-2015's)."""
     from paramill import formats
     from paramill.formats import named as by_name
 
@@ -343,6 +344,9 @@ def _set_field_problems(config: dict[str, Any]) -> list[str]:
                 by_name.check_set_fields(use, entry["format"], entry.get("fields"), f"{_key(where)}[{k}]")
             except ValueError as exc:
                 problems.append(f"config key {exc}")
+            if entry.get("labels") and not getattr(formats.layout(entry["format"]), "LABEL_FILE", False):
+                problems.append(f"config key {_key(where)}[{k}].labels: a separate label file is "
+                                f"read for format pit2015 only, not {entry['format']}")
     return problems
 
 

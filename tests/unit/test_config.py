@@ -305,6 +305,8 @@ def test_corpus_names_in_other_sections_must_be_configured_corpora():
     ({"twitter": {"identify": {"train": [{"path": "q.csv", "format": "csv",
                                           "fields": {"s1": "q", "s2": "q"}}]}}},
      "config key twitter.identify.train[0].fields: q is named for more than one role"),
+    ({"twitter": {"identify": {"evaluate": [{"path": "t.tsv", "format": "twitter-url", "labels": "t.label"}]}}},
+     "config key twitter.identify.evaluate[0].labels: a separate label file is read for format pit2015 only"),
 ])
 def test_cross_field_and_unsafe_values_are_refused_before_any_job_naming_the_key(given, message):
     with pytest.raises(config.ConfigError) as info:
