@@ -428,6 +428,12 @@ def test_a_json_array_is_read_an_element_at_a_time_for_every_use(write_file, mon
             ("blank.json", "\n\n", r"blank.json:3: file is empty \(no JSON array\)")):
         with pytest.raises(InputError, match=error):
             list(read_pairs(PairCorpusSpec.from_dict("x", {"format": "json", "path": str(write_file(name, text))})))
+    # an element over the line limit (a long field beside the pair) is a rejected row, and
+    # reading goes on; here, across chunks of 5 characters
+    long = write_file("long.json", [json.dumps([{"s1": "a", "s2": "b", "body": "x" * 300}, {"s1": "c", "s2": "d"}])])
+    got = list(read_pairs(PairCorpusSpec.from_dict("x", {"format": "json", "path": str(long)}), max_line_bytes=200))
+    assert [(r.line_no, r.reason, r.detail, r.en_ref) for r in got] == [
+        (1, "line_too_long", "element 1: 334 characters, longer than 200", None), (2, None, None, "c")]
     bad = write_file("bad.json", b'[{"s1": "a", "s2": "b"},\n {"s1": "\xff", "s2": "c"}]')
     with pytest.raises(InputError, match=r"bad.json:2: invalid UTF-8 at byte offset 34"):
         list(read_pairs(PairCorpusSpec.from_dict("x", {"format": "json", "path": str(bad)})))

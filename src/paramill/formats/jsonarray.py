@@ -6,7 +6,8 @@ Each object is read as a line of :mod:`paramill.formats.jsonl` is, by the same `
 (a dot reads inside an object): a corpus's ``fields``, or for an STS set or labelled pairs
 ``datasets``' names or their ``fields``. ``line_no`` is the element's number in the array
 (pandas writes the whole array on one line). An element that is not an object is
-``not_object``, and so on as for JSON Lines. A file that is not one array (an object, JSON
+``not_object``, one longer than the line limit ``line_too_long`` (read through, up to
+:data:`MAX_ELEMENT_CHARS`), and so on as for JSON Lines. A file that is not one array (an object, JSON
 Lines), is not JSON where an element should be, or ends inside the array is an error naming
 the file, the line and the element: with the array's syntax broken no later element can be
 found for certain.
@@ -36,6 +37,9 @@ check = jsonl.check
 
 #: characters read at a time
 CHUNK = 1 << 20
+#: the longest element read at all (an element over the line limit, but within this, is a
+#: rejected row ``line_too_long`` and reading goes on; one over this is an error)
+MAX_ELEMENT_CHARS = 16 << 20
 _SPACE = re.compile(r"[ \t\n\r]*")
 _DECODER = json.JSONDecoder()
 
@@ -43,7 +47,7 @@ _DECODER = json.JSONDecoder()
 class _Array:
     """The elements of the file's one array: ``(number, line, value)`` each."""
 
-    def __init__(self, path: str, limit: int):
+    def __init__(self, path: str, limit: int = MAX_ELEMENT_CHARS):
         self.path, self.limit = path, limit
         self.fh = open_compressed(path)
         self.decoder = codecs.getincrementaldecoder("utf-8-sig")()
@@ -85,7 +89,7 @@ class _Array:
     def _fail(self, message: str) -> InputError:
         return InputError(self.path, self._where(), message)
 
-    def __iter__(self) -> Iterator[tuple[int, int, Any]]:
+    def __iter__(self) -> Iterator[tuple[int, int, int, Any]]:
         with self.fh:
             first = self._next_char()
             if not first:
@@ -118,9 +122,11 @@ class _Array:
                                      else f"a value expected after element {n}'s comma")
                 n += 1
                 line = self._where()
-                yield n, line, self._value(n, line)
+                value, size = self._value(n, line)
+                yield n, line, size, value
 
-    def _value(self, n: int, line: int) -> Any:
+    def _value(self, n: int, line: int) -> tuple[Any, int]:
+        """The element at ``pos`` and its length in characters (``pos`` then after it)."""
         while True:
             try:
                 value, end = _DECODER.raw_decode(self.buf, self.pos)
@@ -136,15 +142,19 @@ class _Array:
                 raise InputError(self.path, line, f"element {n} is nested too deeply to read") from None
             if end >= len(self.buf) and self._more():  # a number may go on in the next chunk
                 continue
-            self.pos = end
-            return value
+            size, self.pos = end - self.pos, end
+            return value, size
 
 
 def objects(path: str, max_bytes: int) -> Iterator[tuple[int, dict[str, Any]] | Bad]:
     """``(element number, object)`` of each element, or a :class:`Bad` for one that is not an
-    object (``max_bytes``: the longest element, in characters)."""
-    for n, _, value in _Array(path, max_bytes):
-        if isinstance(value, dict):
+    object, or longer than ``max_bytes`` characters (``line_too_long``, as a JSON Lines line
+    over the limit: read through, not kept)."""
+    for n, _, size, value in _Array(path):
+        if size > max_bytes:
+            yield Bad(n, "line_too_long", f"element {n}: {size} characters, longer than {max_bytes}",
+                      None)
+        elif isinstance(value, dict):
             yield n, value
         else:
             yield Bad(n, "not_object", f"element {n}: {jsonl._kind(value)}, not a JSON object",
