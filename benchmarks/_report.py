@@ -152,3 +152,21 @@ def emit(report: dict[str, Any], out: str | None) -> None:
     if out:
         Path(out).parent.mkdir(parents=True, exist_ok=True)
         Path(out).write_text(text + "\n")
+
+
+def run_paramill(argv: list[str]) -> dict[str, Any]:
+    """``paramill ARGV`` in a child process (no progress bars): its wall time and the peak
+    resident memory of it and its children; a failure ends the benchmark with its error."""
+    import subprocess
+    import sys
+    import time
+
+    start = time.perf_counter()
+    proc = subprocess.Popen([str(Path(sys.executable).parent / "paramill"), *argv],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                            env={**os.environ, "PARAMILL_PROGRESS": "0"})
+    with TreePeak(proc.pid) as peak:
+        _, err = proc.communicate()
+    if proc.returncode:
+        raise SystemExit(f"paramill {' '.join(argv[:3])} failed: {err[-2000:]}")
+    return {"seconds": round(time.perf_counter() - start, 2), "peak_rss_mb": round(peak.mb)}

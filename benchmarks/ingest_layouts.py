@@ -14,16 +14,13 @@ from __future__ import annotations
 import argparse
 import csv
 import json
-import os
 import random
-import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _report import TreePeak, emit, machine  # noqa: E402
+from _report import emit, machine, run_paramill  # noqa: E402
 
 STRUCT = {"cs": "translation.cs", "en": "translation.en"}
 
@@ -56,16 +53,8 @@ def write_layouts(where: Path, pairs: int, seed: int = 3) -> dict[str, dict]:
 
 
 def ingest(spec: dict, out: Path, threads: int) -> dict:
-    start = time.perf_counter()
-    proc = subprocess.Popen([str(Path(sys.executable).parent / "paramill"), "--threads", str(threads),
-                             "bitext", "ingest", "--corpus", "c", "--out", str(out), "--spec", json.dumps(spec)],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-                            env={**os.environ, "PARAMILL_PROGRESS": "0"})
-    with TreePeak(proc.pid) as peak:
-        _, err = proc.communicate()
-    if proc.returncode:
-        raise SystemExit(f"ingest of {spec['format']} failed: {err[-2000:]}")
-    return {"seconds": round(time.perf_counter() - start, 2), "peak_rss_mb": round(peak.mb)}
+    return run_paramill(["--threads", str(threads), "bitext", "ingest", "--corpus", "c",
+                         "--out", str(out), "--spec", json.dumps(spec)])
 
 
 def main() -> None:

@@ -17,11 +17,8 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 import numpy as np
@@ -29,7 +26,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _report import TreePeak, emit, machine  # noqa: E402
+from _report import emit, machine, run_paramill as run  # noqa: E402
 
 SHARD_ROWS = 200_000
 
@@ -79,19 +76,6 @@ def train_spm(where: Path, files: list[Path]) -> Path:
                                    model_type="unigram", character_coverage=1.0, num_threads=2,
                                    minloglevel=2)
     return where / "en.model"
-
-
-def run(argv: list[str]) -> dict:
-    """``paramill ARGV`` in a child process: its wall time and peak resident memory."""
-    start = time.perf_counter()
-    proc = subprocess.Popen([str(Path(sys.executable).parent / "paramill"), *argv],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-                            env={**os.environ, "PARAMILL_PROGRESS": "0"})
-    with TreePeak(proc.pid) as peak:
-        _, err = proc.communicate()
-    if proc.returncode:
-        raise SystemExit(f"paramill {' '.join(argv[:3])} failed: {err[-2000:]}")
-    return {"seconds": round(time.perf_counter() - start, 2), "peak_rss_mb": round(peak.mb)}
 
 
 def main() -> None:
