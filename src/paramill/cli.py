@@ -14,7 +14,7 @@ import threading
 from typing import Any
 
 from paramill import __version__
-from paramill.commands import Group, arg
+from paramill.commands import Group, arg, json_of
 
 EXIT_INPUT_ERROR = 2
 #: the stage packages whose ``cli.group`` is a command group, in the order --help lists them
@@ -52,6 +52,44 @@ def show(args: argparse.Namespace) -> int:
     from paramill.io import read_json
     from paramill.provenance import prov_path
     print(json.dumps(read_json(prov_path(args.path)), indent=2, sort_keys=True))
+    return 0
+
+
+formats_group = Group("formats", "the layouts input files are read in: list them, peek at a file")
+
+
+@formats_group.verb("list", "every layout, the uses it is read as, and what it reads",
+                    arg("--use", choices=["bitext", "pairs", "sts", "labelled"],
+                        help="only the layouts of this use"))
+def formats_list(args: argparse.Namespace) -> int:
+    from paramill.peek import layouts
+    for layout in layouts(args.use):
+        print(f"{layout['format']:<12} {', '.join(layout['uses']) or '-':<28} {layout['description']}")
+    return 0
+
+
+@formats_group.verb(
+    "peek", "the first rows of a file as the pipeline reads them (JSON lines), before a run",
+    arg("--use", required=True, choices=["bitext", "pairs", "sts", "labelled"],
+        help="what the file is: a bitext corpus, a pair corpus, an STS set, labelled pairs"),
+    arg("--spec", type=json_of({"type": "object"}, "an object"), required=True, metavar="JSON",
+        help="the file's config entry: a corpus's (bitext.corpora.<name>, pairs.corpora.<name>: "
+             '{"format": "csv", "path": "train.csv", "fields": {"s1": "question1", ...}}), or '
+             'an STS set\'s or labelled data\'s {"format", "path", "fields"}'),
+    arg("-n", "--rows", type=int, default=10, help="rows to print (default 10)"),
+    arg("--scan", type=int, default=10000,
+        help="rows to read for the count of reasons on stderr (default 10000)"),
+    description="Prints each row as one JSON object (a row that cannot be read: its reason and "
+                "detail, as the rejected table would hold them), then, on stderr, how many of "
+                "the rows scanned were read and why the others were not. A wrong `fields` or "
+                "`format` is the error the pipeline would give.")
+def formats_peek(args: argparse.Namespace) -> int:
+    from paramill.peek import peek
+    rows, reasons, scanned = peek(args.use, args.spec, args.rows, args.scan)
+    for row in rows:
+        print(json.dumps(row, ensure_ascii=False))
+    counts = ", ".join(f"{reason} {n}" for reason, n in reasons.most_common())
+    print(f"paramill formats peek: {scanned} rows scanned: {counts or 'none'}", file=sys.stderr)
     return 0
 
 
@@ -117,6 +155,7 @@ def build_parser() -> argparse.ArgumentParser:
     for stage in STAGES:
         importlib.import_module(f"paramill.{stage}.cli").group.add_to(sub)
     provenance.add_to(sub)
+    formats_group.add_to(sub)
     configs.add_to(sub)
     return parser
 

@@ -439,6 +439,41 @@ def test_a_json_array_is_read_an_element_at_a_time_for_every_use(write_file, mon
         list(read_pairs(PairCorpusSpec.from_dict("x", {"format": "json", "path": str(bad)})))
 
 
+def test_formats_peek_prints_the_first_rows_as_the_pipeline_reads_them(write_file, capsys):
+    """`paramill formats peek` reads a file by its config entry as the stage would: the first
+    rows as JSON lines (a row that cannot be read: its reason and detail), the reasons over
+    the rows scanned on stderr; a wrong entry is the pipeline's own error, exit status 2.
+    `paramill formats list` names each layout and its uses."""
+    import json
+
+    from paramill.cli import main
+
+    qqp = write_file("train.csv", ["id,question1,question2,is_duplicate", '1,"Why, then?",Why?,1',
+                                   '2,"a"b,c,0', "3,How?,When?,0", "4,x,y,maybe"])
+    spec = {"format": "csv", "path": str(qqp), "fields": {"s1": "question1", "s2": "question2", "label": "is_duplicate"}}
+    assert main(["formats", "peek", "--use", "pairs", "--spec", json.dumps(spec), "-n", "3"]) == 0
+    out, err = capsys.readouterr()
+    rows = [json.loads(line) for line in out.splitlines()]
+    assert rows[0] == {"line": 2, "s1": "Why, then?", "s2": "Why?", "rank": 1, "label": 1, "method": "csv"}
+    assert (rows[1]["line"], rows[1]["reason"]) == (3, "bad_quote") and rows[2]["s1"] == "How?" and len(rows) == 3
+    assert "4 rows scanned: ok 2, bad_quote 1, bad_label 1" in err
+    stsb = write_file("sick.jsonl", [json.dumps({"a": "A man plays.", "b": "A man is playing.", "rel": "4.5"}),
+                                     json.dumps({"a": "x", "b": "y", "rel": None})])
+    sts_spec = {"format": "jsonl", "path": str(stsb), "fields": {"s1": "a", "s2": "b", "score": "rel"}}
+    assert main(["formats", "peek", "--use", "sts", "--spec", json.dumps(sts_spec)]) == 0
+    out, err = capsys.readouterr()
+    assert [json.loads(line).get("score") for line in out.splitlines()] == [4.5, None]
+    assert "2 rows scanned: ok 1, no_gold_score 1" in err
+    assert main(["formats", "peek", "--use", "sts", "--spec", json.dumps({**sts_spec, "format": "tsv"})]) == 2
+    assert "spec.fields: format tsv takes no fields" in capsys.readouterr().err
+    assert main(["formats", "peek", "--use", "bitext", "--spec", json.dumps(spec)]) == 2
+    assert "bitext.corpora.peek.fields: a bitext corpus reads cs, en, not label, s1, s2" in capsys.readouterr().err
+    assert main(["formats", "list", "--use", "labelled"]) == 0
+    listed = {line.split()[0]: line for line in capsys.readouterr().out.splitlines()}
+    assert sorted(listed) == ["csv", "json", "jsonl", "parquet", "pit2015", "toks", "twitter-url"]
+    assert "bitext, pairs, sts, labelled" in listed["csv"]
+
+
 # -- the registry: uses, specs, files, and a layout from outside the package ------------
 
 def test_each_use_lists_the_layouts_that_read_it():

@@ -14,7 +14,7 @@ PACKAGE = Path(paramill.__file__).parent
 STAGES = {"bitext", "pairs", "nmt", "filters", "embed", "twitter", "lexicon", "evaluate", "report"}
 #: top-level modules that compose the stages (the command line, the config and its schema);
 #: every other top-level module is core, and imports no stage
-COMPOSITION = {"cli", "commands", "config", "schema"}
+COMPOSITION = {"cli", "commands", "config", "schema", "peek"}
 MAX_LINES = 450
 
 

@@ -1,0 +1,88 @@
+"""What the pipeline reads from a file, before it runs: the first rows of a corpus, an STS
+set or labelled pairs, read by their layout exactly as the stage reads them (``paramill
+formats peek``), and the layouts themselves (``paramill formats list``). A composition
+root, as :mod:`paramill.cli` is: it reads through the stages' own readers."""
+
+from __future__ import annotations
+
+import itertools
+from collections import Counter
+from typing import Any
+
+from paramill import formats
+from paramill.fields import number
+from paramill.formats import named
+
+
+def layouts(use: str | None = None) -> list[dict[str, Any]]:
+    """Each layout's name, the uses it is read as, its description and old names."""
+    return [{"format": m.NAME, "uses": [u for u in formats.USES if callable(getattr(m, u, None))],
+             "description": m.DESCRIPTION, **({"aliases": list(m.ALIASES)} if m.ALIASES else {})}
+            for m in formats.modules(use)]
+
+
+def _corpus_rows(use: str, entry: dict[str, Any]):
+    if use == "bitext":
+        from paramill.bitext.readers import CorpusSpec, read_corpus
+
+        for r in read_corpus(CorpusSpec.from_dict("peek", entry)):
+            yield {"line": r.line_no, "cs": r.cs, "en": r.en, "reason": r.reason, "detail": r.detail}
+        return
+    from paramill.pairs.readers import PairCorpusSpec, read_pairs
+
+    for r in read_pairs(PairCorpusSpec.from_dict("peek", entry)):
+        yield {"line": r.line_no, "s1": r.en_ref, "s2": r.candidate, "rank": r.rank, "score": r.score,
+               "label": r.label, "method": r.method, "reason": r.reason, "detail": r.detail}
+
+
+def _set_rows(use: str, entry: dict[str, Any]):
+    fmt, fields = entry.get("format"), entry.get("fields")
+    if fmt not in formats.names(use):
+        formats.layout(str(fmt), use)  # the error naming the layouts there are
+    if "path" not in entry:
+        raise ValueError(f"an {use} set needs its path: {{format, path}}")
+    named.check_set_fields(use, fmt, fields, "spec")
+    if use == "sts":
+        from paramill.evaluate.sts import BROKEN, MAX_LINE_BYTES
+
+        given = {"fields": fields} if fields else {}
+        for row in formats.reader(use, fmt)(str(entry["path"]), MAX_LINE_BYTES, **given):
+            if isinstance(row, formats.Bad):  # BROKEN: the evaluation stops at it
+                yield {"line": row.line_no, "reason": row.reason, "detail": row.detail
+                       + (" (the evaluation stops here)" if row.reason in BROKEN else " (skipped)")}
+                continue
+            score = number(row.score)
+            if score is None or not row.s1 or not row.s2:  # as the evaluation skips it
+                yield {"s1": row.s1, "s2": row.s2, "reason": "no_gold_score",
+                       "detail": f"no usable gold score ({row.score!r}) or an empty sentence: skipped"}
+            else:
+                yield {"s1": row.s1, "s2": row.s2, "score": score}
+        return
+    from paramill.twitter.identify.data import read_labelled
+
+    pairs, labels, dropped = read_labelled(entry["path"], fmt, entry.get("labels"), fields)
+    for (s1, s2), label in zip(pairs, labels):
+        yield {"s1": s1, "s2": s2, "label": label}
+    for _ in range(dropped):
+        yield {"reason": "debatable", "detail": "no label: dropped"}
+
+
+def peek(use: str, entry: dict[str, Any], rows: int = 10, scan: int = 10_000
+         ) -> tuple[list[dict[str, Any]], Counter[str], int]:
+    """The first ``rows`` rows of the file(s) ``entry`` names (a corpus's config entry for
+    ``bitext`` and ``pairs``; ``{format, path, fields}`` for ``sts`` and ``labelled``), read
+    as the stage reads them; and, over the first ``scan`` rows, each reason a row was not
+    read (``ok`` for those read) and how many were scanned. Labelled pairs are read whole, as
+    the identifier reads them."""
+    if use not in formats.USES:
+        raise ValueError(f"unknown use {use!r}; known: {', '.join(formats.USES)}")
+    source = _corpus_rows(use, entry) if use in ("bitext", "pairs") else _set_rows(use, entry)
+    first: list[dict[str, Any]] = []
+    reasons: Counter[str] = Counter()
+    scanned = 0
+    for row in itertools.islice(source, scan):
+        scanned += 1
+        reasons[row.get("reason") or "ok"] += 1
+        if len(first) < rows:
+            first.append({k: v for k, v in row.items() if v is not None})
+    return first, reasons, scanned
