@@ -11,7 +11,6 @@ from typing import Any
 
 from paramill import formats
 from paramill.fields import number
-from paramill.formats import named
 
 
 def layouts(use: str | None = None) -> list[dict[str, Any]]:
@@ -36,17 +35,21 @@ def _corpus_rows(use: str, entry: dict[str, Any]):
 
 
 def _set_rows(use: str, entry: dict[str, Any]):
-    fmt, fields = entry.get("format"), entry.get("fields")
-    if fmt not in formats.names(use):
-        formats.layout(str(fmt), use)  # the error naming the layouts there are
-    if "path" not in entry:
-        raise ValueError(f"an {use} set needs its path: {{format, path}}")
-    named.check_set_fields(use, fmt, fields, "spec")
+    """The rows of an STS set or labelled data, its entry checked as the config checks it."""
+    if use == "sts":
+        from paramill.evaluate.settings import StsDataset
+
+        checked = StsDataset.from_dict({"name": "peek", "year": "peek", **entry}, "spec")
+    else:
+        from paramill.twitter.identify.settings import LabelledData
+
+        checked = LabelledData.from_dict(entry, "spec")
+    fmt, fields = checked.format, checked.fields
     if use == "sts":
         from paramill.evaluate.sts import BROKEN, MAX_LINE_BYTES
 
         given = {"fields": fields} if fields else {}
-        for row in formats.reader(use, fmt)(str(entry["path"]), MAX_LINE_BYTES, **given):
+        for row in formats.reader(use, fmt)(str(checked.path), MAX_LINE_BYTES, **given):
             if isinstance(row, formats.Bad):  # BROKEN: the evaluation stops at it
                 yield {"line": row.line_no, "reason": row.reason, "detail": row.detail
                        + (" (the evaluation stops here)" if row.reason in BROKEN else " (skipped)")}
@@ -60,7 +63,7 @@ def _set_rows(use: str, entry: dict[str, Any]):
         return
     from paramill.twitter.identify.data import read_labelled
 
-    pairs, labels, dropped = read_labelled(entry["path"], fmt, entry.get("labels"), fields)
+    pairs, labels, dropped = read_labelled(checked.path, fmt, checked.labels, fields)
     for (s1, s2), label in zip(pairs, labels):
         yield {"s1": s1, "s2": s2, "label": label}
     for _ in range(dropped):

@@ -465,7 +465,7 @@ def test_formats_peek_prints_the_first_rows_as_the_pipeline_reads_them(write_fil
     assert [json.loads(line).get("score") for line in out.splitlines()] == [4.5, None]
     assert "2 rows scanned: ok 1, no_gold_score 1" in err
     assert main(["formats", "peek", "--use", "sts", "--spec", json.dumps({**sts_spec, "format": "tsv"})]) == 2
-    assert "spec.fields: format tsv takes no fields" in capsys.readouterr().err
+    assert "fields: format tsv takes no fields" in capsys.readouterr().err
     assert main(["formats", "peek", "--use", "bitext", "--spec", json.dumps(spec)]) == 2
     assert "bitext.corpora.peek.fields: a bitext corpus reads cs, en, not label, s1, s2" in capsys.readouterr().err
     assert main(["formats", "list", "--use", "labelled"]) == 0
