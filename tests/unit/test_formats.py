@@ -306,6 +306,7 @@ def test_csv_is_read_with_its_quoting_for_every_use(write_file, tmp_path):
     assert [(r.line_no, r.reason) for r in rows[3:]] == [(6, "column_count"), (7, "bad_quote"), (8, "bad_label")]
     assert rows[3].detail == "5 fields, the header names 6"
     assert rows[4].detail == "',' expected after '\"' (line 7)"
+    assert rows[4].en_ref == '4,9,10,"a"b,"c",0'  # the record as read, in the rejected row
     assert rows[5].detail == "column is_duplicate: label 'maybe' is not 0/1/true/false"
     with pytest.raises(InputError, match=r"train.csv:1: fields.s2: no column text \(the header has id, qid1"):
         list(read_pairs(PairCorpusSpec.from_dict("q", {**spec, "fields": {"s1": "question1", "s2": "text"}})))

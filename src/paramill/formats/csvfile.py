@@ -67,6 +67,7 @@ class _Lines:
         self.limit = limit
         self.last = 0  # the number of the last line handed out
         self.size = 0  # the bytes of the record being read so far
+        self.text = ""  # its text so far, as far as a rejected row shows it
 
     def __iter__(self) -> _Lines:
         return self
@@ -78,6 +79,8 @@ class _Lines:
             raise _Broken(item)
         self.last, text = item
         self.size += len(text.encode()) + 1
+        if len(self.text) < REJECTED_TEXT_CHARS:
+            self.text = (self.text + "\n" + text if self.text else text)[:REJECTED_TEXT_CHARS]
         if self.size > self.limit:
             raise _Broken(Bad(self.last, "line_too_long", f"a record longer than {self.limit} "
                               "bytes (a quote never closed?)", text[:REJECTED_TEXT_CHARS]))
@@ -90,7 +93,7 @@ def records(path: str, delimiter: str, max_line_bytes: int
     source = _Lines(path, max_line_bytes)
     reader = csv.reader(source, delimiter=delimiter, strict=True)
     while True:
-        start, source.size = source.last + 1, 0
+        start, source.size, source.text = source.last + 1, 0, ""
         try:
             fields = next(reader)
         except StopIteration:
@@ -102,20 +105,20 @@ def records(path: str, delimiter: str, max_line_bytes: int
             reader = csv.reader(source, delimiter=delimiter, strict=True)  # from the next line
             continue
         except csv.Error as exc:
-            yield _unparsed(start, source.last, str(exc))
+            yield _unparsed(start, source.last, str(exc), source.text)
             reader = csv.reader(source, delimiter=delimiter, strict=True)
             continue
         if fields:
             yield start, fields
 
 
-def _unparsed(start: int, line: int, message: str) -> Bad:
-    """The rejected record :mod:`csv` could not parse: a lone carriage return in an unquoted
-    field (``bad_field``; its message asks the programmer about ``newline=''``), else a quote
-    out of place or never closed (``bad_quote``)."""
+def _unparsed(start: int, line: int, message: str, text: str) -> Bad:
+    """The rejected record :mod:`csv` could not parse (``text``: its lines as read): a lone
+    carriage return in an unquoted field (``bad_field``; its message asks the programmer
+    about ``newline=''``), else a quote out of place or never closed (``bad_quote``)."""
     if "new-line character seen in unquoted field" in message:
-        return Bad(start, "bad_field", f"a carriage return (\\r) in a field that is not quoted (line {line})", None)
-    return Bad(start, "bad_quote", f"{message} (line {line})", None)
+        return Bad(start, "bad_field", f"a carriage return (\\r) in a field that is not quoted (line {line})", text)
+    return Bad(start, "bad_quote", f"{message} (line {line})", text)
 
 
 def _rows(path: str, delimiter: str, max_line_bytes: int, roles) -> Iterator[tuple[int, dict[str, Any]] | Bad]:
