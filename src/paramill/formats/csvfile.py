@@ -26,6 +26,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from paramill import fields as strict
 from paramill.formats import (Bad, BitextPair, Candidate, Labelled, Scored, collect_labelled,
                               jsonl, lines, named)
 from paramill.io import REJECTED_TEXT_CHARS, InputError
@@ -91,22 +92,26 @@ def records(path: str, delimiter: str, max_line_bytes: int
             ) -> Iterator[tuple[int, list[str]] | Bad]:
     """Each non-blank record's fields, with the line it starts on, or a :class:`Bad`."""
     source = _Lines(path, max_line_bytes)
-    reader = csv.reader(source, delimiter=delimiter, strict=True)
+
+    def reader() -> Iterator[list[str]]:  # a new one after a broken record: from the next line
+        return csv.reader(source, delimiter=delimiter, strict=True)
+
+    parser = reader()
     while True:
         start, source.size, source.text = source.last + 1, 0, ""
         try:
-            fields = next(reader)
+            fields = next(parser)
         except StopIteration:
             return
         except _Broken as broken:
             bad = broken.bad
             yield Bad(start, bad.reason, bad.detail if bad.line_no == start
                       else f"line {bad.line_no}: {bad.detail}", bad.text)
-            reader = csv.reader(source, delimiter=delimiter, strict=True)  # from the next line
+            parser = reader()
             continue
         except csv.Error as exc:
             yield _unparsed(start, source.last, str(exc), source.text)
-            reader = csv.reader(source, delimiter=delimiter, strict=True)
+            parser = reader()
             continue
         if fields:
             yield start, fields
@@ -131,7 +136,7 @@ def _rows(path: str, delimiter: str, max_line_bytes: int, roles) -> Iterator[tup
     if isinstance(first, Bad):
         raise InputError(path, first.line_no, f"the header line cannot be read: {first.detail}")
     header = first[1]
-    if twice := sorted({n for n in header if header.count(n) > 1}):
+    if twice := strict.repeated(header):
         raise InputError(path, first[0], f"the header names {', '.join(twice)} more than once")
     columns = roles(header)
     for item in items:
@@ -202,8 +207,8 @@ def bitext(spec: Spec, max_line_bytes: int = 65536) -> Iterator[BitextPair]:
 def _set(path: str, needed: tuple[str, ...], optional: tuple[str, ...], max_line_bytes: int,
          fields: dict[str, str] | None) -> Iterator[tuple[int, dict[str, Any]] | Bad]:
     def roles(header: list[str]) -> dict[str, int]:
-        return named.set_roles(path, header, needed, optional, header.index, fields,
-                               lambda role, name: _header_column(path, header, role, name))
+        return named.set_roles(path, header, needed, optional, header.index,
+                               lambda role, name: _header_column(path, header, role, name), fields)
     return _rows(path, ",", max_line_bytes, roles)
 
 

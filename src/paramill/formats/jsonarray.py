@@ -45,7 +45,7 @@ _DECODER = json.JSONDecoder()
 
 
 class _Array:
-    """The elements of the file's one array: ``(number, line, value)`` each."""
+    """The elements of the file's one array: ``(number, length in characters, value)`` each."""
 
     def __init__(self, path: str, limit: int = MAX_ELEMENT_CHARS):
         self.path, self.limit = path, limit
@@ -89,7 +89,7 @@ class _Array:
     def _fail(self, message: str) -> InputError:
         return InputError(self.path, self._where(), message)
 
-    def __iter__(self) -> Iterator[tuple[int, int, int, Any]]:
+    def __iter__(self) -> Iterator[tuple[int, int, Any]]:
         with self.fh:
             first = self._next_char()
             if not first:
@@ -121,9 +121,8 @@ class _Array:
                     raise self._fail(f"the file ends inside the array, after element {n}" if not c
                                      else f"a value expected after element {n}'s comma")
                 n += 1
-                line = self._where()
-                value, size = self._value(n, line)
-                yield n, line, size, value
+                value, size = self._value(n, self._where())
+                yield n, size, value
 
     def _value(self, n: int, line: int) -> tuple[Any, int]:
         """The element at ``pos`` and its length in characters (``pos`` then after it)."""
@@ -150,7 +149,7 @@ def objects(path: str, max_bytes: int) -> Iterator[tuple[int, dict[str, Any]] | 
     """``(element number, object)`` of each element, or a :class:`Bad` for one that is not an
     object, or longer than ``max_bytes`` characters (``line_too_long``, as a JSON Lines line
     over the limit: read through, not kept)."""
-    for n, _, size, value in _Array(path):
+    for n, size, value in _Array(path):
         if size > max_bytes:
             yield Bad(n, "line_too_long", f"element {n}: {size} characters, longer than {max_bytes}",
                       None)

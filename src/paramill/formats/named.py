@@ -45,14 +45,14 @@ def corpus_roles(path: str, names: Sequence[str], use: str, given: dict[str, str
 
 
 def set_roles(path: str, names: Sequence[str], needed: tuple[str, ...], optional: tuple[str, ...],
-              plain: Callable[[str], C], given: dict[str, str] | None = None,
-              column: Callable[[str, str], C] | None = None) -> dict[str, C]:
+              plain: Callable[[str], C], column: Callable[[str, str], C],
+              given: dict[str, str] | None = None) -> dict[str, C]:
     """{role: column} of a set given by its path (an STS set, labelled pairs): those its
     ``fields`` give (``column(role, name)`` finds one or raises), each other role from its
     first :data:`jsonl.NAMED` name among ``names`` not taken by a role before it (an
     optional role may have none)."""
     given = given or {}
-    found: dict[str, C] = {role: column(role, name) for role, name in given.items()} if column else {}
+    found: dict[str, C] = {role: column(role, name) for role, name in given.items()}
     taken: set[str] = set(given.values())
     for role in (*needed, *optional):
         if role in found:

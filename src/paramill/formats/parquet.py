@@ -37,6 +37,8 @@ DESCRIPTION = ("a Parquet file: columns s1, s2 (optional score, label) or cs, en
 #: a corpus's settings: ``path`` and ``fields``, the column each role is read from
 Spec = jsonl.Spec
 check = jsonl.check
+
+
 @dataclass(frozen=True)
 class Column:
     """Where a role is read: a column, and the fields inside it where it is a struct."""
@@ -91,15 +93,14 @@ def _corpus_columns(path: str, schema: Any, use: str, given: dict[str, str]) -> 
 def _named_columns(path: str, schema: Any, needed: tuple[str, ...], optional: tuple[str, ...],
                    given: dict[str, str] | None = None) -> dict[str, Column]:
     """{role: column} of a set given by its path (:func:`paramill.formats.named.set_roles`)."""
-    return named.set_roles(path, schema.names, needed, optional, Column, given,
-                           lambda role, name: _column(path, schema, role, name))
+    return named.set_roles(path, schema.names, needed, optional, Column,
+                           lambda role, name: _column(path, schema, role, name), given)
 
 
-def _rows(path: str, columns: dict[str, Column], sentences: tuple[str, ...], batch_rows: int
-          ) -> Iterator[tuple[int, dict[str, Any]]]:
+def _rows(path: str, schema: Any, columns: dict[str, Column], sentences: tuple[str, ...],
+          batch_rows: int) -> Iterator[tuple[int, dict[str, Any]]]:
     """``(row number, {role: value})`` of each row, a record batch at a time; the
-    ``sentences`` roles' columns checked to hold text first."""
-    schema = open_parquet(path).schema_arrow
+    ``sentences`` roles' columns checked to hold text first (in ``schema``, the file's)."""
     for role in sentences:
         kind = _kind(schema, columns[role])
         if not is_text(kind):
@@ -200,9 +201,9 @@ def check_text(path: str, schema: Any, columns: list[str]) -> None:
 def pairs(spec: Spec, method: str = NAME, max_line_bytes: int = 65536, batch_rows: int = 50000
           ) -> Iterator[Candidate]:
     """One candidate a row: the ``s1`` and ``s2`` columns, the score and label where given."""
-    path = spec.path
-    columns = _corpus_columns(path, open_parquet(path).schema_arrow, "pairs", spec.fields or {})
-    for row, v in _rows(path, columns, ("s1", "s2"), batch_rows):
+    path, schema = spec.path, open_parquet(spec.path).schema_arrow
+    columns = _corpus_columns(path, schema, "pairs", spec.fields or {})
+    for row, v in _rows(path, schema, columns, ("s1", "s2"), batch_rows):
         ref, cand = v["s1"], v["s2"]
         bad = _sentences(row, v, columns, ("s1", "s2"), max_line_bytes)
         if bad:
@@ -219,9 +220,9 @@ def pairs(spec: Spec, method: str = NAME, max_line_bytes: int = 65536, batch_row
 def bitext(spec: Spec, max_line_bytes: int = 65536, batch_rows: int = 50000) -> Iterator[BitextPair]:
     """One Czech-English pair a row: the ``cs`` and ``en`` columns (or those ``fields``
     names)."""
-    path = spec.path
-    columns = _corpus_columns(path, open_parquet(path).schema_arrow, "bitext", spec.fields or {})
-    for row, v in _rows(path, columns, ("cs", "en"), batch_rows):
+    path, schema = spec.path, open_parquet(spec.path).schema_arrow
+    columns = _corpus_columns(path, schema, "bitext", spec.fields or {})
+    for row, v in _rows(path, schema, columns, ("cs", "en"), batch_rows):
         bad = _sentences(row, v, columns, ("cs", "en"), max_line_bytes)
         if bad:
             yield BitextPair(row, v["cs"], v["en"], bad.reason, bad.detail)
@@ -235,8 +236,9 @@ def sts(path: str, max_line_bytes: int = 65536, fields: dict[str, str] | None = 
     ``score`` or else ``label``, or the columns ``fields`` names; a pair without a score is
     skipped and counted). A null sentence is a pair skipped; one holding a NUL character
     breaks the set."""
-    columns = _named_columns(path, open_parquet(path).schema_arrow, ("s1", "s2"), ("score",), fields)
-    for row, v in _rows(path, columns, ("s1", "s2"), batch_rows):
+    schema = open_parquet(path).schema_arrow
+    columns = _named_columns(path, schema, ("s1", "s2"), ("score",), fields)
+    for row, v in _rows(path, schema, columns, ("s1", "s2"), batch_rows):
         bad = _sentences(row, v, columns, ("s1", "s2"), max_line_bytes)
         yield bad or Scored(v["s1"], v["s2"], v.get("score"))
 
@@ -246,7 +248,8 @@ def labelled(path: str, max_line_bytes: int = 65536, fields: dict[str, str] | No
     """The pairs and their ``label`` (0/1/true/false; null: debatable, dropped), from the
     columns ``fields`` names or ``datasets``' names; a row that gives no pair is an error
     naming the file and row."""
-    columns = _named_columns(path, open_parquet(path).schema_arrow, ("s1", "s2", "label"), (), fields)
+    schema = open_parquet(path).schema_arrow
+    columns = _named_columns(path, schema, ("s1", "s2", "label"), (), fields)
 
     def one(row: int, v: dict[str, Any]) -> Labelled | Bad:
         bad = _sentences(row, v, columns, ("s1", "s2"), max_line_bytes)
@@ -255,7 +258,7 @@ def labelled(path: str, max_line_bytes: int = 65536, fields: dict[str, str] | No
         label, bad_label = _parsed(v, columns, "label")
         return Bad(row, "bad_label", bad_label, None) if bad_label else Labelled(row, v["s1"], v["s2"], label)
 
-    return collect_labelled((one(row, v) for row, v in _rows(path, columns, ("s1", "s2"), batch_rows)), path)
+    return collect_labelled((one(row, v) for row, v in _rows(path, schema, columns, ("s1", "s2"), batch_rows)), path)
 
 
 def _nul(column: str, value: str | None) -> str | None:

@@ -13,11 +13,11 @@ apart (in as many worker processes as the job has threads) and their sums added.
 
 from __future__ import annotations
 
+import functools
 import itertools
 from collections import Counter
 from pathlib import Path
 from typing import Any
-
 
 from paramill.errors import InputError
 from paramill.io import iter_parquet_batches, write_json
@@ -209,14 +209,10 @@ def table_sums(spm: str, batch_rows: int, chunk: tuple[str]) -> Sums:
     return sums
 
 
-#: the SentencePiece models a process has loaded, by path (a worker measures many tables)
-_SEGMENTERS: dict[str, Segmenter] = {}
-
-
+@functools.cache
 def _segmenter(spm: str) -> Segmenter:
-    if spm not in _SEGMENTERS:
-        _SEGMENTERS[spm] = Segmenter(spm)
-    return _SEGMENTERS[spm]
+    """The SentencePiece model at ``spm``, loaded once a process (a worker measures many tables)."""
+    return Segmenter(spm)
 
 
 def diversity(candidate_files: list[str | Path], spm: str | Path, batch_rows: int = 10_000,
