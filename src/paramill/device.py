@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
 T = TypeVar("T")
@@ -130,6 +130,25 @@ def fit_gpu_memory(work: Callable[[int], T], size: int, key: str, command: str, 
                  f"{size // 2} (recorded in its provenance)")
             release_gpu_cache()
             size //= 2
+
+
+def fitted_batches(items: Sequence[Any], size: int, key: str, command: str, at: str,
+                   halved: list[dict[str, Any]], work: Callable[[Sequence[Any]], None]) -> int:
+    """``work`` over ``items`` in slices of ``size``, each slice through :func:`fit_gpu_memory`
+    (a slice out of GPU memory is done again at half the size, and the rest at that size);
+    ``at`` names a slice by its first item's number (``"sentence {}"``). ``work`` keeps
+    what it computes only when it returns (a slice redone is not kept twice). Returns the
+    size that fitted, for the caller's later calls."""
+    start = 0
+    while start < len(items):
+        def part(n: int, first: int = start) -> int:
+            chunk = items[first:first + n]
+            work(chunk)
+            return len(chunk)
+
+        done, size = fit_gpu_memory(part, size, key, command, at.format(start + 1), halved)
+        start += done
+    return size
 
 
 def pick(requested: str = "auto") -> str:

@@ -696,6 +696,68 @@ def test_model_encoder_trains_saves_and_loads_to_the_same_scores(tiny_sentence_e
         only_lr.score(probe, "encoder")
 
 
+def test_the_identifiers_encoders_halve_a_batch_out_of_gpu_memory(tiny_sentence_encoder, tmp_path,
+                                                                 monkeypatch, capsys):
+    """A batch that does not fit in the GPU's memory (torch's OutOfMemoryError, raised here
+    for batches over 2 sentences or pairs) is done again at half its size, and the rest at
+    that size: the same scores, the halvings in the log and in what the identifier records."""
+    import torch
+
+    from paramill.twitter import encoder as encoder_module
+    from paramill.twitter.cross import CrossEncoder
+
+    settings = identify.IdentifySettings(model="encoder", sentence_encoder=str(tiny_sentence_encoder),
+                                         encoder_layers=0, finetune_epochs=0, encoder_batch=8)
+    train_identifier(_labelled(tmp_path / "l.tsv", POS, NEG), [], tmp_path / "m.npz",
+                     tmp_path / "r.json", settings)
+    probe = POS[:4] + NEG[:3]
+    expected = identify.Identifier.load(tmp_path / "m.npz").score(probe)
+    sizes = []
+    forward = encoder_module._forward
+
+    def small_card(model, sentences, device):
+        sizes.append(len(sentences))
+        if len(sentences) > 2:
+            raise torch.cuda.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB")
+        return forward(model, sentences, device)
+
+    monkeypatch.setattr(encoder_module, "_forward", small_card)
+    loaded = identify.Identifier.load(tmp_path / "m.npz")
+    assert np.allclose(loaded.score(probe), expected, atol=1e-9)
+    assert sizes[:4] == [8, 4, 2, 2] and set(sizes[4:]) <= {1, 2}  # 14 sentences, 2 at a time
+    assert loaded.sentence_encoder().batch == 2  # later calls start there
+    assert loaded.out_of_gpu_memory() == [
+        {"encoder": "sentence", "at": "sentence 1 by length", "twitter.identify.encoder_batch": 8, "now": 4},
+        {"encoder": "sentence", "at": "sentence 1 by length", "twitter.identify.encoder_batch": 4, "now": 2}]
+    assert ("sentence encoder: sentence 1 by length: out of GPU memory at "
+            "twitter.identify.encoder_batch 8; the rest goes on at 4") in capsys.readouterr().err
+    sizes.clear()
+    loaded.sentence_encoder().pair_columns(probe, alignment=True)  # token vectors: the same path
+    assert max(sizes) == 2
+    # the cross-encoder, the same way
+    cross = CrossEncoder(str(tiny_sentence_encoder), batch=8, precision="float32")
+    want = cross.logits(probe)
+    model, rows = cross.model, []
+
+    def small_model(**inputs):
+        rows.append(len(inputs["input_ids"]))
+        if len(inputs["input_ids"]) > 2:
+            raise torch.cuda.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB")
+        return model(**inputs)
+
+    small_model.eval = model.eval
+    cross.model = small_model
+    assert np.allclose(cross.logits(probe), want, atol=1e-5)
+    assert rows == [7, 4, 2, 2, 2, 1] and cross.batch == 2
+    assert [h["now"] for h in cross.out_of_gpu_memory] == [4, 2]
+    cross.batch, rows[:] = 1, []
+    cross.model = lambda **inputs: small_model(input_ids=[0] * 3)
+    cross.model.eval = model.eval
+    with pytest.raises(torch.cuda.OutOfMemoryError):  # at 1 the error stands
+        cross.logits(probe)
+    assert rows == [3]
+
+
 def test_int8_runs_the_linear_layers_quantised_near_the_float_cosine(tiny_sentence_encoder, tmp_path):
     import torch
 

@@ -15,7 +15,6 @@ optimiser state and epoch, so ``load_model(path)`` needs nothing else.
 
 from __future__ import annotations
 
-import functools
 import random
 from collections import Counter
 from dataclasses import asdict, dataclass, field
@@ -305,16 +304,10 @@ class SentenceEncoder(nn.Module):
         if self.out_of_gpu_memory:
             batch_size = min(batch_size, self.out_of_gpu_memory[-1]["now"])
 
-        def vectors(size: int, start: int) -> np.ndarray:
-            return self(self.tensors(self.units(sentences[start:start + size]))).float().cpu().numpy()
-
-        chunks, start = [], 0
-        while start < len(sentences):
-            chunk, batch_size = device.fit_gpu_memory(
-                functools.partial(vectors, start=start), batch_size, "batch_size", command,
-                f"sentence {start + 1}", self.out_of_gpu_memory)
-            chunks.append(chunk)
-            start += len(chunk)
+        chunks: list[np.ndarray] = []
+        device.fitted_batches(
+            sentences, batch_size, "batch_size", command, "sentence {}", self.out_of_gpu_memory,
+            lambda part: chunks.append(self(self.tensors(self.units(part))).float().cpu().numpy()))
         self.train(was_training)
         return np.concatenate(chunks) if chunks else np.zeros((0, self.dim), dtype=np.float32)
 

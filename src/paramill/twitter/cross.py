@@ -43,6 +43,8 @@ class CrossEncoder:
         from paramill.device import pick
 
         self.source, self.batch, self.max_length = source, batch, max_length
+        #: each halving of the batch after the GPU ran out of memory (``at``, the size, ``now``)
+        self.out_of_gpu_memory: list[dict] = []
         self.device = pick("auto")
         precision = encoder_precision(precision, self.device)
         self.precision = "float32" if precision == "int8" else precision  # no int8 head
@@ -68,16 +70,23 @@ class CrossEncoder:
 
     def logits(self, pairs: list[tuple[str, str]]) -> np.ndarray:
         """The logit of "paraphrase" of each pair read in the order given, in batches of
-        pairs of near length."""
+        pairs of near length; a batch out of GPU memory is scored again at half the size, and
+        the rest (and later calls) at that size (kept in :attr:`out_of_gpu_memory`)."""
         import torch
+
+        from paramill.device import fitted_batches
 
         out = np.zeros(len(pairs))
         order = np.argsort([len(a) + len(b) for a, b in pairs], kind="stable")
+
+        def batch(index: np.ndarray) -> None:
+            out[index] = self.model(**self.inputs([pairs[i] for i in index])).float().cpu().numpy()
+
         self.model.eval()
         with torch.inference_mode(), _autocast(self.precision, self.device):
-            for start in range(0, len(order), self.batch):
-                index = order[start:start + self.batch]
-                out[index] = self.model(**self.inputs([pairs[i] for i in index])).float().cpu().numpy()
+            self.batch = fitted_batches(order, self.batch, "twitter.identify.encoder_batch",
+                                        "cross-encoder", "pair {} by length",
+                                        self.out_of_gpu_memory, batch)
         return out
 
     def score(self, pairs: list[tuple[str, str]], both_orders: bool = False) -> np.ndarray:

@@ -105,6 +105,8 @@ class PretrainedEncoder:
         from paramill.device import pick
 
         self.source, self.batch = source, batch
+        #: each halving of the batch after the GPU ran out of memory (``at``, the size, ``now``)
+        self.out_of_gpu_memory: list[dict] = []
         self.device = pick("auto")
         self.precision = encoder_precision(precision, self.device)
         self.model = SentenceTransformer(str(self.locate(source)), device=self.device,
@@ -154,28 +156,36 @@ class PretrainedEncoder:
         """Unit-length float32 vectors, computed in the encoder's precision, in batches of
         sentences of near length (less padding; the vectors do not depend on it). With
         ``tokens``: (vectors, each sentence's unit-length contextual token vectors, one row a
-        word piece, without the [CLS] and [SEP] markers), from the same pass."""
+        word piece, without the [CLS] and [SEP] markers), from the same pass. A batch out of
+        GPU memory is encoded again at half the size, and the rest (and later calls) at that
+        size (:func:`paramill.device.fit_gpu_memory`; kept in :attr:`out_of_gpu_memory`)."""
         import torch
+
+        from paramill.device import fitted_batches
 
         self.model.eval()
         out = np.zeros((len(sentences), 0), dtype=np.float32)
         pieces: list[np.ndarray] = [np.zeros((0, 0), dtype=np.float32)] * len(sentences)
         order = np.argsort([len(s) for s in sentences], kind="stable")
+
+        def batch(index: np.ndarray) -> None:
+            nonlocal out
+            features = _forward(self.model, [sentences[i] for i in index], self.device)
+            vectors = _unit(features["sentence_embedding"]).cpu().numpy()
+            inner = _unit(features["token_embeddings"]).cpu().numpy() if tokens else None
+            if not out.shape[1]:
+                out = np.zeros((len(sentences), vectors.shape[1]), dtype=np.float32)
+            out[index] = vectors
+            if inner is not None:
+                lengths = features["attention_mask"].sum(1).tolist()
+                for row, i in enumerate(index):
+                    # a copy: a view would keep the whole padded batch alive
+                    pieces[i] = inner[row, 1:max(int(lengths[row]) - 1, 1)].copy()
+
         with torch.inference_mode(), _autocast(self.precision, self.device):
-            for start in range(0, len(order), self.batch):
-                index = order[start:start + self.batch]
-                batch = [sentences[i] for i in index]
-                features = _forward(self.model, batch, self.device)
-                vectors = _unit(features["sentence_embedding"]).cpu().numpy()
-                if not out.shape[1]:
-                    out = np.zeros((len(sentences), vectors.shape[1]), dtype=np.float32)
-                out[index] = vectors
-                if tokens:
-                    inner = _unit(features["token_embeddings"]).cpu().numpy()
-                    lengths = features["attention_mask"].sum(1).tolist()
-                    for row, i in enumerate(index):
-                        # a copy: a view would keep the whole padded batch alive
-                        pieces[i] = inner[row, 1:max(int(lengths[row]) - 1, 1)].copy()
+            self.batch = fitted_batches(order, self.batch, "twitter.identify.encoder_batch",
+                                        "sentence encoder", "sentence {} by length",
+                                        self.out_of_gpu_memory, batch)
         return (out, pieces) if tokens else out
 
     def cosine(self, pairs: list[tuple[str, str]]) -> np.ndarray:

@@ -112,6 +112,8 @@ def score_month(days: list[str | Path], model: str | Path, accounts: list[str], 
              "days_before": len(context), "tweets_before": 0 if before is None else before.height}
     if used := ident.encoder_used():
         stats["sentence_encoder"] = used
+    if halved := ident.out_of_gpu_memory():  # batches halved to fit the card
+        stats["out_of_gpu_memory"] = halved
     with output_job(run, out_pairs, out_tsv, out_stats, rows_in=stats["tweets"], each=True) as job:
         t_pairs, t_tsv, t_stats = job.paths
         writer = TableWriter(t_pairs, SCORED)

@@ -182,9 +182,12 @@ def train_identifier(train: list[LabelledData], evaluate: list[LabelledData], ou
             "data": d.path, "pairs": len(p), "dropped": n,
             **{name: metrics(yy, scored[name]) for name in names},
             "at_threshold": {"model": settings.model, **at_threshold(yy, scored[settings.model], used)}})
+    if halved := ident.out_of_gpu_memory():  # batches halved to fit the card (the folds' own
+        results["out_of_gpu_memory"] = halved  # encoders: in the log only)
     with output_job(run, out, report, rows_in=len(pairs), each=True) as job:
         tmp, tmp_rep = job.paths
         ident.save(tmp)
         write_json(tmp_rep, results)
-        job.extra = {"evaluations": results["evaluations"], "threshold": results["threshold"]}
+        job.extra = {"evaluations": results["evaluations"], "threshold": results["threshold"],
+                     **({"out_of_gpu_memory": halved} if halved else {})}
     return results

@@ -211,6 +211,12 @@ class Identifier:
             used["student_layers"] = s.layers  # which of the whole encoder's layers it keeps
         return used
 
+    def out_of_gpu_memory(self) -> list[dict[str, Any]]:
+        """Each halving of the sentence encoder's and the cross-encoder's batch after the GPU
+        ran out of memory while this identifier scored (for the provenance)."""
+        return [{"encoder": name, **h} for name, attr in (("sentence", "_sentence"), ("cross", "_cross"))
+                for h in getattr(getattr(self, attr, None), "out_of_gpu_memory", [])]
+
     def cross_encoder(self):
         if not hasattr(self, "_cross"):
             from paramill.twitter.cross import CrossEncoder
