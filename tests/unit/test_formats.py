@@ -434,7 +434,18 @@ def test_a_json_array_is_read_an_element_at_a_time_for_every_use(write_file, mon
     long = write_file("long.json", [json.dumps([{"s1": "a", "s2": "b", "body": "x" * 300}, {"s1": "c", "s2": "d"}])])
     got = list(read_pairs(PairCorpusSpec.from_dict("x", {"format": "json", "path": str(long)}), max_line_bytes=200))
     assert [(r.line_no, r.reason, r.detail, r.en_ref) for r in got] == [
-        (1, "line_too_long", "element 1: 334 characters, longer than 200", None), (2, None, None, "c")]
+        (1, "line_too_long", "element 1: 334 bytes, longer than 200", None), (2, None, None, "c")]
+    # the limit counts UTF-8 bytes, as a JSON Lines line's: 124 characters, 214 bytes
+    wide = {"s1": "a", "s2": "b", "body": "é" * 90}
+    text = json.dumps(wide, ensure_ascii=False)
+    assert (len(text), len(text.encode())) == (124, 214)
+    for layout, body in (("json", f"[{text},\n" + '{"s1": "c", "s2": "d"}]'),
+                         ("jsonl", f"{text}\n" + '{"s1": "c", "s2": "d"}\n')):
+        got = list(read_pairs(PairCorpusSpec.from_dict("x", {"format": layout, "path": str(
+            write_file(f"wide.{layout}", body))}), max_line_bytes=200))
+        assert [(r.reason, r.en_ref) for r in got] == [("line_too_long", None), (None, "c")], layout
+        if layout == "json":
+            assert got[0].detail == "element 1: 214 bytes, longer than 200"
     bad = write_file("bad.json", b'[{"s1": "a", "s2": "b"},\n {"s1": "\xff", "s2": "c"}]')
     with pytest.raises(InputError, match=r"bad.json:2: invalid UTF-8 at byte offset 34"):
         list(read_pairs(PairCorpusSpec.from_dict("x", {"format": "json", "path": str(bad)})))

@@ -6,8 +6,8 @@ Each object is read as a line of :mod:`paramill.formats.jsonl` is, by the same `
 (a dot reads inside an object): a corpus's ``fields``, or for an STS set or labelled pairs
 ``datasets``' names or their ``fields``. ``line_no`` is the element's number in the array
 (pandas writes the whole array on one line). An element that is not an object is
-``not_object``, one longer than the line limit ``line_too_long`` (read through, up to
-:data:`MAX_ELEMENT_CHARS`), and so on as for JSON Lines. A file that is not one array (an object, JSON
+``not_object``, one longer than the line limit ``line_too_long`` (its text's UTF-8 bytes, as a
+line's of every text layout; read through, up to :data:`MAX_ELEMENT_CHARS`), and so on as for JSON Lines. A file that is not one array (an object, JSON
 Lines), is not JSON where an element should be, or ends inside the array is an error naming
 the file, the line and the element: with the array's syntax broken no later element can be
 found for certain.
@@ -45,10 +45,12 @@ _DECODER = json.JSONDecoder()
 
 
 class _Array:
-    """The elements of the file's one array: ``(number, length in characters, value)`` each."""
+    """The elements of the file's one array: ``(number, length, value)`` each, the length in
+    UTF-8 bytes of the element's text where it could pass ``line_bytes`` (else in characters,
+    fewer: no element is encoded only to be counted)."""
 
-    def __init__(self, path: str, limit: int = MAX_ELEMENT_CHARS):
-        self.path, self.limit = path, limit
+    def __init__(self, path: str, line_bytes: int, limit: int = MAX_ELEMENT_CHARS):
+        self.path, self.limit, self.line_bytes = path, limit, line_bytes
         self.fh = open_compressed(path)
         self.decoder = codecs.getincrementaldecoder("utf-8-sig")()
         self.bytes = 0
@@ -125,7 +127,7 @@ class _Array:
                 yield n, size, value
 
     def _value(self, n: int, line: int) -> tuple[Any, int]:
-        """The element at ``pos`` and its length in characters (``pos`` then after it)."""
+        """The element at ``pos`` and its length (``pos`` then after it)."""
         while True:
             try:
                 value, end = _DECODER.raw_decode(self.buf, self.pos)
@@ -141,17 +143,20 @@ class _Array:
                 raise InputError(self.path, line, f"element {n} is nested too deeply to read") from None
             if end >= len(self.buf) and self._more():  # a number may go on in the next chunk
                 continue
-            size, self.pos = end - self.pos, end
+            size = end - self.pos
+            if 4 * size > self.line_bytes:  # up to 4 bytes a character: count them
+                size = len(self.buf[self.pos:end].encode("utf-8", "surrogatepass"))
+            self.pos = end
             return value, size
 
 
 def objects(path: str, max_bytes: int) -> Iterator[tuple[int, dict[str, Any]] | Bad]:
     """``(element number, object)`` of each element, or a :class:`Bad` for one that is not an
-    object, or longer than ``max_bytes`` characters (``line_too_long``, as a JSON Lines line
+    object, or longer than ``max_bytes`` bytes of UTF-8 (``line_too_long``, as a JSON Lines line
     over the limit: read through, not kept)."""
-    for n, size, value in _Array(path):
+    for n, size, value in _Array(path, max_bytes):
         if size > max_bytes:
-            yield Bad(n, "line_too_long", f"element {n}: {size} characters, longer than {max_bytes}",
+            yield Bad(n, "line_too_long", f"element {n}: {size} bytes, longer than {max_bytes}",
                       None)
         elif isinstance(value, dict):
             yield n, value
