@@ -420,7 +420,9 @@ def test_a_json_array_is_read_an_element_at_a_time_for_every_use(write_file, mon
     assert read_labelled(paws, "json", fields={"s1": "a", "s2": "b", "label": "same"}) == ([("x y", "y x"), ("p", "q")], [1, 0], 0)
     for name, text, error in (
             ("lines.json", '{"s1": "a", "s2": "b"}\n{"s1": "c", "s2": "d"}\n',
-             r"lines.json:1: not a JSON array \(the file starts with '\{\"s1\": \"a\", \"s2\": \"b'\); one JSON object a line is format jsonl"),
+             r"lines.json:1: not a JSON array \(the file starts with '\{\"s1\": \"a\", \"s2\": \"b'\); one JSON object a line is format jsonl, "
+             r"and an object holding the array \(such as \{\"data\": \[...\]\}\) is not read: write the array out \(jq .data\)"),
+            ("text.json", "a,b\n1,2\n", r"text.json:1: not a JSON array \(the file starts with 'a,b\\n1,2\\n'\)$"),
             ("cut.json", '[\n {"s1": "a", "s2": "b"},\n {"s1": "c"', r"cut.json:3: element 2 is not JSON"),
             ("open.json", '[\n {"s1": "a", "s2": "b"},\n', r"open.json:3: the file ends inside the array, after element 1"),
             ("comma.json", '[{"s1": "a", "s2": "b"} {"s1": "c"}]', r"comma.json:1: expected , or \] after element 1, found '\{'"),

@@ -99,9 +99,11 @@ class _Array:
             if first != "[":
                 while len(self.buf) - self.pos < 20 and self._more():
                     pass  # enough of the file's start to show
+                hint = ("; one JSON object a line is format jsonl, and an object holding the "
+                        "array (such as {\"data\": [...]}) is not read: write the array out "
+                        "(jq .data)") if first == "{" else ""
                 raise self._fail(f"not a JSON array (the file starts with "
-                                 f"{self.buf[self.pos:self.pos + 20]!r}); one JSON object a line "
-                                 "is format jsonl")
+                                 f"{self.buf[self.pos:self.pos + 20]!r}){hint}")
             self.pos += 1
             n = 0
             while True:
