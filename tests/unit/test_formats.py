@@ -6,7 +6,7 @@ import pytest
 
 from paramill import formats
 from paramill.evaluate.sts import read as read_sts
-from paramill.formats import Bad, twitter_url
+from paramill.formats import Bad, csvfile, twitter_url
 from paramill.io import InputError
 from paramill.pairs.readers import PairCorpusSpec, read_pairs
 from paramill.twitter.identify import read_labelled
@@ -278,7 +278,7 @@ def test_parquet_is_read_for_every_use_and_fields_reach_inside_struct_columns(tm
         read_labelled(tmp_path / "qqp.parquet", "parquet")
 
 
-def test_csv_is_read_with_its_quoting_for_every_use(write_file, tmp_path):
+def test_csv_is_read_with_its_quoting_for_every_use(write_file, tmp_path, monkeypatch):
     """Quora Question Pairs as Kaggle's train.csv holds it (quoted fields holding commas,
     doubled quotes and a line break), a bitext corpus with `;` between fields, and STS-B and
     PAWS with `datasets`' column names: each record read from the line it starts on; a record
@@ -325,6 +325,25 @@ def test_csv_is_read_with_its_quoting_for_every_use(write_file, tmp_path):
     assert (rows[-2].line_no, rows[-2].en_ref, rows[-2].candidate) == (46, "j", "k")
     assert (rows[-1].line_no, rows[-1].reason, rows[-1].detail) == (
         47, "bad_field", "a carriage return (\\r) in a field that is not quoted (line 47)")
+    # a quoted field longer than the limit (an article's body beside the pair), its lines
+    # holding commas and quotes: read through to its closing quote and skipped whole, none of
+    # its lines read as a record; where its quote does not close within MAX_RECORD_BYTES
+    # (here 300), the lines after the limit are read as records, as for a quote never closed
+    body = "".join(f'line {k}, with ""quotes"", and commas\n' for k in range(12))
+    long = tmp_path / "long.csv"
+    long.write_text(f's1,s2,body\na,b,"{body}end"\nc,d,short\n"e",f,"g\nh"\n')
+    rows = list(read_pairs(PairCorpusSpec.from_dict("l", {"format": "csv", "path": str(long)}), max_line_bytes=100))
+    assert [(r.line_no, r.reason, r.en_ref) for r in rows[1:]] == [(15, None, "c"), (16, None, "e")]
+    assert (rows[0].line_no, rows[0].reason) == (2, "line_too_long")
+    assert rows[0].detail == "lines 2-14: a record longer than 100 bytes, skipped whole"
+    assert rows[0].en_ref.startswith('a,b,"line 0, with ""quotes"", and commas\nline 1, ')  # as read
+    monkeypatch.setattr(csvfile, "MAX_RECORD_BYTES", 300)
+    rows = list(read_pairs(PairCorpusSpec.from_dict("l", {"format": "csv", "path": str(long)}), max_line_bytes=100))
+    assert rows[0].detail == "line 4: a record longer than 100 bytes (a quote never closed?)"
+    # the field's own lines 5-13 then read as pairs (three fields each): what the skip prevents
+    assert [(r.line_no, r.reason) for r in rows[1:]] == [
+        *((k, None) for k in range(5, 14)), (14, "column_count"), (15, None), (16, None)]
+    assert (rows[1].en_ref, rows[-2].en_ref) == ("line 3", "c")
     # bitext, `;` between fields
     wmt = write_file("wmt.csv", ["cs;en;domain", "Dobrý den.;Good day.;news", '"Ahoj; jak se máš?";"Hi; how are you?";chat'])
     corpus = CorpusSpec.from_dict("w", {"format": "csv", "path": str(wmt), "delimiter": ";"})

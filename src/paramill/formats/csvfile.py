@@ -13,8 +13,11 @@ label is none given.
 
 A record of another number of fields than the header is ``column_count``; a quote in the
 wrong place (``"a"b``) ``bad_quote``; a carriage return in a field not quoted ``bad_field``;
-a record longer than the line limit (most often a quote never closed, which would read the
-rest of the file as one field) ``line_too_long``, and reading goes on at the line after it;
+a record longer than the line limit ``line_too_long``: a quoted field that goes on past it
+is read through, not kept, to the line where its quote closes (a long field, skipped whole:
+none of its lines is read as a record), and where the quote does not close within
+:data:`MAX_RECORD_BYTES` or before the file ends (a quote never closed, which would read the
+rest of the file as one field) reading goes on at the line after the limit;
 a line that is not UTF-8 is ``invalid_utf8`` (the record it is in rejected with it).
 ``line_no`` is the line a record starts on.
 """
@@ -22,6 +25,7 @@ a line that is not UTF-8 is ``invalid_utf8`` (the record it is in rejected with 
 from __future__ import annotations
 
 import csv
+import itertools
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -52,11 +56,18 @@ def check(spec: Spec, use: str, where: str) -> None:
         raise ValueError(f"{where}.delimiter: {spec.delimiter!r} cannot separate fields")
 
 
-class _Broken(Exception):
-    """A line that ends the record being read: ``bad`` says why."""
+#: the longest quoted record read through to its closing quote (a record over the line limit
+#: but within this is skipped whole; past it, or with the file ending first, its quote is
+#: taken as never closed and the lines after the limit are read as records)
+MAX_RECORD_BYTES = 16 << 20
 
-    def __init__(self, bad: Bad):
-        self.bad = bad
+
+class _Broken(Exception):
+    """A line that ends the record being read: ``bad`` says why; ``grown``: the text of the
+    line at which the record passed the limit (None: a bad line)."""
+
+    def __init__(self, bad: Bad, grown: str | None = None):
+        self.bad, self.grown = bad, grown
 
 
 class _Lines:
@@ -84,8 +95,28 @@ class _Lines:
             self.text = (self.text + "\n" + text if self.text else text)[:REJECTED_TEXT_CHARS]
         if self.size > self.limit:
             raise _Broken(Bad(self.last, "line_too_long", f"a record longer than {self.limit} "
-                              "bytes (a quote never closed?)", text[:REJECTED_TEXT_CHARS]))
+                              "bytes (a quote never closed?)", text[:REJECTED_TEXT_CHARS]),
+                          grown=text)
         return text + "\n"
+
+    def through_quote(self, text: str) -> int | None:
+        """After a record grew past the limit inside a quoted field at the line ``text``: read
+        on, counting quotes, to the line where that field's quote closes, and return it (the
+        record's last line). None, and the lines read handed out again, where it does not close
+        within :data:`MAX_RECORD_BYTES` or before the file ends, or a line cannot be read."""
+        held: list[Any] = []
+        size, inside = self.size, text.count('"') % 2 == 0  # an odd count closes the quote
+        while inside:
+            item = next(self.items, None)
+            if item is None or isinstance(item, Bad) or size > MAX_RECORD_BYTES:
+                self.items = itertools.chain(held, [] if item is None else [item], self.items)
+                return None
+            held.append(item)
+            size += len(item[1].encode()) + 1
+            inside ^= item[1].count('"') % 2 == 1
+        if held:
+            self.last = held[-1][0]
+        return self.last
 
 
 def records(path: str, delimiter: str, max_line_bytes: int
@@ -105,8 +136,14 @@ def records(path: str, delimiter: str, max_line_bytes: int
             return
         except _Broken as broken:
             bad = broken.bad
-            yield Bad(start, bad.reason, bad.detail if bad.line_no == start
-                      else f"line {bad.line_no}: {bad.detail}", bad.text)
+            end = (source.through_quote(broken.grown)
+                   if broken.grown is not None and bad.line_no > start else None)
+            if end is not None:  # a long quoted field, read through to its closing quote
+                yield Bad(start, bad.reason, f"lines {start}-{end}: a record longer than "
+                          f"{max_line_bytes} bytes, skipped whole", source.text)
+            else:
+                yield Bad(start, bad.reason, bad.detail if bad.line_no == start
+                          else f"line {bad.line_no}: {bad.detail}", bad.text)
             parser = reader()
             continue
         except csv.Error as exc:
