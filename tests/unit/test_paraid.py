@@ -1433,6 +1433,46 @@ def test_gpu_encoder_fine_tunes_on_cuda_as_on_cpu(tiny_encoder_without_dropout, 
     assert on_cpu.cosine(pairs) == pytest.approx(gpu_cos, abs=0.02)
 
 
+def _long_sentences(n: int, words: int) -> list[str]:
+    """``n`` sentences of ``words`` known words each (the tiny encoder reads 64 positions)."""
+    known = sorted({w for a, b in TOY_POS + TOY_NEG for w in (a + " " + b).split()})
+    return [" ".join(known[(k + i * 7) % len(known)] for i in range(words)) for k in range(n)]
+
+
+@pytest.mark.gpu
+def test_gpu_the_identifiers_encoders_go_on_at_half_the_batch_out_of_cuda_memory(
+        tiny_sentence_encoder, monkeypatch):
+    """A real CUDA out-of-memory error (the process held to 32 MiB of the card beyond what it
+    holds, one batch of 16,384 sentences or pairs asking for more): the sentence encoder and
+    the cross-encoder go on at half the batch until it fits, with the CPU's results."""
+    import torch
+
+    from paramill.twitter.cross import CrossEncoder
+
+    source = str(tiny_sentence_encoder)
+    sentences, pairs = _long_sentences(16384, 50), list(zip(_long_sentences(16384, 25),
+                                                            _long_sentences(16385, 25)[1:]))
+    gpu = encoder.PretrainedEncoder(source, batch=16384, precision="float32")
+    cross = CrossEncoder(source, batch=16384, precision="float32")
+    assert gpu.device == cross.device == "cuda"
+    torch.cuda.empty_cache()
+    total = torch.cuda.get_device_properties(0).total_memory
+    torch.cuda.set_per_process_memory_fraction((torch.cuda.memory_allocated() + (32 << 20)) / total)
+    try:
+        vectors, logits = gpu.encode(sentences), cross.logits(pairs)
+    finally:
+        torch.cuda.set_per_process_memory_fraction(1.0)
+        torch.cuda.empty_cache()
+    assert gpu.out_of_gpu_memory[0] == {"at": "sentence 1 by length",
+                                        "twitter.identify.encoder_batch": 16384, "now": 8192}
+    assert cross.out_of_gpu_memory[0]["now"] == 8192 and cross.batch < 16384 and gpu.batch < 16384
+    _on_cpu(monkeypatch)
+    cpu = encoder.PretrainedEncoder(source, precision="float32")
+    assert np.allclose(vectors[:64], cpu.encode(sentences[:64]), atol=1e-4)
+    cpu_cross = CrossEncoder(source, precision="float32")
+    assert np.allclose(logits[-64:], cpu_cross.logits(pairs[-64:]), atol=1e-4)
+
+
 @pytest.mark.gpu
 def test_gpu_token_alignment_on_cuda_is_the_cpus(tiny_sentence_encoder, monkeypatch):
     """The default model's columns (the cosine and the token alignment) computed on CUDA equal
