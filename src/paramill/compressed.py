@@ -48,56 +48,108 @@ def compression_of(path: str | os.PathLike) -> str:
     return "plain"
 
 
+class _ZstdFrames:
+    """Where a zstd stream stands in its frames (RFC 8878: a frame's header, its blocks, its
+    checksum; skippable frames), followed from the compressed bytes as they are read, their
+    content passed over: :attr:`between` says whether the bytes so far end between frames."""
+
+    _ZSTD = b"\x28\xb5\x2f\xfd"
+
+    def __init__(self) -> None:
+        self.state, self.need, self.head, self.skip = "magic", 4, b"", 0
+        self.checksum = False
+
+    @property
+    def between(self) -> bool:
+        return self.state in ("magic", "other") and not self.head and not self.skip
+
+    def feed(self, data: bytes) -> None:
+        pos = 0
+        while pos < len(data) and self.state != "other":
+            if self.skip:
+                take = min(self.skip, len(data) - pos)
+                self.skip -= take
+                pos += take
+                continue
+            take = min(self.need - len(self.head), len(data) - pos)
+            self.head += data[pos:pos + take]
+            pos += take
+            if len(self.head) == self.need:
+                head, self.head = self.head, b""
+                self._parsed(head)
+
+    def _parsed(self, head: bytes) -> None:
+        """The next part once ``head`` (what the state needed) is complete."""
+        if self.state == "magic":
+            if head == self._ZSTD:
+                self.state, self.need = "header", 1
+            elif head[0] & 0xF0 == 0x50 and head[1:] == b"\x2a\x4d\x18":  # skippable
+                self.state, self.need = "skippable", 4
+            else:  # not a frame: the decompressor says so
+                self.state = "other"
+        elif self.state == "skippable":
+            self.state, self.need, self.skip = "magic", 4, int.from_bytes(head, "little")
+        elif self.state == "header":  # the frame header descriptor: what follows it
+            fhd = head[0]
+            single = bool(fhd & 0x20)
+            self.checksum = bool(fhd & 0x04)
+            rest = (0 if single else 1) + (0, 1, 2, 4)[fhd & 3] + (int(single), 2, 4, 8)[fhd >> 6]
+            self.state, self.need = ("rest", rest) if rest else ("block", 3)
+        elif self.state == "rest":
+            self.state, self.need = "block", 3
+        elif self.state == "block":
+            value = int.from_bytes(head, "little")
+            kind, size = (value >> 1) & 3, value >> 3
+            self.skip = 1 if kind == 1 else size  # RLE: one byte repeated
+            if value & 1:  # the frame's last block
+                self.state, self.need = ("checksum", 4) if self.checksum else ("magic", 4)
+        else:  # checksum
+            self.state, self.need = "magic", 4
+
+
+class _Followed:
+    """A file whose bytes, as read, go through a :class:`_ZstdFrames`."""
+
+    def __init__(self, fh: IO[bytes], frames: _ZstdFrames):
+        self.fh, self.frames = fh, frames
+
+    def read(self, size: int = -1) -> bytes:
+        data = self.fh.read(size)
+        self.frames.feed(data)
+        return data
+
+
 class _ZstdRaw(io.RawIOBase):
-    """Decompressed bytes of a zstd file, frame after frame, that refuses a cut stream.
+    """Decompressed bytes of a zstd file, frame after frame, in memory bounded by the reads
+    (python-zstandard's ``stream_reader``: its ``decompressobj`` returned all that a chunk
+    held, and 32 KB of zeros compressed held 1 GB), refusing a cut stream.
 
-    python-zstandard's ``stream_reader`` ends quietly when the input runs out inside a
-    frame; here the end of the input inside a frame raises :class:`EOFError` (as gzip, xz
-    and bz2 do), and a corrupt frame (or a checksum mismatch) raises ``ZstdError``.
+    ``stream_reader`` ends quietly when the input runs out inside a frame; here the frames are
+    followed from the compressed bytes (:class:`_ZstdFrames`), and an end inside one raises
+    :class:`EOFError` (as gzip, xz and bz2 do); a corrupt frame (or a checksum mismatch)
+    raises ``ZstdError``.
     """
-
-    CHUNK = 1 << 16
 
     def __init__(self, path: str | os.PathLike):
         import zstandard
 
         self._file = open(path, "rb")
-        self._dctx = zstandard.ZstdDecompressor()
-        self._obj = self._dctx.decompressobj()
-        self._in_frame = False  # bytes were fed to the current frame, which has not ended
-        self._out = b""
-        self._pos = 0
+        self._frames = _ZstdFrames()
+        self._reader = zstandard.ZstdDecompressor().stream_reader(
+            _Followed(self._file, self._frames), read_across_frames=True, closefd=False)
 
     def readable(self) -> bool:
         return True
 
-    def _feed(self, data: bytes) -> bytes:
-        out = []
-        while data:
-            self._in_frame = True
-            out.append(self._obj.decompress(data))
-            if not self._obj.eof:
-                break
-            data = self._obj.unused_data  # the next frame (or skippable frame) begins
-            self._obj = self._dctx.decompressobj()
-            self._in_frame = False
-        return b"".join(out)
-
     def readinto(self, buffer: Any) -> int:
-        while self._pos >= len(self._out):
-            chunk = self._file.read(self.CHUNK)
-            if not chunk:
-                if self._in_frame:
-                    raise EOFError("zstd stream ended before the end of its frame")
-                return 0
-            self._out, self._pos = self._feed(chunk), 0
-        n = min(len(buffer), len(self._out) - self._pos)
-        buffer[:n] = self._out[self._pos:self._pos + n]
-        self._pos += n
+        n = self._reader.readinto(buffer)
+        if not n and not self._frames.between:
+            raise EOFError("zstd stream ended before the end of its frame")
         return n
 
     def close(self) -> None:
         if not self.closed:
+            self._reader.close()
             self._file.close()
         super().close()
 

@@ -100,6 +100,51 @@ def test_zstd_reads_every_frame_and_a_cut_second_frame_is_an_error(tmp_path):
         _read_all(path)
 
 
+def _zstd_streamed(data: bytes) -> bytes:
+    """As a streaming writer writes it: no content size, a window descriptor, several blocks."""
+    packer = zstandard.ZstdCompressor(write_checksum=False, write_content_size=False).compressobj()
+    return b"".join(packer.compress(data[i:i + 3000]) for i in range(0, len(data), 3000)) + packer.flush()
+
+
+def test_zstd_frames_of_every_header_and_skippable_frames_are_read_and_any_cut_is_an_error(tmp_path):
+    """Frames are followed from their headers (content size or not, a window descriptor or
+    not, a checksum or not, skippable frames between): the whole file reads as its data, and
+    a cut anywhere, inside a skippable frame too, is an error."""
+    skippable = b"\x5a\x2a\x4d\x18" + (5).to_bytes(4, "little") + b"notes"
+    packed = _zstd(DATA[:5000]) + skippable + _zstd_streamed(DATA[5000:]) + skippable
+    path = tmp_path / "frames.zst"
+    path.write_bytes(packed)
+    assert _read_all(path) == DATA
+    for cut in _offsets(len(packed)):
+        if cut in (len(_zstd(DATA[:5000])), len(_zstd(DATA[:5000])) + len(skippable),
+                   len(packed) - len(skippable)):
+            continue  # between frames: a shorter file, not a cut one
+        path.write_bytes(packed[:cut])
+        with pytest.raises(InputError, match=r"frames\.zst: (zstd data is truncated|named \.zst but)"):
+            _read_all(path)
+
+
+def test_a_zstd_bomb_is_read_in_bounded_memory(tmp_path):
+    """64 MiB of zeros packs into 2 KB of zstd; the decompressor handed the whole 64 MiB over
+    in one piece (a 64 KiB chunk of such a file could hold 2 GB): it is read a buffer at a
+    time, memory bounded by the reads whatever the ratio."""
+    import tracemalloc
+
+    path = tmp_path / "zeros.zst"
+    path.write_bytes(zstandard.ZstdCompressor(level=19).compress(bytes(64 << 20)))
+    assert path.stat().st_size < 4096
+    total = 0
+    tracemalloc.start()
+    try:
+        with open_compressed(path) as fh:
+            while chunk := fh.read(1 << 16):
+                total += len(chunk)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert total == 64 << 20 and peak < 4 << 20, peak
+
+
 def test_the_line_where_a_stream_broke_is_named(tmp_path):
     packed = gzip.compress(DATA, mtime=0)
     path = tmp_path / "c.gz"
