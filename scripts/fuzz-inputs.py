@@ -62,6 +62,9 @@ def mutations(data: bytes, rnd: random.Random) -> Iterator[tuple[str, bytes]]:
     yield "invalid_utf8", at(line[:5] + b"\xff\xfe" + line[5:])
     yield "nul", at(line[:5] + b"\x00" + line[5:])
     yield "surrogate", at(line[:5] + b"\xed\xa0\x80" + line[5:])
+    value = line.find(b'": "') + 4 if b'": "' in line else 5  # inside a JSON string, if any
+    yield "escaped_nul", at(line[:value] + b"\\u0000" + line[value:])  # JSON's NUL
+    yield "escaped_surrogate", at(line[:value] + b"\\ud83d" + line[value:])  # half an emoji
     yield "crlf", data.replace(b"\n", b"\r\n")
     yield "lone_cr", at(line[:5] + b"\r" + line[5:])
     yield "tabs_removed", at(line.replace(b"\t", b" "))

@@ -472,6 +472,37 @@ def test_a_json_array_is_read_an_element_at_a_time_for_every_use(write_file, mon
         list(read_pairs(PairCorpusSpec.from_dict("x", {"format": "json", "path": str(bad)})))
 
 
+def test_json_escapes_that_decode_to_no_text_are_rejected_rows_in_both_json_layouts(write_file):
+    """``\\u0000`` decodes to a NUL and ``\\ud83d`` without its pair to a lone surrogate: the
+    line's bytes are UTF-8, the text is not (a NUL glued the words around it once cleaned; a
+    surrogate failed the job at Parquet). A rejected row, ``not_text`` or ``invalid_utf8`` as
+    the same in a text file's bytes, naming the field; a whole pair and a written-out
+    backslash are text."""
+    import json
+
+    from paramill.formats import jsontext
+
+    objects = [{"s1": "in the\u0000park", "s2": "x"}, {"s1": "ok", "s2": "cut \ud83d"},
+               {"translation": {"en": ["a", "b \udc00"]}, "s1": "a", "s2": "b"},
+               {"s1": "a whole pair \ud83d\ude00", "s2": "a written \\ud800"}]
+    want = [("not_text", "field s1: a NUL character (\\u0000) at character 6: not text"),
+            ("invalid_utf8", "field s2: a lone surrogate \\ud83d at character 4 (half of a UTF-16 "
+                             "pair, as a post cut inside an emoji leaves): no character, not UTF-8"),
+            ("invalid_utf8", "field translation.en[1]: a lone surrogate \\udc00 at character 2 (half "
+                             "of a UTF-16 pair, as a post cut inside an emoji leaves): no character, not UTF-8"),
+            (None, None)]
+    for layout, text in (("jsonl", [json.dumps(o) for o in objects]), ("json", [json.dumps(objects)])):
+        rows = list(read_pairs(PairCorpusSpec.from_dict("x", {"format": layout, "path": str(
+            write_file(f"escapes.{layout}", text))})))
+        prefix = [f"element {k}: " if layout == "json" else "" for k in range(1, 5)]
+        assert [(r.reason, r.detail) for r in rows] == [
+            (reason, p + detail if detail else None) for (reason, detail), p in zip(want, prefix)], layout
+        assert (rows[3].en_ref, rows[3].candidate) == ("a whole pair \U0001f600", "a written \\ud800")
+    assert jsontext.problem({"a\x00b": 1}) == ("not_text", "field a\x00b (its name): a NUL character "
+                                                           "(\\u0000) at character 1: not text")
+    assert jsontext.problem(["x", {"y": 1}]) is None and not jsontext.may_hold('{"s": "\\u00e9"}')
+
+
 def test_formats_peek_prints_the_first_rows_as_the_pipeline_reads_them(write_file, capsys):
     """`paramill formats peek` reads a file by its config entry as the stage would: the first
     rows as JSON lines (a row that cannot be read: its reason and detail), the reasons over

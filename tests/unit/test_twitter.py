@@ -1548,6 +1548,37 @@ def test_malformed_archive_records_are_rejected_rows(tmp_path):
     assert [(b["record"], b["reason"]) for b in bad] == [(2, "bad_field"), (3, "bad_field"), (4, "bad_field")]
 
 
+def test_a_tweet_whose_json_escapes_decode_to_no_text_is_a_rejected_row_and_the_day_is_written(tmp_path):
+    """A post cut inside an emoji leaves half a surrogate pair, which JSON writes as
+    ``\\ud83d``; ``\\u0000`` a NUL. Either in what a row keeps (its text, its author) is a
+    rejected row (``invalid_utf8``, ``not_text``) where it failed the day's Parquet; in a field
+    the row does not keep (the author's profile) it changes nothing. Archive lines and API
+    pages alike."""
+    cut = {**tweet(1, 9, "Storm hits the coast \ud83d"), "created_at": "2026-11-02T10:00:00Z"}
+    nul = {**tweet(2, 9, "in the\u0000park"), "created_at": "2026-11-02T10:00:00Z"}
+    whole = {**tweet(3, 9, "a whole emoji \ud83d\ude00 https://a.com/1", "https://a.com/1"),
+             "created_at": "2026-11-02T10:00:00Z"}
+    v1 = {"id_str": "4", "created_at": "Mon Nov 02 10:00:00 +0000 2026", "full_text": "fine",
+          "user": {"screen_name": "Bob", "id_str": "3", "description": "bio \ud800"}}
+    path = tmp_path / "a.jsonl"
+    path.write_text("\n".join(json.dumps(r) for r in (cut, nul, whole, v1)) + "\n")
+    out = tmp_path / "d.parquet"
+    stats = harvest_day("2026-11-02", out, SETTINGS, source="archive", archive=[str(path)])
+    table = pl.read_parquet(out)
+    assert sorted(table["tweet_id"].to_list()) == ["3", "4"] and stats["tweets"] == 2
+    assert "a whole emoji \U0001f600" in table.filter(pl.col("tweet_id") == "3")["text"][0]
+    bad = []
+    list(read_archive([path], bad))
+    assert [(b["record"], b["reason"]) for b in bad] == [(1, "invalid_utf8"), (2, "not_text")]
+    assert bad[0]["detail"].startswith("field text: a lone surrogate \\ud83d at character 21")
+    assert "\\ud83d" in bad[0]["raw"]  # the record as JSON writes it
+    page = {"data": [{"id": "5", "text": "ok"}, {"id": "6", "author_id": "7", "text": "ok"}],
+            "includes": {"users": [{"id": "7", "username": "bad\udc00name"}]}}
+    rows, rejects = from_object(page, "timeline")
+    assert [r["tweet_id"] for r in rows] == ["5"]
+    assert [(r["reason"], r["detail"][:30]) for r in rejects] == [("invalid_utf8", "field author: a lone surrogate")]
+
+
 @pytest.mark.parametrize("fault", [None, "errors-only"])
 def test_an_unknown_account_is_a_rejected_row_and_a_warning(fake_x, tmp_path, capsys, fault):
     populate(fake_x, stories=1)

@@ -164,26 +164,30 @@ def fields(source: str | LineStream, max_line_bytes: int = 65536
         yield item if isinstance(item, Bad) else (item[0], item[1].split("\t"))
 
 
-def json_lines(path: str | Path, max_line_bytes: int = 16 << 20
+def json_lines(path: str | Path, max_line_bytes: int = 16 << 20, text: bool = True
                ) -> Iterator[tuple[int, Any] | Bad]:
-    """Each non-blank line's JSON value, or a :class:`Bad` for a line that is too long, not
-    UTF-8 or not JSON (``not_json``, also for JSON nested deeper than Python parses)."""
+    """Each non-blank line's JSON value, or a :class:`Bad` for a line too long, not UTF-8, not
+    JSON (``not_json``, also nested deeper than Python parses), or with ``text`` decoding to a
+    NUL or lone surrogate (:mod:`.jsontext`; else the caller checks what it keeps)."""
+    from paramill.formats import jsontext
+
     for item in lines(str(path), max_line_bytes):
         if isinstance(item, Bad):
             yield item
             continue
-        line_no, text = item
-        if not text.strip():
+        line_no, line = item
+        if not line.strip():
             continue
         try:
-            value = json.loads(text)
+            value = json.loads(line)
         except ValueError as exc:
-            yield Bad(line_no, "not_json", f"not JSON ({exc})", text[:REJECTED_TEXT_CHARS])
+            yield Bad(line_no, "not_json", f"not JSON ({exc})", line[:REJECTED_TEXT_CHARS])
         except RecursionError:  # '[[[[...' a hundred thousand deep: Python's parser gives up
             yield Bad(line_no, "not_json", "not JSON: nested too deeply to read",
-                      text[:REJECTED_TEXT_CHARS])
+                      line[:REJECTED_TEXT_CHARS])
         else:
-            yield line_no, value
+            found = jsontext.problem(value) if text and jsontext.may_hold(line) else None
+            yield Bad(line_no, *found, line[:REJECTED_TEXT_CHARS]) if found else (line_no, value)
 
 
 def bad_fields(line_no: int, columns: list[str], reason: str, detail: str) -> Bad:

@@ -22,8 +22,8 @@ from collections.abc import Iterator
 from typing import Any
 
 from paramill.compressed import open_compressed
-from paramill.formats import Bad, BitextPair, Candidate, Scored, jsonl
-from paramill.io import InputError
+from paramill.formats import Bad, BitextPair, Candidate, Scored, jsonl, jsontext
+from paramill.io import REJECTED_TEXT_CHARS, InputError
 
 NAME = "json"
 ALIASES: tuple[str, ...] = ()
@@ -148,6 +148,8 @@ class _Array:
             size = end - self.pos
             if 4 * size > self.line_bytes:  # up to 4 bytes a character: count them
                 size = len(self.buf[self.pos:end].encode("utf-8", "surrogatepass"))
+            if jsontext.may_hold(self.buf[self.pos:end]) and (found := jsontext.problem(value)):
+                value = Bad(n, *found, self.buf[self.pos:end][:REJECTED_TEXT_CHARS])
             self.pos = end
             return value, size
 
@@ -160,6 +162,8 @@ def objects(path: str, max_bytes: int) -> Iterator[tuple[int, dict[str, Any]] | 
         if size > max_bytes:
             yield Bad(n, "line_too_long", f"element {n}: {size} bytes, longer than {max_bytes}",
                       None)
+        elif isinstance(value, Bad):  # a NUL or a lone surrogate
+            yield Bad(n, value.reason, f"element {n}: {value.detail}", value.text)
         elif isinstance(value, dict):
             yield n, value
         else:

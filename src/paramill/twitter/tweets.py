@@ -11,7 +11,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from paramill.formats import Bad, json_lines, some_readable
+from paramill.formats import Bad, json_lines, jsontext, some_readable
 
 #: The normalised tweet table (DESIGN.md).
 TWEETS = pa.schema([
@@ -195,13 +195,17 @@ def _one(convert, obj: Any, where: str, index: int, bad: list[dict[str, Any]]) -
         bad.append(rejected(where, index, "no_id", "tweet without an id", obj))
         return None
     try:
-        return convert(obj)
+        row = convert(obj)
     except BadField as exc:
         bad.append(rejected(where, index, "bad_field", str(exc), obj))
         return None
     except (ValueError, KeyError, TypeError, AttributeError) as exc:
         bad.append(rejected(where, index, "not_a_tweet", f"{type(exc).__name__}: {exc}", obj))
         return None
+    if found := jsontext.problem(row):  # a NUL or a lone surrogate in what the row keeps
+        bad.append(rejected(where, index, *found, obj))
+        return None
+    return row
 
 
 def parse_page(page: Any, source: str, where: str = "") -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
@@ -251,7 +255,7 @@ def read_archive(paths: Iterable[str | Path], bad: list[dict[str, Any]] | None =
     """
     bad = bad if bad is not None else []
     for path in paths:
-        lines = json_lines(path, MAX_ARCHIVE_LINE_BYTES)
+        lines = json_lines(path, MAX_ARCHIVE_LINE_BYTES, text=False)  # _one checks the rows
         for item in some_readable(lines, str(path), "JSON", "An archive holds a v1.1 or v2 "
                                   "tweet object, or a v2 response page, a line (JSONL)"):
             if isinstance(item, Bad):  # not JSON, not UTF-8, or longer than the limit

@@ -1,0 +1,60 @@
+"""Text that JSON's escapes decode into but no text file holds.
+
+A JSON string may write any UTF-16 code unit as an escape: ``\\u0000`` decodes to a NUL
+character and ``\\ud83d`` without its pair to a lone surrogate (what a post cut inside an
+emoji leaves). The line's bytes are valid UTF-8 and pass :func:`paramill.io.decode_line`,
+but the decoded text does not: a NUL is never text (cleaning dropped it and glued the words
+around it, ``in the\\u0000park`` became ``in thepark``), and a lone surrogate is no
+character at all (writing it to Parquet failed the whole job: ``surrogates not allowed``).
+:func:`problem` finds either in a decoded value, so that its line is a rejected row
+(``not_text`` or ``invalid_utf8``, as the same bytes in a text file would be).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+#: an escape that may decode to a NUL or a surrogate (checked first, on the line's text: a
+#: line without one cannot hold either, and costs one substring search)
+_ESCAPE = re.compile(r"\\u(?:0000|[dD][89a-fA-F])")
+#: a NUL or a surrogate in decoded text (a surrogate left after decoding has no pair: JSON
+#: decodes a pair into its one character)
+_BAD = re.compile("[\x00\ud800-\udfff]")
+
+
+def may_hold(text: str) -> bool:
+    """Whether the JSON ``text`` writes an escape that may decode to a NUL or a surrogate."""
+    return "\\u" in text and _ESCAPE.search(text) is not None
+
+
+def problem(value: Any) -> tuple[str, str] | None:
+    """``(reason, detail)`` for the first string (or object key) of the decoded JSON
+    ``value`` that holds a NUL (``not_text``) or a lone surrogate (``invalid_utf8``), the
+    detail naming where (``field translation.cs``, ``element [2]``) and the character; None
+    when every string is text."""
+    stack: list[tuple[str, Any]] = [("", value)]
+    while stack:
+        where, item = stack.pop()
+        if isinstance(item, str):
+            found = _BAD.search(item)
+            if found:
+                return _described(where, found.group(), found.start())
+        elif isinstance(item, dict):
+            for key, inner in reversed(item.items()):
+                path = f"{where}.{key}" if where else str(key)
+                if (found := _BAD.search(key)) is not None:
+                    return _described(f"{path} (its name)", found.group(), found.start())
+                stack.append((path, inner))
+        elif isinstance(item, list):
+            stack.extend((f"{where}[{i}]", inner) for i, inner in reversed(list(enumerate(item))))
+    return None
+
+
+def _described(where: str, char: str, at: int) -> tuple[str, str]:
+    place = f"field {where}: " if where else ""
+    if char == "\x00":
+        return "not_text", f"{place}a NUL character (\\u0000) at character {at}: not text"
+    return "invalid_utf8", (f"{place}a lone surrogate \\u{ord(char):04x} at character {at} (half "
+                            "of a UTF-16 pair, as a post cut inside an emoji leaves): no "
+                            "character, not UTF-8")
