@@ -260,6 +260,30 @@ def test_parquet_is_read_for_every_use_and_fields_reach_inside_struct_columns(tm
     got = list(read_pairs(PairCorpusSpec.from_dict("l", {"format": "parquet", "path": str(long)})))
     assert [(r.reason, r.detail) for r in got] == [("line_too_long", "column s1: 80000 bytes, longer than 65536"),
                                                    (None, None)]
+    assert got[0].en_ref == "é" * 1000  # its head, as a rejected row shows it
+    # 64 MiB of one letter packs into a few KB: the value's length is counted in Arrow and
+    # it never becomes a Python string (whose copies took 6.3 GB for 600 MB); a dictionary
+    # column (pandas' category) alike, its long entry shared by rows
+    import tracemalloc
+
+    bomb = tmp_path / "bomb.parquet"
+    pq.write_table(pa.table({"s1": ["a b", "x" * (64 << 20), "c d", None, "e f"],
+                             "s2": pa.array(["y" * (64 << 20), "z", "y" * (64 << 20), "w", "g"]).dictionary_encode()}),
+                   bomb, compression="zstd")
+    assert bomb.stat().st_size < 100_000
+    tracemalloc.start()
+    try:
+        got = list(read_pairs(PairCorpusSpec.from_dict("b", {"format": "parquet", "path": str(bomb)})))
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert [(r.line_no, r.reason, r.detail) for r in got] == [
+        (1, "line_too_long", "column s2: 67108864 bytes, longer than 65536"),
+        (2, "line_too_long", "column s1: 67108864 bytes, longer than 65536"),
+        (3, "line_too_long", "column s2: 67108864 bytes, longer than 65536"),
+        (4, "missing_field", "column s1 is null"), (5, None, None)]
+    assert (got[0].en_ref, got[0].candidate, got[1].en_ref) == ("a b", "y" * 1000, "x" * 1000)
+    assert peak < 8 << 20, peak
     # STS-B and PAWS as `datasets` writes them to Parquet
     stsb = tmp_path / "stsb.parquet"
     pq.write_table(pa.table({"sentence1": ["A man plays.", "A cat.", None], "sentence2": ["A man is playing.", "A dog.", "x"],
