@@ -486,6 +486,11 @@ def test_parquet_pairs_must_be_text_and_a_dictionary_of_strings_is(tmp_path):
                    tmp_path / "z.parquet", row_group_size=2)
     with pytest.raises(InputError, match=r"z.parquet:3: column s1: NUL at character 1"):
         list(PairSource((str(tmp_path / "z.parquet"),), batch_rows=2))
+    # nor is a sentence over a TSV line's 64 KiB (a TSV's is an error there too)
+    pq.write_table(pa.table({"s1": ["a", "b", "c"], "s2": ["e", "é" * 40000, "h"]}),
+                   tmp_path / "long.parquet", row_group_size=2)
+    with pytest.raises(InputError, match=r"long.parquet:2: column s2: 80000 bytes, longer than 65536"):
+        list(PairSource((str(tmp_path / "long.parquet"),), batch_rows=2))
 
 
 PAIRS = [("The man reads a book.", "A man is reading a book."),

@@ -157,11 +157,11 @@ class PairSource:
 def _parquet_frames(path: str, batch_rows: int) -> Iterator[pl.DataFrame]:
     """The file's pairs as ``s1``/``s2`` text frames; a file without those columns (or
     ``en_ref``/``candidate``), with columns that do not hold text (a rank not numbers), or
-    a NUL, is an InputError."""
+    a NUL or a sentence over 64 KiB (as a TSV's line), is an InputError."""
     columns = parquet.pair_columns(path)
     row = 0  # the rows before the batch's, for an error's row number
     for batch in iter_parquet_batches([path], batch_rows, columns):
-        frame = parquet.refuse_nul(path, pl.from_arrow(batch), columns[:2], row)
+        frame = parquet.refuse_unreadable(path, pl.from_arrow(batch), columns[:2], row)
         row += frame.height
         if "rank" in frame.columns:
             frame = frame.filter(pl.col("rank") == 1)

@@ -306,14 +306,19 @@ def _nul(column: str, value: str | None) -> str | None:
             "crash left)") if at >= 0 else None
 
 
-def refuse_nul(path: str, frame: Any, columns: list[str], before: int) -> Any:
+def refuse_unreadable(path: str, frame: Any, columns: list[str], before: int,
+                      limit: int = 65536) -> Any:
     """``frame`` (a polars frame of rows ``before`` + 1 on of ``path``) as it is; an
     :class:`~paramill.io.InputError` naming the first row whose text in ``columns`` holds a
-    NUL character, as a pair TSV's line holding one is, where one broken row spoils a set."""
+    NUL character or is longer than ``limit`` bytes, as a pair TSV's line is, where one
+    broken row spoils a set."""
     import polars as pl
 
     for column in columns:
-        hits = frame.get_column(column).cast(pl.String).str.contains("\x00", literal=True).arg_true()
-        if len(hits):
+        text = frame.get_column(column).cast(pl.String)
+        if len(hits := (text.str.len_bytes() > limit).arg_true()):
+            raise InputError(path, before + int(hits[0]) + 1, f"column {column}: "
+                             f"{text.str.len_bytes()[int(hits[0])]} bytes, longer than {limit}")
+        if len(hits := text.str.contains("\x00", literal=True).arg_true()):
             raise InputError(path, before + int(hits[0]) + 1, _nul(column, frame[int(hits[0]), column]))
     return frame
