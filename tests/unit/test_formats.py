@@ -368,6 +368,11 @@ def test_csv_is_read_with_its_quoting_for_every_use(write_file, tmp_path, monkey
     assert [(r.line_no, r.reason) for r in rows[1:]] == [
         *((k, None) for k in range(5, 14)), (14, "column_count"), (15, None), (16, None)]
     assert (rows[1].en_ref, rows[-2].en_ref) == ("line 3", "c")
+    # a field longer than csv's own limit (131,072 characters) within the line limit is read
+    wide = tmp_path / "wide.csv"
+    wide.write_text("s1,s2\na," + "b" * 200_000 + "\nc,d\n")
+    rows = list(read_pairs(PairCorpusSpec.from_dict("w", {"format": "csv", "path": str(wide)}), max_line_bytes=1 << 20))
+    assert [(r.line_no, r.reason, len(r.candidate)) for r in rows] == [(2, None, 200_000), (3, None, 1)]
     # bitext, `;` between fields
     wmt = write_file("wmt.csv", ["cs;en;domain", "Dobrý den.;Good day.;news", '"Ahoj; jak se máš?";"Hi; how are you?";chat'])
     corpus = CorpusSpec.from_dict("w", {"format": "csv", "path": str(wmt), "delimiter": ";"})

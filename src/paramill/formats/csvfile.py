@@ -123,6 +123,9 @@ def records(path: str, delimiter: str, max_line_bytes: int
             ) -> Iterator[tuple[int, list[str]] | Bad]:
     """Each non-blank record's fields, with the line it starts on, or a :class:`Bad`."""
     source = _Lines(path, max_line_bytes)
+    # csv's own limit on a field (131,072 characters) under the line limit's: the record's
+    if csv.field_size_limit() < max_line_bytes:  # (a field over it read as a bad quote)
+        csv.field_size_limit(max_line_bytes)
 
     def reader() -> Iterator[list[str]]:  # a new one after a broken record: from the next line
         return csv.reader(source, delimiter=delimiter, strict=True)
