@@ -133,6 +133,7 @@ class _ZstdRaw(io.RawIOBase):
     def __init__(self, path: str | os.PathLike):
         import zstandard
 
+        self._path = path
         self._file = open(path, "rb")
         self._frames = _ZstdFrames()
         self._reader = zstandard.ZstdDecompressor().stream_reader(
@@ -142,7 +143,17 @@ class _ZstdRaw(io.RawIOBase):
         return True
 
     def readinto(self, buffer: Any) -> int:
-        n = self._reader.readinto(buffer)
+        import zstandard
+
+        try:
+            n = self._reader.readinto(buffer)
+        except zstandard.ZstdError as exc:
+            if "requires too much memory" not in str(exc):
+                raise
+            raise InputError(self._path, None, "a zstd frame whose window is larger than the 128 "
+                             f"MiB a reader holds ({_window(self._path)}written with zstd --long): "
+                             "recompress it without --long (zstd -d --long=31 -c FILE | zstd -19 "
+                             "-o NEW), or give it uncompressed") from None
         if not n and not self._frames.between:
             raise EOFError("zstd stream ended before the end of its frame")
         return n
@@ -152,6 +163,18 @@ class _ZstdRaw(io.RawIOBase):
             self._reader.close()
             self._file.close()
         super().close()
+
+
+def _window(path: str | os.PathLike) -> str:
+    """``"2 GiB, "``: the window the file's first frame asks for, as far as its header says."""
+    import zstandard
+
+    with open(path, "rb") as fh:
+        try:
+            size = zstandard.get_frame_parameters(fh.read(18)).window_size
+        except zstandard.ZstdError:
+            return ""
+    return f"{size / 2**30:g} GiB, " if size >= 2**30 else f"{size / 2**20:g} MiB, "
 
 
 class _Guarded(io.RawIOBase):

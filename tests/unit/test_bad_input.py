@@ -145,6 +145,20 @@ def test_a_zstd_bomb_is_read_in_bounded_memory(tmp_path):
     assert total == 64 << 20 and peak < 4 << 20, peak
 
 
+def test_a_zstd_frame_with_a_long_window_is_refused_saying_how_to_read_it(tmp_path):
+    """`zstd --long=31` frames ask for a 2 GiB window; zstd itself refuses them over 128 MiB
+    without --long=31. Refused too, saying so (it read as "truncated or corrupt")."""
+    params = zstandard.ZstdCompressionParameters(window_log=31, enable_ldm=True, compression_level=3,
+                                                 write_content_size=False)
+    packer = zstandard.ZstdCompressor(compression_params=params).compressobj()
+    path = tmp_path / "long.tsv.zst"
+    path.write_bytes(packer.compress(DATA) + packer.flush())
+    with pytest.raises(InputError, match=r"long.tsv.zst: a zstd frame whose window is larger than "
+                                         r"the 128 MiB a reader holds \(2 GiB, written with zstd --long\): "
+                                         r"recompress it without --long"):
+        list(LineStream(str(path), 65536))
+
+
 def test_the_line_where_a_stream_broke_is_named(tmp_path):
     packed = gzip.compress(DATA, mtime=0)
     path = tmp_path / "c.gz"
