@@ -275,6 +275,28 @@ def test_a_pinned_https_connection_checks_the_certificate_of_the_name(monkeypatc
         server.shutdown()
 
 
+def test_a_pages_card_is_read_from_its_meta_tags_in_one_pass():
+    """twitter:title and twitter:description, named by name or property, before or after
+    content, any case, quoted either way or bare; the last a key meets wins. Pages made to
+    defeat a scanner (tags never closed, a 200 KB attribute name, quotes never closed) are
+    read in one pass: the two regular expressions this replaced took 17.7 s over 21.6 KB of
+    unclosed tags and hours over 200 KB (README, bad input)."""
+    from paramill.twitter.urls import meta_card
+
+    page = ("""<html><head><META NAME='Twitter:Title' CONTENT="It's &amp; here"/>"""
+            "<metadata name='twitter:title' content='not a meta tag'>"
+            "<meta content=\"Thousands lose power\" property=\"twitter:description\">"
+            "<meta property=og:title content=other><meta name=twitter:description content=bare>"
+            "<meta name=\"twitter:title\"></head>")
+    assert meta_card(page) == {"title": "It's & here", "description": "bare"}
+    assert meta_card("<p>no card</p>") == {} and meta_card("<meta name='twitter:title' content='x'") == {}
+    for hostile in ('<meta name="twitter:title" ' * 8000, '<meta content="x" ' * 12000 + ">",
+                    "<meta " + "a" * 200_000 + ">", "<meta " + 'a="' * 60_000 + ">",
+                    "<meta " + "a " * 100_000 + ">", "<meta a=b>" * 20_000):
+        assert meta_card(hostile) == {}
+    assert meta_card('<meta content="x" ' * 12000 + 'name="twitter:title">') == {"title": "x"}
+
+
 def test_a_page_card_read_ends_at_its_deadline(web):
     """A page that drips a byte every 0.05 s (each read within the timeout) is read for three
     timeouts, not until it ends (about two minutes); an unknown charset is no card, not an error."""

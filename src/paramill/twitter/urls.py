@@ -290,8 +290,36 @@ def load_url_cache(path: Path) -> dict[str, str]:
     return cache
 
 
-_META = re.compile(r"""<meta\s+[^>]*?(?:name|property)\s*=\s*["'](twitter:(?:title|description))["'][^>]*?content\s*=\s*["']([^"']*)["']""", re.I)
-_META_REV = re.compile(r"""<meta\s+[^>]*?content\s*=\s*["']([^"']*)["'][^>]*?(?:name|property)\s*=\s*["'](twitter:(?:title|description))["']""", re.I)
+#: an HTML attribute: its name, then (where it has one) its value double-quoted,
+#: single-quoted or bare. The value optional, a name is always matched whole where it
+#: starts: no run of the tag is gone over again (a required value made a 20 KB name 2 s)
+_ATTRIBUTE = re.compile(r"""([^\s=/>"']+)(?:\s*=\s*(?:"([^"]*)"|'([^']*)'|([^\s"'>]*)))?""")
+
+
+def meta_card(body: str) -> dict[str, str]:
+    """The ``twitter:title`` and ``twitter:description`` of a page's ``<meta>`` tags (named
+    by ``name`` or ``property``, in either order with ``content``; the last one a key meets
+    wins), read in one pass: each tag found and its attributes parsed up to its ``>``. (Two
+    regular expressions over the page did it, whose lazy repeats went back over the page for
+    every tag: 21.6 KB of unclosed tags took 17.7 s, 200 KB hours.)"""
+    lower = body.lower()
+    found: dict[str, str] = {}
+    at = lower.find("<meta")
+    while at >= 0:
+        end = lower.find(">", at)
+        if end < 0:
+            break  # no tag closes after it
+        if lower[at + 5:at + 6].isspace():
+            attributes: dict[str, str] = {}
+            for m in _ATTRIBUTE.finditer(body, at + 5, end):
+                value = next((v for v in m.groups()[1:] if v is not None), None)
+                if value is not None:
+                    attributes.setdefault(m.group(1).lower(), value)
+            key = (attributes.get("name") or attributes.get("property") or "").lower()
+            if key in ("twitter:title", "twitter:description") and "content" in attributes:
+                found[key.split(":")[1]] = html.unescape(attributes["content"])
+        at = lower.find("<meta", end)
+    return found
 
 
 def page_card(url: str, session: requests.Session | None = None, timeout: float = 5.0,
@@ -327,9 +355,7 @@ def _card(url: str, session: requests.Session, timeout: float, limit: int = 200_
         return {}
     except (requests.RequestException, OSError):
         return None
-    found = {k.lower(): html.unescape(v) for k, v in _META.findall(body)}
-    found.update({k.lower(): html.unescape(v) for v, k in _META_REV.findall(body)})
-    return {k.split(":")[1]: v for k, v in found.items()}
+    return meta_card(body)
 
 
 def check_cards(cards: object, path: str | Path) -> dict[str, dict[str, str]]:
