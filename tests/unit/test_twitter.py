@@ -40,6 +40,12 @@ def test_tweet_tokenizer_and_clean_up():
     assert clean("RT @cnn: Storm hits Florida http://t.co/abc via @reuters") == "Storm hits Florida"
     assert clean("@bob #breaking Storm hits Florida https://x.co/1") == "Storm hits Florida"
     assert comparable("Storm, hits Florida!!") == comparable("storm hits florida") == "storm hits florida"
+    assert clean("Great read   h/t  @bob: more") == "Great read more"
+    # a long post of spaces (25,000 characters: a note) is one pass, as any other text
+    # (a leading \s* in the via pattern went over the rest of the run from every place)
+    for text, cleaned, tokens in ((" " * 25_000, "", []), ("via" + " " * 25_000, "via", ["via"]),
+                                  ("\t\n " * 10_000 + "via @x", "", ["via", "@x"])):
+        assert (clean(text), tokenize(text)) == (cleaned, tokens)
 
 
 def test_canonical_urls():
