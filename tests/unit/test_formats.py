@@ -95,6 +95,13 @@ def test_pit2015_and_toks_are_read_alike_by_the_identifier_and_sts(write_file, t
         [("A storm hits", "The storm hit"), ("Rates rise", "My cat")], [1, 0], 1)
     sts = read_sts("p", 2015, "pit2015", data)
     assert sts.gold == [4.0, 0.0] and sts.skipped == 1
+    # test.label: the label, then after white space holding a tab the expert score; a line of
+    # 60,000 tabs before something that is no score is one pass (it tried every split)
+    label_file = write_file("test.label", ["true\t0.8", "false \t\t 0.2", "----", "true", "true" + "\t" * 60_000 + "x"])
+    with pytest.raises(InputError, match=r"test.label:5: expected true, false or ---- \(and a score\)"):
+        pit2015.read_label_file(label_file)
+    assert pit2015.read_label_file(write_file("ok.label", ["true\t0.8", "false \t\t 0.2", "----", "true"])) == [1, 0, None, 1]
+    assert pit2015._LABEL_LINE.match("true 0.8") is None  # a score after a tab only
     short = write_file("s.data", ["1\tt\tonly three"])
     assert [r.reason for r in pit2015.read(str(short))] == ["column_count"]
     with pytest.raises(InputError, match=r"s.data:1: expected PIT-2015 fields"):
