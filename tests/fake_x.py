@@ -135,6 +135,8 @@ def handler_for(fake: FakeX):
                 return self.reply(503, {"title": "Service Unavailable"})
             if fault == "malformed":
                 return self.reply(200, None, raw=b'{"data": [ {"id": ')
+            if fault == "deep":  # JSON nested deeper than Python's parser goes
+                return self.reply(200, None, raw=b'{"data": ' + b"[" * 100_000 + b"]" * 100_000 + b"}")
             if fault == "free":
                 return self.reply(403, {"title": "Client Forbidden", "reason": "client-not-enrolled",
                                         "detail": "When authenticating requests to the Twitter API v2 "

@@ -651,7 +651,7 @@ def expected_ids(fake):
 def test_harvest_finds_every_tweet_with_paging_and_survives_faults(fake_x, tmp_path):
     populate(fake_x, stories=3, replies=12)  # 13 tweets a URL: two search pages of 10
     fake_x.faults = [("/2/users/100/tweets", "429"), ("/2/tweets/search/recent", "503"),
-                     ("/2/tweets/search/recent", "malformed")]
+                     ("/2/tweets/search/recent", "malformed"), ("/2/users/200/tweets", "deep")]
     stats, table = harvest(fake_x, tmp_path)
     assert set(table["tweet_id"]) == expected_ids(fake_x)
     assert table["tweet_id"].n_unique() == table.height
@@ -1605,6 +1605,22 @@ def test_a_tweet_whose_json_escapes_decode_to_no_text_is_a_rejected_row_and_the_
     rows, rejects = from_object(page, "timeline")
     assert [r["tweet_id"] for r in rows] == ["5"]
     assert [(r["reason"], r["detail"][:30]) for r in rejects] == [("invalid_utf8", "field author: a lone surrogate")]
+
+
+def test_an_api_answer_nested_deeper_than_json_parses_is_an_unreadable_answer():
+    """An error answer's body nested deeper than Python's JSON parser goes: its message is
+    the body's text, and it is no monthly cap (a RecursionError escaped both)."""
+    from types import SimpleNamespace
+
+    from paramill.twitter.api import _api_message, _usage_capped
+
+    deep = "[" * 100_000 + "]" * 100_000
+
+    def parse():
+        return json.loads(deep)
+
+    exc = SimpleNamespace(response=SimpleNamespace(json=parse, text=deep))
+    assert _api_message(exc) == "[" * 200 and _usage_capped(exc) is False
 
 
 @pytest.mark.parametrize("fault", [None, "errors-only"])

@@ -278,7 +278,9 @@ def call(fn: Callable[..., Any], settings: HarvestSettings, sleep: Callable[[flo
                 raise HarvestError(f"the X API answered {fn.__name__} with {status}: "
                                    f"{_api_message(exc)}") from None
             failure = f"status {status}"
-        except (requests.RequestException, ValueError) as exc:
+        except (requests.RequestException, ValueError, RecursionError) as exc:
+            # RecursionError: an answer nested deeper than Python's JSON parser goes (a broken
+            # proxy's or a hostile one's), retried as any unreadable answer
             failure = type(exc).__name__
         if attempt == settings.retries:
             raise HarvestError(f"{fn.__name__} failed after {settings.retries} retries: {failure}"
@@ -294,7 +296,7 @@ def _usage_capped(exc: Any) -> bool:
     ``…/usage-capped``), not a rate limit that a wait of minutes ends."""
     try:
         body = exc.response.json()
-    except (ValueError, AttributeError):
+    except (ValueError, AttributeError, RecursionError):  # RecursionError: nested too deeply
         return False
     return isinstance(body, dict) and (body.get("title") == "UsageCapExceeded" or str(
         body.get("type", "")).endswith("/usage-capped"))
@@ -304,7 +306,7 @@ def _api_message(exc: Any) -> str:
     try:
         body = exc.response.json()
         text = str(body.get("detail") or body.get("title") or str(body)[:200])
-    except (ValueError, AttributeError):
+    except (ValueError, AttributeError, RecursionError):
         text = getattr(exc.response, "text", "")[:200]
     return redact(text)  # a body may echo the request's Authorization header
 
