@@ -38,18 +38,11 @@ def _set_rows(use: str, entry: dict[str, Any]):
     """The rows of an STS set or labelled data, its entry checked as the config checks it."""
     if use == "sts":
         from paramill.evaluate.settings import StsDataset
-
-        checked = StsDataset.from_dict({"name": "peek", "year": "peek", **entry}, "spec")
-    else:
-        from paramill.twitter.identify.settings import LabelledData
-
-        checked = LabelledData.from_dict(entry, "spec")
-    fmt, fields = checked.format, checked.fields
-    if use == "sts":
         from paramill.evaluate.sts import BROKEN, MAX_LINE_BYTES
 
-        given = {"fields": fields} if fields else {}
-        for row in formats.reader(use, fmt)(str(checked.path), MAX_LINE_BYTES, **given):
+        checked = StsDataset.from_dict({"name": "peek", "year": "peek", **entry}, "spec")
+        given = {"fields": checked.fields} if checked.fields else {}
+        for row in formats.reader(use, checked.format)(str(checked.path), MAX_LINE_BYTES, **given):
             if isinstance(row, formats.Bad):  # BROKEN: the evaluation stops at it
                 yield {"line": row.line_no, "reason": row.reason, "detail": row.detail
                        + (" (the evaluation stops here)" if row.reason in BROKEN else " (skipped)")}
@@ -62,8 +55,10 @@ def _set_rows(use: str, entry: dict[str, Any]):
                 yield {"s1": row.s1, "s2": row.s2, "score": score}
         return
     from paramill.twitter.identify.data import read_labelled
+    from paramill.twitter.identify.settings import LabelledData
 
-    pairs, labels, dropped = read_labelled(checked.path, fmt, checked.labels, fields)
+    checked = LabelledData.from_dict(entry, "spec")
+    pairs, labels, dropped = read_labelled(checked.path, checked.format, checked.labels, checked.fields)
     for (s1, s2), label in zip(pairs, labels):
         yield {"s1": s1, "s2": s2, "label": label}
     for _ in range(dropped):

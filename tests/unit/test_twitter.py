@@ -295,6 +295,7 @@ def test_a_pages_card_is_read_from_its_meta_tags_in_one_pass():
             "<meta property=og:title content=other><meta name=twitter:description content=bare>"
             "<meta name=\"twitter:title\"></head>")
     assert meta_card(page) == {"title": "It's & here", "description": "bare"}
+    assert meta_card('<p>İstanbul</p><meta name="twitter:title" content="Deprem">') == {"title": "Deprem"}
     assert meta_card("<p>no card</p>") == {} and meta_card("<meta name='twitter:title' content='x'") == {}
     for hostile in ('<meta name="twitter:title" ' * 8000, '<meta content="x" ' * 12000 + ">",
                     "<meta " + "a" * 200_000 + ">", "<meta " + 'a="' * 60_000 + ">",

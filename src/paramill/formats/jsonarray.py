@@ -145,12 +145,13 @@ class _Array:
                 raise InputError(self.path, line, f"element {n} is nested too deeply to read") from None
             if end >= len(self.buf) and self._more():  # a number may go on in the next chunk
                 continue
-            size = end - self.pos
+            text, self.pos = self.buf[self.pos:end], end
+            size = len(text)
             if 4 * size > self.line_bytes:  # up to 4 bytes a character: count them
-                size = len(self.buf[self.pos:end].encode("utf-8", "surrogatepass"))
-            if jsontext.may_hold(self.buf[self.pos:end]) and (found := jsontext.problem(value)):
-                value = Bad(n, *found, self.buf[self.pos:end][:REJECTED_TEXT_CHARS])
-            self.pos = end
+                size = len(text.encode("utf-8", "surrogatepass"))
+            if jsontext.may_hold(text) and (found := jsontext.problem(value)):
+                reason, detail = found
+                value = Bad(n, reason, f"element {n}: {detail}", text[:REJECTED_TEXT_CHARS])
             return value, size
 
 
@@ -163,7 +164,7 @@ def objects(path: str, max_bytes: int) -> Iterator[tuple[int, dict[str, Any]] | 
             yield Bad(n, "line_too_long", f"element {n}: {size} bytes, longer than {max_bytes}",
                       None)
         elif isinstance(value, Bad):  # a NUL or a lone surrogate
-            yield Bad(n, value.reason, f"element {n}: {value.detail}", value.text)
+            yield value
         elif isinstance(value, dict):
             yield n, value
         else:
