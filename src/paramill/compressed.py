@@ -177,6 +177,114 @@ def _window(path: str | os.PathLike) -> str:
     return f"{size / 2**30:g} GiB, " if size >= 2**30 else f"{size / 2**20:g} MiB, "
 
 
+#: what an xz reader may hold to decode (liblzma's memory limit): a dictionary up to 128 MiB,
+#: as zstd's window (``xz -9`` writes 64 MiB). An xz header may ask for 1.5 GiB, which the
+#: decoder fills as the output grows: a small file of repeats took that much
+XZ_DICTIONARY = 128 << 20
+_XZ_MEMLIMIT = XZ_DICTIONARY + (8 << 20)
+
+
+class _XzRaw(io.RawIOBase):
+    """Decompressed bytes of an xz file, stream after stream, each read bounded by the
+    buffer's size and the decoder's memory capped (:data:`XZ_DICTIONARY`). Zero bytes after a
+    stream are stream padding, as ``xz`` reads them; any other bytes must be a stream (``lzma.open``
+    ended the read quietly at bytes that start none: a second stream with a corrupt header
+    was dropped, and a padded file was an error). A stream cut short raises :class:`EOFError`."""
+
+    def __init__(self, path: str | os.PathLike):
+        self._path = path
+        self._file = open(path, "rb")
+        self._decoder = self._new()
+        self._done = False
+
+    @staticmethod
+    def _new() -> lzma.LZMADecompressor:
+        return lzma.LZMADecompressor(lzma.FORMAT_XZ, memlimit=_XZ_MEMLIMIT)
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        size = len(buffer)
+        try:
+            while not self._done:
+                data = self._step(size)
+                if data:
+                    buffer[:len(data)] = data
+                    return len(data)
+        except lzma.LZMAError as exc:
+            if "memory usage limit" not in str(exc).lower():
+                raise
+            raise InputError(self._path, None, f"an xz stream whose dictionary{_dictionary(self._path)} "
+                             f"is larger than the {XZ_DICTIONARY >> 20} MiB a reader holds: "
+                             "recompress it with a preset (xz -d -c FILE | xz -9 > NEW), or give "
+                             "it uncompressed") from None
+        return 0
+
+    def _step(self, size: int) -> bytes:
+        """The next bytes the decoder gives (possibly none), at most ``size``."""
+        decoder = self._decoder
+        if decoder.eof:  # another stream may follow, after stream padding (zero bytes)
+            rest = decoder.unused_data.lstrip(b"\0")
+            while not rest:
+                raw = self._file.read(1 << 16)
+                if not raw:
+                    self._done = True
+                    return b""
+                rest = raw.lstrip(b"\0")
+            self._decoder = self._new()
+            return self._decoder.decompress(rest, size)
+        if not decoder.needs_input:
+            return decoder.decompress(b"", size)
+        raw = self._file.read(1 << 16)
+        if not raw:
+            raise EOFError("xz stream ended before its end-of-stream marker")
+        return decoder.decompress(raw, size)
+
+    def close(self) -> None:
+        if not self.closed:
+            self._file.close()
+        super().close()
+
+
+def _dictionary(path: str | os.PathLike) -> str:
+    """``" (1.5 GiB)"``: the LZMA2 dictionary the file's first block asks for, as far as its
+    header says (xz format 1.0.4: stream header, block header, filter flags); else ``""``."""
+    with open(path, "rb") as fh:
+        head = fh.read(12 + 1024)
+    pos = 14
+    if len(head) < pos or head[12] == 0:
+        return ""
+
+    def varint() -> int:
+        nonlocal pos
+        value = shift = 0
+        while pos < len(head):
+            byte = head[pos]
+            pos += 1
+            value |= (byte & 0x7F) << shift
+            shift += 7
+            if not byte & 0x80:
+                return value
+        raise IndexError(pos)
+
+    try:
+        flags = head[13]
+        for present in (0x40, 0x80):  # compressed and uncompressed sizes
+            if flags & present:
+                varint()
+        for _ in range((flags & 3) + 1):
+            filter_id, size = varint(), varint()
+            if filter_id == 0x21 and size == 1 and head[pos] <= 40:  # LZMA2
+                bits = head[pos]
+                value = 0xFFFFFFFF if bits == 40 else (2 | (bits & 1)) << (bits // 2 + 11)
+                return f" ({value / 2**30:g} GiB)" if value >= 2**30 else f" ({value / 2**20:g} MiB)"
+            pos += size
+    except IndexError:
+        pass
+    return ""
+
+
 class _Guarded(io.RawIOBase):
     """Wraps a decompressing stream: a truncated or corrupt stream becomes InputError."""
 
@@ -226,7 +334,7 @@ def open_compressed(path: str | os.PathLike) -> IO[bytes]:
     if kind == "gzip":
         inner: IO[bytes] = gzip.open(path, "rb")
     elif kind == "xz":
-        inner = lzma.open(path, "rb")
+        inner = _XzRaw(path)  # type: ignore[assignment]
     elif kind == "bz2":
         inner = bz2.open(path, "rb")
     else:

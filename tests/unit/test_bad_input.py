@@ -145,6 +145,77 @@ def test_a_zstd_bomb_is_read_in_bounded_memory(tmp_path):
     assert total == 64 << 20 and peak < 4 << 20, peak
 
 
+def _xz_with_dictionary(data: bytes, bits: int) -> bytes:
+    """``data`` as xz whose block header asks for the LZMA2 dictionary ``bits`` encodes (30:
+    128 MiB, 31: 192 MiB, 39: 3 GiB), the header's CRC32 made good: what an encoder with that
+    dictionary writes, without the gigabytes of memory such an encoder takes."""
+    import zlib
+
+    packed = bytearray(lzma.compress(data, filters=[{"id": lzma.FILTER_LZMA2, "dict_size": 1 << 20}]))
+    size = (packed[12] + 1) * 4  # the block header, after the 12-byte stream header
+    header = packed[12:12 + size]
+    at = header.index(b"\x21\x01") + 2  # filter LZMA2, one byte of properties
+    assert header[at] == 16  # 1 MiB
+    header[at] = bits
+    header[-4:] = zlib.crc32(bytes(header[:-4])).to_bytes(4, "little")
+    packed[12:12 + size] = header
+    return bytes(packed)
+
+
+def test_an_xz_stream_asking_for_a_dictionary_over_128_mib_is_refused_saying_how_to_read_it(tmp_path):
+    """liblzma has no memory cap unless given one, and fills the dictionary a header asks for
+    (up to 1.5 GiB from `xz --lzma2=dict=1536MiB`, 4 GiB in the format) as the output grows.
+    The cap is zstd's: 128 MiB reads, more is an error naming the dictionary."""
+    path = tmp_path / "big.tsv.xz"
+    path.write_bytes(_xz_with_dictionary(DATA, 30))
+    assert _read_all(path) == DATA
+    for bits, size in ((31, "192 MiB"), (39, "3 GiB"), (40, "4 GiB")):
+        path.write_bytes(_xz_with_dictionary(DATA, bits))
+        with pytest.raises(InputError, match=rf"big.tsv.xz: an xz stream whose dictionary \({size}\) is "
+                                             r"larger than the 128 MiB a reader holds: recompress it"):
+            list(LineStream(str(path), 65536))
+
+
+def test_xz_streams_one_after_another_are_read_and_anything_after_them_but_padding_is_an_error(tmp_path):
+    """Concatenated streams (`cat a.xz b.xz`) read as one, with stream padding (zero bytes)
+    after any of them, as `xz` reads them (`lzma.open` failed a padded file). Other bytes after
+    a stream are an error: `lzma.open` stopped quietly there, so a second stream whose header
+    was corrupt was dropped with all it held; a cut inside the second stream is an error."""
+    first, second = lzma.compress(DATA[:7000]), lzma.compress(DATA[7000:])
+    path = tmp_path / "two.xz"
+    for padding in (b"", b"\0" * 4, b"\0" * 100_000):
+        path.write_bytes(first + padding + second + padding)
+        assert _read_all(path) == DATA
+    corrupt = first + bytes([second[0] ^ 0x5A]) + second[1:]
+    for packed in (first + second + b"not xz", first + second + b"\0" * 8 + b"x", corrupt,
+                   first + second[:-20]):
+        path.write_bytes(packed)
+        with pytest.raises(InputError, match="two.xz: xz data is truncated or corrupt"):
+            _read_all(path)
+    path.write_bytes(corrupt)
+    assert lzma.open(path).read() == DATA[:7000]  # what lzma.open made of it
+
+
+def test_an_xz_bomb_is_read_in_memory_bounded_by_its_dictionary(tmp_path):
+    """64 MiB of zeros packs into 10 KB of xz; read a buffer at a time, memory bounded by the
+    dictionary (8 MiB at `xz -6`, liblzma's allocations go through Python's), not the output."""
+    import tracemalloc
+
+    path = tmp_path / "zeros.xz"
+    path.write_bytes(lzma.compress(bytes(64 << 20), preset=6))
+    assert path.stat().st_size < 16384
+    total = 0
+    tracemalloc.start()
+    try:
+        with open_compressed(path) as fh:
+            while chunk := fh.read(1 << 16):
+                total += len(chunk)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert total == 64 << 20 and peak < 12 << 20, peak
+
+
 def test_a_zstd_frame_with_a_long_window_is_refused_saying_how_to_read_it(tmp_path):
     """`zstd --long=31` frames ask for a 2 GiB window; zstd itself refuses them over 128 MiB
     without --long=31. Refused too, saying so (it read as "truncated or corrupt")."""
