@@ -184,21 +184,25 @@ XZ_DICTIONARY = 128 << 20
 _XZ_MEMLIMIT = XZ_DICTIONARY + (8 << 20)
 
 
-class _XzRaw(io.RawIOBase):
-    """Decompressed bytes of an xz file, stream after stream, each read bounded by the
-    buffer's size and the decoder's memory capped (:data:`XZ_DICTIONARY`). Zero bytes after a
-    stream are stream padding, as ``xz`` reads them; any other bytes must be a stream (``lzma.open``
-    ended the read quietly at bytes that start none: a second stream with a corrupt header
-    was dropped, and a padded file was an error). A stream cut short raises :class:`EOFError`."""
+class _Streams(io.RawIOBase):
+    """Decompressed bytes of an xz or bz2 file, stream after stream (``cat a.xz b.xz``; pbzip2
+    and lbzip2 write a stream per block), each read bounded by the buffer's size, xz's decoder
+    memory capped (:data:`XZ_DICTIONARY`). Zero bytes after a stream are padding, as ``xz``
+    and ``gzip`` read them; any other bytes must be a stream: ``lzma.open`` and ``bz2.open``
+    ended the read quietly at bytes that start none, so a later stream whose header was
+    corrupt was dropped with all it held (and ``lzma.open`` failed a padded file). A stream
+    cut short raises :class:`EOFError`."""
 
-    def __init__(self, path: str | os.PathLike):
+    def __init__(self, path: str | os.PathLike, kind: str):
         self._path = path
+        self._kind = kind
         self._file = open(path, "rb")
         self._decoder = self._new()
         self._done = False
 
-    @staticmethod
-    def _new() -> lzma.LZMADecompressor:
+    def _new(self) -> lzma.LZMADecompressor | bz2.BZ2Decompressor:
+        if self._kind == "bz2":
+            return bz2.BZ2Decompressor()
         return lzma.LZMADecompressor(lzma.FORMAT_XZ, memlimit=_XZ_MEMLIMIT)
 
     def readable(self) -> bool:
@@ -238,7 +242,7 @@ class _XzRaw(io.RawIOBase):
             return decoder.decompress(b"", size)
         raw = self._file.read(1 << 16)
         if not raw:
-            raise EOFError("xz stream ended before its end-of-stream marker")
+            raise EOFError(f"{self._kind} stream ended before its end-of-stream marker")
         return decoder.decompress(raw, size)
 
     def close(self) -> None:
@@ -333,10 +337,8 @@ def open_compressed(path: str | os.PathLike) -> IO[bytes]:
         return open(path, "rb")
     if kind == "gzip":
         inner: IO[bytes] = gzip.open(path, "rb")
-    elif kind == "xz":
-        inner = _XzRaw(path)  # type: ignore[assignment]
-    elif kind == "bz2":
-        inner = bz2.open(path, "rb")
+    elif kind in ("xz", "bz2"):
+        inner = _Streams(path, kind)  # type: ignore[assignment]
     else:
         inner = _ZstdRaw(path)  # type: ignore[assignment]
     return io.BufferedReader(_Guarded(inner, path, kind), buffer_size=1 << 16)

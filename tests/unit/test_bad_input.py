@@ -176,24 +176,32 @@ def test_an_xz_stream_asking_for_a_dictionary_over_128_mib_is_refused_saying_how
             list(LineStream(str(path), 65536))
 
 
-def test_xz_streams_one_after_another_are_read_and_anything_after_them_but_padding_is_an_error(tmp_path):
-    """Concatenated streams (`cat a.xz b.xz`) read as one, with stream padding (zero bytes)
-    after any of them, as `xz` reads them (`lzma.open` failed a padded file). Other bytes after
-    a stream are an error: `lzma.open` stopped quietly there, so a second stream whose header
-    was corrupt was dropped with all it held; a cut inside the second stream is an error."""
-    first, second = lzma.compress(DATA[:7000]), lzma.compress(DATA[7000:])
-    path = tmp_path / "two.xz"
+@pytest.mark.parametrize("codec", sorted(CODECS))
+def test_streams_one_after_another_are_read_and_anything_after_them_but_padding_is_an_error(tmp_path, codec):
+    """Concatenated streams (`cat a.xz b.xz`; pbzip2 and lbzip2 write a bz2 stream per block)
+    read as one, with zero bytes after any of them, as `xz` and `gzip` read them (`lzma.open`
+    failed a padded file; `zstd` refuses the zeros, and so do we). Other bytes after a stream
+    are an error: `lzma.open` and `bz2.open` stopped quietly there, so a second stream whose
+    header was corrupt was dropped with all it held. A cut inside the second is an error."""
+    first, second = CODECS[codec](DATA[:7000]), CODECS[codec](DATA[7000:])
+    path = tmp_path / f"two.{codec}"
     for padding in (b"", b"\0" * 4, b"\0" * 100_000):
         path.write_bytes(first + padding + second + padding)
-        assert _read_all(path) == DATA
+        if padding and codec == "zst":
+            with pytest.raises(InputError, match="zstd data is truncated or corrupt"):
+                _read_all(path)
+        else:
+            assert _read_all(path) == DATA
     corrupt = first + bytes([second[0] ^ 0x5A]) + second[1:]
-    for packed in (first + second + b"not xz", first + second + b"\0" * 8 + b"x", corrupt,
-                   first + second[:-20]):
+    for packed in (first + second + b"not " + codec.encode(), first + second + b"\0" * 8 + b"x",
+                   corrupt, first + second[:-20]):
         path.write_bytes(packed)
-        with pytest.raises(InputError, match="two.xz: xz data is truncated or corrupt"):
+        with pytest.raises(InputError, match=rf"two.{codec}: \w+ data is truncated or corrupt"):
             _read_all(path)
-    path.write_bytes(corrupt)
-    assert lzma.open(path).read() == DATA[:7000]  # what lzma.open made of it
+    opener = {"xz": lzma.open, "bz2": bz2.open}.get(codec)
+    if opener:  # what the standard library made of the corrupt second stream
+        path.write_bytes(corrupt)
+        assert opener(path).read() == DATA[:7000]
 
 
 def test_an_xz_bomb_is_read_in_memory_bounded_by_its_dictionary(tmp_path):
