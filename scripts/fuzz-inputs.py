@@ -29,6 +29,7 @@ import io
 import json
 import lzma
 import random
+import re
 import shutil
 import sys
 import tempfile
@@ -65,6 +66,9 @@ def mutations(data: bytes, rnd: random.Random) -> Iterator[tuple[str, bytes]]:
     value = line.find(b'": "') + 4 if b'": "' in line else 5  # inside a JSON string, if any
     yield "escaped_nul", at(line[:value] + b"\\u0000" + line[value:])  # JSON's NUL
     yield "escaped_surrogate", at(line[:value] + b"\\ud83d" + line[value:])  # half an emoji
+    key = re.match(rb'\s*[\[,]?\s*\{\s*("[^"\\]+")\s*:', line)
+    if key:  # a JSON object naming its first key again
+        yield "duplicate_key", at(line.replace(b"{", b"{" + key.group(1) + b': "again", ', 1))
     yield "crlf", data.replace(b"\n", b"\r\n")
     yield "lone_cr", at(line[:5] + b"\r" + line[5:])
     yield "tabs_removed", at(line.replace(b"\t", b" "))

@@ -539,6 +539,34 @@ def test_json_escapes_that_decode_to_no_text_are_rejected_rows_in_both_json_layo
     assert jsontext.problem(["x", {"y": 1}]) is None and not jsontext.may_hold('{"s": "\\u00e9"}')
 
 
+def test_a_json_object_naming_a_key_twice_is_a_rejected_row_in_both_json_layouts(write_file):
+    """`{"s1": "a", "s2": "b", "s1": "c"}`: Python keeps the last value, other readers the
+    first or refuse it, so the pair depended on the reader; a rejected row `duplicate_key`
+    naming the key, nested objects and a key written with escapes too. A value holding `":`
+    and a space before a colon are no duplicate."""
+    import json
+
+    from paramill.formats import jsontext
+
+    lines = ['{"s1": "a", "s2": "b", "s1": "c"}',
+             '{"s1": "he said \\"yes\\": fine", "s2" : "b"}',
+             '{"s1": "a", "s2": "b", "meta": {"id": 1, "id": 2}}',
+             '{"s1": "a", "s\\u0031": "b", "s2": "c"}',
+             '{"s1": "a", "s2": "b", "ids": [{"n": 1}, {"n": 2}]}']
+    want = [("duplicate_key", "'s1'"), (None, None), ("duplicate_key", "'id'"),
+            ("duplicate_key", "'s1'"), (None, None)]
+    for layout, text in (("jsonl", lines), ("json", ["[" + ",\n".join(lines) + "]"])):
+        rows = list(read_pairs(PairCorpusSpec.from_dict("x", {"format": layout, "path": str(
+            write_file(f"twice.{layout}", text))})))
+        assert [(r.reason, r.detail and r.detail.split("the key ")[1].split(" ")[0]) for r in rows] == want
+        assert rows[0].detail.endswith("is given twice in one object (JSON readers differ on which "
+                                       "value they keep: Python's the last, others the first or none)")
+        assert (rows[1].en_ref, rows[1].candidate) == ('he said "yes": fine', "b")
+    assert jsontext.duplicate('"a \\": b"', 'a ": b') is None  # a string, its `":` no key
+    deep = "[" * 300 + '{"a": 1, "a": 2}' + "]" * 300
+    assert jsontext.duplicate(deep, json.loads(deep))[0] == "duplicate_key"
+
+
 def test_formats_peek_prints_the_first_rows_as_the_pipeline_reads_them(write_file, capsys):
     """`paramill formats peek` reads a file by its config entry as the stage would: the first
     rows as JSON lines (a row that cannot be read: its reason and detail), the reasons over

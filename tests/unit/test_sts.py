@@ -3,9 +3,8 @@ import json
 import numpy as np
 import pytest
 
-from paramill.io import InputError
-
 from paramill.evaluate.sts import by_year, collect, cosine, read, score
+from paramill.io import InputError
 
 
 def test_score_tsv_skips_pairs_without_gold(tmp_path):
@@ -119,6 +118,16 @@ def test_tokenised_directory(tmp_path):
         (tmp_path / name).write_text(text)
     data = read("toks", "x", "toks", tmp_path)
     assert data.gold == [1.0, 0.0] and data.s2 == ["a c", "c e"]
+
+
+def test_a_json_lines_set_naming_a_key_twice_is_an_error_naming_the_line(tmp_path):
+    """A gold set whose object gives `score` twice has no one gold score (Python read the
+    last): an error naming the file and line, as a broken line of any set."""
+    path = tmp_path / "sts.jsonl"
+    path.write_text('{"sentence1": "a", "sentence2": "b", "score": 4.0}\n'
+                    '{"sentence1": "c", "sentence2": "d", "score": 1.0, "score": 5.0}\n')
+    with pytest.raises(InputError, match=r"sts.jsonl:2: the key 'score' is given twice in one object"):
+        read("x", 1, "jsonl", path, {"s1": "sentence1", "s2": "sentence2", "score": "score"})
 
 
 def test_unknown_format():

@@ -28,7 +28,8 @@ MAX_LINE_BYTES = 65536
 #: the bad lines an STS set may not have (an error: a gold set is curated, and a broken byte,
 #: or a JSON Lines line that is no object, means the wrong file); any other bad line is a pair
 #: without a score, skipped and counted
-BROKEN = ("invalid_utf8", "not_text", "line_too_long", "not_json", "not_object", "bad_quote")
+BROKEN = ("invalid_utf8", "not_text", "line_too_long", "not_json", "duplicate_key", "not_object",
+          "bad_quote")
 
 
 @dataclass

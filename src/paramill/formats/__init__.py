@@ -167,8 +167,8 @@ def fields(source: str | LineStream, max_line_bytes: int = 65536
 def json_lines(path: str | Path, max_line_bytes: int = 16 << 20, text: bool = True
                ) -> Iterator[tuple[int, Any] | Bad]:
     """Each non-blank line's JSON value, or a :class:`Bad` for a line too long, not UTF-8, not
-    JSON (``not_json``, also nested deeper than Python parses), or with ``text`` decoding to a
-    NUL or lone surrogate (:mod:`.jsontext`; else the caller checks what it keeps)."""
+    JSON (``not_json``, also nested deeper than Python parses), or with ``text`` holding what
+    no row may (:func:`.jsontext.found`; else the caller checks what it keeps)."""
     from paramill.formats import jsontext
 
     for item in lines(str(path), max_line_bytes):
@@ -186,8 +186,8 @@ def json_lines(path: str | Path, max_line_bytes: int = 16 << 20, text: bool = Tr
             yield Bad(line_no, "not_json", "not JSON: nested too deeply to read",
                       line[:REJECTED_TEXT_CHARS])
         else:
-            found = jsontext.problem(value) if text and jsontext.may_hold(line) else None
-            yield Bad(line_no, *found, line[:REJECTED_TEXT_CHARS]) if found else (line_no, value)
+            yield (Bad(line_no, *found, line[:REJECTED_TEXT_CHARS])
+                   if text and (found := jsontext.found(line, value)) else (line_no, value))
 
 
 def bad_fields(line_no: int, columns: list[str], reason: str, detail: str) -> Bad:
@@ -269,8 +269,8 @@ def collect_labelled(rows: Iterator[Labelled | Bad], path: str | Path
 #: the reasons a reader gives a line it could not parse at all (as opposed to a judgement on
 #: a parsed row's content, such as a Twitter URL pair's ``not_paraphrase`` label)
 UNREADABLE = frozenset({"invalid_utf8", "not_text", "line_too_long", "column_count", "not_json",
-                        "not_object", "missing_field", "bad_field", "bad_quote", "bad_score",
-                        "bad_label", "bad_votes"})
+                        "duplicate_key", "not_object", "missing_field", "bad_field", "bad_quote",
+                        "bad_score", "bad_label", "bad_votes"})
 
 
 def some_readable(rows: Iterable[Any], path: str, what: str,

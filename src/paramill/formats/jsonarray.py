@@ -149,7 +149,7 @@ class _Array:
             size = len(text)
             if 4 * size > self.line_bytes:  # up to 4 bytes a character: count them
                 size = len(text.encode("utf-8", "surrogatepass"))
-            if jsontext.may_hold(text) and (found := jsontext.problem(value)):
+            if found := jsontext.found(text, value):
                 reason, detail = found
                 value = Bad(n, reason, f"element {n}: {detail}", text[:REJECTED_TEXT_CHARS])
             return value, size

@@ -8,10 +8,16 @@ around it, ``in the\\u0000park`` became ``in thepark``), and a lone surrogate is
 character at all (writing it to Parquet failed the whole job: ``surrogates not allowed``).
 :func:`problem` finds either in a decoded value, so that its line is a rejected row
 (``not_text`` or ``invalid_utf8``, as the same bytes in a text file would be).
+
+An object may also name a key twice (``{"s1": "a", "s2": "b", "s1": "c"}``): Python's
+parser keeps the last value, others the first or refuse it, so which sentence the pair
+holds depends on the reader. :func:`duplicate` finds it (``duplicate_key``), as the config
+reader refuses a YAML key given twice.
 """
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Any
 
@@ -58,3 +64,57 @@ def _described(where: str, char: str, at: int) -> tuple[str, str]:
     return "invalid_utf8", (f"{place}a lone surrogate \\u{ord(char):04x} at character {at} (half "
                             "of a UTF-16 pair, as a post cut inside an emoji leaves): no "
                             "character, not UTF-8")
+
+
+class _Twice(Exception):
+    def __init__(self, key: str):
+        self.key = key
+
+
+def _unique(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    value = dict(pairs)
+    if len(value) < len(pairs):
+        seen: set[str] = set()
+        raise _Twice(next(key for key, _ in pairs if key in seen or seen.add(key)))  # type: ignore[func-returns-value]
+    return value
+
+
+def _keys(value: Any) -> int:
+    """How many keys the objects in ``value`` hold, nested ones too."""
+    count = 0
+    if type(value) is dict:
+        count = len(value)
+        value = value.values()
+    elif type(value) is not list:
+        return 0
+    for inner in value:
+        if type(inner) is dict or type(inner) is list:
+            count += _keys(inner)
+    return count
+
+
+def duplicate(text: str, value: Any) -> tuple[str, str] | None:
+    """``("duplicate_key", detail)`` when an object of the JSON ``text`` (decoded as
+    ``value``) names a key twice; None when none does. Every key's closing quote is followed
+    by its colon, so a line with as many ``":`` as ``value`` holds keys has each once, and
+    only another line (a key given twice, a value holding ``\\":``, a space before a colon)
+    is parsed again, keeping every key, to tell."""
+    try:
+        if text.count('":') == _keys(value):
+            return None
+    except RecursionError:  # nested as deeply as the parser goes: parsed again below
+        pass
+    try:
+        json.loads(text, object_pairs_hook=_unique)
+    except _Twice as exc:
+        return "duplicate_key", (f"the key {exc.key!r} is given twice in one object (JSON readers "
+                                 "differ on which value they keep: Python's the last, others the "
+                                 "first or none)")
+    return None
+
+
+def found(text: str, value: Any) -> tuple[str, str] | None:
+    """``(reason, detail)`` of the first thing the JSON ``text``, decoded as ``value``, holds
+    that no row may: a NUL or lone surrogate (:func:`problem`), a key given twice
+    (:func:`duplicate`); None for none."""
+    return (may_hold(text) and problem(value)) or duplicate(text, value)
