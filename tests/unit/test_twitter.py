@@ -80,6 +80,15 @@ class Web(http.server.BaseHTTPRequestHandler):
                     time.sleep(0.05)
             except OSError:  # the client gave up
                 pass
+        elif path == "/drip-headers":  # headers a byte at a time, each within the read timeout
+            try:
+                self.wfile.write(b"HTTP/1.1 301 Moved\r\n")
+                for byte in b"X-Pad: " + b"a" * 2000 + b"\r\nLocation: /article\r\n\r\n":
+                    self.wfile.write(bytes([byte]))
+                    self.wfile.flush()
+                    time.sleep(0.05)
+            except OSError:  # the client gave up
+                pass
         elif path == "/echo-host":  # the Host header the client sent
             text = self.headers.get("Host", "").encode()
             self.send_response(200)
@@ -176,7 +185,7 @@ def test_links_to_hosts_off_the_public_internet_are_never_requested(web, monkeyp
     """A tweet's link to a loopback, private or link-local host (a cloud's metadata service),
     first or at a redirect, is kept as it is and not requested: by the expander and by the
     card fetcher, unless private_urls."""
-    from paramill.twitter import urls as urls_module
+    from paramill.twitter import web as web_module
     from paramill.twitter.urls import fetch_cards, is_public
 
     for host in ("127.0.0.1", "localhost", "10.1.2.3", "192.168.0.1", "169.254.169.254",
@@ -190,7 +199,7 @@ def test_links_to_hosts_off_the_public_internet_are_never_requested(web, monkeyp
     requested = http_requests(web)
     assert requested == []  # nothing reached the server
     # a public first hop whose redirect leads to a private host: the redirect is not followed
-    monkeypatch.setattr(urls_module, "is_public", lambda host: host != "localhost")
+    monkeypatch.setattr(web_module, "is_public", lambda host: host != "localhost")
     port = server[1]
     assert Expander(timeout=0.5).expand([f"{web}/to-localhost"]) == {
         f"{web}/to-localhost": f"http://localhost:{port}/article"}
@@ -207,10 +216,10 @@ def test_a_name_that_rebinds_to_a_private_address_after_the_check_is_never_conne
     connection resolving the name afresh would have."""
     import socket
 
-    from paramill.twitter import urls as urls_module
+    from paramill.twitter import web as web_module
 
-    real_check, system = urls_module.is_public, socket.getaddrinfo
-    monkeypatch.setattr(urls_module, "is_public", lambda host: host == "rebind.test" or real_check(host))
+    real_check, system = web_module.is_public, socket.getaddrinfo
+    monkeypatch.setattr(web_module, "is_public", lambda host: host == "rebind.test" or real_check(host))
     monkeypatch.setattr(socket, "getaddrinfo", lambda host, *a, **k: system(
         "127.0.0.1" if host == "rebind.test" else host, *a, **k))
     port = web.rsplit(":", 1)[1]
@@ -218,17 +227,17 @@ def test_a_name_that_rebinds_to_a_private_address_after_the_check_is_never_conne
     assert Expander(timeout=0.5).expand([short]) == {short: short}  # kept as it is
     assert page_card(url, web_session(), timeout=0.5) == {}
     assert http_requests(web) == []
-    with pytest.raises(urls_module.PrivateAddress, match="rebind.test resolves to 127.0.0.1"):
-        urls_module.checked_addresses("rebind.test")
+    with pytest.raises(web_module.PrivateAddress, match="rebind.test resolves to 127.0.0.1"):
+        web_module.checked_addresses("rebind.test")
 
 
 def test_a_public_name_is_connected_at_the_address_checked_with_its_own_name(web, monkeypatch):
     """The pinned connection reaches the address the name resolved to, in the order resolved
     (an unreachable first address is skipped), and sends the name, not the address, as Host."""
-    from paramill.twitter import urls as urls_module
+    from paramill.twitter import web as web_module
 
-    real = urls_module.is_public
-    monkeypatch.setattr(urls_module, "is_public",  # the test's loopback server counts as public
+    real = web_module.is_public
+    monkeypatch.setattr(web_module, "is_public",  # the test's loopback server counts as public
                         lambda host: host in ("news.test", "127.0.0.1", "127.0.0.2") or real(host))
     import socket
 
@@ -240,7 +249,7 @@ def test_a_public_name_is_connected_at_the_address_checked_with_its_own_name(web
         return system(host, port, *args, **kwargs)
 
     monkeypatch.setattr(socket, "getaddrinfo", two)
-    assert urls_module.checked_addresses("news.test") == ["127.0.0.2", "127.0.0.1"]
+    assert web_module.checked_addresses("news.test") == ["127.0.0.2", "127.0.0.1"]
     port = web.rsplit(":", 1)[1]
     response = web_session().get(f"http://news.test:{port}/echo-host", timeout=2)
     assert response.text == f"news.test:{port}"
@@ -255,7 +264,7 @@ def test_a_pinned_https_connection_checks_the_certificate_of_the_name(monkeypatc
     import ssl
     from pathlib import Path
 
-    from paramill.twitter import urls as urls_module
+    from paramill.twitter import web as web_module
 
     tls = Path(__file__).parent / "tls"
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
@@ -265,9 +274,9 @@ def test_a_pinned_https_connection_checks_the_certificate_of_the_name(monkeypatc
     server.socket = context.wrap_socket(server.socket, server_side=True)
     threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True).start()
     try:
-        real, system = urls_module.is_public, socket.getaddrinfo
+        real, system = web_module.is_public, socket.getaddrinfo
         names = ("news.test", "other.test")
-        monkeypatch.setattr(urls_module, "is_public", lambda h: h in names + ("127.0.0.1",) or real(h))
+        monkeypatch.setattr(web_module, "is_public", lambda h: h in names + ("127.0.0.1",) or real(h))
         monkeypatch.setattr(socket, "getaddrinfo", lambda host, *a, **k: system(
             "127.0.0.1" if host in names else host, *a, **k))
         port = server.server_port
@@ -310,6 +319,57 @@ def test_a_page_card_read_ends_at_its_deadline(web):
     started = time.monotonic()
     assert page_card(f"{web}/drip", web_session(private_urls=True), timeout=0.3) == {}
     assert time.monotonic() - started < 2.5
+
+
+def test_a_server_sending_its_headers_a_byte_at_a_time_is_given_up_at_the_deadline(web, tmp_path):
+    """requests' timeout bounds each read: headers dripped a byte every 0.05 s held the
+    expander and the card reader for the 100 s the server took (a header may hold 64 KiB: it
+    could be hours). Each URL's requests end by three timeouts; the URL is kept as it is and
+    not cached, to be asked again, as after a timeout."""
+    cache = tmp_path / "cache.json"
+    url = f"{web}/drip-headers"
+    started = time.monotonic()
+    assert Expander(cache, timeout=0.3, private_urls=True).expand([url]) == {url: url}
+    assert page_card(url, web_session(private_urls=True), timeout=0.3) == {}
+    assert time.monotonic() - started < 4
+    assert not cache.exists() or url not in json.loads(cache.read_text())
+    assert http_requests(web) == ["/drip-headers"] * 2  # HEAD (no GET after it), the card's GET
+
+
+def test_a_tls_handshake_dripped_a_byte_at_a_time_is_given_up_at_the_deadline():
+    """The deadline reaches the TLS handshake (before any header): a server that opens a TLS
+    record and sends it a byte at a time."""
+    import socket
+
+    listener = socket.create_server(("127.0.0.1", 0))
+    port, stop = listener.getsockname()[1], threading.Event()
+
+    def serve():
+        while not stop.is_set():
+            try:
+                conn, _ = listener.accept()
+            except OSError:
+                return
+            try:
+                conn.sendall(b"\x16\x03\x03\x40\x00")  # a handshake record of 16 KiB
+                while not stop.is_set():
+                    conn.sendall(b"\x02")
+                    time.sleep(0.05)
+            except OSError:
+                pass
+            finally:
+                conn.close()
+
+    threading.Thread(target=serve, daemon=True).start()
+    try:
+        url = f"https://127.0.0.1:{port}/x"
+        started = time.monotonic()
+        assert Expander(timeout=0.3, private_urls=True).expand([url]) == {url: url}
+        assert page_card(url, web_session(private_urls=True), timeout=0.3) == {}
+        assert time.monotonic() - started < 4
+    finally:
+        stop.set()
+        listener.close()
 
 
 def test_each_page_card_is_read_once_and_a_page_not_read_now_is_asked_again(web, tmp_path, capsys):

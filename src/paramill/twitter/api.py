@@ -79,8 +79,9 @@ class HarvestSettings(Settings):
         minimum=0, launch=True)
     expand_all: bool = setting(
         False, "Follow redirects of every URL, not only known shorteners and unexpanded links.")
-    url_timeout: float = setting(5.0, "Seconds per URL expansion request (and per read of a news page for its "
-                                 "card: three times it in all).", exclusiveMinimum=0)
+    url_timeout: float = setting(5.0, "Seconds a URL expansion or a news page's read waits on the "
+                                 "server at a time; three times it in all, redirects and a "
+                                 "server sending a byte at a time included.", exclusiveMinimum=0)
     url_workers: int = setting(8, "Concurrent URL expansions.", minimum=1, launch=True)
     private_urls: bool = setting(
         False, "Follow links to hosts that are not on the public internet (loopback, private, "

@@ -8,35 +8,28 @@ followed with HEAD (then GET when HEAD is refused) through redirects, with a tim
 a redirect limit (loops end there), bounded concurrency, and a persistent cache.
 Optionally the linked page's ``twitter:title``/``twitter:description`` are read.
 
-A tweet's link is anyone's to write, so no request goes to a host that is not on the public
-internet (loopback, private, link-local such as a cloud's metadata service at 169.254.169.254,
-multicast, reserved), first or at any redirect: the URL is kept as it is, unrequested
-(:class:`PrivateAddress`; ``private_urls`` lifts it, for an intranet's news site). The
-connection goes to an address that was checked, so a name cannot resolve to a public address
-for the check and to a private one for the connection.
+No request goes to a host that is not on the public internet, and each URL's requests end
+by a deadline however slowly a server answers: :mod:`paramill.twitter.web`.
 """
 
 from __future__ import annotations
 
 import datetime
 import html
-import ipaddress
 import json
 import re
-import socket
 import sys
-import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import requests
-from requests.adapters import HTTPAdapter
-from urllib3.connection import HTTPConnection, HTTPSConnection
-from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
-from urllib3.exceptions import ConnectTimeoutError, NewConnectionError
 
 from paramill.io import InputError, MalformedJson, merge_json, read_json
+from paramill.twitter.web import PrivateAddress, deadline, is_public, web_session
+
+__all__ = ["Expander", "PrivateAddress", "canonical", "fetch_cards", "is_public", "is_short",
+           "meta_card", "page_card", "web_session"]
 
 TRACKING = re.compile(r"^(utm_\w+|fbclid|gclid|dclid|mc_cid|mc_eid|cmpid|ocid|ref|ref_src|"
                       r"smid|smtyp|s_cid|share|taid|at_medium|at_campaign|__twitter_impression)$", re.I)
@@ -74,114 +67,6 @@ def is_short(url: str) -> bool:
         return False
 
 
-class PrivateAddress(requests.RequestException):
-    """A request to a host that is not on the public internet, refused before connecting."""
-
-
-def _resolve(host: str) -> list[str] | None:
-    """The distinct addresses ``host`` resolves to, in the resolver's order (None when it
-    does not resolve)."""
-    try:
-        infos = socket.getaddrinfo(host, None, proto=socket.IPPROTO_TCP)
-    except (OSError, UnicodeError):
-        return None
-    return list(dict.fromkeys(str(info[4][0]) for info in infos))
-
-
-def _global(address: str) -> bool:
-    ip = ipaddress.ip_address(address.split("%")[0])
-    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
-        ip = ip.ipv4_mapped
-    return ip.is_global and not ip.is_multicast
-
-
-def is_public(host: str) -> bool:
-    """Whether every address ``host`` resolves to (a name, or an address in any of its
-    spellings: ``2130706433`` is 127.0.0.1) is a global unicast address. A name that does not
-    resolve counts as public: connecting to it fails on its own."""
-    addresses = _resolve(host)
-    return addresses is None or all(map(_global, addresses))
-
-
-def checked_addresses(host: str) -> list[str]:
-    """The addresses a connection to ``host`` may go to, resolved once, each checked
-    (:func:`is_public` on the address itself): connecting to one of these, not to a second
-    resolution of the name, leaves a name no way to answer public to the check and private to
-    the connection (DNS rebinding). A host that resolves to any address off the public
-    internet is :class:`PrivateAddress`; one that does not resolve is returned as it is, to
-    fail as it would."""
-    addresses = _resolve(host)
-    if addresses is None:
-        return [host]
-    for address in addresses:
-        if not is_public(address):
-            raise PrivateAddress(f"{host} resolves to {address}, not a public address")
-    return addresses
-
-
-class _Pinned:
-    """A urllib3 connection that connects to the addresses :func:`checked_addresses` checked
-    (each in turn, as the name's own resolution would be tried), the name kept for the Host
-    header, TLS's server name and its certificate check."""
-
-    def _new_conn(self):
-        name, error = self._dns_host, None
-        try:
-            for address in checked_addresses(name):
-                self._dns_host = address
-                try:
-                    return super()._new_conn()
-                except (NewConnectionError, ConnectTimeoutError) as exc:
-                    error = exc  # the next address, as socket.create_connection would
-        finally:
-            self._dns_host = name
-        raise error
-
-
-class _PinnedHTTP(_Pinned, HTTPConnection):
-    pass
-
-
-class _PinnedHTTPS(_Pinned, HTTPSConnection):
-    pass
-
-
-class _PinnedHTTPPool(HTTPConnectionPool):
-    ConnectionCls = _PinnedHTTP
-
-
-class _PinnedHTTPSPool(HTTPSConnectionPool):
-    ConnectionCls = _PinnedHTTPS
-
-
-class _PublicOnly(HTTPAdapter):
-    """Sends only to public hosts: requests calls an adapter for the first request and for
-    every redirect it follows, so each hop is checked before it connects, and the connection
-    goes to an address that was checked (:class:`_Pinned`; through a proxy, the proxy
-    resolves the name and only the first check holds)."""
-
-    def init_poolmanager(self, *args, **kwargs):
-        super().init_poolmanager(*args, **kwargs)
-        self.poolmanager.pool_classes_by_scheme = {"http": _PinnedHTTPPool,
-                                                   "https": _PinnedHTTPSPool}
-
-    def send(self, request, *args, **kwargs):
-        host = urlsplit(request.url).hostname or ""
-        if not is_public(host):
-            raise PrivateAddress(f"{host} is not a public address", request=request)
-        return super().send(request, *args, **kwargs)
-
-
-def web_session(private_urls: bool = False, session: requests.Session | None = None
-                ) -> requests.Session:
-    """A session for following tweets' links: public hosts only unless ``private_urls``."""
-    session = session or requests.Session()
-    if not private_urls:
-        for prefix in ("http://", "https://"):
-            session.mount(prefix, _PublicOnly())
-    return session
-
-
 class Expander:
     """Follows redirects of URLs, with a JSON cache file (``None`` = in memory only; a
     harvest's is its month's, so the file a job reads and rewrites stays a month's size);
@@ -209,8 +94,13 @@ class Expander:
 
     def _resolve(self, url: str) -> str | None:
         """Where ``url`` leads; None when the web could not say now (a timeout, a connection
-        error): not cached, so a later run asks again, where a loop or a host that is not
-        public is an answer that is."""
+        error, three times the timeout spent on it in all): not cached, so a later run asks
+        again, where a loop or a host that is not public is an answer that is."""
+        with deadline(3 * self.timeout) as watch:
+            final = self._follow(url, watch)
+        return None if watch.expired else final
+
+    def _follow(self, url: str, watch) -> str | None:
         for method in ("head", "get"):
             try:
                 resp = self.session.request(method, url, allow_redirects=True, timeout=self.timeout,
@@ -223,7 +113,7 @@ class Expander:
             except PrivateAddress as exc:  # where the link leads, never requested
                 return exc.request.url if exc.request is not None else url
             except requests.RequestException:
-                if method == "get":
+                if method == "get" or watch.expired:
                     return None
         return None
 
@@ -338,21 +228,20 @@ def _card(url: str, session: requests.Session, timeout: float, limit: int = 200_
     """:func:`page_card`, or None when the page could not be read now (a timeout, a
     connection error, its deadline): an answer for another time, where a page without a
     card, or on a host that is not public, is one for good."""
-    deadline = time.monotonic() + 3 * timeout  # a page dripping a byte a second ends here
     try:
-        resp = session.get(url, timeout=timeout, stream=True)
-        data = bytearray()
-        read1 = getattr(resp.raw, "read1", None)  # what has arrived (urllib3 2); else small reads
-        while len(data) < limit:
-            if time.monotonic() >= deadline:
-                resp.close()
-                return None
-            chunk = (read1(16384, decode_content=True) if read1 is not None
-                     else resp.raw.read(1024, decode_content=True))
-            if not chunk:
-                break
-            data += chunk
-        resp.close()
+        with deadline(3 * timeout) as watch:  # a server dripping a byte at a time ends here
+            resp = session.get(url, timeout=timeout, stream=True)
+            data = bytearray()
+            read1 = getattr(resp.raw, "read1", None)  # what has arrived (urllib3 2); else small reads
+            while len(data) < limit and not watch.expired:
+                chunk = (read1(16384, decode_content=True) if read1 is not None
+                         else resp.raw.read(1024, decode_content=True))
+                if not chunk:
+                    break
+                data += chunk
+            resp.close()
+        if watch.expired:  # the page as far as it came: not the page
+            return None
         body = bytes(data[:limit]).decode(resp.encoding or "utf-8", "replace")
     except (PrivateAddress, LookupError):  # never requested, or an unknown charset: for good
         return {}

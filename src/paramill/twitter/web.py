@@ -1,0 +1,234 @@
+"""The web a tweet's links are followed on: public hosts only, and a deadline on each call.
+
+A tweet's link is anyone's to write, so no request goes to a host that is not on the public
+internet (loopback, private, link-local such as a cloud's metadata service at 169.254.169.254,
+multicast, reserved), first or at any redirect: the URL is kept as it is, unrequested
+(:class:`PrivateAddress`; ``private_urls`` lifts it, for an intranet's news site). The
+connection goes to an address that was checked, so a name cannot resolve to a public address
+for the check and to a private one for the connection.
+
+requests' ``timeout`` bounds each wait on the socket, not a call: a server that sends its
+headers (or a TLS handshake, or a page) a byte at a time, each within the timeout, held a
+worker for as long as it liked (2,000 header bytes at 0.05 s: 100 s at a 0.5 s timeout, and
+a header may hold 64 KiB). :func:`deadline` puts a limit on everything a call does: its
+connections' sockets are shut down when it passes, which ends any wait on them at once.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import socket
+import threading
+from contextlib import contextmanager
+from typing import Iterator
+from urllib.parse import urlsplit
+
+import requests
+from requests.adapters import HTTPAdapter
+from urllib3.connection import HTTPConnection, HTTPSConnection
+from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
+from urllib3.exceptions import ConnectTimeoutError, NewConnectionError
+
+
+class PrivateAddress(requests.RequestException):
+    """A request to a host that is not on the public internet, refused before connecting."""
+
+
+def _resolve(host: str) -> list[str] | None:
+    """The distinct addresses ``host`` resolves to, in the resolver's order (None when it
+    does not resolve)."""
+    try:
+        infos = socket.getaddrinfo(host, None, proto=socket.IPPROTO_TCP)
+    except (OSError, UnicodeError):
+        return None
+    return list(dict.fromkeys(str(info[4][0]) for info in infos))
+
+
+def _global(address: str) -> bool:
+    ip = ipaddress.ip_address(address.split("%")[0])
+    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
+        ip = ip.ipv4_mapped
+    return ip.is_global and not ip.is_multicast
+
+
+def is_public(host: str) -> bool:
+    """Whether every address ``host`` resolves to (a name, or an address in any of its
+    spellings: ``2130706433`` is 127.0.0.1) is a global unicast address. A name that does not
+    resolve counts as public: connecting to it fails on its own."""
+    addresses = _resolve(host)
+    return addresses is None or all(map(_global, addresses))
+
+
+def checked_addresses(host: str) -> list[str]:
+    """The addresses a connection to ``host`` may go to, resolved once, each checked
+    (:func:`is_public` on the address itself): connecting to one of these, not to a second
+    resolution of the name, leaves a name no way to answer public to the check and private to
+    the connection (DNS rebinding). A host that resolves to any address off the public
+    internet is :class:`PrivateAddress`; one that does not resolve is returned as it is, to
+    fail as it would."""
+    addresses = _resolve(host)
+    if addresses is None:
+        return [host]
+    for address in addresses:
+        if not is_public(address):
+            raise PrivateAddress(f"{host} resolves to {address}, not a public address")
+    return addresses
+
+
+class _Watch:
+    """The sockets one call's connections use, shut down when its ``seconds`` pass (each
+    registered as a duplicate of its file descriptor: TLS takes the plain socket over, and a
+    shutdown reaches the connection through any descriptor of it)."""
+
+    def __init__(self, seconds: float):
+        self.sockets: list[socket.socket] = []
+        self.expired = False
+        self._lock = threading.Lock()
+        self._timer = threading.Timer(seconds, self._expire)
+        self._timer.daemon = True
+
+    def add(self, sock: socket.socket | None) -> None:
+        if sock is None or sock.fileno() < 0:
+            return
+        copy = socket.fromfd(sock.fileno(), sock.family, sock.type)
+        with self._lock:
+            self.sockets.append(copy)
+            if self.expired:
+                _shut(copy)
+
+    def _expire(self) -> None:
+        with self._lock:
+            self.expired = True
+            for sock in self.sockets:
+                _shut(sock)
+
+    def close(self) -> None:
+        self._timer.cancel()
+        with self._lock:
+            for sock in self.sockets:
+                sock.close()
+            self.sockets.clear()
+
+
+def _shut(sock: socket.socket) -> None:
+    try:
+        sock.shutdown(socket.SHUT_RDWR)
+    except OSError:  # closed already
+        pass
+
+
+_calls = threading.local()
+
+
+@contextmanager
+def deadline(seconds: float) -> Iterator[_Watch]:
+    """Everything the block's requests do in this thread (connecting, a TLS handshake,
+    headers, a body, each redirect) ends by ``seconds`` from now, on a session from
+    :func:`web_session`: their sockets are shut down then, which ends a wait on them with an
+    error or an early end. The watch it yields says whether that happened (``expired``): an
+    answer read then may be cut short."""
+    watch = _Watch(seconds)
+    _calls.watch = watch
+    watch._timer.start()
+    try:
+        yield watch
+    finally:
+        _calls.watch = None
+        watch.close()
+
+
+def _watched(sock: socket.socket | None) -> None:
+    watch = getattr(_calls, "watch", None)
+    if watch is not None:
+        watch.add(sock)
+
+
+class _Watched:
+    """A urllib3 connection whose sockets join the calling thread's :func:`deadline`: a new
+    one as it connects, a kept-alive one as it is asked again."""
+
+    def _new_conn(self):
+        sock = super()._new_conn()
+        _watched(sock)
+        return sock
+
+    def getresponse(self, *args, **kwargs):
+        _watched(self.sock)
+        return super().getresponse(*args, **kwargs)
+
+
+class _Pinned(_Watched):
+    """A urllib3 connection that connects to the addresses :func:`checked_addresses` checked
+    (each in turn, as the name's own resolution would be tried), the name kept for the Host
+    header, TLS's server name and its certificate check."""
+
+    def _new_conn(self):
+        name, error = self._dns_host, None
+        try:
+            for address in checked_addresses(name):
+                self._dns_host = address
+                try:
+                    return super()._new_conn()
+                except (NewConnectionError, ConnectTimeoutError) as exc:
+                    error = exc  # the next address, as socket.create_connection would
+        finally:
+            self._dns_host = name
+        raise error
+
+
+class _PinnedHTTP(_Pinned, HTTPConnection):
+    pass
+
+
+class _PinnedHTTPS(_Pinned, HTTPSConnection):
+    pass
+
+
+class _WatchedHTTP(_Watched, HTTPConnection):
+    pass
+
+
+class _WatchedHTTPS(_Watched, HTTPSConnection):
+    pass
+
+
+def _pool(base: type, connection: type) -> type:
+    return type(f"{connection.__name__}Pool", (base,), {"ConnectionCls": connection})
+
+
+_POOLS = {True: {"http": _pool(HTTPConnectionPool, _PinnedHTTP),
+                 "https": _pool(HTTPSConnectionPool, _PinnedHTTPS)},
+          False: {"http": _pool(HTTPConnectionPool, _WatchedHTTP),
+                  "https": _pool(HTTPSConnectionPool, _WatchedHTTPS)}}
+
+
+class _Adapter(HTTPAdapter):
+    """Connections whose sockets a :func:`deadline` watches; with ``public_only``, sent only
+    to public hosts: requests calls an adapter for the first request and for every redirect
+    it follows, so each hop is checked before it connects, and the connection goes to an
+    address that was checked (:class:`_Pinned`; through a proxy, the proxy resolves the name
+    and only the first check holds, and its connections are not watched)."""
+
+    def __init__(self, public_only: bool):
+        self.public_only = public_only  # before HTTPAdapter's __init__ makes the pools
+        super().__init__()
+
+    def init_poolmanager(self, *args, **kwargs):
+        super().init_poolmanager(*args, **kwargs)
+        self.poolmanager.pool_classes_by_scheme = dict(_POOLS[self.public_only])
+
+    def send(self, request, *args, **kwargs):
+        host = urlsplit(request.url).hostname or ""
+        if self.public_only and not is_public(host):
+            raise PrivateAddress(f"{host} is not a public address", request=request)
+        return super().send(request, *args, **kwargs)
+
+
+def web_session(private_urls: bool = False, session: requests.Session | None = None
+                ) -> requests.Session:
+    """A session for following tweets' links: public hosts only unless ``private_urls``, its
+    connections watched by :func:`deadline`."""
+    session = session or requests.Session()
+    for prefix in ("http://", "https://"):
+        session.mount(prefix, _Adapter(public_only=not private_urls))
+    return session
