@@ -1213,6 +1213,32 @@ def test_tsv_lines_without_two_fields_are_counted_in_the_log(tmp_path, capfd):
             "empty side) skipped") in capfd.readouterr().err
 
 
+def test_a_pair_with_a_side_over_max_chars_is_left_out_counted_and_said(tmp_path, capfd):
+    """One pasted article as a side (15,000 words in a 212 KB file) padded a GRAN's pass to
+    15,000 steps and asked for 34 GB. A pair with a side over `max_chars` characters is left
+    out, counted in the log and the summary; the model trained is the one without the pair
+    (the same losses); 0 keeps every pair; the limit is part of what the id store and a
+    resumed run check."""
+    pairs = [(s1, s2) for s1, s2 in PAIRS]
+    article = " ".join(["the cat sat on the mat"] * 300)  # 6,899 characters
+    tsv = tmp_path / "p.tsv"
+    tsv.write_text("".join(f"{a}\t{b}\n" for a, b in pairs[:5] + [("a short one", article)]
+                           + pairs[5:] + [(article, "x")]))
+    spec = ModelSpec(components=("gran",), units="word", dim=8)
+    settings = EmbedTrainSettings(epochs=2, batch_size=4, megabatch=2)
+    capfd.readouterr()
+    long = train(PairSource.from_files([tsv]), tmp_path / "m.pt", spec, settings)
+    assert "embed train: 2 pairs with a side over 1,000 characters left out (embed.train.max_chars)" \
+        in capfd.readouterr().err
+    short = train(pairs, tmp_path / "s.pt", spec, settings)
+    assert (long["pairs"], long["pairs_too_long"]) == (len(pairs), 2)
+    assert [h["loss"] for h in long["history"]] == [h["loss"] for h in short["history"]]
+    source = PairSource.from_files([tsv], max_chars=0)
+    assert sum(len(s1) for s1, _ in source) == len(pairs) + 2 and source.too_long == 0
+    assert PairSource.from_files([tsv], max_chars=1000).describe() != source.describe()
+    assert len(article) > 1000 > max(len(s) for pair in pairs for s in pair)
+
+
 def test_a_tsv_first_line_of_column_names_is_skipped_and_said(tmp_path, capfd):
     """A pair TSV written with a header (paramill's s1/s2, a candidate table's en_ref/
     candidate, STS-style sentence1/sentence2) trained on its header as a pair. The first line

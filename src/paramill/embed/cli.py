@@ -16,7 +16,7 @@ group = Group("embed", "paraphrastic sentence embeddings")
                 "of column names, s1/s2 or sentence1/sentence2, is skipped). Resumes after a killed job from --resume.",
     settings={"settings": "embed.train", "spec": "embed.model"}, launch=True,
     memory=("embed.model.dim", "embed.train.batch_size", "embed.train.megabatch",
-            "embed.train.buffer_pairs"))
+            "embed.train.buffer_pairs", "embed.train.max_chars"))
 def train(args: argparse.Namespace) -> int | str:
     from paramill.embed.data import PairSource
     from paramill.embed.model import ModelSpec

@@ -57,7 +57,11 @@ class PairSource:
     pairs: tuple[tuple[str, str], ...] | None = None
     max_pairs: int = 0
     drop_identical: bool = True
+    #: pairs with a side longer than this many characters are left out (0: none)
+    max_chars: int = 0
     batch_rows: int = 50_000
+    #: pairs left out for a side over ``max_chars``, as the last full read counted them
+    too_long: int = field(default=0, compare=False, repr=False)
     #: TSV lines with text but not two tab-separated sentences, by file, as the last
     #: full read of each file counted them (they are skipped; blank lines are not counted)
     skipped: Counter = field(default_factory=Counter, compare=False, repr=False)
@@ -80,7 +84,8 @@ class PairSource:
             what = {"pairs": digest.hexdigest()}
         else:  # contents, not paths or times: the same data anywhere gives the same record
             what = {"files": [sha256_file(p) for p in self.paths]}
-        return {**what, "max_pairs": self.max_pairs, "drop_identical": self.drop_identical}
+        return {**what, "max_pairs": self.max_pairs, "drop_identical": self.drop_identical,
+                "max_chars": self.max_chars}
 
     def rows(self) -> int | None:
         """Pairs in the source before filtering, at most ``max_pairs`` (Parquet: metadata, or
@@ -125,13 +130,20 @@ class PairSource:
 
     def _pair_frames(self) -> Iterator[pl.DataFrame]:
         """The pairs a batch at a time, as frames: empty sides (and identical pairs unless
-        kept) dropped, at most ``max_pairs``."""
+        kept, and pairs with a side over ``max_chars``, counted in ``too_long``) dropped, at
+        most ``max_pairs``."""
         left = self.max_pairs or None
+        self.too_long = 0
         for frame in self._frames():
             frame = frame.drop_nulls().filter((pl.col("s1").str.strip_chars() != "")
                                               & (pl.col("s2").str.strip_chars() != ""))
             if self.drop_identical:
                 frame = frame.filter(pl.col("s1") != pl.col("s2"))
+            if self.max_chars:
+                rows = frame.height
+                frame = frame.filter((pl.col("s1").str.len_chars() <= self.max_chars)
+                                     & (pl.col("s2").str.len_chars() <= self.max_chars))
+                self.too_long += rows - frame.height
             if left is not None:
                 frame = frame.head(left)
                 left -= frame.height

@@ -24,7 +24,7 @@ import resource
 import shutil
 import sys
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any, Literal
 
@@ -64,6 +64,11 @@ class EmbedTrainSettings(Settings):
         maximum=1)
     grad_clip: float = setting(1.0, "Gradient norm clipping (0 = off).", minimum=0)
     max_pairs: int = setting(0, "Train on at most this many pairs (0 = all).", minimum=0)
+    max_chars: int = setting(
+        1000, "Leave out pairs with a side longer than this many characters (0 = keep all). "
+        "ParaNMT trained on sentences of at most 30 tokens, the authors' code on at most 100; "
+        "one side of 15,000 words (a pasted article in a user's pair file) padded a recurrent "
+        "model's pass to 15,000 steps and asked for 34 GB (GRAN, dim 50).", minimum=0)
     buffer_pairs: int = setting(
         100_000, "Pairs shuffled together in memory (bounds memory; at least the corpus size "
         "gives one shuffle of every pair). Training data is streamed from an id store on disk.",
@@ -235,6 +240,10 @@ def _built(spec: ModelSpec, settings: EmbedTrainSettings, source: PairSource, de
         if lines:
             print(f"embed train: {path}: {lines} lines without two tab-separated sentences (no "
                   "tab, or an empty side) skipped", file=sys.stderr)
+    if source.too_long:
+        print(f"embed train: {source.too_long:,} pair{'s' * (source.too_long != 1)} with a side "
+              f"over {source.max_chars:,} "
+              "characters left out (embed.train.max_chars)", file=sys.stderr)
     if n < 2:
         shutil.rmtree(store, ignore_errors=True)  # the one pass stored what there was
         raise _too_few(source, n)
@@ -310,6 +319,7 @@ def train(source: PairSource | list[tuple[str, str]], out: str | Path, spec: Mod
     if not isinstance(source, PairSource):
         source = PairSource.from_pairs(list(source), max_pairs=settings.max_pairs,
                                        drop_identical=False)
+    source = replace(source, max_chars=settings.max_chars)
     out = Path(out)
     resume = Path(resume) if resume else out.with_name(out.name + ".resume.pt")
     store = Path(store) if store else out.with_name(out.name + ".ids")
@@ -361,7 +371,8 @@ def train(source: PairSource | list[tuple[str, str]], out: str | Path, spec: Mod
                                         epoch=epoch + 1, history=history, rng=rng.capture(),
                                         pairs=n, data=data), tmp)
     seconds = time.perf_counter() - started
-    summary = {"pairs": n, "epochs": settings.epochs, "history": history, "device": dev,
+    summary = {"pairs": n, "pairs_too_long": source.too_long, "epochs": settings.epochs,
+               "history": history, "device": dev,
                "dim": model.dim, "seconds": round(seconds, 2),
                "pairs_per_second": round(n * (settings.epochs - start_epoch) / seconds, 1)
                if seconds > 0 and settings.epochs > start_epoch else None,
