@@ -135,6 +135,19 @@ def handler_for(fake: FakeX):
                 return self.reply(503, {"title": "Service Unavailable"})
             if fault == "malformed":
                 return self.reply(200, None, raw=b'{"data": [ {"id": ')
+            if fault == "silent":  # a connection that answers nothing (dropped by the network)
+                time.sleep(20)
+                return None
+            if fault == "drip":  # its answer a byte at a time, each within a read timeout
+                try:
+                    self.wfile.write(b"HTTP/1.1 200 OK\r\n")
+                    for byte in b"X-Pad: " + b"a" * 2000 + b"\r\n":
+                        self.wfile.write(bytes([byte]))
+                        self.wfile.flush()
+                        time.sleep(0.05)
+                except OSError:  # the client gave up
+                    pass
+                return None
             if fault == "deep":  # JSON nested deeper than Python's parser goes
                 return self.reply(200, None, raw=b'{"data": ' + b"[" * 100_000 + b"]" * 100_000 + b"}")
             if fault == "free":

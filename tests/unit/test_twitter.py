@@ -730,6 +730,20 @@ def test_harvest_finds_every_tweet_with_paging_and_survives_faults(fake_x, tmp_p
     assert all(h.get("Authorization") == f"Bearer {TOKEN}" for _, _, h in fake_x.requests)
 
 
+def test_an_api_that_answers_nothing_or_a_byte_at_a_time_is_retried(fake_x, tmp_path):
+    """tweepy sets no timeout: a connection that answers nothing (the network dropped it) held
+    the harvest until the job's time limit, and one that answers a byte at a time, each within
+    a read timeout, as long as it liked. A request waits `api_timeout` at a time and three
+    times it in all, then is retried as a failed one."""
+    populate(fake_x)
+    fake_x.faults = [("/2/users/100/tweets", "silent"), ("/2/tweets/search/recent", "drip")]
+    client = at_address(tweepy.Client(bearer_token=TOKEN, return_type=dict), fake_x.base, 0.3)
+    started = time.monotonic()
+    stats, table = harvest(fake_x, tmp_path, settings=replace(SETTINGS, api_timeout=0.3), client=client)
+    assert time.monotonic() - started < 10  # 20 s of silence, 100 s of dripping
+    assert set(table["tweet_id"]) == expected_ids(fake_x) and not fake_x.faults
+
+
 def test_second_run_same_day_is_idempotent_and_next_day_gets_only_new(fake_x, tmp_path):
     populate(fake_x)
     _, first = harvest(fake_x, tmp_path)
@@ -1478,8 +1492,9 @@ def test_the_api_is_reached_at_the_configured_address_and_only_over_https_off_lo
         client.get_user(username="newsa")
     path, _, headers = fake_x.requests[-1]
     assert path == "/gw/2/users/by/username/newsa" and headers["Authorization"] == f"Bearer {TOKEN}"
-    assert at_address(tweepy.Client(bearer_token=TOKEN), "https://api.twitter.com/").session.adapters.keys() \
-        == requests.Session().adapters.keys()  # the API's own address: tweepy's session untouched
+    own = at_address(tweepy.Client(bearer_token=TOKEN), "https://api.twitter.com/", 7.0)
+    adapter = own.session.get_adapter("https://api.twitter.com/2/users/me")
+    assert (adapter.base, adapter.timeout) == ("https://api.twitter.com", 7.0)  # the API's own address
     for ok in ("https://api.x.com", "https://gw.example.org:8443/x/", "http://127.0.0.1:8080",
                "http://localhost/gw", "http://[::1]:9"):
         assert HarvestSettings.from_dict({"api_url": ok}).api_url == ok

@@ -13,10 +13,9 @@ from dataclasses import dataclass
 from typing import Annotated, Any
 from urllib.parse import urlsplit
 
-from requests.adapters import HTTPAdapter
-
 from paramill.progress import note
 from paramill.settings import Settings, setting
+from paramill.twitter.web import Adapter, deadline
 
 
 #: Major English-language news accounts (Lan et al. 2017 followed news accounts like these).
@@ -108,6 +107,11 @@ class HarvestSettings(Settings):
         "that serves the same routes (/2/...). https, or http to a loopback host only: the "
         "credentials go with every request.", pattern=API_URL_PATTERN,
         launch=True)
+    api_timeout: float = setting(
+        30.0, "Seconds an X API request waits on the server at a time (to connect, for each "
+        "read); three times it in all. A request past it is retried as a failed one: tweepy "
+        "sets no timeout, and a connection the network dropped held the harvest until the "
+        "job's time limit.", exclusiveMinimum=0, launch=True)
 
 
 #: an Authorization header's value (Bearer or OAuth) and OAuth 1.0a's credential parameters,
@@ -176,34 +180,38 @@ def make_client(settings: HarvestSettings):
     # tweepy's own wait retries at once, without end
     if token:
         return at_address(tweepy.Client(bearer_token=token, wait_on_rate_limit=False,
-                                        return_type=dict), settings.api_url)
+                                        return_type=dict), settings.api_url, settings.api_timeout)
     if all(keys):
         return at_address(tweepy.Client(consumer_key=keys[0], consumer_secret=keys[1], access_token=keys[2],
                                         access_token_secret=keys[3], wait_on_rate_limit=False,
-                                        return_type=dict), settings.api_url)
+                                        return_type=dict), settings.api_url, settings.api_timeout)
     raise HarvestError(f"no X API credentials: set {settings.bearer_token_env} (bearer token) or "
                        f"{settings.consumer_key_env}, {settings.consumer_secret_env}, "
                        f"{settings.access_token_env}, {settings.access_token_secret_env} (OAuth 1.0a)")
 
 
-class _Readdressed(HTTPAdapter):
-    """Sends what tweepy addresses to the X API's own host to ``base`` instead (the rest of
-    the URL, the signed query and the headers unchanged)."""
+class _ApiAdapter(Adapter):
+    """Sends what tweepy addresses to the X API's own host to ``base`` (the rest of the URL,
+    the signed query and the headers unchanged), with ``timeout`` where tweepy gives none,
+    on connections a :func:`~paramill.twitter.web.deadline` watches."""
 
-    def __init__(self, base: str):
-        super().__init__()
-        self.base = base
+    def __init__(self, base: str, timeout: float):
+        self.base, self.timeout = base, timeout
+        super().__init__(public_only=False)  # a gateway may be on the cluster's own network
 
     def send(self, request, *args: Any, **kwargs: Any):
-        request.url = self.base + request.url[len(API_URL):]
+        if self.base != API_URL:
+            request.url = self.base + request.url[len(API_URL):]
+        if kwargs.get("timeout") is None:
+            kwargs["timeout"] = self.timeout
         return super().send(request, *args, **kwargs)
 
 
-def at_address(client: Any, api_url: str) -> Any:
-    """``client`` (tweepy's) with its requests going to ``api_url`` (the X API's own address:
-    unchanged). OAuth 1.0a signs the URL tweepy built, the X API's: a gateway passes it on."""
-    if api_url.rstrip("/") != API_URL:
-        client.session.mount(API_URL + "/", _Readdressed(api_url.rstrip("/")))
+def at_address(client: Any, api_url: str, timeout: float = 30.0) -> Any:
+    """``client`` (tweepy's) with its requests going to ``api_url`` (the X API's own address,
+    or a gateway: OAuth 1.0a signs the URL tweepy built, the X API's, and a gateway passes it
+    on), each waiting at most ``timeout`` seconds at a time for the server."""
+    client.session.mount(API_URL + "/", _ApiAdapter(api_url.rstrip("/"), timeout))
     return client
 
 
@@ -241,7 +249,8 @@ def call(fn: Callable[..., Any], settings: HarvestSettings, sleep: Callable[[flo
     for attempt in range(settings.retries + 1):
         wait = backoff_delay(settings, attempt, rng)
         try:
-            return fn(**kwargs)
+            with deadline(3 * settings.api_timeout):  # a server sending a byte at a time too
+                return fn(**kwargs)
         except tweepy.Unauthorized as exc:
             raise HarvestError(
                 f"the X API did not accept the credentials for {fn.__name__} (401): "

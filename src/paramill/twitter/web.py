@@ -202,7 +202,7 @@ _POOLS = {True: {"http": _pool(HTTPConnectionPool, _PinnedHTTP),
                   "https": _pool(HTTPSConnectionPool, _WatchedHTTPS)}}
 
 
-class _Adapter(HTTPAdapter):
+class Adapter(HTTPAdapter):
     """Connections whose sockets a :func:`deadline` watches; with ``public_only``, sent only
     to public hosts: requests calls an adapter for the first request and for every redirect
     it follows, so each hop is checked before it connects, and the connection goes to an
@@ -230,5 +230,5 @@ def web_session(private_urls: bool = False, session: requests.Session | None = N
     connections watched by :func:`deadline`."""
     session = session or requests.Session()
     for prefix in ("http://", "https://"):
-        session.mount(prefix, _Adapter(public_only=not private_urls))
+        session.mount(prefix, Adapter(public_only=not private_urls))
     return session
