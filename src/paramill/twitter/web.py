@@ -88,9 +88,10 @@ class _Watch:
         self._timer.daemon = True
 
     def add(self, sock: socket.socket | None) -> None:
-        if sock is None or sock.fileno() < 0:
+        try:
+            copy = socket.fromfd(sock.fileno(), sock.family, sock.type)
+        except (AttributeError, OSError):  # none yet, or closed already: nothing to wait on
             return
-        copy = socket.fromfd(sock.fileno(), sock.family, sock.type)
         with self._lock:
             self.sockets.append(copy)
             if self.expired:
@@ -127,13 +128,13 @@ def deadline(seconds: float) -> Iterator[_Watch]:
     :func:`web_session`: their sockets are shut down then, which ends a wait on them with an
     error or an early end. The watch it yields says whether that happened (``expired``): an
     answer read then may be cut short."""
-    watch = _Watch(seconds)
+    watch, outer = _Watch(seconds), getattr(_calls, "watch", None)
     _calls.watch = watch
     watch._timer.start()
     try:
         yield watch
     finally:
-        _calls.watch = None
+        _calls.watch = outer
         watch.close()
 
 
