@@ -330,7 +330,7 @@ def test_running_out_of_memory_is_one_error_line_saying_what_to_change(tmp_path,
         (line,) = capsys.readouterr().err.strip().splitlines()
         assert line.startswith(f"paramill embed train: error: out of {where}") and detail in line
         assert ("(embed.model.dim, embed.train.batch_size, embed.train.megabatch, "
-                "embed.train.buffer_pairs)") in line and "mem_mb" in line
+                "embed.train.buffer_pairs, embed.train.max_chars)") in line and "mem_mb" in line
     monkeypatch.setattr(training, "train", raises(RuntimeError("index out of range in self")))
     with pytest.raises(RuntimeError, match="index out of range"):
         main(argv)

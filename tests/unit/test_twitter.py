@@ -839,11 +839,12 @@ def test_how_a_harvest_is_launched_changes_nothing_it_writes(fake_x, tmp_path, m
     assert set(config.marked("launch", "twitter", "harvest")) == {
         "bearer_token_env", "consumer_key_env", "consumer_secret_env", "access_token_env",
         "access_token_secret_env", "retries", "backoff", "backoff_max", "url_workers", "api_url",
+        "api_timeout",
         # and what steers the next fetch alone (test_what_steers_a_fetch_never_changes_a_settled_day)
         "accounts", "max_results", "max_pages", "search_days", "search_languages", "max_query_chars"}
     populate(fake_x, stories=3, replies=12)
     faults = [("/2/users/100/tweets", "429"), ("/2/tweets/search/recent", "503")]
-    other = replace(SETTINGS, retries=9, backoff=0.5, backoff_max=10.0, url_workers=1,
+    other = replace(SETTINGS, retries=9, backoff=0.5, backoff_max=10.0, url_workers=1, api_timeout=7.0,
                     bearer_token_env="OTHER_TOKEN", api_url=fake_x.base.replace("127.0.0.1", "localhost"))
     monkeypatch.delenv("X_BEARER_TOKEN", raising=False)
     monkeypatch.setenv("OTHER_TOKEN", TOKEN)  # the same credentials from another variable
