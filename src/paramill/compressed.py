@@ -253,7 +253,8 @@ class _Streams(io.RawIOBase):
 
 def _dictionary(path: str | os.PathLike) -> str:
     """``" (1.5 GiB)"``: the LZMA2 dictionary the file's first block asks for, as far as its
-    header says (xz format 1.0.4: stream header, block header, filter flags); else ``""``."""
+    header says (xz format 1.0.4: stream header, block header, filter flags), where it is over
+    the limit; else ``""`` (a later stream's, or a header not read)."""
     with open(path, "rb") as fh:
         head = fh.read(12 + 1024)
     pos = 14
@@ -282,6 +283,8 @@ def _dictionary(path: str | os.PathLike) -> str:
             if filter_id == 0x21 and size == 1 and head[pos] <= 40:  # LZMA2
                 bits = head[pos]
                 value = 0xFFFFFFFF if bits == 40 else (2 | (bits & 1)) << (bits // 2 + 11)
+                if value <= XZ_DICTIONARY:  # not the stream that asks for more (a later one)
+                    return ""
                 return f" ({value / 2**30:g} GiB)" if value >= 2**30 else f" ({value / 2**20:g} MiB)"
             pos += size
     except IndexError:

@@ -174,6 +174,9 @@ def test_an_xz_stream_asking_for_a_dictionary_over_128_mib_is_refused_saying_how
         with pytest.raises(InputError, match=rf"big.tsv.xz: an xz stream whose dictionary \({size}\) is "
                                              r"larger than the 128 MiB a reader holds: recompress it"):
             list(LineStream(str(path), 65536))
+    path.write_bytes(lzma.compress(DATA) + _xz_with_dictionary(DATA, 39))  # the second asks
+    with pytest.raises(InputError, match=r"big.tsv.xz: an xz stream whose dictionary is larger"):
+        _read_all(path)
 
 
 @pytest.mark.parametrize("codec", sorted(CODECS))

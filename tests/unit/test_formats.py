@@ -552,9 +552,10 @@ def test_a_json_object_naming_a_key_twice_is_a_rejected_row_in_both_json_layouts
              '{"s1": "he said \\"yes\\": fine", "s2" : "b"}',
              '{"s1": "a", "s2": "b", "meta": {"id": 1, "id": 2}}',
              '{"s1": "a", "s\\u0031": "b", "s2": "c"}',
-             '{"s1": "a", "s2": "b", "ids": [{"n": 1}, {"n": 2}]}']
+             '{"s1": "a", "s2": "b", "ids": [{"n": 1}, {"n": 2}]}',
+             '{"s1" : "a", "s2": "b", "s1": "c"}']  # its first key's colon not after its quote
     want = [("duplicate_key", "'s1'"), (None, None), ("duplicate_key", "'id'"),
-            ("duplicate_key", "'s1'"), (None, None)]
+            ("duplicate_key", "'s1'"), (None, None), ("duplicate_key", "'s1'")]
     for layout, text in (("jsonl", lines), ("json", ["[" + ",\n".join(lines) + "]"])):
         rows = list(read_pairs(PairCorpusSpec.from_dict("x", {"format": layout, "path": str(
             write_file(f"twice.{layout}", text))})))

@@ -66,6 +66,18 @@ def _described(where: str, char: str, at: int) -> tuple[str, str]:
                             "character, not UTF-8")
 
 
+#: a quote, white space, a colon: a key whose colon :func:`duplicate` does not count
+_SPACED_KEY = re.compile(r'"\s+:')
+
+
+def _spaced_key(text: str) -> bool:
+    """Whether a quote in ``text`` is followed by white space and a colon (searched only
+    where a quote is followed by white space at all: four substring scans, where the
+    regular expression costs more than the rest of the check)."""
+    return (('" ' in text or '"\t' in text or '"\n' in text or '"\r' in text)
+            and _SPACED_KEY.search(text) is not None)
+
+
 class _Twice(Exception):
     def __init__(self, key: str):
         self.key = key
@@ -95,12 +107,13 @@ def _keys(value: Any) -> int:
 
 def duplicate(text: str, value: Any) -> tuple[str, str] | None:
     """``("duplicate_key", detail)`` when an object of the JSON ``text`` (decoded as
-    ``value``) names a key twice; None when none does. Every key's closing quote is followed
-    by its colon, so a line with as many ``":`` as ``value`` holds keys has each once, and
-    only another line (a key given twice, a value holding ``\\":``, a space before a colon)
-    is parsed again, keeping every key, to tell."""
+    ``value``) names a key twice; None when none does. In a text where no quote is followed
+    by white space and a colon, every key's closing quote is followed by its colon, so as
+    many ``":`` as ``value`` holds keys means each key once; only another text (a key given
+    twice, a value holding ``\\":``, a space before a colon) is parsed again, keeping every
+    key, to tell."""
     try:
-        if text.count('":') == _keys(value):
+        if text.count('":') == _keys(value) and not _spaced_key(text):
             return None
     except RecursionError:  # nested as deeply as the parser goes: parsed again below
         pass
