@@ -89,6 +89,18 @@ class FakeX:
         return body
 
 
+def drip(out, data: bytes, every: float = 0.05) -> None:
+    """Write ``data`` to ``out`` a byte every ``every`` seconds (each within a client's read
+    timeout), until the client gives up."""
+    try:
+        for byte in data:
+            out.write(bytes([byte]))
+            out.flush()
+            time.sleep(every)
+    except OSError:  # the client gave up
+        pass
+
+
 def handler_for(fake: FakeX):
     class Handler(http.server.BaseHTTPRequestHandler):
         def do_GET(self):
@@ -139,15 +151,7 @@ def handler_for(fake: FakeX):
                 time.sleep(20)
                 return None
             if fault == "drip":  # its answer a byte at a time, each within a read timeout
-                try:
-                    self.wfile.write(b"HTTP/1.1 200 OK\r\n")
-                    for byte in b"X-Pad: " + b"a" * 2000 + b"\r\n":
-                        self.wfile.write(bytes([byte]))
-                        self.wfile.flush()
-                        time.sleep(0.05)
-                except OSError:  # the client gave up
-                    pass
-                return None
+                return drip(self.wfile, b"HTTP/1.1 200 OK\r\nX-Pad: " + b"a" * 2000 + b"\r\n")
             if fault == "deep":  # JSON nested deeper than Python's parser goes
                 return self.reply(200, None, raw=b'{"data": ' + b"[" * 100_000 + b"]" * 100_000 + b"}")
             if fault == "free":

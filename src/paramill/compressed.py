@@ -251,6 +251,20 @@ class _Streams(io.RawIOBase):
         super().close()
 
 
+def read_varint(data: bytes, pos: int) -> tuple[int, int]:
+    """The variable-length integer at ``pos`` of ``data`` (seven bits a byte, least
+    significant first, the high bit set on all but its last byte: xz's headers, protobuf)
+    and the place after it; IndexError where ``data`` ends inside it."""
+    value = shift = 0
+    while True:
+        byte = data[pos]
+        pos += 1
+        value |= (byte & 0x7F) << shift
+        shift += 7
+        if not byte & 0x80:
+            return value, pos
+
+
 def _dictionary(path: str | os.PathLike) -> str:
     """``" (1.5 GiB)"``: the LZMA2 dictionary the file's first block asks for, as far as its
     header says (xz format 1.0.4: stream header, block header, filter flags), where it is over
@@ -263,15 +277,8 @@ def _dictionary(path: str | os.PathLike) -> str:
 
     def varint() -> int:
         nonlocal pos
-        value = shift = 0
-        while pos < len(head):
-            byte = head[pos]
-            pos += 1
-            value |= (byte & 0x7F) << shift
-            shift += 7
-            if not byte & 0x80:
-                return value
-        raise IndexError(pos)
+        value, pos = read_varint(head, pos)
+        return value
 
     try:
         flags = head[13]

@@ -124,24 +124,30 @@ def test_zstd_frames_of_every_header_and_skippable_frames_are_read_and_any_cut_i
             _read_all(path)
 
 
-def test_a_zstd_bomb_is_read_in_bounded_memory(tmp_path):
-    """64 MiB of zeros packs into 2 KB of zstd; the decompressor handed the whole 64 MiB over
-    in one piece (a 64 KiB chunk of such a file could hold 2 GB): it is read a buffer at a
-    time, memory bounded by the reads whatever the ratio."""
+def _read_counting(path) -> tuple[int, int]:
+    """The bytes ``path`` decompresses to, read 64 KiB at a time, and the peak of Python's
+    allocations (liblzma's go through them too) while reading."""
     import tracemalloc
 
-    path = tmp_path / "zeros.zst"
-    path.write_bytes(zstandard.ZstdCompressor(level=19).compress(bytes(64 << 20)))
-    assert path.stat().st_size < 4096
     total = 0
     tracemalloc.start()
     try:
         with open_compressed(path) as fh:
             while chunk := fh.read(1 << 16):
                 total += len(chunk)
-        peak = tracemalloc.get_traced_memory()[1]
+        return total, tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()
+
+
+def test_a_zstd_bomb_is_read_in_bounded_memory(tmp_path):
+    """64 MiB of zeros packs into 2 KB of zstd; the decompressor handed the whole 64 MiB over
+    in one piece (a 64 KiB chunk of such a file could hold 2 GB): it is read a buffer at a
+    time, memory bounded by the reads whatever the ratio."""
+    path = tmp_path / "zeros.zst"
+    path.write_bytes(zstandard.ZstdCompressor(level=19).compress(bytes(64 << 20)))
+    assert path.stat().st_size < 4096
+    total, peak = _read_counting(path)
     assert total == 64 << 20 and peak < 4 << 20, peak
 
 
@@ -210,20 +216,10 @@ def test_streams_one_after_another_are_read_and_anything_after_them_but_padding_
 def test_an_xz_bomb_is_read_in_memory_bounded_by_its_dictionary(tmp_path):
     """64 MiB of zeros packs into 10 KB of xz; read a buffer at a time, memory bounded by the
     dictionary (8 MiB at `xz -6`, liblzma's allocations go through Python's), not the output."""
-    import tracemalloc
-
     path = tmp_path / "zeros.xz"
     path.write_bytes(lzma.compress(bytes(64 << 20), preset=6))
     assert path.stat().st_size < 16384
-    total = 0
-    tracemalloc.start()
-    try:
-        with open_compressed(path) as fh:
-            while chunk := fh.read(1 << 16):
-                total += len(chunk)
-        peak = tracemalloc.get_traced_memory()[1]
-    finally:
-        tracemalloc.stop()
+    total, peak = _read_counting(path)
     assert total == 64 << 20 and peak < 12 << 20, peak
 
 

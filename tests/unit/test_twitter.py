@@ -19,7 +19,7 @@ import requests
 import tweepy
 
 from paramill.io import InputError
-from tests.fake_x import later_version, long_post, populate, serve, tweet
+from tests.fake_x import drip, later_version, long_post, populate, serve, tweet
 from tests.hostile import edited
 from paramill.twitter.api import at_address
 from paramill.twitter import identify
@@ -73,22 +73,10 @@ class Web(http.server.BaseHTTPRequestHandler):
             self.send_response(200)
             self.send_header("Content-Type", "text/html; charset=klingon")
             self.end_headers()
-            try:
-                for byte in b'<meta name="twitter:title" content="Never ends">' * 50:
-                    self.wfile.write(bytes([byte]))
-                    self.wfile.flush()
-                    time.sleep(0.05)
-            except OSError:  # the client gave up
-                pass
+            drip(self.wfile, b'<meta name="twitter:title" content="Never ends">' * 50)
         elif path == "/drip-headers":  # headers a byte at a time, each within the read timeout
-            try:
-                self.wfile.write(b"HTTP/1.1 301 Moved\r\n")
-                for byte in b"X-Pad: " + b"a" * 2000 + b"\r\nLocation: /article\r\n\r\n":
-                    self.wfile.write(bytes([byte]))
-                    self.wfile.flush()
-                    time.sleep(0.05)
-            except OSError:  # the client gave up
-                pass
+            drip(self.wfile, b"HTTP/1.1 301 Moved\r\nX-Pad: " + b"a" * 2000
+                 + b"\r\nLocation: /article\r\n\r\n")
         elif path == "/echo-host":  # the Host header the client sent
             text = self.headers.get("Host", "").encode()
             self.send_response(200)

@@ -39,6 +39,7 @@ from typing import Any
 import torch
 from sentence_transformers.base.modules import InputModule
 
+from paramill.compressed import read_varint
 from paramill.embed.features import UNK
 from paramill.embed.model import SentenceEncoder, load_model
 
@@ -101,14 +102,8 @@ def _proto_fields(data: bytes) -> Iterator[tuple[int, int, Any]]:
 
     def varint() -> int:
         nonlocal i
-        shift = value = 0
-        while True:
-            byte = data[i]
-            i += 1
-            value |= (byte & 0x7F) << shift
-            shift += 7
-            if not byte & 0x80:
-                return value
+        value, i = read_varint(data, i)
+        return value
 
     while i < len(data):
         key = varint()
