@@ -19,12 +19,31 @@ class InputError(Exception):
         super().__init__(f"{where}: {message}")
 
 
+def check_name(path: str | os.PathLike) -> None:
+    """Raise :class:`InputError` where ``path``'s name is not UTF-8 (a Latin-1 ``café.tsv``
+    on an old file system: Python holds its byte as a lone surrogate). Every input's and
+    output's name goes into tables and provenance, which hold UTF-8 text: such a name failed
+    the job after its work, ``surrogates not allowed``, naming no file."""
+    name = os.fspath(path)
+    if isinstance(name, str) and not name.isascii():
+        try:
+            name.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            shown = os.fsencode(name).decode("utf-8", "backslashreplace")
+            byte = repr(os.fsencode(name[exc.start:exc.end]))[2:-1]
+            raise InputError(shown, None, f"its name is not UTF-8 (the byte {byte}); paramill "
+                             "writes every file's name into its tables and provenance as UTF-8 "
+                             "text. Rename it (convmv -f latin1 -t utf-8 --notest NAME)") from None
+
+
 def check_regular_file(path: str | os.PathLike) -> None:
-    """Raise :class:`InputError` unless ``path`` is a readable regular file.
+    """Raise :class:`InputError` unless ``path`` is a readable regular file with a UTF-8 name
+    (:func:`check_name`).
 
     A directory, a symlink loop, a FIFO or a device (``/dev/zero`` would never end), a
     missing or unreadable file: each is one clear message naming the file.
     """
+    check_name(path)
     try:
         info = os.stat(path)
     except FileNotFoundError:

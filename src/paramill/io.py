@@ -32,7 +32,7 @@ from typing import Any
 
 # Parquet tables live in paramill.tables; their names are also found here, where every
 # stage has long imported them from.
-from paramill.errors import InputError, check_regular_file  # noqa: E402,F401
+from paramill.errors import InputError, check_name, check_regular_file  # noqa: E402,F401
 from paramill.tables import (  # noqa: E402,F401
     PARQUET_COMPRESSION,
     ShardWriter,
@@ -160,6 +160,7 @@ def check_writable(*paths: str | os.PathLike, probe: bool = True) -> list[Path]:
 
 
 def _make_writable(path: Path, probe: bool, made: list[Path]) -> None:
+    check_name(path)
     temp = _temp_sibling(path)
     missing = [f for f in path.parents if not (f.exists() or f.is_symlink())]
     above = next((f for f in path.parents if f.exists() or f.is_symlink()), None)

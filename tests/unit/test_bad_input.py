@@ -14,6 +14,7 @@ import gzip
 import json
 import lzma
 import os
+import re
 from pathlib import Path
 
 import pytest
@@ -265,6 +266,34 @@ def test_files_that_are_not_regular_files_are_one_clear_error(tmp_path):
     for path, message in cases.items():
         with pytest.raises(InputError, match=message):
             list(LineStream(str(path), 100))
+
+
+def test_a_file_whose_name_is_not_utf8_is_refused_before_any_work(tmp_path, capsys):
+    """A Latin-1 `café.tsv` (byte 0xe9) from an old file system: Python holds the byte as a
+    lone surrogate, and the job failed after its work writing the name into a table
+    (`surrogates not allowed`, no file named). An input or an output so named is an error
+    naming it, with the byte, before anything is written."""
+    import json
+
+    bad = os.fsdecode(os.fsencode(str(tmp_path)) + b"/caf\xe9.tsv")
+    Path(bad).write_bytes(b"a cat sat\tthe cat sat down\nthe dog ran\ta dog is running\n")
+    shown = str(tmp_path) + "/caf\\xe9.tsv"
+    with pytest.raises(InputError, match=re.escape(f"{shown}: its name is not UTF-8 (the byte \\xe9)")):
+        list(LineStream(bad, 100))
+    from paramill.io import check_writable
+
+    with pytest.raises(InputError, match=r"out\\xe9/x\.parquet: its name is not UTF-8"):
+        check_writable(os.fsdecode(os.fsencode(str(tmp_path)) + b"/out\xe9/x.parquet"))
+    from paramill.cli import main
+
+    out = tmp_path / "out"
+    assert main(["pairs", "ingest", "--corpus", "c", "--out", str(out),
+                 "--spec", json.dumps({"format": "tsv", "path": bad})]) == 2
+    assert "its name is not UTF-8 (the byte \\xe9)" in capsys.readouterr().err
+    assert not out.exists()
+    good = tmp_path / "caf\u00e9.tsv"  # the same name in UTF-8 reads
+    good.write_text("a\tb\n")
+    assert len(list(LineStream(str(good), 100))) == 1
 
 
 def test_an_unreadable_file_is_refused_for_a_user_without_override(tmp_path):
