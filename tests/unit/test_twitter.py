@@ -1672,6 +1672,32 @@ def test_a_tweet_whose_json_escapes_decode_to_no_text_is_a_rejected_row_and_the_
     assert [(r["reason"], r["detail"][:30]) for r in rejects] == [("invalid_utf8", "field author: a lone surrogate")]
 
 
+def test_an_archived_tweet_naming_a_key_twice_is_a_rejected_row_and_its_page_is_not(tmp_path):
+    """A tweet object of an archive that gives a key twice (`"text"`, an entity's URL) has no
+    one value for it (Python kept the last): a rejected row `duplicate_key`, the other tweets
+    of its line (a v2 page holds up to 100) kept. A user object that does names no user: its
+    tweets' author is their author_id."""
+    one = json.dumps({**tweet(1, 9, "first text"), "created_at": "2026-11-02T10:00:00Z"})
+    twice = one.replace('"text": "first text"', '"text": "first text", "text": "second text"')
+    page = json.dumps({"data": [{"id": "5", "author_id": "7", "text": "fine", "created_at":
+                                 "2026-11-02T10:00:00Z"},
+                                {"id": "6", "author_id": "8", "text": "also fine", "created_at":
+                                 "2026-11-02T10:00:00Z", "entities": {"urls": [
+                                     {"expanded_url": "https://a.com/1"}]}}],
+                       "includes": {"users": [{"id": "7", "username": "ann"},
+                                              {"id": "8", "username": "bob"}]}})
+    page = page.replace('"username": "bob"', '"username": "bob", "username": "eve"')
+    nested = page.replace('{"expanded_url": "https://a.com/1"}',
+                          '{"expanded_url": "https://a.com/1", "expanded_url": "https://b.com/2"}')
+    path = tmp_path / "a.jsonl"
+    path.write_text("\n".join([twice, page, nested]) + "\n")
+    bad = []
+    rows = list(read_archive([path], bad))
+    assert [(r["tweet_id"], r["author"]) for r in rows] == [("5", "ann"), ("6", "8"), ("5", "ann")]
+    assert [(b["record"], b["reason"], b["detail"][:22]) for b in bad] == [
+        (1, "duplicate_key", "the key 'text' is give"), (3, "duplicate_key", "the key 'expanded_url'")]
+
+
 def test_an_api_answer_nested_deeper_than_json_parses_is_an_unreadable_answer():
     """An error answer's body nested deeper than Python's JSON parser goes: its message is
     the body's text, and it is no monthly cap (a RecursionError escaped both)."""

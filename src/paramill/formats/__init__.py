@@ -168,7 +168,7 @@ def json_lines(path: str | Path, max_line_bytes: int = 16 << 20, text: bool = Tr
                ) -> Iterator[tuple[int, Any] | Bad]:
     """Each non-blank line's JSON value, or a :class:`Bad` for a line too long, not UTF-8, not
     JSON (``not_json``, also nested deeper than Python parses), or with ``text`` holding what
-    no row may (:func:`.jsontext.found`; else the caller checks what it keeps)."""
+    no row may (:func:`.jsontext.found`; else :func:`.jsontext.marked`: the caller checks)."""
     from paramill.formats import jsontext
 
     for item in lines(str(path), max_line_bytes):
@@ -183,11 +183,11 @@ def json_lines(path: str | Path, max_line_bytes: int = 16 << 20, text: bool = Tr
         except ValueError as exc:
             yield Bad(line_no, "not_json", f"not JSON ({exc})", line[:REJECTED_TEXT_CHARS])
         except RecursionError:  # '[[[[...' a hundred thousand deep: Python's parser gives up
-            yield Bad(line_no, "not_json", "not JSON: nested too deeply to read",
-                      line[:REJECTED_TEXT_CHARS])
+            yield Bad(line_no, "not_json", "not JSON: nested too deeply to read", line[:REJECTED_TEXT_CHARS])
         else:
-            yield (Bad(line_no, *found, line[:REJECTED_TEXT_CHARS])
-                   if text and (found := jsontext.found(line, value)) else (line_no, value))
+            found = text and jsontext.found(line, value)
+            yield Bad(line_no, *found, line[:REJECTED_TEXT_CHARS]) if found else (
+                line_no, value if text else jsontext.marked(line, value))
 
 
 def bad_fields(line_no: int, columns: list[str], reason: str, detail: str) -> Bad:

@@ -78,17 +78,21 @@ def _spaced_key(text: str) -> bool:
             and _SPACED_KEY.search(text) is not None)
 
 
-class _Twice(Exception):
-    def __init__(self, key: str):
-        self.key = key
+class Repeated(dict):
+    """A JSON object that named a key twice, its last value kept (as Python keeps it):
+    :attr:`twice` is the key."""
+
+    twice = ""
 
 
-def _unique(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+def _marking(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     value = dict(pairs)
-    if len(value) < len(pairs):
-        seen: set[str] = set()
-        raise _Twice(next(key for key, _ in pairs if key in seen or seen.add(key)))  # type: ignore[func-returns-value]
-    return value
+    if len(value) == len(pairs):
+        return value
+    seen: set[str] = set()
+    marked = Repeated(value)
+    marked.twice = next(key for key, _ in pairs if key in seen or seen.add(key))  # type: ignore[func-returns-value]
+    return marked
 
 
 def _keys(value: Any) -> int:
@@ -105,25 +109,51 @@ def _keys(value: Any) -> int:
     return count
 
 
+def _maybe_twice(text: str, value: Any) -> bool:
+    """Whether an object of the JSON ``text`` (decoded as ``value``) may name a key twice. In
+    a text where no quote is followed by white space and a colon, every key's closing quote
+    is followed by its colon, so as many ``":`` as ``value`` holds keys means each key once;
+    another text (a key given twice, a value holding ``\\":``, a space before a colon) may."""
+    try:
+        return text.count('":') != _keys(value) or _spaced_key(text)
+    except RecursionError:  # nested as deeply as the parser goes
+        return True
+
+
+def marked(text: str, value: Any) -> Any:
+    """``value``, the JSON ``text`` decoded; where an object of it names a key twice, ``text``
+    decoded again with each such object a :class:`Repeated` (for :func:`repeated`)."""
+    return json.loads(text, object_pairs_hook=_marking) if _maybe_twice(text, value) else value
+
+
+def repeated(value: Any) -> str | None:
+    """The key named twice by the first :class:`Repeated` object in ``value`` (itself
+    included), or None."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, Repeated):
+            return item.twice
+        inner = item.values() if isinstance(item, dict) else item if isinstance(item, list) else ()
+        stack.extend(x for x in inner if isinstance(x, (dict, list)))
+    return None
+
+
+def twice(key: str) -> tuple[str, str]:
+    """The rejected row's reason and detail for an object that names ``key`` twice."""
+    return "duplicate_key", (f"the key {key!r} is given twice in one object (JSON readers "
+                             "differ on which value they keep: Python's the last, others the "
+                             "first or none)")
+
+
 def duplicate(text: str, value: Any) -> tuple[str, str] | None:
     """``("duplicate_key", detail)`` when an object of the JSON ``text`` (decoded as
-    ``value``) names a key twice; None when none does. In a text where no quote is followed
-    by white space and a colon, every key's closing quote is followed by its colon, so as
-    many ``":`` as ``value`` holds keys means each key once; only another text (a key given
-    twice, a value holding ``\\":``, a space before a colon) is parsed again, keeping every
-    key, to tell."""
-    try:
-        if text.count('":') == _keys(value) and not _spaced_key(text):
-            return None
-    except RecursionError:  # nested as deeply as the parser goes: parsed again below
-        pass
-    try:
-        json.loads(text, object_pairs_hook=_unique)
-    except _Twice as exc:
-        return "duplicate_key", (f"the key {exc.key!r} is given twice in one object (JSON readers "
-                                 "differ on which value they keep: Python's the last, others the "
-                                 "first or none)")
-    return None
+    ``value``) names a key twice; None when none does (:func:`_maybe_twice` first: a text
+    it clears is not decoded again)."""
+    if not _maybe_twice(text, value):
+        return None
+    key = repeated(json.loads(text, object_pairs_hook=_marking))
+    return None if key is None else twice(key)
 
 
 def found(text: str, value: Any) -> tuple[str, str] | None:

@@ -173,7 +173,7 @@ def from_v1(tweet: dict[str, Any], source: str) -> dict[str, Any]:
 REJECTED_TWEETS = pa.schema([
     pa.field("where", pa.string()),   # the archive file or the saved API page
     pa.field("record", pa.int64()),   # line of the archive file, or position in the page
-    pa.field("reason", pa.string()),  # no_id | not_a_tweet | bad_field | not_json | invalid_utf8 | not_text | line_too_long | unknown_account | unusable_page | unreadable_page | invalid_url | api_error
+    pa.field("reason", pa.string()),  # no_id | not_a_tweet | bad_field | not_json | duplicate_key | invalid_utf8 | not_text | line_too_long | unknown_account | unusable_page | unreadable_page | invalid_url | api_error
     pa.field("detail", pa.string()),
     pa.field("raw", pa.string()),     # the record, cut to REJECTED_TEXT_CHARS
 ])
@@ -194,6 +194,9 @@ def _one(convert, obj: Any, where: str, index: int, bad: list[dict[str, Any]]) -
     if obj.get("id") in (None, "") and obj.get("id_str") in (None, ""):
         bad.append(rejected(where, index, "no_id", "tweet without an id", obj))
         return None
+    if (key := jsontext.repeated(obj)) is not None:  # an archive's object, read with marks
+        bad.append(rejected(where, index, *jsontext.twice(key), obj))
+        return None
     try:
         row = convert(obj)
     except BadField as exc:
@@ -211,7 +214,8 @@ def _one(convert, obj: Any, where: str, index: int, bad: list[dict[str, Any]]) -
 def parse_page(page: Any, source: str, where: str = "") -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """The tweets of one v2 API response page (``data`` + ``includes.users``), and the
     rejected rows of those that cannot be used (the page is rejected whole when its shape
-    is not a page's)."""
+    is not a page's). A tweet object of an archive that names a key twice is ``duplicate_key``;
+    a user object that does names no user (its tweets' author is their author_id)."""
     bad: list[dict[str, Any]] = []
     if not isinstance(page, dict) or not isinstance(page.get("data") or [], list):
         return [], [rejected(where, None, "unusable_page", "not an API page (no list of tweets)", page)]
@@ -220,7 +224,7 @@ def parse_page(page: Any, source: str, where: str = "") -> tuple[list[dict[str, 
     users = {}
     for u in listed if isinstance(listed, list) else []:  # anything else names no user
         if isinstance(u, dict) and isinstance(u.get("id"), (str, int)) \
-                and isinstance(u.get("username"), str):
+                and isinstance(u.get("username"), str) and jsontext.repeated(u) is None:
             users[str(u["id"])] = u["username"]
     rows = [_one(lambda t: from_v2(t, users, source), t, where, i, bad)
             for i, t in enumerate(page.get("data") or [])]
