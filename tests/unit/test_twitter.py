@@ -9,6 +9,7 @@ import json
 import re
 import threading
 import time
+import unicodedata
 from dataclasses import replace
 from urllib.parse import unquote
 
@@ -46,6 +47,22 @@ def test_tweet_tokenizer_and_clean_up():
     for text, cleaned, tokens in ((" " * 25_000, "", []), ("via" + " " * 25_000, "via", ["via"]),
                                   ("\t\n " * 10_000 + "via @x", "", ["via", "@x"])):
         assert (clean(text), tokenize(text)) == (cleaned, tokens)
+
+
+def test_a_run_of_combining_marks_is_cut_to_the_stream_safe_thirty():
+    """NFC sorts a run of combining marks by insertion: a post of 25,000 alternating marks
+    ("Zalgo") took 0.3 s to clean, growing with the square of the run. A run is cut to 30,
+    Unicode's stream-safe bound (UAX #15); text with shorter runs, any script, is unchanged."""
+    from paramill.twitter.text import MAX_MARKS, capped_marks
+
+    zalgo = "a" + "".join("\u0301\u0316"[i % 2] for i in range(25_000))
+    cut = capped_marks(f"Storm {zalgo} hits {zalgo}")
+    assert cut == f"Storm a{zalgo[1:MAX_MARKS + 1]} hits a{zalgo[1:MAX_MARKS + 1]}"
+    assert clean(f"Storm {zalgo} hits") == unicodedata.normalize("NFC", f"Storm a{zalgo[1:31]} hits")
+    for text in ("e" + "\u0301" * 30, "日本語のテキスト" * 20, "Vi\u1ec7t Nam " * 40, "\U0001f600" * 100,
+                 "\u0627\u064e\u0644\u0652" * 50):  # a run of exactly 30; runs of letters, emoji
+        assert capped_marks(text) == text
+    assert capped_marks("e" + "\u0301" * 31 + "x") == "e" + "\u0301" * 30 + "x"
 
 
 def test_canonical_urls():
