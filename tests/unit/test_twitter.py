@@ -341,6 +341,41 @@ def test_a_server_sending_its_headers_a_byte_at_a_time_is_given_up_at_the_deadli
     assert http_requests(web) == ["/drip-headers"] * 2  # HEAD (no GET after it), the card's GET
 
 
+def test_through_an_http_proxy_the_deadline_holds_too(monkeypatch):
+    """A cluster reaches the web through an HTTP proxy (`http_proxy`), which passes a slow
+    server's bytes on as they come: its connections are watched as a direct one's (they were
+    requests' own, and a dripping answer held the expander for as long as it took)."""
+    asked = []
+
+    class Proxy(http.server.BaseHTTPRequestHandler):
+        def do_HEAD(self):
+            self.do_GET()
+
+        def do_GET(self):
+            asked.append(self.path)  # the absolute URL, as a client asks a proxy
+            drip(self.wfile, b"HTTP/1.1 301 Moved\r\nX-Pad: " + b"a" * 2000 + b"\r\n\r\n")
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Proxy)
+    threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True).start()
+    for name in ("http_proxy", "HTTP_PROXY"):
+        monkeypatch.setenv(name, f"http://127.0.0.1:{server.server_port}")
+    for name in ("no_proxy", "NO_PROXY", "all_proxy", "ALL_PROXY"):
+        monkeypatch.delenv(name, raising=False)
+    try:
+        url = "http://8.8.8.8/story"  # a public address: the public-only session sends it on
+        started = time.monotonic()
+        assert Expander(timeout=0.3).expand([url]) == {url: url}
+        assert page_card(url, web_session(), timeout=0.3) == {}
+        assert time.monotonic() - started < 4
+        assert asked == [url, url]  # through the proxy: HEAD, then the card's GET
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
 def test_a_tls_handshake_dripped_a_byte_at_a_time_is_given_up_at_the_deadline():
     """The deadline reaches the TLS handshake (before any header): a server that opens a TLS
     record and sends it a byte at a time."""

@@ -207,8 +207,8 @@ class Adapter(HTTPAdapter):
     """Connections whose sockets a :func:`deadline` watches; with ``public_only``, sent only
     to public hosts: requests calls an adapter for the first request and for every redirect
     it follows, so each hop is checked before it connects, and the connection goes to an
-    address that was checked (:class:`_Pinned`; through a proxy, the proxy resolves the name
-    and only the first check holds, and its connections are not watched)."""
+    address that was checked (:class:`_Pinned`; through an HTTP proxy, the proxy resolves the
+    name and only the first check holds; a SOCKS proxy's connections are not watched)."""
 
     def __init__(self, public_only: bool):
         self.public_only = public_only  # before HTTPAdapter's __init__ makes the pools
@@ -217,6 +217,15 @@ class Adapter(HTTPAdapter):
     def init_poolmanager(self, *args, **kwargs):
         super().init_poolmanager(*args, **kwargs)
         self.poolmanager.pool_classes_by_scheme = dict(_POOLS[self.public_only])
+
+    def proxy_manager_for(self, proxy, **proxy_kwargs):
+        """requests' manager for an HTTP proxy (a cluster's way out), its connections watched
+        too (not pinned: the proxy resolves the names)."""
+        fresh = proxy not in self.proxy_manager
+        manager = super().proxy_manager_for(proxy, **proxy_kwargs)
+        if fresh and not proxy.lower().startswith("socks"):
+            manager.pool_classes_by_scheme = dict(_POOLS[False])
+        return manager
 
     def send(self, request, *args, **kwargs):
         host = urlsplit(request.url).hostname or ""
