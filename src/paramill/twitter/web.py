@@ -160,13 +160,18 @@ class _Watched:
 
 class _Pinned(_Watched):
     """A urllib3 connection that connects to the addresses :func:`checked_addresses` checked
-    (each in turn, as the name's own resolution would be tried), the name kept for the Host
-    header, TLS's server name and its certificate check."""
+    (each in turn, as the name's own resolution would be tried, until the call's
+    :func:`deadline` passes: a name may list dozens of addresses that never answer, each
+    waited on for the connect timeout), the name kept for the Host header, TLS's server name
+    and its certificate check."""
 
     def _new_conn(self):
         name, error = self._dns_host, None
         try:
             for address in checked_addresses(name):
+                watch = getattr(_calls, "watch", None)
+                if watch is not None and watch.expired:
+                    raise error or ConnectTimeoutError(self, f"{name}: the call's deadline passed")
                 self._dns_host = address
                 try:
                     return super()._new_conn()
