@@ -191,7 +191,8 @@ def test_links_to_hosts_off_the_public_internet_are_never_requested(web, monkeyp
     first or at a redirect, is kept as it is and not requested: by the expander and by the
     card fetcher, unless private_urls."""
     from paramill.twitter import web as web_module
-    from paramill.twitter.urls import fetch_cards, is_public
+    from paramill.twitter.urls import fetch_cards
+    from paramill.twitter.web import is_public
 
     for host in ("127.0.0.1", "localhost", "10.1.2.3", "192.168.0.1", "169.254.169.254",
                  "::1", "::ffff:127.0.0.1", "2130706433", "0.0.0.0", "224.0.0.1"):

@@ -242,8 +242,7 @@ def _built(spec: ModelSpec, settings: EmbedTrainSettings, source: PairSource, de
                   "tab, or an empty side) skipped", file=sys.stderr)
     if source.too_long:
         print(f"embed train: {source.too_long:,} pair{'s' * (source.too_long != 1)} with a side "
-              f"over {source.max_chars:,} "
-              "characters left out (embed.train.max_chars)", file=sys.stderr)
+              f"over {source.max_chars:,} characters left out (embed.train.max_chars)", file=sys.stderr)
     if n < 2:
         shutil.rmtree(store, ignore_errors=True)  # the one pass stored what there was
         raise _too_few(source, n)

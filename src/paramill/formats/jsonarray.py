@@ -163,7 +163,7 @@ def objects(path: str, max_bytes: int) -> Iterator[tuple[int, dict[str, Any]] | 
         if size > max_bytes:
             yield Bad(n, "line_too_long", f"element {n}: {size} bytes, longer than {max_bytes}",
                       None)
-        elif isinstance(value, Bad):  # a NUL or a lone surrogate
+        elif isinstance(value, Bad):  # a NUL, a lone surrogate, a key given twice
             yield value
         elif isinstance(value, dict):
             yield n, value

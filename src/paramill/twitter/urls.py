@@ -26,10 +26,7 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 import requests
 
 from paramill.io import InputError, MalformedJson, merge_json, read_json
-from paramill.twitter.web import PrivateAddress, deadline, is_public, web_session
-
-__all__ = ["Expander", "PrivateAddress", "canonical", "fetch_cards", "is_public", "is_short",
-           "meta_card", "page_card", "web_session"]
+from paramill.twitter.web import PrivateAddress, deadline, web_session
 
 TRACKING = re.compile(r"^(utm_\w+|fbclid|gclid|dclid|mc_cid|mc_eid|cmpid|ocid|ref|ref_src|"
                       r"smid|smtyp|s_cid|share|taid|at_medium|at_campaign|__twitter_impression)$", re.I)

@@ -86,6 +86,7 @@ class _Watch:
         self._lock = threading.Lock()
         self._timer = threading.Timer(seconds, self._expire)
         self._timer.daemon = True
+        self._timer.start()
 
     def add(self, sock: socket.socket | None) -> None:
         try:
@@ -128,9 +129,8 @@ def deadline(seconds: float) -> Iterator[_Watch]:
     :func:`web_session`: their sockets are shut down then, which ends a wait on them with an
     error or an early end. The watch it yields says whether that happened (``expired``): an
     answer read then may be cut short."""
-    watch, outer = _Watch(seconds), getattr(_calls, "watch", None)
+    watch, outer = _Watch(seconds), _current()
     _calls.watch = watch
-    watch._timer.start()
     try:
         yield watch
     finally:
@@ -138,8 +138,13 @@ def deadline(seconds: float) -> Iterator[_Watch]:
         watch.close()
 
 
+def _current() -> _Watch | None:
+    """The calling thread's :func:`deadline`, if it is inside one."""
+    return getattr(_calls, "watch", None)
+
+
 def _watched(sock: socket.socket | None) -> None:
-    watch = getattr(_calls, "watch", None)
+    watch = _current()
     if watch is not None:
         watch.add(sock)
 
@@ -169,7 +174,7 @@ class _Pinned(_Watched):
         name, error = self._dns_host, None
         try:
             for address in checked_addresses(name):
-                watch = getattr(_calls, "watch", None)
+                watch = _current()
                 if watch is not None and watch.expired:
                     raise error or ConnectTimeoutError(self, f"{name}: the call's deadline passed")
                 self._dns_host = address
