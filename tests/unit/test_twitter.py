@@ -287,6 +287,64 @@ def test_a_name_of_many_addresses_that_never_answer_is_given_up_at_the_deadline(
         listener.close()
 
 
+def test_a_name_whose_lookup_never_answers_is_given_up_at_the_deadline(tmp_path, monkeypatch):
+    """A link's host is its owner's to resolve: a name whose servers never answer held a
+    worker for the system resolver's timeouts (5 s a lookup here), two lookups a request (the
+    check, then the pinned connection's), unbounded by the URL's deadline. The lookup is waited on until the deadline: the link is kept as it
+    is and not cached, and the card not read, in about the deadline; with private_urls and on
+    the X API's connections too."""
+    import socket
+
+    import requests
+
+    from paramill.twitter.api import API_URL, _ApiAdapter
+    from paramill.twitter.web import deadline
+
+    system, release = socket.getaddrinfo, threading.Event()
+
+    def silent(host, *args, **kwargs):
+        if host == "silent-dns.test":
+            release.wait(5)
+            raise socket.gaierror(socket.EAI_AGAIN, "Temporary failure in name resolution")
+        return system(host, *args, **kwargs)
+
+    monkeypatch.setattr(socket, "getaddrinfo", silent)
+    url, cache = "http://silent-dns.test/x", tmp_path / "cache.json"
+    try:
+        started = time.monotonic()
+        assert Expander(cache, timeout=0.3).expand([url]) == {url: url}
+        assert Expander(cache, timeout=0.3, private_urls=True).expand([url]) == {url: url}
+        assert not cache.exists()  # the web could not say: asked again next time
+        assert page_card(url, web_session(), timeout=0.3) == {}
+        api = requests.Session()
+        api.mount(API_URL + "/", _ApiAdapter("http://silent-dns.test:9", 0.3))
+        with pytest.raises(requests.exceptions.ConnectTimeout, match="silent-dns.test"), deadline(0.9):
+            api.get(API_URL + "/2/users/me")
+        assert time.monotonic() - started < 6  # four calls of a 0.9 s deadline; 30 s before
+    finally:
+        release.set()
+
+
+def test_a_requests_name_is_looked_up_once_for_its_check_and_its_connection(web, monkeypatch):
+    """The check that a host is public and the connection to the address checked share one
+    lookup of the name within a call (they made two)."""
+    import socket
+
+    from paramill.twitter import web as web_module
+
+    system, looked = socket.getaddrinfo, []
+
+    def counted(host, *args, **kwargs):
+        looked.append(host)
+        return system("127.0.0.1" if host == "news.test" else host, *args, **kwargs)
+
+    monkeypatch.setattr(socket, "getaddrinfo", counted)
+    monkeypatch.setattr(web_module, "_global", lambda address: True)  # loopback counts as public
+    url = f"http://news.test:{web.rsplit(':', 1)[1]}/article"
+    assert Expander(timeout=2).expand([url]) == {url: url}
+    assert http_requests(web) == ["/article"] and looked.count("news.test") == 1
+
+
 def test_a_pinned_https_connection_checks_the_certificate_of_the_name(monkeypatch):
     """Over TLS the pinned connection (to the checked address) still sends the name as SNI
     and checks the certificate against the name: a certificate for news.test, served on

@@ -11,7 +11,10 @@ requests' ``timeout`` bounds each wait on the socket, not a call: a server that 
 headers (or a TLS handshake, or a page) a byte at a time, each within the timeout, held a
 worker for as long as it liked (2,000 header bytes at 0.05 s: 100 s at a 0.5 s timeout, and
 a header may hold 64 KiB). :func:`deadline` puts a limit on everything a call does: its
-connections' sockets are shut down when it passes, which ends any wait on them at once.
+connections' sockets are shut down when it passes, which ends any wait on them at once, and
+a name is looked up on a helper thread waited on until then (the system resolver's own
+timeouts, 5 s a try and server, are the name's owner's to use: a link to a name whose
+servers never answer held a worker for 10 s a lookup, two lookups a request).
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from __future__ import annotations
 import ipaddress
 import socket
 import threading
+import time
 from contextlib import contextmanager
 from typing import Iterator
 from urllib.parse import urlsplit
@@ -27,14 +31,14 @@ import requests
 from requests.adapters import HTTPAdapter
 from urllib3.connection import HTTPConnection, HTTPSConnection
 from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
-from urllib3.exceptions import ConnectTimeoutError, NewConnectionError
+from urllib3.exceptions import ConnectTimeoutError, NameResolutionError, NewConnectionError
 
 
 class PrivateAddress(requests.RequestException):
     """A request to a host that is not on the public internet, refused before connecting."""
 
 
-def _resolve(host: str) -> list[str] | None:
+def _lookup(host: str) -> list[str] | None:
     """The distinct addresses ``host`` resolves to, in the resolver's order (None when it
     does not resolve)."""
     try:
@@ -42,6 +46,35 @@ def _resolve(host: str) -> list[str] | None:
     except (OSError, UnicodeError):
         return None
     return list(dict.fromkeys(str(info[4][0]) for info in infos))
+
+
+def _literal(host: str) -> bool:
+    try:
+        ipaddress.ip_address(host.split("%")[0])
+    except ValueError:
+        return False
+    return True
+
+
+def _resolve(host: str) -> list[str] | None:
+    """:func:`_lookup`; inside a :func:`deadline`, made once a call (the check before a
+    request and its connection share it) on a helper thread, waited on until the deadline:
+    :class:`TimeoutError` when it passes first (the thread is left to the resolver's own
+    timeouts, its answer unused)."""
+    watch = _current()
+    if watch is None or _literal(host):
+        return _lookup(host)
+    if host not in watch.resolved:
+        answer: list[list[str] | None] = []
+        helper = threading.Thread(target=lambda: answer.append(_lookup(host)), daemon=True,
+                                  name=f"resolve {host}"[:60])
+        helper.start()
+        helper.join(watch.remaining())
+        if not answer:
+            watch.expire()
+            raise TimeoutError(f"{host}: looking the name up took past the call's deadline")
+        watch.resolved[host] = answer[0]
+    return watch.resolved[host]
 
 
 def _global(address: str) -> bool:
@@ -64,11 +97,10 @@ def checked_addresses(host: str) -> list[str]:
     (:func:`is_public` on the address itself): connecting to one of these, not to a second
     resolution of the name, leaves a name no way to answer public to the check and private to
     the connection (DNS rebinding). A host that resolves to any address off the public
-    internet is :class:`PrivateAddress`; one that does not resolve is returned as it is, to
-    fail as it would."""
+    internet is :class:`PrivateAddress`; one that does not resolve has none (an empty list)."""
     addresses = _resolve(host)
     if addresses is None:
-        return [host]
+        return []
     for address in addresses:
         if not is_public(address):
             raise PrivateAddress(f"{host} resolves to {address}, not a public address")
@@ -82,9 +114,11 @@ class _Watch:
 
     def __init__(self, seconds: float):
         self.sockets: list[socket.socket] = []
+        self.resolved: dict[str, list[str] | None] = {}  # host: its addresses, this call's
         self.expired = False
+        self.ends = time.monotonic() + seconds
         self._lock = threading.Lock()
-        self._timer = threading.Timer(seconds, self._expire)
+        self._timer = threading.Timer(seconds, self.expire)
         self._timer.daemon = True
         self._timer.start()
 
@@ -98,7 +132,12 @@ class _Watch:
             if self.expired:
                 _shut(copy)
 
-    def _expire(self) -> None:
+    def remaining(self) -> float:
+        """Seconds until the deadline (0 once it has passed)."""
+        return max(0.0, self.ends - time.monotonic())
+
+    def expire(self) -> None:
+        """The deadline reached: every socket shut down, and any added later."""
         with self._lock:
             self.expired = True
             for sock in self.sockets:
@@ -151,12 +190,39 @@ def _watched(sock: socket.socket | None) -> None:
 
 class _Watched:
     """A urllib3 connection whose sockets join the calling thread's :func:`deadline`: a new
-    one as it connects, a kept-alive one as it is asked again."""
+    one as it connects, a kept-alive one as it is asked again. Its host's addresses are
+    looked up by :func:`_resolve` (so within the deadline) and tried in turn, as
+    ``socket.create_connection`` would, until one connects or the deadline passes (a name
+    may list dozens of addresses that never answer, each waited on for the connect timeout)."""
+
+    def _addresses(self, name: str) -> list[str]:
+        return _resolve(name) or []
 
     def _new_conn(self):
-        sock = super()._new_conn()
-        _watched(sock)
-        return sock
+        name, error = self._dns_host, None
+        try:
+            addresses = self._addresses(name)
+        except TimeoutError as exc:
+            raise ConnectTimeoutError(self, str(exc)) from None
+        if not addresses:
+            raise NameResolutionError(self.host, self, socket.gaierror(
+                socket.EAI_NONAME, "Name or service not known"))
+        try:
+            for address in addresses:
+                watch = _current()
+                if watch is not None and watch.expired:
+                    raise error or ConnectTimeoutError(self, f"{name}: the call's deadline passed")
+                self._dns_host = address
+                try:
+                    sock = super()._new_conn()
+                except (NewConnectionError, ConnectTimeoutError) as exc:
+                    error = exc  # the next address
+                    continue
+                _watched(sock)
+                return sock
+        finally:
+            self._dns_host = name
+        raise error
 
     def getresponse(self, *args, **kwargs):
         _watched(self.sock)
@@ -164,27 +230,12 @@ class _Watched:
 
 
 class _Pinned(_Watched):
-    """A urllib3 connection that connects to the addresses :func:`checked_addresses` checked
-    (each in turn, as the name's own resolution would be tried, until the call's
-    :func:`deadline` passes: a name may list dozens of addresses that never answer, each
-    waited on for the connect timeout), the name kept for the Host header, TLS's server name
+    """A :class:`_Watched` connection that connects only to the addresses
+    :func:`checked_addresses` checked, the name kept for the Host header, TLS's server name
     and its certificate check."""
 
-    def _new_conn(self):
-        name, error = self._dns_host, None
-        try:
-            for address in checked_addresses(name):
-                watch = _current()
-                if watch is not None and watch.expired:
-                    raise error or ConnectTimeoutError(self, f"{name}: the call's deadline passed")
-                self._dns_host = address
-                try:
-                    return super()._new_conn()
-                except (NewConnectionError, ConnectTimeoutError) as exc:
-                    error = exc  # the next address, as socket.create_connection would
-        finally:
-            self._dns_host = name
-        raise error
+    def _addresses(self, name: str) -> list[str]:
+        return checked_addresses(name)
 
 
 class _PinnedHTTP(_Pinned, HTTPConnection):
@@ -239,8 +290,11 @@ class Adapter(HTTPAdapter):
 
     def send(self, request, *args, **kwargs):
         host = urlsplit(request.url).hostname or ""
-        if self.public_only and not is_public(host):
-            raise PrivateAddress(f"{host} is not a public address", request=request)
+        try:
+            if self.public_only and not is_public(host):
+                raise PrivateAddress(f"{host} is not a public address", request=request)
+        except TimeoutError as exc:  # the name's lookup outran the call's deadline
+            raise requests.exceptions.ConnectTimeout(str(exc), request=request) from None
         return super().send(request, *args, **kwargs)
 
 
