@@ -109,21 +109,93 @@ def _has_text(kind: pa.DataType) -> bool:
     return any(_has_text(kind.field(i).type) for i in range(kind.num_fields))
 
 
-def open_parquet(path: str | os.PathLike) -> pq.ParquetFile:
+def open_parquet(path: str | os.PathLike, read_dictionary: Sequence[str] = ()) -> pq.ParquetFile:
     """``path`` opened as Parquet (``pre_buffer`` off; the pages' checksums verified where
     the writer wrote them: :data:`PARQUET_WRITE`), or an
     :class:`~paramill.errors.InputError` naming it: missing, not a regular file, or not Parquet
     (another format, or cut before its footer), where pyarrow's and polars' own errors name
-    no file."""
+    no file. ``read_dictionary``: columns (a struct's fields by their dotted paths) read as
+    Arrow dictionaries where the file keeps them so."""
     check_regular_file(path)
     try:
-        return pq.ParquetFile(path, pre_buffer=False, page_checksum_verification=True)
+        return pq.ParquetFile(path, pre_buffer=False, page_checksum_verification=True,
+                              read_dictionary=list(read_dictionary) or None)
     except Exception as exc:  # pyarrow raises several types for a file that is not Parquet
         raise InputError(path, None, f"not a readable Parquet file ({first_line(exc)})") from None
 
 
+#: the text a record batch of a file paramill did not write (:func:`iter_parquet_batches`'
+#: ``guard``) may decode to, about: a batch holds fewer rows where its values are long
+GUARD_BATCH_BYTES = 256 << 20
+
+
+def long_dictionaries(path: str | os.PathLike, pf: pq.ParquetFile, names: Sequence[str],
+                      limit: int) -> list[str]:
+    """Those of the text columns ``names`` (a struct's fields by their dotted paths) whose
+    dictionary in a row group of ``pf`` holds an entry longer than ``limit`` bytes: read as
+    dictionaries, such an entry is decoded once, not for each row naming it (every other
+    column as Arrow reads it best: as a dictionary, a column whose pages left theirs took 2.1
+    times as long to read)."""
+    meta, found = pf.metadata, []
+    for g in range(meta.num_row_groups):
+        for j in range(meta.num_columns):
+            chunk = meta.row_group(g).column(j)
+            name = chunk.path_in_schema
+            if (name in names and name not in found and chunk.has_dictionary_page
+                    and chunk.physical_type == "BYTE_ARRAY" and _longest_entry(path, g, name) > limit):
+                found.append(name)
+    return found
+
+
+def _longest_entry(path: str | os.PathLike, group: int, name: str) -> int:
+    """The length in bytes of the longest value in the dictionary of column ``name`` (a
+    dotted path) in row group ``group``, read with the group's first row (0 where it cannot
+    be told: a list's items)."""
+    import pyarrow.compute as pc
+
+    probe = pq.ParquetFile(path, pre_buffer=False, read_dictionary=[name])
+    top, *inner = [name] if name in probe.schema_arrow.names else name.split(".")
+    batch = next(probe.iter_batches(batch_size=1, row_groups=[group], columns=[top]), None)
+    if batch is None or batch.num_columns == 0:
+        return 0
+    array = batch.column(0)
+    for field in inner:
+        if not pa.types.is_struct(array.type):
+            return 0
+        array = pc.struct_field(array, field)
+    if not pa.types.is_dictionary(array.type) or len(array.dictionary) == 0:
+        return 0
+    return int(pc.max(pc.binary_length(array.dictionary)).as_py() or 0)
+
+
+def _guarded_rows(path: str | os.PathLike, pf: pq.ParquetFile, group: int, tops: Sequence[str],
+                  batch_size: int, dictionaries: Sequence[str]) -> int:
+    """The rows a batch of row group ``group`` may hold for its text to decode to about
+    :data:`GUARD_BATCH_BYTES` or less. A value the pages hold (PLAIN) decodes from its own
+    bytes: the group's text decodes to its columns' uncompressed size, a batch to its share.
+    A dictionary's value is written once and named by each row that holds it in a few bits:
+    a 786-byte file held one of 10 MB for 1,000 rows, 10 GB decoded (the job asked for 11
+    GB and failed), so a batch holds no more rows than the longest entry fits in the bound
+    (``dictionaries``: columns read as dictionaries, decoded only where used, left out)."""
+    meta = pf.metadata.row_group(group)
+    rows = max(1, min(batch_size, meta.num_rows))
+    for j in range(meta.num_columns):
+        chunk = meta.column(j)
+        name = chunk.path_in_schema
+        if chunk.physical_type != "BYTE_ARRAY" or (name not in tops and name.split(".")[0] not in tops):
+            continue
+        if chunk.total_uncompressed_size > GUARD_BATCH_BYTES:
+            rows = min(rows, max(1, GUARD_BATCH_BYTES * meta.num_rows // chunk.total_uncompressed_size))
+        if chunk.has_dictionary_page and name not in dictionaries:
+            longest = _longest_entry(path, group, name)
+            if longest * rows > GUARD_BATCH_BYTES:
+                rows = max(1, GUARD_BATCH_BYTES // longest)
+    return rows
+
+
 def iter_parquet_batches(paths: Sequence[str | os.PathLike], batch_size: int = 65536,
-                         columns: Sequence[str] | None = None) -> Iterator[pa.RecordBatch]:
+                         columns: Sequence[str] | None = None, guard: bool = False,
+                         read_dictionary: Sequence[str] = ()) -> Iterator[pa.RecordBatch]:
     """Yield record batches from Parquet files in order, never loading a whole file. A file
     that cannot be opened, whose data cannot be decoded (a corrupt page), or whose text is
     not UTF-8 (Parquet does not check it; polars panicked on it, pyarrow's ``to_pylist``
@@ -131,18 +203,25 @@ def iter_parquet_batches(paths: Sequence[str | os.PathLike], batch_size: int = 6
     the rows read before.
 
     ``pre_buffer`` is off: with it Arrow prefetches every row group of the file at once,
-    which made memory grow with the file's size.
+    which made memory grow with the file's size. ``guard``, for a file paramill did not
+    write: a row group at a time, in batches whose text decodes to about
+    :data:`GUARD_BATCH_BYTES` at most (:func:`_guarded_rows`). ``read_dictionary``: columns
+    read as Arrow dictionaries (:func:`open_parquet`).
     """
     for path in paths:
-        pf = open_parquet(path)
+        pf = open_parquet(path, read_dictionary)
         missing = [c for c in columns or () if c not in pf.schema_arrow.names]
         if missing:  # pyarrow leaves out a column it does not find, without a word
             raise InputError(path, None, f"no column {', '.join(missing)} (it has "
                                          f"{', '.join(pf.schema_arrow.names)[:200]})")
         rows = 0
+        tops = list(columns) if columns else pf.schema_arrow.names
+        groups = (((g, _guarded_rows(path, pf, g, tops, batch_size, read_dictionary))
+                   for g in range(pf.metadata.num_row_groups)) if guard else [(None, batch_size)])
         try:
-            for batch in pf.iter_batches(batch_size=batch_size,
-                                         columns=list(columns) if columns else None):
+            for batch in (b for g, size in groups for b in pf.iter_batches(
+                    batch_size=size, row_groups=None if g is None else [g],
+                    columns=list(columns) if columns else None)):
                 for name, column in zip(batch.schema.names, batch.columns):
                     if _has_text(column.type):
                         try:

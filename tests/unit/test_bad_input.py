@@ -377,6 +377,35 @@ def test_separating_control_characters_become_a_space_in_both_normalisers(sep):
     assert pl.select(normalize_expr(pl.lit(text))).item() == expected
 
 
+def test_a_guarded_parquet_read_keeps_a_batchs_text_to_its_bound(tmp_path, monkeypatch):
+    """A file paramill did not write (`guard`): a dictionary entry written once and named by
+    every row decodes to a copy a row, and zstd packs a page of one letter into bytes, so a
+    small file decoded to gigabytes a batch (embed train and lexicon build asked for 11 GB
+    on a 786-byte file). A batch holds no more rows than its text's bound allows: by the
+    longest dictionary entry, and by the share of the values the pages hold."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from paramill import tables
+
+    monkeypatch.setattr(tables, "GUARD_BATCH_BYTES", 8 << 20)
+    entry = "x" * (1 << 20)
+    coded, plain = tmp_path / "coded.parquet", tmp_path / "plain.parquet"
+    pq.write_table(pa.table({"s1": pa.array([entry] * 1000).dictionary_encode(), "s2": ["y"] * 1000}),
+                   coded, compression="zstd", store_schema=False)
+    pq.write_table(pa.table({"s1": [entry] * 100, "s2": ["y"] * 100}), plain, compression="zstd",
+                   use_dictionary=False)
+    assert coded.stat().st_size < 10_000 and plain.stat().st_size < 100_000
+    for path, rows in ((coded, 1000), (plain, 100)):
+        sizes = [b.num_rows for b in tables.iter_parquet_batches([path], 65536, guard=True)]
+        assert sum(sizes) == rows and 7 <= max(sizes) <= 8, (path.name, sizes)  # 8 MiB of 1 MiB values
+        assert [b.num_rows for b in tables.iter_parquet_batches([path], 65536)] == [rows]  # unguarded
+    assert [b.num_rows for b in tables.iter_parquet_batches([coded], 65536, ["s2"], guard=True)] == [1000]
+    ordinary = tmp_path / "ordinary.parquet"
+    pq.write_table(pa.table({"s1": ["a b c"] * 5000, "s2": [f"d {i}" for i in range(5000)]}), ordinary)
+    assert [b.num_rows for b in tables.iter_parquet_batches([ordinary], 4096, guard=True)] == [4096, 904]
+
+
 def test_a_parquet_input_that_is_not_parquet_or_is_corrupt_names_the_file(tmp_path, capsys):
     """Every Parquet a user hands a command (embed train pairs, a lexicon corpus, a pairs
     corpus) opens through paramill.tables: a file that is not Parquet, cut before its

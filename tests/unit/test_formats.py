@@ -291,6 +291,25 @@ def test_parquet_is_read_for_every_use_and_fields_reach_inside_struct_columns(tm
         (4, "missing_field", "column s1 is null"), (5, None, None)]
     assert (got[0].en_ref, got[0].candidate, got[1].en_ref) == ("a b", "y" * 1000, "x" * 1000)
     assert peak < 8 << 20, peak
+    # a dictionary's entry, written once, named by every row in a few bits: any writer but
+    # pyarrow's keeps no Arrow schema saying so, and Arrow decoded each row's copy (a 786-byte
+    # file of a 10 MB entry in 1,000 rows: 11 GB asked for, the job failed). The entry is
+    # read once, its head shared by the rows it is too long for
+    repeated = tmp_path / "repeated.parquet"
+    pq.write_table(pa.table({"s1": pa.array(["x" * (1 << 20)] * 1000 + ["ok"]).dictionary_encode(),
+                             "s2": ["y"] * 1001}), repeated, compression="zstd", store_schema=False)
+    assert repeated.stat().st_size < 10_000
+    pool = pa.proxy_memory_pool(pa.default_memory_pool())
+    default = pa.default_memory_pool()
+    pa.set_memory_pool(pool)
+    try:
+        got = list(read_pairs(PairCorpusSpec.from_dict("r", {"format": "parquet", "path": str(repeated)})))
+    finally:
+        pa.set_memory_pool(default)
+    assert {(r.reason, r.detail) for r in got[:-1]} == {("line_too_long", "column s1: 1048576 bytes, longer than 65536")}
+    assert len(got) == 1001 and len({id(r.en_ref) for r in got[:-1]}) == 1
+    assert (got[-1].en_ref, got[-1].candidate, got[-1].reason) == ("ok", "y", None)
+    assert pool.max_memory() < 16 << 20, pool.max_memory()  # 1 GB decoded before
     # STS-B and PAWS as `datasets` writes them to Parquet
     stsb = tmp_path / "stsb.parquet"
     pq.write_table(pa.table({"sentence1": ["A man plays.", "A cat.", None], "sentence2": ["A man is playing.", "A dog.", "x"],

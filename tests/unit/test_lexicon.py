@@ -58,6 +58,11 @@ def test_filters_min_count_and_stop_words(tmp_path):
     long = [(" ".join(["w"] * 31), "x y")]
     stats, _ = build(tmp_path, long, LexiconSettings(min_parascore=None, min_count=1))
     assert stats["pairs_used"] == 0
+    # a side of one 70 KB "word" is no sentence: left out as one over max_tokens (1,000 pairs
+    # of a 10 MB word were counted and paired: 276 s and 22.9 GB)
+    stats, lex = build(tmp_path, [("x" * 70_000 + " big", "large")] + PAIRS, PLAIN)
+    assert stats["pairs_read"] == 3 and stats["pairs_used"] == 2
+    assert stats["vocabulary"] == 5 and ("big", "large") in lex
     with pytest.raises(ValueError, match="no parascore column"):
         build(tmp_path, PAIRS, LexiconSettings())
 

@@ -172,7 +172,7 @@ def _parquet_frames(path: str, batch_rows: int) -> Iterator[pl.DataFrame]:
     a NUL or a sentence over 64 KiB (as a TSV's line), is an InputError."""
     columns = parquet.pair_columns(path)
     row = 0  # the rows before the batch's, for an error's row number
-    for batch in iter_parquet_batches([path], batch_rows, columns):
+    for batch in iter_parquet_batches([path], batch_rows, columns, guard=True):
         frame = parquet.refuse_unreadable(path, pl.from_arrow(batch), columns[:2], row)
         row += frame.height
         if "rank" in frame.columns:

@@ -24,7 +24,7 @@ from typing import Any
 
 from paramill.formats import Bad, BitextPair, Candidate, Labelled, Scored, collect_labelled, jsonl, named
 from paramill.io import REJECTED_TEXT_CHARS, InputError
-from paramill.tables import iter_parquet_batches, open_parquet
+from paramill.tables import iter_parquet_batches, long_dictionaries, open_parquet
 
 NAME = "parquet"
 ALIASES: tuple[str, ...] = ()
@@ -72,7 +72,8 @@ class Long(str):
 
 def _bounded(array: Any, limit: int) -> list[Any]:
     """``array.to_pylist()`` of a text array, with each value over ``limit`` bytes a
-    :class:`Long` (the lengths counted in Arrow; a dictionary array's in its dictionary)."""
+    :class:`Long` (the lengths counted in Arrow; a dictionary array's in its dictionary,
+    each of its values made a string once)."""
     import numpy as np
     import pyarrow as pa
     import pyarrow.compute as pc
@@ -81,16 +82,16 @@ def _bounded(array: Any, limit: int) -> list[Any]:
     words = array.dictionary if coded else array
     sizes = pc.binary_length(words)
     over = pc.fill_null(pc.greater(sizes, limit), False)
-    if not pc.any(over).as_py():
-        return array.to_pylist()
-    heads = pc.utf8_slice_codeunits(words, 0, REJECTED_TEXT_CHARS)
     values: list[Any] = []
     start = 0
-    for k in np.flatnonzero(over.to_numpy(zero_copy_only=False)).tolist():
-        values += words.slice(start, k - start).to_pylist()  # the values between, as they are
-        values.append(Long(heads[k].as_py()))
-        values[-1].size, start = sizes[k].as_py(), k + 1
+    if pc.any(over).as_py():
+        heads = pc.utf8_slice_codeunits(words, 0, REJECTED_TEXT_CHARS)
+        for k in np.flatnonzero(over.to_numpy(zero_copy_only=False)).tolist():
+            values += words.slice(start, k - start).to_pylist()  # the values between, as they are
+            values.append(Long(heads[k].as_py()))
+            values[-1].size, start = sizes[k].as_py(), k + 1
     values += words.slice(start).to_pylist()
+    # a dictionary's rows share its values' strings (a value is made once, not for each row)
     return [None if k is None else values[k] for k in array.indices.to_pylist()] if coded else values
 
 
@@ -141,8 +142,10 @@ def _rows(path: str, schema: Any, columns: dict[str, Column], sentences: tuple[s
         if not is_text(kind):
             raise InputError(path, None, f"column {columns[role].name} holds {kind}, not text")
     tops = list(dict.fromkeys(c.top for c in columns.values()))
+    # a dictionary's entry over the limit is read once, not for each row that names it
+    coded = long_dictionaries(path, open_parquet(path), [columns[role].name for role in sentences], limit)
     row = 0
-    for batch in iter_parquet_batches([path], batch_rows or 50000, tops):
+    for batch in iter_parquet_batches([path], batch_rows or 50000, tops, guard=True, read_dictionary=coded):
         values = {role: column.values(batch, limit if role in sentences else None)
                   for role, column in columns.items()}
         for i in range(batch.num_rows):
