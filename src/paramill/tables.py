@@ -153,9 +153,14 @@ def _longest_entry(path: str | os.PathLike, group: int, name: str) -> int:
     be told: a list's items)."""
     import pyarrow.compute as pc
 
-    probe = pq.ParquetFile(path, pre_buffer=False, read_dictionary=[name])
-    top, *inner = [name] if name in probe.schema_arrow.names else name.split(".")
-    batch = next(probe.iter_batches(batch_size=1, row_groups=[group], columns=[top]), None)
+    try:
+        probe = pq.ParquetFile(path, pre_buffer=False, page_checksum_verification=True,
+                               read_dictionary=[name])
+        top, *inner = [name] if name in probe.schema_arrow.names else name.split(".")
+        batch = next(probe.iter_batches(batch_size=1, row_groups=[group], columns=[top]), None)
+    except (OSError, pa.ArrowException) as exc:
+        raise InputError(path, None, f"Parquet data cannot be read (row group {group + 1}, "
+                                     f"column {name}: {first_line(exc)})") from None
     if batch is None or batch.num_columns == 0:
         return 0
     array = batch.column(0)

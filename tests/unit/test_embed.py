@@ -1419,6 +1419,15 @@ def test_a_given_sentencepiece_model_is_used_and_units_sp_needs_one(tmp_path):
     assert np.allclose(load_model(tmp_path / "given.pt").encode(["A dog."]), model.encode(["A dog."]))
     with pytest.raises(ValueError, match="unit sp needs a SentencePiece model"):
         Featurizer("sp")
+    # a reader's error while the trainer reads (a later batch of a Parquet file that does not
+    # decode) is raised as it was, naming the file and rows, not as the trainer's RuntimeError
+
+    def broken():
+        yield from (s for p in PAIRS for s in p)
+        raise InputError("pairs.parquet", None, "column s1, rows 101-200: Invalid UTF8")
+
+    with pytest.raises(InputError, match=r"^pairs.parquet: column s1, rows 101-200: Invalid UTF8$"):
+        train_sentencepiece(broken(), vocab_size=40)
 
 
 def test_the_same_pairs_in_another_folder_train_a_byte_identical_model(tmp_path):

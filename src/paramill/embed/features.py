@@ -4,7 +4,7 @@ of " " + sentence, or SentencePiece pieces; and the vocabularies mapping them to
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 
 import numpy as np
 
@@ -211,10 +211,26 @@ def train_sentencepiece(sentences: Iterable[str], vocab_size: int, model_type: s
     import sentencepiece as spm
 
     out = io.BytesIO()
+    raised: list[BaseException] = []
+
+    def kept() -> Iterator[str]:
+        # the trainer (C++) makes what its iterator raises a RuntimeError of its own, the
+        # reader's error naming the file and row folded into it: kept, raised as it was
+        try:
+            yield from (s for s in sentences if s.strip())
+        except Exception as exc:
+            raised.append(exc)
+            raise
+
     spm.set_random_generator_seed(seed)
-    spm.SentencePieceTrainer.train(
-        sentence_iterator=(s for s in sentences if s.strip()), model_writer=out,
-        vocab_size=vocab_size, model_type=model_type, character_coverage=character_coverage,
-        input_sentence_size=input_sentences, shuffle_input_sentence=True, hard_vocab_limit=False,
-        num_threads=threads, minloglevel=2)
+    try:
+        spm.SentencePieceTrainer.train(
+            sentence_iterator=kept(), model_writer=out,
+            vocab_size=vocab_size, model_type=model_type, character_coverage=character_coverage,
+            input_sentence_size=input_sentences, shuffle_input_sentence=True, hard_vocab_limit=False,
+            num_threads=threads, minloglevel=2)
+    except RuntimeError:
+        if raised:
+            raise raised[0] from None
+        raise
     return out.getvalue()
