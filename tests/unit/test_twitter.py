@@ -460,6 +460,49 @@ def test_through_an_http_proxy_the_deadline_holds_too(monkeypatch):
         server.server_close()
 
 
+def test_through_a_socks_proxy_the_deadline_holds_too(monkeypatch):
+    """A SOCKS proxy (`all_proxy=socks5h://…`; `ssh -D` makes one) is a cluster's way out
+    too: its connections were PySocks', unwatched, and an answer it passed on a byte at a
+    time (2,000 header bytes at 0.05 s) held the expander and the card reader 100 s each."""
+    import ipaddress
+    import socketserver
+
+    asked = []
+
+    class Socks5(socketserver.BaseRequestHandler):
+        def handle(self):
+            read = self.request.makefile("rb")
+            methods = read.read(2)[1]
+            read.read(methods)
+            self.request.sendall(b"\x05\x00")  # no authentication
+            _, _, _, kind = read.read(4)
+            host = (read.read(read.read(1)[0]).decode() if kind == 3
+                    else str(ipaddress.ip_address(read.read(4 if kind == 1 else 16))))
+            asked.append((host, int.from_bytes(read.read(2), "big")))
+            self.request.sendall(b"\x05\x00\x00\x01" + bytes(6))  # connected
+            read.readline()  # the request's first line; the answer drips
+            drip(self.request.makefile("wb", buffering=0),
+                 b"HTTP/1.1 301 Moved\r\nX-Pad: " + b"a" * 2000 + b"\r\n\r\n")
+
+    server = socketserver.ThreadingTCPServer(("127.0.0.1", 0), Socks5)
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True).start()
+    for name in ("all_proxy", "ALL_PROXY"):
+        monkeypatch.setenv(name, f"socks5h://127.0.0.1:{server.server_address[1]}")
+    for name in ("http_proxy", "HTTP_PROXY", "no_proxy", "NO_PROXY"):
+        monkeypatch.delenv(name, raising=False)
+    try:
+        url = "http://8.8.8.8/story"  # a public address: the public-only session sends it on
+        started = time.monotonic()
+        assert Expander(timeout=0.3).expand([url]) == {url: url}
+        assert page_card(url, web_session(), timeout=0.3) == {}
+        assert time.monotonic() - started < 4
+        assert asked == [("8.8.8.8", 80)] * 2  # through the proxy: HEAD, then the card's GET
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
 def test_a_tls_handshake_dripped_a_byte_at_a_time_is_given_up_at_the_deadline():
     """The deadline reaches the TLS handshake (before any header): a server that opens a TLS
     record and sends it a byte at a time."""

@@ -188,10 +188,23 @@ def _watched(sock: socket.socket | None) -> None:
         watch.add(sock)
 
 
-class _Watched:
+class _Registered:
     """A urllib3 connection whose sockets join the calling thread's :func:`deadline`: a new
-    one as it connects, a kept-alive one as it is asked again. Its host's addresses are
-    looked up by :func:`_resolve` (so within the deadline) and tried in turn, as
+    one as it connects, a kept-alive one as it is asked again."""
+
+    def _new_conn(self):
+        sock = super()._new_conn()
+        _watched(sock)
+        return sock
+
+    def getresponse(self, *args, **kwargs):
+        _watched(self.sock)
+        return super().getresponse(*args, **kwargs)
+
+
+class _Watched(_Registered):
+    """A :class:`_Registered` connection whose host's addresses are looked up by
+    :func:`_resolve` (so within the deadline) and tried in turn, as
     ``socket.create_connection`` would, until one connects or the deadline passes (a name
     may list dozens of addresses that never answer, each waited on for the connect timeout)."""
 
@@ -214,19 +227,12 @@ class _Watched:
                     raise error or ConnectTimeoutError(self, f"{name}: the call's deadline passed")
                 self._dns_host = address
                 try:
-                    sock = super()._new_conn()
+                    return super()._new_conn()
                 except (NewConnectionError, ConnectTimeoutError) as exc:
                     error = exc  # the next address
-                    continue
-                _watched(sock)
-                return sock
         finally:
             self._dns_host = name
         raise error
-
-    def getresponse(self, *args, **kwargs):
-        _watched(self.sock)
-        return super().getresponse(*args, **kwargs)
 
 
 class _Pinned(_Watched):
@@ -264,12 +270,23 @@ _POOLS = {True: {"http": _pool(HTTPConnectionPool, _PinnedHTTP),
                   "https": _pool(HTTPSConnectionPool, _WatchedHTTPS)}}
 
 
+def _socks_pools() -> dict[str, type]:
+    """Pools for a SOCKS proxy's connections (PySocks connects through the proxy, which
+    resolves the name for ``socks5h``), their sockets watched."""
+    from urllib3.contrib.socks import (SOCKSConnection, SOCKSHTTPConnectionPool,
+                                       SOCKSHTTPSConnection, SOCKSHTTPSConnectionPool)
+
+    return {"http": _pool(SOCKSHTTPConnectionPool, type("_RegisteredSOCKS", (_Registered, SOCKSConnection), {})),
+            "https": _pool(SOCKSHTTPSConnectionPool,
+                           type("_RegisteredSOCKSHTTPS", (_Registered, SOCKSHTTPSConnection), {}))}
+
+
 class Adapter(HTTPAdapter):
     """Connections whose sockets a :func:`deadline` watches; with ``public_only``, sent only
     to public hosts: requests calls an adapter for the first request and for every redirect
     it follows, so each hop is checked before it connects, and the connection goes to an
     address that was checked (:class:`_Pinned`; through an HTTP proxy, the proxy resolves the
-    name and only the first check holds; a SOCKS proxy's connections are not watched)."""
+    name and only the first check holds; so through a SOCKS proxy)."""
 
     def __init__(self, public_only: bool):
         self.public_only = public_only  # before HTTPAdapter's __init__ makes the pools
@@ -280,12 +297,14 @@ class Adapter(HTTPAdapter):
         self.poolmanager.pool_classes_by_scheme = dict(_POOLS[self.public_only])
 
     def proxy_manager_for(self, proxy, **proxy_kwargs):
-        """requests' manager for an HTTP proxy (a cluster's way out), its connections watched
-        too (not pinned: the proxy resolves the names)."""
+        """requests' manager for an HTTP or SOCKS proxy (a cluster's way out: ``ssh -D``
+        gives a SOCKS one), its connections watched too (not pinned: the proxy resolves the
+        names, or for a SOCKS proxy without ``h`` PySocks does)."""
         fresh = proxy not in self.proxy_manager
         manager = super().proxy_manager_for(proxy, **proxy_kwargs)
-        if fresh and not proxy.lower().startswith("socks"):
-            manager.pool_classes_by_scheme = dict(_POOLS[False])
+        if fresh:
+            manager.pool_classes_by_scheme = (_socks_pools() if proxy.lower().startswith("socks")
+                                              else dict(_POOLS[False]))
         return manager
 
     def send(self, request, *args, **kwargs):
