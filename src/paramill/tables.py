@@ -135,67 +135,96 @@ def long_dictionaries(path: str | os.PathLike, pf: pq.ParquetFile, names: Sequen
     dictionary in a row group of ``pf`` holds an entry longer than ``limit`` bytes: read as
     dictionaries, such an entry is decoded once, not for each row naming it (every other
     column as Arrow reads it best: as a dictionary, a column whose pages left theirs took 2.1
-    times as long to read)."""
-    meta, found = pf.metadata, []
+    times as long to read). Only a group whose column is over ``limit`` uncompressed (an
+    entry is no longer than its dictionary) is looked into."""
+    meta, found, entries = pf.metadata, [], _Entries(path)
     for g in range(meta.num_row_groups):
         for j in range(meta.num_columns):
             chunk = meta.row_group(g).column(j)
             name = chunk.path_in_schema
             if (name in names and name not in found and chunk.has_dictionary_page
-                    and chunk.physical_type == "BYTE_ARRAY" and _longest_entry(path, g, name) > limit):
+                    and chunk.physical_type == "BYTE_ARRAY" and chunk.total_uncompressed_size > limit
+                    and entries.longest(g, name) > limit):
                 found.append(name)
     return found
 
 
-def _longest_entry(path: str | os.PathLike, group: int, name: str) -> int:
-    """The length in bytes of the longest value in the dictionary of column ``name`` (a
-    dotted path) in row group ``group``, read with the group's first row (0 where it cannot
-    be told: a list's items)."""
-    import pyarrow.compute as pc
+class _Entries:
+    """The longest entry of a text column's dictionary in a row group, read with the group's
+    first row, each column's file opened once (a file of 20,000 row groups opened anew for
+    each took minutes: its footer parsed every time)."""
 
-    try:
-        probe = pq.ParquetFile(path, pre_buffer=False, page_checksum_verification=True,
-                               read_dictionary=[name])
-        top, *inner = [name] if name in probe.schema_arrow.names else name.split(".")
-        batch = next(probe.iter_batches(batch_size=1, row_groups=[group], columns=[top]), None)
-    except (OSError, pa.ArrowException) as exc:
-        raise InputError(path, None, f"Parquet data cannot be read (row group {group + 1}, "
-                                     f"column {name}: {first_line(exc)})") from None
-    if batch is None or batch.num_columns == 0:
-        return 0
-    array = batch.column(0)
-    for field in inner:
-        if not pa.types.is_struct(array.type):
+    def __init__(self, path: str | os.PathLike):
+        self.path, self.files = path, {}
+
+    def longest(self, group: int, name: str) -> int:
+        """Bytes of the longest value in the dictionary of column ``name`` (a dotted path) in
+        row group ``group`` (0 where it cannot be told: a list's items)."""
+        import pyarrow.compute as pc
+
+        try:
+            if name not in self.files:
+                self.files[name] = pq.ParquetFile(self.path, pre_buffer=False, read_dictionary=[name],
+                                                  page_checksum_verification=True)
+            probe = self.files[name]
+            top, *inner = [name] if name in probe.schema_arrow.names else name.split(".")
+            batch = next(probe.iter_batches(batch_size=1, row_groups=[group], columns=[top]), None)
+        except (OSError, pa.ArrowException) as exc:
+            raise InputError(self.path, None, f"Parquet data cannot be read (row group {group + 1}, "
+                                              f"column {name}: {first_line(exc)})") from None
+        if batch is None or batch.num_columns == 0:
             return 0
-        array = pc.struct_field(array, field)
-    if not pa.types.is_dictionary(array.type) or len(array.dictionary) == 0:
-        return 0
-    return int(pc.max(pc.binary_length(array.dictionary)).as_py() or 0)
+        array = batch.column(0)
+        for field in inner:
+            if not pa.types.is_struct(array.type):
+                return 0
+            array = pc.struct_field(array, field)
+        if not pa.types.is_dictionary(array.type) or len(array.dictionary) == 0:
+            return 0
+        return int(pc.max(pc.binary_length(array.dictionary)).as_py() or 0)
 
 
-def _guarded_rows(path: str | os.PathLike, pf: pq.ParquetFile, group: int, tops: Sequence[str],
-                  batch_size: int, dictionaries: Sequence[str]) -> int:
+def _guarded_rows(pf: pq.ParquetFile, group: int, tops: Sequence[str], batch_size: int,
+                  dictionaries: Sequence[str], entries: _Entries) -> int:
     """The rows a batch of row group ``group`` may hold for its text to decode to about
     :data:`GUARD_BATCH_BYTES` or less. A value the pages hold (PLAIN) decodes from its own
     bytes: the group's text decodes to its columns' uncompressed size, a batch to its share.
     A dictionary's value is written once and named by each row that holds it in a few bits:
     a 786-byte file held one of 10 MB for 1,000 rows, 10 GB decoded (the job asked for 11
     GB and failed), so a batch holds no more rows than the longest entry fits in the bound
-    (``dictionaries``: columns read as dictionaries, decoded only where used, left out)."""
+    (looked for only where the column's uncompressed size, which bounds the entry, could
+    overrun it; ``dictionaries``: columns read as dictionaries, decoded only where used)."""
     meta = pf.metadata.row_group(group)
-    rows = max(1, min(batch_size, meta.num_rows))
+    rows = max(1, batch_size)
     for j in range(meta.num_columns):
         chunk = meta.column(j)
         name = chunk.path_in_schema
         if chunk.physical_type != "BYTE_ARRAY" or (name not in tops and name.split(".")[0] not in tops):
             continue
-        if chunk.total_uncompressed_size > GUARD_BATCH_BYTES:
-            rows = min(rows, max(1, GUARD_BATCH_BYTES * meta.num_rows // chunk.total_uncompressed_size))
-        if chunk.has_dictionary_page and name not in dictionaries:
-            longest = _longest_entry(path, group, name)
+        size = chunk.total_uncompressed_size
+        if size > GUARD_BATCH_BYTES:
+            rows = min(rows, max(1, GUARD_BATCH_BYTES * meta.num_rows // size))
+        if chunk.has_dictionary_page and name not in dictionaries and size * rows > GUARD_BATCH_BYTES:
+            longest = entries.longest(group, name)
             if longest * rows > GUARD_BATCH_BYTES:
                 rows = max(1, GUARD_BATCH_BYTES // longest)
     return rows
+
+
+def _runs(pf: pq.ParquetFile, tops: Sequence[str], batch_size: int, dictionaries: Sequence[str],
+          path: str | os.PathLike) -> Iterator[tuple[int, list[int]]]:
+    """``(batch rows, row groups)``: each run of consecutive row groups read in batches of the
+    same size (:func:`_guarded_rows`), one read for the run."""
+    entries, run, size = _Entries(path), [], 0
+    for g in range(pf.metadata.num_row_groups):
+        rows = _guarded_rows(pf, g, tops, batch_size, dictionaries, entries)
+        if run and rows != size:
+            yield size, run
+            run = []
+        run.append(g)
+        size = rows
+    if run:
+        yield size, run
 
 
 def iter_parquet_batches(paths: Sequence[str | os.PathLike], batch_size: int = 65536,
@@ -209,8 +238,8 @@ def iter_parquet_batches(paths: Sequence[str | os.PathLike], batch_size: int = 6
 
     ``pre_buffer`` is off: with it Arrow prefetches every row group of the file at once,
     which made memory grow with the file's size. ``guard``, for a file paramill did not
-    write: a row group at a time, in batches whose text decodes to about
-    :data:`GUARD_BATCH_BYTES` at most (:func:`_guarded_rows`). ``read_dictionary``: columns
+    write: in batches whose text decodes to about :data:`GUARD_BATCH_BYTES` at most
+    (:func:`_guarded_rows`, a run of row groups of the same bound read at once). ``read_dictionary``: columns
     read as Arrow dictionaries (:func:`open_parquet`).
     """
     for path in paths:
@@ -221,12 +250,11 @@ def iter_parquet_batches(paths: Sequence[str | os.PathLike], batch_size: int = 6
                                          f"{', '.join(pf.schema_arrow.names)[:200]})")
         rows = 0
         tops = list(columns) if columns else pf.schema_arrow.names
-        groups = (((g, _guarded_rows(path, pf, g, tops, batch_size, read_dictionary))
-                   for g in range(pf.metadata.num_row_groups)) if guard else [(None, batch_size)])
+        runs = (_runs(pf, tops, batch_size, read_dictionary, path) if guard
+                else [(batch_size, None)])
         try:
-            for batch in (b for g, size in groups for b in pf.iter_batches(
-                    batch_size=size, row_groups=None if g is None else [g],
-                    columns=list(columns) if columns else None)):
+            for batch in (b for size, groups in runs for b in pf.iter_batches(
+                    batch_size=size, row_groups=groups, columns=list(columns) if columns else None)):
                 for name, column in zip(batch.schema.names, batch.columns):
                     if _has_text(column.type):
                         try:

@@ -405,6 +405,18 @@ def test_a_guarded_parquet_read_keeps_a_batchs_text_to_its_bound(tmp_path, monke
     ordinary = tmp_path / "ordinary.parquet"
     pq.write_table(pa.table({"s1": ["a b c"] * 5000, "s2": [f"d {i}" for i in range(5000)]}), ordinary)
     assert [b.num_rows for b in tables.iter_parquet_batches([ordinary], 4096, guard=True)] == [4096, 904]
+    # many row groups: read together where their bound is the same (one a row group read
+    # 5,000 one-row batches), each probed column's file opened once (opened anew for each
+    # group, its footer parsed every time: 20,000 groups took minutes)
+    groups = tmp_path / "groups.parquet"
+    pq.write_table(pa.table({"s1": ["a b c"] * 5000, "s2": [f"d {i % 7}" for i in range(5000)]}), groups,
+                   row_group_size=1)
+    assert [b.num_rows for b in tables.iter_parquet_batches([groups], 65536, guard=True)] == [5000]
+    opened, real = [], pq.ParquetFile
+    monkeypatch.setattr(tables.pq, "ParquetFile", lambda *a, **k: opened.append(k.get("read_dictionary")) or real(*a, **k))
+    monkeypatch.setattr(tables, "GUARD_BATCH_BYTES", 64)  # every group's dictionary looked into
+    sizes = [b.num_rows for b in tables.iter_parquet_batches([groups], 65536, guard=True)]
+    assert sum(sizes) == 5000 and opened[:2] == [None, ["s1"]] and len(opened) <= 3
 
 
 def test_a_parquet_input_that_is_not_parquet_or_is_corrupt_names_the_file(tmp_path, capsys):
