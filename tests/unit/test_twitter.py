@@ -443,21 +443,29 @@ def test_through_an_http_proxy_the_deadline_holds_too(monkeypatch):
             pass
 
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Proxy)
+    url = given_up_through(monkeypatch, server, f"http://127.0.0.1:{server.server_port}")
+    assert asked == [url, url]  # through the proxy: HEAD, then the card's GET
+
+
+def given_up_through(monkeypatch, server, proxy: str) -> str:
+    """A public URL (the public-only session sends it on) asked through ``proxy``, served by
+    ``server`` (started here, shut down after), which passes a dripped answer on: the
+    expander and the card reader give up at the deadline. Returns the URL."""
     threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True).start()
-    for name in ("http_proxy", "HTTP_PROXY"):
-        monkeypatch.setenv(name, f"http://127.0.0.1:{server.server_port}")
-    for name in ("no_proxy", "NO_PROXY", "all_proxy", "ALL_PROXY"):
+    for name in ("http_proxy", "HTTP_PROXY", "all_proxy", "ALL_PROXY", "no_proxy", "NO_PROXY"):
         monkeypatch.delenv(name, raising=False)
+    for name in ("all_proxy", "ALL_PROXY") if proxy.startswith("socks") else ("http_proxy", "HTTP_PROXY"):
+        monkeypatch.setenv(name, proxy)
     try:
-        url = "http://8.8.8.8/story"  # a public address: the public-only session sends it on
+        url = "http://8.8.8.8/story"
         started = time.monotonic()
         assert Expander(timeout=0.3).expand([url]) == {url: url}
         assert page_card(url, web_session(), timeout=0.3) == {}
         assert time.monotonic() - started < 4
-        assert asked == [url, url]  # through the proxy: HEAD, then the card's GET
     finally:
         server.shutdown()
         server.server_close()
+    return url
 
 
 def test_through_a_socks_proxy_the_deadline_holds_too(monkeypatch):
@@ -486,21 +494,8 @@ def test_through_a_socks_proxy_the_deadline_holds_too(monkeypatch):
 
     server = socketserver.ThreadingTCPServer(("127.0.0.1", 0), Socks5)
     server.daemon_threads = True
-    threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True).start()
-    for name in ("all_proxy", "ALL_PROXY"):
-        monkeypatch.setenv(name, f"socks5h://127.0.0.1:{server.server_address[1]}")
-    for name in ("http_proxy", "HTTP_PROXY", "no_proxy", "NO_PROXY"):
-        monkeypatch.delenv(name, raising=False)
-    try:
-        url = "http://8.8.8.8/story"  # a public address: the public-only session sends it on
-        started = time.monotonic()
-        assert Expander(timeout=0.3).expand([url]) == {url: url}
-        assert page_card(url, web_session(), timeout=0.3) == {}
-        assert time.monotonic() - started < 4
-        assert asked == [("8.8.8.8", 80)] * 2  # through the proxy: HEAD, then the card's GET
-    finally:
-        server.shutdown()
-        server.server_close()
+    given_up_through(monkeypatch, server, f"socks5h://127.0.0.1:{server.server_address[1]}")
+    assert asked == [("8.8.8.8", 80)] * 2  # through the proxy: HEAD, then the card's GET
 
 
 def test_a_tls_handshake_dripped_a_byte_at_a_time_is_given_up_at_the_deadline():
