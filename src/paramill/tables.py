@@ -129,15 +129,15 @@ def open_parquet(path: str | os.PathLike, read_dictionary: Sequence[str] = ()) -
 GUARD_BATCH_BYTES = 256 << 20
 
 
-def long_dictionaries(path: str | os.PathLike, pf: pq.ParquetFile, names: Sequence[str],
-                      limit: int) -> list[str]:
+def _long_dictionaries(pf: pq.ParquetFile, names: Sequence[str], limit: int,
+                       entries: _Entries) -> list[str]:
     """Those of the text columns ``names`` (a struct's fields by their dotted paths) whose
     dictionary in a row group of ``pf`` holds an entry longer than ``limit`` bytes: read as
     dictionaries, such an entry is decoded once, not for each row naming it (every other
     column as Arrow reads it best: as a dictionary, a column whose pages left theirs took 2.1
     times as long to read). Only a group whose column is over ``limit`` uncompressed (an
     entry is no longer than its dictionary) is looked into."""
-    meta, found, entries = pf.metadata, [], _Entries(path)
+    meta, found = pf.metadata, []
     for g in range(meta.num_row_groups):
         for j in range(meta.num_columns):
             chunk = meta.row_group(g).column(j)
@@ -156,10 +156,16 @@ class _Entries:
 
     def __init__(self, path: str | os.PathLike):
         self.path, self.files = path, {}
+        self.known: dict[tuple[int, str], int] = {}  # (group, column): its longest entry
 
     def longest(self, group: int, name: str) -> int:
         """Bytes of the longest value in the dictionary of column ``name`` (a dotted path) in
-        row group ``group`` (0 where it cannot be told: a list's items)."""
+        row group ``group`` (0 where it cannot be told: a list's items), looked into once."""
+        if (group, name) not in self.known:
+            self.known[group, name] = self._read(group, name)
+        return self.known[group, name]
+
+    def _read(self, group: int, name: str) -> int:
         import pyarrow.compute as pc
 
         try:
@@ -212,10 +218,10 @@ def _guarded_rows(pf: pq.ParquetFile, group: int, tops: Sequence[str], batch_siz
 
 
 def _runs(pf: pq.ParquetFile, tops: Sequence[str], batch_size: int, dictionaries: Sequence[str],
-          path: str | os.PathLike) -> Iterator[tuple[int, list[int]]]:
+          entries: _Entries) -> Iterator[tuple[int, list[int]]]:
     """``(batch rows, row groups)``: each run of consecutive row groups read in batches of the
     same size (:func:`_guarded_rows`), one read for the run."""
-    entries, run, size = _Entries(path), [], 0
+    run, size = [], 0
     for g in range(pf.metadata.num_row_groups):
         rows = _guarded_rows(pf, g, tops, batch_size, dictionaries, entries)
         if run and rows != size:
@@ -229,7 +235,7 @@ def _runs(pf: pq.ParquetFile, tops: Sequence[str], batch_size: int, dictionaries
 
 def iter_parquet_batches(paths: Sequence[str | os.PathLike], batch_size: int = 65536,
                          columns: Sequence[str] | None = None, guard: bool = False,
-                         read_dictionary: Sequence[str] = ()) -> Iterator[pa.RecordBatch]:
+                         decode_once: tuple[Sequence[str], int] | None = None) -> Iterator[pa.RecordBatch]:
     """Yield record batches from Parquet files in order, never loading a whole file. A file
     that cannot be opened, whose data cannot be decoded (a corrupt page), or whose text is
     not UTF-8 (Parquet does not check it; polars panicked on it, pyarrow's ``to_pylist``
@@ -239,19 +245,26 @@ def iter_parquet_batches(paths: Sequence[str | os.PathLike], batch_size: int = 6
     ``pre_buffer`` is off: with it Arrow prefetches every row group of the file at once,
     which made memory grow with the file's size. ``guard``, for a file paramill did not
     write: in batches whose text decodes to about :data:`GUARD_BATCH_BYTES` at most
-    (:func:`_guarded_rows`, a run of row groups of the same bound read at once). ``read_dictionary``: columns
-    read as Arrow dictionaries (:func:`open_parquet`).
+    (:func:`_guarded_rows`, a run of row groups of the same bound read at once); with
+    ``decode_once`` ``(columns, limit)``, those of the text columns (dotted paths inside a
+    struct) whose dictionary holds an entry over ``limit`` bytes are read as Arrow
+    dictionaries, each entry decoded once (:func:`_long_dictionaries`).
     """
     for path in paths:
-        pf = open_parquet(path, read_dictionary)
+        pf = open_parquet(path)
         missing = [c for c in columns or () if c not in pf.schema_arrow.names]
         if missing:  # pyarrow leaves out a column it does not find, without a word
             raise InputError(path, None, f"no column {', '.join(missing)} (it has "
                                          f"{', '.join(pf.schema_arrow.names)[:200]})")
         rows = 0
         tops = list(columns) if columns else pf.schema_arrow.names
-        runs = (_runs(pf, tops, batch_size, read_dictionary, path) if guard
-                else [(batch_size, None)])
+        coded: list[str] = []
+        entries = _Entries(path)  # each group's dictionaries looked into once, for both uses
+        if guard and decode_once:
+            coded = _long_dictionaries(pf, *decode_once, entries)
+            if coded:  # a file made to hold such an entry: opened again to read them so
+                pf = open_parquet(path, coded)
+        runs = _runs(pf, tops, batch_size, coded, entries) if guard else [(batch_size, None)]
         try:
             for batch in (b for size, groups in runs for b in pf.iter_batches(
                     batch_size=size, row_groups=groups, columns=list(columns) if columns else None)):

@@ -277,11 +277,7 @@ def test_a_name_of_many_addresses_that_never_answer_is_given_up_at_the_deadline(
     monkeypatch.setattr(web_module, "is_public", lambda host: True)
     monkeypatch.setattr(web_module, "checked_addresses", lambda host: ["127.0.0.1"] * 30)
     try:
-        url = f"http://many.test:{listener.getsockname()[1]}/x"
-        started = time.monotonic()
-        assert Expander(timeout=0.3).expand([url]) == {url: url}
-        assert page_card(url, web_session(), timeout=0.3) == {}
-        assert time.monotonic() - started < 4
+        given_up(f"http://many.test:{listener.getsockname()[1]}/x")
     finally:
         held.close()
         listener.close()
@@ -457,14 +453,19 @@ def given_up_through(monkeypatch, server, proxy: str) -> str:
     for name in ("all_proxy", "ALL_PROXY") if proxy.startswith("socks") else ("http_proxy", "HTTP_PROXY"):
         monkeypatch.setenv(name, proxy)
     try:
-        url = "http://8.8.8.8/story"
-        started = time.monotonic()
-        assert Expander(timeout=0.3).expand([url]) == {url: url}
-        assert page_card(url, web_session(), timeout=0.3) == {}
-        assert time.monotonic() - started < 4
+        return given_up("http://8.8.8.8/story")
     finally:
         server.shutdown()
         server.server_close()
+
+
+def given_up(url: str) -> str:
+    """``url`` kept as it is by the expander and no card read for it, each given up at its
+    deadline (a 0.3 s timeout: both within 4 s)."""
+    started = time.monotonic()
+    assert Expander(timeout=0.3).expand([url]) == {url: url}
+    assert page_card(url, web_session(), timeout=0.3) == {}
+    assert time.monotonic() - started < 4
     return url
 
 

@@ -24,7 +24,7 @@ from typing import Any
 
 from paramill.formats import Bad, BitextPair, Candidate, Labelled, Scored, collect_labelled, jsonl, named
 from paramill.io import REJECTED_TEXT_CHARS, InputError
-from paramill.tables import iter_parquet_batches, long_dictionaries, open_parquet
+from paramill.tables import iter_parquet_batches, open_parquet
 
 NAME = "parquet"
 ALIASES: tuple[str, ...] = ()
@@ -142,10 +142,9 @@ def _rows(path: str, schema: Any, columns: dict[str, Column], sentences: tuple[s
         if not is_text(kind):
             raise InputError(path, None, f"column {columns[role].name} holds {kind}, not text")
     tops = list(dict.fromkeys(c.top for c in columns.values()))
-    # a dictionary's entry over the limit is read once, not for each row that names it
-    coded = long_dictionaries(path, open_parquet(path), [columns[role].name for role in sentences], limit)
-    row = 0
-    for batch in iter_parquet_batches([path], batch_rows or 50000, tops, guard=True, read_dictionary=coded):
+    row = 0  # a dictionary's entry over the limit is read once, not for each row naming it
+    for batch in iter_parquet_batches([path], batch_rows or 50000, tops, guard=True,
+                                      decode_once=([columns[role].name for role in sentences], limit)):
         values = {role: column.values(batch, limit if role in sentences else None)
                   for role, column in columns.items()}
         for i in range(batch.num_rows):
