@@ -8,7 +8,8 @@ ingest in every sample layout (and as JSON Lines); the tweet-archive replay; the
 labelled pairs in its four layouts (Twitter URL, PIT-2015, a.toks/b.toks/sim.txt, JSON Lines: written from the sample's
 labelled tweets); embed train from TSV pairs; the STS sets in their three layouts
 (SentEval's two files each mutated in turn); SimLex-999 against a lexicon, and a lexicon against SimLex-999; the sample's
-pairs as Parquet read by pairs ingest, embed train and lexicon build; an embedding model
+pairs as Parquet read by pairs ingest, embed train and lexicon build (and, written
+DELTA_BYTE_ARRAY, by pairs ingest); an embedding model
 file read by evaluate sts. The STS and SimLex cases read a tiny embedding model and lexicon,
 built here first.
 
@@ -246,13 +247,17 @@ def sample_json_arrays() -> dict[str, Path]:
     return {name: where / f"{name}.json" for name in JSONL}
 
 
-def sample_parquet() -> Path:
+def sample_parquet(prefixed: bool = False) -> Path:
     """The sample's ParaNMT pairs as Parquet (s1, s2, parascore), for the Parquet readers:
-    the sample holds no Parquet file of its own."""
+    the sample holds no Parquet file of its own. ``prefixed``: the text written
+    ``DELTA_BYTE_ARRAY`` in version 2 pages of 2 KB, whose headers the guarded read looks
+    into (a mutated header is then read by paramill before Arrow)."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
     path = scratch("paramill-fuzz-parquet-") / "pairs.parquet"
+    layout = ({"use_dictionary": False, "column_encoding": {"s1": "DELTA_BYTE_ARRAY", "s2": "DELTA_BYTE_ARRAY"},
+               "data_page_version": "2.0", "data_page_size": 2048} if prefixed else {})
     rows = []
     for line in plain(SAMPLE / "pairs/grammar.paranmt.txt.gz").decode().splitlines():
         fields = line.split("\t")
@@ -260,7 +265,7 @@ def sample_parquet() -> Path:
             rows.append((fields[0], fields[1], float(fields[2])))
     rows = rows[:300]
     pq.write_table(pa.table({"s1": [r[0] for r in rows], "s2": [r[1] for r in rows],
-                             "parascore": [r[2] for r in rows]}), path, row_group_size=100)
+                             "parascore": [r[2] for r in rows]}), path, row_group_size=100, **layout)
     return path
 
 
@@ -330,6 +335,7 @@ def sts_with(files: dict[str, str], out: Path) -> list[str]:
 
 
 PARQUET = sample_parquet()
+PREFIXED = sample_parquet(prefixed=True)
 HUB = sample_hub_parquet()
 CSV = sample_csv()
 LABELLED = labelled_layouts()
@@ -363,6 +369,7 @@ CASES = {
     "parquet-pairs": ({"path": PARQUET}, ingest("pairs", lambda f: {"format": "parquet", "path": f["path"]})),
     "parquet-embed": ({"path": PARQUET}, embed),
     "parquet-lexicon": ({"path": PARQUET}, lexicon),
+    "parquet-prefixed": ({"path": PREFIXED}, ingest("pairs", lambda f: {"format": "parquet", "path": f["path"]})),
     "model": ({"model": built("model")}, sts_with),  # a torch file, as evaluate sts reads it
     "lexicon-tsv": ({"lexicon": built("lexicon")}, simlex_with),  # lexicon build's table
     "jsonl-pairs": ({"path": JSONL["qqp"]}, ingest("pairs", lambda f: {

@@ -193,28 +193,80 @@ class _Entries:
 def _guarded_rows(pf: pq.ParquetFile, group: int, tops: Sequence[str], batch_size: int,
                   dictionaries: Sequence[str], entries: _Entries) -> int:
     """The rows a batch of row group ``group`` may hold for its text to decode to about
-    :data:`GUARD_BATCH_BYTES` or less. A value the pages hold (PLAIN) decodes from its own
-    bytes: the group's text decodes to its columns' uncompressed size, a batch to its share.
-    A dictionary's value is written once and named by each row that holds it in a few bits:
-    a 786-byte file held one of 10 MB for 1,000 rows, 10 GB decoded (the job asked for 11
-    GB and failed), so a batch holds no more rows than the longest entry fits in the bound
-    (looked for only where the column's uncompressed size, which bounds the entry, could
-    overrun it; ``dictionaries``: columns read as dictionaries, decoded only where used)."""
+    :data:`GUARD_BATCH_BYTES` or less, each text column read to its share. A value the pages hold decodes from its page's bytes
+    (a value never spans pages): a column over the bound uncompressed, or written
+    ``DELTA_BYTE_ARRAY`` (each value a prefix of the last one's and its own end, so a page
+    of 10 MB decoded to 10 MB a row: 1.7 GB from a 485-byte file), is bounded by its pages'
+    headers (:func:`_page_rows`; a share of the column's size assumed values spread evenly,
+    where a file may hold them all in its first rows). A dictionary's value is written once
+    and named by each row that holds it in a few bits: a 786-byte file held one of 10 MB for
+    1,000 rows, 10 GB decoded (the job asked for 11 GB and failed), so a batch holds no more
+    rows than the longest entry fits in the bound (looked for only where the column's
+    uncompressed size, which bounds the entry, could overrun it; ``dictionaries``: columns
+    read as dictionaries, decoded only where used)."""
     meta = pf.metadata.row_group(group)
     rows = max(1, batch_size)
-    for j in range(meta.num_columns):
+    texts = [j for j in range(meta.num_columns) if meta.column(j).physical_type == "BYTE_ARRAY"
+             and (meta.column(j).path_in_schema in tops or meta.column(j).path_in_schema.split(".")[0] in tops)]
+    bound = GUARD_BATCH_BYTES // max(1, len(texts))  # each text column its share of the batch's
+    for j in texts:
         chunk = meta.column(j)
-        name = chunk.path_in_schema
-        if chunk.physical_type != "BYTE_ARRAY" or (name not in tops and name.split(".")[0] not in tops):
-            continue
-        size = chunk.total_uncompressed_size
-        if size > GUARD_BATCH_BYTES:
-            rows = min(rows, max(1, GUARD_BATCH_BYTES * meta.num_rows // size))
-        if chunk.has_dictionary_page and name not in dictionaries and size * rows > GUARD_BATCH_BYTES:
+        name, size = chunk.path_in_schema, chunk.total_uncompressed_size
+        if size > bound or ("DELTA_BYTE_ARRAY" in chunk.encodings and size * rows > bound):
+            rows = _page_rows(pf, entries.path, group, j, rows, bound)
+        if chunk.has_dictionary_page and name not in dictionaries and size * rows > bound:
             longest = entries.longest(group, name)
-            if longest * rows > GUARD_BATCH_BYTES:
-                rows = max(1, GUARD_BATCH_BYTES // longest)
+            if longest * rows > bound:
+                rows = max(1, bound // longest)
     return rows
+
+
+def _page_rows(pf: pq.ParquetFile, path: str | os.PathLike, group: int, column: int, rows: int,
+               bound: int) -> int:
+    """The most rows, ``rows`` at most, that a batch of column ``column`` in row group
+    ``group`` may hold for the pages it touches to decode to ``bound`` bytes or less: a page to its size, one written ``DELTA_BYTE_ARRAY`` to its size a row it holds
+    (:func:`_worst`); one row where a page alone is over it (the group then reads a row a
+    batch: a page of 1 GB, Arrow's decompressed whole, holds values of up to 1 GB). A column inside a list, whose pages count values, not rows, gets the
+    share of the rows that its pages' bound is of the group's. A page header that cannot
+    be read is an :class:`~paramill.errors.InputError` naming the file, group and column."""
+    from paramill.pages import PageError, data_pages
+
+    meta = pf.metadata.row_group(group)
+    chunk = meta.column(column)
+    start = min(o for o in (chunk.dictionary_page_offset, chunk.data_page_offset) if o)
+    try:
+        pages = data_pages(path, start, chunk.total_compressed_size)
+    except (OSError, PageError) as exc:
+        raise InputError(path, None, f"Parquet page header cannot be read (row group {group + 1}, "
+                                     f"column {chunk.path_in_schema}: {first_line(exc)})") from None
+    if not pages:
+        return rows
+    if pf.schema.column(column).max_repetition_level > 0:
+        decoded = sum(p.size * (p.rows if p.prefixed else 1) for p in pages)
+        return min(rows, max(1, bound * meta.num_rows // decoded)) if decoded > bound else rows
+    if _worst(pages, rows) <= bound:
+        return rows
+    low, high = 1, rows - 1  # _worst grows with the rows: the most that fit, by bisection
+    while low < high:
+        middle = (low + high + 1) // 2
+        low, high = (middle, high) if _worst(pages, middle) <= bound else (low, middle - 1)
+    return low
+
+
+def _worst(pages: Sequence, rows: int) -> int:
+    """The most bytes any ``rows`` consecutive rows decode from, by the pages they touch:
+    a window that begins in the last row of a page touches every page that begins within
+    ``rows - 1`` rows after it, and no window touches more."""
+    import numpy as np
+
+    counts = np.array([p.rows for p in pages], np.int64)
+    sizes = np.array([p.size for p in pages], np.int64)
+    prefixed = np.array([p.prefixed for p in pages], bool)
+    starts = np.cumsum(counts) - counts
+    cost = np.where(prefixed, sizes * np.minimum(counts, rows), sizes)
+    total = np.concatenate(([0], np.cumsum(cost)))
+    ends = np.searchsorted(starts, starts + np.maximum(counts, 1) + rows - 2, side="right")
+    return int((total[ends] - total[:len(pages)]).max())
 
 
 def _runs(pf: pq.ParquetFile, tops: Sequence[str], batch_size: int, dictionaries: Sequence[str],

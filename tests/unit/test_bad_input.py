@@ -382,7 +382,7 @@ def test_a_guarded_parquet_read_keeps_a_batchs_text_to_its_bound(tmp_path, monke
     every row decodes to a copy a row, and zstd packs a page of one letter into bytes, so a
     small file decoded to gigabytes a batch (embed train and lexicon build asked for 11 GB
     on a 786-byte file). A batch holds no more rows than its text's bound allows: by the
-    longest dictionary entry, and by the share of the values the pages hold."""
+    longest dictionary entry, and by the pages the values are in."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -397,9 +397,11 @@ def test_a_guarded_parquet_read_keeps_a_batchs_text_to_its_bound(tmp_path, monke
     pq.write_table(pa.table({"s1": [entry] * 100, "s2": ["y"] * 100}), plain, compression="zstd",
                    use_dictionary=False)
     assert coded.stat().st_size < 10_000 and plain.stat().st_size < 100_000
-    for path, rows in ((coded, 1000), (plain, 100)):
-        sizes = [b.num_rows for b in tables.iter_parquet_batches([path], 65536, guard=True)]
-        assert sum(sizes) == rows and 7 <= max(sizes) <= 8, (path.name, sizes)  # 8 MiB of 1 MiB values
+    sizes = [b.num_rows for b in tables.iter_parquet_batches([coded], 65536, guard=True)]
+    assert sum(sizes) == 1000 and max(sizes) == 4, sizes  # s1's share, 4 MiB, of 1 MiB values
+    # one page of 100 MiB (pyarrow ends a page after 1,024 values): any row of it could
+    # hold all of it, so a batch holds one
+    assert [b.num_rows for b in tables.iter_parquet_batches([plain], 65536, guard=True)] == [1] * 100
     assert [b.num_rows for b in tables.iter_parquet_batches([plain], 65536)] == [100]  # unguarded
     assert [b.num_rows for b in tables.iter_parquet_batches([coded], 65536, ["s2"], guard=True)] == [1000]
     ordinary = tmp_path / "ordinary.parquet"
@@ -417,6 +419,54 @@ def test_a_guarded_parquet_read_keeps_a_batchs_text_to_its_bound(tmp_path, monke
     monkeypatch.setattr(tables, "GUARD_BATCH_BYTES", 64)  # every group's dictionary looked into
     sizes = [b.num_rows for b in tables.iter_parquet_batches([groups], 65536, guard=True)]
     assert sum(sizes) == 5000 and opened[:2] == [None, ["s1"]] and len(opened) <= 3
+
+
+def test_a_guarded_parquet_read_bounds_a_batch_by_the_pages_it_touches(tmp_path, monkeypatch):
+    """DELTA_BYTE_ARRAY writes each value as a prefix of the last one's and its own end: one
+    value written once is every row's (a 485-byte file decoded to 1.7 GB), and no footer
+    says how long its values are. A column's values may also all sit in its first rows,
+    where a share of its size assumed them spread (a batch decoded all of them). The pages'
+    headers bound each batch: every batch's text stays within the bound."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+
+    from paramill import tables
+
+    monkeypatch.setattr(tables, "GUARD_BATCH_BYTES", 8 << 20)
+    entry = "x" * (1 << 20)
+    prefixed, gathered, listed = (tmp_path / f"{n}.parquet" for n in ("prefixed", "gathered", "listed"))
+    pq.write_table(pa.table({"s1": [entry] * 200, "s2": ["y"] * 200}), prefixed, compression="zstd",
+                   use_dictionary=False, column_encoding={"s1": "DELTA_BYTE_ARRAY", "s2": "PLAIN"},
+                   data_page_size=64 << 20)
+    pq.write_table(pa.table({"s1": [entry] * 40 + [""] * 20000, "s2": ["y"] * 20040}), gathered,
+                   compression="zstd", use_dictionary=False, write_batch_size=1, row_group_size=1 << 20)
+    pq.write_table(pa.table({"s1": [[entry]] * 50}), listed, compression="zstd", use_dictionary=False,
+                   column_encoding={"s1": "DELTA_BYTE_ARRAY"}, data_page_size=64 << 20)
+    assert prefixed.stat().st_size < 10_000 and gathered.stat().st_size < 100_000
+
+    def text(batch) -> int:
+        return int(pc.sum(pc.binary_length(pc.list_flatten(batch.column(0)) if batch.schema.field(0).type
+                                            != pa.string() else batch.column(0))).as_py() or 0)
+
+    for path, rows in ((prefixed, 200), (gathered, 20040), (listed, 50)):
+        batches = list(tables.iter_parquet_batches([path], 65536, ["s1"], guard=True))
+        assert sum(b.num_rows for b in batches) == rows
+        assert max(text(b) for b in batches) <= 8 << 20, path.name
+        assert max(text(b) for b in tables.iter_parquet_batches([path], 65536, ["s1"])) > 32 << 20
+    # the pages are looked into only where a batch could decode past the bound: an ordinary
+    # column under it reads in whole batches, and its headers are never read
+    monkeypatch.setattr("paramill.pages.data_pages", lambda *a: pytest.fail("pages read"))
+    assert [b.num_rows for b in tables.iter_parquet_batches([gathered], 65536, ["s2"], guard=True)] == [20040]
+    monkeypatch.undo()
+    # a header that cannot be read names the file, group and column (Arrow's named neither)
+    data = bytearray(prefixed.read_bytes())
+    data[pq.ParquetFile(prefixed).metadata.row_group(0).column(0).data_page_offset] = 0x1D
+    prefixed.write_bytes(data)
+    monkeypatch.setattr(tables, "GUARD_BATCH_BYTES", 8 << 20)
+    with pytest.raises(InputError, match=r"prefixed.parquet: Parquet page header cannot be read "
+                                         r"\(row group 1, column s1: a field of unknown type 13\)"):
+        list(tables.iter_parquet_batches([prefixed], 65536, guard=True))
 
 
 def test_a_parquet_input_that_is_not_parquet_or_is_corrupt_names_the_file(tmp_path, capsys):
