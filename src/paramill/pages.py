@@ -110,6 +110,8 @@ class _Reader:
             field = field + delta if delta else self.signed()
             if field in wanted and kind in (_I16, _I32, _I64) and wanted[field] is None:
                 found[field] = self.signed()
+                if not -(1 << 31) <= found[field] < 1 << 31:  # each an i32 in Parquet's Thrift
+                    raise PageError(f"field {field}'s {found[field]} is outside 32 bits")
             elif field in wanted and kind == _STRUCT and wanted[field] is not None:
                 found[field] = self.struct(wanted[field], depth + 1)
             else:

@@ -84,6 +84,7 @@ def test_a_header_that_is_not_one_is_a_page_error_never_another(tmp_path):
     (b"\x15\x00" + b"\x1c" * 70, "nested over 64 deep"),
     (b"\x15\x00\x15" + b"\xff" * 12, "longer than 64 bits"),
     (b"\x15\x00\x15\x10\x00", "without its sizes"),
+    (b"\x15\x00\x15\x10\x15\x10\x5c\x15" + b"\xfe" * 8 + b"\x01\x00\x00", "outside 32 bits"),  # 2**63 rows
 ])
 def test_a_hostile_header_is_refused_at_once(tmp_path, header, message):
     path = tmp_path / "h.bin"
