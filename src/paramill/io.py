@@ -284,6 +284,11 @@ def read_json(path: str | os.PathLike) -> Any:
 
 #: Text kept of a rejected line, so a 1 MB line does not become a 1 MB rejected row.
 REJECTED_TEXT_CHARS = 1000
+#: The characters a batch of rows gathered in Python lists holds at most, whatever its rows:
+#: a batch's rows (``batch_rows``) bound memory only where lines are short (50,000 pairs of
+#: 60 KB sides, each under the line limit, held 6 GB of text; `pairs ingest` was killed at
+#: 24 GB). A batch is processed when either is reached; no result depends on where.
+BATCH_TEXT_CHARS = 64 << 20
 #: A UTF-8 byte order mark at the start of a file is not text (nor part of a header name).
 _BOM = b"\xef\xbb\xbf"
 

@@ -765,3 +765,49 @@ def test_a_bit_flipped_in_a_page_paramill_wrote_is_an_error_naming_the_file(tmp_
         with pytest.raises(InputError, match=rf"pairs-{back}.parquet: Parquet data cannot be read after "
                                              r"row 0 \(could not verify page integrity, CRC checksum"):
             list(iter_parquet_batches([path]))
+
+
+def test_a_batch_of_long_rows_ends_at_its_text_not_only_its_rows(write_file, tmp_path, monkeypatch):
+    """A batch gathered in Python lists ends at ``batch_rows`` rows or at
+    ``BATCH_TEXT_CHARS`` of text, whichever comes first: rows under the line limit may each
+    be 60 KB (an 803-byte Parquet file of 100,000 such pairs: `pairs ingest` was killed at
+    24 GB, 50,000 rows a batch). Where a batch ends changes nothing that is written."""
+    from collections import Counter
+
+    import polars as pl
+
+    from paramill.bitext import ingest as bitext_ingest
+    from paramill.bitext.readers import CorpusSpec
+    from paramill.embed import data
+    from paramill.pairs import ingest as pairs_ingest
+    from paramill.pairs.readers import PairCorpusSpec
+
+    sides = [(f"{'Věta ' * (50 + i)}{i}.", f"{'Sentence ' * (50 + i)}{i}.") for i in range(40)]
+    cs = write_file("b.cs", [a for a, _ in sides])
+    en = write_file("b.en", [b for _, b in sides])
+    tsv = write_file("p.tsv", [f"{b}\t{b} again" for _, b in sides])
+    bitext = CorpusSpec.from_dict("b", {"format": "moses", "cs": str(cs), "en": str(en)})
+    pairs = PairCorpusSpec.from_dict("p", {"format": "tsv", "path": str(tsv)})
+    tables, frame, shards = [], pairs_ingest._Rows.frame, bitext_ingest.ShardWriter
+    monkeypatch.setattr(pairs_ingest._Rows, "frame", lambda self, *a: tables.append(len(self)) or frame(self, *a))
+    monkeypatch.setattr(bitext_ingest, "ShardWriter", type("Counted", (shards,), {  # bitext's: negative
+        "write": lambda self, t: tables.append(-t.num_rows) or shards.write(self, t)}))
+
+    def run(where: str) -> tuple:
+        tables.clear()
+        bitext_ingest.ingest(bitext, tmp_path / where / "b",
+                             bitext_ingest.IngestSettings(shard_size=100, batch_rows=1000))
+        pairs_ingest.ingest_pairs(pairs, tmp_path / where / "p",
+                                  settings=pairs_ingest.PairIngestSettings(batch_rows=1000))
+        frames = [f.height for f in data._tsv_frames(str(tsv), 1000, Counter(), {})]
+        written = [pl.read_parquet(tmp_path / where / s / "shard-*.parquet") for s in ("b", "p")]
+        return sorted(tables), frames, written
+
+    whole = run("whole")
+    assert whole[0] == [-40, 40] and whole[1] == [40]  # one batch of every row
+    for module in (bitext_ingest, pairs_ingest, data):
+        monkeypatch.setattr(module, "BATCH_TEXT_CHARS", 5000)
+    split = run("split")
+    assert len(split[0]) > 8 and max(abs(n) for n in split[0]) < 15 and sum(n for n in split[0] if n > 0) == 40
+    assert sum(split[1]) == 40 and max(split[1]) < 15
+    assert all(a.equals(b) for a, b in zip(whole[2], split[2]))

@@ -20,7 +20,7 @@ import pyarrow as pa
 from paramill.bitext.readers import CorpusSpec, read_corpus
 from paramill.bitext.tables import BITEXT, REJECTED
 from paramill.job import output_job
-from paramill.io import ShardWriter, TableWriter, sha256_file, write_json
+from paramill.io import BATCH_TEXT_CHARS, ShardWriter, TableWriter, sha256_file, write_json
 from paramill.progress import progress
 from paramill.provenance import Run
 from paramill.settings import Settings, setting
@@ -52,19 +52,25 @@ def source_digest(spec: CorpusSpec, digests: dict[str, str]) -> str:
 
 
 class _Columns:
-    """Column buffers for one batch of rows."""
+    """Column buffers for one batch of rows, and the characters of their two sides."""
 
     def __init__(self, names: list[str]):
         self.names = names
         self.data: dict[str, list] = {n: [] for n in names}
+        self.chars = 0
 
     def __len__(self) -> int:
         return len(self.data[self.names[0]])
+
+    def full(self, rows: int) -> bool:
+        """Whether the batch holds ``rows`` rows or :data:`~paramill.io.BATCH_TEXT_CHARS`."""
+        return len(self) >= rows or self.chars >= BATCH_TEXT_CHARS
 
     def table(self, schema: pa.Schema) -> pa.Table:
         table = pa.table({n: self.data[n] for n in self.names}, schema=schema)
         for values in self.data.values():
             values.clear()
+        self.chars = 0
         return table
 
 
@@ -92,6 +98,7 @@ def ingest(spec: CorpusSpec, out_dir: str | Path, settings: IngestSettings = Ing
             d["pair_id"].append(prefix + str(pair.line_no))
             d["cs"].append(pair.cs)
             d["en"].append(pair.en)
+            target.chars += len(pair.cs or "") + len(pair.en or "")
             d["corpus"].append(spec.name)
             d["source_file"].append(source)
             d["line_no"].append(pair.line_no)
@@ -99,10 +106,10 @@ def ingest(spec: CorpusSpec, out_dir: str | Path, settings: IngestSettings = Ing
                 d["reason"].append(pair.reason)
                 d["detail"].append(pair.detail)
                 reasons[pair.reason] += 1
-            if len(good) >= settings.batch_rows:
+            if good.full(settings.batch_rows):
+                bar.update(len(good))
                 shards.write(good.table(BITEXT))
-                bar.update(settings.batch_rows)
-            if len(bad) >= settings.batch_rows:
+            if bad.full(settings.batch_rows):
                 rejected.write(bad.table(REJECTED))
         bar.update(len(good))
         bar.close()

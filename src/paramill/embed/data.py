@@ -45,7 +45,7 @@ from paramill.embed.features import Featurizer, Vocab
 from paramill.embed.featurise import chunk_counts, ids_part, ordered_map, part_name
 from paramill.embed.rawstore import RAW_LAYOUT, RawIds, new_parts, reused_pairs
 from paramill.errors import first_line
-from paramill.io import (InputError, iter_parquet_batches, read_json, sha256_file,
+from paramill.io import (BATCH_TEXT_CHARS, InputError, iter_parquet_batches, read_json, sha256_file,
                          write_json)
 
 
@@ -198,6 +198,7 @@ def _tsv_frames(path: str, batch_rows: int, skipped: Counter, headers: dict) -> 
     over 64 KiB is an error naming file and line."""
     s1: list[str] = []
     s2: list[str] = []
+    chars = 0  # a batch ends at batch_rows or BATCH_TEXT_CHARS, whichever comes first
     skipped[path] = 0
     first = True
     for item in formats.fields(path):
@@ -213,11 +214,12 @@ def _tsv_frames(path: str, batch_rows: int, skipped: Counter, headers: dict) -> 
         if len(columns) >= 2 and columns[0].strip() and columns[1].strip():
             s1.append(columns[0])
             s2.append(columns[1])
+            chars += len(columns[0]) + len(columns[1])
         elif any(c.strip() for c in columns):  # no tab, or a side empty (a tab doubled)
             skipped[path] += 1
-        if len(s1) >= batch_rows:
+        if len(s1) >= batch_rows or chars >= BATCH_TEXT_CHARS:
             yield pl.DataFrame({"s1": s1, "s2": s2}, schema={"s1": pl.String, "s2": pl.String})
-            s1, s2 = [], []
+            s1, s2, chars = [], [], 0
     if s1:
         yield pl.DataFrame({"s1": s1, "s2": s2}, schema={"s1": pl.String, "s2": pl.String})
 

@@ -32,7 +32,7 @@ import pyarrow as pa
 from paramill import rules, text
 from paramill.dedup import DUP_HERE, KEEP, KEYS, KeySpill, check_key_files, pair_keys
 from paramill.job import output_job
-from paramill.io import (ShardWriter, TableWriter, iter_parquet_batches,
+from paramill.io import (BATCH_TEXT_CHARS, ShardWriter, TableWriter, iter_parquet_batches,
                          parquet_rows, scratch_dir, sha256_file, write_json)
 from paramill.formats import Candidate
 from paramill.pairs.readers import PairCorpusSpec, read_pairs
@@ -101,9 +101,11 @@ class _Rows:
 
     def __init__(self) -> None:
         self.data: dict[str, list] = {n: [] for n in self.NAMES}
+        self.chars = 0  # the text held: a batch is full at BATCH_TEXT_CHARS, whatever its rows
 
     def add(self, c: Candidate) -> None:
         d = self.data
+        self.chars += len(c.en_ref or "") + len(c.candidate or "")
         for name, value in (("line_no", c.line_no), ("en_ref", c.en_ref),
                             ("candidate", c.candidate), ("method", c.method), ("rank", c.rank),
                             ("given_score", c.score), ("label", c.label),
@@ -114,6 +116,9 @@ class _Rows:
     def __len__(self) -> int:
         return len(self.data["line_no"])
 
+    def full(self, rows: int) -> bool:
+        return len(self) >= rows or self.chars >= BATCH_TEXT_CHARS
+
     def frame(self, corpus: str, prefix: str) -> pl.DataFrame:
         frame = pl.DataFrame(self.data, schema={
             "line_no": pl.Int64, "en_ref": pl.String, "candidate": pl.String, "method": pl.String,
@@ -121,6 +126,7 @@ class _Rows:
             "source_file": pl.String, "reason": pl.String, "detail": pl.String})
         for values in self.data.values():
             values.clear()
+        self.chars = 0
         pair_id = pl.lit(prefix) + pl.col("line_no").cast(pl.String)
         return frame.with_columns(
             pair_id=pair_id, corpus=pl.lit(corpus),
@@ -196,7 +202,7 @@ def _rule_pass(spec: PairCorpusSpec, clean: PairCleanSettings, settings: PairIng
         if cand.line_no != last_line:
             lines, last_line = lines + 1, cand.line_no
         buffer.add(cand)
-        if len(buffer) >= settings.batch_rows:
+        if buffer.full(settings.batch_rows):
             bar.update(len(buffer))
             flush()
     bar.update(len(buffer))
