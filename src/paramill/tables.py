@@ -224,17 +224,21 @@ def _guarded_rows(pf: pq.ParquetFile, group: int, tops: Sequence[str], batch_siz
 def _page_rows(pf: pq.ParquetFile, path: str | os.PathLike, group: int, column: int, rows: int,
                bound: int) -> int:
     """The most rows, ``rows`` at most, that a batch of column ``column`` in row group
-    ``group`` may hold for the pages it touches to decode to ``bound`` bytes or less: a page to its size, one written ``DELTA_BYTE_ARRAY`` to its size a row it holds
-    (:func:`_worst`); one row where a page alone is over it (the group then reads a row a
-    batch: a page of 1 GB, Arrow's decompressed whole, holds values of up to 1 GB). A column inside a list, whose pages count values, not rows, gets the
-    share of the rows that its pages' bound is of the group's. A page header that cannot
-    be read is an :class:`~paramill.errors.InputError` naming the file, group and column."""
+    ``group`` may hold for the pages it touches to decode to ``bound`` bytes or less: a page
+    to its size, one written ``DELTA_BYTE_ARRAY`` to its size a row it holds
+    (:func:`_worst`); one row where a page alone is over the bound (the group then reads a
+    row a batch: a page of 1 GB, which Arrow decompresses whole, may be one value). A column
+    inside a list, whose pages count values, not rows, reads the share of the group's rows
+    that the bound is of what its pages decode to at most. A page header that cannot be
+    read is an :class:`~paramill.errors.InputError` naming the file, group and column."""
     from paramill.pages import PageError, data_pages
 
     meta = pf.metadata.row_group(group)
     chunk = meta.column(column)
-    start = min(o for o in (chunk.dictionary_page_offset, chunk.data_page_offset) if o)
+    start = min((o for o in (chunk.dictionary_page_offset, chunk.data_page_offset) if o), default=None)
     try:
+        if start is None or start < 0:
+            raise PageError(f"the footer gives the column's pages no place ({start})")
         pages = data_pages(path, start, chunk.total_compressed_size)
     except (OSError, PageError) as exc:
         raise InputError(path, None, f"Parquet page header cannot be read (row group {group + 1}, "
