@@ -151,6 +151,46 @@ def fitted_batches(items: Sequence[Any], size: int, key: str, command: str, at: 
     return size
 
 
+def memory_limit(dev: str, cgroups: str = "/sys/fs/cgroup", proc: str = "/proc") -> tuple[int, str] | None:
+    """The most memory a job on ``dev`` may hold, and whose limit that is: a GPU's own
+    memory; on the CPU the smaller of the machine's (``MemTotal``) and the job's control
+    group's, as SLURM's ``--mem`` and containers set it (cgroup v2 ``memory.max``, v1
+    ``memory.limit_in_bytes``, the lowest from the process's group up to the root). None
+    where none can be read."""
+    from pathlib import Path
+
+    if dev.startswith("cuda"):
+        import torch
+
+        props = torch.cuda.get_device_properties(torch.device(dev))
+        return props.total_memory, f"the memory of the GPU ({props.name})"
+    limits = []
+    try:
+        for line in Path(proc, "meminfo").read_text().splitlines():
+            if line.startswith("MemTotal:"):
+                limits.append((int(line.split()[1]) * 1024, "this machine's memory"))
+        groups = Path(proc, "self", "cgroup").read_text().splitlines()
+    except (OSError, ValueError, IndexError):
+        groups = []
+    for line in groups:
+        number, controllers, path = (line.split(":", 2) + ["", ""])[:3]
+        if number == "0" and not controllers:
+            base, name = Path(cgroups), "memory.max"
+        elif "memory" in controllers.split(","):
+            base, name = Path(cgroups, "memory"), "memory.limit_in_bytes"
+        else:
+            continue
+        parts = Path(path.lstrip("/")).parts
+        for depth in range(len(parts), -1, -1):  # a job's group, then the groups it is in
+            try:
+                value = base.joinpath(*parts[:depth], name).read_text().strip()
+            except OSError:
+                continue
+            if value.isdigit() and int(value) < 1 << 60:  # "max", or v1's 2**63 rounded down
+                limits.append((int(value), "the job's memory limit (its control group)"))
+    return min(limits) if limits else None
+
+
 def pick(requested: str = "auto") -> str:
     """``cuda`` or ``cpu``: ``auto`` takes CUDA when a GPU is visible."""
     if requested not in ("auto", "cpu", "cuda"):

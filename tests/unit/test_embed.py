@@ -1,6 +1,7 @@
 import dataclasses
 import json
 import pickle
+import re
 import subprocess
 import sys
 
@@ -1157,6 +1158,57 @@ def test_training_streams_in_small_buffers_and_resumes_exactly(tmp_path, monkeyp
 
 
 
+def test_a_model_too_large_to_train_is_an_error_before_its_weights_are_allocated(tmp_path, monkeypatch):
+    """``dim`` 300,000,000 (a typo) took the machine's 22 GB and was killed in its first
+    epoch. The parameters are counted on torch's meta device first: where their weights,
+    gradients and Adam's moments need more than the device's memory, an error names the
+    settings; a model that fits trains as before."""
+    from paramill.embed import model as model_module
+
+    seen = []
+    monkeypatch.setattr("paramill.device.memory_limit", lambda dev: seen.append(dev) or (1 << 10, "a small card"))
+    built = []
+    real = model_module.SentenceEncoder.__init__
+    monkeypatch.setattr(model_module.SentenceEncoder, "__init__",
+                        lambda self, *a, **k: built.append(torch.get_default_device().type) or real(self, *a, **k))
+    spec = ModelSpec(components=("word", "lstm"), dim=64, hidden=32)
+    with pytest.raises(ValueError, match=r"the model's ([\d,]+) parameters \(units: sp \d+; dim 64, hidden 32\) "
+                                         r"need [\d.]+ KiB to train .* more than the 1.0 KiB of a small card: "
+                                         r"lower embed.model's dim, hidden or max_vocab") as error:
+        train(PAIRS, tmp_path / "m.pt", spec, EmbedTrainSettings(epochs=1, batch_size=4))
+    parameters = int(error.value.args[0].split("model's ")[1].split(" ")[0].replace(",", ""))
+    assert seen == ["cpu"] and built == ["meta"] and not (tmp_path / "m.pt").exists()
+    monkeypatch.setattr("paramill.device.memory_limit", lambda dev: (parameters * 16, "enough"))
+    assert train(PAIRS, tmp_path / "m.pt", spec, EmbedTrainSettings(epochs=1, batch_size=4))["pairs"] == 30
+    assert built == ["meta", "meta", "cpu"]  # counted, then built
+    assert parameters == sum(p.numel() for p in load_model(tmp_path / "m.pt").parameters()) > 10_000
+
+
+def test_the_memory_limit_is_the_machines_or_the_jobs_control_group_whichever_is_lower(tmp_path):
+    """SLURM's ``--mem`` and containers limit a job through its control group (v2
+    ``memory.max``, v1 ``memory.limit_in_bytes``, on the job's group or one it is in);
+    ``max`` or v1's 2**63 is no limit."""
+    from paramill.device import memory_limit
+
+    proc, groups = tmp_path / "proc", tmp_path / "cgroup"
+    (proc / "self").mkdir(parents=True)
+    (proc / "meminfo").write_text("MemTotal:       16384 kB\nMemFree: 1 kB\n")
+    (proc / "self" / "cgroup").write_text("0::/system.slice/job_7/step_0\n")
+    step = groups / "system.slice" / "job_7" / "step_0"
+    step.mkdir(parents=True)
+    (step / "memory.max").write_text("max\n")
+    assert memory_limit("cpu", str(groups), str(proc)) == (16 << 20, "this machine's memory")
+    (step.parent / "memory.max").write_text("4194304\n")  # the job's, above its step
+    assert memory_limit("cpu", str(groups), str(proc)) == (4 << 20, "the job's memory limit (its control group)")
+    (proc / "self" / "cgroup").write_text("4:memory:/docker/abc\n1:cpu:/\n")  # v1
+    (groups / "memory" / "docker" / "abc").mkdir(parents=True)
+    (groups / "memory" / "docker" / "abc" / "memory.limit_in_bytes").write_text("9223372036854771712\n")
+    assert memory_limit("cpu", str(groups), str(proc))[0] == 16 << 20
+    (groups / "memory" / "memory.limit_in_bytes").write_text("2097152\n")
+    assert memory_limit("cpu", str(groups), str(proc))[0] == 2 << 20
+    assert memory_limit("cpu", str(tmp_path / "none"), str(tmp_path / "none")) is None
+
+
 def test_a_model_file_that_is_not_one_names_it_and_a_bad_resume_file_is_set_aside(tmp_path, capfd):
     """A model given to a command (evaluate sts, the identifier's cosine, filters) that is not
     a torch file, is cut, or is another program's torch file: an error naming it (torch's
@@ -1762,6 +1814,19 @@ def test_gpu_encoding_a_batch_out_of_cuda_memory_goes_on_at_half_the_size(tmp_pa
     assert got.shape == (32768, 256)
     expected = load_model(tmp_path / "m.pt", "cpu").encode(sentences[:64] + sentences[-64:])
     assert np.allclose(np.concatenate([got[:64], got[-64:]]), expected, atol=1e-4)
+
+
+@pytest.mark.gpu
+def test_gpu_a_model_larger_than_the_card_is_refused_before_any_weight_is_on_it(tmp_path):
+    """``dim`` 1,000,000,000 on CUDA: the card's own memory is the limit (not the host's), and
+    the error comes before anything is allocated on the card."""
+    torch.cuda.empty_cache()
+    before = torch.cuda.memory_allocated()
+    spec = ModelSpec(components=("word",), units="word", dim=1_000_000_000)
+    name = torch.cuda.get_device_properties(0).name
+    with pytest.raises(ValueError, match=rf"more than the [\d.,]+ GiB of the memory of the GPU \({re.escape(name)}\)"):
+        train(PAIRS, tmp_path / "m.pt", spec, EmbedTrainSettings(epochs=1, batch_size=6, device="cuda"))
+    assert torch.cuda.memory_allocated() == before
 
 
 @pytest.mark.gpu

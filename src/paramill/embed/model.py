@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import random
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -348,10 +349,16 @@ def build(spec: ModelSpec, sentences: list[str]) -> SentenceEncoder:
                                     for unit, f in featurizers(spec, proto).items()}, proto)
 
 
-def build_from_counts(spec: ModelSpec, counts: dict[str, Counter],
-                      sp_proto: bytes | None = None) -> SentenceEncoder:
-    """A fresh encoder with vocabularies from unit counts (and word vectors if given)."""
+def build_from_counts(spec: ModelSpec, counts: dict[str, Counter], sp_proto: bytes | None = None,
+                      fits: Callable[[int, dict[str, int]], None] | None = None) -> SentenceEncoder:
+    """A fresh encoder with vocabularies from unit counts (and word vectors if given).
+    ``fits``: called with the parameters the encoder will hold and its vocabularies' sizes
+    before any is allocated (counted on torch's meta device), to refuse a model too large."""
     vocabs = {unit: Vocab.from_counts(c, spec.min_count, spec.max_vocab) for unit, c in counts.items()}
+    if fits is not None:
+        with torch.device("meta"):
+            shape = SentenceEncoder(spec, vocabs, sp_proto)
+        fits(sum(p.numel() for p in shape.parameters()), {unit: len(v) for unit, v in vocabs.items()})
     model = SentenceEncoder(spec, vocabs, sp_proto)
     if spec.word_vectors and "word" in vocabs:
         load_word_vectors(model, spec.word_vectors)

@@ -18,6 +18,7 @@ disk and each epoch streams it back in shuffled buffers of ``buffer_pairs``
 
 from __future__ import annotations
 
+import functools
 import itertools
 import os
 import resource
@@ -247,7 +248,33 @@ def _built(spec: ModelSpec, settings: EmbedTrainSettings, source: PairSource, de
         shutil.rmtree(store, ignore_errors=True)  # the one pass stored what there was
         raise _too_few(source, n)
     _phase(f"{n} pairs' {what}", started)
-    return build_from_counts(spec, counts, proto).to(dev).train()
+    return build_from_counts(spec, counts, proto, fits=functools.partial(_fits, spec, dev)).to(dev).train()
+
+
+#: what training holds a parameter in: its weight, its gradient and Adam's two moments, float32
+TRAINING_BYTES_PER_PARAMETER = 16
+
+
+def _fits(spec: ModelSpec, dev: str, parameters: int, vocabularies: dict[str, int]) -> None:
+    """A model whose parameters alone need more memory to train than ``dev`` has is an
+    error before any is allocated (a ``dim`` of 300,000,000 took the machine's 22 GB and was
+    killed in its first epoch), naming the settings that size it."""
+    limit = device.memory_limit(dev)
+    need = parameters * TRAINING_BYTES_PER_PARAMETER
+    if limit is not None and need > limit[0]:
+        units = ", ".join(f"{unit} {size:,}" for unit, size in vocabularies.items())
+        raise ValueError(f"the model's {parameters:,} parameters (units: {units}; dim {spec.dim}, "
+                         f"hidden {spec.hidden}) need {_size(need)} to train (weight, gradient and "
+                         f"Adam's two moments, 4 bytes each), more than the {_size(limit[0])} of "
+                         f"{limit[1]}: lower embed.model's dim, hidden or max_vocab")
+
+
+def _size(count: int) -> str:
+    """``count`` bytes in the largest binary unit it holds whole (``53.6 GiB``)."""
+    for unit, shift in (("GiB", 30), ("MiB", 20), ("KiB", 10)):
+        if count >= 1 << shift:
+            return f"{count / (1 << shift):,.1f} {unit}"
+    return f"{count} bytes"
 
 
 def _epoch(model, step: EagerStep, store: Path, units: list[str], settings: EmbedTrainSettings,
