@@ -8,7 +8,7 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -71,6 +71,27 @@ def rebuilt_from(path: str | os.PathLike, what: str) -> Iterator[None]:
         raise InputError(path, None, f"a {what} that cannot be rebuilt, damaged or from another "
                                      f"paramill ({type(exc).__name__}: {first_line(exc, '')})"
                          ) from None
+
+
+def with_weights(build: Callable[[], Any], state: dict[str, Any]) -> Any:
+    """The module ``build()`` makes, made on torch's meta device (no memory), its parameters
+    then the tensors of ``state`` (a checkpoint's ``state_dict``) themselves: memory holds what
+    the file holds, whatever sizes its settings name (a 250 KB model file whose spec said
+    ``dim`` 2,000,000,000 asked for 96 GB before its weights were compared with them). A
+    tensor missing, unexpected or of another shape is torch's ``RuntimeError``, for
+    :func:`rebuilt_from`."""
+    import torch
+
+    with torch.device("meta"):
+        module = build()
+    try:
+        module.load_state_dict(state, assign=True)
+    except RuntimeError as exc:  # torch names the tensor on the lines after its first
+        raise RuntimeError(" ".join(str(exc).split())[:400]) from None
+    empty = [name for name, t in [*module.named_parameters(), *module.named_buffers()] if t.is_meta]
+    if empty:
+        raise RuntimeError(f"no weights in the file for {', '.join(empty[:3])}")
+    return module
 
 
 def set_aside(path: Path, label: str, why: object, then: str) -> None:

@@ -1209,6 +1209,32 @@ def test_the_memory_limit_is_the_machines_or_the_jobs_control_group_whichever_is
     assert memory_limit("cpu", str(tmp_path / "none"), str(tmp_path / "none")) is None
 
 
+def test_a_model_file_whose_settings_name_sizes_its_weights_do_not_have_allocates_nothing(tmp_path, monkeypatch):
+    """A 250 KB model file whose spec says ``dim`` 2,000,000,000: the encoder was built at
+    that size first (96 GB asked for) and only then compared with the file's weights. It is
+    built on torch's meta device and its parameters are the file's own tensors: an error
+    naming the file and the tensor, and nothing allocated at the spec's size. A good file
+    loads as before, its weights those it holds."""
+    from paramill.embed import model as model_module
+
+    spec = ModelSpec(components=("word", "lstm"), units="word", dim=8, hidden=8)
+    train(PAIRS, tmp_path / "m.pt", spec, EmbedTrainSettings(epochs=1, batch_size=6))
+    data = torch.load(tmp_path / "m.pt", weights_only=False)
+    data["spec"]["dim"] = 2_000_000_000
+    torch.save(data, tmp_path / "big.pt")
+    built, real = [], model_module.SentenceEncoder.__init__
+    monkeypatch.setattr(model_module.SentenceEncoder, "__init__",
+                        lambda self, *a, **k: built.append(torch.get_default_device().type) or real(self, *a, **k))
+    with pytest.raises(InputError, match=r"big\.pt: a paramill embedding model that cannot be rebuilt.*"
+                                         r"size mismatch for parts\.0\.embedding\.weight"):
+        load_model(tmp_path / "big.pt", "cpu")
+    model = load_model(tmp_path / "m.pt", "cpu")
+    assert built == ["meta", "meta"]
+    saved = torch.load(tmp_path / "m.pt", weights_only=True)["state_dict"]
+    assert all(torch.equal(t, saved[name]) for name, t in model.state_dict().items())
+    assert model.encode(["a b c"]).shape == (1, 16) and all(p.requires_grad for p in model.parameters())
+
+
 def test_a_model_file_that_is_not_one_names_it_and_a_bad_resume_file_is_set_aside(tmp_path, capfd):
     """A model given to a command (evaluate sts, the identifier's cosine, filters) that is not
     a torch file, is cut, or is another program's torch file: an error naming it (torch's

@@ -29,7 +29,7 @@ from torch.nn import functional as F
 
 from paramill import device
 from paramill.formats import glove
-from paramill.modelfiles import read_torch_file, rebuilt_from
+from paramill.modelfiles import read_torch_file, rebuilt_from, with_weights
 from paramill.embed.features import Featurizer, Vocab, train_sentencepiece
 from paramill.settings import Settings, setting
 
@@ -399,9 +399,9 @@ def load_model(path: str | Path, map_device: str = "auto") -> SentenceEncoder:
     with rebuilt_from(path, "paramill embedding model"):
         spec = ModelSpec.from_dict(data["spec"])
         proto = data.get("sp_proto")
-        model = SentenceEncoder(spec, {u: Vocab(units[2:]) for u, units in data["vocabs"].items()},
-                                bytes(proto.numpy().tobytes()) if proto is not None else None)
-        model.load_state_dict(data["state_dict"])
+        vocabs = {u: Vocab(units[2:]) for u, units in data["vocabs"].items()}
+        sp = bytes(proto.numpy().tobytes()) if proto is not None else None
+        model = with_weights(lambda: SentenceEncoder(spec, vocabs, sp), data["state_dict"])
     return model.to(device.pick(map_device)).eval()
 
 

@@ -26,7 +26,7 @@ from paramill.embed.features import Vocab
 from paramill.embed.model import ModelSpec, SentenceEncoder, build
 from paramill.filters.base import Batch, Column, Direction, ModelFilter
 from paramill.filters.heldout import heldout_texts
-from paramill.modelfiles import read_torch_file, rebuilt_from
+from paramill.modelfiles import read_torch_file, rebuilt_from, with_weights
 from paramill.job import output_job
 from paramill.progress import progress
 from paramill.provenance import Run
@@ -158,9 +158,9 @@ def load_classifier(path: str | Path, map_device: str = "auto") -> ReferenceClas
     data = read_torch_file(path, FORMAT, "paramill reference classifier")
     with rebuilt_from(path, "paramill reference classifier"):
         settings = ClassifierSettings.from_dict(data["settings"])
-        encoder = SentenceEncoder(_spec(settings), {u: Vocab(units[2:]) for u, units in data["vocabs"].items()})
-        model = ReferenceClassifier(encoder)
-        model.load_state_dict(data["state_dict"])
+        vocabs = {u: Vocab(units[2:]) for u, units in data["vocabs"].items()}
+        model = with_weights(lambda: ReferenceClassifier(SentenceEncoder(_spec(settings), vocabs)),
+                             data["state_dict"])
     return model.to(device.pick(map_device)).eval()
 
 
