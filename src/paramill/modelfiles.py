@@ -78,10 +78,15 @@ def with_weights(build: Callable[[], Any], state: dict[str, Any]) -> Any:
     then the tensors of ``state`` (a checkpoint's ``state_dict``) themselves: memory holds what
     the file holds, whatever sizes its settings name (a 250 KB model file whose spec said
     ``dim`` 2,000,000,000 asked for 96 GB before its weights were compared with them). A
-    tensor missing, unexpected or of another shape is torch's ``RuntimeError``, for
-    :func:`rebuilt_from`."""
+    tensor missing, unexpected, of another shape or not laid out as its own values (a view
+    repeating fewer) is a ``RuntimeError``, for :func:`rebuilt_from`."""
     import torch
 
+    for name, tensor in state.items():  # torch.save keeps a tensor's own strides: one of
+        # stride 0 over a float read as 12 x 100,000,000 (a 254 KB file encoded into 800 MB)
+        if isinstance(tensor, torch.Tensor) and not tensor.is_contiguous():
+            raise RuntimeError(f"{name}'s {tuple(tensor.shape)} values are not its own (strides "
+                               f"{tensor.stride()} over {tensor.untyped_storage().nbytes():,} bytes)")
     with torch.device("meta"):
         module = build()
     try:

@@ -1228,6 +1228,14 @@ def test_a_model_file_whose_settings_name_sizes_its_weights_do_not_have_allocate
     with pytest.raises(InputError, match=r"big\.pt: a paramill embedding model that cannot be rebuilt.*"
                                          r"size mismatch for parts\.0\.embedding\.weight"):
         load_model(tmp_path / "big.pt", "cpu")
+    # the spec and a tensor of its size, the tensor a view of one float repeated (stride 0):
+    # it loaded, and encoded two sentences into 800 MB, from a 254 KB file
+    rows = data["state_dict"]["parts.0.embedding.weight"].shape[0]
+    data["state_dict"]["parts.0.embedding.weight"] = torch.zeros(1).as_strided((rows, 2_000_000_000), (0, 0))
+    torch.save(data, tmp_path / "strided.pt")
+    with pytest.raises(InputError, match=r"strided\.pt: .*parts\.0\.embedding\.weight's \(\d+, 2000000000\) "
+                                         r"values are not its own \(strides \(0, 0\) over 4 bytes\)"):
+        load_model(tmp_path / "strided.pt", "cpu")
     model = load_model(tmp_path / "m.pt", "cpu")
     assert built == ["meta", "meta"]
     saved = torch.load(tmp_path / "m.pt", weights_only=True)["state_dict"]
