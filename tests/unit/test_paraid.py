@@ -496,6 +496,30 @@ def test_the_identifier_file_is_arrays_and_json_and_a_damaged_one_is_named(tmp_p
     np.savez(tmp_path / "arrays.npz", meta=np.frombuffer(b'{"format": "something else"}', dtype=np.uint8))
     with pytest.raises(ValueError, match="arrays.npz: .*'something else'"):
         identify.Identifier.load(tmp_path / "arrays.npz")
+    # a member whose header declares more than it holds (numpy allocated the 931 GiB first:
+    # a MemoryError traceback from 244 bytes), and a member compressed (deflate packs 200 MB
+    # of zeros into 200 KB, all decoded), each refused before numpy reads it
+    import io
+    import zipfile
+
+    from numpy.lib import format as npy
+
+    def member(shape: tuple, body: bytes) -> bytes:
+        head = io.BytesIO()
+        npy.write_array_header_1_0(head, {"descr": "|u1", "fortran_order": False, "shape": shape})
+        return head.getvalue() + body
+
+    with zipfile.ZipFile(tmp_path / "declared.npz", "w") as archive:
+        archive.writestr("meta.npy", member((10 ** 12,), b"{}"))
+    with zipfile.ZipFile(tmp_path / "packed.npz", "w", compression=zipfile.ZIP_DEFLATED) as archive:
+        archive.writestr("meta.npy", member((200 << 20,), bytes(200 << 20)))
+    assert (tmp_path / "declared.npz").stat().st_size < 300 and (tmp_path / "packed.npz").stat().st_size < 300_000
+    with pytest.raises(ValueError, match=r"declared.npz: not a readable paramill paraphrase identifier \(ValueError: "
+                                         r"member meta.npy declares 1,000,000,000,000 bytes of values \(1000000000000,\) "
+                                         r"and holds 2\)"):
+        identify.Identifier.load(tmp_path / "declared.npz")
+    with pytest.raises(ValueError, match=r"packed.npz: .*member meta.npy is compressed"):
+        identify.Identifier.load(tmp_path / "packed.npz")
 
 
 def test_training_twice_gives_the_same_identifier_bytes_whatever_the_string_hashing(tmp_path):

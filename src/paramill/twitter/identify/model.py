@@ -55,6 +55,29 @@ def _legacy(data: Any, path: str | Path) -> dict[str, Any]:
     return data
 
 
+def _check_members(path: str | Path) -> None:
+    """Each member of an identifier's archive stored as ``np.savez`` stores it, and holding
+    the values its header declares, before numpy reads it: a member compressed (deflate
+    packs 2 GB of zeros into 1.9 MB, which numpy decoded whole: 2 GB and 19 s) or whose
+    header declares more than it holds (a 244-byte file declared 931 GiB, which numpy
+    allocates before reading: a MemoryError traceback) is a ValueError naming it."""
+    from numpy.lib import format as npy
+
+    with zipfile.ZipFile(path) as archive:
+        for info in archive.infolist():
+            if info.compress_type != zipfile.ZIP_STORED:
+                raise ValueError(f"member {info.filename} is compressed (paramill stores its members "
+                                 "as they are)")
+            with archive.open(info) as member:
+                version = npy.read_magic(member)
+                read = npy.read_array_header_1_0 if version == (1, 0) else npy.read_array_header_2_0
+                shape, _, dtype = read(member)
+                declared = int(np.prod(shape, dtype=object)) * dtype.itemsize
+                if declared > info.file_size - member.tell():
+                    raise ValueError(f"member {info.filename} declares {declared:,} bytes of values "
+                                     f"{tuple(shape)} and holds {info.file_size - member.tell():,}")
+
+
 @dataclass
 class Identifier:
     """The fitted models by name (lr, extended, and encoder when configured); ``score`` uses
@@ -112,6 +135,7 @@ class Identifier:
         if head != b"PK\x03\x04":
             raise ValueError(f"{path}: not a paramill paraphrase identifier")
         try:
+            _check_members(path)
             with np.load(path, allow_pickle=False) as archive:
                 data = json.loads(archive["meta"].tobytes().decode())
                 if not isinstance(data, dict) or data.get("format") != FORMAT:
@@ -127,7 +151,7 @@ class Identifier:
                     data[key] = archive[key].tobytes() if key in archive.files else None
             identifier = Identifier._from_fields(data)
         except (OSError, KeyError, ValueError, TypeError, AttributeError, IndexError, OverflowError,
-                RuntimeError, EOFError, NotImplementedError, pickle.UnpicklingError,
+                RuntimeError, EOFError, NotImplementedError, MemoryError, pickle.UnpicklingError,
                 zipfile.BadZipFile) as exc:
             # a damaged archive (zipfile names odd headers), or one whose contents were edited
             raise ValueError(f"{path}: not a readable paramill paraphrase identifier "
