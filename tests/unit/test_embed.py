@@ -1241,6 +1241,17 @@ def test_a_model_file_whose_settings_name_sizes_its_weights_do_not_have_allocate
     saved = torch.load(tmp_path / "m.pt", weights_only=True)["state_dict"]
     assert all(torch.equal(t, saved[name]) for name, t in model.state_dict().items())
     assert model.encode(["a b c"]).shape == (1, 16) and all(p.requires_grad for p in model.parameters())
+    # torch reads a deflated member of its zip as readily, whatever the ratio (195 KB were a
+    # 200 MB tensor); torch.save stores every member as it is
+    import zipfile
+
+    with zipfile.ZipFile(tmp_path / "m.pt") as plain, \
+            zipfile.ZipFile(tmp_path / "packed.pt", "w", compression=zipfile.ZIP_DEFLATED) as packed:
+        for info in plain.infolist():
+            packed.writestr(info.filename, plain.read(info.filename))
+    with pytest.raises(InputError, match=r"packed\.pt: not a paramill embedding model \(its member "
+                                         r"\S+/data\.pkl is compressed"):
+        load_model(tmp_path / "packed.pt", "cpu")
 
 
 def test_a_model_file_that_is_not_one_names_it_and_a_bad_resume_file_is_set_aside(tmp_path, capfd):
