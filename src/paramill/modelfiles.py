@@ -26,13 +26,16 @@ def torch_load_problem(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {first[:200]}"
 
 
-def _compressed_member(path: str | os.PathLike) -> str | None:
-    """The first member of the zip archive ``path`` (torch's file layout) that is compressed,
-    None where none is or the file is no zip archive (torch names what else is wrong)."""
+def compressed_member(source: str | os.PathLike | bytes) -> str | None:
+    """The first member of the zip archive ``source`` (a path, or a file's bytes: torch's file
+    layout) that is compressed, None where none is or it is no zip archive (torch names what
+    else is wrong). torch inflates a deflated member whatever its ratio (195 KB were a 200 MB
+    tensor); ``torch.save`` stores every member as it is, so a reader refuses one first."""
+    import io
     import zipfile
 
     try:
-        with zipfile.ZipFile(path) as archive:
+        with zipfile.ZipFile(io.BytesIO(source) if isinstance(source, bytes) else source) as archive:
             return next((i.filename for i in archive.infolist() if i.compress_type != zipfile.ZIP_STORED), None)
     except (zipfile.BadZipFile, OSError, ValueError, EOFError):
         return None
@@ -47,8 +50,8 @@ def read_torch_file(path: str | os.PathLike, mark: str, what: str) -> dict[str, 
     import torch
 
     check_regular_file(path)
-    packed = _compressed_member(path)
-    if packed:  # torch reads it, whatever its ratio: 195 KB of deflate was a 200 MB tensor
+    packed = compressed_member(path)
+    if packed:
         raise InputError(path, None, f"not a {what} (its member {packed} is compressed: torch.save "
                                      "stores every member as it is)")
     try:

@@ -264,6 +264,25 @@ def test_a_file_that_is_no_checkpoint_fails_conversion_and_leaves_nothing(spm_mo
     assert sorted(p.name for p in tmp_path.iterdir()) == ["model.pt"]
 
 
+def test_a_checkpoint_with_a_compressed_member_is_refused_before_torch_inflates_it(spm_models, tmp_path):
+    """torch inflates a deflated member of its zip whatever the ratio (195 KB were a 200 MB
+    tensor); torch.save and OpenNMT-py store every member as it is."""
+    import zipfile
+
+    import torch
+
+    torch.save({"model": {"w": torch.zeros(1000)}}, tmp_path / "plain.pt")
+    with zipfile.ZipFile(tmp_path / "plain.pt") as plain, \
+            zipfile.ZipFile(tmp_path / "model.pt", "w", compression=zipfile.ZIP_DEFLATED) as packed:
+        for info in plain.infolist():
+            packed.writestr(info.filename, plain.read(info.filename))
+    (tmp_path / "plain.pt").unlink()
+    with pytest.raises(RuntimeError, match=r"model\.pt: not an OpenNMT-py checkpoint as torch.save writes it "
+                                           r"\(its member \S+ is compressed\)"):
+        convert_mod.convert(tmp_path / "model.pt", *spm_models, tmp_path / "ct2")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["model.pt"]
+
+
 def test_a_checkpoint_that_would_run_code_is_refused_before_anything_unpickles_it(spm_models, tmp_path):
     """A checkpoint is a pickle: one from elsewhere could call anything as it is read (as
     CTranslate2's converter and OpenNMT-py read them). Conversion and the opennmt-py engine

@@ -34,7 +34,7 @@ from typing import Any
 
 import numpy as np
 
-from paramill.modelfiles import torch_load_problem
+from paramill.modelfiles import compressed_member, torch_load_problem
 
 #: the OpenNMT-py checkpoint inside a bundle (written by paramill.nmt.convert)
 CHECKPOINT = "onmt.pt"
@@ -72,6 +72,9 @@ def load_checkpoint(path: str | Path, mmap: bool = False) -> dict:
 
     import torch
 
+    if packed := compressed_member(path):
+        raise ValueError(f"{path}: not an OpenNMT-py checkpoint as torch.save writes it (its member "
+                         f"{packed} is compressed)")
     try:
         with torch.serialization.safe_globals([argparse.Namespace]):
             return torch.load(path, map_location="cpu", weights_only=True, mmap=mmap)

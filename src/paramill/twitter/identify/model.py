@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from paramill.errors import InputError, first_line
-from paramill.modelfiles import torch_load_problem
+from paramill.modelfiles import compressed_member, torch_load_problem
 from paramill.twitter.encoder import PretrainedEncoder
 from paramill.twitter.identify.evaluation import LinearModel
 from paramill.twitter.identify.featurise import DocumentFrequencies, model_features
@@ -35,6 +35,9 @@ def _check_weights(state: bytes, key: str) -> None:
 
     import torch
 
+    if packed := compressed_member(state):
+        raise ValueError(f"{key} is not a torch state as torch.save writes it (its member {packed} "
+                         "is compressed)")
     try:
         weights = torch.load(io.BytesIO(state), map_location="cpu", weights_only=True)
     except Exception as exc:  # UnpicklingError (more than tensors), RuntimeError (cut), ...
