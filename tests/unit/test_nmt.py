@@ -310,6 +310,28 @@ def test_a_checkpoint_that_would_run_code_is_refused_before_anything_unpickles_i
     assert not marker.exists() and not (tmp_path / "ct2").exists()
 
 
+def test_a_checkpoint_whose_options_outsize_its_weights_is_refused_before_the_model_is_built(tiny, tmp_path):
+    """OpenNMT-py builds the model at its options' sizes before comparing the weights: a
+    1.4 MB checkpoint whose options say ``hidden_size`` 100,000 asked for 40 GB (on the
+    meta device too: its layers allocate themselves). The options' least size is counted
+    against the values the checkpoint holds first; the checkpoint as written loads."""
+    import shutil
+
+    import torch
+
+    from paramill.nmt.torch_engine import CHECKPOINT, TorchTranslator
+
+    bundle = tmp_path / "bundle"
+    shutil.copytree(tiny["root"] / "ct2", bundle)
+    assert TorchTranslator(bundle).src_vocab
+    data = torch.load(bundle / CHECKPOINT, weights_only=False)
+    data["opt"].hidden_size = 100_000
+    torch.save(data, bundle / CHECKPOINT)
+    with pytest.raises(ValueError, match=r"onmt\.pt: its options describe a model of at least "
+                                         r"[\d,]{14,} parameters and it holds [\d,]+ values"):
+        TorchTranslator(bundle)
+
+
 def test_a_cut_checkpoint_is_an_error_naming_it(tiny, tmp_path):
     from paramill.nmt.torch_engine import CHECKPOINT, load_checkpoint
 

@@ -86,6 +86,30 @@ def load_checkpoint(path: str | Path, mmap: bool = False) -> dict:
                          f"could run code when read): {torch_load_problem(exc)}") from exc
 
 
+def _check_sizes(path: Path, opt: Any, vocabs: dict, checkpoint: dict) -> None:
+    """The model a checkpoint's options describe holds no more parameters than the
+    checkpoint holds values: OpenNMT-py builds it at the options' sizes before its weights
+    are compared with them (options edited to ``hidden_size`` 100,000 asked for 40 GB from a
+    file of 1.4 MB). Counted from the options, at least: each vocabulary's embeddings and,
+    for each layer, the ``hidden_size`` squared that any layer's weights hold (a transformer
+    layer holds four times that and more); OpenNMT-py's own layers allocate even when built
+    on torch's meta device."""
+    import torch
+
+    def size(name: str) -> int:
+        value = getattr(opt, name, 0)
+        return value if isinstance(value, int) and value > 0 else 0
+
+    declared = (len(vocabs.get("src", ())) * size("src_word_vec_size")
+                + len(vocabs.get("tgt", ())) * size("tgt_word_vec_size")
+                + (size("enc_layers") + size("dec_layers")) * size("hidden_size") ** 2)
+    held = sum(t.numel() for part in ("model", "generator") for t in (checkpoint.get(part) or {}).values()
+               if isinstance(t, torch.Tensor))
+    if declared > held:
+        raise ValueError(f"{path}: its options describe a model of at least {declared:,} parameters "
+                         f"and it holds {held:,} values (options edited, or another checkpoint's)")
+
+
 def strip_checkpoint(full: dict, out: str | Path) -> None:
     """Save the checkpoint ``full`` (:func:`load_checkpoint`) without its optimizer state
     (what decoding needs: a third the size)."""
@@ -123,6 +147,7 @@ class TorchTranslator:
         vocabs = dict_to_vocabs(checkpoint["vocab"])
         self.device = torch.device(device)
         self.dtype = getattr(torch, DTYPES.get(compute_type, "float32"))
+        _check_sizes(path, opt, vocabs, checkpoint)
         model = build_base_model(opt, vocabs)
         model.load_state_dict(checkpoint, precision=self.dtype, device=self.device, strict=True)
         model.eval()
