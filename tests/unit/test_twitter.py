@@ -283,6 +283,32 @@ def test_a_name_of_many_addresses_that_never_answer_is_given_up_at_the_deadline(
         listener.close()
 
 
+def test_a_connect_begun_before_the_deadline_ends_at_it(monkeypatch):
+    """A connect is waited on for its connect timeout: one begun just before the deadline ran
+    that long past it (a 5 s timeout in a 1 s deadline: 5.0 s). It is given no more than the
+    deadline leaves."""
+    import socket
+
+    import requests
+
+    from paramill.twitter import web as web_module
+
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(0)
+    held = socket.create_connection(listener.getsockname())  # the queue full: SYNs go unanswered
+    monkeypatch.setattr(web_module, "is_public", lambda host: True)
+    monkeypatch.setattr(web_module, "checked_addresses", lambda host: ["127.0.0.1"])
+    started = time.monotonic()
+    try:
+        with pytest.raises(requests.exceptions.ConnectTimeout), web_module.deadline(1.0):
+            web_module.web_session().get(f"http://slow.test:{listener.getsockname()[1]}/x", timeout=5)
+    finally:
+        held.close()
+        listener.close()
+    assert 0.9 < time.monotonic() - started < 2.5
+
+
 def test_a_name_whose_lookup_never_answers_is_given_up_at_the_deadline(tmp_path, monkeypatch):
     """A link's host is its owner's to resolve: a name whose servers never answer held a
     worker for the system resolver's timeouts (5 s a lookup here), two lookups a request (the

@@ -206,7 +206,9 @@ class _Watched(_Registered):
     """A :class:`_Registered` connection whose host's addresses are looked up by
     :func:`_resolve` (so within the deadline) and tried in turn, as
     ``socket.create_connection`` would, until one connects or the deadline passes (a name
-    may list dozens of addresses that never answer, each waited on for the connect timeout)."""
+    may list dozens of addresses that never answer, each waited on for the connect timeout),
+    each connect waited on no longer than the deadline leaves (one begun just before it ran
+    its whole connect timeout past it)."""
 
     def _addresses(self, name: str) -> list[str]:
         return _resolve(name) or []
@@ -226,10 +228,15 @@ class _Watched(_Registered):
                 if watch is not None and watch.expired:
                     raise error or ConnectTimeoutError(self, f"{name}: the call's deadline passed")
                 self._dns_host = address
+                timeout = self.timeout  # a connect begun near the deadline ends at it
+                if watch is not None and not (isinstance(timeout, (int, float)) and timeout <= watch.remaining()):
+                    self.timeout = max(watch.remaining(), 0.001)
                 try:
                     return super()._new_conn()
                 except (NewConnectionError, ConnectTimeoutError) as exc:
                     error = exc  # the next address
+                finally:
+                    self.timeout = timeout
         finally:
             self._dns_host = name
         raise error
