@@ -291,7 +291,8 @@ def test_a_checkpoint_that_would_run_code_is_refused_before_anything_unpickles_i
 
     import torch
 
-    from paramill.nmt.torch_engine import CHECKPOINT, TorchTranslator
+    from paramill.nmt.checkpoints import CHECKPOINT
+    from paramill.nmt.torch_engine import TorchTranslator
 
     marker = tmp_path / "ran"
 
@@ -319,7 +320,8 @@ def test_a_checkpoint_whose_options_outsize_its_weights_is_refused_before_the_mo
 
     import torch
 
-    from paramill.nmt.torch_engine import CHECKPOINT, TorchTranslator
+    from paramill.nmt.checkpoints import CHECKPOINT
+    from paramill.nmt.torch_engine import TorchTranslator
 
     bundle = tmp_path / "bundle"
     shutil.copytree(tiny["root"] / "ct2", bundle)
@@ -333,7 +335,7 @@ def test_a_checkpoint_whose_options_outsize_its_weights_is_refused_before_the_mo
 
 
 def test_a_cut_checkpoint_is_an_error_naming_it(tiny, tmp_path):
-    from paramill.nmt.torch_engine import CHECKPOINT, load_checkpoint
+    from paramill.nmt.checkpoints import CHECKPOINT, load_checkpoint
 
     data = (tiny["root"] / "ct2" / CHECKPOINT).read_bytes()
     for cut in range(10, len(data), len(data) // 150):  # some cuts fail in torch as OSError
@@ -829,9 +831,9 @@ def _engines(tiny, settings=None):
 def test_every_bundle_carries_the_checkpoint_without_its_optimizer(tiny):
     import torch
 
-    from paramill.nmt.torch_engine import CHECKPOINT
+    from paramill.nmt.checkpoints import CHECKPOINT
 
-    from paramill.nmt.torch_engine import load_checkpoint
+    from paramill.nmt.checkpoints import load_checkpoint
 
     bundled = load_checkpoint(tiny["root"] / "ct2" / CHECKPOINT)  # weights-only: what OpenNMT-py writes
     full = load_checkpoint(tiny["root"] / "model.pt")

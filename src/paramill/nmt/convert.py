@@ -15,7 +15,7 @@ from typing import Any
 
 from paramill.io import sha256_file
 from paramill.job import output_job
-from paramill.nmt.torch_engine import CHECKPOINT, load_checkpoint, strip_checkpoint
+from paramill.nmt.checkpoints import CHECKPOINT, load_checkpoint, strip_checkpoint
 from paramill.provenance import Run
 
 QUANTIZATIONS = ("int8", "int8_float32", "int8_float16", "int8_bfloat16", "int16", "float16",

@@ -122,7 +122,7 @@ def cuda_library_problem(search: list[str] | None = None) -> str | None:
 
 def _torch_problem(model_dirs: list[str | Path], dev: str) -> str | None:
     """Why the opennmt-py engine cannot decode ``model_dirs`` on ``dev`` (None when it can)."""
-    from paramill.nmt.torch_engine import CHECKPOINT, checkpoint_path
+    from paramill.nmt.checkpoints import CHECKPOINT, checkpoint_path
 
     missing = [str(m) for m in model_dirs if not checkpoint_path(m).is_file()]
     if missing:

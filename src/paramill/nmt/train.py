@@ -188,7 +188,7 @@ def resumable(work: Path, label: str = "nmt train") -> list[tuple[int, Path]]:
     wrote one leaves it cut, and every later run would fail on it; one that asks the
     unpickler for anything else was not written by OpenNMT-py and could run code."""
     from paramill.modelfiles import set_aside
-    from paramill.nmt.torch_engine import load_checkpoint
+    from paramill.nmt.checkpoints import load_checkpoint
 
     done = checkpoints(work)
     while done:
