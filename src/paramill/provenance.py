@@ -131,6 +131,8 @@ class Run:
     started: str = field(default_factory=_now)
     #: file -> (bytes, mtime_ns, sha256) of the inputs :meth:`check_inputs` hashed
     _checked: dict[str, tuple[int, int, str]] = field(default_factory=dict, init=False, repr=False)
+    #: input -> each of its files' (bytes, mtime_ns) when :meth:`check_inputs` first looked
+    _began: dict[str, dict[str, tuple[int, int]]] = field(default_factory=dict, init=False, repr=False)
 
     def check_inputs(self) -> None:
         """An :class:`~paramill.errors.InputError` where an input that an earlier step
@@ -139,7 +141,10 @@ class Run:
         record that does not describe what this job read. Inputs without a record (raw
         files) are not checked. Called before the work (:func:`paramill.job.output_job`)
         and again by :meth:`record`: a file whose size and mtime are unchanged since is not
-        hashed again, and the record reuses the digests."""
+        hashed again, and the record reuses the digests. Any input, a raw one too, that
+        changed between the two calls (appended to, replaced, a folder that gained or lost a
+        file) is an error: the job read some of it as it was and some as it is, and its
+        record would describe neither."""
         records: dict[Path, tuple[str, dict[Path, dict[str, Any]]]] = {}
         for path in map(Path, self.inputs):
             owner = _record_owner(path)
@@ -168,6 +173,24 @@ class Run:
                     if root in name.parents and name not in present:
                         raise InputError(path, None, f"{entry['path']} is missing: `{rule}` wrote "
                                          f"it ({record_path}); {fix}")
+        self._unchanged()
+
+    def _unchanged(self) -> None:
+        for path in map(Path, self.inputs):
+            if not path.exists():
+                continue  # the step reading it says so
+            now = {str(f): (f.stat().st_size, f.stat().st_mtime_ns) for f in _files_of(path)}
+            began = self._began.setdefault(str(path), now)
+            if began == now:
+                continue
+            file = (sorted(set(began) ^ set(now)) or [f for f in now if now[f] != began[f]])[0]
+            what = "" if file == str(path) else f": its file {Path(file).name}"
+            if file in began and file in now:
+                what += f" ({began[file][0]:,} bytes when the job began, {now[file][0]:,} now)"
+            else:
+                what += " appeared" if file in now else " went away"
+            raise InputError(path, None, f"changed while this job read it{what}; its output would "
+                                         "be of no one version of it: run again once it is complete")
 
     def _digest(self, file: Path) -> str:
         check_regular_file(file)

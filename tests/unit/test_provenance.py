@@ -325,6 +325,39 @@ def test_an_input_changed_while_the_job_ran_is_refused_and_one_unchanged_is_hash
     assert not (tmp_path / "during.txt").exists()
 
 
+def test_a_raw_input_changed_while_the_job_read_it_is_refused(tmp_path):
+    """A raw input (no record: the user's corpus, a harvest's archive) appended to or
+    replaced while a job reads it, or a folder that gains or loses a file: the job read some
+    of it as it was and some as it is, and its record (the digest from the start, or one
+    taken at the end) described neither. Refused when the record is made; an input left
+    alone, or only read, passes."""
+    import os
+
+    from paramill.errors import InputError
+    from paramill.job import output_job
+
+    raw, folder = tmp_path / "archive.jsonl", tmp_path / "pages"
+    raw.write_text("one\n")
+    folder.mkdir()
+    (folder / "a.json").write_text("{}")
+    for change, message in ((lambda: raw.open("a").write("two\n"),
+                             r"archive\.jsonl: changed while this job read it \(4 bytes when the job began, 8 now\)"),
+                            (lambda: (folder / "b.json").write_text("{}"),
+                             r"pages: changed while this job read it: its file b\.json appeared"),
+                            (lambda: os.utime(folder / "a.json", ns=(1, 1)),
+                             r"pages: changed while this job read it: its file a\.json \(2 bytes")):
+        run = Run(rule="read", params={}, inputs=[raw, folder])
+        with pytest.raises(InputError, match=message):
+            with output_job(run, tmp_path / "out.txt") as job:
+                job.paths[0].write_text(raw.read_text())
+                change()
+        assert not (tmp_path / "out.txt").exists()
+    run = Run(rule="read", params={}, inputs=[raw, folder])
+    with output_job(run, tmp_path / "out.txt") as job:
+        job.paths[0].write_text(raw.read_text() + (folder / "a.json").read_text())
+    assert json.loads(prov_path(tmp_path / "out.txt").read_text())["inputs"][0]["bytes"] == 8
+
+
 def test_an_output_copied_away_with_its_record_is_still_the_output_it_describes(
         tmp_path, monkeypatch):
     """A released model shared with its record (copied or downloaded into another folder,
