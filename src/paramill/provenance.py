@@ -20,16 +20,17 @@ import socket
 import stat
 import subprocess
 import sys
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from pathlib import Path, PurePath
+from pathlib import Path
 from typing import Any
 
 from paramill import __version__, device
 from paramill.errors import check_regular_file
-from paramill.io import InputError, MalformedJson, read_json, sha256_file, write_json
+from paramill.io import InputError, sha256_file, write_json
+from paramill.records import (PROV_SUFFIX, Malformed, base_of, listed_outputs,
+                              load_record, locator)
 
-PROV_SUFFIX = ".prov.json"
 SCHEMA_VERSION = 2
 
 #: Distributions whose version is recorded when their module is loaded in the process.
@@ -152,7 +153,7 @@ class Run:
             if not record_path.is_file():
                 continue
             if owner not in records:
-                records[owner] = _listed_outputs(record_path)
+                records[owner] = listed_outputs(record_path)
             rule, listed = records[owner]
             files = _files_of(path)
             fix = (f"rerun the step that writes it, or delete {record_path} to use the file as "
@@ -289,83 +290,6 @@ class Finding:
         return f"{self.path}: {self.problem}"
 
 
-class _Malformed(Exception):
-    pass
-
-
-def _load_record(record_path: Path) -> dict[str, Any]:
-    try:
-        record = read_json(record_path)
-    except OSError as exc:
-        raise _Malformed(f"unreadable record: {exc.strerror or exc}") from None
-    except MalformedJson as exc:
-        raise _Malformed(f"malformed record ({exc.message})" if exc.utf8 else
-                         f"unreadable record: {exc.message}") from None
-    if not isinstance(record, dict):
-        raise _Malformed("malformed record (not a JSON object)")
-    for kind in ("inputs", "outputs", "input_records"):
-        entries = record.get(kind, [])
-        if not isinstance(entries, list) or not all(
-                isinstance(e, dict) and isinstance(e.get("path" if kind != "input_records" else "output"), str)
-                and isinstance(e.get("sha256"), str) for e in entries):
-            raise _Malformed(f"malformed record (`{kind}` is not a list of path/sha256 entries)")
-        if kind != "input_records" and not all(type(e.get("bytes", 0)) is int for e in entries):
-            raise _Malformed(f"malformed record (a `bytes` of `{kind}` is not a whole number)")
-    return record
-
-
-def _listed_outputs(record_path: Path) -> tuple[str, dict[Path, dict[str, Any]]]:
-    """The rule of a record and its outputs by where they are now (resolved); an
-    :class:`~paramill.errors.InputError` naming the record where it cannot be read."""
-    try:
-        record = _load_record(record_path)
-    except _Malformed as exc:
-        raise InputError(record_path, None, f"{exc}; rerun the step that writes it") from None
-    where = _locator(record, record_path)
-    return (str(record.get("rule", "?")),
-            {where(e["path"]).resolve(): e for e in record.get("outputs", [])})
-
-
-def _base(record: dict[str, Any], record_path: Path) -> Path:
-    """The folder a record's relative paths are relative to: found from where the record
-    is now and the name it was written under, so the answer is the same from any working
-    directory and after the tree was moved; else the recorded working directory."""
-    named = record.get("record")
-    here = record_path.absolute()
-    if isinstance(named, str) and not Path(named).is_absolute():
-        parts = Path(named).parts
-        if ".." not in parts and here.parts[-len(parts):] == parts:
-            return Path(*here.parts[:-len(parts)])
-    cwd = record.get("cwd")
-    return Path(cwd) if isinstance(cwd, str) else Path.cwd()
-
-
-def _locator(record: dict[str, Any], record_path: Path) -> Callable[[str], Path]:
-    """Where a name a record lists is now. The output the record is named for (its
-    ``record`` field, ``X.prov.json`` for ``X``) is the file or folder beside the record
-    of that name: an output copied or downloaded away from its tree with its record (a
-    released model) is still the output its record describes. Every other name (inputs,
-    the job's other outputs) is found from :func:`_base`."""
-    base = _base(record, record_path)
-    named = record.get("record")
-    here = record_path.with_name(record_path.name[:-len(PROV_SUFFIX)])
-    own = None
-    if isinstance(named, str) and named.endswith(PROV_SUFFIX):
-        own = PurePath(named[:-len(PROV_SUFFIX)])
-        if own.name != here.name:  # the record of a file of another name: no shortcut
-            own = None
-
-    def where(name: str) -> Path:
-        if own is not None:
-            listed = PurePath(name)
-            if listed == own:
-                return here
-            if own in listed.parents:
-                return here / listed.relative_to(own)
-        return base / name  # an absolute name stays as it is
-    return where
-
-
 def _check_file(path: Path, digest: str, kind: str, shown: str, size: int | None = None
                 ) -> Finding | None:
     try:
@@ -412,16 +336,16 @@ def verify(output: str | os.PathLike, recursive: bool = True, _seen: set[str] | 
         problem = "no provenance record" if not record_path.exists() else "record is not a file"
         return [Finding(str(output), f"{problem} ({record_path.name})")]
     try:
-        record = _load_record(record_path)
-    except _Malformed as exc:
+        record = load_record(record_path)
+    except Malformed as exc:
         return [Finding(str(record_path), str(exc))]
-    where = _locator(record, record_path)
+    where = locator(record, record_path)
     findings: list[Finding] = []
     listed = {where(e["path"]).resolve() for e in record.get("outputs", [])}  # as they are now
     if not output.is_dir() and output.resolve() not in listed:
         findings.append(Finding(str(output), f"not among the outputs {record_path.name} lists: "
                                 "the record of another file, or edited"))
-    own, base = output.resolve(), _base(record, record_path)
+    own, base = output.resolve(), base_of(record, record_path)
     for kind in ("outputs", "inputs")[:1 + inputs]:
         for entry in record.get(kind, []):
             found = where(entry["path"])  # shown as recorded, or where it was copied to
