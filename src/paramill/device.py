@@ -153,10 +153,11 @@ def fitted_batches(items: Sequence[Any], size: int, key: str, command: str, at: 
 
 def memory_limit(dev: str, cgroups: str = "/sys/fs/cgroup", proc: str = "/proc") -> tuple[int, str] | None:
     """The most memory a job on ``dev`` may hold, and whose limit that is: a GPU's own
-    memory; on the CPU the smaller of the machine's (``MemTotal``) and the job's control
+    memory; on the CPU the smallest of the machine's (``MemTotal``), the job's control
     group's, as SLURM's ``--mem`` and containers set it (cgroup v2 ``memory.max``, v1
-    ``memory.limit_in_bytes``, the lowest from the process's group up to the root). None
-    where none can be read."""
+    ``memory.limit_in_bytes``, the lowest from the process's group up to the root), and the
+    process's address space (``ulimit -v``). None where none can be read."""
+    import resource
     from pathlib import Path
 
     if dev.startswith("cuda"):
@@ -188,6 +189,9 @@ def memory_limit(dev: str, cgroups: str = "/sys/fs/cgroup", proc: str = "/proc")
                 continue
             if value.isdigit() and int(value) < 1 << 60:  # "max", or v1's 2**63 rounded down
                 limits.append((int(value), "the job's memory limit (its control group)"))
+    space = resource.getrlimit(resource.RLIMIT_AS)[0]
+    if space != resource.RLIM_INFINITY:
+        limits.append((space, "the process's address space (ulimit -v)"))
     return min(limits) if limits else None
 
 

@@ -1184,12 +1184,15 @@ def test_a_model_too_large_to_train_is_an_error_before_its_weights_are_allocated
     assert parameters == sum(p.numel() for p in load_model(tmp_path / "m.pt").parameters()) > 10_000
 
 
-def test_the_memory_limit_is_the_machines_or_the_jobs_control_group_whichever_is_lower(tmp_path):
+def test_the_memory_limit_is_the_lowest_of_the_machines_the_jobs_control_group_and_ulimit(tmp_path, monkeypatch):
     """SLURM's ``--mem`` and containers limit a job through its control group (v2
     ``memory.max``, v1 ``memory.limit_in_bytes``, on the job's group or one it is in);
-    ``max`` or v1's 2**63 is no limit."""
+    ``max`` or v1's 2**63 is no limit. ``ulimit -v`` limits the process's address space."""
+    import resource
+
     from paramill.device import memory_limit
 
+    monkeypatch.setattr(resource, "getrlimit", lambda which: (resource.RLIM_INFINITY,) * 2)
     proc, groups = tmp_path / "proc", tmp_path / "cgroup"
     (proc / "self").mkdir(parents=True)
     (proc / "meminfo").write_text("MemTotal:       16384 kB\nMemFree: 1 kB\n")
@@ -1207,6 +1210,8 @@ def test_the_memory_limit_is_the_machines_or_the_jobs_control_group_whichever_is
     (groups / "memory" / "memory.limit_in_bytes").write_text("2097152\n")
     assert memory_limit("cpu", str(groups), str(proc))[0] == 2 << 20
     assert memory_limit("cpu", str(tmp_path / "none"), str(tmp_path / "none")) is None
+    monkeypatch.setattr(resource, "getrlimit", lambda which: (1 << 20, resource.RLIM_INFINITY))  # ulimit -v 1024
+    assert memory_limit("cpu", str(groups), str(proc)) == (1 << 20, "the process's address space (ulimit -v)")
 
 
 def test_a_model_file_whose_settings_name_sizes_its_weights_do_not_have_allocates_nothing(tmp_path, monkeypatch):
