@@ -14,8 +14,8 @@ from typing import Any, BinaryIO
 
 #: compact-protocol field types (``BOOL`` is two: its value is the type)
 _TRUE, _FALSE, _BYTE, _I16, _I32, _I64, _DOUBLE, _BINARY, _LIST, _SET, _MAP, _STRUCT = range(1, 13)
-#: page types, and the encoding whose values are each a prefix of the last one's and an end
-DATA_PAGE, DICTIONARY_PAGE, DATA_PAGE_V2 = 0, 2, 3
+#: data page types, and the encoding whose values are each a prefix of the last one's and an end
+DATA_PAGE, DATA_PAGE_V2 = 0, 3
 DELTA_BYTE_ARRAY = 7
 #: the fields kept: the header's type, sizes and data page headers (their value count,
 #: encoding and, in a version 2 header, row count)

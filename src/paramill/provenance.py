@@ -140,7 +140,7 @@ class Run:
         wrote no longer matches that step's record: edited, truncated, replaced, or a
         folder that gained or lost a file since. Its provenance would otherwise name a
         record that does not describe what this job read. Inputs without a record (raw
-        files) are not checked. Called before the work (:func:`paramill.job.output_job`)
+        files) have none to match. Called before the work (:func:`paramill.job.output_job`)
         and again by :meth:`record`: a file whose size and mtime are unchanged since is not
         hashed again, and the record reuses the digests. Any input, a raw one too, that
         changed between the two calls (appended to, replaced, a folder that gained or lost a
@@ -180,7 +180,7 @@ class Run:
         for path in map(Path, self.inputs):
             if not path.exists():
                 continue  # the step reading it says so
-            now = {str(f): (f.stat().st_size, f.stat().st_mtime_ns) for f in _files_of(path)}
+            now = {str(f): (info.st_size, info.st_mtime_ns) for f in _files_of(path) for info in [f.stat()]}
             began = self._began.setdefault(str(path), now)
             if began == now:
                 continue

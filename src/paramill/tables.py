@@ -4,7 +4,7 @@ read back in batches, counted from their footers."""
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 import pyarrow as pa
@@ -193,8 +193,9 @@ class _Entries:
 def _guarded_rows(pf: pq.ParquetFile, group: int, tops: Sequence[str], batch_size: int,
                   dictionaries: Sequence[str], entries: _Entries) -> int:
     """The rows a batch of row group ``group`` may hold for its text to decode to about
-    :data:`GUARD_BATCH_BYTES` or less, each text column read to its share. A value the pages hold decodes from its page's bytes
-    (a value never spans pages): a column over the bound uncompressed, or written
+    :data:`GUARD_BATCH_BYTES` or less, each text column read to its share. A value the
+    pages hold decodes from its page's bytes (a value never spans pages): a column over the
+    bound uncompressed, or written
     ``DELTA_BYTE_ARRAY`` (each value a prefix of the last one's and its own end, so a page
     of 10 MB decoded to 10 MB a row: 1.7 GB from a 485-byte file), is bounded by its pages'
     headers (:func:`_page_rows`; a share of the column's size assumed values spread evenly,
@@ -248,29 +249,33 @@ def _page_rows(pf: pq.ParquetFile, path: str | os.PathLike, group: int, column: 
     if pf.schema.column(column).max_repetition_level > 0:
         decoded = sum(p.size * (p.rows if p.prefixed else 1) for p in pages)
         return min(rows, max(1, bound * meta.num_rows // decoded)) if decoded > bound else rows
-    if _worst(pages, rows) <= bound:
+    worst = _worst(pages)
+    if worst(rows) <= bound:
         return rows
-    low, high = 1, rows - 1  # _worst grows with the rows: the most that fit, by bisection
+    low, high = 1, rows - 1  # worst grows with the rows: the most that fit, by bisection
     while low < high:
         middle = (low + high + 1) // 2
-        low, high = (middle, high) if _worst(pages, middle) <= bound else (low, middle - 1)
+        low, high = (middle, high) if worst(middle) <= bound else (low, middle - 1)
     return low
 
 
-def _worst(pages: Sequence, rows: int) -> int:
-    """The most bytes any ``rows`` consecutive rows decode from, by the pages they touch:
-    a window that begins in the last row of a page touches every page that begins within
-    ``rows - 1`` rows after it, and no window touches more."""
+def _worst(pages: Sequence) -> Callable[[int], int]:
+    """The most bytes any ``rows`` consecutive rows decode from, by the pages they touch,
+    as a function of ``rows``: a window that begins in the last row of a page touches every
+    page that begins within ``rows - 1`` rows after it, and no window touches more."""
     import numpy as np
 
     counts = np.array([p.rows for p in pages], np.int64)
     sizes = np.array([p.size for p in pages], np.int64)
     prefixed = np.array([p.prefixed for p in pages], bool)
     starts = np.cumsum(counts) - counts
-    cost = np.where(prefixed, sizes * np.minimum(counts, rows), sizes)
-    total = np.concatenate(([0], np.cumsum(cost)))
-    ends = np.searchsorted(starts, starts + np.maximum(counts, 1) + rows - 2, side="right")
-    return int((total[ends] - total[:len(pages)]).max())
+    lasts = starts + np.maximum(counts, 1) - 1
+
+    def worst(rows: int) -> int:
+        total = np.concatenate(([0], np.cumsum(np.where(prefixed, sizes * np.minimum(counts, rows), sizes))))
+        ends = np.searchsorted(starts, lasts + rows - 1, side="right")
+        return int((total[ends] - total[:len(pages)]).max())
+    return worst
 
 
 def _runs(pf: pq.ParquetFile, tops: Sequence[str], batch_size: int, dictionaries: Sequence[str],

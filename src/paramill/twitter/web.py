@@ -229,8 +229,9 @@ class _Watched(_Registered):
                     raise error or ConnectTimeoutError(self, f"{name}: the call's deadline passed")
                 self._dns_host = address
                 timeout = self.timeout  # a connect begun near the deadline ends at it
-                if watch is not None and not (isinstance(timeout, (int, float)) and timeout <= watch.remaining()):
-                    self.timeout = max(watch.remaining(), 0.001)
+                left = max(watch.remaining(), 0.001) if watch is not None else None
+                if left is not None and not (isinstance(timeout, (int, float)) and timeout <= left):
+                    self.timeout = left
                 try:
                     return super()._new_conn()
                 except (NewConnectionError, ConnectTimeoutError) as exc:

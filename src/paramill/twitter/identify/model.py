@@ -66,11 +66,10 @@ def _check_members(path: str | Path) -> None:
     allocates before reading: a MemoryError traceback) is a ValueError naming it."""
     from numpy.lib import format as npy
 
+    if packed := compressed_member(path):
+        raise ValueError(f"member {packed} is compressed (paramill stores its members as they are)")
     with zipfile.ZipFile(path) as archive:
         for info in archive.infolist():
-            if info.compress_type != zipfile.ZIP_STORED:
-                raise ValueError(f"member {info.filename} is compressed (paramill stores its members "
-                                 "as they are)")
             with archive.open(info) as member:
                 version = npy.read_magic(member)
                 read = npy.read_array_header_1_0 if version == (1, 0) else npy.read_array_header_2_0
