@@ -346,6 +346,66 @@ def test_a_cut_checkpoint_is_an_error_naming_it(tiny, tmp_path):
         load_checkpoint(tmp_path / "missing.pt")
 
 
+def test_a_ctranslate2_directory_it_cannot_read_is_an_error_naming_it(tiny, shard, tmp_path, monkeypatch):
+    import shutil
+    import struct
+
+    import ctranslate2
+
+    from paramill.errors import InputError
+    from paramill.nmt import engine
+
+    good = tiny["root"] / "ct2"
+    data = (good / "model.bin").read_bytes()
+    name = b"decoder/embeddings/weight\x00"
+    at = data.index(name) + len(name)  # its rank (1 byte), its dims (4 bytes each), its type, its bytes
+    rank = data[at]
+    dims = list(struct.unpack_from(f"<{rank}I", data, at + 1))
+    declared = 60_000 * dims[0] * dims[1] * 4  # a shape and a byte count that agree, far past the file
+    inflated = bytearray(data)
+    struct.pack_into("<I", inflated, at + 1, dims[0] * 60_000)
+    struct.pack_into("<I", inflated, at + 1 + 4 * rank + 1, declared)
+    assert declared > 1_000 * len(data)  # 1.6 GB from 808 KB
+    renamed = bytearray(data)
+    renamed[at - 3] = 0xF8  # a byte of the variable's name that is not UTF-8
+    damages = {"cut": lambda d: (d / "model.bin").write_bytes(data[:len(data) // 3]),
+               "empty": lambda d: (d / "model.bin").write_bytes(b""),
+               "inflated": lambda d: (d / "model.bin").write_bytes(bytes(inflated)),
+               "renamed": lambda d: (d / "model.bin").write_bytes(bytes(renamed)),
+               "vocabulary": lambda d: (d / "source_vocabulary.json").write_text('["<unk>", "a'),
+               "config": lambda d: (d / "config.json").write_text("{"),
+               "no model": lambda d: (d / "model.bin").unlink()}
+    for what, damage in damages.items():
+        folder = tmp_path / what.replace(" ", "-")
+        shutil.copytree(good, folder)
+        damage(folder)
+        with pytest.raises(InputError, match=rf"^{folder}: CTranslate2 \S+ cannot load this model "
+                                             r"directory: .+convert the model again"):
+            load_translator(folder, TranslateSettings(device="cpu"), threads=1)
+    assert load_translator(good, TranslateSettings(device="cpu"), threads=1)  # the copy it was made from
+    # sampling's worker processes open the models too: the error is this one, not a pool broken
+    from paramill.nmt.sampling import SampleSettings, sample_shard
+
+    small = tmp_path / "small.parquet"
+    pl.read_parquet(shard).head(4).write_parquet(small)
+    with pytest.raises(InputError, match=rf"^{tmp_path / 'cut'}: CTranslate2"):
+        sample_shard(small, tmp_path / "cut", good, *tiny["spm"], tmp_path / "sampled.parquet",
+                     SampleSettings(samples=2, constraint_sets=1, block=2), threads=2)
+    assert not list(tmp_path.glob("sampled*"))
+    for text in ('["<unk>", "a', '{"a": 1}', '[1, 2]'):  # the vocabulary sampling reads itself
+        (tmp_path / "vocabulary" / "target_vocabulary.json").write_text(text)
+        with pytest.raises(InputError, match=r"vocabulary/target_vocabulary\.json: not a CTranslate2 vocabulary"):
+            sample_shard(small, tmp_path / "vocabulary", good, *tiny["spm"], tmp_path / "sampled.parquet",
+                         SampleSettings(samples=2, constraint_sets=1, block=2), threads=1)
+    # an error of the device is not the model's: raised as it is
+    def out_of_memory(*args, **kwargs):
+        raise RuntimeError("CUDA failed with error out of memory")
+
+    monkeypatch.setattr(ctranslate2, "Translator", out_of_memory)
+    with pytest.raises(RuntimeError, match="out of memory"):
+        engine.ct2_model(ctranslate2, good, device="cpu")
+
+
 def test_int8_quantization_converts_and_translates(tiny, tmp_path):
     meta = convert_mod.convert(tiny["root"] / "model.pt", *tiny["spm"], tmp_path / "q", "int8")
     assert meta["quantization"] == "int8"

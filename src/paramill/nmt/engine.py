@@ -30,6 +30,7 @@ from importlib import metadata
 from pathlib import Path
 
 from paramill import device
+from paramill.errors import InputError
 
 #: the CUDA 12 libraries CTranslate2 4.x opens by soname, in load order (cuBLAS needs cuBLASLt)
 CUDA12_LIBRARIES = ("libcublasLt.so.12", "libcublas.so.12")
@@ -203,9 +204,33 @@ def open_translator(model_dir: str | Path, engine: Engine, threads: int = 1,
     if seed is not None:  # CTranslate2 seeds a worker thread's generator when it starts
         ct2.set_random_seed(seed)
     if engine.device == "cpu":
-        return ct2.Translator(str(model_dir), device="cpu", compute_type=compute_type,
-                              inter_threads=max(1, threads), intra_threads=1)
-    return ct2.Translator(str(model_dir), device=engine.device, compute_type=compute_type)
+        return ct2_model(ct2, model_dir, device="cpu", compute_type=compute_type,
+                         inter_threads=max(1, threads), intra_threads=1)
+    return ct2_model(ct2, model_dir, device=engine.device, compute_type=compute_type)
+
+
+#: what CTranslate2 says of a device, not of the files: such errors are not the model's
+DEVICE_WORDS = ("CUDA", "cuBLAS", "CUBLAS", "cuDNN", "out of memory", "allocate memory")
+
+
+def ct2_model(ct2, model_dir: str | Path, **options):
+    """``ct2.Translator(model_dir, **options)``, a directory CTranslate2 cannot read being an
+    :class:`InputError` naming it. CTranslate2 checks what ``model.bin`` declares before it
+    allocates (a variable's bytes against its shape and against the file: a 808 KB file
+    declaring 1.6 GB fails in milliseconds), but says it with a ``RuntimeError`` naming
+    neither the file nor the folder (``Variable 'decoder/embeddings/weight' has an invalid
+    payload size``, ``File model.bin is incomplete``, a JSON parse error of a vocabulary), an
+    ``IndexError`` for a variable a damaged name hides (``variable decoder/embeddings/weight not
+    found``) or a ``UnicodeDecodeError`` for a name that is not UTF-8: in a job, a traceback. Errors of the device (its memory, its libraries) are raised as they are."""
+    try:
+        return ct2.Translator(str(model_dir), **options)
+    except (RuntimeError, ValueError, LookupError) as exc:
+        if isinstance(exc, GpuUnavailable) or any(word in str(exc) for word in DEVICE_WORDS):
+            raise
+        raise InputError(model_dir, None, f"CTranslate2 {ct2.__version__} cannot load this "
+                         f"model directory: {exc} (its config.json, model.bin and vocabularies as "
+                         "CTranslate2's converter writes them; convert the model again, or give "
+                         "its OpenNMT-py checkpoint: nmt.models.<direction>.checkpoint)") from None
 
 
 def announce(engine: Engine, verb: str) -> None:

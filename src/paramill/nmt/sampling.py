@@ -45,6 +45,7 @@ from typing import Any, Literal
 import pyarrow as pa
 
 from paramill.device import fit_gpu_memory
+from paramill.errors import InputError
 from paramill.io import iter_parquet_batches, parquet_rows
 from paramill.job import table_job
 from paramill.nmt.cluster import best_per_cluster, cluster_units, kmedoids
@@ -130,7 +131,14 @@ def target_vocabulary(model_dir: str | Path) -> set[str] | None:
                           (".txt", lambda p: p.read_text(encoding="utf-8").splitlines())):
             path = Path(model_dir) / f"{name}{ext}"
             if path.exists():
-                return set(load(path))
+                try:
+                    tokens = load(path)
+                except ValueError as exc:  # JSON's errors and UnicodeDecodeError
+                    raise InputError(path, None, f"not a CTranslate2 vocabulary ({exc})") from None
+                if not isinstance(tokens, list) or not all(isinstance(t, str) for t in tokens):
+                    raise InputError(path, None, "not a CTranslate2 vocabulary (a JSON list of "
+                                     "the tokens, as its converter writes it)")
+                return set(tokens)
     return None
 
 
@@ -281,11 +289,14 @@ def sample_shard(shard: str | Path, fwd_model: str | Path, bwd_model: str | Path
     totals: dict[str, Any] = {"sources": 0, "sampled": 0, "unique": 0, "below_threshold": 0,
                               "output": 0, "out_of_gpu_memory": []}
     with table_job(run, out, CANDIDATES, f"sample {Path(shard).name}", n_in, unit="sent") as job:
+        # the models opened here first: one a worker cannot read would break the pool in its
+        # initializer (a worker "ended abruptly", naming nothing) rather than name the model
+        _init(models, settings, engine)
         if workers == 1:
-            _init(models, settings, engine)
             results: Iterator = map(process_block, _blocks(shard, settings.block))
             pool = None
         else:
+            _STATE.clear()
             # spawn, not fork: a forked child of a process that already ran CTranslate2 or
             # torch threads can hang
             pool = ProcessPoolExecutor(workers, initializer=_init, initargs=(models, settings, engine),
