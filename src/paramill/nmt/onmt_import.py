@@ -5,8 +5,9 @@ registry is filled at import time), so ``import onmt`` needs spaCy (``terminolog
 fastText (``clean``) and pyahocorasick (``terminology``, ``inlinetags``), although paramill
 uses none of those transforms: it trains with the ``sentencepiece`` and ``filtertoolong``
 transforms and decodes with its own code. Where one of them is not installed,
-:func:`import_onmt` puts a placeholder module in its place, which fails with a clear message
-the moment anything in it is used. Where it is installed, nothing changes.
+:func:`import_onmt` puts a placeholder module in its place while ``onmt`` is imported; the
+modules of OpenNMT-py that import it keep it, and it fails with a clear message the moment
+anything in it is used. Where it is installed, nothing changes.
 """
 
 from __future__ import annotations
@@ -55,8 +56,16 @@ def placeholders() -> list[str]:
 
 
 def import_onmt():
-    """``onmt``, imported with :func:`placeholders` in place."""
-    placeholders()
-    import onmt
-
+    """``onmt``, imported with :func:`placeholders` in place. They leave ``sys.modules`` once
+    it is imported (OpenNMT-py's modules keep theirs): a placeholder left there is a module
+    other libraries find, and ``"spacy" in sys.modules`` is how ``datasets`` (its hashing,
+    through dill) decides to ``import spacy`` and look into it, which raised the placeholder's
+    ImportError in a process that had imported OpenNMT-py."""
+    added = placeholders()
+    try:
+        import onmt
+    finally:
+        for name in added:
+            if getattr(sys.modules.get(name), "__paramill_placeholder__", False):
+                del sys.modules[name]
     return onmt
