@@ -380,7 +380,7 @@ def test_a_ctranslate2_directory_it_cannot_read_is_an_error_naming_it(tiny, shar
         shutil.copytree(good, folder)
         damage(folder)
         with pytest.raises(InputError, match=rf"^{folder}: CTranslate2 \S+ cannot load this model "
-                                             r"directory: .+convert the model again"):
+                                             r"directory.*: .+convert the model again"):
             load_translator(folder, TranslateSettings(device="cpu"), threads=1)
     assert load_translator(good, TranslateSettings(device="cpu"), threads=1)  # the copy it was made from
     # sampling's worker processes open the models too: the error is this one, not a pool broken
@@ -404,6 +404,59 @@ def test_a_ctranslate2_directory_it_cannot_read_is_an_error_naming_it(tiny, shar
     monkeypatch.setattr(ctranslate2, "Translator", out_of_memory)
     with pytest.raises(RuntimeError, match="out of memory"):
         engine.ct2_model(ctranslate2, good, device="cpu")
+
+
+def test_a_ctranslate2_model_that_would_crash_ctranslate2_is_an_error_naming_it(tiny, tmp_path, monkeypatch):
+    """Settings or shapes that do not fit together end CTranslate2's process with a signal:
+    tried in a child first, the job's error names the folder."""
+    import shutil
+    import struct
+
+    from paramill.errors import InputError
+    from paramill.nmt import trial
+
+    data = (tiny["root"] / "ct2" / "model.bin").read_bytes()
+
+    def variable(name):  # where its rank is; its dims follow, then its type, its bytes, its data
+        at = data.index(name.encode() + b"\x00") + len(name) + 1
+        return at, data[at]
+
+    def changed(name, *, value=None, dims=None):
+        out = bytearray(data)
+        at, rank = variable(name)
+        if dims is not None:
+            struct.pack_into(f"<{rank}I", out, at + 1, *dims)
+        if value is not None:
+            struct.pack_into("<h", out, at + 1 + 4 * rank + 1 + 4, value)
+        return bytes(out)
+
+    at, rank = variable("encoder/layer_0/ffn/linear_0/weight")
+    rows, cols = struct.unpack_from("<2I", data, at + 1)
+    cases = {"heads": (changed("decoder/num_heads", value=0), r"crashed \(SIGFPE\)"),
+             "alignment": (changed("decoder/alignment_layer", value=3), r"crashed \(SIG(ABRT|SEGV)\)"),
+             "shape": (changed("encoder/layer_0/ffn/linear_0/weight", dims=(rows * cols, 1)),
+                       r"crashed \(SIGSEGV\)"),
+             "three heads": (changed("decoder/num_heads", value=3),
+                             r"cannot load this model directory or decode with it: new shape size")}
+    for what, (model_bin, said) in cases.items():
+        folder = tmp_path / what.replace(" ", "-")
+        shutil.copytree(tiny["root"] / "ct2", folder)
+        (folder / "model.bin").write_bytes(model_bin)
+        with pytest.raises(InputError, match=rf"^{folder}: CTranslate2 \S+ {said}"):
+            load_translator(folder, TranslateSettings(device="cpu"), threads=1)
+    # a model tried is not tried again while its files are as they were
+    calls = []
+    real = trial.subprocess.run
+    folder = tmp_path / "good"
+    shutil.copytree(tiny["root"] / "ct2", folder)
+    monkeypatch.setattr(trial.subprocess, "run", lambda *a, **k: calls.append(a) or real(*a, **k))
+    for _ in range(2):
+        load_translator(folder, TranslateSettings(device="cpu"), threads=1)
+    assert len(calls) == 1
+    (folder / "model.bin").write_bytes(changed("decoder/num_heads", value=0))
+    with pytest.raises(InputError, match="crashed"):
+        load_translator(folder, TranslateSettings(device="cpu"), threads=1)
+    assert len(calls) == 2
 
 
 def test_int8_quantization_converts_and_translates(tiny, tmp_path):
@@ -1097,14 +1150,22 @@ def test_opennmt_imports_without_the_packages_of_transforms_paramill_never_uses(
         "sys.meta_path.insert(0, Hide())\n"
         "from paramill.nmt.onmt_import import import_onmt\n"
         "import_onmt()\n"
-        "import onmt.transforms.terminology, spacy\n"
+        "import onmt.transforms.terminology as terminology\n"
         "try:\n"
-        "    spacy.load('en')\n"
+        "    terminology.spacy.load('en')\n"
         "except ImportError as exc:\n"
-        "    print(exc)\n")
+        "    print(exc)\n"
+        "print(sorted({'spacy', 'fasttext', 'ahocorasick'} & set(sys.modules)))\n"
+        "try:\n"
+        "    import spacy\n"
+        "except ModuleNotFoundError:\n"
+        "    print('not found')\n")
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr[-2000:]
-    assert "spacy is not installed: OpenNMT-py's terminology transform(s) need it" in done.stdout
+    lines = done.stdout.splitlines()
+    assert "spacy is not installed: OpenNMT-py's terminology transform(s) need it" in lines[0]
+    # the placeholders are OpenNMT-py's alone: other libraries (datasets) do not find them
+    assert lines[1:] == ["[]", "not found"]
 
 
 # --- on a GPU (pytest -m gpu on a machine with CUDA; skipped with the reason elsewhere) ----

@@ -221,7 +221,13 @@ def ct2_model(ct2, model_dir: str | Path, **options):
     neither the file nor the folder (``Variable 'decoder/embeddings/weight' has an invalid
     payload size``, ``File model.bin is incomplete``, a JSON parse error of a vocabulary), an
     ``IndexError`` for a variable a damaged name hides (``variable decoder/embeddings/weight not
-    found``) or a ``UnicodeDecodeError`` for a name that is not UTF-8: in a job, a traceback. Errors of the device (its memory, its libraries) are raised as they are."""
+    found``) or a ``UnicodeDecodeError`` for a name that is not UTF-8: in a job, a traceback.
+    Errors of the device (its memory, its libraries) are raised as they are. The model is tried
+    first in a process of its own (:func:`paramill.nmt.trial.try_model`): settings or shapes
+    that do not fit together crash CTranslate2 rather than raise."""
+    from paramill.nmt.trial import try_model
+
+    try_model(model_dir, ct2.__version__)
     try:
         return ct2.Translator(str(model_dir), **options)
     except (RuntimeError, ValueError, LookupError) as exc:
