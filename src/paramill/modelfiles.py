@@ -1,7 +1,8 @@
 """Model files users hand commands: paramill's torch files (embedding models, reference
-classifiers, resume checkpoints) and SentencePiece models, each read so that a file that is
-not one is an :class:`~paramill.errors.InputError` naming it, not a torch or SentencePiece
-traceback. torch and sentencepiece are imported where a file is read."""
+classifiers, resume checkpoints), SentencePiece models and sentence-transformers folders (the
+identifier's sentence encoder), each read so that a file that is not one is an
+:class:`~paramill.errors.InputError` naming it, not a library's traceback. torch,
+sentencepiece and sentence-transformers are imported where a file is read."""
 
 from __future__ import annotations
 
@@ -124,3 +125,60 @@ def set_aside(path: Path, label: str, why: object, then: str) -> None:
     aside = path.with_name(path.name + ".unreadable")
     path.replace(aside)
     print(f"{label}: {why}; set aside as {aside.name}, {then}", file=sys.stderr)
+
+
+def sentence_transformer(path: str | os.PathLike, device: str):
+    """The sentence-transformers model in the folder ``path`` on ``device``, or an
+    :class:`InputError` naming the folder: a folder it cannot load raised whatever its
+    libraries raise (a ``RuntimeError`` for a ``config.json`` whose sizes do not fit the
+    weights, ``ZeroDivisionError`` for 0 attention heads, safetensors' ``SafetensorError`` for
+    a cut weight file: in a job, a traceback; a negative ``max_seq_length`` was an
+    ``OverflowError`` at the first sentence), and a ``config.json`` that describes more than the weight files hold (100
+    layers over 6 layers' weights) loaded, transformers initialising the rest at random with a
+    warning: a sentence encoder of random layers, without an error."""
+    from paramill import device as devices
+
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    from sentence_transformers import SentenceTransformer
+
+    try:
+        model = SentenceTransformer(str(path), device=device, local_files_only=True)
+    except (MemoryError, KeyboardInterrupt):
+        raise
+    except Exception as exc:  # noqa: BLE001 - every library's own error, said as the folder's
+        if devices.gpu_out_of_memory(exc):
+            raise
+        raise InputError(path, None, "not a sentence-transformers model paramill can load "
+                         f"({type(exc).__name__}: {first_line(exc)})") from None
+    longest = model.max_seq_length
+    if longest is not None and (not isinstance(longest, int) or longest < 1):
+        raise InputError(path, None, f"max_seq_length {longest!r} (sentence_bert_config.json) is "
+                         "not a positive whole number of tokens")
+    missing = unloaded_weights(Path(path), model[0].auto_model)
+    if missing:
+        raise InputError(path, None, f"{len(missing)} of its model's weights are in none of its "
+                         f"weight files ({', '.join(missing[:3])}, …): its config.json describes "
+                         "a larger model than its weights, which transformers would fill with "
+                         "random values")
+    return model
+
+
+def unloaded_weights(path: Path, module) -> list[str]:
+    """The parameters of ``module`` (a transformers model; its unused pooler aside) that no
+    weight file under ``path`` holds, by name or as the end of a name (a checkpoint of
+    ``BertForX`` names them ``bert.…``); none where the folder has no weight file paramill
+    reads (``*.safetensors``, ``pytorch_model*.bin``), only their names."""
+    import torch
+    from safetensors import safe_open
+
+    keys: set[str] = set()
+    for file in sorted(path.rglob("*.safetensors")):
+        with safe_open(str(file), "pt") as weights:
+            keys.update(weights.keys())
+    for file in sorted(path.rglob("pytorch_model*.bin")):
+        keys.update(torch.load(file, map_location="meta", weights_only=True, mmap=True))
+    if not keys:
+        return []
+    ends = {key.split(".", i)[-1] for key in keys for i in range(key.count(".") + 1)}
+    return [name for name, _ in module.named_parameters()
+            if name not in ends and not name.startswith("pooler.")]

@@ -646,6 +646,44 @@ def tiny_deep_encoder(tmp_path_factory):
     return _tiny_bert(tmp_path_factory.mktemp("deep"), 4, init=0.3)
 
 
+def test_a_sentence_encoder_folder_it_cannot_use_is_an_error_naming_it(tiny_sentence_encoder, tmp_path):
+    """A folder the libraries cannot load raised their own errors (a traceback in a job); one
+    whose config.json describes more layers than its weights loaded with random layers."""
+    import json
+    import shutil
+
+    from paramill.errors import InputError
+    from paramill.twitter.cross import CrossEncoder
+
+    def config(**values):
+        def change(folder):
+            data = json.loads((folder / "config.json").read_text())
+            (folder / "config.json").write_text(json.dumps({**data, **values}))
+        return change
+
+    weights = (tiny_sentence_encoder / "model.safetensors").read_bytes()
+    damages = {
+        "more layers": (config(num_hidden_layers=3), r"\d+ of its model's weights are in none of its "
+                        r"weight files \(encoder\.layer\.1\."),
+        "no heads": (config(num_attention_heads=0), r"can load \(ZeroDivisionError"),
+        "wider": (config(intermediate_size=10_000_000), r"can load \(RuntimeError"),
+        "cut weights": (lambda f: (f / "model.safetensors").write_bytes(weights[:len(weights) // 2]),
+                        r"can load \(SafetensorError"),
+        "config": (lambda f: (f / "config.json").write_text("{"), r"can load \(OSError"),
+        "modules": (lambda f: (f / "modules.json").write_text("[{"), r"can load \(JSONDecodeError"),
+        "longest": (lambda f: (f / "sentence_bert_config.json").write_text('{"max_seq_length": -5}'),
+                    r"max_seq_length -5 \(sentence_bert_config\.json\) is not a positive"),
+    }
+    for what, (damage, said) in damages.items():
+        folder = tmp_path / what.replace(" ", "-")
+        shutil.copytree(tiny_sentence_encoder, folder)
+        damage(folder)
+        for make in (identify.PretrainedEncoder, CrossEncoder):
+            with pytest.raises(InputError, match=rf"^{folder}: (not a sentence-transformers model paramill )?{said}"):
+                make(str(folder), precision="float32")
+    assert identify.PretrainedEncoder(str(tiny_sentence_encoder), precision="float32").cosine([POS[0]]).shape == (1,)
+
+
 def test_the_sentence_encoder_cosine_is_the_models_cosine(tiny_sentence_encoder):
     from sentence_transformers import SentenceTransformer
 

@@ -34,13 +34,10 @@ class CrossEncoder:
 
     def __init__(self, source: str, batch: int = 64, precision: str = "auto",
                  state: bytes | None = None, max_length: int = 128):
-        import os
-
-        os.environ.setdefault("HF_HUB_OFFLINE", "1")
         import torch
-        from sentence_transformers import SentenceTransformer
 
         from paramill.device import pick
+        from paramill.modelfiles import sentence_transformer
 
         self.source, self.batch, self.max_length = source, batch, max_length
         #: each halving of the batch after the GPU ran out of memory (``at``, the size, ``now``)
@@ -48,8 +45,7 @@ class CrossEncoder:
         self.device = pick("auto")
         precision = encoder_precision(precision, self.device)
         self.precision = "float32" if precision == "int8" else precision  # no int8 head
-        transformer = SentenceTransformer(str(PretrainedEncoder.locate(source)), device="cpu",
-                                          local_files_only=True)[0]
+        transformer = sentence_transformer(PretrainedEncoder.locate(source), "cpu")[0]
         self.tokenizer = transformer.tokenizer
         self.model = PairModel(transformer.auto_model)
         self.trained = state is not None

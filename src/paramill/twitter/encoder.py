@@ -97,20 +97,15 @@ class PretrainedEncoder:
 
     def __init__(self, source: str, batch: int = 64, precision: str = "auto",
                  state: bytes | None = None, layers: int = 0):
-        import os
-
-        os.environ.setdefault("HF_HUB_OFFLINE", "1")
-        from sentence_transformers import SentenceTransformer
-
         from paramill.device import pick
+        from paramill.modelfiles import sentence_transformer
 
         self.source, self.batch = source, batch
         #: each halving of the batch after the GPU ran out of memory (``at``, the size, ``now``)
         self.out_of_gpu_memory: list[dict] = []
         self.device = pick("auto")
         self.precision = encoder_precision(precision, self.device)
-        self.model = SentenceTransformer(str(self.locate(source)), device=self.device,
-                                         local_files_only=True)
+        self.model = sentence_transformer(self.locate(source), self.device)
         self.layers = keep_layers(self.model, layers) if layers else None
         self.trained = state is not None
         if state is not None:
