@@ -154,6 +154,11 @@ def sentence_transformer(path: str | os.PathLike, device: str):
     if longest is not None and (not isinstance(longest, int) or longest < 1):
         raise InputError(path, None, f"max_seq_length {longest!r} (sentence_bert_config.json) is "
                          "not a positive whole number of tokens")
+    rows = model[0].auto_model.get_input_embeddings().num_embeddings
+    token, top = max(model.tokenizer.get_vocab().items(), key=lambda item: item[1])
+    if top >= rows:  # an IndexError at the first sentence that holds it
+        raise InputError(path, None, f"its tokenizer gives {token!r} the id {top:,}, and its "
+                         f"model embeds {rows:,} ids (vocab_size in config.json)")
     missing = unloaded_weights(Path(path), model[0].auto_model)
     if missing:
         raise InputError(path, None, f"{len(missing)} of its model's weights are in none of its "

@@ -673,6 +673,9 @@ def test_a_sentence_encoder_folder_it_cannot_use_is_an_error_naming_it(tiny_sent
         "modules": (lambda f: (f / "modules.json").write_text("[{"), r"can load \(JSONDecodeError"),
         "longest": (lambda f: (f / "sentence_bert_config.json").write_text('{"max_seq_length": -5}'),
                     r"max_seq_length -5 \(sentence_bert_config\.json\) is not a positive"),
+        "token ids": (lambda f: (f / "tokenizer.json").write_text(
+            (f / "tokenizer.json").read_text().replace('"[MASK]": 4', '"[MASK]": 4000')),
+                      r"its tokenizer gives '\[MASK\]' the id 4,000, and its model embeds \d+ ids"),
     }
     for what, (damage, said) in damages.items():
         folder = tmp_path / what.replace(" ", "-")
