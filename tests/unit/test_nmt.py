@@ -457,6 +457,12 @@ def test_a_ctranslate2_model_that_would_crash_ctranslate2_is_an_error_naming_it(
     with pytest.raises(InputError, match="crashed"):
         load_translator(folder, TranslateSettings(device="cpu"), threads=1)
     assert len(calls) == 2
+    # a child that cannot import CTranslate2 says so: the environment's fault, not the model's
+    monkeypatch.setenv("PYTHONPATH", str(tmp_path))
+    monkeypatch.setenv(trial.TRIED_ENV, "[]")  # tried already by another test of this process
+    (tmp_path / "ctranslate2.py").write_text("raise ImportError('no CTranslate2 here')\n")
+    with pytest.raises(RuntimeError, match="could not import CTranslate2 \\(no CTranslate2 here"):
+        trial.try_model(tiny["root"] / "ct2", "4", timeout=60)
 
 
 def test_int8_quantization_converts_and_translates(tiny, tmp_path):

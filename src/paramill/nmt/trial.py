@@ -102,6 +102,9 @@ def try_model(model_dir: str | Path, version: str, timeout: float = TIMEOUT_S) -
                            f"{child.returncode}: {child.stderr.strip()[-500:]}") from None
     if said.get("type") == "MemoryError":
         raise MemoryError(f"{model_dir}: {said['error']}")
+    if said.get("type") in ("ImportError", "ModuleNotFoundError"):  # the environment, not the model
+        raise RuntimeError(f"trying {model_dir}: the child process could not import "
+                           f"CTranslate2 ({said['error']}; it runs {sys.executable})")
     if not said.get("ok"):
         raise InputError(model_dir, None, f"{what} cannot load this model directory or decode "
                          f"with it: {said['error']} (its config.json, model.bin and vocabularies as "
