@@ -172,16 +172,22 @@ def unloaded_weights(path: Path, module) -> list[str]:
     """The parameters of ``module`` (a transformers model; its unused pooler aside) that no
     weight file under ``path`` holds, by name or as the end of a name (a checkpoint of
     ``BertForX`` names them ``bert.…``); none where the folder has no weight file paramill
-    reads (``*.safetensors``, ``pytorch_model*.bin``), only their names."""
+    reads (``*.safetensors``; where there is none, ``pytorch_model*.bin``, as transformers
+    prefers them), only their names."""
     import torch
     from safetensors import safe_open
 
     keys: set[str] = set()
-    for file in sorted(path.rglob("*.safetensors")):
+    safetensors = sorted(path.rglob("*.safetensors"))
+    for file in safetensors:
         with safe_open(str(file), "pt") as weights:
             keys.update(weights.keys())
-    for file in sorted(path.rglob("pytorch_model*.bin")):
-        keys.update(torch.load(file, map_location="meta", weights_only=True, mmap=True))
+    for file in [] if safetensors else sorted(path.rglob("pytorch_model*.bin")):  # as transformers
+        try:
+            keys.update(torch.load(file, map_location="meta", weights_only=True, mmap=True))
+        except Exception as exc:  # noqa: BLE001 - torch's errors of a file that is not one
+            raise InputError(file, None, f"not a torch weight file paramill reads "
+                             f"({torch_load_problem(exc)})") from None
     if not keys:
         return []
     ends = {key.split(".", i)[-1] for key in keys for i in range(key.count(".") + 1)}
