@@ -160,6 +160,35 @@ def test_score_and_year_means_by_hand(tmp_path):
     assert year["spearman_weighted"] == 65.0 and year["n"] == 400
 
 
+def test_a_set_is_scored_a_chunk_at_a_time_as_it_is_whole(tmp_path, monkeypatch):
+    """evaluate sts holds a cosine and a gold score a pair, not the set's text and vectors:
+    the same row as the whole set read and scored at once, skipped lines counted in any chunk."""
+    from paramill.evaluate import sts
+
+    rng = np.random.default_rng(3)
+    words = [f"w{i}" for i in range(40)]
+    table = {w: rng.normal(size=4) for w in words}
+    lines = [f"{rng.uniform(0, 5):.2f}\t{rng.choice(words)}\t{rng.choice(words)}" for _ in range(50)]
+    lines[7] = "no score\tw1\tw2"  # skipped, in the second chunk of 5
+    lines[48] = "\tw1\tw2"  # skipped, in the last
+    (tmp_path / "s.tsv").write_text("\n".join(lines) + "\n")
+    model = Fixed(table)
+    whole = score(model, read("s", 2014, "tsv", tmp_path / "s.tsv"))
+    monkeypatch.setattr(sts, "CHUNK_PAIRS", 5)
+    parts = list(sts.chunks("s", 2014, "tsv", tmp_path / "s.tsv", size=5))
+    assert [len(p.gold) for p in parts] == [5] * 9 + [3] and sum(p.skipped for p in parts) == 2
+    encoded = []
+    monkeypatch.setattr(model, "encode", lambda sentences: encoded.append(len(sentences))
+                        or Fixed.encode(model, sentences))
+    chunked = sts.score_file(model, "s", 2014, "tsv", tmp_path / "s.tsv")
+    assert encoded == [5] * 18 + [3, 3]  # each side of each chunk
+    assert chunked == whole and whole["n"] == 48 and whole["skipped"] == 2
+    assert whole["pearson"] is not None
+    (tmp_path / "none.tsv").write_text("a\tb\t1\n" * 12)  # columns in another order: no pair
+    with pytest.raises(InputError, match=r"none.tsv: no pair with a gold score could be read as tsv \(12 skipped\)"):
+        sts.score_file(model, "n", 2014, "tsv", tmp_path / "none.tsv")
+
+
 def test_collect_builds_one_table(tmp_path):
     for name, p in (("sweep-00", 60.0), ("sweep-01", 70.0)):
         (tmp_path / name).mkdir()

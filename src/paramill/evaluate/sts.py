@@ -9,6 +9,7 @@ Spearman are x100.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -25,6 +26,8 @@ from paramill.shapes import COUNT
 USE = "sts"
 #: longest line read (an STS pair is a few hundred bytes)
 MAX_LINE_BYTES = 65536
+#: pairs read, encoded and scored at once (a multiple of the encoder's batch of 256)
+CHUNK_PAIRS = 16_384
 #: the bad lines an STS set may not have (an error: a gold set is curated, and a broken byte,
 #: or a JSON Lines line that is no object, means the wrong file); any other bad line is a pair
 #: without a score, skipped and counted
@@ -64,11 +67,13 @@ STS_RESULT = {"type": "object", "required": ["datasets", "years"], "properties":
                        "pearson_mean": _SCORE, "spearman_mean": _SCORE, "pearson_weighted": _SCORE}}}}}
 
 
-def read(name: str, year: str | int, fmt: str, path: str | Path,
-         fields: dict[str, str] | None = None) -> StsData:
-    """Read one dataset in layout ``fmt`` (``fields``: the columns a csv, json, jsonl or
-    parquet set reads): a broken line (:data:`BROKEN`), or a set without one pair with a
-    gold score, is an :class:`~paramill.io.InputError`."""
+def chunks(name: str, year: str | int, fmt: str, path: str | Path,
+           fields: dict[str, str] | None = None, size: int | None = None) -> Iterator[StsData]:
+    """The dataset in layout ``fmt`` (``fields``: the columns a csv, json, jsonl or parquet set
+    reads), ``size`` (:data:`CHUNK_PAIRS`) pairs with a gold score at a time (each counting the pairs skipped since
+    the last; the last may hold none): a broken line (:data:`BROKEN`) is an
+    :class:`~paramill.io.InputError`."""
+    size = size or CHUNK_PAIRS
     data = StsData(name, str(year))
     given = {"fields": fields} if fields else {}
     for row in formats.reader(USE, fmt)(str(path), MAX_LINE_BYTES, **given):
@@ -78,10 +83,30 @@ def read(name: str, year: str | int, fmt: str, path: str | Path,
             data.skipped += 1  # no usable gold score: skipped and counted, as elsewhere
         else:
             data.add(row.s1, row.s2, row.score)
-    if not data.gold:  # every line skipped: columns in another order, or not an STS set
-        raise InputError(path, None, f"no pair with a gold score could be read as {fmt} "
-                         f"({data.skipped} skipped); check the set's format (tsv is score, s1, "
-                         "s2 a line)")
+            if len(data.gold) >= size:
+                yield data
+                data = StsData(name, str(year))
+    yield data
+
+
+def _none_read(path: str | Path, fmt: str, skipped: int) -> InputError:
+    """Every line skipped: columns in another order, or not an STS set."""
+    return InputError(path, None, f"no pair with a gold score could be read as {fmt} ({skipped} "
+                      "skipped); check the set's format (tsv is score, s1, s2 a line)")
+
+
+def read(name: str, year: str | int, fmt: str, path: str | Path,
+         fields: dict[str, str] | None = None) -> StsData:
+    """The whole dataset (see :func:`chunks`); a set without one pair with a gold score is an
+    :class:`~paramill.io.InputError`."""
+    data = StsData(name, str(year))
+    for part in chunks(name, year, fmt, path, fields):
+        data.s1 += part.s1
+        data.s2 += part.s2
+        data.gold += part.gold
+        data.skipped += part.skipped
+    if not data.gold:
+        raise _none_read(path, fmt, data.skipped)
     return data
 
 
@@ -93,13 +118,33 @@ def cosine(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 def score(model, data: StsData) -> dict[str, Any]:
     """Pearson and Spearman (x100) of the model's cosines against the gold scores."""
-    row: dict[str, Any] = {"dataset": data.name, "year": data.year, "n": len(data.gold),
-                           "skipped": data.skipped, "pearson": None, "spearman": None}
-    if len(data.gold) >= 2:
-        sims = cosine(model.encode(data.s1), model.encode(data.s2))
-        if np.std(sims) > 0 and np.std(data.gold) > 0:
-            row["pearson"] = round(100 * pearson(sims, data.gold), 2)
-            row["spearman"] = round(100 * spearman(sims, data.gold), 2)
+    sims = cosine(model.encode(data.s1), model.encode(data.s2)) if len(data.gold) >= 2 else None
+    return _row(data.name, data.year, sims, np.asarray(data.gold, dtype=np.float64), data.skipped)
+
+
+def score_file(model, name: str, year: str | int, fmt: str, path: str | Path,
+               fields: dict[str, str] | None = None) -> dict[str, Any]:
+    """:func:`score` of the dataset read and encoded :data:`CHUNK_PAIRS` pairs at a time: what
+    is held is a cosine and a gold score a pair, not the set's text and vectors (1M pairs of
+    a 98 MB file held 5.3 GB at once)."""
+    sims, gold, skipped = [], [], 0
+    for part in chunks(name, year, fmt, path, fields):
+        skipped += part.skipped
+        if part.gold:
+            sims.append(cosine(model.encode(part.s1), model.encode(part.s2)))
+            gold.append(np.asarray(part.gold, dtype=np.float64))
+    if not gold:
+        raise _none_read(path, fmt, skipped)
+    n = sum(len(g) for g in gold)
+    return _row(name, str(year), np.concatenate(sims) if n >= 2 else None, np.concatenate(gold), skipped)
+
+
+def _row(name: str, year: str, sims: np.ndarray | None, gold: np.ndarray, skipped: int) -> dict[str, Any]:
+    row: dict[str, Any] = {"dataset": name, "year": year, "n": len(gold), "skipped": skipped,
+                           "pearson": None, "spearman": None}
+    if sims is not None and np.std(sims) > 0 and np.std(gold) > 0:
+        row["pearson"] = round(100 * pearson(sims, gold), 2)
+        row["spearman"] = round(100 * spearman(sims, gold), 2)
     return row
 
 
@@ -139,7 +184,7 @@ def evaluate(model_path: str | Path, datasets: list[dict[str, Any]], out_tsv: st
     run = Run(rule=rule, params={"datasets": datasets},
               inputs=[model_path, *[d["path"] for d in datasets]])
     model = load_model(model_path)
-    rows = [score(model, read(d["name"], d["year"], d["format"], d["path"], d.get("fields")))
+    rows = [score_file(model, d["name"], d["year"], d["format"], d["path"], d.get("fields"))
             for d in datasets]
     result = {"model": str(model_path), "datasets": rows, "years": by_year(rows)}
     with output_job(run, out_tsv, out_json, rows_in=sum(r["n"] + r["skipped"] for r in rows)) as job:
