@@ -78,19 +78,26 @@ def open_sentencepiece(path: str | os.PathLike):
 
 
 @contextlib.contextmanager
-def rebuilt_from(path: str | os.PathLike, what: str) -> Iterator[None]:
+def rebuilt_from(path: str | os.PathLike, what: str,
+                 why: str = "damaged or from another paramill") -> Iterator[None]:
     """Around building a model from what :func:`read_torch_file` read: a part that does not
     fit (torch keeps no checksum of a tensor's bytes, so a damaged file can read yet hold a
-    broken SentencePiece model or weights of the wrong shape) is an :class:`InputError`
-    naming the file, not a traceback."""
+    broken SentencePiece model or weights of the wrong shape; an OpenNMT-py checkpoint's
+    options of 0 heads) is an :class:`InputError` naming the file, not a traceback. The
+    device running out of memory is raised as it is."""
+    from paramill import device
+
     try:
         yield
     except InputError:
         raise
-    except (RuntimeError, ValueError, KeyError, TypeError, AttributeError) as exc:
-        raise InputError(path, None, f"a {what} that cannot be rebuilt, damaged or from another "
-                                     f"paramill ({type(exc).__name__}: {first_line(exc, '')})"
-                         ) from None
+    except (RuntimeError, ValueError, KeyError, TypeError, AttributeError, ZeroDivisionError,
+            AssertionError) as exc:
+        if device.gpu_out_of_memory(exc):
+            raise
+        article = "an" if what[:1].lower() in "aeiou" else "a"
+        raise InputError(path, None, f"{article} {what} that cannot be rebuilt, {why} "
+                                     f"({type(exc).__name__}: {first_line(exc, '')})") from None
 
 
 def with_weights(build: Callable[[], Any], state: dict[str, Any]) -> Any:

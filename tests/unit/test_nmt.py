@@ -259,7 +259,7 @@ def test_conversion_bundles_the_subword_models(tiny):
 def test_a_file_that_is_no_checkpoint_fails_conversion_and_leaves_nothing(spm_models, tmp_path):
     bad = tmp_path / "model.pt"
     bad.write_bytes(b"not a checkpoint")
-    with pytest.raises(RuntimeError, match=r"model\.pt: not an OpenNMT-py checkpoint paramill reads"):
+    with pytest.raises(ValueError, match=r"model\.pt: not an OpenNMT-py checkpoint paramill reads"):
         convert_mod.convert(bad, *spm_models, tmp_path / "ct2")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["model.pt"]
 
@@ -277,7 +277,7 @@ def test_a_checkpoint_with_a_compressed_member_is_refused_before_torch_inflates_
         for info in plain.infolist():
             packed.writestr(info.filename, plain.read(info.filename))
     (tmp_path / "plain.pt").unlink()
-    with pytest.raises(RuntimeError, match=r"model\.pt: not an OpenNMT-py checkpoint as torch.save writes it "
+    with pytest.raises(ValueError, match=r"model\.pt: not an OpenNMT-py checkpoint as torch.save writes it "
                                            r"\(its member \S+ is compressed\)"):
         convert_mod.convert(tmp_path / "model.pt", *spm_models, tmp_path / "ct2")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["model.pt"]
@@ -301,7 +301,7 @@ def test_a_checkpoint_that_would_run_code_is_refused_before_anything_unpickles_i
             return pathlib.Path.touch, (pathlib.Path(marker),)
 
     torch.save({"model": {}, "opt": Payload()}, tmp_path / "model.pt")
-    with pytest.raises(RuntimeError, match=r"model\.pt: not an OpenNMT-py checkpoint paramill reads"):
+    with pytest.raises(ValueError, match=r"model\.pt: not an OpenNMT-py checkpoint paramill reads"):
         convert_mod.convert(tmp_path / "model.pt", *spm_models, tmp_path / "ct2")
     bundle = tmp_path / "bundle"
     bundle.mkdir()
@@ -332,6 +332,41 @@ def test_a_checkpoint_whose_options_outsize_its_weights_is_refused_before_the_mo
     with pytest.raises(ValueError, match=r"onmt\.pt: its options describe a model of at least "
                                          r"[\d,]{14,} parameters and it holds [\d,]+ values"):
         TorchTranslator(bundle)
+
+
+def test_a_checkpoint_whose_options_do_not_build_its_model_is_an_error_naming_it(tiny, tmp_path):
+    """Options OpenNMT-py or CTranslate2 cannot build from, or that crash CTranslate2 once
+    converted: OpenNMT-py's ZeroDivisionError or AssertionError, the converter's KeyError
+    (tracebacks before), a converted model of 0 heads (SIGFPE in a job's translation)."""
+    import copy
+    import shutil
+
+    import torch
+
+    from paramill.errors import InputError
+    from paramill.nmt.checkpoints import CHECKPOINT
+    from paramill.nmt.torch_engine import TorchTranslator
+
+    full = torch.load(tiny["root"] / "model.pt", weights_only=False)
+    cases = {"heads": ({"heads": 0}, r"ZeroDivisionError", r"converted, but CTranslate2 \S+ crashed \(SIGFPE\)"),
+             "divides": ({"heads": 3}, r"AssertionError: Model dimension must be divisible",
+                         r"converted, but CTranslate2 \S+ cannot load this model directory or decode"),
+             "layers": ({"enc_layers": 2, "dec_layers": 2}, r"ValueError: Missing key in checkpoint",
+                        r"CTranslate2's converter cannot convert it \(KeyError")}
+    for what, (options, engine_says, convert_says) in cases.items():
+        data = {**full, "opt": copy.copy(full["opt"])}
+        for key, value in options.items():
+            setattr(data["opt"], key, value)
+        torch.save(data, tmp_path / f"{what}.pt")
+        with pytest.raises(InputError, match=rf"^{tmp_path / what}\.pt: {convert_says}"):
+            convert_mod.convert(tmp_path / f"{what}.pt", *tiny["spm"], tmp_path / f"{what}-ct2")
+        assert not (tmp_path / f"{what}-ct2").exists()
+        bundle = tmp_path / f"{what}-bundle"
+        shutil.copytree(tiny["root"] / "ct2", bundle)
+        torch.save(data, bundle / CHECKPOINT)
+        with pytest.raises(InputError, match=rf"onmt\.pt: an OpenNMT-py checkpoint that cannot be rebuilt, "
+                                             rf"its options not those of its weights \({engine_says}"):
+            TorchTranslator(bundle)
 
 
 def test_a_cut_checkpoint_is_an_error_naming_it(tiny, tmp_path):

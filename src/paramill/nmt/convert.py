@@ -13,9 +13,11 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+from paramill.errors import InputError, first_line
 from paramill.io import sha256_file
 from paramill.job import output_job
 from paramill.nmt.checkpoints import CHECKPOINT, load_checkpoint, strip_checkpoint
+from paramill.nmt.trial import try_model
 from paramill.provenance import Run
 
 QUANTIZATIONS = ("int8", "int8_float32", "int8_float16", "int8_bfloat16", "int16", "float16",
@@ -31,22 +33,24 @@ def convert(checkpoint: str | Path, src_spm: str | Path, tgt_spm: str | Path, ou
     # read safely first: CTranslate2's converter unpickles OpenNMT-py's options with the full
     # unpickler, which a checkpoint from elsewhere could use to run code; one the weights-only
     # unpickler reads names nothing else for it to call
-    try:
-        full = load_checkpoint(checkpoint)
-    except ValueError as exc:
-        raise RuntimeError(str(exc)) from exc
+    full = load_checkpoint(checkpoint)  # a ValueError naming it where it is not one
     with output_job(run, out_dir) as job:
         (tmp,) = job.paths
         # CTranslate2's converter, in this process: a process of its own started Python and
         # torch again (about 3 s of CPU a model)
+        import ctranslate2
         from ctranslate2.converters import OpenNMTPyConverter
 
         try:
             OpenNMTPyConverter(str(checkpoint), unsafe_deserialization=True).convert(
                 str(tmp), quantization=quantization)
-        except Exception as exc:
-            raise RuntimeError(f"CTranslate2 conversion of {checkpoint} failed: "
-                               f"{type(exc).__name__}: {exc}") from exc
+        except Exception as exc:  # noqa: BLE001 - the converter's errors of a checkpoint
+            raise InputError(checkpoint, None, "CTranslate2's converter cannot convert it "
+                             f"({type(exc).__name__}: {first_line(exc, '')})") from None
+        try:  # options the converter takes that the result cannot decode with (0 heads)
+            try_model(tmp, ctranslate2.__version__)
+        except InputError as exc:
+            raise InputError(checkpoint, None, f"converted, but {exc.message}") from None
         strip_checkpoint(full, tmp / CHECKPOINT)
         shutil.copyfile(src_spm, tmp / SOURCE_SPM)
         shutil.copyfile(tgt_spm, tmp / TARGET_SPM)

@@ -34,6 +34,7 @@ from typing import Any
 
 import numpy as np
 
+from paramill.modelfiles import rebuilt_from
 from paramill.nmt.checkpoints import CHECKPOINT, check_sizes, checkpoint_path, load_checkpoint
 
 #: compute types of the CTranslate2 setting, as torch dtypes (int8 variants: their float part)
@@ -77,31 +78,36 @@ class TorchTranslator:
             raise FileNotFoundError(f"{model_dir} has no OpenNMT-py checkpoint ({CHECKPOINT}); "
                                     "paramill nmt convert writes one into each bundle")
         checkpoint = load_checkpoint(path)
-        opt = ArgumentParser.ckpt_model_opts(checkpoint["opt"])
-        ArgumentParser.update_model_opts(opt)
-        ArgumentParser.validate_model_opts(opt)
-        opt.update_vocab = False
-        opt.attention_dropout = 0.0
-        vocabs = dict_to_vocabs(checkpoint["vocab"])
+        # options or vocabularies OpenNMT-py cannot build from (0 heads: ZeroDivisionError; a
+        # head count that does not divide the model: AssertionError; a layer more or less than
+        # the weights) are an error naming the file, not OpenNMT-py's traceback
+        with rebuilt_from(path, "OpenNMT-py checkpoint", "its options not those of its weights"):
+            opt = ArgumentParser.ckpt_model_opts(checkpoint["opt"])
+            ArgumentParser.update_model_opts(opt)
+            ArgumentParser.validate_model_opts(opt)
+            opt.update_vocab = False
+            opt.attention_dropout = 0.0
+            vocabs = dict_to_vocabs(checkpoint["vocab"])
         self.device = torch.device(device)
         self.dtype = getattr(torch, DTYPES.get(compute_type, "float32"))
         check_sizes(path, opt, vocabs, checkpoint)
-        model = build_base_model(opt, vocabs)
-        model.load_state_dict(checkpoint, precision=self.dtype, device=self.device, strict=True)
-        model.eval()
+        with rebuilt_from(path, "OpenNMT-py checkpoint", "its options not those of its weights"):
+            model = build_base_model(opt, vocabs)
+            model.load_state_dict(checkpoint, precision=self.dtype, device=self.device, strict=True)
+            model.eval()
+            self.src_vocab: list[str] = list(checkpoint["vocab"]["src"])
+            self.tgt_vocab: list[str] = list(checkpoint["vocab"]["tgt"])
+            self._src_ids = {tok: i for i, tok in enumerate(self.src_vocab)}
+            self._tgt_ids = {tok: i for i, tok in enumerate(self.tgt_vocab)}
+            self.unk = {"src": self._src_ids["<unk>"], "tgt": self._tgt_ids["<unk>"]}
+            self.src_pad = self._src_ids["<blank>"]
+            self.tgt_pad = self._tgt_ids["<blank>"]
+            self.bos = self._tgt_ids[checkpoint["vocab"].get("decoder_start_token", "<s>")]
+            self.eos = self._tgt_ids["</s>"]
         for module in model.modules():
             if hasattr(module, "dropout_p"):
                 module.dropout_p = 0.0
         self.model = model
-        self.src_vocab: list[str] = list(checkpoint["vocab"]["src"])
-        self.tgt_vocab: list[str] = list(checkpoint["vocab"]["tgt"])
-        self._src_ids = {tok: i for i, tok in enumerate(self.src_vocab)}
-        self._tgt_ids = {tok: i for i, tok in enumerate(self.tgt_vocab)}
-        self.unk = {"src": self._src_ids["<unk>"], "tgt": self._tgt_ids["<unk>"]}
-        self.src_pad = self._src_ids["<blank>"]
-        self.tgt_pad = self._tgt_ids["<blank>"]
-        self.bos = self._tgt_ids[checkpoint["vocab"].get("decoder_start_token", "<s>")]
-        self.eos = self._tgt_ids["</s>"]
         self.generator = torch.Generator(device=self.device)
         self.generator.manual_seed(0)
 
