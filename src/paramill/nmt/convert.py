@@ -48,7 +48,8 @@ def convert(checkpoint: str | Path, src_spm: str | Path, tgt_spm: str | Path, ou
             raise InputError(checkpoint, None, "CTranslate2's converter cannot convert it "
                              f"({type(exc).__name__}: {first_line(exc, '')})") from None
         try:  # options the converter takes that the result cannot decode with (0 heads)
-            try_model(tmp, ctranslate2.__version__)
+            try_model(tmp, ctranslate2.__version__, advice="the checkpoint's options (heads, "
+                      "layers, sizes) are not those of a model CTranslate2 decodes")
         except InputError as exc:
             raise InputError(checkpoint, None, f"converted, but {exc.message}") from None
         strip_checkpoint(full, tmp / CHECKPOINT)

@@ -225,7 +225,7 @@ def ct2_model(ct2, model_dir: str | Path, **options):
     Errors of the device (its memory, its libraries) are raised as they are. The model is tried
     first in a process of its own (:func:`paramill.nmt.trial.try_model`): settings or shapes
     that do not fit together crash CTranslate2 rather than raise."""
-    from paramill.nmt.trial import try_model
+    from paramill.nmt.trial import ADVICE, try_model
 
     try_model(model_dir, ct2.__version__)
     try:
@@ -235,8 +235,7 @@ def ct2_model(ct2, model_dir: str | Path, **options):
             raise
         raise InputError(model_dir, None, f"CTranslate2 {ct2.__version__} cannot load this "
                          f"model directory: {exc} (its config.json, model.bin and vocabularies as "
-                         "CTranslate2's converter writes them; convert the model again, or give "
-                         "its OpenNMT-py checkpoint: nmt.models.<direction>.checkpoint)") from None
+                         f"CTranslate2's converter writes them; {ADVICE})") from None
 
 
 def announce(engine: Engine, verb: str) -> None:

@@ -67,10 +67,16 @@ def _tried() -> set[str]:
         return set()
 
 
-def try_model(model_dir: str | Path, version: str, timeout: float = TIMEOUT_S) -> None:
+#: what to do about a model that fails its trial
+ADVICE = "convert the model again, or give its OpenNMT-py checkpoint: nmt.models.<direction>.checkpoint"
+
+
+def try_model(model_dir: str | Path, version: str, timeout: float = TIMEOUT_S,
+              advice: str = ADVICE) -> None:
     """Load ``model_dir`` with CTranslate2 in a child process on the CPU and decode with it;
-    raise :class:`InputError` naming the folder where that crashed or failed (a
-    :class:`MemoryError` where the child ran out of memory), else note it as tried."""
+    raise :class:`InputError` naming the folder where that crashed or failed (with
+    ``advice``; a :class:`MemoryError` where the child ran out of memory), else note it as
+    tried."""
     model_dir = Path(model_dir)
     if not model_dir.is_dir():
         return  # CTranslate2's own error names it
@@ -92,8 +98,7 @@ def try_model(model_dir: str | Path, version: str, timeout: float = TIMEOUT_S) -
         raise InputError(model_dir, None, f"{what} crashed ({name}) loading this model or decoding "
                          "a word with it, tried in a process of its own: its model.bin is damaged "
                          "or holds variables or settings that do not fit together (a weight's shape "
-                         "against the others, a head count of 0). Convert the model again, or give "
-                         "its OpenNMT-py checkpoint: nmt.models.<direction>.checkpoint")
+                         f"against the others, a head count of 0); {advice}")
     lines = child.stdout.strip().splitlines()
     try:
         said = json.loads(lines[-1])
@@ -108,6 +113,5 @@ def try_model(model_dir: str | Path, version: str, timeout: float = TIMEOUT_S) -
     if not said.get("ok"):
         raise InputError(model_dir, None, f"{what} cannot load this model directory or decode "
                          f"with it: {said['error']} (its config.json, model.bin and vocabularies as "
-                         "CTranslate2's converter writes them; convert the model again, or give "
-                         "its OpenNMT-py checkpoint: nmt.models.<direction>.checkpoint)")
+                         f"CTranslate2's converter writes them; {advice})")
     os.environ[TRIED_ENV] = json.dumps(sorted(tried | {key}))
