@@ -136,13 +136,13 @@ def set_aside(path: Path, label: str, why: object, then: str) -> None:
 
 def sentence_transformer(path: str | os.PathLike, device: str):
     """The sentence-transformers model in the folder ``path`` on ``device``, or an
-    :class:`InputError` naming the folder: a folder it cannot load raised whatever its
+    :class:`InputError` naming the folder. A folder it cannot load raised whatever its
     libraries raise (a ``RuntimeError`` for a ``config.json`` whose sizes do not fit the
     weights, ``ZeroDivisionError`` for 0 attention heads, safetensors' ``SafetensorError`` for
-    a cut weight file: in a job, a traceback; a negative ``max_seq_length`` was an
-    ``OverflowError`` at the first sentence), and a ``config.json`` that describes more than the weight files hold (100
-    layers over 6 layers' weights) loaded, transformers initialising the rest at random with a
-    warning: a sentence encoder of random layers, without an error."""
+    a cut weight file: in a job, a traceback; a negative ``max_seq_length`` or a token id past
+    the embeddings failed at the first sentence), and one whose ``config.json`` describes
+    more than its weight files hold (100 layers over 6 layers' weights) loaded, transformers
+    filling the rest at random with a warning: an encoder of random layers, no error."""
     from paramill import device as devices
 
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -181,6 +181,8 @@ def unloaded_weights(path: Path, module) -> list[str]:
     ``BertForX`` names them ``bert.…``); none where the folder has no weight file paramill
     reads (``*.safetensors``; where there is none, ``pytorch_model*.bin``, as transformers
     prefers them), only their names."""
+    import zipfile
+
     import torch
     from safetensors import safe_open
 
@@ -190,8 +192,9 @@ def unloaded_weights(path: Path, module) -> list[str]:
         with safe_open(str(file), "pt") as weights:
             keys.update(weights.keys())
     for file in [] if safetensors else sorted(path.rglob("pytorch_model*.bin")):  # as transformers
-        try:
-            keys.update(torch.load(file, map_location="meta", weights_only=True, mmap=True))
+        try:  # mapped where torch can (its zip layout), never held: only the names are needed
+            keys.update(torch.load(file, map_location="meta", weights_only=True,
+                                   mmap=zipfile.is_zipfile(file)))
         except Exception as exc:  # noqa: BLE001 - torch's errors of a file that is not one
             raise InputError(file, None, f"not a torch weight file paramill reads "
                              f"({torch_load_problem(exc)})") from None

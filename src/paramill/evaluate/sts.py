@@ -70,9 +70,9 @@ STS_RESULT = {"type": "object", "required": ["datasets", "years"], "properties":
 def chunks(name: str, year: str | int, fmt: str, path: str | Path,
            fields: dict[str, str] | None = None, size: int | None = None) -> Iterator[StsData]:
     """The dataset in layout ``fmt`` (``fields``: the columns a csv, json, jsonl or parquet set
-    reads), ``size`` (:data:`CHUNK_PAIRS`) pairs with a gold score at a time (each counting the pairs skipped since
-    the last; the last may hold none): a broken line (:data:`BROKEN`) is an
-    :class:`~paramill.io.InputError`."""
+    reads), ``size`` (:data:`CHUNK_PAIRS`) pairs with a gold score at a time, each counting
+    the pairs skipped since the last (the last may hold none): a broken line
+    (:data:`BROKEN`) is an :class:`~paramill.io.InputError`."""
     size = size or CHUNK_PAIRS
     data = StsData(name, str(year))
     given = {"fields": fields} if fields else {}
