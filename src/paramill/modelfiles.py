@@ -166,21 +166,28 @@ def sentence_transformer(path: str | os.PathLike, device: str):
     if top >= rows:  # an IndexError at the first sentence that holds it
         raise InputError(path, None, f"its tokenizer gives {token!r} the id {top:,}, and its "
                          f"model embeds {rows:,} ids (vocab_size in config.json)")
-    missing = unloaded_weights(Path(path), model[0].auto_model)
+    missing, unused = unloaded_weights(Path(path), model[0].auto_model)
     if missing:
         raise InputError(path, None, f"{len(missing)} of its model's weights are in none of its "
                          f"weight files ({', '.join(missing[:3])}, …): its config.json describes "
                          "a larger model than its weights, which transformers would fill with "
                          "random values")
+    if unused:
+        raise InputError(path, None, f"its weight files hold {len(unused)} weights of parts its "
+                         f"config.json does not build ({', '.join(unused[:3])}, …): its "
+                         "config.json describes a smaller model than its weights (fewer layers), "
+                         "which transformers would load leaving them out")
     return model
 
 
-def unloaded_weights(path: Path, module) -> list[str]:
+def unloaded_weights(path: Path, module) -> tuple[list[str], list[str]]:
     """The parameters of ``module`` (a transformers model; its unused pooler aside) that no
     weight file under ``path`` holds, by name or as the end of a name (a checkpoint of
-    ``BertForX`` names them ``bert.…``); none where the folder has no weight file paramill
-    reads (``*.safetensors``; where there is none, ``pytorch_model*.bin``, as transformers
-    prefers them), only their names."""
+    ``BertForX`` names them ``bert.…``), and the weights the files hold that are another
+    instance of a part the model has but not one of its own (``encoder.layer.5.…`` where it
+    builds layers 0 and 1: a head such as ``cls.…`` is no part of it, and left alone); none
+    where the folder has no weight file paramill reads (``*.safetensors``; where there is
+    none, ``pytorch_model*.bin``, as transformers prefers them), only their names."""
     import zipfile
 
     import torch
@@ -199,7 +206,19 @@ def unloaded_weights(path: Path, module) -> list[str]:
             raise InputError(file, None, f"not a torch weight file paramill reads "
                              f"({torch_load_problem(exc)})") from None
     if not keys:
-        return []
-    ends = {key.split(".", i)[-1] for key in keys for i in range(key.count(".") + 1)}
-    return [name for name, _ in module.named_parameters()
-            if name not in ends and not name.startswith("pooler.")]
+        return [], []
+
+    def ends(key: str) -> list[str]:  # the name and each end of it after a dot
+        return [key.split(".", i)[-1] for i in range(key.count(".") + 1)]
+
+    def shape(name: str) -> str:  # the name with each index a mark: a part, whichever instance
+        return ".".join("#" if part.isdigit() else part for part in name.split("."))
+
+    held = {end for key in keys for end in ends(key)}
+    names = {name for name, _ in module.named_parameters()} | {name for name, _ in module.named_buffers()}
+    missing = [name for name in sorted(names - {n for n, _ in module.named_buffers()})
+               if name not in held and not name.startswith("pooler.")]
+    parts = {shape(name) for name in names}
+    unused = [key for key in sorted(keys) if not any(end in names for end in ends(key))
+              and any(shape(end) in parts for end in ends(key))]
+    return missing, unused

@@ -646,7 +646,8 @@ def tiny_deep_encoder(tmp_path_factory):
     return _tiny_bert(tmp_path_factory.mktemp("deep"), 4, init=0.3)
 
 
-def test_a_sentence_encoder_folder_it_cannot_use_is_an_error_naming_it(tiny_sentence_encoder, tmp_path):
+def test_a_sentence_encoder_folder_it_cannot_use_is_an_error_naming_it(tiny_sentence_encoder, tiny_deep_encoder,
+                                                                      tmp_path):
     """A folder the libraries cannot load raised their own errors (a traceback in a job); one
     whose config.json describes more layers than its weights loaded with random layers."""
     import json
@@ -685,6 +686,13 @@ def test_a_sentence_encoder_folder_it_cannot_use_is_an_error_naming_it(tiny_sent
             with pytest.raises(InputError, match=rf"^{folder}: (not a sentence-transformers model paramill )?{said}"):
                 make(str(folder), precision="float32")
     assert identify.PretrainedEncoder(str(tiny_sentence_encoder), precision="float32").cosine([POS[0]]).shape == (1,)
+    # fewer layers than the weights hold: transformers left the others out without a word
+    folder = tmp_path / "fewer"
+    shutil.copytree(tiny_deep_encoder, folder)
+    config(num_hidden_layers=2)(folder)
+    with pytest.raises(InputError, match=rf"^{folder}: its weight files hold \d+ weights of parts its "
+                                         r"config\.json does not build \(encoder\.layer\.2\."):
+        identify.PretrainedEncoder(str(folder), precision="float32")
 
 
 def test_the_sentence_encoder_cosine_is_the_models_cosine(tiny_sentence_encoder):
