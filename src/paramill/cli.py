@@ -218,7 +218,7 @@ def out_of_memory(exc: BaseException, keys: tuple[str, ...] = ()) -> str | None:
         where = "host memory"
     elif device.gpu_out_of_memory(exc):
         where = "GPU memory"
-    elif "can't allocate memory" in text or "Cannot allocate memory" in text:
+    elif device.host_out_of_memory(exc):
         where = "host memory"
     else:
         return None

@@ -102,6 +102,21 @@ def gpu_out_of_memory(exc: BaseException) -> bool:
             or any(m in text for m in CUDA_LIBRARY_OOM))
 
 
+#: how the libraries' own allocators say the host's memory ran out in a RuntimeError: torch's
+#: (errno 12's words), CTranslate2's on the CPU (``mkl_malloc: failed to allocate memory``:
+#: a beam of 1,000,000 under an 8 GB limit was a traceback)
+HOST_OOM = ("can't allocate memory", "Cannot allocate memory", "failed to allocate memory")
+
+
+def host_out_of_memory(exc: BaseException | str) -> bool:
+    """Whether ``exc`` (or an error's text) says the host's memory ran out: Python's
+    ``MemoryError``, or a library's allocator in its own words (:data:`HOST_OOM`)."""
+    if isinstance(exc, MemoryError):
+        return True
+    text = " ".join(str(exc).split())
+    return any(said in text for said in HOST_OOM)
+
+
 def release_gpu_cache() -> None:
     """Give the blocks torch's caching allocator holds back to the GPU (after an
     out-of-memory error, before a smaller try); nothing where torch is not loaded."""

@@ -84,7 +84,7 @@ def rebuilt_from(path: str | os.PathLike, what: str,
     fit (torch keeps no checksum of a tensor's bytes, so a damaged file can read yet hold a
     broken SentencePiece model or weights of the wrong shape; an OpenNMT-py checkpoint's
     options of 0 heads) is an :class:`InputError` naming the file, not a traceback. The
-    device running out of memory is raised as it is."""
+    host or the device running out of memory is raised as it is."""
     from paramill import device
 
     try:
@@ -93,7 +93,7 @@ def rebuilt_from(path: str | os.PathLike, what: str,
         raise
     except (RuntimeError, ValueError, KeyError, TypeError, AttributeError, ZeroDivisionError,
             AssertionError) as exc:
-        if device.gpu_out_of_memory(exc):
+        if device.gpu_out_of_memory(exc) or device.host_out_of_memory(exc):
             raise
         article = "an" if what[:1].lower() in "aeiou" else "a"
         raise InputError(path, None, f"{article} {what} that cannot be rebuilt, {why} "
@@ -153,7 +153,7 @@ def sentence_transformer(path: str | os.PathLike, device: str):
     except (MemoryError, KeyboardInterrupt):
         raise
     except Exception as exc:  # noqa: BLE001 - every library's own error, said as the folder's
-        if devices.gpu_out_of_memory(exc):
+        if devices.gpu_out_of_memory(exc) or devices.host_out_of_memory(exc):
             raise
         raise InputError(path, None, "not a sentence-transformers model paramill can load "
                          f"({type(exc).__name__}: {first_line(exc)})") from None

@@ -353,12 +353,14 @@ def test_running_out_of_memory_is_one_error_line_saying_what_to_change(tmp_path,
 
     shard = tmp_path / "shard.parquet"
     pq.write_table(BITEXT.empty_table(), shard)
-    for said in ("CUDA failed with error out of memory", "cuBLAS failed with status CUBLAS_STATUS_ALLOC_FAILED"):
+    for said, where in (("CUDA failed with error out of memory", "GPU"),
+                        ("cuBLAS failed with status CUBLAS_STATUS_ALLOC_FAILED", "GPU"),
+                        ("mkl_malloc: failed to allocate memory", "host")):  # CTranslate2 on the CPU
         monkeypatch.setattr(translating, "translate_shard", raises(RuntimeError(said)))
         assert main(["nmt", "translate", "--shard", str(shard), "--model", str(tmp_path),
                      "--src-spm", str(pairs), "--tgt-spm", str(pairs), "--out", str(tmp_path / "c.parquet")]) == 3
         (line,) = capsys.readouterr().err.strip().splitlines()
-        assert line.startswith(f"paramill nmt translate: error: out of GPU memory ({said})") and (
+        assert line.startswith(f"paramill nmt translate: error: out of {where} memory ({said})") and (
             "(nmt.translate.batch_size, nmt.translate.batch_type, nmt.translate.beam_size, nmt.sample.block, "
             "nmt.sample.batch_size)") in line
     monkeypatch.setattr(translating, "translate_shard", raises(RuntimeError("CUDA failed with error invalid argument")))

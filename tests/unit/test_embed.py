@@ -1259,6 +1259,26 @@ def test_a_model_file_whose_settings_name_sizes_its_weights_do_not_have_allocate
         load_model(tmp_path / "packed.pt", "cpu")
 
 
+def test_memory_running_out_while_a_model_is_built_is_not_said_to_be_the_files_fault(tmp_path):
+    """A model file's parts that do not fit are an error naming it; the host's or the GPU's
+    memory running out meanwhile is raised as it is (the command line's out-of-memory line,
+    exit status 3), not called a damaged file."""
+    from paramill import device
+    from paramill.errors import InputError
+    from paramill.modelfiles import rebuilt_from
+
+    for said in ("[enforce fail at alloc_cpu.cpp:127] DefaultCPUAllocator: can't allocate memory",
+                 "mkl_malloc: failed to allocate memory", "CUDA out of memory. Tried to allocate 2 GiB"):
+        with pytest.raises(RuntimeError, match="memory"):
+            with rebuilt_from(tmp_path / "m.pt", "paramill embedding model"):
+                raise RuntimeError(said)
+    assert device.host_out_of_memory(MemoryError()) and not device.host_out_of_memory("size mismatch")
+    with pytest.raises(InputError, match=r"m\.pt: a paramill embedding model that cannot be rebuilt, "
+                                         r"damaged or from another paramill \(RuntimeError: size mismatch"):
+        with rebuilt_from(tmp_path / "m.pt", "paramill embedding model"):
+            raise RuntimeError("size mismatch for parts.0.embedding.weight")
+
+
 def test_a_model_file_that_is_not_one_names_it_and_a_bad_resume_file_is_set_aside(tmp_path, capfd):
     """A model given to a command (evaluate sts, the identifier's cosine, filters) that is not
     a torch file, is cut, or is another program's torch file: an error naming it (torch's

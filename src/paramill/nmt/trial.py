@@ -29,6 +29,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from paramill.device import host_out_of_memory
 from paramill.errors import InputError
 
 #: keys of the models this process (or the one that started it) tried, JSON, for its workers
@@ -105,7 +106,7 @@ def try_model(model_dir: str | Path, version: str, timeout: float = TIMEOUT_S,
     except (IndexError, ValueError):
         raise RuntimeError(f"trying {model_dir} with {what} ended with exit status "
                            f"{child.returncode}: {child.stderr.strip()[-500:]}") from None
-    if said.get("type") == "MemoryError":
+    if said.get("type") == "MemoryError" or host_out_of_memory(said.get("error", "")):
         raise MemoryError(f"{model_dir}: {said['error']}")
     if said.get("type") in ("ImportError", "ModuleNotFoundError"):  # the environment, not the model
         raise RuntimeError(f"trying {model_dir}: the child process could not import "
