@@ -527,6 +527,24 @@ def test_training_lowers_the_loss(tmp_path):
     assert losses[-1] < 0.7 * losses[0]
 
 
+def test_training_that_diverges_is_an_error_and_writes_no_model(tmp_path):
+    """A learning rate of 1e300 made every weight NaN in the first epoch: the model was
+    written, and STS and the filters read it. Now the epoch whose loss is not finite ends
+    the job, writing nothing of it: the resume checkpoint there was is as it was."""
+    spec = ModelSpec(components=("word",), dim=16)
+    train(PAIRS, tmp_path / "w.pt", spec, EmbedTrainSettings(epochs=1, batch_size=6))
+    kept = (tmp_path / "w.pt.resume.pt").read_bytes()
+    for settings, said in ((EmbedTrainSettings(epochs=2, batch_size=6, learning_rate=1e300),
+                            r"epoch 1 is nan \(embed\.train\.learning_rate 1e\+300, margin 0\.4\): lower "
+                            r"the learning rate.* The model was not written$"),
+                           (EmbedTrainSettings(epochs=1, batch_size=6, margin=1e308), r"epoch 1 is inf")):
+        (tmp_path / "w.pt").unlink(missing_ok=True)
+        with pytest.raises(ValueError, match=rf"training diverged: the mean loss of {said}"):
+            train(PAIRS, tmp_path / "w.pt", spec, settings)
+        assert not (tmp_path / "w.pt").exists()
+    assert (tmp_path / "w.pt.resume.pt").read_bytes() == kept
+
+
 @pytest.mark.parametrize("kind", ["lstm", "blstm", "gran"])
 def test_recurrent_models_run_padded_to_what_packed_sequences_give(kind):
     """No packing (it needs the lengths on the host: a read-back on CUDA): the outputs and

@@ -390,6 +390,13 @@ def train(source: PairSource | list[tuple[str, str]], out: str | Path, spec: Mod
     for epoch in range(start_epoch, settings.epochs):
         began = time.perf_counter()
         loss = _epoch(model, step, store, units, settings, spec, epoch, n, dev, waited)
+        if not np.isfinite(loss):  # the weights are no longer numbers: nothing of it is kept
+            raise ValueError(
+                f"training diverged: the mean loss of epoch {epoch + 1} is {loss} "
+                f"(embed.train.learning_rate {settings.learning_rate:g}, margin "
+                f"{settings.margin:g}): lower the learning rate, or the margin to a cosine's "
+                "range. The model was not written"
+                + (f"; the checkpoint of epoch {epoch} is kept" if epoch else ""))
         epoch_seconds.append(round(time.perf_counter() - began, 6))
         history.append({"epoch": epoch + 1, "loss": loss})
         with atomic_output(resume) as (tmp,):
