@@ -141,6 +141,12 @@ def test_config_validate_names_the_bad_key(tmp_path, capsys):
     bad.write_text("bitext:\n  clean:\n    max_tokens: -3\n")
     assert main(["config", "validate", str(bad)]) == 2
     assert "config key bitext.clean.max_tokens: -3 is less than the minimum of 1" in capsys.readouterr().err
+    # a learning rate past float32 was torch's overflow traceback in the identifier's fine-tuning
+    for section, key in (("embed:\n  train", "learning_rate"), ("nmt:\n  train", "learning_rate"),
+                         ("twitter:\n  identify", "finetune_lr"), ("twitter:\n  identify", "distill_lr")):
+        bad.write_text(f"{section}:\n    {key}: 1.0e+300\n")
+        assert main(["config", "validate", str(bad)]) == 2
+        assert f".{key}: 1e+300 is greater than the maximum of 1000" in capsys.readouterr().err
 
 
 def test_bad_settings_json_is_a_usage_error(capsys):

@@ -59,7 +59,7 @@ class EmbedTrainSettings(Settings):
     megabatch: int = setting(
         1, "Mini-batches pooled to find hardest negatives (M; 1 = in-batch).", minimum=1)
     margin: float = setting(0.4, "Margin of the hinge loss.", minimum=0)
-    learning_rate: float = setting(0.001, "Adam learning rate.", exclusiveMinimum=0)
+    learning_rate: float = setting(0.001, "Adam learning rate.", exclusiveMinimum=0, maximum=1000)
     scramble_rate: float = setting(
         0.3, "Probability of shuffling a sentence's words (recurrent components only).", minimum=0,
         maximum=1)

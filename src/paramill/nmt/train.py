@@ -62,7 +62,7 @@ class NmtTrainSettings(Settings):
     accum_count: int = setting(1, "Gradient accumulation steps.", minimum=1)
     optim: Literal["adam", "sgd", "adafactor"] = setting("adam", "Optimiser.")
     learning_rate: float = setting(
-        2.0, "Learning rate (a scale factor under noam).", exclusiveMinimum=0)
+        2.0, "Learning rate (a scale factor under noam).", exclusiveMinimum=0, maximum=1000)
     decay_method: Literal["noam", "noamwd", "rsqrt", "none"] = setting(
         "noam", "Learning-rate schedule.")
     warmup_steps: int = setting(8000, "Warm-up steps (noam, rsqrt).", minimum=0)

@@ -73,7 +73,7 @@ class IdentifySettings(Settings):
     distill_epochs: int = setting(4, "Student (encoder_layers): epochs of distillation.",
                                   minimum=1)
     distill_lr: float = setting(5e-4, "Student: AdamW learning rate of distillation (10% "
-                                "warm-up, linear decay).", exclusiveMinimum=0)
+                                "warm-up, linear decay).", exclusiveMinimum=0, maximum=1000)
     distill_batch: int = setting(64, "Student: sentences per distillation step.", minimum=1)
     distill_text: tuple[str, ...] = setting(
         (), "Student: files of unlabelled sentences to distil on besides the training pairs' "
@@ -95,7 +95,7 @@ class IdentifySettings(Settings):
         "the job has a GPU). Model cross: at least 1. The weights are kept in the identifier "
         "file.", minimum=0)
     finetune_lr: float = setting(3e-5, "Fine-tuning: AdamW learning rate (10% warm-up, linear "
-                                 "decay).", exclusiveMinimum=0)
+                                 "decay).", exclusiveMinimum=0, maximum=1000)
     finetune_batch: int = setting(32, "Fine-tuning: labelled pairs per step.", minimum=2)
     finetune_scale: float = setting(20.0, "Fine-tuning: the CoSENT loss's cosine scale.",
                                     exclusiveMinimum=0)
