@@ -65,6 +65,18 @@ def tiny(shard, spm_models, tmp_path_factory):
     return {"root": root, "summary": summary, "spm": spm_models}
 
 
+@pytest.fixture(scope="module")
+def back(shard, spm_models, tmp_path_factory):
+    """A tiny EN->CS model, 60 steps on the same shard, converted: the second direction of
+    dual scoring (a SentencePiece model must fit the side it is given for)."""
+    root = tmp_path_factory.mktemp("back")
+    write_training_text([shard], root / "data", valid_size=20)
+    train_nmt("en-cs", root / "data", spm_models[1], spm_models[0], root / "model.pt",
+              root / "work", TINY_MODEL, tiny_train(60))
+    convert_mod.convert(root / "model.pt", spm_models[1], spm_models[0], root / "ct2")
+    return root / "ct2"
+
+
 def test_segmentation_round_trips(spm_models):
     cs = Segmenter(spm_models[0])
     texts = ["Starý pán čte noviny.", "Žena kupuje chléb v obchodě."]
@@ -381,7 +393,7 @@ def test_a_cut_checkpoint_is_an_error_naming_it(tiny, tmp_path):
         load_checkpoint(tmp_path / "missing.pt")
 
 
-def test_a_ctranslate2_directory_it_cannot_read_is_an_error_naming_it(tiny, shard, tmp_path, monkeypatch):
+def test_a_ctranslate2_directory_it_cannot_read_is_an_error_naming_it(tiny, back, shard, tmp_path, monkeypatch):
     import shutil
     import struct
 
@@ -424,13 +436,13 @@ def test_a_ctranslate2_directory_it_cannot_read_is_an_error_naming_it(tiny, shar
     small = tmp_path / "small.parquet"
     pl.read_parquet(shard).head(4).write_parquet(small)
     with pytest.raises(InputError, match=rf"^{tmp_path / 'cut'}: CTranslate2"):
-        sample_shard(small, tmp_path / "cut", good, *tiny["spm"], tmp_path / "sampled.parquet",
+        sample_shard(small, tmp_path / "cut", back, *tiny["spm"], tmp_path / "sampled.parquet",
                      SampleSettings(samples=2, constraint_sets=1, block=2), threads=2)
     assert not list(tmp_path.glob("sampled*"))
     for text in ('["<unk>", "a', '{"a": 1}', '[1, 2]'):  # the vocabulary sampling reads itself
         (tmp_path / "vocabulary" / "target_vocabulary.json").write_text(text)
-        with pytest.raises(InputError, match=r"vocabulary/target_vocabulary\.json: not a CTranslate2 vocabulary"):
-            sample_shard(small, tmp_path / "vocabulary", good, *tiny["spm"], tmp_path / "sampled.parquet",
+        with pytest.raises(InputError, match=r"vocabulary/\w+_vocabulary\.json: not a CTranslate2 vocabulary"):
+            sample_shard(small, tmp_path / "vocabulary", back, *tiny["spm"], tmp_path / "sampled.parquet",
                          SampleSettings(samples=2, constraint_sets=1, block=2), threads=1)
     # an error of the device is not the model's: raised as it is
     def out_of_memory(*args, **kwargs):
@@ -500,6 +512,42 @@ def test_a_ctranslate2_model_that_would_crash_ctranslate2_is_an_error_naming_it(
         trial.try_model(tiny["root"] / "ct2", "4", timeout=60)
 
 
+def test_sentencepiece_models_swapped_or_of_another_model_are_refused_before_any_work(tiny, back, shard, tmp_path):
+    """The source and target SentencePiece models given the wrong way round cut every
+    sentence into pieces the model reads as <unk>: the whole shard was translated into noise
+    without a word. The model's vocabulary is compared with the pieces first (its own hold
+    98-99.5% of it, the other language's about 20%)."""
+    from paramill.errors import InputError
+    from paramill.nmt.sampling import SampleSettings, sample_shard
+    from paramill.nmt.subwords import Segmenter, check_fit
+
+    cs_spm, en_spm = tiny["spm"]
+    ct2 = tiny["root"] / "ct2"
+    assert check_fit(Segmenter(cs_spm), ct2, "source") > 0.9 and check_fit(Segmenter(en_spm), back, "source") > 0.9
+    with pytest.raises(InputError, match=rf"^{en_spm}: a SentencePiece model that does not fit the source side "
+                                         rf"of {ct2}: its pieces are \d+% of that side's [\d,]+ tokens"):
+        translate_shard(shard, ct2, en_spm, cs_spm, tmp_path / "t.parquet", TranslateSettings(device="cpu"))
+    with pytest.raises(InputError, match=rf"^{cs_spm}: a SentencePiece model that does not fit the target side"):
+        translate_shard(shard, ct2, cs_spm, cs_spm, tmp_path / "t.parquet", TranslateSettings(device="cpu"))
+    with pytest.raises(InputError, match=rf"^{cs_spm}: a SentencePiece model that does not fit the source side of {back}"):
+        sample_shard(shard, back, ct2, cs_spm, en_spm, tmp_path / "s.parquet", SampleSettings(device="cpu"))
+    assert not list(tmp_path.iterdir())
+
+
+def test_the_launcher_leaves_out_vocabulary_lines_opennmt_cannot_read_back(tmp_path, monkeypatch, capsys):
+    from paramill.nmt.launch import readable_vocabularies
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "vocab.src").write_text("a\t5\nb\t2\n", encoding="utf-8")
+    (tmp_path / "vocab.tgt").write_text("x\t9\n\t1\n\u00a0\t1\ny\t1\n", encoding="utf-8")
+    (tmp_path / "c.yaml").write_text("src_vocab: vocab.src\ntgt_vocab: vocab.tgt\n")
+    readable_vocabularies(["-config", "c.yaml", "-n_sample", "-1"])
+    assert (tmp_path / "vocab.src").read_text() == "a\t5\nb\t2\n"
+    assert (tmp_path / "vocab.tgt").read_text() == "x\t9\ny\t1\n"
+    assert "2 token(s) of vocab.tgt left out" in capsys.readouterr().err
+    readable_vocabularies(["-config", "missing.yaml"])  # nothing to read: nothing done
+
+
 def test_int8_quantization_converts_and_translates(tiny, tmp_path):
     meta = convert_mod.convert(tiny["root"] / "model.pt", *tiny["spm"], tmp_path / "q", "int8")
     assert meta["quantization"] == "int8"
@@ -518,9 +566,9 @@ def test_device_switch():
             device.pick("cuda")
 
 
-def test_dual_cross_entropy_is_built_from_the_models_own_scores(tiny, shard, tmp_path, monkeypatch):
+def test_dual_cross_entropy_is_built_from_the_models_own_scores(tiny, back, shard, tmp_path, monkeypatch):
     """dual_xent = |H_f - H_b| + (H_f + H_b)/2 with each H the model's own mean NLL
-    (score_batch, EOS included). The tiny CS->EN model stands in for both directions."""
+    (score_batch, EOS included), of the tiny CS->EN and EN->CS models."""
     import ctranslate2
 
     from paramill.filters.base import score_shard
@@ -528,16 +576,16 @@ def test_dual_cross_entropy_is_built_from_the_models_own_scores(tiny, shard, tmp
     from paramill.nmt.score import load_scorer, nll_per_token
 
     cs_spm, en_spm = tiny["spm"]
-    ct2 = str(tiny["root"] / "ct2")
-    filt = DualXent(cs_en=ct2, en_cs=ct2, cs_spm=str(cs_spm), en_spm=str(en_spm), device="cpu")
+    ct2, back = str(tiny["root"] / "ct2"), str(back)
+    filt = DualXent(cs_en=ct2, en_cs=back, cs_spm=str(cs_spm), en_spm=str(en_spm), device="cpu")
     rows = pl.read_parquet(shard).head(6)
     cs, en = rows["cs"].to_list(), rows["en"].to_list()
     got = filt.pair_scores(cs, en)
-    model = ctranslate2.Translator(ct2, device="cpu")
+    model, model_back = ctranslate2.Translator(ct2, device="cpu"), ctranslate2.Translator(back, device="cpu")
     cs_p, en_p = Segmenter(cs_spm).encode(cs), Segmenter(en_spm).encode(en)
     for i, (h_f, h_b, score) in enumerate(got):
         fwd = model.score_batch([cs_p[i]], [en_p[i]])[0].log_probs
-        bwd = model.score_batch([en_p[i]], [cs_p[i]])[0].log_probs
+        bwd = model_back.score_batch([en_p[i]], [cs_p[i]])[0].log_probs
         assert len(fwd) == len(en_p[i]) + 1  # EOS scored
         assert h_f == pytest.approx(-sum(fwd) / len(fwd), rel=1e-5)
         assert h_b == pytest.approx(-sum(bwd) / len(bwd), rel=1e-5)
@@ -554,11 +602,11 @@ def test_dual_cross_entropy_is_built_from_the_models_own_scores(tiny, shard, tmp
     scores = pl.read_parquet(tmp_path / "dx.parquet")["dual_xent"].to_list()
     assert scores == pytest.approx([s for _, _, s in got for _ in (1, 2)], rel=1e-5)
     # its batch size is launch-only: it bounds memory, each pair scored as alone (float noise)
-    alone = DualXent(cs_en=ct2, en_cs=ct2, cs_spm=str(cs_spm), en_spm=str(en_spm), device="cpu",
+    alone = DualXent(cs_en=ct2, en_cs=back, cs_spm=str(cs_spm), en_spm=str(en_spm), device="cpu",
                      batch_size=1).pair_scores(cs, en)
     assert [x for row in alone for x in row] == pytest.approx([x for row in got for x in row], rel=1e-5)
     # so is its unit: batches of 40 padded source subwords, each pair's score as alone
-    tokens = DualXent(cs_en=ct2, en_cs=ct2, cs_spm=str(cs_spm), en_spm=str(en_spm), device="cpu",
+    tokens = DualXent(cs_en=ct2, en_cs=back, cs_spm=str(cs_spm), en_spm=str(en_spm), device="cpu",
                       batch_size=40, batch_type="tokens")
     assert [x for row in tokens.pair_scores(cs, en) for x in row] == pytest.approx(
         [x for row in alone for x in row], rel=1e-5)
@@ -600,19 +648,19 @@ def test_constrained_sampling_never_emits_a_suppressed_segmentation(tiny, shard)
     assert free_hits > 0  # unconstrained, the model does emit those sequences
 
 
-def test_sampled_shard_dual_scores_determinism_and_ranks(tiny, shard, tmp_path):
+def test_sampled_shard_dual_scores_determinism_and_ranks(tiny, back, shard, tmp_path):
     from paramill.nmt.sampling import SampleSettings, sample_shard
     from paramill.nmt.score import load_scorer, nll_per_token
 
     cs_spm, en_spm = tiny["spm"]
-    ct2 = str(tiny["root"] / "ct2")  # stands in for the EN->CS model too
+    ct2 = str(tiny["root"] / "ct2")
     small = tmp_path / "small.parquet"
     pl.read_parquet(shard).head(12).write_parquet(small)
     settings = SampleSettings(samples=10, constraint_sets=3, block=5, threshold=100.0, n=5)
     outs = []
     for threads in (1, 2, 2):
         out = tmp_path / f"s{len(outs)}.parquet"
-        stats = sample_shard(small, ct2, ct2, cs_spm, en_spm, out, settings, threads=threads)
+        stats = sample_shard(small, ct2, back, cs_spm, en_spm, out, settings, threads=threads)
         outs.append(pl.read_parquet(out))
     assert outs[0].equals(outs[1]) and outs[1].equals(outs[2])  # seeded, whatever the threads
     table = outs[0]
@@ -626,22 +674,22 @@ def test_sampled_shard_dual_scores_determinism_and_ranks(tiny, shard, tmp_path):
         total = (group["fwd_nll"] + group["bwd_nll"]).to_list()
         assert total == sorted(total)  # ranked by the dual score
     # the dual score is the sum of the two models' own per-token NLLs
-    scorer = load_scorer(ct2, "cpu")
+    scorer, scorer_back = load_scorer(ct2, "cpu"), load_scorer(back, "cpu")
     cs_seg, en_seg = Segmenter(cs_spm), Segmenter(en_spm)
     sources = dict(zip(*pl.read_parquet(small).select("pair_id", "cs")))
     for row in table.iter_rows(named=True):  # scored on the candidate's Viterbi segmentation
         src, hyp = cs_seg.encode([sources[row["pair_id"]]])[0], en_seg.encode([row["candidate"]])[0]
         assert row["n_tokens"] == len(hyp)
         assert row["fwd_nll"] == pytest.approx(nll_per_token(scorer, [src], [hyp])[0], rel=1e-4)
-        assert row["bwd_nll"] == pytest.approx(nll_per_token(scorer, [hyp], [src])[0], rel=1e-4)
+        assert row["bwd_nll"] == pytest.approx(nll_per_token(scorer_back, [hyp], [src])[0], rel=1e-4)
     # the threshold drops candidates
-    strict = sample_shard(small, ct2, ct2, cs_spm, en_spm, tmp_path / "strict.parquet",
+    strict = sample_shard(small, ct2, back, cs_spm, en_spm, tmp_path / "strict.parquet",
                           SampleSettings(samples=10, constraint_sets=3, block=5, threshold=0.0))
     assert strict["below_threshold"] == 0 and strict["output"] == 0
 
 
 def test_a_sampling_score_batch_out_of_gpu_memory_is_scored_again_at_half_the_size(
-        tiny, shard, tmp_path, monkeypatch):
+        tiny, back, shard, tmp_path, monkeypatch):
     """ParaBank 2 sampling scores each block's candidates in batches of nmt.sample.batch_size:
     one that runs out of GPU memory is scored again at half the size, which the blocks after
     keep; the same table as at that size, the halvings in the provenance. (A stand-in raises
@@ -663,19 +711,19 @@ def test_a_sampling_score_batch_out_of_gpu_memory_is_scored_again_at_half_the_si
     pl.read_parquet(shard).head(10).write_parquet(small)
     settings = SampleSettings(samples=6, constraint_sets=2, block=5, threshold=100.0, n=3, batch_size=32)
     monkeypatch.setattr(sampling, "nll_per_token", small_card)
-    stats = sampling.sample_shard(small, ct2, ct2, cs_spm, en_spm, tmp_path / "fitted.parquet", settings)
+    stats = sampling.sample_shard(small, ct2, back, cs_spm, en_spm, tmp_path / "fitted.parquet", settings)
     assert asked == [32, 16, 8, 8, 8, 8]  # the first block halves twice; the second starts at 8
     assert [h["batch_size"] for h in stats["out_of_gpu_memory"]] == [32, 16]
     record = json.loads((tmp_path / "fitted.parquet.prov.json").read_text())
     assert record["sampling"]["out_of_gpu_memory"] == stats["out_of_gpu_memory"]
     monkeypatch.setattr(sampling, "nll_per_token", real)
-    direct = sampling.sample_shard(small, ct2, ct2, cs_spm, en_spm, tmp_path / "direct.parquet",
+    direct = sampling.sample_shard(small, ct2, back, cs_spm, en_spm, tmp_path / "direct.parquet",
                                    dataclasses.replace(settings, batch_size=8))
     assert direct["out_of_gpu_memory"] == []
     assert pl.read_parquet(tmp_path / "fitted.parquet").equals(pl.read_parquet(tmp_path / "direct.parquet"))
 
 
-def test_a_sampling_worker_killed_says_so_and_leaves_no_output(tiny, shard, tmp_path, monkeypatch):
+def test_a_sampling_worker_killed_says_so_and_leaves_no_output(tiny, back, shard, tmp_path, monkeypatch):
     """Diverse sampling on the CPU runs a pool of worker processes; one killed (SIGKILL, as a
     job's memory limit does) is paramill.pools' WorkerLost naming the shard, and the shard's
     table is not left half-written."""
@@ -696,7 +744,7 @@ def test_a_sampling_worker_killed_says_so_and_leaves_no_output(tiny, shard, tmp_
     pl.read_parquet(shard).head(12).write_parquet(small)
     out = tmp_path / "s.parquet"
     with pytest.raises(WorkerLost, match=r"killed \(signal SIGKILL\) while small\.parquet was sampled"):
-        sampling.sample_shard(small, ct2, ct2, cs_spm, en_spm, out,
+        sampling.sample_shard(small, ct2, back, cs_spm, en_spm, out,
                               sampling.SampleSettings(samples=4, constraint_sets=2, block=5), threads=2)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["small.parquet"]
 
@@ -1126,7 +1174,7 @@ def test_opennmt_engine_samples_many_sources_each_under_its_own_suppressions(tin
         engine.sample_sets(src[:2], bans[:1], 3, 10)
 
 
-def test_shards_decode_with_the_opennmt_engine_to_the_same_contract(tiny, shard, tmp_path, capfd):
+def test_shards_decode_with_the_opennmt_engine_to_the_same_contract(tiny, back, shard, tmp_path, capfd):
     from paramill.nmt.sampling import SampleSettings, sample_shard
 
     small = tmp_path / "small.parquet"
@@ -1143,13 +1191,13 @@ def test_shards_decode_with_the_opennmt_engine_to_the_same_contract(tiny, shard,
     record = json.loads((tmp_path / "opennmt-py.parquet.prov.json").read_text())
     assert record["translation"]["engine"]["name"] == "opennmt-py"
     out = tmp_path / "s.parquet"
-    sampled = sample_shard(small, bundle, bundle, *tiny["spm"], out,
+    sampled = sample_shard(small, bundle, back, *tiny["spm"], out,
                            SampleSettings(device="cpu", engine="opennmt-py", samples=8, constraint_sets=2,
                                           block=10, threshold=100.0, n=3))
     frame = pl.read_parquet(out)
     assert sampled["engine"]["name"] == "opennmt-py" and sampled["sampled"] == 30 * 2 * 8
     assert frame.height and frame["bwd_nll"].null_count() == 0 and frame["cluster"].null_count() == 0
-    again = sample_shard(small, bundle, bundle, *tiny["spm"], tmp_path / "s2.parquet",
+    again = sample_shard(small, bundle, back, *tiny["spm"], tmp_path / "s2.parquet",
                          SampleSettings(device="cpu", engine="opennmt-py", samples=8, constraint_sets=2,
                                         block=10, threshold=100.0, n=3))
     assert again["output"] == sampled["output"] and pl.read_parquet(tmp_path / "s2.parquet").equals(frame)
@@ -1291,13 +1339,13 @@ def test_gpu_a_batch_out_of_cuda_memory_is_decoded_again_smaller(tiny, shard, tm
 
 
 @pytest.mark.gpu
-def test_gpu_sampling_fills_costs_ranks_and_clusters(tiny, shard, tmp_path):
+def test_gpu_sampling_fills_costs_ranks_and_clusters(tiny, back, shard, tmp_path):
     from paramill.nmt.sampling import SampleSettings, sample_shard
     from paramill.nmt.score import load_scorer, nll_per_token
 
     ct2, (cs_spm, en_spm) = tiny["root"] / "ct2", tiny["spm"]
     settings = SampleSettings(device="cuda", samples=10, constraint_sets=3, block=50, threshold=100.0, n=5)
-    stats = sample_shard(shard, ct2, ct2, cs_spm, en_spm, tmp_path / "s.parquet", settings)
+    stats = sample_shard(shard, ct2, back, cs_spm, en_spm, tmp_path / "s.parquet", settings)
     assert stats["engine"]["device"] == "cuda" and stats["output"] > 0
     frame = pl.read_parquet(tmp_path / "s.parquet")
     assert frame["fwd_nll"].null_count() == 0 and frame["bwd_nll"].null_count() == 0

@@ -47,11 +47,14 @@ class DualXent(ModelFilter):
     threads: int = 1
 
     def load(self) -> tuple[Any, Any, Any, Any]:
-        from paramill.nmt.subwords import Segmenter
+        from paramill.nmt.subwords import Segmenter, check_fit
 
+        cs, en = Segmenter(self.cs_spm), Segmenter(self.en_spm)
+        for segmenter, model, side in ((cs, self.cs_en, "source"), (en, self.cs_en, "target"),
+                                       (en, self.en_cs, "source"), (cs, self.en_cs, "target")):
+            check_fit(segmenter, model, side)
         return (load_scorer(self.cs_en, self.device, self.threads),
-                load_scorer(self.en_cs, self.device, self.threads),
-                Segmenter(self.cs_spm), Segmenter(self.en_spm))
+                load_scorer(self.en_cs, self.device, self.threads), cs, en)
 
     def columns(self) -> list[Column]:
         return [Column("dual_xent", Direction.LOWER,

@@ -26,6 +26,7 @@ import math
 import random
 import sys
 import warnings
+from pathlib import Path
 from typing import Any
 
 TOOLS = {"build_vocab": "onmt.bin.build_vocab", "train": "onmt.bin.train",
@@ -131,7 +132,35 @@ def main(argv: list[str] | None = None) -> int:
         result = int(importlib.import_module(TOOLS[tool]).main() or 0)
         if result:
             return result
+        if tool == "build_vocab":
+            readable_vocabularies(rest)
     return 0
+
+
+def readable_vocabularies(args: list[str]) -> None:
+    """Drop from the vocabularies ``onmt_build_vocab`` wrote (the ``src_vocab`` and
+    ``tgt_vocab`` of its ``-config``) each line OpenNMT-py's own reader cannot read back: a
+    token that is empty or white space (``build_vocab`` counts the empty string between two
+    spaces of a segmented line: the sample's tiny EN->CS model's Czech side had one, and
+    training stopped on an ``IndexError`` reading it). Each is said in the log."""
+    import yaml
+
+    where = Path(args[args.index("-config") + 1]) if "-config" in args[:-1] else None
+    if where is None or not where.is_file():
+        return
+    config = yaml.safe_load(where.read_text(encoding="utf-8")) or {}
+    for key in ("src_vocab", "tgt_vocab"):
+        path = Path(config.get(key) or "")
+        if not path.is_file():
+            continue
+        lines = path.read_text(encoding="utf-8").splitlines(keepends=True)
+        kept = [line for line in lines if len(line.split(None, 1)) == 2]
+        if len(kept) < len(lines):
+            tmp = path.with_name(path.name + ".tmp")
+            tmp.write_text("".join(kept), encoding="utf-8")
+            tmp.replace(path)
+            print(f"nmt train: {len(lines) - len(kept)} token(s) of {path.name} left out, empty "
+                  "or white space (OpenNMT-py cannot read them back)", file=sys.stderr)
 
 
 if __name__ == "__main__":  # pragma: no cover - run as a module by paramill.nmt.train

@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import json
 import multiprocessing
 import random
 import re
@@ -45,14 +44,13 @@ from typing import Any, Literal
 import pyarrow as pa
 
 from paramill.device import fit_gpu_memory
-from paramill.errors import InputError
 from paramill.io import iter_parquet_batches, parquet_rows
 from paramill.job import table_job
 from paramill.nmt.cluster import best_per_cluster, cluster_units, kmedoids
 from paramill.nmt.engine import Engine, announce, open_translator, select
 from paramill.nmt.tables import CANDIDATES
 from paramill.nmt.score import load_scorer, nll_per_token
-from paramill.nmt.subwords import Segmenter
+from paramill.nmt.subwords import Segmenter, check_fit, model_vocabulary
 from paramill.pools import lost_workers
 from paramill.provenance import Run
 from paramill.settings import Device, setting, Settings
@@ -126,20 +124,8 @@ def suppressions(tokens: list[str], segmenter: Segmenter, vocabulary: set[str] |
 
 def target_vocabulary(model_dir: str | Path) -> set[str] | None:
     """The target (or shared) vocabulary of a CTranslate2 model directory."""
-    for name in ("target_vocabulary", "shared_vocabulary", "vocabulary"):
-        for ext, load in ((".json", lambda p: json.loads(p.read_text(encoding="utf-8"))),
-                          (".txt", lambda p: p.read_text(encoding="utf-8").splitlines())):
-            path = Path(model_dir) / f"{name}{ext}"
-            if path.exists():
-                try:
-                    tokens = load(path)
-                except ValueError as exc:  # JSON's errors and UnicodeDecodeError
-                    raise InputError(path, None, f"not a CTranslate2 vocabulary ({exc})") from None
-                if not isinstance(tokens, list) or not all(isinstance(t, str) for t in tokens):
-                    raise InputError(path, None, "not a CTranslate2 vocabulary (a JSON list of "
-                                     "the tokens, as its converter writes it)")
-                return set(tokens)
-    return None
+    tokens = model_vocabulary(model_dir, "target")
+    return None if tokens is None else set(tokens)
 
 
 def contains(pieces: list[str], sequence: list[str]) -> bool:
@@ -175,9 +161,13 @@ _STATE: dict[str, Any] = {}
 
 def _init(models: _Models, settings: SampleSettings, engine: Engine) -> None:
     _STATE.pop("score_batch", None)  # a size halved for another shard's card is not this one's
-    _STATE.update(models=models, settings=settings, cs=Segmenter(models.cs_spm),
+    cs, en = Segmenter(models.cs_spm), Segmenter(models.en_spm)
+    for segmenter, model, side in ((cs, models.fwd, "source"), (en, models.fwd, "target"),
+                                   (en, models.bwd, "source"), (cs, models.bwd, "target")):
+        check_fit(segmenter, model, side)
+    _STATE.update(models=models, settings=settings, cs=cs,
                   vocabulary=target_vocabulary(models.fwd),
-                  en=Segmenter(models.en_spm), engine=engine,
+                  en=en, engine=engine,
                   fwd_scorer=load_scorer(models.fwd, engine=engine),
                   bwd_scorer=load_scorer(models.bwd, engine=engine))
 
