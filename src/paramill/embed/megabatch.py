@@ -199,3 +199,15 @@ class LossPeek:
             self.event, self.batches = torch.cuda.Event(), batches
             self.event.record()
         return shown
+
+
+def check_finite(loss: float, epoch: int, learning_rate: float, margin: float) -> None:
+    """A ``ValueError`` where an epoch's mean ``loss`` is not a finite number: the weights are
+    no longer numbers (a learning rate of 1e300 wrote a model of NaN weights that STS and the
+    filters read), so the job ends before that epoch's model or checkpoint is written."""
+    if not np.isfinite(loss):
+        raise ValueError(
+            f"training diverged: the mean loss of epoch {epoch + 1} is {loss} "
+            f"(embed.train.learning_rate {learning_rate:g}, margin {margin:g}): lower the "
+            "learning rate, or the margin to a cosine's range. The model was not written"
+            + (f"; the checkpoint of epoch {epoch} is kept" if epoch else ""))

@@ -35,7 +35,8 @@ import torch
 from paramill import device
 from paramill.embed.data import (PairSource, Waited, count_units, epoch_buffers, prefetched,
                                  write_ids)
-from paramill.embed.megabatch import LossPeek, averaging_steps, negatives, recurrent_steps
+from paramill.embed.megabatch import (LossPeek, averaging_steps, check_finite, negatives,
+                                      recurrent_steps)
 from paramill.embed.rawstore import one_pass, write_raw_store
 from paramill.embed.steps import (EagerStep, GraphStep, PassGraphStep, ReplayedStep,
                                   margin_step_loss)
@@ -390,13 +391,7 @@ def train(source: PairSource | list[tuple[str, str]], out: str | Path, spec: Mod
     for epoch in range(start_epoch, settings.epochs):
         began = time.perf_counter()
         loss = _epoch(model, step, store, units, settings, spec, epoch, n, dev, waited)
-        if not np.isfinite(loss):  # the weights are no longer numbers: nothing of it is kept
-            raise ValueError(
-                f"training diverged: the mean loss of epoch {epoch + 1} is {loss} "
-                f"(embed.train.learning_rate {settings.learning_rate:g}, margin "
-                f"{settings.margin:g}): lower the learning rate, or the margin to a cosine's "
-                "range. The model was not written"
-                + (f"; the checkpoint of epoch {epoch} is kept" if epoch else ""))
+        check_finite(loss, epoch, settings.learning_rate, settings.margin)  # before any writing
         epoch_seconds.append(round(time.perf_counter() - began, 6))
         history.append({"epoch": epoch + 1, "loss": loss})
         with atomic_output(resume) as (tmp,):
