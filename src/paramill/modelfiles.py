@@ -185,7 +185,7 @@ def unloaded_weights(path: Path, module) -> tuple[list[str], list[str]]:
     weight file under ``path`` holds, by name or as the end of a name (a checkpoint of
     ``BertForX`` names them ``bert.…``), and the weights the files hold that are another
     instance of a part the model has but not one of its own (``encoder.layer.5.…`` where it
-    builds layers 0 and 1: a head such as ``cls.…`` is no part of it, and left alone); none
+    builds layers 0 and 1, or none: a head such as ``cls.…`` is no part of it, and left alone); none
     where the folder has no weight file paramill reads (``*.safetensors``; where there is
     none, ``pytorch_model*.bin``, as transformers prefers them), only their names."""
     import zipfile
@@ -219,6 +219,13 @@ def unloaded_weights(path: Path, module) -> tuple[list[str], list[str]]:
     missing = [name for name in sorted(names - {n for n, _ in module.named_buffers()})
                if name not in held and not name.startswith("pooler.")]
     parts = {shape(name) for name in names}
+    lists = {name for name, _ in module.named_modules()}  # an empty list of layers is one too
+
+    def another(end: str) -> bool:  # another instance of a part, or one of a list it left empty
+        head = end.split(".")
+        return shape(end) in parts or any(
+            head[i].isdigit() and ".".join(head[:i]) in lists for i in range(1, len(head)))
+
     unused = [key for key in sorted(keys) if not any(end in names for end in ends(key))
-              and any(shape(end) in parts for end in ends(key))]
+              and any(another(end) for end in ends(key))]
     return missing, unused

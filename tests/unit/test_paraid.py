@@ -687,12 +687,13 @@ def test_a_sentence_encoder_folder_it_cannot_use_is_an_error_naming_it(tiny_sent
                 make(str(folder), precision="float32")
     assert identify.PretrainedEncoder(str(tiny_sentence_encoder), precision="float32").cosine([POS[0]]).shape == (1,)
     # fewer layers than the weights hold: transformers left the others out without a word
-    folder = tmp_path / "fewer"
-    shutil.copytree(tiny_deep_encoder, folder)
-    config(num_hidden_layers=2)(folder)
-    with pytest.raises(InputError, match=rf"^{folder}: its weight files hold \d+ weights of parts its "
-                                         r"config\.json does not build \(encoder\.layer\.2\."):
-        identify.PretrainedEncoder(str(folder), precision="float32")
+    for layers in (2, 0):  # 0: a list of layers it leaves empty
+        folder = tmp_path / f"fewer-{layers}"
+        shutil.copytree(tiny_deep_encoder, folder)
+        config(num_hidden_layers=layers)(folder)
+        with pytest.raises(InputError, match=rf"^{folder}: its weight files hold \d+ weights of parts its "
+                                             rf"config\.json does not build \(encoder\.layer\.{layers}\."):
+            identify.PretrainedEncoder(str(folder), precision="float32")
 
 
 def test_the_sentence_encoder_cosine_is_the_models_cosine(tiny_sentence_encoder):
