@@ -215,9 +215,9 @@ def unloaded_weights(path: Path, module) -> tuple[list[str], list[str]]:
         return ".".join("#" if part.isdigit() else part for part in name.split("."))
 
     held = {end for key in keys for end in ends(key)}
-    names = {name for name, _ in module.named_parameters()} | {name for name, _ in module.named_buffers()}
-    missing = [name for name in sorted(names - {n for n, _ in module.named_buffers()})
-               if name not in held and not name.startswith("pooler.")]
+    parameters = {name for name, _ in module.named_parameters()}
+    names = parameters | {name for name, _ in module.named_buffers()}
+    missing = [name for name in sorted(parameters) if name not in held and not name.startswith("pooler.")]
     parts = {shape(name) for name in names}
     lists = {name for name, _ in module.named_modules()}  # an empty list of layers is one too
 

@@ -47,12 +47,11 @@ class DualXent(ModelFilter):
     threads: int = 1
 
     def load(self) -> tuple[Any, Any, Any, Any]:
-        from paramill.nmt.subwords import Segmenter, check_fit
+        from paramill.nmt.subwords import Segmenter, check_fits
 
         cs, en = Segmenter(self.cs_spm), Segmenter(self.en_spm)
-        for segmenter, model, side in ((cs, self.cs_en, "source"), (en, self.cs_en, "target"),
-                                       (en, self.en_cs, "source"), (cs, self.en_cs, "target")):
-            check_fit(segmenter, model, side)
+        check_fits(cs, en, self.cs_en)
+        check_fits(en, cs, self.en_cs)
         return (load_scorer(self.cs_en, self.device, self.threads),
                 load_scorer(self.en_cs, self.device, self.threads), cs, en)
 

@@ -50,7 +50,7 @@ from paramill.nmt.cluster import best_per_cluster, cluster_units, kmedoids
 from paramill.nmt.engine import Engine, announce, open_translator, select
 from paramill.nmt.tables import CANDIDATES
 from paramill.nmt.score import load_scorer, nll_per_token
-from paramill.nmt.subwords import Segmenter, check_fit, model_vocabulary
+from paramill.nmt.subwords import Segmenter, check_fits, model_vocabulary
 from paramill.pools import lost_workers
 from paramill.provenance import Run
 from paramill.settings import Device, setting, Settings
@@ -161,13 +161,9 @@ _STATE: dict[str, Any] = {}
 
 def _init(models: _Models, settings: SampleSettings, engine: Engine) -> None:
     _STATE.pop("score_batch", None)  # a size halved for another shard's card is not this one's
-    cs, en = Segmenter(models.cs_spm), Segmenter(models.en_spm)
-    for segmenter, model, side in ((cs, models.fwd, "source"), (en, models.fwd, "target"),
-                                   (en, models.bwd, "source"), (cs, models.bwd, "target")):
-        check_fit(segmenter, model, side)
-    _STATE.update(models=models, settings=settings, cs=cs,
+    _STATE.update(models=models, settings=settings, cs=Segmenter(models.cs_spm),
                   vocabulary=target_vocabulary(models.fwd),
-                  en=en, engine=engine,
+                  en=Segmenter(models.en_spm), engine=engine,
                   fwd_scorer=load_scorer(models.fwd, engine=engine),
                   bwd_scorer=load_scorer(models.bwd, engine=engine))
 
@@ -280,7 +276,11 @@ def sample_shard(shard: str | Path, fwd_model: str | Path, bwd_model: str | Path
                               "output": 0, "out_of_gpu_memory": []}
     with table_job(run, out, CANDIDATES, f"sample {Path(shard).name}", n_in, unit="sent") as job:
         # the models opened here first: one a worker cannot read would break the pool in its
-        # initializer (a worker "ended abruptly", naming nothing) rather than name the model
+        # initializer (a worker "ended abruptly", naming nothing) rather than name the model;
+        # the SentencePiece models checked against both once, not again in each worker
+        cs, en = Segmenter(cs_spm), Segmenter(en_spm)
+        check_fits(cs, en, fwd_model)
+        check_fits(en, cs, bwd_model)
         _init(models, settings, engine)
         if workers == 1:
             results: Iterator = map(process_block, _blocks(shard, settings.block))

@@ -142,3 +142,9 @@ def check_fit(segmenter: Segmenter, model_dir: str | Path, side: str) -> float |
                          "Are the source and target SentencePiece models swapped, or another "
                          "model's?")
     return share
+
+
+def check_fits(source: Segmenter, target: Segmenter, model_dir: str | Path) -> None:
+    """:func:`check_fit` of both sides of the model ``model_dir``."""
+    check_fit(source, model_dir, "source")
+    check_fit(target, model_dir, "target")

@@ -32,7 +32,7 @@ from paramill.io import iter_parquet_batches, parquet_rows
 from paramill.job import table_job
 from paramill.nmt.engine import Engine, announce, open_translator, select
 from paramill.nmt.tables import CANDIDATES
-from paramill.nmt.subwords import Segmenter, check_fit
+from paramill.nmt.subwords import Segmenter, check_fits
 from paramill.provenance import Run
 from paramill.settings import Device, setting, Settings
 
@@ -152,8 +152,7 @@ def translate_shard(shard: str | Path, model_dir: str | Path, src_spm: str | Pat
     engine = select(settings.device, engine=settings.engine, models=[model_dir])
     announce(engine, "nmt translate")
     src_seg, tgt_seg = Segmenter(src_spm), Segmenter(tgt_spm)
-    check_fit(src_seg, model_dir, "source")
-    check_fit(tgt_seg, model_dir, "target")
+    check_fits(src_seg, tgt_seg, model_dir)
     translator = load_translator(model_dir, settings, threads, engine)
     n_in = parquet_rows([shard])
     run = Run(rule=rule, params={**asdict(settings), "threads": threads},

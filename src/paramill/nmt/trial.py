@@ -36,6 +36,8 @@ from paramill.errors import InputError
 TRIED_ENV = "PARAMILL_CT2_TRIED"
 #: what a trial may take: loading a model of gigabytes and decoding a word
 TIMEOUT_S = 600
+#: what to do about a model that fails its trial
+ADVICE = "convert the model again, or give its OpenNMT-py checkpoint: nmt.models.<direction>.checkpoint"
 
 CHILD = r"""
 import json, sys
@@ -66,10 +68,6 @@ def _tried() -> set[str]:
         return set(json.loads(os.environ.get(TRIED_ENV, "[]")))
     except ValueError:
         return set()
-
-
-#: what to do about a model that fails its trial
-ADVICE = "convert the model again, or give its OpenNMT-py checkpoint: nmt.models.<direction>.checkpoint"
 
 
 def try_model(model_dir: str | Path, version: str, timeout: float = TIMEOUT_S,
