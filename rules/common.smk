@@ -20,6 +20,7 @@ from paramill.pairs.readers import PairCorpusSpec
 from paramill import formats  # what each input layout reads
 from paramill.twitter.months import days_before, month_before  # standard library only
 from paramill.runlocks import keep_other_runs_locks
+from paramill.jobresources import rule_resources as job_resources  # standard library only
 
 # A run's end removes its own locks only: Snakemake 9.17+ removed every run's (paramill.runlocks)
 keep_other_runs_locks()
@@ -125,13 +126,12 @@ def rule_threads(rule_name, default=1):
 
 
 def rule_resources(rule_name, **defaults):
-    """A rule's resources: config `resources.<rule>` over the defaults given here.
+    """A rule's resources: config `resources.<rule>` over the defaults given here, `mem_mb`
+    and `runtime` growing on each retry (`paramill.jobresources`).
 
     gpu/gpu_model/gres/slurm_partition/slurm_extra pass straight to the SLURM plugin.
     """
-    given = {k: v for k, v in config["resources"].get(rule_name, {}).items()
-             if k not in ("threads", "local")}
-    return {**defaults, **given}
+    return job_resources(config["resources"].get(rule_name), defaults)
 
 
 def rule_local(rule_name, default=False):

@@ -94,6 +94,12 @@ class RuleResources(Settings):
     slurm_partition: str = setting(
         None, "Partition for this rule's jobs (over the profile's default).", no_default=True,
         pattern="^[A-Za-z0-9_.-]+(,[A-Za-z0-9_.-]+)*$")
+    retry_growth: float = setting(
+        None, "What a retry multiplies mem_mb and runtime by, once an attempt: a job the "
+        "cluster killed at its memory or time limit (or out of host memory, exit status 3) asks "
+        "for more when Snakemake resubmits it (the SLURM profile's retries: 2). Default 2 (8000 "
+        "MB, then 16000, then 32000); 1 asks for the same each time. A first attempt asks for "
+        "mem_mb and runtime as given.", no_default=True, minimum=1, maximum=16)
     local: bool = setting(
         None, "Run this rule's jobs where snakemake runs (Snakemake's localrule), never "
         "submitted through an executor such as SLURM's: for a rule that needs the web, which "

@@ -1,0 +1,47 @@
+"""What a rule's job asks its executor for: config ``resources.<rule>`` over the rule's
+defaults, with memory and time that grow on each retry.
+
+A job a cluster kills at its memory or time limit (SLURM's ``OUT_OF_MEMORY``, ``TIMEOUT``; a
+paramill job out of host memory, exit status 3) would fail again the same way if it were
+resubmitted with the same request. The SLURM profile retries a failed job (``retries: 2``), so
+``mem_mb`` and ``runtime`` are handed to Snakemake as functions of the attempt: attempt ``n``
+asks for ``value × growth^(n-1)`` (the default growth 2: 8,000 MB, then 16,000, then 32,000).
+A first attempt asks for the value as given. Standard library only: the rules import it.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Callable
+
+#: the resources that grow on a retry: what a job is killed for exceeding
+GROWING = ("mem_mb", "runtime")
+#: how much a retry multiplies them by, unless ``resources.<rule>.retry_growth`` says otherwise
+RETRY_GROWTH = 2.0
+#: config keys of ``resources.<rule>`` that are not resources handed to the executor
+NOT_RESOURCES = ("threads", "local", "retry_growth")
+
+
+def on_attempt(value: int, growth: float) -> Callable[..., int]:
+    """``value`` as a Snakemake resource function: ``value`` on the first attempt, times
+    ``growth`` for each retry before this one, rounded up to a whole MB or minute."""
+    def grown(wildcards: Any, attempt: int) -> int:
+        return int(math.ceil(value * growth ** (max(int(attempt), 1) - 1)))
+    grown.__name__ = f"grown_{value}"
+    return grown
+
+
+def rule_resources(given: dict[str, Any] | None, defaults: dict[str, Any]) -> dict[str, Any]:
+    """The resources of a rule: its config entry ``given`` (``resources.<rule>``) over the
+    rule's ``defaults``, less the keys that are not executor resources (``threads`` goes to
+    the rule's ``threads:``, ``local`` to ``localrule:``). ``mem_mb`` and ``runtime`` grow on
+    each retry by ``retry_growth`` (:data:`RETRY_GROWTH` unless the entry says; 1 keeps them
+    as they are)."""
+    given = given or {}
+    growth = float(given.get("retry_growth", RETRY_GROWTH))
+    merged = {**defaults, **{k: v for k, v in given.items() if k not in NOT_RESOURCES}}
+    if growth != 1:
+        for key in GROWING:
+            if isinstance(merged.get(key), int) and not isinstance(merged[key], bool):
+                merged[key] = on_attempt(merged[key], growth)
+    return merged

@@ -1,0 +1,59 @@
+"""What a rule's job asks its executor for, and how a retry grows it."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from paramill import config
+from paramill.jobresources import RETRY_GROWTH, rule_resources
+from tests.conftest import REPO
+
+
+def _on(resources, attempt):
+    """The resources as Snakemake evaluates them for ``attempt`` (a function or a value)."""
+    return {k: v(None, attempt) if callable(v) else v for k, v in resources.items()}
+
+
+def test_memory_and_time_double_on_each_retry_and_nothing_else_changes():
+    res = rule_resources({"gpu": 1}, {"mem_mb": 8000, "runtime": 720})
+    assert _on(res, 1) == {"mem_mb": 8000, "runtime": 720, "gpu": 1}
+    assert _on(res, 2) == {"mem_mb": 16000, "runtime": 1440, "gpu": 1}
+    assert _on(res, 3) == {"mem_mb": 32000, "runtime": 2880, "gpu": 1}
+    assert RETRY_GROWTH == 2.0
+
+
+def test_the_config_entry_wins_over_the_defaults_and_sets_the_growth():
+    given = {"mem_mb": 3000, "threads": 4, "local": True, "retry_growth": 1.5,
+             "slurm_partition": "big"}
+    res = rule_resources(given, {"mem_mb": 1000, "runtime": 10})
+    assert set(res) == {"mem_mb", "runtime", "slurm_partition"}  # threads, local: not resources
+    assert _on(res, 1) == {"mem_mb": 3000, "runtime": 10, "slurm_partition": "big"}
+    # rounded up to a whole MB and minute: 3000 × 1.5², 10 × 1.5²
+    assert _on(res, 3) == {"mem_mb": 6750, "runtime": 23, "slurm_partition": "big"}
+
+
+def test_a_growth_of_one_asks_for_the_same_each_time():
+    res = rule_resources({"retry_growth": 1}, {"mem_mb": 2000, "runtime": 60})
+    assert res == {"mem_mb": 2000, "runtime": 60}  # plain values: no function for Snakemake
+    assert rule_resources(None, {"mem_mb": 5}) is not None
+
+
+def test_the_growth_is_a_config_key_with_bounds():
+    assert config.resolve({"resources": {"embed_train": {"retry_growth": 3}}})[
+        "resources"]["embed_train"]["retry_growth"] == 3
+    for bad in (0.5, 17, "twice"):
+        with pytest.raises(config.ConfigError, match="resources.embed_train.retry_growth"):
+            config.resolve({"resources": {"embed_train": {"retry_growth": bad}}})
+    doc = config.schema()["properties"]["resources"]["additionalProperties"]["properties"][
+        "retry_growth"]["description"]
+    assert f"Default {RETRY_GROWTH:g} " in doc
+
+
+def test_every_rule_asks_through_rule_resources():
+    """A rule's resources written out by hand would not grow on a retry."""
+    blocks = [(path.name, block) for path in sorted((REPO / "rules").glob("*.smk"))
+              for block in re.findall(r"^\s+resources:\s*\n(.*)\n", path.read_text(), re.M)]
+    assert len(blocks) >= 30
+    assert [b for b in blocks if not b[1].strip().startswith("**rule_resources(")] == []

@@ -1,0 +1,36 @@
+"""A retried job asks for more memory and time: real Snakemake, the workflow's own
+`rule_resources` (rules/common.smk), its attempts counted by Snakemake itself."""
+
+from __future__ import annotations
+
+from .conftest import copy_project, snakemake
+
+#: the whole workflow, then a rule asking through the workflow's helper, whose command fails
+#: unless it was given twice the memory it asks for first (as a job killed at its memory limit)
+PROBE = """include: "Snakefile"
+
+rule probe:
+    output: "probe.txt"
+    log: "probe.log"
+    threads: 1
+    resources:
+        **rule_resources("ingest", mem_mb=1000, runtime=5),
+    shell:
+        "echo {resources.mem_mb} {resources.runtime} >> attempts.txt;"
+        " test {resources.mem_mb} -ge 2000 && cp attempts.txt {output}"
+"""
+
+
+def test_a_retry_asks_for_more_memory_and_time_unless_told_not_to(tmp_path):
+    root = copy_project(tmp_path)
+    (root / "probe.smk").write_text(PROBE)
+    snakemake(root, "-s", "probe.smk", "--retries", "2", "probe.txt")
+    assert (root / "probe.txt").read_text().splitlines() == ["1000 5", "2000 10"]
+
+    (root / "probe.txt").unlink()
+    (root / "attempts.txt").unlink()
+    (root / "same.yaml").write_text("resources:\n  ingest: {retry_growth: 1}\n")
+    proc = snakemake(root, "-s", "probe.smk", "--retries", "2", "probe.txt",
+                     "--configfile", "config.yaml", "same.yaml", check=False)
+    assert proc.returncode != 0 and not (root / "probe.txt").exists()
+    assert (root / "attempts.txt").read_text().splitlines() == ["1000 5"] * 3
