@@ -6,7 +6,14 @@ paramill job out of host memory, exit status 3) would fail again the same way if
 resubmitted with the same request. The SLURM profile retries a failed job (``retries: 2``), so
 ``mem_mb`` and ``runtime`` are handed to Snakemake as functions of the attempt: attempt ``n``
 asks for ``value × growth^(n-1)`` (the default growth 2: 8,000 MB, then 16,000, then 32,000).
-A first attempt asks for the value as given. Standard library only: the rules import it.
+A first attempt asks for the value as given.
+
+A job's CPUs are its rule's ``threads``: the SLURM plugin asks ``--cpus-per-task`` of a
+``cpus_per_task`` resource over the job's threads, so one in ``--default-resources`` (the
+profile had ``cpus_per_task: 1``) made every job one CPU, and the job's own Snakemake then
+scaled its threads down to it: every rule ran on one thread under SLURM whatever its
+``threads``. ``cpus_per_task`` is therefore each rule's own resource, its threads.
+Standard library only: the rules import it.
 """
 
 from __future__ import annotations
@@ -31,15 +38,21 @@ def on_attempt(value: int, growth: float) -> Callable[..., int]:
     return grown
 
 
+def threads_of_job(wildcards: Any, threads: int) -> int:
+    """``cpus_per_task`` as a Snakemake resource function: the job's threads."""
+    return int(threads)
+
+
 def rule_resources(given: dict[str, Any] | None, defaults: dict[str, Any]) -> dict[str, Any]:
     """The resources of a rule: its config entry ``given`` (``resources.<rule>``) over the
     rule's ``defaults``, less the keys that are not executor resources (``threads`` goes to
     the rule's ``threads:``, ``local`` to ``localrule:``). ``mem_mb`` and ``runtime`` grow on
     each retry by ``retry_growth`` (:data:`RETRY_GROWTH` unless the entry says; 1 keeps them
-    as they are)."""
+    as they are); ``cpus_per_task`` is the job's threads (:func:`threads_of_job`)."""
     given = given or {}
     growth = float(given.get("retry_growth", RETRY_GROWTH))
-    merged = {**defaults, **{k: v for k, v in given.items() if k not in NOT_RESOURCES}}
+    merged = {**defaults, **{k: v for k, v in given.items() if k not in NOT_RESOURCES},
+              "cpus_per_task": threads_of_job}
     if growth != 1:
         for key in GROWING:
             if isinstance(merged.get(key), int) and not isinstance(merged[key], bool):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import re
 
 import pytest
@@ -11,16 +12,20 @@ from paramill.jobresources import RETRY_GROWTH, rule_resources
 from tests.conftest import REPO
 
 
-def _on(resources, attempt):
-    """The resources as Snakemake evaluates them for ``attempt`` (a function or a value)."""
-    return {k: v(None, attempt) if callable(v) else v for k, v in resources.items()}
+def _on(resources, attempt, threads=1):
+    """The resources as Snakemake evaluates them for ``attempt`` of a job of ``threads``
+    (a value, or a function of the names Snakemake passes it)."""
+    given = {"wildcards": None, "attempt": attempt, "threads": threads}
+    return {k: v(**{name: given[name] for name in inspect.signature(v).parameters})
+            if callable(v) else v for k, v in resources.items()}
 
 
 def test_memory_and_time_double_on_each_retry_and_nothing_else_changes():
     res = rule_resources({"gpu": 1}, {"mem_mb": 8000, "runtime": 720})
-    assert _on(res, 1) == {"mem_mb": 8000, "runtime": 720, "gpu": 1}
-    assert _on(res, 2) == {"mem_mb": 16000, "runtime": 1440, "gpu": 1}
-    assert _on(res, 3) == {"mem_mb": 32000, "runtime": 2880, "gpu": 1}
+    assert _on(res, 1) == {"mem_mb": 8000, "runtime": 720, "gpu": 1, "cpus_per_task": 1}
+    assert _on(res, 2) == {"mem_mb": 16000, "runtime": 1440, "gpu": 1, "cpus_per_task": 1}
+    assert _on(res, 3, threads=8) == {"mem_mb": 32000, "runtime": 2880, "gpu": 1,
+                                      "cpus_per_task": 8}
     assert RETRY_GROWTH == 2.0
 
 
@@ -28,15 +33,19 @@ def test_the_config_entry_wins_over_the_defaults_and_sets_the_growth():
     given = {"mem_mb": 3000, "threads": 4, "local": True, "retry_growth": 1.5,
              "slurm_partition": "big"}
     res = rule_resources(given, {"mem_mb": 1000, "runtime": 10})
-    assert set(res) == {"mem_mb", "runtime", "slurm_partition"}  # threads, local: not resources
-    assert _on(res, 1) == {"mem_mb": 3000, "runtime": 10, "slurm_partition": "big"}
+    # threads go to the rule's threads: (and so to cpus_per_task), local to localrule:
+    assert set(res) == {"mem_mb", "runtime", "slurm_partition", "cpus_per_task"}
+    assert _on(res, 1, 4) == {"mem_mb": 3000, "runtime": 10, "slurm_partition": "big",
+                              "cpus_per_task": 4}
     # rounded up to a whole MB and minute: 3000 × 1.5², 10 × 1.5²
-    assert _on(res, 3) == {"mem_mb": 6750, "runtime": 23, "slurm_partition": "big"}
+    assert _on(res, 3, 4) == {"mem_mb": 6750, "runtime": 23, "slurm_partition": "big",
+                              "cpus_per_task": 4}
 
 
 def test_a_growth_of_one_asks_for_the_same_each_time():
     res = rule_resources({"retry_growth": 1}, {"mem_mb": 2000, "runtime": 60})
-    assert res == {"mem_mb": 2000, "runtime": 60}  # plain values: no function for Snakemake
+    assert {k: v for k, v in res.items() if k != "cpus_per_task"} == {
+        "mem_mb": 2000, "runtime": 60}  # plain values: no function for Snakemake
     assert rule_resources(None, {"mem_mb": 5}) is not None
 
 

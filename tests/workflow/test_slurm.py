@@ -83,7 +83,9 @@ def local(tmp_path_factory):
 def test_dag_through_slurm_equals_a_local_run(cluster, local, tmp_path):
     remote = copy_project(tmp_path / "remote")
     # the GPU mapping: a config key becomes the plugin's gpu resource (fake GPUs here)
-    (remote / "gpu.yaml").write_text("resources:\n  bitext_stats: {gpu: 1}\n")
+    # and a rule's threads: SLURM's CPUs for the job, and what the job's pools were given
+    (remote / "gpu.yaml").write_text("resources:\n  bitext_stats: {gpu: 1}\n"
+                                     "  spm_train: {threads: 2}\n")
     proc = snakemake(remote, *TARGETS, HARVEST, "--profile", "slurm", *overlays(remote), "gpu.yaml",
                      "--slurm-init-seconds-before-status-checks", "1", timeout=1200)
     text = proc.stdout + proc.stderr
@@ -107,6 +109,11 @@ def test_dag_through_slurm_equals_a_local_run(cluster, local, tmp_path):
     assert "gpu:1" in jobs[stats_job][1]  # the job asked SLURM for one GPU
     (ingest_job, *_) = sorted(by_rule["ingest"])
     assert "gpu" not in jobs[ingest_job][1]
+    threads = {r["rule"]: r["threads"]["given"] for r in records if r["rule"] != "harvest"}
+    assert threads["spm_train"] == 2 and threads["ingest"] == 1, threads
+    cpus = subprocess.run(["squeue", "-h", "-t", "all", "-j", ",".join(by_rule["spm_train"]),
+                           "-O", "NumCPUs"], capture_output=True, text=True, check=True).stdout
+    assert cpus.split() == ["2"] * len(by_rule["spm_train"])  # asked of SLURM, not only used
 
     local_files = {k: v for k, v in digests(local).items() if k.startswith(BITEXT)}
     remote_files = {k: v for k, v in digests(remote).items() if k.startswith(BITEXT)}
