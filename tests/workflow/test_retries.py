@@ -6,7 +6,9 @@ from __future__ import annotations
 from .conftest import copy_project, snakemake
 
 #: the whole workflow, then a rule asking through the workflow's helper, whose command fails
-#: unless it was given twice the memory it asks for first (as a job killed at its memory limit)
+#: unless its attempt asks for twice the memory the first one does (as a job killed at its
+#: memory limit would fail again with the same request). Each attempt's line: the SLURM job
+#: (`local` outside SLURM), the memory and the time it asked for.
 PROBE = """include: "Snakefile"
 
 rule probe:
@@ -16,7 +18,7 @@ rule probe:
     resources:
         **rule_resources("ingest", mem_mb=1000, runtime=5),
     shell:
-        "echo {resources.mem_mb} {resources.runtime} >> attempts.txt;"
+        "echo ${{SLURM_JOB_ID:-local}} {resources.mem_mb} {resources.runtime} >> attempts.txt;"
         " test {resources.mem_mb} -ge 2000 && cp attempts.txt {output}"
 """
 
@@ -25,7 +27,7 @@ def test_a_retry_asks_for_more_memory_and_time_unless_told_not_to(tmp_path):
     root = copy_project(tmp_path)
     (root / "probe.smk").write_text(PROBE)
     snakemake(root, "-s", "probe.smk", "--retries", "2", "probe.txt")
-    assert (root / "probe.txt").read_text().splitlines() == ["1000 5", "2000 10"]
+    assert (root / "probe.txt").read_text().splitlines() == ["local 1000 5", "local 2000 10"]
 
     (root / "probe.txt").unlink()
     (root / "attempts.txt").unlink()
@@ -33,4 +35,4 @@ def test_a_retry_asks_for_more_memory_and_time_unless_told_not_to(tmp_path):
     proc = snakemake(root, "-s", "probe.smk", "--retries", "2", "probe.txt",
                      "--configfile", "config.yaml", "same.yaml", check=False)
     assert proc.returncode != 0 and not (root / "probe.txt").exists()
-    assert (root / "attempts.txt").read_text().splitlines() == ["1000 5"] * 3
+    assert (root / "attempts.txt").read_text().splitlines() == ["local 1000 5"] * 3

@@ -8,6 +8,7 @@ import subprocess
 import pytest
 
 from .conftest import REPO, TINY_NMT, copy_project, digests, snakemake
+from .test_retries import PROBE
 
 pytestmark = pytest.mark.slow
 
@@ -122,33 +123,18 @@ def test_dag_through_slurm_equals_a_local_run(cluster, local, tmp_path):
         sorted(p.name for p in (local / "work/nmt/data").iterdir())
 
 
-#: a rule asking through the workflow's `rule_resources`, whose command fails unless its
-#: attempt asks for twice the memory the first one does (as a job SLURM ended at its memory
-#: limit would fail again with the same request); SLURM's own record of each job's request
-#: is read afterwards
-PROBE = """include: "Snakefile"
-
-rule probe:
-    output: "probe.txt"
-    log: "probe.log"
-    threads: 1
-    resources:
-        **rule_resources("ingest", mem_mb=1000, runtime=5),
-    shell:
-        "echo $SLURM_JOB_ID {resources.mem_mb} >> attempts.txt;"
-        " test {resources.mem_mb} -ge 2000 && cp attempts.txt {output}"
-"""
-
-
 def test_a_job_retried_through_slurm_asks_slurm_for_twice_the_memory(cluster, tmp_path):
+    """The profile retries (its `restart-times: 0` once cancelled `retries: 2`), and the
+    retry's larger request reaches sbatch."""
     root = copy_project(tmp_path)
     (root / "probe.smk").write_text(PROBE)
     snakemake(root, "-s", "probe.smk", "probe.txt", "--profile", "slurm",
               "--slurm-init-seconds-before-status-checks", "1", timeout=600)
     attempts = [line.split() for line in (root / "probe.txt").read_text().splitlines()]
-    assert [mem for _, mem in attempts] == ["1000", "2000"]
-    limits = subprocess.run(["squeue", "-h", "-t", "all", "-j", ",".join(j for j, _ in attempts),
+    assert [(mem, minutes) for _, mem, minutes in attempts] == [("1000", "5"), ("2000", "10")]
+    limits = subprocess.run(["squeue", "-h", "-t", "all", "-j", ",".join(j for j, *_ in attempts),
                              "-O", "JobID:20,TimeLimit:20,MinMemory:20"],
                             capture_output=True, text=True, check=True).stdout
     by_job = {job: rest for job, *rest in (line.split() for line in limits.splitlines())}
-    assert [by_job[job] for job, _ in attempts] == [["5:00", "1000M"], ["10:00", "2000M"]]
+    # SLURM's own record of what each attempt asked for
+    assert [by_job[job] for job, *_ in attempts] == [["5:00", "1000M"], ["10:00", "2000M"]]
