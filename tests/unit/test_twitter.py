@@ -6,6 +6,7 @@ from __future__ import annotations
 import gzip
 import http.server
 import json
+import os
 import re
 import threading
 import time
@@ -1721,6 +1722,33 @@ def test_a_second_harvest_on_the_same_state_ends_with_a_message(fake_x, tmp_path
     assert not fake_x.requests  # it fetched nothing
     _, table = harvest(fake_x, tmp_path)  # the lock is gone with the first harvest
     assert set(table["tweet_id"]) == expected_ids(fake_x)
+
+
+def test_a_harvest_on_a_file_system_without_locks_runs_and_says_so(fake_x, tmp_path, monkeypatch,
+                                                                   capsys):
+    """Some cluster file systems are mounted without locks: flock answers ENOLCK (NFS without
+    its lock daemon), ENOSYS (Lustre's noflock) or EOPNOTSUPP. The harvest failed there on
+    every run; it now runs unlocked with a warning. Any other error is still an error."""
+    import errno
+
+    from paramill.twitter import store
+
+    def no_locks(fh, how):
+        raise OSError(errno.ENOLCK, os.strerror(errno.ENOLCK))
+
+    populate(fake_x, stories=1)
+    monkeypatch.setattr(store.fcntl, "flock", no_locks)
+    _, table = harvest(fake_x, tmp_path)
+    assert set(table["tweet_id"]) == expected_ids(fake_x)
+    assert "keeps no locks (No locks available)" in capsys.readouterr().err
+
+    def bad(fh, how):
+        raise OSError(errno.EIO, os.strerror(errno.EIO))
+
+    monkeypatch.setattr(store.fcntl, "flock", bad)
+    with pytest.raises(OSError, match="Input/output error"):
+        with store.state_lock(tmp_path / "other.json"):
+            pass
 
 
 # -- trust, round 2: kills, 5xx, malformed tweets, unknown accounts, secrets -----------

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import datetime
+import errno
 import fcntl
 import gzip
 import json
@@ -15,6 +16,7 @@ from typing import Any, NoReturn
 
 
 from paramill.io import InputError, atomic_output, read_json, write_json
+from paramill.progress import note
 from paramill.twitter.api import HarvestError
 from paramill.twitter.tweets import rejected
 
@@ -118,10 +120,16 @@ def _day(value: Any) -> bool:
     return True
 
 
+#: what ``flock`` answers on a file system that keeps no locks
+NO_LOCKS = (errno.ENOLCK, errno.ENOSYS, errno.EOPNOTSUPP)
+
+
 @contextlib.contextmanager
 def state_lock(path: str | Path):
     """An exclusive lock on ``<state>.lock`` for the whole harvest; a second harvest on the
-    same state ends at once with a message naming the holder."""
+    same state ends at once with a message naming the holder. On a file system that keeps no
+    locks (``ENOLCK``, ``ENOSYS``, ``EOPNOTSUPP``: some cluster file systems mounted without
+    them) the harvest runs unlocked, saying so: it failed there on every run."""
     lock_path = Path(f"{path}.lock")
     lock_path.parent.mkdir(parents=True, exist_ok=True)
     with open(lock_path, "a+") as fh:
@@ -132,6 +140,12 @@ def state_lock(path: str | Path):
             holder = fh.read().strip() or "another process"
             raise HarvestError(f"another harvest ({holder}) is using {path}; two harvests on one "
                                "state would both store everything. Wait for it to end.") from None
+        except OSError as exc:
+            if exc.errno not in NO_LOCKS:
+                raise
+            note(f"paramill twitter harvest: warning: {lock_path}: its file system keeps no locks "
+                 f"({os.strerror(exc.errno)}), so nothing stops a second harvest on {path} "
+                 "meanwhile: run one harvest at a time")
         fh.seek(0)
         fh.truncate()
         fh.write(f"pid {os.getpid()} on {os.uname().nodename}\n")
@@ -140,8 +154,7 @@ def state_lock(path: str | Path):
             yield
         finally:
             fh.seek(0)
-            fh.truncate()
-            fcntl.flock(fh, fcntl.LOCK_UN)
+            fh.truncate()  # closing the file releases the lock
 
 
 class PageStore:
