@@ -295,13 +295,17 @@ lexicon: {chunk_pairs: 50, partitions: 3, spill_rows: 100}
 filters:
   parascore: {batch_size: 3}
   classifier: {score_batch_size: 5}
+resources:  # not launch-only keys, but the job's request: no rerun trigger either
+  ingest: {mem_mb: 3000, runtime: 7, retry_growth: 3}
+  embed_train: {mem_mb: 9000, retry_growth: 1}
 """
 
 
 @step
 def how_a_job_is_launched_reruns_nothing(project, tmp_path):
-    """Launch-only keys (how a job runs, never what it computes: cuda_graph, the memory
-    bounds of ingest, deduplication and the lexicon's counts, the filters' scoring batch
+    """Launch-only keys, and a rule's request (`resources`: memory, time, `retry_growth`,
+    no rerun trigger). Launch-only keys (how a job runs, never what it computes: cuda_graph,
+    the memory bounds of ingest, deduplication and the lexicon's counts, the filters' scoring batch
     sizes: lowered after a scoring job ran out of GPU memory, they re-scored every shard,
     and the classifier's retrained it) reach the commands outside the
     rules' params (--launch), so changing them all after a complete run runs no job (a
