@@ -210,15 +210,71 @@ def memory_limit(dev: str, cgroups: str = "/sys/fs/cgroup", proc: str = "/proc")
     return min(limits) if limits else None
 
 
+#: where SLURM says which GPUs it gave a job: the step's and the job's indices, then a count
+SLURM_GPU_INDICES = ("SLURM_STEP_GPUS", "SLURM_JOB_GPUS")
+SLURM_GPU_COUNT = "SLURM_GPUS_ON_NODE"
+
+
+class GpuNotUsable(ValueError):
+    """The job was given a GPU that the library about to run cannot use."""
+
+
+def given_gpus() -> str | None:
+    """What SLURM says it gave this job in GPUs (``SLURM_JOB_GPUS=0,1``), or None: none
+    given, or hidden on purpose (``CUDA_VISIBLE_DEVICES`` empty, as paramill's CPU trials
+    and a user's ``CUDA_VISIBLE_DEVICES= paramill ...`` set it)."""
+    if os.environ.get("CUDA_VISIBLE_DEVICES") == "":
+        return None
+    for name in SLURM_GPU_INDICES:
+        if os.environ.get(name, "").strip():
+            return f"{name}={os.environ[name].strip()}"
+    count = os.environ.get(SLURM_GPU_COUNT, "").strip()
+    return f"{SLURM_GPU_COUNT}={count}" if count.isdigit() and int(count) > 0 else None
+
+
+def refuse_unused_gpus(library: str, why: str) -> None:
+    """:class:`GpuNotUsable` when SLURM gave this job GPUs (:func:`given_gpus`) that
+    ``library`` cannot use (``why``): the job would run on the CPU behind its user's back,
+    hours where minutes were asked for. Nothing where no GPU was given."""
+    given = given_gpus()
+    if given:
+        raise GpuNotUsable(
+            f"SLURM gave this job GPUs ({given}) but {library} cannot use CUDA: {why}. It would "
+            "run on the CPU; install a CUDA build of it that this node's driver runs (README, "
+            "\"Running on SLURM\"), or ask for no GPU for this rule (resources.RULE.gpu)")
+
+
+def torch_cuda_problem() -> str | None:
+    """Why torch cannot use a GPU here (None when it can): a CPU build, or CUDA's own reason
+    (a driver older than the build's CUDA, no device)."""
+    import torch
+
+    if torch.cuda.is_available() and torch.cuda.device_count() > 0:
+        return None
+    if torch.version.cuda is None:
+        return f"torch {torch.__version__} is a CPU build"
+    try:
+        torch.cuda.init()
+    except Exception as exc:  # torch's reason: "The NVIDIA driver on your system is too old"
+        return f"torch {torch.__version__} (CUDA {torch.version.cuda}): " + " ".join(str(exc).split())[:300]
+    return f"torch {torch.__version__} (CUDA {torch.version.cuda}) sees no CUDA device"
+
+
 def pick(requested: str = "auto") -> str:
-    """``cuda`` or ``cpu``: ``auto`` takes CUDA when a GPU is visible."""
+    """``cuda`` or ``cpu`` for torch: ``auto`` takes CUDA when torch can use a GPU, and is
+    :class:`GpuNotUsable` where SLURM gave the job one torch cannot use."""
     if requested not in ("auto", "cpu", "cuda"):
         raise ValueError(f"device must be auto, cpu or cuda, not {requested!r}")
-    if requested == "auto":
-        return "cuda" if cuda_count() > 0 else "cpu"
-    if requested == "cuda" and cuda_count() == 0:
-        raise ValueError("device cuda was requested but no GPU is visible")
-    return requested
+    if requested == "cpu":
+        return requested
+    hidden = os.environ.get("CUDA_VISIBLE_DEVICES") == ""
+    problem = "CUDA_VISIBLE_DEVICES is empty" if hidden else torch_cuda_problem()
+    if problem is None:
+        return "cuda"
+    if requested == "cuda":
+        raise ValueError(f"device cuda was requested but no GPU is visible ({problem})")
+    refuse_unused_gpus("torch", problem)
+    return "cpu"
 
 
 def _deterministic_algorithms(torch) -> None:

@@ -161,7 +161,7 @@ def select(requested: str = "auto", what: str = "nmt.translate", engine: str = "
         raise ValueError(f"{what}.engine must be one of {', '.join(ENGINES)}, not {engine!r}")
     models = list(models or [])
     if engine == TORCH_ENGINE:
-        dev = requested if requested != "auto" else ("cuda" if device.cuda_count() else "cpu")
+        dev = requested if requested != "auto" else device.pick("auto")
         problem = _torch_problem(models, dev)
         if problem:
             raise GpuUnavailable(f"{what}.engine is {TORCH_ENGINE} on {dev}, but {problem}")
@@ -172,6 +172,8 @@ def select(requested: str = "auto", what: str = "nmt.translate", engine: str = "
         raise GpuUnavailable(f"{what}.device is cuda but no GPU is visible to CTranslate2 "
                              f"{ct2.__version__} (CUDA_VISIBLE_DEVICES="
                              f"{os.environ.get('CUDA_VISIBLE_DEVICES', '<unset>')})")
+    if not visible and requested == "auto":
+        device.refuse_unused_gpus(f"CTranslate2 {ct2.__version__}", "it sees no CUDA device")
     dev = "cuda" if visible else "cpu"
     if dev == "cuda":
         problem = cuda_library_problem()

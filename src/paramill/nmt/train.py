@@ -255,6 +255,8 @@ def train(direction: str, data_dir: str | Path, src_spm: str | Path, tgt_spm: st
     """Train (or resume training) one direction; copy the final checkpoint to ``out_model``."""
     data_dir, work, out_model = Path(data_dir), Path(work), Path(out_model)
     gpus = device.cuda_count()
+    if not gpus and device.given_gpus():  # OpenNMT-py would train on the CPU: days, not hours
+        device.refuse_unused_gpus("OpenNMT-py", device.torch_cuda_problem() or "no GPU is visible")
     params = {"direction": direction, "model": asdict(model), "train": asdict(train)}
     fingerprint = _fingerprint(direction, data_dir, src_spm, tgt_spm, model, train)
     stamp = work / "settings.sha256"
