@@ -125,13 +125,14 @@ def rule_threads(rule_name, default=1):
     return config["resources"].get(rule_name, {}).get("threads", default)
 
 
-def rule_resources(rule_name, **defaults):
+def rule_resources(rule_name, resumes=False, **defaults):
     """A rule's resources: config `resources.<rule>` over the defaults given here, `mem_mb`
-    and `runtime` growing on each retry (`paramill.jobresources`).
+    and `runtime` growing on each retry (`runtime` not for a rule that `resumes` from its
+    checkpoints), `cpus_per_task` its threads (`paramill.jobresources`).
 
     gpu/gpu_model/gres/slurm_partition/slurm_extra pass straight to the SLURM plugin.
     """
-    return job_resources(config["resources"].get(rule_name), defaults)
+    return job_resources(config["resources"].get(rule_name), defaults, resumes=resumes)
 
 
 def rule_local(rule_name, default=False):

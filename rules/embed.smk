@@ -17,7 +17,7 @@ rule embed_train:
         f"{LOGS}/benchmarks/embed/embed_train.{{model}}.tsv"
     threads: rule_threads("embed_train", 2)
     resources:
-        **rule_resources("embed_train", mem_mb=8000, runtime=720),
+        **rule_resources("embed_train", resumes=True, mem_mb=8000, runtime=720),
     conda:
         "../envs/nmt-gpu.yaml"
     shell:

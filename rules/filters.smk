@@ -81,7 +81,7 @@ rule parascore_model:
         f"{LOGS}/benchmarks/filters/parascore_model.tsv"
     threads: rule_threads("parascore_model", 2)
     resources:
-        **rule_resources("parascore_model", mem_mb=8000, runtime=720),
+        **rule_resources("parascore_model", resumes=True, mem_mb=8000, runtime=720),
     conda:
         "../envs/nmt-gpu.yaml"
     shell:

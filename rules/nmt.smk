@@ -61,7 +61,7 @@ rule nmt_train:
         f"{LOGS}/benchmarks/nmt/nmt_train.{{direction}}.tsv"
     threads: rule_threads("nmt_train")
     resources:
-        **rule_resources("nmt_train", mem_mb=8000, runtime=2880),
+        **rule_resources("nmt_train", resumes=True, mem_mb=8000, runtime=2880),
     conda:
         "../envs/nmt-gpu.yaml"
     shell:

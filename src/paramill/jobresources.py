@@ -21,7 +21,8 @@ from __future__ import annotations
 import math
 from typing import Any, Callable
 
-#: the resources that grow on a retry: what a job is killed for exceeding
+#: the resources that grow on a retry: what a job is killed for exceeding (memory first:
+#: a rule that resumes grows only that)
 GROWING = ("mem_mb", "runtime")
 #: how much a retry multiplies them by, unless ``resources.<rule>.retry_growth`` says otherwise
 RETRY_GROWTH = 2.0
@@ -43,18 +44,22 @@ def threads_of_job(wildcards: Any, threads: int) -> int:
     return int(threads)
 
 
-def rule_resources(given: dict[str, Any] | None, defaults: dict[str, Any]) -> dict[str, Any]:
+def rule_resources(given: dict[str, Any] | None, defaults: dict[str, Any],
+                   resumes: bool = False) -> dict[str, Any]:
     """The resources of a rule: its config entry ``given`` (``resources.<rule>``) over the
     rule's ``defaults``, less the keys that are not executor resources (``threads`` goes to
     the rule's ``threads:``, ``local`` to ``localrule:``). ``mem_mb`` and ``runtime`` grow on
     each retry by ``retry_growth`` (:data:`RETRY_GROWTH` unless the entry says; 1 keeps them
-    as they are); ``cpus_per_task`` is the job's threads (:func:`threads_of_job`)."""
+    as they are); ``cpus_per_task`` is the job's threads (:func:`threads_of_job`). A rule
+    that ``resumes`` (training that goes on from its last checkpoint) keeps its ``runtime``:
+    a retry gets another window as long, where a doubled 48 hours would pass many
+    partitions' time limits and be refused by ``sbatch``."""
     given = given or {}
     growth = float(given.get("retry_growth", RETRY_GROWTH))
     merged = {**defaults, **{k: v for k, v in given.items() if k not in NOT_RESOURCES},
               "cpus_per_task": threads_of_job}
     if growth != 1:
-        for key in GROWING:
+        for key in GROWING[:1] if resumes else GROWING:
             if isinstance(merged.get(key), int) and not isinstance(merged[key], bool):
                 merged[key] = on_attempt(merged[key], growth)
     return merged

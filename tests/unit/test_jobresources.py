@@ -66,3 +66,17 @@ def test_every_rule_asks_through_rule_resources():
               for block in re.findall(r"^\s+resources:\s*\n(.*)\n", path.read_text(), re.M)]
     assert len(blocks) >= 30
     assert [b for b in blocks if not b[1].strip().startswith("**rule_resources(")] == []
+
+
+def test_a_rule_that_resumes_keeps_its_time_and_grows_its_memory():
+    res = rule_resources(None, {"mem_mb": 8000, "runtime": 2880}, resumes=True)
+    assert _on(res, 1) == {"mem_mb": 8000, "runtime": 2880, "cpus_per_task": 1}
+    assert _on(res, 3) == {"mem_mb": 32000, "runtime": 2880, "cpus_per_task": 1}
+
+
+def test_the_trainings_that_resume_say_so():
+    """nmt_train goes on from OpenNMT-py's last checkpoint, embed_train and parascore_model
+    from `<model>.pt.resume.pt`: a retry's window is as long as the first's."""
+    text = "".join(p.read_text() for p in (REPO / "rules").glob("*.smk"))
+    resuming = set(re.findall(r'rule_resources\("(\w+)", resumes=True', text))
+    assert resuming == {"nmt_train", "embed_train", "parascore_model"}
