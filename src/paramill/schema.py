@@ -99,7 +99,9 @@ class RuleResources(Settings):
         "cluster killed at its memory or time limit (or out of host memory, exit status 3) asks "
         "for more when Snakemake resubmits it (the SLURM profile's retries: 2). Default 2 (8000 "
         "MB, then 16000, then 32000); 1 asks for the same each time. A first attempt asks for "
-        "mem_mb and runtime as given.", no_default=True, minimum=1, maximum=16)
+        "mem_mb and runtime as given; the trainings that resume from their checkpoints "
+        "(nmt_train, embed_train, parascore_model) grow mem_mb only.", no_default=True,
+        minimum=1, maximum=16)
     local: bool = setting(
         None, "Run this rule's jobs where snakemake runs (Snakemake's localrule), never "
         "submitted through an executor such as SLURM's: for a rule that needs the web, which "
