@@ -21,9 +21,10 @@ from __future__ import annotations
 import math
 from typing import Any, Callable
 
-#: the resources that grow on a retry: what a job is killed for exceeding (memory first:
-#: a rule that resumes grows only that)
+#: the resources that grow on a retry: what a job is killed for exceeding
 GROWING = ("mem_mb", "runtime")
+#: those of a rule that resumes from its checkpoints: its time window stays as it is
+GROWING_RESUMED = ("mem_mb",)
 #: how much a retry multiplies them by, unless ``resources.<rule>.retry_growth`` says otherwise
 RETRY_GROWTH = 2.0
 #: config keys of ``resources.<rule>`` that are not resources handed to the executor
@@ -35,7 +36,6 @@ def on_attempt(value: int, growth: float) -> Callable[..., int]:
     ``growth`` for each retry before this one, rounded up to a whole MB or minute."""
     def grown(wildcards: Any, attempt: int) -> int:
         return int(math.ceil(value * growth ** (max(int(attempt), 1) - 1)))
-    grown.__name__ = f"grown_{value}"
     return grown
 
 
@@ -59,7 +59,7 @@ def rule_resources(given: dict[str, Any] | None, defaults: dict[str, Any],
     merged = {**defaults, **{k: v for k, v in given.items() if k not in NOT_RESOURCES},
               "cpus_per_task": threads_of_job}
     if growth != 1:
-        for key in GROWING[:1] if resumes else GROWING:
+        for key in GROWING_RESUMED if resumes else GROWING:
             if isinstance(merged.get(key), int) and not isinstance(merged[key], bool):
                 merged[key] = on_attempt(merged[key], growth)
     return merged

@@ -130,11 +130,11 @@ def _torch_problem(model_dirs: list[str | Path], dev: str) -> str | None:
         return (f"{', '.join(missing)} has no OpenNMT-py checkpoint ({CHECKPOINT}; paramill nmt "
                 "convert writes one into each bundle)")
     try:
-        import torch
+        import torch  # noqa: F401 - only whether it imports
     except ImportError as exc:  # pragma: no cover - torch is a dependency
         return f"torch cannot be imported ({exc})"
-    if dev == "cuda" and not torch.cuda.is_available():
-        return f"torch {torch.__version__} sees no CUDA device"
+    if dev == "cuda" and (problem := device.torch_cuda_problem()):
+        return problem
     if importlib.util.find_spec("onmt") is None:
         return "OpenNMT-py is not installed"
     return None
