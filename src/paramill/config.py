@@ -290,6 +290,14 @@ def cross_field_problems(config: dict[str, Any]) -> list[str]:
             problems.append(f"config key resources.{name}: no rule is named {name!r}"
                             + (f" (did you mean {near[0]!r}?)" if near else "")
                             + "; its resources would be ignored")
+        entry = (_get(config, ("resources",)) or {}).get(name)
+        for key, bound in (("mem_mb", "max_mem_mb"), ("runtime", "max_runtime")):
+            value, most = (entry or {}).get(key), (entry or {}).get(bound)
+            if isinstance(entry, dict) and _is_integer(None, value) and \
+                    _is_integer(None, most) and value > most:
+                problems.append(f"config keys resources.{name}.{key} ({value}) and "
+                                f"resources.{name}.{bound} ({most}): the first attempt would ask "
+                                f"for more than {bound} allows")
     bitext, pairs = (_get(config, ("bitext", "corpora")) or {}), (_get(config, ("pairs", "corpora")) or {})
     for name in sorted(set(bitext) & set(pairs)):
         problems.append(f"config keys bitext.corpora.{name} and pairs.corpora.{name}: corpus "

@@ -102,6 +102,14 @@ class RuleResources(Settings):
         "mem_mb and runtime as given; the trainings that resume from their checkpoints "
         "(nmt_train, embed_train, parascore_model) grow mem_mb only.", no_default=True,
         minimum=1, maximum=16)
+    max_mem_mb: int = setting(
+        None, "The most memory in MB any attempt asks for (the partition's MaxMemPerNode): a "
+        "retry whose grown mem_mb would pass it asks for this instead, where sbatch would "
+        "refuse the request. Not below mem_mb. Unset: no bound.", no_default=True, minimum=1)
+    max_runtime: int = setting(
+        None, "The most wall time in minutes any attempt asks for (the partition's MaxTime), as "
+        "max_mem_mb for runtime. Not below runtime. Unset: no bound.", no_default=True,
+        minimum=1)
     local: bool = setting(
         None, "Run this rule's jobs where snakemake runs (Snakemake's localrule), never "
         "submitted through an executor such as SLURM's: for a rule that needs the web, which "

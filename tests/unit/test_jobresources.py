@@ -80,3 +80,36 @@ def test_the_trainings_that_resume_say_so():
     text = "".join(p.read_text() for p in (REPO / "rules").glob("*.smk"))
     resuming = set(re.findall(r'rule_resources\("(\w+)", resumes=True', text))
     assert resuming == {"nmt_train", "embed_train", "parascore_model"}
+
+
+def test_a_bound_caps_every_attempt_at_the_partitions_limit():
+    given = {"max_mem_mb": 20000, "max_runtime": 1000}
+    res = rule_resources(given, {"mem_mb": 8000, "runtime": 720})
+    assert not {"max_mem_mb", "max_runtime"} & set(res)  # not resources for the executor
+    assert _on(res, 1) == {"mem_mb": 8000, "runtime": 720, "cpus_per_task": 1}
+    assert _on(res, 2) == {"mem_mb": 16000, "runtime": 1000, "cpus_per_task": 1}
+    assert _on(res, 3) == {"mem_mb": 20000, "runtime": 1000, "cpus_per_task": 1}
+    assert _on(res, 10_000)["mem_mb"] == 20000  # no float overflow however many retries
+    # a built-in default over the bound asks for the bound, on every attempt
+    low = rule_resources({"max_mem_mb": 4000}, {"mem_mb": 8000, "runtime": 60})
+    assert [_on(low, n)["mem_mb"] for n in (1, 2)] == [4000, 4000]
+    # no growth: the bound still holds; a resuming rule's time is bounded but does not grow
+    flat = rule_resources({"retry_growth": 1, "max_runtime": 30}, {"mem_mb": 10, "runtime": 60})
+    assert flat["runtime"] == 30 and flat["mem_mb"] == 10
+    resumed = rule_resources({"max_runtime": 100, "max_mem_mb": 12000},
+                             {"mem_mb": 8000, "runtime": 2880}, resumes=True)
+    assert resumed["runtime"] == 100
+    assert _on(resumed, 2)["mem_mb"] == 12000
+
+
+def test_a_request_over_its_own_bound_is_a_config_error():
+    assert config.resolve({"resources": {"clean": {"mem_mb": 4000, "max_mem_mb": 4000}}})[
+        "resources"]["clean"]["max_mem_mb"] == 4000
+    with pytest.raises(config.ConfigError, match=r"resources.clean.mem_mb \(5000\) and "
+                       r"resources.clean.max_mem_mb \(4000\)"):
+        config.resolve({"resources": {"clean": {"mem_mb": 5000, "max_mem_mb": 4000}}})
+    with pytest.raises(config.ConfigError, match=r"resources.nmt_train.runtime \(90\) and "
+                       r"resources.nmt_train.max_runtime \(60\)"):
+        config.resolve({"resources": {"nmt_train": {"runtime": 90, "max_runtime": 60}}})
+    with pytest.raises(config.ConfigError, match="resources.clean.max_runtime"):
+        config.resolve({"resources": {"clean": {"max_runtime": 0}}})

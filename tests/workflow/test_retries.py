@@ -36,3 +36,12 @@ def test_a_retry_asks_for_more_memory_and_time_unless_told_not_to(tmp_path):
                      "--configfile", "config.yaml", "same.yaml", check=False)
     assert proc.returncode != 0 and not (root / "probe.txt").exists()
     assert (root / "attempts.txt").read_text().splitlines() == ["local 1000 5"] * 3
+
+    # bounded at the partition's limits: the retries ask for the bound, never past it
+    (root / "attempts.txt").unlink()
+    (root / "same.yaml").write_text("resources:\n  ingest: {max_mem_mb: 1500, max_runtime: 12}\n")
+    proc = snakemake(root, "-s", "probe.smk", "--retries", "2", "probe.txt",
+                     "--configfile", "config.yaml", "same.yaml", check=False)
+    assert proc.returncode != 0 and not (root / "probe.txt").exists()
+    assert (root / "attempts.txt").read_text().splitlines() == [
+        "local 1000 5", "local 1500 10", "local 1500 12"]
