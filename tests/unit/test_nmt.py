@@ -1386,3 +1386,35 @@ def test_paths_with_both_quotes_and_yaml_syntax_train(tiny, tmp_path):
     assert summary["step"] == 10 and (odd / "model.pt").stat().st_size
     cfg = (odd / "work \"w'" / "opennmt.yaml").read_text()
     assert "odd" not in cfg and "inputs/data/train.cs" in cfg
+
+
+def test_a_model_without_ctranslate2_files_is_checked_by_its_checkpoints_vocabulary(tiny, tmp_path):
+    """A folder the opennmt-py engine decodes may hold its OpenNMT-py checkpoint alone: the
+    SentencePiece models are checked against the checkpoint's own vocabularies then."""
+    import torch
+
+    from paramill.errors import InputError
+    from paramill.nmt.checkpoints import CHECKPOINT
+    from paramill.nmt.subwords import Segmenter, check_fit, model_vocabulary
+
+    cs_spm, en_spm = tiny["spm"]
+    folder = tmp_path / "onmt"
+    folder.mkdir()
+    (folder / CHECKPOINT).write_bytes((tiny["root"] / "ct2" / CHECKPOINT).read_bytes())
+    ct2_source = model_vocabulary(tiny["root"] / "ct2", "source")
+    assert model_vocabulary(folder, "source") == ct2_source  # the same tokens, in order
+    assert model_vocabulary(folder, "target") == model_vocabulary(tiny["root"] / "ct2", "target")
+    assert check_fit(Segmenter(cs_spm), folder, "source") == check_fit(
+        Segmenter(cs_spm), tiny["root"] / "ct2", "source") > 0.9
+    with pytest.raises(InputError, match=rf"^{en_spm}: a SentencePiece model that does not fit "
+                                         rf"the source side of {folder}"):
+        check_fit(Segmenter(en_spm), folder, "source")
+    # a checkpoint without vocabularies, and a file that is none, are named
+    torch.save({"model": {}}, folder / CHECKPOINT)
+    with pytest.raises(InputError, match=rf"^{folder / CHECKPOINT}: an OpenNMT-py checkpoint "
+                                         "without a target vocabulary"):
+        check_fit(Segmenter(en_spm), folder, "target")
+    (folder / CHECKPOINT).write_bytes(b"not a checkpoint")
+    with pytest.raises(InputError, match=rf"^{folder / CHECKPOINT}: "):
+        model_vocabulary(folder, "source")
+    assert model_vocabulary(tmp_path, "source") is None  # neither: nothing to check

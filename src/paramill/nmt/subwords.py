@@ -100,11 +100,14 @@ MIN_FIT = 0.5
 
 def model_vocabulary(model_dir: str | Path, side: str) -> list[str] | None:
     """The ``side`` (source or target) vocabulary of a CTranslate2 model directory, or its
-    shared one; None where it has none of them. A file that is not a list of tokens is an
+    shared one; else that of the OpenNMT-py checkpoint in the folder (a model the
+    ``opennmt-py`` engine decodes, given without CTranslate2's files); None where it has none
+    of them. A file that is not a list of tokens is an
     :class:`~paramill.errors.InputError` naming it."""
     import json
 
     from paramill.errors import InputError
+    from paramill.nmt.checkpoints import checkpoint_path
 
     for name in (f"{side}_vocabulary", "shared_vocabulary", "vocabulary"):
         for ext, load in ((".json", lambda p: json.loads(p.read_text(encoding="utf-8"))),
@@ -119,7 +122,29 @@ def model_vocabulary(model_dir: str | Path, side: str) -> list[str] | None:
                     raise InputError(path, None, "not a CTranslate2 vocabulary (a JSON list of "
                                      "the tokens, as its converter writes it)")
                 return tokens
-    return None
+    path = checkpoint_path(model_dir)
+    return checkpoint_vocabulary(path, side) if path.is_file() else None
+
+
+def checkpoint_vocabulary(path: Path, side: str) -> list[str]:
+    """The ``side`` vocabulary an OpenNMT-py checkpoint holds (``vocab["src"]`` or
+    ``["tgt"]``), its tensors left in the file; an :class:`~paramill.errors.InputError`
+    naming it where it cannot be read or holds no list of tokens there."""
+    from paramill.errors import InputError
+    from paramill.nmt.checkpoints import load_checkpoint
+
+    import zipfile
+
+    try:  # torch maps only its zip format (every torch.save since 1.6)
+        checkpoint = load_checkpoint(path, mmap=zipfile.is_zipfile(path))
+    except (ValueError, OSError) as exc:
+        raise InputError(path, None, str(exc).removeprefix(f"{path}: ")) from None
+    vocab = checkpoint.get("vocab") if isinstance(checkpoint, dict) else None
+    tokens = vocab.get({"source": "src", "target": "tgt"}[side]) if isinstance(vocab, dict) else None
+    if not isinstance(tokens, list) or not all(isinstance(t, str) for t in tokens):
+        raise InputError(path, None, f"an OpenNMT-py checkpoint without a {side} vocabulary "
+                         "(vocab: {src: [tokens], tgt: [tokens]}, as OpenNMT-py saves it)")
+    return tokens
 
 
 def check_fit(segmenter: Segmenter, model_dir: str | Path, side: str) -> float | None:
