@@ -7,8 +7,9 @@ resubmitted with the same request. The SLURM profile retries a failed job (``ret
 ``mem_mb`` and ``runtime`` are handed to Snakemake as functions of the attempt: attempt ``n``
 asks for ``value × growth^(n-1)`` (the default growth 2: 8,000 MB, then 16,000, then 32,000).
 A first attempt asks for the value as given. ``max_mem_mb`` and ``max_runtime`` bound what any
-attempt asks for (a partition's ``MaxMemPerNode`` and ``MaxTime``): ``sbatch`` refuses a request
-over them, so a retry past the bound asks for the bound itself.
+attempt asks for (a partition's ``MaxMemPerNode`` and ``MaxTime``): a request over them pends
+for ever under SLURM's default ``EnforcePartLimits=NO`` (reason ``PartitionTimeLimit``; the run
+waits on it) or is refused by ``sbatch``, so a retry past the bound asks for the bound itself.
 
 A job's CPUs are its rule's ``threads``: the SLURM plugin asks ``--cpus-per-task`` of a
 ``cpus_per_task`` resource over the job's threads, so one in ``--default-resources`` (the
@@ -64,7 +65,7 @@ def rule_resources(given: dict[str, Any] | None, defaults: dict[str, Any],
     as they are); ``cpus_per_task`` is the job's threads (:func:`threads_of_job`). A rule
     that ``resumes`` (training that goes on from its last checkpoint) keeps its ``runtime``:
     a retry gets another window as long, where a doubled 48 hours would pass many
-    partitions' time limits and be refused by ``sbatch``. ``max_mem_mb`` and ``max_runtime``
+    partitions' time limits (and pend for ever, or be refused by ``sbatch``). ``max_mem_mb`` and ``max_runtime``
     bound every attempt's request (a built-in default over them asks for the bound; the config
     check refuses a given ``mem_mb`` or ``runtime`` over its own bound)."""
     given = given or {}

@@ -104,8 +104,9 @@ class RuleResources(Settings):
         minimum=1, maximum=16)
     max_mem_mb: int = setting(
         None, "The most memory in MB any attempt asks for (the partition's MaxMemPerNode): a "
-        "retry whose grown mem_mb would pass it asks for this instead, where sbatch would "
-        "refuse the request. Not below mem_mb. Unset: no bound.", no_default=True, minimum=1)
+        "retry whose grown mem_mb would pass it asks for this instead: a request over the "
+        "partition's limit pends for ever under SLURM's default EnforcePartLimits=NO (or is "
+        "refused by sbatch). Not below mem_mb. Unset: no bound.", no_default=True, minimum=1)
     max_runtime: int = setting(
         None, "The most wall time in minutes any attempt asks for (the partition's MaxTime), as "
         "max_mem_mb for runtime. Not below runtime. Unset: no bound.", no_default=True,

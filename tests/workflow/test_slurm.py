@@ -123,18 +123,33 @@ def test_dag_through_slurm_equals_a_local_run(cluster, local, tmp_path):
         sorted(p.name for p in (local / "work/nmt/data").iterdir())
 
 
-def test_a_job_retried_through_slurm_asks_slurm_for_twice_the_memory(cluster, tmp_path):
+def _partition_max_time(value: str) -> None:
+    subprocess.run(["scontrol", "update", "PartitionName=main", f"MaxTime={value}"], check=True,
+                   capture_output=True, timeout=60)
+
+
+def test_a_job_retried_through_slurm_asks_slurm_for_twice_the_memory_within_the_partition(
+        cluster, tmp_path):
     """The profile retries (its `restart-times: 0` once cancelled `retries: 2`), and the
-    retry's larger request reaches sbatch."""
+    retry's larger request reaches sbatch, bounded by `max_runtime`. SLURM's default
+    (`EnforcePartLimits=NO`) accepts a job over its partition's `MaxTime` and leaves it
+    pending for ever (reason `PartitionTimeLimit`): the retry's doubled 10 minutes, over a
+    partition of 8, would have hung the run."""
     root = copy_project(tmp_path)
     (root / "probe.smk").write_text(PROBE)
-    snakemake(root, "-s", "probe.smk", "probe.txt", "--profile", "slurm",
-              "--slurm-init-seconds-before-status-checks", "1", timeout=600)
+    (root / "bound.yaml").write_text("resources:\n  ingest: {max_runtime: 8}\n")
+    _partition_max_time("00:08:00")
+    try:
+        snakemake(root, "-s", "probe.smk", "probe.txt", "--profile", "slurm", "--configfile",
+                  "config.yaml", "bound.yaml", "--slurm-init-seconds-before-status-checks", "1",
+                  timeout=600)
+    finally:
+        _partition_max_time("INFINITE")
     attempts = [line.split() for line in (root / "probe.txt").read_text().splitlines()]
-    assert [(mem, minutes) for _, mem, minutes in attempts] == [("1000", "5"), ("2000", "10")]
+    assert [(mem, minutes) for _, mem, minutes in attempts] == [("1000", "5"), ("2000", "8")]
     limits = subprocess.run(["squeue", "-h", "-t", "all", "-j", ",".join(j for j, *_ in attempts),
                              "-O", "JobID:20,TimeLimit:20,MinMemory:20"],
                             capture_output=True, text=True, check=True).stdout
     by_job = {job: rest for job, *rest in (line.split() for line in limits.splitlines())}
     # SLURM's own record of what each attempt asked for
-    assert [by_job[job] for job, *_ in attempts] == [["5:00", "1000M"], ["10:00", "2000M"]]
+    assert [by_job[job] for job, *_ in attempts] == [["5:00", "1000M"], ["8:00", "2000M"]]
