@@ -7,6 +7,7 @@ from pathlib import Path
 
 from snakemake.common.configfile import load_configfile
 from snakemake.exceptions import WorkflowError
+from snakemake.logging import logger
 from snakemake.utils import update_config
 
 from paramill.config import ConfigError, check_expanded, read_yaml
@@ -21,6 +22,7 @@ from paramill import formats  # what each input layout reads
 from paramill.twitter.months import days_before, month_before  # standard library only
 from paramill.runlocks import keep_other_runs_locks
 from paramill.jobresources import rule_resources as job_resources  # standard library only
+from paramill.jobresources import asks_by_attempt, requests_over_limits, slurm_partition_limits
 
 # A run's end removes its own locks only: Snakemake 9.17+ removed every run's (paramill.runlocks)
 keep_other_runs_locks()
@@ -133,6 +135,39 @@ def rule_resources(rule_name, resumes=False, **defaults):
     gpu/gpu_model/gres/slurm_partition/slurm_extra pass straight to the SLURM plugin.
     """
     return job_resources(config["resources"].get(rule_name), defaults, resumes=resumes)
+
+
+def warn_requests_over_partitions():
+    """Under the SLURM executor, as the run starts: a warning for each rule whose jobs would
+    ask, on some attempt, for more than their partition's MaxTime or MaxMemPerNode (asked of
+    `scontrol`). SLURM's default `EnforcePartLimits=NO` accepts such a job and leaves it
+    pending for ever (`PartitionTimeLimit`), and the run waits on it; the warning names the
+    `max_runtime`/`max_mem_mb` that bounds it. Nothing where scontrol cannot be asked."""
+    if getattr(getattr(workflow, "executor_plugin", None), "name", None) != "slurm":
+        return
+    limits = slurm_partition_limits()
+    if not limits:
+        return
+    requests, seen = [], set()
+    for job in workflow.dag.needrun_jobs():
+        job_rule = job.rule
+        try:
+            first = dict(job.resources.items())
+            key = (job_rule.name, first.get("slurm_partition"), first.get("mem_mb"), first.get("runtime"))
+            if key in seen:  # a rule's shards ask alike
+                continue
+            seen.add(key)
+            requests.append((job_rule.name, first.get("slurm_partition"),
+                             asks_by_attempt(job_rule.resources, first, job.wildcards,
+                                             (job_rule.restart_times or 0) + 1)))
+        except Exception:  # a job whose resources cannot be read here is not checked
+            continue
+    for line in requests_over_limits(requests, limits):
+        logger.warning(f"paramill: {line}")
+
+
+onstart:
+    warn_requests_over_partitions()
 
 
 def rule_local(rule_name, default=False):

@@ -44,6 +44,7 @@ def on_attempt(value: int, growth: float, bound: int | None = None) -> Callable[
         # the exponent is bounded: a thousandth attempt must not overflow a float
         wanted = int(math.ceil(value * growth ** min(max(int(attempt), 1) - 1, 64)))
         return wanted if bound is None else min(wanted, bound)
+    grown.paramill_grows = True  # type: ignore[attr-defined]  # what asks_by_attempt calls
     return grown
 
 
@@ -81,3 +82,116 @@ def rule_resources(given: dict[str, Any] | None, defaults: dict[str, Any],
         elif _is_count(bound):
             merged[key] = min(merged[key], bound)
     return merged
+
+
+#: (``scontrol show partition -o`` key, the config key it bounds, what the warning calls it)
+PARTITION_LIMITS = (("MaxTime", "max_runtime", "minutes"), ("MaxMemPerNode", "max_mem_mb", "MB"))
+
+
+def slurm_minutes(text: str) -> int | None:
+    """A SLURM time limit (``MM``, ``MM:SS``, ``HH:MM:SS``, ``D-HH``, ``D-HH:MM``,
+    ``D-HH:MM:SS``) in whole minutes, rounded down; None for ``UNLIMITED``/``INFINITE`` or
+    what does not parse."""
+    days, _, clock = text.rpartition("-") if "-" in text else ("0", "", text)
+    try:
+        parts = [int(p) for p in clock.split(":")]
+        whole_days = int(days)
+    except ValueError:
+        return None
+    if not parts or len(parts) > 3 or any(p < 0 for p in parts) or whole_days < 0:
+        return None
+    if "-" in text:  # D-HH[:MM[:SS]]
+        hours, minutes = parts[0], (parts[1] if len(parts) > 1 else 0)
+        return whole_days * 1440 + hours * 60 + minutes
+    if len(parts) == 3:
+        return parts[0] * 60 + parts[1]
+    return parts[0]  # MM or MM:SS
+
+
+def partition_limits(scontrol: str) -> dict[str, dict[str, Any]]:
+    """The limits of each partition in ``scontrol show partition -o``'s lines: ``max_runtime``
+    (minutes) and ``max_mem_mb``, each None where unlimited, and ``default`` (``Default=YES``)."""
+    out: dict[str, dict[str, Any]] = {}
+    for line in scontrol.splitlines():
+        fields = dict(f.split("=", 1) for f in line.split() if "=" in f)
+        name = fields.get("PartitionName")
+        if not name:
+            continue
+        limits: dict[str, Any] = {"default": fields.get("Default") == "YES"}
+        for key, bound, _ in PARTITION_LIMITS:
+            value = fields.get(key, "UNLIMITED")
+            limits[bound] = slurm_minutes(value) if key == "MaxTime" else (
+                int(value) if value.isdigit() and int(value) > 0 else None)
+        out[name] = limits
+    return out
+
+
+def slurm_partition_limits(timeout: float = 10.0) -> dict[str, dict[str, Any]]:
+    """:func:`partition_limits` of this cluster (``scontrol``); empty where it cannot be asked."""
+    import subprocess
+
+    try:
+        proc = subprocess.run(["scontrol", "show", "partition", "-o"], capture_output=True,
+                              text=True, timeout=timeout, check=True)
+    except (OSError, subprocess.SubprocessError):
+        return {}
+    return partition_limits(proc.stdout)
+
+
+def asks_by_attempt(resources: dict[str, Any], first: dict[str, Any], wildcards: Any,
+                    attempts: int) -> list[dict[str, int]]:
+    """What a job asks for on each of its ``attempts``: ``first``, the job's resources as
+    Snakemake evaluated them for its first attempt, and, for a retry, the rule's own
+    growing ``resources`` (:func:`on_attempt`) evaluated for it."""
+    out = []
+    for attempt in range(1, attempts + 1):
+        ask = {}
+        for key in GROWING:
+            rule_value = _grows(resources.get(key))
+            if rule_value is not None:
+                ask[key] = int(rule_value(wildcards, attempt))
+            elif _is_count(first.get(key)):
+                ask[key] = int(first[key])
+        out.append(ask)
+    return out
+
+
+def _grows(value: Any) -> Callable[..., int] | None:
+    """``value`` if it is an :func:`on_attempt` function, or the one a Snakemake ``Resource``
+    holds (Snakemake 9 wraps a rule's resources so; it has no public way to them, and a
+    version that moves them leaves the rule unchecked, not wrong)."""
+    for candidate in (value, getattr(value, "_evaluator", None), getattr(value, "_value", None)):
+        if getattr(candidate, "paramill_grows", False):
+            return candidate
+    return None
+
+
+def requests_over_limits(requests: list[tuple[str, str | None, list[dict[str, int]]]],
+                         limits: dict[str, dict[str, Any]]) -> list[str]:
+    """A line for each rule (once) of ``requests`` — (config entry, partition or None for the
+    cluster's default, what each attempt asks for) — whose attempt asks for more than its
+    partition's ``MaxTime`` or ``MaxMemPerNode``: SLURM accepts such a job under its default
+    ``EnforcePartLimits=NO`` and leaves it pending for ever (``PartitionTimeLimit``), and the
+    run waits on it. The line names the attempt, the request and the config key that bounds
+    it."""
+    default = next((name for name, lim in limits.items() if lim["default"]), None)
+    seen, lines = set(), []
+    for entry, partition, asks in requests:
+        name = partition or default
+        if name not in limits:
+            continue
+        for _, bound, unit in PARTITION_LIMITS:
+            most = limits[name][bound]
+            key = "runtime" if bound == "max_runtime" else "mem_mb"
+            over = [(n, ask[key]) for n, ask in enumerate(asks, 1)
+                    if most is not None and ask.get(key, 0) > most]
+            if not over or (entry, bound) in seen:
+                continue
+            seen.add((entry, bound))
+            attempt, value = over[0]
+            which = "its first attempt" if attempt == 1 else f"its retry (attempt {attempt})"
+            lines.append(f"rule {entry}: {which} asks for {value:,} {unit}, over partition "
+                         f"{name}'s {'MaxTime' if key == 'runtime' else 'MaxMemPerNode'} of "
+                         f"{most:,}: SLURM may leave it pending for ever; set "
+                         f"resources.{entry}.{bound}: {most}")
+    return lines

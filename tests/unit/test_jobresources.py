@@ -113,3 +113,54 @@ def test_a_request_over_its_own_bound_is_a_config_error():
         config.resolve({"resources": {"nmt_train": {"runtime": 90, "max_runtime": 60}}})
     with pytest.raises(config.ConfigError, match="resources.clean.max_runtime"):
         config.resolve({"resources": {"clean": {"max_runtime": 0}}})
+
+
+def test_slurm_time_limits_read_in_minutes():
+    from paramill.jobresources import slurm_minutes
+
+    assert [slurm_minutes(t) for t in ("00:08:00", "1-00:00:00", "2-12", "3-01:30", "90",
+                                       "45:30", "12:00:59")] == [8, 1440, 3600, 4410, 90, 45, 720]
+    assert [slurm_minutes(t) for t in ("UNLIMITED", "INFINITE", "", "1-2-3", "a:b")] == [None] * 5
+
+
+def test_partition_limits_from_scontrol_lines():
+    from paramill.jobresources import partition_limits
+
+    text = ("PartitionName=main AllowGroups=ALL Default=YES MaxNodes=UNLIMITED MaxTime=00:08:00 "
+            "MinNodes=0 MaxMemPerNode=UNLIMITED State=UP\n"
+            "PartitionName=gpu Default=NO MaxTime=2-00:00:00 MaxMemPerNode=256000 State=UP\n"
+            "not a partition line\n")
+    assert partition_limits(text) == {
+        "main": {"default": True, "max_runtime": 8, "max_mem_mb": None},
+        "gpu": {"default": False, "max_runtime": 2880, "max_mem_mb": 256000}}
+
+
+def test_a_request_over_its_partition_is_named_with_the_key_that_bounds_it():
+    from paramill.jobresources import asks_by_attempt, requests_over_limits
+
+    limits = {"main": {"default": True, "max_runtime": 12, "max_mem_mb": None},
+              "gpu": {"default": False, "max_runtime": 2880, "max_mem_mb": 100000}}
+    res = rule_resources(None, {"mem_mb": 1000, "runtime": 5})
+    first = {"mem_mb": 1000, "runtime": 5}
+    asks = asks_by_attempt(res, first, None, 3)
+    assert asks == [{"mem_mb": 1000, "runtime": 5}, {"mem_mb": 2000, "runtime": 10},
+                    {"mem_mb": 4000, "runtime": 20}]
+    # a value the rule does not grow (a profile's default resource) stays as first evaluated
+    assert asks_by_attempt({"runtime": 60}, {"runtime": 60, "mem_mb": 8}, None, 2) == [
+        {"runtime": 60, "mem_mb": 8}] * 2
+    lines = requests_over_limits([("clean", None, asks), ("clean", None, asks),
+                                  ("nmt_train", "gpu", [{"mem_mb": 64000, "runtime": 4320}]),
+                                  ("embed_train", "gpu", [{"mem_mb": 64000}, {"mem_mb": 128000}]),
+                                  ("elsewhere", "other", [{"runtime": 99999}])], limits)
+    assert lines == [
+        "rule clean: its retry (attempt 3) asks for 20 minutes, over partition main's MaxTime "
+        "of 12: SLURM may leave it pending for ever; set resources.clean.max_runtime: 12",
+        "rule nmt_train: its first attempt asks for 4,320 minutes, over partition gpu's MaxTime "
+        "of 2,880: SLURM may leave it pending for ever; set resources.nmt_train.max_runtime: 2880",
+        "rule embed_train: its retry (attempt 2) asks for 128,000 MB, over partition gpu's "
+        "MaxMemPerNode of 100,000: SLURM may leave it pending for ever; set "
+        "resources.embed_train.max_mem_mb: 100000"]
+    # bounded: nothing to say
+    bounded = rule_resources({"max_runtime": 12}, {"mem_mb": 1000, "runtime": 5})
+    assert requests_over_limits([("clean", "main", asks_by_attempt(bounded, first, None, 3))],
+                                limits) == []

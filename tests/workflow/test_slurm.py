@@ -133,16 +133,28 @@ def test_a_job_retried_through_slurm_asks_slurm_for_twice_the_memory_within_the_
     """The profile retries (its `restart-times: 0` once cancelled `retries: 2`), and the
     retry's larger request reaches sbatch, bounded by `max_runtime`. SLURM's default
     (`EnforcePartLimits=NO`) accepts a job over its partition's `MaxTime` and leaves it
-    pending for ever (reason `PartitionTimeLimit`): the retry's doubled 10 minutes, over a
-    partition of 8, would have hung the run."""
+    pending for ever (reason `PartitionTimeLimit`), and the run waits on it: as the run
+    starts, a rule whose retries could ask for more is named, with the key that bounds it."""
     root = copy_project(tmp_path)
     (root / "probe.smk").write_text(PROBE)
-    (root / "bound.yaml").write_text("resources:\n  ingest: {max_runtime: 8}\n")
-    _partition_max_time("00:08:00")
+    run = ["-s", "probe.smk", "probe.txt", "--profile", "slurm",
+           "--slurm-init-seconds-before-status-checks", "1"]
     try:
-        snakemake(root, "-s", "probe.smk", "probe.txt", "--profile", "slurm", "--configfile",
-                  "config.yaml", "bound.yaml", "--slurm-init-seconds-before-status-checks", "1",
-                  timeout=600)
+        # a partition of 12 minutes: the second attempt (10) passes, a third would ask 20
+        _partition_max_time("00:12:00")
+        proc = snakemake(root, *run, timeout=600)
+        assert ("paramill: rule probe: its retry (attempt 3) asks for 20 minutes, over partition "
+                "main's MaxTime of 12: SLURM may leave it pending for ever; set "
+                "resources.probe.max_runtime: 12") in proc.stderr
+        first = [line.split() for line in (root / "probe.txt").read_text().splitlines()]
+        assert [(mem, minutes) for _, mem, minutes in first] == [("1000", "5"), ("2000", "10")]
+        # a partition of 8: the retry's doubled 10 minutes would pend for ever; bounded, it asks 8
+        for name in ("probe.txt", "attempts.txt"):
+            (root / name).unlink()
+        (root / "bound.yaml").write_text("resources:\n  ingest: {max_runtime: 8}\n")
+        _partition_max_time("00:08:00")
+        proc = snakemake(root, *run, "--configfile", "config.yaml", "bound.yaml", timeout=600)
+        assert "paramill: rule" not in proc.stderr
     finally:
         _partition_max_time("INFINITE")
     attempts = [line.split() for line in (root / "probe.txt").read_text().splitlines()]
