@@ -66,9 +66,10 @@ def rule_resources(given: dict[str, Any] | None, defaults: dict[str, Any],
     as they are); ``cpus_per_task`` is the job's threads (:func:`threads_of_job`). A rule
     that ``resumes`` (training that goes on from its last checkpoint) keeps its ``runtime``:
     a retry gets another window as long, where a doubled 48 hours would pass many
-    partitions' time limits (and pend for ever, or be refused by ``sbatch``). ``max_mem_mb`` and ``max_runtime``
-    bound every attempt's request (a built-in default over them asks for the bound; the config
-    check refuses a given ``mem_mb`` or ``runtime`` over its own bound)."""
+    partitions' time limits (and pend for ever, or be refused by ``sbatch``). ``max_mem_mb``
+    and ``max_runtime`` bound every attempt's request (a built-in default over them asks for
+    the bound; the config check refuses a given ``mem_mb`` or ``runtime`` over its own
+    bound)."""
     given = given or {}
     growth = float(given.get("retry_growth", RETRY_GROWTH))
     merged = {**defaults, **{k: v for k, v in given.items() if k not in NOT_RESOURCES},
