@@ -21,6 +21,7 @@ from typing import Any
 import jsonschema
 import yaml
 
+from paramill.jobresources import BOUND  # standard library only
 from paramill.settings import Settings  # noqa: F401  (stages imported it from here)
 
 # reading YAML files (and the error a bad config raises) lives in paramill.yamlfiles; the
@@ -283,18 +284,18 @@ def cross_field_problems(config: dict[str, Any]) -> list[str]:
                         f"nmt.translate.beam_size ({translate['beam_size']}): a beam keeps at most "
                         "beam_size hypotheses")
     rules = _rules(schema())
-    for name in sorted(_get(config, ("resources",)) or {}):
+    entries = _get(config, ("resources",)) or {}
+    for name in sorted(entries):
         if name not in rules:
             near = ([RENAMED_RULES[name]] if name in RENAMED_RULES
                     else difflib.get_close_matches(name, sorted(rules), n=1))
             problems.append(f"config key resources.{name}: no rule is named {name!r}"
                             + (f" (did you mean {near[0]!r}?)" if near else "")
                             + "; its resources would be ignored")
-        entry = (_get(config, ("resources",)) or {}).get(name)
-        for key, bound in (("mem_mb", "max_mem_mb"), ("runtime", "max_runtime")):
-            value, most = (entry or {}).get(key), (entry or {}).get(bound)
-            if isinstance(entry, dict) and _is_integer(None, value) and \
-                    _is_integer(None, most) and value > most:
+        entry = entries[name] if isinstance(entries[name], dict) else {}
+        for key, bound in BOUND.items():
+            value, most = entry.get(key), entry.get(bound)
+            if _is_integer(None, value) and _is_integer(None, most) and value > most:
                 problems.append(f"config keys resources.{name}.{key} ({value}) and "
                                 f"resources.{name}.{bound} ({most}): the first attempt would ask "
                                 f"for more than {bound} allows")

@@ -85,8 +85,8 @@ def rule_resources(given: dict[str, Any] | None, defaults: dict[str, Any],
     return merged
 
 
-#: (``scontrol show partition -o`` key, the config key it bounds, what the warning calls it)
-PARTITION_LIMITS = (("MaxTime", "max_runtime", "minutes"), ("MaxMemPerNode", "max_mem_mb", "MB"))
+#: (``scontrol show partition -o`` key, the resource it limits, what the warning calls it)
+PARTITION_LIMITS = (("MaxTime", "runtime", "minutes"), ("MaxMemPerNode", "mem_mb", "MB"))
 
 
 def slurm_minutes(text: str) -> int | None:
@@ -119,9 +119,9 @@ def partition_limits(scontrol: str) -> dict[str, dict[str, Any]]:
         if not name:
             continue
         limits: dict[str, Any] = {"default": fields.get("Default") == "YES"}
-        for key, bound, _ in PARTITION_LIMITS:
-            value = fields.get(key, "UNLIMITED")
-            limits[bound] = slurm_minutes(value) if key == "MaxTime" else (
+        for slurm_key, key, _ in PARTITION_LIMITS:
+            value = fields.get(slurm_key, "UNLIMITED")
+            limits[BOUND[key]] = slurm_minutes(value) if slurm_key == "MaxTime" else (
                 int(value) if value.isdigit() and int(value) > 0 else None)
         out[name] = limits
     return out
@@ -181,9 +181,9 @@ def requests_over_limits(requests: list[tuple[str, str | None, list[dict[str, in
         name = partition or default
         if name not in limits:
             continue
-        for _, bound, unit in PARTITION_LIMITS:
+        for slurm_key, key, unit in PARTITION_LIMITS:
+            bound = BOUND[key]
             most = limits[name][bound]
-            key = "runtime" if bound == "max_runtime" else "mem_mb"
             over = [(n, ask[key]) for n, ask in enumerate(asks, 1)
                     if most is not None and ask.get(key, 0) > most]
             if not over or (entry, bound) in seen:
@@ -192,7 +192,7 @@ def requests_over_limits(requests: list[tuple[str, str | None, list[dict[str, in
             attempt, value = over[0]
             which = "its first attempt" if attempt == 1 else f"its retry (attempt {attempt})"
             lines.append(f"rule {entry}: {which} asks for {value:,} {unit}, over partition "
-                         f"{name}'s {'MaxTime' if key == 'runtime' else 'MaxMemPerNode'} of "
+                         f"{name}'s {slurm_key} of "
                          f"{most:,}: SLURM may leave it pending for ever; set "
                          f"resources.{entry}.{bound}: {most}")
     return lines

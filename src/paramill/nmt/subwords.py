@@ -130,10 +130,10 @@ def checkpoint_vocabulary(path: Path, side: str) -> list[str]:
     """The ``side`` vocabulary an OpenNMT-py checkpoint holds (``vocab["src"]`` or
     ``["tgt"]``), its tensors left in the file; an :class:`~paramill.errors.InputError`
     naming it where it cannot be read or holds no list of tokens there."""
+    import zipfile
+
     from paramill.errors import InputError
     from paramill.nmt.checkpoints import load_checkpoint
-
-    import zipfile
 
     try:  # torch maps only its zip format (every torch.save since 1.6)
         checkpoint = load_checkpoint(path, mmap=zipfile.is_zipfile(path))
