@@ -722,6 +722,33 @@ def test_batch_scores_equal_the_pair_by_pair_reference():
     assert any(a != b for a, b in zip(cased["overlap_1"], overlap["overlap_1"]))
 
 
+@pytest.mark.parametrize("width", [1, 7, 8, 9, 24, 25, 33, 63, 64])
+def test_dense_counts_at_every_width_edge_equal_the_pair_by_pair_counts(width):
+    """The bit-mask counts at each pad width's edges (both ways of building a mask, and
+    the 64th bit), orders past the stored four included, against ngram_counts/matches."""
+    import random
+
+    from paramill.filters.ngrams import _equal_masks, batch_matches, matches, ngram_counts
+
+    rng = random.Random(width)
+    words = ["a", "b", "c", "the", "."]  # few words: repeated n-grams on both sides
+    refs = [" ".join(rng.choice(words) for _ in range(width)) for _ in range(40)]
+    cands = [" ".join(rng.choice(words) for _ in range(rng.randint(max(1, width - 3), width)))
+             for _ in range(40)]
+    refs[0] = cands[0] = " ".join(["a"] * width)  # every place equal: all bits set
+    got, _, _ = batch_matches(pl.Series(refs), pl.Series(cands), range(1, 7), threads=2)
+    for i, (r, c) in enumerate(zip(refs, cands)):
+        for n in range(1, 7):
+            assert got[n][i] == matches(ngram_counts(r.split(), n), ngram_counts(c.split(), n)), (i, n)
+    assert got[1][0] == width and got[6][0] == max(0, width - 5)
+    a = np.array([[rng.randrange(3) for _ in range(width)] for _ in range(5)], np.uint64)
+    b = np.array([[rng.randrange(3) for _ in range(width)] for _ in range(5)], np.uint64)
+    masks = _equal_masks(a, b)
+    for p in range(5):
+        for i in range(width):
+            assert int(masks[p, i]) == sum(1 << j for j in range(width) if a[p, i] == b[p, j])
+
+
 OUTSIDE_FILTER = '''
 """A filter from outside paramill: exclamation marks in the candidate."""
 from dataclasses import dataclass

@@ -3,11 +3,13 @@ reference), and for a whole batch at once (what the filters use).
 
 The batch path compares tokens, not n-grams: for pairs of up to ``DENSE_MAX`` tokens a side,
 each pair's reference × candidate token-equality matrix (and the reference's own) is built
-with numpy, padded to a few widths; an order-n match at (i, j) is a diagonal run of n equal
-tokens, and the clipped count of an n-gram seen a times in the reference and b times in the
-candidate comes out as the sum, over its a reference positions, of min(a, b) / a. Work is
-split over threads (numpy releases the GIL). Longer pairs take the hashed path: 64-bit
-n-gram keys counted and joined with polars.
+with numpy, padded to a few widths, each row a 64-bit mask (bit j of row i: reference token
+i equals candidate token j). An order-n match at (i, j) is a diagonal run of n equal tokens:
+row i's mask ANDed with row i+n-1's shifted n-1 bits, and the candidate's occurrences of the
+reference n-gram at i are that mask's bits (``np.bitwise_count``). The clipped count of an
+n-gram seen a times in the reference and b times in the candidate comes out as the sum, over
+its a reference positions, of min(a, b) / a. Work is split over threads (numpy releases the
+GIL). Longer pairs take the hashed path: 64-bit n-gram keys counted and joined with polars.
 """
 
 from __future__ import annotations
@@ -102,20 +104,41 @@ def _padded(ids: np.ndarray, starts: np.ndarray, lengths: np.ndarray, width: int
     return out
 
 
+#: widths up to which a mask is built one candidate column at a time (fewer passes over
+#: memory than comparing the whole matrix and packing it, measured on 2 cores)
+_COLUMNS_MAX = 24
+
+
+def _equal_masks(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """(pairs, width of ``a``) uint64: bit j of [p, i] set where ``a[p, i] == b[p, j]``
+    (``b`` at most 64 wide)."""
+    width = b.shape[1]
+    if width <= _COLUMNS_MAX:
+        out = np.zeros(a.shape, np.uint64)
+        for j in range(width):
+            out |= (a == b[:, j:j + 1]).astype(np.uint64) << np.uint64(j)
+        return out
+    packed = np.packbits(a[:, :, None] == b[:, None, :], axis=2, bitorder="little")
+    out = packed[:, :, 0].astype(np.uint64)
+    for k in range(1, packed.shape[2]):
+        out |= packed[:, :, k].astype(np.uint64) << np.uint64(8 * k)
+    return out
+
+
 def _dense(ref_tokens: np.ndarray, cand_tokens: np.ndarray, orders: list[int]) -> np.ndarray:
-    """Clipped matches (pairs, len(orders)) from padded token matrices. The two sides are
-    padded with different fills, so padding never matches anything."""
-    equal = ref_tokens[:, :, None] == cand_tokens[:, None, :]
-    self_equal = ref_tokens[:, :, None] == ref_tokens[:, None, :]
+    """Clipped matches (pairs, len(orders)) from padded token matrices of at most 64 places.
+    The two sides are padded with different fills, so padding never matches anything."""
+    equal, self_equal = _equal_masks(ref_tokens, cand_tokens), _equal_masks(ref_tokens, ref_tokens)
     out = np.zeros((len(ref_tokens), len(orders)))
     e, s = equal, self_equal
     for n in range(1, max(orders) + 1):
         if n > 1:  # the n-gram at (i, j) matches when the (n-1)-gram does and the next tokens
-            e = e[:, :-1, :-1] & equal[:, n - 1:, n - 1:]
-            s = s[:, :-1, :-1] & self_equal[:, n - 1:, n - 1:]
+            shift = np.uint64(n - 1)
+            e = e[:, :-1] & (equal[:, n - 1:] >> shift)
+            s = s[:, :-1] & (self_equal[:, n - 1:] >> shift)
         if n in orders and e.shape[1]:
-            b = np.count_nonzero(e, axis=2)  # candidate occurrences of the reference n-gram at i
-            a = np.count_nonzero(s, axis=2)  # its reference occurrences (>= 1 where b > 0)
+            b = np.bitwise_count(e)  # candidate occurrences of the reference n-gram at i
+            a = np.bitwise_count(s)  # its reference occurrences (>= 1 where b > 0)
             share = np.where(b > 0, np.minimum(a, b) / np.maximum(a, 1), 0.0)
             out[:, orders.index(n)] = np.rint(share.sum(axis=1))
     return out
