@@ -26,7 +26,7 @@ import numpy as np
 import polars as pl
 import pyarrow as pa
 
-from paramill import device
+from paramill import arrowcols, device
 from paramill.bitext.tables import BITEXT
 from paramill.filters import token_table
 from paramill.io import iter_parquet_batches, parquet_rows
@@ -204,7 +204,7 @@ def _score_table(filt: Filter, frame: pl.DataFrame, threads: int | None = None,
         if len(column) != frame.height:
             raise RuntimeError(f"filter {filt.name} gave {len(column)} values of {col.name} "
                                f"for {frame.height} candidates")
-        columns[col.name] = pa.array(column, type=col.dtype, from_pandas=True)
+        columns[col.name] = arrowcols.column(column, col.dtype, nan_is_null=True)
     return pa.table(columns, schema=score_schema(filt))
 
 

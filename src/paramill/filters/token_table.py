@@ -12,6 +12,7 @@ import numpy as np
 import polars as pl
 import pyarrow as pa
 
+from paramill.arrowcols import empty_table
 from paramill.io import iter_parquet_batches
 
 #: n-gram orders whose matches are stored: BLEU's four (overlap's default is 1-3)
@@ -30,7 +31,7 @@ def aligned(frames: Iterator[pl.DataFrame], tokens: str | Path, candidates: str 
     files' row groups differ, so batches are cut to match). A token table that is not the
     candidates' row for row (another shard, or stale) is an error naming both files."""
     stream = iter_parquet_batches([tokens], batch_size=65536)
-    buffer = pl.DataFrame(schema=pl.from_arrow(TOKENS.empty_table()).schema)
+    buffer = pl.DataFrame(schema=pl.from_arrow(empty_table(TOKENS)).schema)
     for frame in frames:
         while buffer.height < frame.height:
             batch = next(stream, None)

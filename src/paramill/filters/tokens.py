@@ -24,6 +24,7 @@ from typing import Any
 import polars as pl
 import pyarrow as pa
 
+from paramill.arrowcols import column
 from paramill.filters.base import Batch
 from paramill.filters.token_table import ORDERS, TOKENS
 from paramill.io import iter_parquet_batches, parquet_rows
@@ -39,9 +40,9 @@ def count(frame: pl.DataFrame, threads: int | None = None) -> pa.Table:
     columns: dict[str, Any] = {
         "pair_id": frame.get_column("pair_id").to_arrow(),
         "candidate_id": frame.get_column("candidate_id").to_arrow(),
-        "length_ref": pa.array(length_ref, pa.int32()), "length_cand": pa.array(length_cand, pa.int32()),
-        "tokens_ref": pa.array(len_ref, pa.int64()), "tokens_cand": pa.array(len_cand, pa.int64())}
-    columns.update({f"match_{n}": pa.array(shared[n], pa.float64()) for n in ORDERS})
+        "length_ref": column(length_ref, pa.int32()), "length_cand": column(length_cand, pa.int32()),
+        "tokens_ref": column(len_ref, pa.int64()), "tokens_cand": column(len_cand, pa.int64())}
+    columns.update({f"match_{n}": column(shared[n], pa.float64()) for n in ORDERS})
     return pa.table(columns, schema=TOKENS)
 
 
