@@ -6,7 +6,8 @@ imports pandas to answer when pandas is installed (it is: the SLURM executor plu
 project's 2-core machine a quarter of a cheap filter's job on a 100,000-pair shard.
 :func:`column` builds a numeric column on the array's own buffer instead; anything else
 (Python lists, other types) goes to ``pa.array`` as before. :func:`empty_table` is a schema's
-empty table, which ``Schema.empty_table()`` builds through ``pa.array`` too.
+empty table, which ``Schema.empty_table()`` builds through ``pa.array`` too, and
+:func:`int64s` the way back (pyarrow's ``to_numpy``, even zero-copy, imports pandas).
 """
 
 from __future__ import annotations
@@ -57,3 +58,9 @@ def column(values: Any, kind: pa.DataType, nan_is_null: bool = False) -> pa.Arra
 def empty_table(schema: pa.Schema) -> pa.Table:
     """A table of no rows with ``schema``."""
     return pa.Table.from_batches([], schema=schema)
+
+
+def int64s(array: pa.Array) -> np.ndarray:
+    """An Arrow integer array without nulls as int64, read from its data buffer."""
+    data = np.frombuffer(array.buffers()[1], np.dtype(str(array.type)), array.offset + len(array))
+    return data[array.offset:].astype(np.int64)

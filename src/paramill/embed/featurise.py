@@ -20,6 +20,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from paramill import pools
+from paramill.arrowcols import column
 from paramill.embed.features import Featurizer, Vocab
 from paramill.tables import PARQUET_WRITE
 
@@ -127,19 +128,7 @@ def id_lists(ids: np.ndarray, lengths: np.ndarray) -> pa.ListArray:
     ``pa.array`` of ten ints; README, Featurising 10M pairs)."""
     offsets = np.zeros(len(lengths) + 1, dtype=np.int32)
     np.cumsum(lengths, out=offsets[1:])
-    return pa.ListArray.from_arrays(_int32s(offsets), _int32s(ids))
-
-
-def int64s(array: pa.Array) -> np.ndarray:
-    """An Arrow integer array without nulls as int64, read from its data buffer (the way back
-    of :func:`id_lists`; pyarrow's ``to_numpy``, even zero-copy, imports pandas)."""
-    data = np.frombuffer(array.buffers()[1], np.dtype(str(array.type)), array.offset + len(array))
-    return data[array.offset:].astype(np.int64)
-
-
-def _int32s(values: np.ndarray) -> pa.Array:
-    values = np.ascontiguousarray(values, dtype=np.int32)
-    return pa.Array.from_buffers(pa.int32(), len(values), [None, pa.py_buffer(values)])
+    return pa.ListArray.from_arrays(column(offsets, pa.int32()), column(ids, pa.int32()))
 
 
 def ids_table(vocabs: dict[str, Vocab], featurizers: dict[str, Featurizer], schema: pa.Schema,

@@ -24,8 +24,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from paramill.arrowcols import int64s
 from paramill.embed.features import Featurizer, Vocab
-from paramill.embed.featurise import (UNKNOWN_KEY, id_lists, int64s, ordered_map, raw_lookup,
+from paramill.embed.featurise import (UNKNOWN_KEY, id_lists, ordered_map, raw_lookup,
                                       raw_part)
 from paramill.io import atomic_output, read_json, write_json
 
