@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """The pairs branch at scale: synthetic lines in the ParaNMT-50M layout streamed through
-``pairs ingest`` -> length, overlap and BLEU scoring -> selection, as the pipeline runs them
+``pairs ingest`` -> the token stage -> length, overlap and BLEU scoring (reading the token
+table) -> selection, as the pipeline runs them
 (one process per job, shard by shard, each with the threads given), at 1M and 10M lines.
 
 Reports, per size and stage: seconds, pairs/s and peak RSS of the stage's process; and the
@@ -46,7 +47,13 @@ stats = ingest_pairs(spec, {out!r}, PairCleanSettings(),
 SCORE = """
 from paramill import filters
 from paramill.filters.base import score_shard
-score_shard(filters.make({name!r}), {shard!r}, {out!r}, threads={threads}, batch_size=50000)
+score_shard(filters.make({name!r}), {shard!r}, {out!r}, threads={threads}, batch_size=50000,
+            tokens={tokens!r})
+"""
+
+TOKENS = """
+from paramill.filters.tokens import count_shard
+count_shard({shard!r}, {out!r}, threads={threads}, batch_size=50000)
 """
 
 SELECT = """
@@ -111,10 +118,15 @@ def run_size(n: int, work: Path, shard_size: int, threads: int) -> dict:
     result["kept"], result["rejected"] = kept, stats["rejected"]
     result["stages"]["pairs_ingest"] = {**ingest, "pairs_per_s": n / ingest["seconds"]}
     shards = sorted(pairs_dir.glob("shard-*.parquet"))
-    for name in ("length", "overlap", "bleu"):
-        runs = [stage(SCORE.format(name=name, shard=str(s),
-                                   out=str(work / f"scores-{n}" / name / "synthetic" / s.name),
-                                   threads=threads), threads) for s in shards]
+    tokens = {s: work / f"tokens-{n}" / "synthetic" / s.name for s in shards}
+    for path in tokens.values():
+        path.parent.mkdir(parents=True, exist_ok=True)
+    # as the pipeline runs them: the token stage once per shard, then each filter reading it
+    for name in ("tokens", "length", "overlap", "bleu"):
+        runs = [stage(TOKENS.format(shard=str(s), out=str(tokens[s]), threads=threads) if name == "tokens"
+                      else SCORE.format(name=name, shard=str(s), tokens=str(tokens[s]),
+                                        out=str(work / f"scores-{n}" / name / "synthetic" / s.name),
+                                        threads=threads), threads) for s in shards]
         seconds = sum(r["seconds"] for r in runs)
         result["stages"][f"score_{name}"] = {
             "jobs": len(runs), "seconds": seconds, "pairs_per_s": kept / seconds,
@@ -144,7 +156,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory(dir=args.work) as tmp:
         results = [run_size(n, Path(tmp), args.shard_size, args.threads) for n in args.sizes]
     report = {
-        "benchmark": "pairs branch at scale (ParaNMT layout): ingest -> length/overlap/BLEU -> select",
+        "benchmark": "pairs branch at scale (ParaNMT layout): ingest -> tokens -> length/overlap/BLEU -> select",
         "machine": {"platform": platform.platform(), "cpus": os.cpu_count(),
                     "python": platform.python_version()},
         "threads": args.threads, "shard_size": args.shard_size, "sizes": results,
