@@ -17,8 +17,9 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 import pyarrow as pa
+import pyarrow.parquet as pq
 
-from paramill.io import TableWriter
+from paramill.io import TableWriter, iter_parquet_batches, parquet_rows
 
 KEEP, DUP_HERE, DUP_EARLIER = 0, 1, 2
 #: Dedup keys of kept pairs, sorted, so later corpora can skip pairs already kept (the
@@ -144,3 +145,23 @@ class KeySpill:
         self.pending = []
         dedup_buckets(buckets, bits, marks, prior_key_files, keys_out)
         return marks
+
+
+def drop_marked(parts: list[Path], marks: np.ndarray, batch_rows: int = 65536) -> int:
+    """Rewrite each Parquet part without the rows ``marks`` (one a row of the parts, in
+    order) does not :data:`KEEP`, a batch at a time; the rows left."""
+    offset = left = 0
+    for part in parts:
+        n = parquet_rows([part])
+        keep = marks[offset:offset + n] == KEEP
+        offset += n
+        if not keep.all():
+            writer, at = TableWriter(part.with_suffix(".kept"), pq.read_schema(part)), 0
+            for batch in iter_parquet_batches([part], batch_rows):
+                writer.write(batch.filter(pa.array(keep[at:at + batch.num_rows])))
+                at += batch.num_rows
+            writer.close().replace(part)
+        left += int(keep.sum())
+    if offset != len(marks):
+        raise RuntimeError(f"{offset} rows in the parts, {len(marks)} marks")
+    return left

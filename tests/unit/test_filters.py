@@ -402,6 +402,51 @@ def test_select_errors_name_the_setting(tmp_path, scored):
     assert not (tmp_path / "sel" / "corpus.parquet").exists()
 
 
+def test_a_selection_is_the_same_whatever_its_batches(tmp_path, scored, monkeypatch):
+    """Shards, score files and parts are read a batch at a time: 7 rows a batch (pairs
+    repeated across batches of a shard, bounds, folds, a sample) selects what one batch a
+    shard does, to the byte."""
+    cands, scores = scored
+    rows = [(f"b{i:03d}", f"another sentence {i} here", f"one more sentence {i} {'so ' * (i % 4)}here",
+             i / 30) for i in range(30)]
+    rows += [(f"x{p}", ref, cand, nll) for p, ref, cand, nll in rows[5:25]]  # 20 rows again
+    shard = write_candidates(tmp_path / "candidates" / "b" / "shard-00000.parquet", rows)
+    files = [shard]
+    for name in ("length", "overlap", "cost"):
+        files.append(tmp_path / "scores" / name / "b" / shard.name)
+        score_shard(filters.make(name), shard, files[-1])
+    both = ([*cands, shard], [*scores, *files[1:]])
+    outs = []
+    for rows in (65_536, 7):
+        monkeypatch.setattr("paramill.filters.select.BATCH_ROWS", rows)
+        out = tmp_path / f"sel-{rows}"
+        summary = select(*both, out / "corpus.parquet", out / "corpus.tsv", out / "selection.json",
+                         SelectSettings(bounds={"overlap_1": [0.05, None]}, rank_by="cost",
+                                        folds=[1, 2, 3, 4, 5, 6, 7, 8], size=60, seed=3),
+                         out_paranmt=out / "corpus.paranmt.txt")
+        outs.append((summary["steps"], pl.read_parquet(out / "corpus.parquet"),
+                     (out / "corpus.tsv").read_bytes(), (out / "corpus.paranmt.txt").read_bytes()))
+    steps = {r["step"]: r["pairs"] for r in outs[0][0]}
+    assert steps["candidates"] == 150 and steps["duplicates"] == steps["overlap_1 in [0.05, inf]"] - 20
+    assert outs[0][1].height == 60
+    assert outs[0][0] == outs[1][0] and outs[0][1].equals(outs[1][1]) and outs[0][2:] == outs[1][2:]
+
+
+def test_a_score_file_of_other_rows_is_an_error_naming_both(tmp_path, scored):
+    """A score file is the shard's rows in their order: another order (same rows), or
+    another shard's, is named with the shard, not joined."""
+    cands, scores = scored
+    overlap = [s for s in scores if s.parent.parent.name == "overlap"]
+    table = pq.read_table(overlap[0])
+    pq.write_table(table.take(list(range(table.num_rows))[::-1]), overlap[0])
+    with pytest.raises(ValueError, match=f"{overlap[0]}: not the scores of {cands[0]}.*re-run its score rule"):
+        run_select(tmp_path, scored)
+    assert not (tmp_path / "sel" / "corpus.parquet").exists()
+    pq.write_table(table.slice(0, 40), overlap[0])
+    with pytest.raises(ValueError, match=f"{overlap[0]}: not the scores of {cands[0]}"):
+        run_select(tmp_path, scored)
+
+
 @pytest.fixture
 def mixed(tmp_path, scored):
     """The scored bitext shards plus a pair corpus's shard: given scores, no cost."""

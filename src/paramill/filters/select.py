@@ -12,7 +12,7 @@ ranked by ``rank_by`` cut into ``n_folds`` equal parts, fold 1 the best, kept fo
 ``folds``), and a sample of ``size`` pairs chosen by a seeded hash of ``candidate_id`` (0
 keeps all).
 
-Memory: one shard's candidates and scores at a time; deduplication one hash bucket of
+Memory: a batch of a shard's candidates and scores at a time (65,536 rows); deduplication one hash bucket of
 :data:`BUCKET_ROWS` keys and one byte a surviving pair (:mod:`paramill.dedup`); the fold cut
 points need the ranked column of the surviving pairs (8 bytes a pair), the sample its hashes.
 """
@@ -20,6 +20,7 @@ points need the ranked column of the surviving pairs (8 bytes a pair), the sampl
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Annotated, Any
@@ -29,10 +30,11 @@ import polars as pl
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from paramill.dedup import KEEP, KeySpill, pair_keys
+from paramill.dedup import KeySpill, drop_marked, pair_keys
 from paramill.filters.base import Direction, score_directions
+from paramill.filters.token_table import aligned
 from paramill.job import output_job
-from paramill.io import TableWriter, scratch_dir, write_json
+from paramill.io import TableWriter, iter_parquet_batches, parquet_rows, scratch_dir, write_json
 from paramill.progress import progress
 from paramill.provenance import Run
 from paramill.tables import read_frame
@@ -44,6 +46,9 @@ Bound = Annotated[list[float | None], {"minItems": 2, "maxItems": 2}]
 
 #: keys per hash bucket of the duplicate step (memory only; no effect on results)
 BUCKET_ROWS = 2_000_000
+
+#: rows a batch of the passes over the shards and parts (memory only; no effect on results)
+BATCH_ROWS = 65_536
 
 CANDIDATE_KEEP = ["pair_id", "candidate_id", "en_ref", "candidate", "method", "rank"]
 
@@ -133,16 +138,35 @@ def column_types(candidate_files: list[Path], score_files: list[str | Path]) -> 
     return types
 
 
-def scored_shard(candidates: str | Path, score_files: list[Path]) -> pl.DataFrame:
-    """One shard's candidates with every score column joined (by ``candidate_id``)."""
-    frame = read_frame(candidates, CANDIDATE_KEEP + given_columns(candidates))
+def scored_batches(candidates: str | Path, score_files: list[Path]) -> Iterator[pl.DataFrame]:
+    """One shard's candidates, a batch at a time, each with every score column beside it. A
+    score file holds the shard's rows in their order (``score_shard`` writes them so); one
+    that does not (another shard's, stale) is an error naming both files."""
+    frames = _frames(candidates, CANDIDATE_KEEP + given_columns(candidates))
     for path in score_files:
-        scores = read_frame(path).drop("pair_id")
-        if scores.height != frame.height:
-            raise ValueError(f"{path}: {scores.height} scores for {frame.height} candidates in "
-                             f"{candidates} (stale score file?)")
-        frame = frame.join(scores, on="candidate_id", how="left", maintain_order="left")
-    return frame
+        frames = _beside(frames, path, candidates)
+    return frames
+
+
+def _frames(path: str | Path, columns: list[str] | None = None) -> Iterator[pl.DataFrame]:
+    """A Parquet file's rows as polars frames, a batch at a time (one empty frame, for its
+    columns, where it has no rows)."""
+    if not parquet_rows([path]):
+        yield read_frame(path, columns)
+    for batch in iter_parquet_batches([path], BATCH_ROWS, columns):
+        frame = pl.from_arrow(batch)
+        assert isinstance(frame, pl.DataFrame)
+        yield frame
+
+
+def _beside(frames: Iterator[pl.DataFrame], path: Path, candidates: str | Path) -> Iterator[pl.DataFrame]:
+    for frame, scores in aligned(frames, path, candidates, "the scores", "its score rule"):
+        yield frame.hstack(scores.drop("pair_id", "candidate_id").get_columns())
+
+
+def scored_shard(candidates: str | Path, score_files: list[Path]) -> pl.DataFrame:
+    """One shard's candidates with every score column (:func:`scored_batches`), whole."""
+    return pl.concat(list(scored_batches(candidates, score_files)), rechunk=False)
 
 
 def iter_scored(candidate_files: list[str | Path], score_files: list[str | Path]):
@@ -218,21 +242,6 @@ def dedup_keys(frame: pl.DataFrame) -> np.ndarray:
     normal = frame.select(normalize_expr(pl.col("en_ref")).alias("r"),
                           normalize_expr(pl.col("candidate")).alias("c"))
     return pair_keys(normal["r"].to_list(), normal["c"].to_list())
-
-
-def drop_duplicates(parts: list[Path], marks: np.ndarray) -> int:
-    """Rewrite each part without the rows ``marks`` calls duplicates; the rows left."""
-    offset = left = 0
-    for part in parts:
-        n = pl.scan_parquet(part).select(pl.len()).collect().item()
-        keep = marks[offset:offset + n] == KEEP
-        offset += n
-        if not keep.all():
-            pl.read_parquet(part).filter(pl.Series(keep)).write_parquet(part)
-        left += int(keep.sum())
-    if offset != len(marks):
-        raise RuntimeError(f"select: {offset} rows in the parts, {len(marks)} keys")
-    return left
 
 
 def fold_cuts(parts: list[Path], column: str, n_folds: int) -> list[float]:
@@ -325,24 +334,27 @@ def _filter_shards(candidate_files: list[Path], score_files: list[str | Path], b
     keys = KeySpill(work / "keys", BUCKET_ROWS) if settings.dedup else None
     bar = progress(f"select {name}", unit="shards", total=len(candidate_files))
     for i, cand in enumerate(candidate_files):
-        frame = scored_shard(cand, by_key.get(shard_key(cand), []))
-        frame = frame.with_columns([pl.lit(None, dtype=types[c]).alias(c)
-                                    for c in directions if c not in frame.columns]
-                                   ).select(*CANDIDATE_KEEP, *directions)  # one schema
-        counts["candidates"] += frame.height
-        for label, expr in steps:
-            frame = frame.filter(expr)
-            counts[label] += frame.height
-        frame = frame.with_columns(_h=pl.col("candidate_id").hash(settings.seed))
-        if keys is not None:
-            keys.add(dedup_keys(frame))
-        part = work / f"part-{i:06d}.parquet"
-        frame.write_parquet(part)
-        parts.append(part)
+        writer = None
+        for frame in scored_batches(cand, by_key.get(shard_key(cand), [])):
+            frame = frame.with_columns([pl.lit(None, dtype=types[c]).alias(c)
+                                        for c in directions if c not in frame.columns]
+                                       ).select(*CANDIDATE_KEEP, *directions)  # one schema
+            counts["candidates"] += frame.height
+            for label, expr in steps:
+                frame = frame.filter(expr)
+                counts[label] += frame.height
+            frame = frame.with_columns(_h=pl.col("candidate_id").hash(settings.seed))
+            if keys is not None:
+                keys.add(dedup_keys(frame))
+            table = frame.to_arrow()
+            writer = writer or TableWriter(work / f"part-{i:06d}.parquet", table.schema)
+            writer.write(table)
+        if writer is not None:  # (a shard always yields a frame, empty or not)
+            parts.append(writer.close())
         bar.update(1)
     bar.close()
     if keys is not None:
-        counts["duplicates"] = drop_duplicates(parts, keys.marks())
+        counts["duplicates"] = drop_marked(parts, keys.marks(), BATCH_ROWS)
     return parts, counts
 
 
@@ -378,8 +390,7 @@ def _write_release(parts: list[Path], files: list[Path], fold: pl.Expr | None,
     score_columns = [c for c in directions if c not in ("pair_id", "candidate_id")]
     n_out = 0
     with open(tmp_tsv, "w", encoding="utf-8") as tsv:
-        for part in parts:
-            frame = pl.read_parquet(part)
+        for frame in (f for part in parts for f in _frames(part)):
             if fold is not None:
                 frame = frame.with_columns(fold=fold).filter(pl.col("fold").is_in(settings.folds))
             if threshold is not None:

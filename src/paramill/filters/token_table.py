@@ -14,6 +14,7 @@ import pyarrow as pa
 
 from paramill.arrowcols import empty_table
 from paramill.io import iter_parquet_batches
+from paramill.tables import open_parquet
 
 #: n-gram orders whose matches are stored: BLEU's four (overlap's default is 1-3)
 ORDERS = (1, 2, 3, 4)
@@ -25,13 +26,17 @@ TOKENS = pa.schema(
     + [pa.field(f"match_{n}", pa.float64()) for n in ORDERS])
 
 
-def aligned(frames: Iterator[pl.DataFrame], tokens: str | Path, candidates: str | Path
+def aligned(frames: Iterator[pl.DataFrame], table: str | Path, candidates: str | Path,
+            what: str = "the token counts", rerun: str = "the tokens rule"
             ) -> Iterator[tuple[pl.DataFrame, pl.DataFrame]]:
-    """Each candidate batch with the rows of the token table that belong to it (the two
-    files' row groups differ, so batches are cut to match). A token table that is not the
-    candidates' row for row (another shard, or stale) is an error naming both files."""
-    stream = iter_parquet_batches([tokens], batch_size=65536)
-    buffer = pl.DataFrame(schema=pl.from_arrow(empty_table(TOKENS)).schema)
+    """Each candidate batch with the rows of ``table`` that belong to it: a table written row
+    for row with the candidates (the token stage's; a filter's scores, ``what`` it holds),
+    whose row groups differ from theirs, so batches are cut to match. A table that is not the
+    candidates' row for row (another shard, or stale) is an error naming both files and
+    the rule to ``rerun``."""
+    stream = iter_parquet_batches([table], batch_size=65536)
+    buffer = pl.from_arrow(empty_table(open_parquet(table).schema_arrow))
+    assert isinstance(buffer, pl.DataFrame)
     for frame in frames:
         while buffer.height < frame.height:
             batch = next(stream, None)
@@ -42,11 +47,10 @@ def aligned(frames: Iterator[pl.DataFrame], tokens: str | Path, candidates: str 
         if part.height != frame.height or not (
                 part.get_column("pair_id").equals(frame.get_column("pair_id"))
                 and part.get_column("candidate_id").equals(frame.get_column("candidate_id"))):
-            raise ValueError(f"{tokens}: not the token counts of {candidates} (its rows differ; "
-                             "re-run the tokens rule)")
+            raise ValueError(f"{table}: not {what} of {candidates} (its rows differ; re-run {rerun})")
         yield frame, part
     if buffer.height or next(stream, None) is not None:
-        raise ValueError(f"{tokens}: more rows than {candidates}; re-run the tokens rule")
+        raise ValueError(f"{table}: more rows than {candidates}; re-run {rerun}")
 
 
 def lengths(counts: pl.DataFrame) -> tuple[np.ndarray, np.ndarray]:
