@@ -37,8 +37,12 @@ def _fits(values: np.ndarray, target: np.dtype) -> bool:
 
 def column(values: Any, kind: pa.DataType, nan_is_null: bool = False) -> pa.Array:
     """``pa.array(values, type=kind, from_pandas=nan_is_null)``: for a one-dimensional
-    numeric numpy array of a numeric ``kind`` without pandas (a NaN a null with
-    ``nan_is_null``); otherwise through ``pa.array``."""
+    numeric numpy array of a numeric ``kind``, or a boolean one of ``pa.bool_()``, without
+    pandas (a NaN a null with ``nan_is_null``); otherwise through ``pa.array``."""
+    if isinstance(values, np.ndarray) and values.ndim == 1 and values.dtype.kind == "b" \
+            and pa.types.is_boolean(kind):  # Arrow's booleans are bits, least significant first
+        bits = np.packbits(values, bitorder="little")
+        return pa.Array.from_buffers(kind, len(values), [None, pa.py_buffer(bits)], null_count=0)
     if not (isinstance(values, np.ndarray) and values.ndim == 1 and _numeric(kind)
             and values.dtype.kind in "iuf"):
         return pa.array(values, type=kind, from_pandas=nan_is_null)

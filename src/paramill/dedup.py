@@ -19,6 +19,7 @@ import polars as pl
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from paramill.arrowcols import column
 from paramill.io import TableWriter, iter_parquet_batches, parquet_rows
 
 KEEP, DUP_HERE, DUP_EARLIER = 0, 1, 2
@@ -158,7 +159,7 @@ def drop_marked(parts: list[Path], marks: np.ndarray, batch_rows: int = 65536) -
         if not keep.all():
             writer, at = TableWriter(part.with_suffix(".kept"), pq.read_schema(part)), 0
             for batch in iter_parquet_batches([part], batch_rows):
-                writer.write(batch.filter(pa.array(keep[at:at + batch.num_rows])))
+                writer.write(batch.filter(column(keep[at:at + batch.num_rows], pa.bool_())))
                 at += batch.num_rows
             writer.close().replace(part)
         left += int(keep.sum())

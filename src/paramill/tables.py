@@ -10,6 +10,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from paramill.arrowcols import empty_table
 from paramill.errors import InputError, check_regular_file, first_line
 
 PARQUET_COMPRESSION = "zstd"
@@ -94,7 +95,7 @@ class TableWriter:
 
     def close(self) -> Path:
         if self._writer is None:
-            pq.write_table(self.schema.empty_table(), self.path, **PARQUET_WRITE)
+            pq.write_table(empty_table(self.schema), self.path, **PARQUET_WRITE)
         else:
             self._writer.close()
         return self.path
@@ -411,7 +412,7 @@ def read_table(path: str | os.PathLike, schema: pa.Schema, what: str,
     present = [name for name in schema.names if name not in lacks]
     found = check_columns(path, schema, what, present)
     batches = list(iter_parquet_batches([path], columns=present))
-    table = pa.Table.from_batches(batches) if batches else found.empty_table().select(present)
+    table = pa.Table.from_batches(batches) if batches else empty_table(found).select(present)
     for name in (n for n in schema.names if n in lacks):
         table = table.append_column(name, pa.nulls(table.num_rows, schema.field(name).type))
     return table.select(schema.names).cast(pa.schema([pa.field(f.name, f.type) for f in schema]))
@@ -427,7 +428,7 @@ def read_frame(path: str | os.PathLike, columns: Sequence[str] | None = None):
 
     batches = list(iter_parquet_batches([path], columns=columns))
     table = (pa.Table.from_batches(batches) if batches
-             else open_parquet(path).schema_arrow.empty_table())
+             else empty_table(open_parquet(path).schema_arrow))
     return pl.from_arrow(table.select(list(columns)) if columns else table, rechunk=False)
 
 

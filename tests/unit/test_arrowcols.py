@@ -4,6 +4,7 @@ and the cheap filter jobs never import pandas."""
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -36,6 +37,16 @@ def test_a_column_is_what_pa_array_gives(values, kind, nan_is_null):
     got.validate(full=True)
 
 
+@pytest.mark.parametrize("n", [0, 1, 7, 8, 9, 64, 1001])
+def test_a_boolean_column_is_what_pa_array_gives(n):
+    values = np.random.default_rng(n).random(n) < 0.4
+    got = column(values, pa.bool_())
+    got.validate(full=True)
+    assert got.equals(pa.array(values, type=pa.bool_())) and got.to_pylist() == values.tolist()
+    if n > 1:  # a view that starts inside a byte
+        assert column(values[1:], pa.bool_()).to_pylist() == values[1:].tolist()
+
+
 def test_a_nan_is_a_null_only_when_asked():
     values = np.array([np.nan, 1.0, np.nan, 3.0] * 5)
     assert column(values, pa.float64(), nan_is_null=True).to_pylist() == [None, 1.0, None, 3.0] * 5
@@ -56,21 +67,36 @@ def test_an_empty_table_has_the_schema():
     assert table.num_rows == 0 and table.schema == schema
 
 
-def test_the_token_stage_and_the_filters_reading_it_never_import_pandas(tmp_path):
-    """pandas is installed (the SLURM plugin needs it); importing it cost every job 0.2 s."""
+def test_the_token_stage_the_filters_and_select_never_import_pandas(tmp_path):
+    """pandas is installed (the SLURM plugin needs it); importing it cost every job 0.2 s.
+    Two corpora holding the same shard: select drops the second's pairs as duplicates."""
     pytest.importorskip("pandas")
     shard = write_candidates(tmp_path / "candidates" / "c" / "shard-00000.parquet", ROWS)
+    again = tmp_path / "candidates" / "d" / "shard-00000.parquet"
+    again.parent.mkdir(parents=True)
+    shutil.copy(shard, again)
     code = textwrap.dedent(f"""
         import sys
+        from pathlib import Path
         from paramill import filters
         from paramill.filters.base import score_shard
+        from paramill.filters.select import SelectSettings, select
         from paramill.filters.tokens import count_shard
-        count_shard({str(shard)!r}, {str(tmp_path / 'tokens.parquet')!r})
-        for name in ("length", "overlap", "bleu"):
-            score_shard(filters.make(name), {str(shard)!r}, {str(tmp_path)!r} + f"/{{name}}.parquet",
-                        tokens={str(tmp_path / 'tokens.parquet')!r})
-        print("pandas" in sys.modules)
+        root, scores = Path({str(tmp_path)!r}), []
+        for corpus in ("c", "d"):
+            shard = root / "candidates" / corpus / "shard-00000.parquet"
+            tokens = root / "tokens" / corpus / shard.name
+            tokens.parent.mkdir(parents=True)
+            count_shard(shard, tokens)
+            for name in ("length", "overlap", "bleu"):
+                scores.append(root / "scores" / name / corpus / shard.name)
+                score_shard(filters.make(name), shard, scores[-1], tokens=tokens)
+        out = root / "sel"
+        summary = select([root / "candidates" / c / "shard-00000.parquet" for c in "cd"], scores,
+                         out / "c.parquet", out / "c.tsv", out / "s.json", SelectSettings(max_tokens=0))
+        print(summary["steps"][-1], "pandas" in sys.modules)
     """)
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                          env={**os.environ, "PARAMILL_PROGRESS": "0"})
     assert out.stdout.split()[-1] == "False"
+    assert "'duplicates', 'pairs': 3}" in out.stdout  # ROWS less its identical pair, once
