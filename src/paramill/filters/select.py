@@ -12,7 +12,8 @@ ranked by ``rank_by`` cut into ``n_folds`` equal parts, fold 1 the best, kept fo
 ``folds``), and a sample of ``size`` pairs chosen by a seeded hash of ``candidate_id`` (0
 keeps all).
 
-Memory: a batch of a shard's candidates and scores at a time (65,536 rows); deduplication one hash bucket of
+Memory: a batch of :data:`BATCH_ROWS` candidates and their scores at a time (the release's
+Parquet is written in row groups of at most that); deduplication one hash bucket of
 :data:`BUCKET_ROWS` keys and one byte a surviving pair (:mod:`paramill.dedup`); the fold cut
 points need the ranked column of the surviving pairs (8 bytes a pair), the sample its hashes.
 """
