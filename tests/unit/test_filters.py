@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -445,6 +446,13 @@ def test_a_score_file_of_other_rows_is_an_error_naming_both(tmp_path, scored):
     pq.write_table(table.slice(0, 40), overlap[0])
     with pytest.raises(ValueError, match=f"{overlap[0]}: not the scores of {cands[0]}"):
         run_select(tmp_path, scored)
+    pq.write_table(table, overlap[0])
+    again = tmp_path / "scores" / "overlap2" / "a" / overlap[0].name  # the same columns twice
+    again.parent.mkdir(parents=True)
+    shutil.copy(overlap[0], again)
+    with pytest.raises(ValueError, match=f"{again}: column overlap_1, overlap_2, overlap_3 of "
+                                         f"{cands[0]} is given by another score table"):
+        run_select(tmp_path, (cands, [*scores, again]))
 
 
 @pytest.fixture

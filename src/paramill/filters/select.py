@@ -162,7 +162,11 @@ def _frames(path: str | Path, columns: list[str] | None = None) -> Iterator[pl.D
 
 def _beside(frames: Iterator[pl.DataFrame], path: Path, candidates: str | Path) -> Iterator[pl.DataFrame]:
     for frame, scores in aligned(frames, path, candidates, "the scores", "its score rule"):
-        yield frame.hstack(scores.drop("pair_id", "candidate_id").get_columns())
+        scores = scores.drop("pair_id", "candidate_id")
+        if twice := [c for c in scores.columns if c in frame.columns]:
+            raise ValueError(f"{path}: column {', '.join(twice)} of {candidates} is given by "
+                             "another score table (or the candidates) too; two filters name one column")
+        yield frame.hstack(scores.get_columns())
 
 
 def scored_shard(candidates: str | Path, score_files: list[Path]) -> pl.DataFrame:
