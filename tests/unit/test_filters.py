@@ -716,6 +716,8 @@ def test_analyse_ranges_and_classifier_correlation(tmp_path):
     pl.DataFrame({"s1": ["a b"], "s2": ["b c"], "parascore": [0.5]}).write_parquet(corpus)
     stats, sample = analyse([frame], 40, corpus, AnalysisSettings())
     assert sample.height == 40
+    batched = analyse(frame.iter_slices(7), 40, corpus, AnalysisSettings())  # as corpus_analysis reads
+    assert batched[0] == stats and batched[1].equals(sample)
     ranges = {r["range"]: r for r in stats["parascore_ranges"]}
     assert sum(r["pairs"] for r in ranges.values()) == 40
     assert ranges["(0.2, 0.4]"]["trigram_overlap_mean"] == 0.5

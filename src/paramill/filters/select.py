@@ -174,10 +174,16 @@ def scored_shard(candidates: str | Path, score_files: list[Path]) -> pl.DataFram
     return pl.concat(list(scored_batches(candidates, score_files)), rechunk=False)
 
 
-def iter_scored(candidate_files: list[str | Path], score_files: list[str | Path]):
+def iter_scored(candidate_files: list[str | Path], score_files: list[str | Path], whole: bool = True):
+    """(candidate file, its scored frame) of each shard: the whole shard, or with ``whole``
+    false each batch of it (:func:`scored_batches`)."""
     by_key, _ = group_scores(candidate_files, score_files)
     for cand in candidate_files:
-        yield cand, scored_shard(cand, by_key.get(shard_key(cand), []))
+        files = by_key.get(shard_key(cand), [])
+        if whole:
+            yield cand, scored_shard(cand, files)
+        else:
+            yield from ((cand, frame) for frame in scored_batches(cand, files))
 
 
 def check_columns(settings: SelectSettings, candidate_files: list[Path],
