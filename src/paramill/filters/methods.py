@@ -67,7 +67,7 @@ def by_method(candidate_files: list[str | Path], score_files: list[str | Path],
               inputs=[*candidate_files, *score_files])
     bar = progress("scores by method", unit="shards", total=len(candidate_files))
     for cand in candidate_files:
-        frame = scored_shard(cand, by_key.get(shard_key(cand), []))
+        frame = scored_shard(cand, by_key.get(shard_key(cand), []), ["pair_id", "candidate_id", "method"])
         for (method,), part in frame.group_by("method", maintain_order=True):
             counts[method] += part.height
             for c in columns:

@@ -139,11 +139,13 @@ def column_types(candidate_files: list[Path], score_files: list[str | Path]) -> 
     return types
 
 
-def scored_batches(candidates: str | Path, score_files: list[Path]) -> Iterator[pl.DataFrame]:
-    """One shard's candidates, a batch at a time, each with every score column beside it. A
-    score file holds the shard's rows in their order (``score_shard`` writes them so); one
-    that does not (another shard's, stale) is an error naming both files."""
-    frames = _frames(candidates, CANDIDATE_KEEP + given_columns(candidates))
+def scored_batches(candidates: str | Path, score_files: list[Path],
+                   keep: list[str] = CANDIDATE_KEEP) -> Iterator[pl.DataFrame]:
+    """One shard's candidates (their ``keep`` and given columns), a batch at a time, each with
+    every score column beside it. A score file holds the shard's rows in their order
+    (``score_shard`` writes them so); one that does not (another shard's, stale) is an error
+    naming both files."""
+    frames = _frames(candidates, keep + given_columns(candidates))
     for path in score_files:
         frames = _beside(frames, path, candidates)
     return frames
@@ -169,9 +171,10 @@ def _beside(frames: Iterator[pl.DataFrame], path: Path, candidates: str | Path) 
         yield frame.hstack(scores.get_columns())
 
 
-def scored_shard(candidates: str | Path, score_files: list[Path]) -> pl.DataFrame:
+def scored_shard(candidates: str | Path, score_files: list[Path],
+                 keep: list[str] = CANDIDATE_KEEP) -> pl.DataFrame:
     """One shard's candidates with every score column (:func:`scored_batches`), whole."""
-    return pl.concat(list(scored_batches(candidates, score_files)), rechunk=False)
+    return pl.concat(list(scored_batches(candidates, score_files, keep)), rechunk=False)
 
 
 def iter_scored(candidate_files: list[str | Path], score_files: list[str | Path], whole: bool = True):
