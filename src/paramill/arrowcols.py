@@ -4,8 +4,8 @@
 imports pandas to answer when pandas is installed (it is: the SLURM executor plugin and
 ``datasets`` need it). That import took about 0.2 s of every job that made a column, on this
 project's 2-core machine a quarter of a cheap filter's job on a 100,000-pair shard.
-:func:`column` builds a numeric column on the array's own buffer instead; anything else
-(Python lists, other types) goes to ``pa.array`` as before. :func:`empty_table` is a schema's
+:func:`column` builds a numeric or boolean column on the array's own buffer instead;
+anything else (Python lists, other types) goes to ``pa.array`` as before. :func:`empty_table` is a schema's
 empty table, which ``Schema.empty_table()`` builds through ``pa.array`` too, and
 :func:`int64s` the way back (pyarrow's ``to_numpy``, even zero-copy, imports pandas).
 """
