@@ -24,6 +24,18 @@ def test_normalize_expression_equals_python_function():
     assert kept["s"][0] == "\u201ex\u201c"
 
 
+def test_normalize_expression_equals_python_function_on_runs_of_every_space():
+    """Runs of white space of every kind, single and mixed, at the ends and inside."""
+    import random
+
+    rng = random.Random(5)
+    alphabet = [" ", "  ", "\t", "\n", "\r", "\x0b", "\x0c", "\x1c", "\x85", "\u00a0", "\u1680",
+                "\u2003", "\u2028", "\u202f", "\u3000", "\u200b", "\x07", "a", "\u00e9", "e\u0301", "\u2019"]
+    samples = ["".join(rng.choice(alphabet) for _ in range(rng.randint(0, 12))) for _ in range(3000)]
+    got = pl.DataFrame({"s": samples}).select(text.normalize_expr(pl.col("s")))["s"].to_list()
+    assert got == [text.normalize(s) for s in samples]
+
+
 def test_tokenize_and_its_polars_count_agree():
     samples = ["Muž čte knihu.", "Doesn't it, 3.5?", "", "a-b  c", "Příliš žluťoučký kůň!"]
     assert text.tokenize("Doesn't it, 3.5?") == ["Doesn", "'", "t", "it", ",", "3", ".", "5", "?"]
