@@ -43,6 +43,24 @@ def test_rules_normalise_text_and_keep_the_raw_form():
     assert frame["cs"][0] == '"Ahoj"' and frame["cs_raw"][0] == "\u201eAhoj\u201c"
 
 
+def test_rules_count_the_tokens_of_the_normalised_text_once_for_checks_and_averages(tmp_path):
+    """The token counts the rules read are columns of their own, of the normalised sides;
+    clean's average token counts are theirs over the kept rows."""
+    from paramill import text
+
+    rows = [("\u201eMu\u017e\u201c \u010dte\u2026", "The\u00a0man \u2013 reads."),
+            ("a\x07b  c", "x\u200by z"), ("Ano.", "Yes, indeed, my dear friend, I will come.")]
+    frame = apply_rules(pl.DataFrame({"cs": [r[0] for r in rows], "en": [r[1] for r in rows]}),
+                        CleanSettings())
+    for side in ("cs", "en"):
+        assert frame[f"{side}_tokens"].to_list() == [
+            len(text.tokenize(text.normalize(r[side == "en"]))) for r in rows]
+    assert frame["cs_tokens"].to_list() == [7, 2, 2] and frame["reason"][2] == "length_ratio"
+    stats, kept, _, _ = run_clean(tmp_path, "t", rows)
+    assert stats["kept"] == 2
+    assert stats["avg_tokens_cs"] == 4.5 and stats["avg_tokens_en"] == 3.5
+
+
 def test_pair_keys_are_stable_and_distinguish_sides():
     keys = pair_keys(["a", "a", "a\tb"], ["b\tc", "b\tc", ""])
     assert keys[0] == keys[1]

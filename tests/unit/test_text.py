@@ -36,6 +36,42 @@ def test_normalize_expression_equals_python_function_on_runs_of_every_space():
     assert got == [text.normalize(s) for s in samples]
 
 
+def _unguarded(expr: pl.Expr) -> pl.Expr:
+    """normalize_expr as it was: every step on every string."""
+    expr = expr.str.normalize("NFC").str.replace_many(text.PUNCTUATION_MAP)
+    expr = expr.str.replace_all(text._SPACE_CONTROL, " ").str.replace_all(text._CONTROL, "")
+    return expr.str.replace_all(text._SPACE_RUNS, " ").str.strip_chars()
+
+
+def test_normalize_expression_runs_each_step_where_it_may_change_something_only():
+    """The steps skipped for printable ASCII, and NFC for code points below U+0300, give the
+    same text as every step on every string: strings of characters at both edges (U+007E,
+    U+007F, U+02FF, U+0300), combining marks after letters, compositions of other starters
+    (Hangul), singletons (the Angstrom sign), controls, punctuation, and nulls."""
+    import random
+
+    rng = random.Random(7)
+    alphabet = ["a", "A", "e", " ", "~", "\x7f", "\x1f", "\t", "\u00e9", "\u00a0", "\u02ff",
+                "\u0300", "\u0301", "\u030a", "\u0327", "\u1100", "\u1161", "\u212b", "\u2019",
+                "\u2026", "\u0158", "\u00ad", "\u0344", "\U0001d15e", "\u3000"]
+    samples = ["".join(rng.choice(alphabet) for _ in range(rng.randint(0, 8))) for _ in range(5000)]
+    samples += ["plain ascii", "A\u0300", "\u1100\u1161", "\u212b", None]
+    frame = pl.DataFrame({"s": samples})
+    got = frame.select(text.normalize_expr(pl.col("s")))["s"].to_list()
+    assert got == frame.select(_unguarded(pl.col("s")))["s"].to_list()
+    assert got == [None if s is None else text.normalize(s) for s in samples]
+    assert got[-5:] == ["plain ascii", "\u00c0", "\uac00", "\u00c5", None]
+
+
+def test_every_pair_of_code_points_below_u0300_is_its_own_nfc():
+    """What the NFC guard rests on: no code point below U+0300 changes under NFC, alone or
+    beside any other of them (all 768 x 768 pairs, through polars' own NFC)."""
+    chars = [chr(c) for c in range(0x300)]
+    pairs = pl.Series("s", [a + b for a in chars for b in chars])
+    assert (pairs.str.normalize("NFC") == pairs).all()
+    assert not pairs.str.contains(text._NFC_MAYBE).any()
+
+
 def test_tokenize_and_its_polars_count_agree():
     samples = ["Muž čte knihu.", "Doesn't it, 3.5?", "", "a-b  c", "Příliš žluťoučký kůň!"]
     assert text.tokenize("Doesn't it, 3.5?") == ["Doesn", "'", "t", "it", ",", "3", ".", "5", "?"]
