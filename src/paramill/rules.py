@@ -20,11 +20,19 @@ def empty(column: pl.Expr, reason: str) -> Check:
     return column.is_null() | (column == ""), reason
 
 
-def token_bounds(a: pl.Expr, b: pl.Expr, min_tokens: int, max_tokens: int
+def token_counts(sides: dict[str, str]) -> list[pl.Expr]:
+    """Each side's token count as a column of its own (``{side: count column}``), for
+    :func:`token_bounds` and for what keeps the counts: counted once a batch (a frame's
+    ``with_columns`` evaluates an expression each time it appears, and counted inside the
+    checks each side was counted three times, half of ``clean``'s rules' time)."""
+    return [text.token_count_expr(pl.col(side)).alias(name) for side, name in sides.items()]
+
+
+def token_bounds(n_a: str, n_b: str, min_tokens: int, max_tokens: int
                  ) -> tuple[list[Check], pl.Expr, pl.Expr]:
     """``too_short`` (the shorter side under ``min_tokens``) and ``too_long`` (the longer
-    over ``max_tokens``), with the two sides' shorter and longer token counts."""
-    n_a, n_b = text.token_count_expr(a), text.token_count_expr(b)
+    over ``max_tokens``), with the two sides' shorter and longer token counts; ``n_a``,
+    ``n_b``: the columns of the sides' counts (:func:`token_counts`)."""
     shorter, longer = pl.min_horizontal(n_a, n_b), pl.max_horizontal(n_a, n_b)
     return [(shorter < min_tokens, "too_short"), (longer > max_tokens, "too_long")], shorter, longer
 

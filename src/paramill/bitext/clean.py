@@ -67,8 +67,13 @@ class CleanSettings(Settings):
 
 
 
-def rule_expressions(settings: CleanSettings) -> tuple[list[pl.Expr], pl.Expr]:
-    """(normalising column expressions, the ``reason`` expression; null = keep)."""
+#: the normalised sides' token counts, which the rules read and the candidates keep
+COUNTS = {"cs": "cs_tokens", "en": "en_tokens"}
+
+
+def rule_expressions(settings: CleanSettings) -> tuple[list[pl.Expr], list[pl.Expr], pl.Expr]:
+    """(normalising column expressions, the token counts' (:data:`COUNTS`), the ``reason``
+    expression; null = keep), each for a ``with_columns`` of its own, in that order."""
     normal = rules.normalised(("cs", "en"), settings.normalize_punctuation)
     cs, en = pl.col("cs"), pl.col("en")
     checks: list[rules.Check] = [rules.empty(cs, "empty_cs"), rules.empty(en, "empty_en")]
@@ -77,20 +82,22 @@ def rule_expressions(settings: CleanSettings) -> tuple[list[pl.Expr], pl.Expr]:
     if settings.require_latin:
         checks.append((en.str.contains(text.NOT_LATIN1_PATTERN), "not_latin1_en"))
         checks.append((cs.str.contains(text.NOT_LATIN2_PATTERN), "not_latin2_cs"))
-    bounds, shorter, longer = rules.token_bounds(cs, en, settings.min_tokens, settings.max_tokens)
+    bounds, shorter, longer = rules.token_bounds(*COUNTS.values(), settings.min_tokens,
+                                                 settings.max_tokens)
     checks += [*bounds, (longer.cast(pl.Float64) > shorter.cast(pl.Float64)
                          * settings.max_length_ratio, "length_ratio")]
-    return normal, rules.first_reason(checks)
+    return normal, rules.token_counts(COUNTS), rules.first_reason(checks)
 
 
 def apply_rules(frame: pl.DataFrame, settings: CleanSettings) -> pl.DataFrame:
-    """Normalise ``cs``/``en`` and add ``reason`` (null where the row passes every rule).
+    """Normalise ``cs``/``en``, count their tokens (``cs_tokens``/``en_tokens``) and add
+    ``reason`` (null where the row passes every rule).
 
     The original text is kept in ``cs_raw``/``en_raw`` for the rejected table.
     """
-    normal, reason = rule_expressions(settings)
+    normal, counts, reason = rule_expressions(settings)
     return (frame.with_columns(pl.col("cs").alias("cs_raw"), pl.col("en").alias("en_raw"))
-            .with_columns(normal).with_columns(reason))
+            .with_columns(normal).with_columns(counts).with_columns(reason))
 
 
 @dataclass
@@ -122,9 +129,7 @@ def _rule_pass(corpus: str, in_shards: list[Path], settings: CleanSettings, batc
                     counts[reason] += n
                 rejected.write(bad.with_columns(cs=pl.col("cs_raw"), en=pl.col("en_raw"),
                                                 detail=pl.lit(None, pl.String)).to_arrow())
-            good = frame.filter(pl.col("reason").is_null()).with_columns(
-                cs_tokens=text.token_count_expr(pl.col("cs")),
-                en_tokens=text.token_count_expr(pl.col("en")))
+            good = frame.filter(pl.col("reason").is_null())
             if good.height:
                 candidates.write(good.to_arrow())
                 if settings.dedup:

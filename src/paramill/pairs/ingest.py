@@ -72,8 +72,13 @@ class PairIngestSettings(Settings):
         launch=True)
 
 
-def rule_expressions(settings: PairCleanSettings) -> tuple[list[pl.Expr], pl.Expr]:
-    """(normalising column expressions, the ``reason`` expression; null = keep): the
+#: the normalised sentences' token counts, which the rules read (dropped after)
+COUNTS = {"en_ref": "_ref_tokens", "candidate": "_cand_tokens"}
+
+
+def rule_expressions(settings: PairCleanSettings) -> tuple[list[pl.Expr], list[pl.Expr], pl.Expr]:
+    """(normalising column expressions, the token counts' (:data:`COUNTS`), the ``reason``
+    expression; null = keep), each for a ``with_columns`` of its own, in that order: the
     English-side rules of ``clean`` (:mod:`paramill.rules`) on both sentences."""
     normal = rules.normalised(("en_ref", "candidate"), settings.normalize_punctuation)
     ref, cand = pl.col("en_ref"), pl.col("candidate")
@@ -82,8 +87,8 @@ def rule_expressions(settings: PairCleanSettings) -> tuple[list[pl.Expr], pl.Exp
     if settings.require_latin:
         checks.append((ref.str.contains(text.NOT_LATIN1_PATTERN)
                        | cand.str.contains(text.NOT_LATIN1_PATTERN), "not_latin1"))
-    checks += rules.token_bounds(ref, cand, settings.min_tokens, settings.max_tokens)[0]
-    return normal, rules.first_reason(checks)
+    checks += rules.token_bounds(*COUNTS.values(), settings.min_tokens, settings.max_tokens)[0]
+    return normal, rules.token_counts(COUNTS), rules.first_reason(checks)
 
 
 def source_digest(files: list[str], digests: dict[str, str]) -> str:
@@ -168,7 +173,7 @@ def _rule_pass(spec: PairCorpusSpec, clean: PairCleanSettings, settings: PairIng
                keys: KeySpill, tally: _Tally) -> tuple[int, int, int]:
     """Read the corpus, apply the cleaning rules, write the rejected rows and spill the
     survivors (and their keys, when deduplicating). Returns (rows in, lines, survivors)."""
-    normal, reason = rule_expressions(clean)
+    normal, counts, reason = rule_expressions(clean)
     rows_in = lines = position = 0
     last_line = None
     buffer = _Rows()
@@ -183,7 +188,7 @@ def _rule_pass(spec: PairCorpusSpec, clean: PairCleanSettings, settings: PairIng
         frame = frame.filter(pl.col("reason").is_null()).drop("reason")
         frame = (frame.with_columns(pl.col("en_ref").alias("_ref_raw"),
                                     pl.col("candidate").alias("_cand_raw"))
-                 .with_columns(normal).with_columns(reason))
+                 .with_columns(normal).with_columns(counts).with_columns(reason))
         ruled = frame.filter(pl.col("reason").is_not_null()).with_columns(
             en_ref=pl.col("_ref_raw"), candidate=pl.col("_cand_raw"))
         for part in (bad, ruled):
