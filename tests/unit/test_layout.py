@@ -146,3 +146,37 @@ def test_parquet_a_step_reads_whole_is_read_with_its_checksums():
                 first = node.args[0] if node.args else None
                 found.add((name, first.id if isinstance(first, ast.Name) else ast.dump(first)))
     assert found - allowed == set()
+
+
+def _top_level_names(body: list[ast.stmt], imported: dict, defined: dict) -> None:
+    """The names a module's top level imports and those it binds otherwise (assignments,
+    functions, classes), each with its first line; the branches of ``if`` and ``try``
+    included."""
+    for node in body:
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            for alias in node.names:
+                imported.setdefault((alias.asname or alias.name).split(".")[0], node.lineno)
+        elif isinstance(node, (ast.Assign, ast.AnnAssign)):
+            for target in node.targets if isinstance(node, ast.Assign) else [node.target]:
+                for name in ast.walk(target):
+                    if isinstance(name, ast.Name):
+                        defined.setdefault(name.id, node.lineno)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            defined.setdefault(node.name, node.lineno)
+        elif isinstance(node, ast.If):
+            _top_level_names(node.body + node.orelse, imported, defined)
+        elif isinstance(node, ast.Try):
+            _top_level_names(node.body, imported, defined)
+
+
+def test_no_module_rebinds_a_name_it_imports():
+    """A module-level name bound again after its import replaces it for the whole module: a
+    constant named like one imported (``COUNTS``, the stats schema's counts) turned a JSON
+    Schema check into one that passed ``null``, and only a hostile-input test saw it."""
+    found = {}
+    for name, path in MODULES.items():
+        imported, defined = {}, {}
+        _top_level_names(ast.parse(path.read_text(encoding="utf-8")).body, imported, defined)
+        for both in set(imported) & set(defined):
+            found[f"{name}.{both}"] = (imported[both], defined[both])
+    assert found == {}

@@ -68,11 +68,11 @@ class CleanSettings(Settings):
 
 
 #: the normalised sides' token counts, which the rules read and the candidates keep
-COUNTS = {"cs": "cs_tokens", "en": "en_tokens"}
+TOKEN_COUNTS = {"cs": "cs_tokens", "en": "en_tokens"}
 
 
 def rule_expressions(settings: CleanSettings) -> tuple[list[pl.Expr], list[pl.Expr], pl.Expr]:
-    """(normalising column expressions, the token counts' (:data:`COUNTS`), the ``reason``
+    """(normalising column expressions, the token counts' (:data:`TOKEN_COUNTS`), the ``reason``
     expression; null = keep), each for a ``with_columns`` of its own, in that order."""
     normal = rules.normalised(("cs", "en"), settings.normalize_punctuation)
     cs, en = pl.col("cs"), pl.col("en")
@@ -82,11 +82,11 @@ def rule_expressions(settings: CleanSettings) -> tuple[list[pl.Expr], list[pl.Ex
     if settings.require_latin:
         checks.append((en.str.contains(text.NOT_LATIN1_PATTERN), "not_latin1_en"))
         checks.append((cs.str.contains(text.NOT_LATIN2_PATTERN), "not_latin2_cs"))
-    bounds, shorter, longer = rules.token_bounds(*COUNTS.values(), settings.min_tokens,
+    bounds, shorter, longer = rules.token_bounds(*TOKEN_COUNTS.values(), settings.min_tokens,
                                                  settings.max_tokens)
     checks += [*bounds, (longer.cast(pl.Float64) > shorter.cast(pl.Float64)
                          * settings.max_length_ratio, "length_ratio")]
-    return normal, rules.token_counts(COUNTS), rules.first_reason(checks)
+    return normal, rules.token_counts(TOKEN_COUNTS), rules.first_reason(checks)
 
 
 def apply_rules(frame: pl.DataFrame, settings: CleanSettings) -> pl.DataFrame:

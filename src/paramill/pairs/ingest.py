@@ -73,11 +73,11 @@ class PairIngestSettings(Settings):
 
 
 #: the normalised sentences' token counts, which the rules read (dropped after)
-COUNTS = {"en_ref": "_ref_tokens", "candidate": "_cand_tokens"}
+TOKEN_COUNTS = {"en_ref": "_ref_tokens", "candidate": "_cand_tokens"}
 
 
 def rule_expressions(settings: PairCleanSettings) -> tuple[list[pl.Expr], list[pl.Expr], pl.Expr]:
-    """(normalising column expressions, the token counts' (:data:`COUNTS`), the ``reason``
+    """(normalising column expressions, the token counts' (:data:`TOKEN_COUNTS`), the ``reason``
     expression; null = keep), each for a ``with_columns`` of its own, in that order: the
     English-side rules of ``clean`` (:mod:`paramill.rules`) on both sentences."""
     normal = rules.normalised(("en_ref", "candidate"), settings.normalize_punctuation)
@@ -87,8 +87,9 @@ def rule_expressions(settings: PairCleanSettings) -> tuple[list[pl.Expr], list[p
     if settings.require_latin:
         checks.append((ref.str.contains(text.NOT_LATIN1_PATTERN)
                        | cand.str.contains(text.NOT_LATIN1_PATTERN), "not_latin1"))
-    checks += rules.token_bounds(*COUNTS.values(), settings.min_tokens, settings.max_tokens)[0]
-    return normal, rules.token_counts(COUNTS), rules.first_reason(checks)
+    checks += rules.token_bounds(*TOKEN_COUNTS.values(), settings.min_tokens,
+                                 settings.max_tokens)[0]
+    return normal, rules.token_counts(TOKEN_COUNTS), rules.first_reason(checks)
 
 
 def source_digest(files: list[str], digests: dict[str, str]) -> str:
