@@ -69,6 +69,28 @@ def test_pair_keys_are_stable_and_distinguish_sides():
     assert len(set(pair_keys(["a", "b"], ["b", "a"]).tolist())) == 2
 
 
+def test_pair_keys_are_the_digests_of_each_pair_formatted_in_python():
+    """The keys made in bulk (polars' joined text, one buffer of digests) are those of each
+    pair's ``f"{a}\t{b}"`` in UTF-8, for lists and Series alike: keys written before stay
+    valid (an earlier corpus's key file, a resumed run)."""
+    import random
+
+    import numpy as np
+
+    rng = random.Random(3)
+    alphabet = ["a", "Z", " ", "\t", "\u00e9", "\u010d", "\u2019", "\U0001f600", "\u4e2d", "0"]
+    left = ["".join(rng.choice(alphabet) for _ in range(rng.randint(0, 12))) for _ in range(3000)]
+    right = ["".join(rng.choice(alphabet) for _ in range(rng.randint(0, 12))) for _ in range(3000)]
+    left[5], right[7] = None, None
+    expected = np.array([int.from_bytes(hashlib.blake2b(f"{a}\t{b}".encode(), digest_size=8)
+                                        .digest(), "little") for a, b in zip(left, right)],
+                        dtype=np.uint64)
+    for keys in (pair_keys(left, right), pair_keys(pl.Series(left), pl.Series(right))):
+        assert keys.dtype == np.uint64 and keys.flags.writeable
+        assert np.array_equal(keys, expected)
+    assert pair_keys([], []).shape == (0,)
+
+
 def run_clean(tmp_path, name, lines, prior=(), batch_rows=4, shard_size=3, **settings):
     tmp_path.mkdir(parents=True, exist_ok=True)
     src = tmp_path / f"{name}.tsv"

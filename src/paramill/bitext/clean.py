@@ -253,7 +253,7 @@ def clean(corpus: str, ingest_dir: str | Path, shards_dir: str | Path, rejected_
 
 def _spill_keys(good: pl.DataFrame, position: int, bits: int, bucket_fhs: list) -> None:
     """Append (key, position) pairs of surviving rows to their hash buckets on disk."""
-    spill(pair_keys(good["cs"].to_list(), good["en"].to_list()),
+    spill(pair_keys(good["cs"], good["en"]),
           np.arange(position, position + good.height, dtype=np.uint64), bits, bucket_fhs)
 
 

@@ -255,7 +255,7 @@ def dedup_keys(frame: pl.DataFrame) -> np.ndarray:
     same pair meet)."""
     normal = frame.select(normalize_expr(pl.col("en_ref")).alias("r"),
                           normalize_expr(pl.col("candidate")).alias("c"))
-    return pair_keys(normal["r"].to_list(), normal["c"].to_list())
+    return pair_keys(normal["r"], normal["c"])
 
 
 def fold_cuts(parts: list[Path], column: str, n_folds: int) -> list[float]:

@@ -200,7 +200,7 @@ def _rule_pass(spec: PairCorpusSpec, clean: PairCleanSettings, settings: PairIng
         if good.height:
             survivors.write(_select(good, _SPILL))
             if dedup:
-                keys.add(pair_keys(good["en_ref"].to_list(), good["candidate"].to_list()))
+                keys.add(pair_keys(good["en_ref"], good["candidate"]))
             position += good.height
 
     for cand in read_pairs(spec, settings.max_line_bytes, settings.batch_rows):
