@@ -101,23 +101,24 @@ def normalize_expr(expr: pl.Expr, punctuation: bool = True) -> pl.Expr:
     printable ASCII (:data:`_NOT_PRINTABLE_ASCII`), and NFC nothing in one without a code point
     from U+0300 on (:data:`_NFC_MAYBE`): each runs on the strings it may change only, the
     others null to it (polars' NFC rebuilt every string, 0.7-1.4 µs each, where the check
-    scans it: most of a column's normalising)."""
-    def special(chars: pl.Expr) -> pl.Expr:
-        chars = _where(chars, _NFC_MAYBE, lambda e: e.str.normalize("NFC"))
-        if punctuation:
-            chars = chars.str.replace_many(PUNCTUATION_MAP)
-        return chars.str.replace_all(_SPACE_CONTROL, " ").str.replace_all(_CONTROL, "")
-
-    expr = _where(expr, _NOT_PRINTABLE_ASCII, special)
-    return expr.str.replace_all(_SPACE_RUNS, " ").str.strip_chars()
-
-
-def _where(expr: pl.Expr, pattern: str, change) -> pl.Expr:
-    """``change(expr)`` where ``expr`` matches ``pattern``, ``expr`` itself elsewhere: the
-    strings that do not match reach ``change`` as nulls, which cost it nothing."""
+    scans it: most of a column's normalising). Each step is referred to once, as an eager
+    frame evaluates a subexpression as often as it appears."""
     import polars as pl
 
-    return pl.coalesce(change(pl.when(expr.str.contains(pattern)).then(expr)), expr)
+    nfc = _only(expr, _NFC_MAYBE).str.normalize("NFC")  # a subset of the others: not ASCII
+    chars = pl.coalesce(nfc, _only(expr, _NOT_PRINTABLE_ASCII))
+    if punctuation:
+        chars = chars.str.replace_many(PUNCTUATION_MAP)
+    chars = chars.str.replace_all(_SPACE_CONTROL, " ").str.replace_all(_CONTROL, "")
+    return pl.coalesce(chars, expr).str.replace_all(_SPACE_RUNS, " ").str.strip_chars()
+
+
+def _only(expr: pl.Expr, pattern: str) -> pl.Expr:
+    """``expr`` where it matches ``pattern``, null elsewhere (what runs on the nulls costs
+    nothing)."""
+    import polars as pl
+
+    return pl.when(expr.str.contains(pattern)).then(expr)
 
 
 def regex_problem(pattern: str) -> str | None:
