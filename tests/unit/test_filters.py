@@ -547,6 +547,31 @@ def test_the_paranmt_export_holds_the_chosen_score(tmp_path, mixed):
                SelectSettings(), out_paranmt=out / "d.txt")
 
 
+def test_the_release_lines_are_one_a_pair_with_the_score_as_python_writes_it(tmp_path):
+    """The TSV and ParaNMT lines written by polars are those a Python line a pair wrote: tabs
+    and line breaks in a sentence made spaces, quotes and commas as they are, the score as
+    ``.6g`` and ``nan`` where there is none."""
+    from paramill.filters.select import _append_paranmt, _one_line, _write_lines
+
+    s1 = ['a "quoted", one', "tab\there", "line\nbreak\r\n", "", "\u010d\u00e9 \u2019", "x\x0by"]
+    s2 = ["b", "two\t\ttabs", "'single'", "empty left", "\U0001f600", "\\t"]
+    scores = [0.1234567, None, float("nan"), 1e-7, 123456789.0, -0.5]
+    frame = pl.DataFrame({"s1": s1, "s2": s2, "sc": scores}, schema={"s1": pl.String, "s2": pl.String,
+                                                                   "sc": pl.Float64})
+    flat = [(a.replace("\t", " ").replace("\n", " ").replace("\r", " "),
+             b.replace("\t", " ").replace("\n", " ").replace("\r", " ")) for a, b in zip(s1, s2)]
+    with open(tmp_path / "c.tsv", "wb") as fh:
+        _write_lines(fh, frame.select(_one_line("s1"), _one_line("s2")))
+        _write_lines(fh, frame.head(0).select(_one_line("s1"), _one_line("s2")))
+    assert (tmp_path / "c.tsv").read_bytes() == "".join(f"{a}\t{b}\n" for a, b in flat).encode()
+    _append_paranmt(tmp_path / "p.txt", frame.rename({"sc": "score"}), "score")
+    _append_paranmt(tmp_path / "p.txt", frame.rename({"sc": "score"}).head(2), "score")
+    values = ["nan" if v is None else f"{float(v):.6g}" for v in scores]
+    expected = [f"{a}\t{b}\t{v}\n" for (a, b), v in zip(flat, values)]
+    assert (tmp_path / "p.txt").read_bytes() == "".join(expected + expected[:2]).encode()
+    assert values[:2] == ["0.123457", "nan"] and values[3] == "1e-07"
+
+
 def test_by_method_summarises_each_method_streaming(tmp_path, mixed):
     from paramill.filters.methods import by_method
     cands, scores = mixed

@@ -403,7 +403,7 @@ def _write_release(parts: list[Path], files: list[Path], fold: pl.Expr | None,
     writer: TableWriter | None = None
     score_columns = [c for c in directions if c not in ("pair_id", "candidate_id")]
     n_out = 0
-    with open(tmp_tsv, "w", encoding="utf-8") as tsv:
+    with open(tmp_tsv, "wb") as tsv:
         for frame in (f for part in parts for f in _frames(part)):
             if fold is not None:
                 frame = frame.with_columns(fold=fold).filter(pl.col("fold").is_in(settings.folds))
@@ -417,8 +417,7 @@ def _write_release(parts: list[Path], files: list[Path], fold: pl.Expr | None,
             if writer is None:
                 writer = TableWriter(tmp_parquet, frame.to_arrow().schema)
             writer.write(frame.to_arrow())
-            for s1, s2 in frame.select("s1", "s2").iter_rows():
-                tsv.write(f"{_one_line(s1)}\t{_one_line(s2)}\n")
+            _write_lines(tsv, frame.select(_one_line("s1"), _one_line("s2")))
             if tmp_paranmt is not None:
                 _append_paranmt(tmp_paranmt, frame, export)
             n_out += frame.height
@@ -432,13 +431,20 @@ def _write_release(parts: list[Path], files: list[Path], fold: pl.Expr | None,
 
 
 def _append_paranmt(path: Path, frame: pl.DataFrame, column: str | None) -> None:
-    """``reference \t paraphrase \t score`` lines; a pair without the score gets ``nan``
-    (a corpus that lacks the column), which the paranmt reader rejects as bad_score."""
-    with open(path, "a", encoding="utf-8") as fh:
-        for s1, s2, score in frame.select("s1", "s2", column).iter_rows():
-            value = "nan" if score is None else f"{float(score):.6g}"
-            fh.write(f"{_one_line(s1)}\t{_one_line(s2)}\t{value}\n")
+    """``reference \t paraphrase \t score`` lines (the score as Python's ``.6g``); a pair without
+    the score gets ``nan``, which the paranmt reader rejects as bad_score."""
+    scores = pl.Series("score", ["nan" if v is None else f"{float(v):.6g}"
+                                 for v in frame[column].to_list()], dtype=pl.String)
+    with open(path, "ab") as fh:
+        _write_lines(fh, frame.select(_one_line("s1"), _one_line("s2"), scores))
 
 
-def _one_line(text: str) -> str:
-    return text.replace("\t", " ").replace("\n", " ").replace("\r", " ")
+def _one_line(column: str) -> pl.Expr:
+    """A sentence on one line of a TSV: its tabs and line breaks made spaces."""
+    return pl.col(column).str.replace_all(r"[\t\n\r]", " ")
+
+
+def _write_lines(fh, frame: pl.DataFrame) -> None:
+    """``frame``'s rows as tab-separated lines, unquoted (its text holds no tab or line break)."""
+    if frame.height:
+        frame.write_csv(fh, separator="\t", include_header=False, quote_style="never")
