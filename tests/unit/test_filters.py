@@ -564,8 +564,9 @@ def test_the_release_lines_are_one_a_pair_with_the_score_as_python_writes_it(tmp
         _write_lines(fh, frame.select(_one_line("s1"), _one_line("s2")))
         _write_lines(fh, frame.head(0).select(_one_line("s1"), _one_line("s2")))
     assert (tmp_path / "c.tsv").read_bytes() == "".join(f"{a}\t{b}\n" for a, b in flat).encode()
-    _append_paranmt(tmp_path / "p.txt", frame.rename({"sc": "score"}), "score")
-    _append_paranmt(tmp_path / "p.txt", frame.rename({"sc": "score"}).head(2), "score")
+    lines = frame.select(_one_line("s1"), _one_line("s2"))
+    _append_paranmt(tmp_path / "p.txt", lines, frame["sc"])
+    _append_paranmt(tmp_path / "p.txt", lines.head(2), frame["sc"].head(2))
     values = ["nan" if v is None else f"{float(v):.6g}" for v in scores]
     expected = [f"{a}\t{b}\t{v}\n" for (a, b), v in zip(flat, values)]
     assert (tmp_path / "p.txt").read_bytes() == "".join(expected + expected[:2]).encode()

@@ -226,7 +226,7 @@ def write_release_docs(name: str, candidate_files: list[str | Path], score_files
         inputs.append(settings.idf_corpus)
     run = Run(rule=rule, params={"selection": name, **settings.__dict__}, inputs=inputs)
     total = parquet_rows(candidate_files)
-    batches = (f for _, f in iter_scored(candidate_files, score_files, whole=False))
+    batches = (f for _, f in iter_scored(candidate_files, score_files))
     stats, sample = analyse(batches, total, corpus, settings)
     annotation = annotation_sample(sample, list(settings.parascore_edges), settings.annotate,
                                    settings.seed)

@@ -177,16 +177,11 @@ def scored_shard(candidates: str | Path, score_files: list[Path],
     return pl.concat(list(scored_batches(candidates, score_files, keep)), rechunk=False)
 
 
-def iter_scored(candidate_files: list[str | Path], score_files: list[str | Path], whole: bool = True):
-    """(candidate file, its scored frame) of each shard: the whole shard, or with ``whole``
-    false each batch of it (:func:`scored_batches`)."""
+def iter_scored(candidate_files: list[str | Path], score_files: list[str | Path]):
+    """(candidate file, a scored batch of it) of each shard in turn (:func:`scored_batches`)."""
     by_key, _ = group_scores(candidate_files, score_files)
     for cand in candidate_files:
-        files = by_key.get(shard_key(cand), [])
-        if whole:
-            yield cand, scored_shard(cand, files)
-        else:
-            yield from ((cand, frame) for frame in scored_batches(cand, files))
+        yield from ((cand, frame) for frame in scored_batches(cand, by_key.get(shard_key(cand), [])))
 
 
 def check_columns(settings: SelectSettings, candidate_files: list[Path],
@@ -417,9 +412,10 @@ def _write_release(parts: list[Path], files: list[Path], fold: pl.Expr | None,
             if writer is None:
                 writer = TableWriter(tmp_parquet, frame.to_arrow().schema)
             writer.write(frame.to_arrow())
-            _write_lines(tsv, frame.select(_one_line("s1"), _one_line("s2")))
+            lines = frame.select(_one_line("s1"), _one_line("s2"))
+            _write_lines(tsv, lines)
             if tmp_paranmt is not None:
-                _append_paranmt(tmp_paranmt, frame, export)
+                _append_paranmt(tmp_paranmt, lines, frame[export])
             n_out += frame.height
     if writer is None:
         TableWriter(tmp_parquet, pa.schema([("s1", pa.string()), ("s2", pa.string())])).close()
@@ -430,13 +426,14 @@ def _write_release(parts: list[Path], files: list[Path], fold: pl.Expr | None,
     return n_out
 
 
-def _append_paranmt(path: Path, frame: pl.DataFrame, column: str | None) -> None:
-    """``reference \t paraphrase \t score`` lines (the score as Python's ``.6g``); a pair without
-    the score gets ``nan``, which the paranmt reader rejects as bad_score."""
-    scores = pl.Series("score", ["nan" if v is None else f"{float(v):.6g}"
-                                 for v in frame[column].to_list()], dtype=pl.String)
+def _append_paranmt(path: Path, lines: pl.DataFrame, score: pl.Series) -> None:
+    """``reference \t paraphrase \t score`` lines: the TSV's ``lines`` and the score as
+    Python's ``.6g`` writes it; a pair without the score gets ``nan``, which the paranmt
+    reader rejects as bad_score."""
+    text = pl.Series("score", ["nan" if v is None else f"{float(v):.6g}" for v in score.to_list()],
+                     dtype=pl.String)
     with open(path, "ab") as fh:
-        _write_lines(fh, frame.select(_one_line("s1"), _one_line("s2"), scores))
+        _write_lines(fh, lines.with_columns(text))
 
 
 def _one_line(column: str) -> pl.Expr:
