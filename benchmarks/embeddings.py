@@ -78,6 +78,9 @@ def main() -> None:
     parser.add_argument("--linked-negatives", choices=["auto", "keep", "skip"], default="auto",
                         help="embed.train.linked_negatives (auto: skip for recurrent variants, "
                              "keep, the papers' rule, for averaging ones); said in each row")
+    parser.add_argument("--tf32", action="store_true",
+                        help="train with embed.train.tf32 (CUDA's matrix products outside cuDNN "
+                             "in TF32; rows named VARIANT+tf32)")
     parser.add_argument("--out")
     args = parser.parse_args()
     if args.recurrent_graph and (args.recurrent_pass_rows or 0) < 400:
@@ -94,7 +97,7 @@ def main() -> None:
     report = {"benchmark": "embedding variants trained on Twitter URL corpus positives",
               "machine": {**machine(), "device": device.pick(args.device), "threads": args.threads},
               "train_pairs": len(pairs), "megabatch": args.megabatch,
-              "recurrent_pass_rows": args.recurrent_pass_rows,
+              "recurrent_pass_rows": args.recurrent_pass_rows, "tf32": args.tf32,
               "sts_benchmark_dev_n": untrained["n"],
               "untrained_word": {"pearson": untrained["pearson"], "spearman": untrained["spearman"]},
               "variants": rows, "complete": False}
@@ -108,12 +111,13 @@ def main() -> None:
         for name, graph in runs:
             spec = ModelSpec(dim=300, **VARIANTS[name])
             epochs = args.recurrent_epochs if spec.recurrent and args.recurrent_epochs else args.epochs
-            label = name + ("+graph" if graph else "")
+            label = name + ("+graph" if graph else "") + ("+tf32" if args.tf32 else "")
             settings = EmbedTrainSettings(epochs=epochs, megabatch=args.megabatch,
                                           device=args.device, cuda_graph=graph,
                                           recurrent_cuda_graph=graph and spec.recurrent,
                                           linked_negatives=args.linked_negatives,
-                                          recurrent_pass_rows=args.recurrent_pass_rows or 0)
+                                          recurrent_pass_rows=args.recurrent_pass_rows or 0,
+                                          tf32=args.tf32)
             summary = train(pairs, Path(tmp) / f"{label}.pt", spec, settings)
             model = load_model(Path(tmp) / f"{label}.pt")
             result = score(model, sts)
@@ -129,6 +133,8 @@ def main() -> None:
                          "pairs_per_second": summary["pairs_per_second"],
                          # the epochs without their checkpoints: what a large corpus runs at
                          "epoch_pairs_per_second": summary["epoch_pairs_per_second"],
+                         # of the epochs' seconds, those the steps waited for a buffer's reading
+                         "buffer_wait_seconds": summary["buffer_wait_seconds"],
                          "seconds_per_epoch": round(summary["seconds"] / epochs, 1)})
             print(rows[-1], file=sys.stderr)
             if args.out:  # a run stopped at its time limit keeps the variants it finished

@@ -11,6 +11,7 @@
 #          SCALE_EPOCHS epochs at most, default 1: the steps' rate at that size), all on cuda (REF_EPOCHS: the reference's epochs, 5);
 #          and, only when PARTS names it, step: benchmarks/embed_step.py (the step alone against
 #          the epoch, per step; STEP_VARIANTS, STEP_EPOCHS, PASS_ROWS, RGRAPH; PROFILE=N: N steps under torch.profiler);
+#          tf32: benchmarks/embeddings.py with --tf32 (TF32_VARIANTS, default "gran-sp trigram");
 #          prefetch: benchmarks/embed_prefetch.py (an epoch's buffers read in a thread while the
 #          steps run, against inline; PREFETCH_PAIRS, PREFETCH_EPOCHS);
 #          before: benchmarks/embeddings.py as the embeddings part runs it, from the commit
@@ -101,6 +102,10 @@ PYEOF
           --epochs ${EPOCHS:-15} ${RECURRENT_EPOCHS:+--recurrent-epochs "$RECURRENT_EPOCHS"} \
           ${PASS_ROWS:+--recurrent-pass-rows "$PASS_ROWS"} ${LINKED:+--linked-negatives "$LINKED"} \
           ${GRAPH---cuda-graph} ${RGRAPH:+--recurrent-graph} --out "$OUT/embeddings.json" ;;
+      tf32) step tf32 embeddings-tf32.log "$PY" benchmarks/embeddings.py --device "$DEVICE" \
+          --threads "$THREADS" --variants ${TF32_VARIANTS:-gran-sp trigram} --epochs ${EPOCHS:-15} \
+          ${PASS_ROWS:+--recurrent-pass-rows "$PASS_ROWS"} ${GRAPH---cuda-graph} ${RGRAPH:+--recurrent-graph} \
+          --tf32 --out "$OUT/embeddings-tf32.json" ;;
       before) rm -rf /tmp/paramill-before && mkdir -p /tmp/paramill-before \
           && tar -C /tmp/paramill-before -xJf .gpu/before.tar.xz || { echo "before: no .gpu/before.tar.xz"; continue; }
         PYTHONPATH="/tmp/paramill-before/src:/tmp/paramill-site/site" step before embeddings-before.log \
@@ -124,7 +129,7 @@ PYEOF
       prefetch) step prefetch embed_prefetch.log "$PY" benchmarks/embed_prefetch.py --device "$DEVICE" \
           --threads "$THREADS" --pairs ${PREFETCH_PAIRS:-400000} --epochs ${PREFETCH_EPOCHS:-3} --rounds 1 \
           --out "$OUT/embed_prefetch.json" ;;
-      *) echo "unknown part $part (step, embeddings, before, reference, scale, prefetch)" ;;
+      *) echo "unknown part $part (step, embeddings, tf32, before, reference, scale, prefetch)" ;;
     esac
   done
   exit 0

@@ -3,6 +3,7 @@ in CI and on SLURM GPU nodes (where CUDA_VISIBLE_DEVICES limits what is visible)
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 from collections.abc import Callable, Sequence
@@ -304,6 +305,20 @@ def _deterministic_algorithms(torch) -> None:
     if no_fill is not None:
         no_fill(False)
 
+
+
+@contextlib.contextmanager
+def matmul_tf32(enabled: bool):
+    """Within: CUDA's FP32 matrix products (cuBLAS) in TF32 where ``enabled``, else in full FP32;
+    torch's setting as it was afterwards (a process may train several models)."""
+    import torch
+
+    before = torch.backends.cuda.matmul.allow_tf32
+    torch.backends.cuda.matmul.allow_tf32 = bool(enabled)
+    try:
+        yield
+    finally:
+        torch.backends.cuda.matmul.allow_tf32 = before
 
 def deterministic(seed: int | None = None, n_threads: int | None = None) -> None:
     """Make torch training repeatable: deterministic algorithms, a fixed thread count

@@ -1405,24 +1405,85 @@ def test_a_tsv_first_line_of_column_names_is_skipped_and_said(tmp_path, capfd):
     assert f"embed train: {tsv}: line 2 names the columns (Sentence1, SENTENCE2), skipped" \
         in capfd.readouterr().err
 
+def test_the_next_epochs_first_buffer_is_read_while_the_checkpoint_is_written(tmp_path, monkeypatch):
+    """A corpus of one buffer: epoch 2's buffer is asked for (in the read-ahead thread) while
+    epoch 1's checkpoint is being written, not after; the epochs' buffers are those of
+    epoch_buffers, in order, each epoch's followed by None."""
+    import threading
+
+    import paramill.embed.data as data
+
+    real, asked = data.epoch_buffers, {}
+
+    def watched(store, units, seed, epoch, *rest):
+        asked.setdefault(epoch, threading.Event()).set()
+        return real(store, units, seed, epoch, *rest)
+
+    saving, waits = torch.save, []
+
+    def save(obj, f, *args, **kwargs):  # the first checkpoint waits (at most 10 s) for epoch 2's read
+        if isinstance(obj, dict) and obj.get("epoch") == 1 and not waits:
+            waits.append(asked.setdefault(1, threading.Event()).wait(10))
+        return saving(obj, f, *args, **kwargs)
+
+    monkeypatch.setattr(data, "epoch_buffers", watched)
+    monkeypatch.setattr(torch, "save", save)
+    summary = train(PAIRS, tmp_path / "m.pt", ModelSpec(components=("word",), units="word", dim=8),
+                    EmbedTrainSettings(epochs=3, batch_size=2, buffer_pairs=1000))
+    assert waits == [True] and sorted(asked) == [0, 1, 2] and len(summary["history"]) == 3
+    monkeypatch.undo()
+    from paramill.embed.model import build
+
+    model = build(ModelSpec(units="word", components=("word",), dim=4), [x for p in PAIRS for x in p])
+    data.write_ids(model.vocabs, model.featurizers, PairSource.from_pairs(PAIRS), tmp_path / "ids", 2)
+    items = list(data.run_buffers(tmp_path / "ids", ["word"], 3, range(1, 3), 4))
+    ends = [k for k, item in enumerate(items) if item is None]
+    assert len(ends) == 2 and ends[-1] == len(items) - 1 and ends[0] > 1  # several buffers an epoch
+    for epoch, chunk in zip((1, 2), (items[:ends[0]], items[ends[0] + 1:ends[1]])):
+        want = list(real(tmp_path / "ids", ["word"], 3, epoch, 4))
+        assert [o.tolist() for _, o in chunk] == [o.tolist() for _, o in want]
+        assert sum(b.n for b, _ in chunk) == len(PAIRS)
+
+
+def test_tf32_is_allowed_only_within_and_only_on_cuda(tmp_path, monkeypatch):
+    """device.matmul_tf32 sets torch's TF32 flag within and puts it back after, an error
+    included; on a CPU, embed.train.tf32 leaves it off (nothing of the CPU's arithmetic
+    changes)."""
+    import paramill.embed.train as training
+    from paramill import device
+
+    assert torch.backends.cuda.matmul.allow_tf32 is False
+    with device.matmul_tf32(True):
+        assert torch.backends.cuda.matmul.allow_tf32 is True
+    with pytest.raises(KeyError), device.matmul_tf32(True):
+        raise KeyError("stops the epochs")
+    assert torch.backends.cuda.matmul.allow_tf32 is False
+    seen, real = [], training._epoch
+    monkeypatch.setattr(training, "_epoch", lambda *a, **k: seen.append(
+        torch.backends.cuda.matmul.allow_tf32) or real(*a, **k))
+    spec = ModelSpec(components=("word",), units="word", dim=8)
+    on = train(PAIRS, tmp_path / "on.pt", spec, EmbedTrainSettings(epochs=2, batch_size=6, tf32=True))
+    off = train(PAIRS, tmp_path / "off.pt", spec, EmbedTrainSettings(epochs=2, batch_size=6))
+    assert seen == [False] * 4 and on["history"] == off["history"]
+
+
 def test_a_killed_run_resumes_from_its_id_store(tmp_path, monkeypatch):
     import paramill.embed.data as data
-    import paramill.embed.train as training
 
     spec = ModelSpec(components=("word",), dim=8)
     settings = EmbedTrainSettings(epochs=3, batch_size=6)
-    real = training.epoch_buffers
+    real = data.epoch_buffers
 
     def killed(store, units, seed, epoch, *rest):
         if epoch == 1:
             raise KeyboardInterrupt  # the job is killed during its second epoch
         return real(store, units, seed, epoch, *rest)
 
-    monkeypatch.setattr(training, "epoch_buffers", killed)
+    monkeypatch.setattr(data, "epoch_buffers", killed)
     with pytest.raises(KeyboardInterrupt):
         train(PAIRS, tmp_path / "k.pt", spec, settings)
     assert (tmp_path / "k.pt.ids" / "meta.json").exists() and (tmp_path / "k.pt.resume.pt").exists()
-    monkeypatch.setattr(training, "epoch_buffers", real)
+    monkeypatch.setattr(data, "epoch_buffers", real)
     calls = []
     from paramill.embed import featurise, rawstore
 
@@ -1865,8 +1926,8 @@ def test_gpu_training_follows_the_cpu_loss_curve(tmp_path, components):
     sorted by length, scrambled by numbers drawn on the host), and the CUDA model encodes on the CPU to nearly the same vectors."""
     spec = ModelSpec(components=components, units="word", dim=16, hidden=16)
     runs = {}
-    for dev in ("cuda", "cpu"):
-        settings = EmbedTrainSettings(epochs=4, batch_size=6, megabatch=2, device=dev)
+    for dev in ("cuda", "cpu"):  # FP32 on both (tf32 off, as by default)
+        settings = EmbedTrainSettings(epochs=4, batch_size=6, megabatch=2, device=dev, tf32=False)
         runs[dev] = train(PAIRS, tmp_path / f"{dev}.pt", spec, settings)
     assert runs["cuda"]["device"] == "cuda" and runs["cpu"]["device"] == "cpu"
     gpu, cpu = ([h["loss"] for h in runs[d]["history"]] for d in ("cuda", "cpu"))
@@ -1876,6 +1937,23 @@ def test_gpu_training_follows_the_cpu_loss_curve(tmp_path, components):
     a = load_model(tmp_path / "cuda.pt", "cpu").encode(texts)
     b = load_model(tmp_path / "cpu.pt", "cpu").encode(texts)
     assert np.abs(a - b).max() < 5e-2
+
+
+@pytest.mark.gpu
+def test_gpu_tf32_training_takes_tf32_matrix_products_and_follows_the_fp32_curve(tmp_path, monkeypatch):
+    """embed.train.tf32 on CUDA: the epochs run with cuBLAS's TF32 allowed (and torch's setting
+    is as before afterwards); GRAN's loss curve stays that of full FP32 within TF32's noise."""
+    import paramill.embed.train as training
+
+    seen, real = [], training._epoch
+    monkeypatch.setattr(training, "_epoch", lambda *a, **k: seen.append(
+        torch.backends.cuda.matmul.allow_tf32) or real(*a, **k))
+    spec = ModelSpec(components=("gran",), units="word", dim=16, hidden=16)
+    runs = {tf32: train(PAIRS, tmp_path / f"{tf32}.pt", spec, EmbedTrainSettings(
+        epochs=4, batch_size=6, megabatch=2, device="cuda", tf32=tf32)) for tf32 in (True, False)}
+    assert seen == [True] * 4 + [False] * 4 and torch.backends.cuda.matmul.allow_tf32 is False
+    tf32, fp32 = ([h["loss"] for h in runs[k]["history"]] for k in (True, False))
+    assert tf32 == pytest.approx(fp32, rel=2e-2, abs=1e-3) and tf32[-1] < tf32[0]
 
 
 @pytest.mark.gpu
@@ -1918,12 +1996,16 @@ def test_gpu_a_model_larger_than_the_card_is_refused_before_any_weight_is_on_it(
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("components", [("word",), ("word", "lstm")])
-def test_gpu_training_resumes_on_cuda(tmp_path, components):
+@pytest.mark.parametrize("components, graph", [(("word",), {}), (("word", "lstm"), {}),
+                                               (("gran",), {"recurrent_cuda_graph": True,
+                                                            "recurrent_pass_rows": 24, "tf32": True})])
+def test_gpu_training_resumes_on_cuda(tmp_path, components, graph):
     """Two epochs, then a third from the checkpoint, on CUDA: the model three epochs in one
-    go gives (deterministic kernels, the same data order and generator states)."""
+    go gives (deterministic kernels, the same data order and generator states); GRAN also
+    replayed from its graphs (recorded again by the resumed run) in TF32, the settings of its
+    speed goal."""
     spec = ModelSpec(components=components, units="word", dim=8, hidden=8)
-    settings = dict(batch_size=6, megabatch=2, device="cuda")
+    settings = dict(batch_size=6, megabatch=2, device="cuda", **graph)
     whole = train(PAIRS, tmp_path / "a.pt", spec, EmbedTrainSettings(epochs=3, **settings))
     train(PAIRS, tmp_path / "b.pt", spec, EmbedTrainSettings(epochs=2, **settings))
     resumed = train(PAIRS, tmp_path / "b.pt", spec, EmbedTrainSettings(epochs=3, **settings))

@@ -15,7 +15,7 @@
    of the seed and the epoch alone, so a run resumed at an epoch reproduces it; with
    ``buffer_pairs`` at least the corpus it is one shuffle of every pair. Training reads the
    next buffer in a thread of its own while the steps of the one before run
-   (:func:`prefetched`).
+   (:func:`prefetched`), across epochs too (:func:`run_buffers`).
 
 Each buffer is a :class:`paramill.embed.buffer.Buffer`: its sentences as flat ids with
 offsets (s_i at row i, s'_i at n + i), from which a mega-batch's steps are assembled.
@@ -320,6 +320,18 @@ def epoch_buffers(store: str | Path, units: list[str], seed: int, epoch: int,
         table = pa.concat_tables(tables)
         buffer = Buffer(table, units)
         yield buffer, np.random.default_rng([seed, epoch, k]).permutation(buffer.n)
+
+
+def run_buffers(store: str | Path, units: list[str], seed: int, epochs: Iterable[int],
+                buffer_pairs: int, vocabs: dict[str, Vocab] | None = None,
+                featurizers: dict[str, Featurizer] | None = None) -> Iterator:
+    """The buffers of ``epochs`` one after another (:func:`epoch_buffers`), each epoch's
+    followed by ``None``: read through :func:`prefetched`, the next epoch's first buffer is
+    read while the last of the one before trains and its checkpoint is written, not between
+    them (a corpus of one buffer otherwise waited for its reading every epoch)."""
+    for epoch in epochs:
+        yield from epoch_buffers(store, units, seed, epoch, buffer_pairs, vocabs, featurizers)
+        yield None
 
 
 class Waited:

@@ -49,6 +49,17 @@ WARMUP_STEPS = 3
 MOST_GRAPHS = 24
 
 
+def adam(model: torch.nn.Module, lr: float, capturable: bool = False) -> torch.optim.Adam:
+    """Adam over ``model``'s parameters, fused (one kernel a step for all of them) where torch
+    has a fused Adam for their device: CUDA, and the CPU in torch 2.4 and later;
+    ``capturable`` (CUDA): its step count kept on the device, so a CUDA graph can hold it."""
+    params = list(model.parameters())
+    try:
+        return torch.optim.Adam(params, lr=lr, fused=True, capturable=capturable)
+    except (RuntimeError, ValueError):  # no fused kernel for this device or dtype
+        return torch.optim.Adam(params, lr=lr, capturable=capturable)
+
+
 def margin_step_loss(vectors: torch.Tensor, margin: float) -> torch.Tensor:
     """The margin loss of ``vectors``, the rows of g1, g2, t1 and t2 stacked (4 x batch):
     normalised once, the three cosines as row dot products (a few kernels a step where

@@ -25,6 +25,8 @@ import resource
 import shutil
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import closing
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any, Literal
@@ -33,12 +35,12 @@ import numpy as np
 import torch
 
 from paramill import device
-from paramill.embed.data import (PairSource, Waited, count_units, epoch_buffers, prefetched,
+from paramill.embed.data import (PairSource, Waited, count_units, prefetched, run_buffers,
                                  write_ids)
 from paramill.embed.megabatch import (LossPeek, averaging_steps, check_finite, negatives,
                                       recurrent_steps)
 from paramill.embed.rawstore import one_pass, write_raw_store
-from paramill.embed.steps import (EagerStep, GraphStep, PassGraphStep, ReplayedStep,
+from paramill.embed.steps import (EagerStep, GraphStep, PassGraphStep, ReplayedStep, adam,
                                   margin_step_loss)
 from paramill.embed.model import (RNG, ModelSpec, build_from_counts, featurizers, load_model,
                                   needs_sentencepiece, read_checkpoint, sentencepiece_for)
@@ -103,6 +105,10 @@ class EmbedTrainSettings(Settings):
         "a third of GRAN's eager step (README). Needs one pass a step: recurrent_pass_rows at "
         "least 4 x batch_size. Each width's graph keeps its own memory. Not yet measured on a "
         "GPU, hence off.", launch=True)
+    tf32: bool = setting(
+        False, "On CUDA, run the matrix products outside cuDNN (GRAN's gates, the negatives' "
+        "similarities) in TF32 (torch.backends.cuda.matmul.allow_tf32) during training, as "
+        "cuDNN's LSTM already does by torch's default. Off: full FP32.")
 
     def __post_init__(self):
         if self.recurrent_cuda_graph and self.recurrent_pass_rows < 4 * self.batch_size:
@@ -131,17 +137,6 @@ def skips_linked(settings: EmbedTrainSettings, spec: ModelSpec) -> bool:
     ``auto`` resolved by the model's components)."""
     return settings.linked_negatives == "skip" or (settings.linked_negatives == "auto"
                                                    and spec.recurrent)
-
-
-def adam(model: torch.nn.Module, lr: float, capturable: bool = False) -> torch.optim.Adam:
-    """Adam over ``model``'s parameters, fused (one kernel a step for all of them) where torch
-    has a fused Adam for their device: CUDA, and the CPU in torch 2.4 and later;
-    ``capturable`` (CUDA): its step count kept on the device, so a CUDA graph can hold it."""
-    params = list(model.parameters())
-    try:
-        return torch.optim.Adam(params, lr=lr, fused=True, capturable=capturable)
-    except (RuntimeError, ValueError):  # no fused kernel for this device or dtype
-        return torch.optim.Adam(params, lr=lr, capturable=capturable)
 
 
 def uses_cuda_graph(settings: EmbedTrainSettings, spec: ModelSpec, dev: str) -> bool:
@@ -278,11 +273,10 @@ def _size(count: int) -> str:
     return f"{count} bytes"
 
 
-def _epoch(model, step: EagerStep, store: Path, units: list[str], settings: EmbedTrainSettings,
-           spec: ModelSpec, epoch: int, n: int, dev: str, waited: Waited | None = None) -> float:
-    """One epoch over the id store's shuffled buffers, each read while the one before trains
-    (:func:`~paramill.embed.data.prefetched`; ``waited`` adds up the seconds the steps
-    waited for one); returns the mean loss.
+def _epoch(model, step: EagerStep, buffers: Iterator, settings: EmbedTrainSettings,
+           spec: ModelSpec, epoch: int, n: int, dev: str) -> float:
+    """One epoch over the id store's shuffled buffers, from ``buffers`` up to the epoch's end
+    (:func:`~paramill.embed.data.run_buffers`); returns the mean loss.
 
     Each mega-batch: its pool encoded and its hardest negatives found on the device
     (:func:`~paramill.embed.megabatch.negatives`), then its steps, over inputs assembled there
@@ -301,9 +295,7 @@ def _epoch(model, step: EagerStep, store: Path, units: list[str], settings: Embe
     bar = progress(f"embed epoch {epoch + 1}/{settings.epochs}", unit="pairs", total=n)
     step.total.zero_()
     peek, batches = LossPeek(step.total), 0
-    for buffer, order in prefetched(epoch_buffers(store, units, settings.seed, epoch,
-                                                  settings.buffer_pairs, model.vocabs,
-                                                  model.featurizers), waited):
+    for buffer, order in iter(buffers.__next__, None):  # None: the epoch's end
         buffer.place(dev)
         for m in range(0, buffer.n, mega):
             idx = order[m:m + mega]
@@ -381,23 +373,26 @@ def train(source: PairSource | list[tuple[str, str]], out: str | Path, spec: Mod
         n = write_ids(model.vocabs, model.featurizers, source, store, CHUNK_PAIRS, key=key,
                       workers=device.threads())
     _phase(f"id store of {n} pairs ready", started)
-    units = sorted(model.vocabs)
     started = time.perf_counter()
     step = _stepper(model, optimizer, settings, spec, dev)
     if dev == "cuda":  # the epochs' peak, for the summary (what a job's GPU must hold)
         torch.cuda.reset_peak_memory_stats()
     epoch_seconds = []  # the epochs' own seconds, without writing their checkpoints
     waited = Waited()  # of those, the seconds the steps waited for a buffer to be read
-    for epoch in range(start_epoch, settings.epochs):
-        began = time.perf_counter()
-        loss = _epoch(model, step, store, units, settings, spec, epoch, n, dev, waited)
-        check_finite(loss, epoch, settings.learning_rate, settings.margin)  # before any writing
-        epoch_seconds.append(round(time.perf_counter() - began, 6))
-        history.append({"epoch": epoch + 1, "loss": loss})
-        with atomic_output(resume) as (tmp,):
-            torch.save(model.checkpoint(train=asdict(settings), optimizer=optimizer.state_dict(),
-                                        epoch=epoch + 1, history=history, rng=rng.capture(),
-                                        pairs=n, data=data), tmp)
+    reading = run_buffers(store, sorted(model.vocabs), settings.seed, range(start_epoch, settings.epochs),
+                          settings.buffer_pairs, model.vocabs, model.featurizers)
+    tf32 = device.matmul_tf32(dev == "cuda" and settings.tf32)
+    with closing(prefetched(reading, waited)) as buffers, tf32:  # the thread stopped on any error
+        for epoch in range(start_epoch, settings.epochs):
+            began = time.perf_counter()
+            loss = _epoch(model, step, buffers, settings, spec, epoch, n, dev)
+            check_finite(loss, epoch, settings.learning_rate, settings.margin)  # before any writing
+            epoch_seconds.append(round(time.perf_counter() - began, 6))
+            history.append({"epoch": epoch + 1, "loss": loss})
+            with atomic_output(resume) as (tmp,):
+                torch.save(model.checkpoint(train=asdict(settings), optimizer=optimizer.state_dict(),
+                                            epoch=epoch + 1, history=history, rng=rng.capture(),
+                                            pairs=n, data=data), tmp)
     seconds = time.perf_counter() - started
     summary = {"pairs": n, "pairs_too_long": source.too_long, "epochs": settings.epochs,
                "history": history, "device": dev,
