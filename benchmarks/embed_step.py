@@ -64,7 +64,8 @@ def main() -> None:
     parser.add_argument("--device", choices=["auto", "cpu", "cuda"], default="auto")
     parser.add_argument("--eager", action="store_true", help="no CUDA graph on CUDA")
     parser.add_argument("--profile", type=int, default=0, metavar="N",
-                        help="also profile N steps alone and one epoch's mega-batch work "
+                        help="also profile N steps alone, one epoch's mega-batch work and one "
+                             "whole steady epoch as training runs it ('epoch') "
                              "(torch.profiler: the kernels by device time a step, and the "
                              "device's busy time against the wall's; on a GPU the host's time "
                              "by operation and CUDA runtime call; cProfile's functions)")
@@ -98,7 +99,9 @@ def _variant(name: str, pairs: list, dev: str, args) -> dict:
 
     from paramill.embed import megabatch
     from paramill.embed import train as train_module
-    from paramill.embed.data import PairSource, epoch_buffers, write_ids
+    from contextlib import closing
+
+    from paramill.embed.data import PairSource, epoch_buffers, prefetched, run_buffers, write_ids
     from paramill.embed.model import ModelSpec
     from paramill.embed.rawstore import one_pass, write_raw_store
     from paramill.embed.steps import GraphStep, PassGraphStep
@@ -171,6 +174,15 @@ def _variant(name: str, pairs: list, dev: str, args) -> dict:
                             "megabatch_work": _profiled(lambda: list(megabatch_work()), steps, dev, sync)}
                 if eager:
                     profiles["step_eager"] = _profiled(lambda: run_steps(eager), args.profile, dev, sync)
+
+                def one_epoch():  # a whole steady epoch as training runs it, its buffer read ahead
+                    reading = run_buffers(store, sorted(model.vocabs), settings.seed, range(1, 2),
+                                          settings.buffer_pairs, model.vocabs, model.featurizers)
+                    with closing(prefetched(reading)) as buffers:
+                        train_module._epoch(model, step, buffers, settings, spec, 1, buffer.n, dev)
+
+                # the epoch's device time against its wall: is the card or the host the bound?
+                profiles["epoch"] = _profiled(one_epoch, -(-buffer.n // settings.batch_size), dev, sync)
     finally:
         train_module._stepper = stepper
     seconds = summary["epoch_seconds"]
