@@ -21,7 +21,7 @@
 #          cuda), benchmarks/cross_speed.py, benchmarks/paraid.py --models extended cross on the URL
 #          corpus train split and PIT-2015 dev (grouped 5-fold CV and a held-out fifth: F1,
 #          training seconds, pairs/s) and benchmarks/cross_order.py (pair order, all pairs)
-# Results go to $OUT (default .gpu/out). Usage: scripts/gpu-check.sh [PART_TIMEOUT_S]
+# Results go to $OUT (default .gpu/out), packed as $OUT/out.tgz. Usage: scripts/gpu-check.sh [PART_TIMEOUT_S]
 # The whole call ends within BUDGET seconds (default 540, under a device call's 600): each
 # step gets at most PART_TIMEOUT_S (default 300) and never more than what is left, and a step
 # with under 20 s left is skipped and says so, so a call always comes back with what ran.
@@ -43,6 +43,15 @@ step() {
 }
 OUT=$(realpath -m "${OUT:-.gpu/out}")
 mkdir -p "$OUT" /tmp/paramill-site
+# a device call brings back at most 8 files: on exit, everything under $OUT becomes one
+# $OUT/out.tgz (PACK=0 leaves the files as they are)
+pack() {
+  [ "${PACK:-1}" = 1 ] || return 0
+  local loose; loose=$(mktemp -d)
+  find "$OUT" -mindepth 1 -maxdepth 1 -exec mv -t "$loose" {} +
+  tar czf "$OUT/out.tgz" -C "$loose" . && rm -rf "$loose"
+}
+trap pack EXIT
 tar -C /tmp/paramill-site -xJf .gpu/site.tar.xz
 export PYTHONPATH="$PWD/src:/tmp/paramill-site/site" PYTHONUNBUFFERED=1
 # paramill's own torch.load calls all say weights_only=True; the full unpickler is let in only
