@@ -143,13 +143,22 @@ class Buffer:
             out[u] = (torch.where(mask, flat[index], torch.zeros_like(index)), lengths)
         return out
 
+    def lengths(self, rows: np.ndarray, unit: str) -> np.ndarray:
+        """The lengths of sentence ``rows`` in ``unit`` (on the host)."""
+        return self.offsets[unit][rows + 1] - self.offsets[unit][rows]
+
+    def length_order(self, rows: np.ndarray, unit: str) -> np.ndarray:
+        """Positions of ``rows`` sorted by length, shortest first, ties in their order: the
+        order of :meth:`by_length`'s passes."""
+        return np.argsort(self.lengths(rows, unit), kind="stable")
+
     def by_length(self, rows: np.ndarray, unit: str, size: int, device: torch.device | str
                   ) -> tuple[list[dict[str, tuple[torch.Tensor, torch.Tensor]]], torch.Tensor]:
         """Sentence ``rows`` (on the host) sorted by their length in ``unit`` and assembled
         on the :meth:`place` device in passes of ``size`` rows, each padded to its own longest
         sentence; and the positions that put the passes' outputs, concatenated, back in the
         order of ``rows``. For models whose work grows with the padded width (recurrent)."""
-        order = np.argsort(self.offsets[unit][rows + 1] - self.offsets[unit][rows], kind="stable")
+        order = self.length_order(rows, unit)
         ordered = rows[order]
         placed = to_device(torch.from_numpy(ordered), self._placed[unit][0].device)
         passes = [self.batch(placed[g:g + size], self.widths(ordered[g:g + size]))

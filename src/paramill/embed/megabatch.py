@@ -141,27 +141,44 @@ def recurrent_steps(buffer, idx: np.ndarray, pool: np.ndarray, negs: torch.Tenso
         sl = slice(b, b + batch_size)
         rows = np.concatenate([idx[sl], buffer.n + idx[sl], pool[n1[sl]], pool[n2[sl]]])
         passes, back = buffer.by_length(rows, units, pass_rows, dev)
-        if scramble_rate > 0:
-            for feats in passes:
+        lengths = buffer.lengths(rows, units)
+        draws = scramble_draws(len(rows), int(lengths.max()), scramble_rate) if len(rows) else None
+        if draws is not None:  # a step's draws, whatever its passes: by_length's order cut up
+            order = buffer.length_order(rows, units)
+            for g, feats in zip(range(0, len(rows), pass_rows), passes):
                 ids, lengths = feats[units]
-                feats[units] = (scramble(ids, lengths, scramble_rate), lengths)
+                feats[units] = (scramble(ids, lengths, scramble_rate, draws[order[g:g + pass_rows]]),
+                                lengths)
         yield passes, back
 
 
-def scramble(ids: torch.Tensor, lengths: torch.Tensor, rate: float) -> torch.Tensor:
-    """``ids`` with the real positions of each row chosen with probability ``rate`` shuffled;
-    padding stays at the end. The random numbers are drawn on the host from torch's CPU
-    generator (the same scrambles on every device, resumed with the checkpoint's state) and
-    sent to the device without waiting; the shuffle runs where ``ids`` are, no read-back."""
+def scramble_draws(rows: int, width: int, rate: float) -> np.ndarray | None:
+    """The keys :func:`scramble` sorts ``rows`` of at most ``width`` positions by: a row is
+    chosen with probability ``rate`` and gets a random key a position, a row not chosen its
+    positions in order; drawn on the host from torch's CPU generator (a number a row, then
+    ``rows`` x ``width``), so a step's scrambles do not depend on how its rows are cut into
+    passes. None where ``rate`` is 0 or no row is chosen."""
     if rate <= 0:
-        return ids
-    chosen = torch.rand(ids.size(0)).numpy() < rate  # the host's draws, looked at there
+        return None
+    chosen = torch.rand(rows).numpy() < rate  # the host's draws, looked at there
     if not chosen.any():
-        return ids
-    width = ids.size(1)
-    keys = np.where(chosen[:, None], torch.rand(ids.shape, dtype=torch.float64).numpy(),
+        return None
+    return np.where(chosen[:, None], torch.rand((rows, width), dtype=torch.float64).numpy(),
                     np.arange(width) / width)  # rows not chosen keep their order
-    keys = to_device(torch.from_numpy(keys), ids.device)
+
+
+def scramble(ids: torch.Tensor, lengths: torch.Tensor, rate: float,
+             draws: np.ndarray | None = None) -> torch.Tensor:
+    """``ids`` with the real positions of each row chosen with probability ``rate`` shuffled;
+    padding stays at the end. The keys are ``draws`` (its rows, as wide as ``ids`` or wider),
+    else drawn here (:func:`scramble_draws`): on the host, from torch's CPU generator (the same
+    scrambles on every device, resumed with the checkpoint's state), sent to the device
+    without waiting; the shuffle runs where ``ids`` are, no read-back."""
+    width = ids.size(1)
+    keys = scramble_draws(ids.size(0), width, rate) if draws is None else draws[:, :width]
+    if rate <= 0 or keys is None:
+        return ids
+    keys = to_device(torch.from_numpy(np.ascontiguousarray(keys)), ids.device)
     keys = torch.where(real_positions(width, lengths), keys, 2.0)
     return torch.gather(ids, 1, keys.argsort(dim=1))
 

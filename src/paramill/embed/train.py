@@ -90,7 +90,7 @@ class EmbedTrainSettings(Settings):
     recurrent_pass_rows: int = setting(
         0, "Rows a recurrent model (LSTM, BLSTM, GRAN) takes in one pass of a step, sorted by "
         "length and padded to the pass's longest (0: batch_size, four passes; 4 x batch_size: "
-        "one). The same arithmetic, but scrambling draws a pass at a time. GRAN's step on an "
+        "one). The same arithmetic, scrambles included (drawn a step at a time). GRAN's step on an "
         "H200: 10.9 ms in one pass of 400 rows, 19.7 in four of 100; on 2 CPU cores one pass "
         "cost 3.2x four (README).", minimum=0)
     cuda_graph: bool = setting(
