@@ -75,11 +75,11 @@ def main() -> None:
                              "benchmarks/embeddings.py ran); said in the report")
     parser.add_argument("--recurrent-graph", action="store_true",
                         help="a recurrent variant's step replayed from CUDA graphs "
-                             "(embed.train.recurrent_cuda_graph; needs --recurrent-pass-rows 400)")
+                             "(embed.train.recurrent_cuda_graph; one pass a step: --recurrent-pass-rows 0 or 400)")
     parser.add_argument("--out")
     args = parser.parse_args()
-    if args.recurrent_graph and (args.recurrent_pass_rows or 0) < 400:
-        parser.error("--recurrent-graph replays one pass a step: give --recurrent-pass-rows 400")
+    if args.recurrent_graph and 0 < (args.recurrent_pass_rows or 0) < 400:
+        parser.error("--recurrent-graph replays one pass a step: give --recurrent-pass-rows 400 (or none)")
     device.limit_threads(args.threads)
     from paramill.embed import train as train_module
 
@@ -312,7 +312,7 @@ def _assembled(buffer, idx, pool, negs, settings, spec, step, dev) -> list[tuple
         runs, count = next(megabatch.averaging_steps(buffer, idx, pool, negs, batch, step))
         return [(group(runs, k),) for k in range(count if len(idx) >= batch else 0)]
     steps = megabatch.recurrent_steps(buffer, idx, pool, negs, batch,
-                                      settings.recurrent_pass_rows or batch, spec.units,
+                                      settings.pass_rows(dev), spec.units,
                                       settings.scramble_rate, dev)
     return list(itertools.islice(steps, len(idx) // batch))
 

@@ -60,8 +60,9 @@ def main() -> None:
                         help="epochs of recurrent variants (default: --epochs); said in the row")
     parser.add_argument("--megabatch", type=int, default=20)
     parser.add_argument("--recurrent-pass-rows", type=int,
-                        help="rows a recurrent model takes in one pass of a step (default: the "
-                             "batch size, four passes; 400: one; the same arithmetic, but "
+                        help="rows a recurrent model takes in one pass of a step (default 0: "
+                             "embed.train's, the batch size, four passes, and one pass in a "
+                             "--recurrent-graph row; 400: one; the same arithmetic, but "
                              "scrambling draws a pass at a time); said in the report")
     parser.add_argument("--pairs", type=int, default=0,
                         help="train on the first N pairs (0: all); said in the report")
@@ -74,7 +75,7 @@ def main() -> None:
     parser.add_argument("--recurrent-graph", action="store_true",
                         help="also train each recurrent variant with "
                              "embed.train.recurrent_cuda_graph (a row named VARIANT+graph; on "
-                             "CUDA only; needs --recurrent-pass-rows 400, one pass a step)")
+                             "CUDA only; one pass a step: --recurrent-pass-rows 0 or 400)")
     parser.add_argument("--linked-negatives", choices=["auto", "keep", "skip"], default="auto",
                         help="embed.train.linked_negatives (auto: skip for recurrent variants, "
                              "keep, the papers' rule, for averaging ones); said in each row")
@@ -83,8 +84,8 @@ def main() -> None:
                              "in TF32; rows named VARIANT+tf32)")
     parser.add_argument("--out")
     args = parser.parse_args()
-    if args.recurrent_graph and (args.recurrent_pass_rows or 0) < 400:
-        parser.error("--recurrent-graph replays one pass a step: give --recurrent-pass-rows 400")
+    if args.recurrent_graph and 0 < (args.recurrent_pass_rows or 0) < 400:
+        parser.error("--recurrent-graph replays one pass a step: give --recurrent-pass-rows 400 (or none)")
     device.limit_threads(args.threads)
     pairs = [(x, y) for x, y in twitter_positive_pairs(SHARED) if x != y]
     pairs = pairs[:args.pairs] if args.pairs else pairs

@@ -361,12 +361,12 @@ def _set_field_problems(config: dict[str, Any]) -> list[str]:
 
 def _embed_train_problems(train: dict[str, Any]) -> list[str]:
     """``embed.train.recurrent_cuda_graph`` replays one pass a step: ``recurrent_pass_rows``
-    (its default where not given) at least 4 x ``batch_size``."""
+    0 (one pass where the step is replayed) or at least 4 x ``batch_size``."""
     if train.get("recurrent_cuda_graph") is not True:
         return []
     defaults = schema()["properties"]["embed"]["properties"]["train"]["properties"]
     batch, rows = (train.get(k, defaults[k]["default"]) for k in ("batch_size", "recurrent_pass_rows"))
-    if _is_integer(None, batch) and _is_integer(None, rows) and rows < 4 * batch:
+    if _is_integer(None, batch) and _is_integer(None, rows) and 0 < rows < 4 * batch:
         return [f"config keys embed.train.recurrent_cuda_graph and embed.train.recurrent_pass_rows "
                 f"({rows}): a recurrent model's CUDA graph replays one pass a step; set "
                 f"recurrent_pass_rows to at least 4 x batch_size ({4 * batch})"]

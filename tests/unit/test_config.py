@@ -283,8 +283,6 @@ def test_corpus_names_in_other_sections_must_be_configured_corpora():
                                    "positive_votes": 4}}}},
      "pairs.corpora.t.negative_votes (4) and pairs.corpora.t.positive_votes (4)"),
     ({"embed": {"release": "nope"}}, "config key embed.release: no release is named 'nope'"),
-    ({"embed": {"train": {"recurrent_cuda_graph": True}}},
-     "embed.train.recurrent_pass_rows (0): a recurrent model's CUDA graph replays one pass a step"),
     ({"embed": {"train": {"recurrent_cuda_graph": True, "batch_size": 50, "recurrent_pass_rows": 100}}},
      "set recurrent_pass_rows to at least 4 x batch_size (200)"),
     ({"lexicon": {"release": "nope"}}, "config key lexicon.release: no release is named 'nope'"),

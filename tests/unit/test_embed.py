@@ -720,6 +720,23 @@ def test_the_recurrent_graph_steps_graphs_are_bounded_and_need_one_pass(tmp_path
         dataclasses.replace(settings, recurrent_pass_rows=8)
 
 
+def test_a_recurrent_pass_is_one_a_step_by_default_only_where_the_step_is_replayed():
+    """``recurrent_pass_rows`` 0: one pass a step (4 x batch_size) where the step is replayed
+    from CUDA graphs (``recurrent_cuda_graph`` on CUDA), else a batch's rows (four passes, the
+    CPU's cheaper way, and CUDA's eager one); a number given is kept; the config check and the
+    settings accept 0 with the graph and refuse a given pass shorter than a step."""
+    from paramill.config import cross_field_problems as check
+
+    graph = EmbedTrainSettings(batch_size=100, recurrent_cuda_graph=True)
+    assert graph.pass_rows("cuda") == 400 and graph.pass_rows("cpu") == 100
+    assert EmbedTrainSettings(batch_size=100).pass_rows("cuda") == 100
+    assert dataclasses.replace(graph, recurrent_pass_rows=800).pass_rows("cpu") == 800
+    assert not [p for p in check({"embed": {"train": {"recurrent_cuda_graph": True}}})
+                if "recurrent" in p]
+    assert [p for p in check({"embed": {"train": {"recurrent_cuda_graph": True,
+                                                  "recurrent_pass_rows": 200}}}) if "recurrent" in p]
+
+
 def test_a_checkpoint_from_before_a_setting_existed_resumes_with_its_default(tmp_path):
     """A setting added since a checkpoint was written (``recurrent_pass_rows``) counts as its
     default there: the run resumes rather than starting afresh; another value starts afresh."""

@@ -89,10 +89,10 @@ class EmbedTrainSettings(Settings):
     device: Device = setting("auto", "auto: cuda when a GPU is visible.")
     recurrent_pass_rows: int = setting(
         0, "Rows a recurrent model (LSTM, BLSTM, GRAN) takes in one pass of a step, sorted by "
-        "length and padded to the pass's longest (0: batch_size, four passes; 4 x batch_size: "
-        "one). The same arithmetic, scrambles included (drawn a step at a time). GRAN's step on an "
-        "H200: 10.9 ms in one pass of 400 rows, 19.7 in four of 100; on 2 CPU cores one pass "
-        "cost 3.2x four (README).", minimum=0)
+        "length and padded to the pass's longest (0: one pass, 4 x batch_size, where the step "
+        "is replayed from CUDA graphs, else batch_size, four passes). The same arithmetic, "
+        "scrambles included (drawn a step at a time). GRAN's step on an H200: 10.9 ms in one "
+        "pass of 400 rows, 19.7 in four of 100; on 2 CPU cores one pass cost 3.2x four.", minimum=0)
     cuda_graph: bool = setting(
         True, "On CUDA, record an averaging model's (WORD, TRIGRAM) training step once as a "
         "CUDA graph and replay it: one launch a step instead of ~100. The same arithmetic and "
@@ -102,19 +102,26 @@ class EmbedTrainSettings(Settings):
         False, "On CUDA, replay a recurrent model's (LSTM, BLSTM, GRAN) training step from a "
         "CUDA graph recorded for each padded width (the pass's longest row rounded up, at most "
         "12.5%), where its operations were launched one by one: the H200's kernels ran about "
-        "a third of GRAN's eager step (README). Needs one pass a step: recurrent_pass_rows at "
-        "least 4 x batch_size. Each width's graph keeps its own memory. Not yet measured on a "
-        "GPU, hence off.", launch=True)
+        "a third of GRAN's eager step (README). Needs one pass a step: recurrent_pass_rows 0 "
+        "or at least 4 x batch_size. Each width's graph keeps its own memory. On an H200 GRAN "
+        "ran at 19,127 pairs/s, the eager default at 4,877 (README, 2026-12-01); off until a "
+        "resumed run under it has run on a GPU.", launch=True)
     tf32: bool = setting(
         False, "On CUDA, run the matrix products outside cuDNN (GRAN's gates, the negatives' "
         "similarities) in TF32 (torch.backends.cuda.matmul.allow_tf32) during training, as "
         "cuDNN's LSTM already does by torch's default. Off: full FP32.")
 
     def __post_init__(self):
-        if self.recurrent_cuda_graph and self.recurrent_pass_rows < 4 * self.batch_size:
+        if self.recurrent_cuda_graph and 0 < self.recurrent_pass_rows < 4 * self.batch_size:
             raise ValueError(
                 f"recurrent_cuda_graph replays one pass a step: set recurrent_pass_rows to at "
                 f"least 4 x batch_size ({4 * self.batch_size}), not {self.recurrent_pass_rows}")
+
+    def pass_rows(self, dev: str) -> int:
+        """A recurrent model's rows a pass: ``recurrent_pass_rows``, or where it is 0, one pass a
+        step where the step is replayed from CUDA graphs, else a batch's (four passes)."""
+        return self.recurrent_pass_rows or self.batch_size * (
+            4 if dev == "cuda" and self.recurrent_cuda_graph else 1)
 
 
 def read_pairs(paths: list[str | Path], max_pairs: int = 0, drop_identical: bool = True
@@ -284,10 +291,10 @@ def _epoch(model, step: EagerStep, buffers: Iterator, settings: EmbedTrainSettin
     steps are flat runs (no padding between rows), all of a mega-batch's at once, at a room
     that grows rarely, as a CUDA graph wants fixed shapes; on CUDA nothing of theirs is read
     back, so the host queues the next mega-batch while the device works. A recurrent model
-    runs over every position, so its rows go through it sorted by length in passes of
-    ``recurrent_pass_rows``, each padded to its own longest (on 2 CPU cores 1.7-2.0x the
-    speed of packed sequences, README): its negatives come back to the host once a
-    mega-batch for that, and scrambling's random numbers go the other way
+    runs over every position, so its rows go through it sorted by length in passes
+    (:meth:`EmbedTrainSettings.pass_rows`), each padded to its own longest (on 2 CPU cores
+    1.7-2.0x packed sequences' speed): its negatives come back to the host once a mega-batch
+    for that, and scrambling's random numbers go the other way
     (:func:`paramill.embed.megabatch.scramble`). The loss is read back once an epoch (the
     progress bar's without waiting: :class:`~paramill.embed.megabatch.LossPeek`)."""
     mega = settings.batch_size * settings.megabatch
@@ -306,7 +313,7 @@ def _epoch(model, step: EagerStep, buffers: Iterator, settings: EmbedTrainSettin
                 bar.set_postfix(loss=f"{shown:.4f}", refresh=False)
             if spec.recurrent:
                 steps = recurrent_steps(buffer, idx, pool, negs, settings.batch_size,
-                                        settings.recurrent_pass_rows or settings.batch_size,
+                                        settings.pass_rows(dev),
                                         spec.units, settings.scramble_rate, dev)
                 for b, args in zip(range(0, len(idx), settings.batch_size), steps):
                     step(*args)
@@ -381,8 +388,7 @@ def train(source: PairSource | list[tuple[str, str]], out: str | Path, spec: Mod
     waited = Waited()  # of those, the seconds the steps waited for a buffer to be read
     reading = run_buffers(store, sorted(model.vocabs), settings.seed, range(start_epoch, settings.epochs),
                           settings.buffer_pairs, model.vocabs, model.featurizers)
-    tf32 = device.matmul_tf32(dev == "cuda" and settings.tf32)
-    with closing(prefetched(reading, waited)) as buffers, tf32:  # the thread stopped on any error
+    with closing(prefetched(reading, waited)) as buffers, device.matmul_tf32(dev == "cuda" and settings.tf32):
         for epoch in range(start_epoch, settings.epochs):
             began = time.perf_counter()
             loss = _epoch(model, step, buffers, settings, spec, epoch, n, dev)
