@@ -1161,6 +1161,20 @@ def test_scramble_shuffles_real_positions_only():
     assert torch.equal(scramble(ids.repeat(20, 1), lengths.repeat(20), rate=0.3), first)
     changed = (first != ids.repeat(20, 1)).any(1).float().mean().item()
     assert 0.05 < changed < 0.6  # about 0.3 of the rows (less the 2-unit rows left as they were)
+    # a step's draws cut up by its passes: each row scrambled as in one pass of the whole step,
+    # a row of no units (width 1 of padding) included
+    from paramill.embed.megabatch import scramble_draws
+
+    rows = torch.cat([ids, torch.zeros(1, 6, dtype=ids.dtype)])
+    lengths = (rows != 0).sum(1)
+    torch.manual_seed(9)
+    draws = scramble_draws(4, 6, 0.7)
+    assert draws is not None and not np.array_equal(draws[:, 0], np.zeros(4))
+    whole = scramble(rows, lengths, 0.7, draws)
+    for part in ([3, 1], [0, 2]):  # shortest first, as by_length cuts them
+        width = max(1, int(lengths[part].max()))
+        got = scramble(rows[part, :width], lengths[part], 0.7, draws[part])
+        assert torch.equal(got, whole[part, :width])
 
 
 def test_training_streams_in_small_buffers_and_resumes_exactly(tmp_path, monkeypatch):

@@ -142,7 +142,7 @@ def recurrent_steps(buffer, idx: np.ndarray, pool: np.ndarray, negs: torch.Tenso
         rows = np.concatenate([idx[sl], buffer.n + idx[sl], pool[n1[sl]], pool[n2[sl]]])
         passes, back = buffer.by_length(rows, units, pass_rows, dev)
         lengths = buffer.lengths(rows, units)
-        draws = scramble_draws(len(rows), int(lengths.max()), scramble_rate) if len(rows) else None
+        draws = scramble_draws(len(rows), max(1, int(lengths.max())), scramble_rate) if len(rows) else None
         if draws is not None:  # a step's draws, whatever its passes: by_length's order cut up
             order = buffer.length_order(rows, units)
             for g, feats in zip(range(0, len(rows), pass_rows), passes):
