@@ -41,6 +41,7 @@ import argparse
 import sys
 import tempfile
 import time
+from contextlib import closing
 from pathlib import Path
 
 import numpy as np
@@ -99,8 +100,6 @@ def _variant(name: str, pairs: list, dev: str, args) -> dict:
 
     from paramill.embed import megabatch
     from paramill.embed import train as train_module
-    from contextlib import closing
-
     from paramill.embed.data import PairSource, epoch_buffers, prefetched, run_buffers, write_ids
     from paramill.embed.model import ModelSpec
     from paramill.embed.rawstore import one_pass, write_raw_store

@@ -62,8 +62,8 @@ def main() -> None:
     parser.add_argument("--recurrent-pass-rows", type=int,
                         help="rows a recurrent model takes in one pass of a step (default 0: "
                              "embed.train's, the batch size, four passes, and one pass in a "
-                             "--recurrent-graph row; 400: one; the same arithmetic, but "
-                             "scrambling draws a pass at a time); said in the report")
+                             "--recurrent-graph row; 400: one; the same arithmetic, scrambles "
+                             "included); said in the report")
     parser.add_argument("--pairs", type=int, default=0,
                         help="train on the first N pairs (0: all); said in the report")
     parser.add_argument("--threads", type=int, default=2)

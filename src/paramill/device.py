@@ -306,7 +306,6 @@ def _deterministic_algorithms(torch) -> None:
         no_fill(False)
 
 
-
 @contextlib.contextmanager
 def matmul_tf32(enabled: bool):
     """Within: CUDA's FP32 matrix products (cuBLAS) in TF32 where ``enabled``, else in full FP32;
@@ -319,6 +318,7 @@ def matmul_tf32(enabled: bool):
         yield
     finally:
         torch.backends.cuda.matmul.allow_tf32 = before
+
 
 def deterministic(seed: int | None = None, n_threads: int | None = None) -> None:
     """Make torch training repeatable: deterministic algorithms, a fixed thread count

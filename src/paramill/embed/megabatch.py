@@ -141,9 +141,11 @@ def recurrent_steps(buffer, idx: np.ndarray, pool: np.ndarray, negs: torch.Tenso
         sl = slice(b, b + batch_size)
         rows = np.concatenate([idx[sl], buffer.n + idx[sl], pool[n1[sl]], pool[n2[sl]]])
         passes, back = buffer.by_length(rows, units, pass_rows, dev)
-        lengths = buffer.lengths(rows, units)
-        draws = scramble_draws(len(rows), max(1, int(lengths.max())), scramble_rate) if len(rows) else None
-        if draws is not None:  # a step's draws, whatever its passes: by_length's order cut up
+        draws = None  # a step's draws, whatever its passes
+        if scramble_rate > 0 and len(rows):
+            longest = max(1, int(buffer.lengths(rows, units).max()))
+            draws = scramble_draws(len(rows), longest, scramble_rate)
+        if draws is not None:  # cut up in by_length's order, as its passes are
             order = buffer.length_order(rows, units)
             for g, feats in zip(range(0, len(rows), pass_rows), passes):
                 ids, lengths = feats[units]
