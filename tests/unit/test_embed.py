@@ -284,7 +284,7 @@ def test_the_graph_step_trains_as_the_eager_step(tmp_path, monkeypatch, componen
     a = torch.load(tmp_path / "e.pt", weights_only=True)["state_dict"]
     b = torch.load(tmp_path / "g.pt", weights_only=True)["state_dict"]
     assert all(torch.allclose(a[k], b[k], atol=1e-6) for k in a)
-    assert stepper is not graph_on_cpu and not train_mod.uses_cuda_graph(settings, spec, "cpu")
+    assert stepper is not graph_on_cpu and not settings.replays("cpu", spec.recurrent)
 
 
 def test_the_graph_step_takes_a_megabatch_at_once_and_each_step_from_its_slot(monkeypatch):
@@ -690,8 +690,7 @@ def test_the_recurrent_graph_step_trains_as_the_eager_step(tmp_path, monkeypatch
     a = torch.load(tmp_path / "e.pt", weights_only=True)["state_dict"]
     b = torch.load(tmp_path / "g.pt", weights_only=True)["state_dict"]
     assert all(torch.allclose(a[k], b[k], atol=1e-5) for k in a)
-    assert not train_mod.uses_cuda_graph(dataclasses.replace(settings, recurrent_cuda_graph=True),
-                                         spec, "cpu")
+    assert not dataclasses.replace(settings, recurrent_cuda_graph=True).replays("cpu", spec.recurrent)
     assert stepper is not graph_on_cpu
 
 
@@ -731,6 +730,10 @@ def test_a_recurrent_pass_is_one_a_step_by_default_only_where_the_step_is_replay
     assert graph.pass_rows("cuda") == 400 and graph.pass_rows("cpu") == 100
     assert EmbedTrainSettings(batch_size=100).pass_rows("cuda") == 100
     assert dataclasses.replace(graph, recurrent_pass_rows=800).pass_rows("cpu") == 800
+    # which steps are replayed: each kind of model by its own setting, on CUDA only
+    assert [graph.replays(d, r) for d in ("cuda", "cpu") for r in (True, False)] == [True, True, False, False]
+    eager = EmbedTrainSettings(cuda_graph=False, recurrent_cuda_graph=True, recurrent_pass_rows=0)
+    assert [eager.replays("cuda", r) for r in (True, False)] == [True, False]
     assert not [p for p in check({"embed": {"train": {"recurrent_cuda_graph": True}}})
                 if "recurrent" in p]
     assert [p for p in check({"embed": {"train": {"recurrent_cuda_graph": True,

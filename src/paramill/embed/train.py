@@ -117,11 +117,15 @@ class EmbedTrainSettings(Settings):
                 f"recurrent_cuda_graph replays one pass a step: set recurrent_pass_rows to at "
                 f"least 4 x batch_size ({4 * self.batch_size}), not {self.recurrent_pass_rows}")
 
+    def replays(self, dev: str, recurrent: bool) -> bool:
+        """Whether training replays its steps from CUDA graphs, on CUDA: an averaging model's
+        with ``cuda_graph``, a recurrent model's with ``recurrent_cuda_graph``."""
+        return dev == "cuda" and (self.recurrent_cuda_graph if recurrent else self.cuda_graph)
+
     def pass_rows(self, dev: str) -> int:
         """A recurrent model's rows a pass: ``recurrent_pass_rows``, or where it is 0, one pass a
         step where the step is replayed from CUDA graphs, else a batch's (four passes)."""
-        return self.recurrent_pass_rows or self.batch_size * (
-            4 if dev == "cuda" and self.recurrent_cuda_graph else 1)
+        return self.recurrent_pass_rows or self.batch_size * (4 if self.replays(dev, True) else 1)
 
 
 def read_pairs(paths: list[str | Path], max_pairs: int = 0, drop_identical: bool = True
@@ -146,14 +150,8 @@ def skips_linked(settings: EmbedTrainSettings, spec: ModelSpec) -> bool:
                                                    and spec.recurrent)
 
 
-def uses_cuda_graph(settings: EmbedTrainSettings, spec: ModelSpec, dev: str) -> bool:
-    """Whether training replays its steps from CUDA graphs, on CUDA: an averaging model's with
-    ``cuda_graph``, a recurrent model's with ``recurrent_cuda_graph``."""
-    return dev == "cuda" and (settings.recurrent_cuda_graph if spec.recurrent else settings.cuda_graph)
-
-
 def _stepper(model, optimizer, settings: EmbedTrainSettings, spec: ModelSpec, dev: str) -> EagerStep:
-    if not uses_cuda_graph(settings, spec, dev):
+    if not settings.replays(dev, spec.recurrent):
         return EagerStep(model, optimizer, settings.margin, settings.grad_clip, dev)
     if spec.recurrent:
         return PassGraphStep(model, optimizer, settings.margin, settings.grad_clip, dev,
@@ -368,7 +366,7 @@ def train(source: PairSource | list[tuple[str, str]], out: str | Path, spec: Mod
     key = {"data": data, "spec": asdict(spec)}
     if model is None:
         model = _built(spec, settings, source, dev, store, key)
-    optimizer = adam(model, settings.learning_rate, capturable=uses_cuda_graph(settings, spec, dev))
+    optimizer = adam(model, settings.learning_rate, capturable=settings.replays(dev, spec.recurrent))
     if state is not None:
         optimizer.load_state_dict(state["optimizer"])
         RNG.restore(state["rng"])
