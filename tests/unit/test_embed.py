@@ -694,6 +694,37 @@ def test_the_recurrent_graph_step_trains_as_the_eager_step(tmp_path, monkeypatch
     assert stepper is not graph_on_cpu
 
 
+def test_a_recurrent_graph_run_resumes_as_it_would_have_gone_on(tmp_path, monkeypatch):
+    """GRAN under ``recurrent_cuda_graph``'s bookkeeping on the CPU (one pass a step, inputs at
+    the graphs' padded widths, warm-up steps, scrambles drawn for the step): two epochs, then a
+    third from the checkpoint, with its graphs made again by the resumed run (warm-up steps
+    included), gives the model of three epochs in one go; what the GPU case does on a card."""
+    from paramill.embed import train as train_mod
+    from paramill.embed.steps import WARMUP_STEPS, PassGraphStep
+
+    made = []
+    monkeypatch.setattr(train_mod, "_stepper", lambda model, optimizer, settings, spec, dev: made.append(
+        PassGraphStep(model, optimizer, settings.margin, settings.grad_clip, dev,
+                      rows=4 * settings.batch_size)) or made[-1])
+    words = "alpha beta gamma delta epsilon zeta eta theta iota kappa lambda mu".split()
+    pairs = [(" ".join(words[: 2 + i % 11] + [str(i)]), " ".join(words[i % 5: 3 + i % 9] + [str(i)]))
+             for i in range(48)]
+    spec = ModelSpec(components=("gran",), dim=8, hidden=8, units="word")
+    settings = dict(batch_size=6, megabatch=2, recurrent_pass_rows=24, recurrent_cuda_graph=True,
+                    scramble_rate=0.5)
+    whole = train(pairs, tmp_path / "a.pt", spec, EmbedTrainSettings(epochs=3, **settings))
+    train(pairs, tmp_path / "b.pt", spec, EmbedTrainSettings(epochs=2, **settings))
+    resumed = train(pairs, tmp_path / "b.pt", spec, EmbedTrainSettings(epochs=3, **settings))
+    assert len(made) == 3 and made[2].warm == WARMUP_STEPS and made[2].replays == 8 - WARMUP_STEPS
+    assert made[0].replays == 3 * 8 - WARMUP_STEPS and made[2].captures >= 1
+    assert [h["epoch"] for h in resumed["history"]] == [1, 2, 3]
+    assert [h["loss"] for h in resumed["history"]] == pytest.approx(
+        [h["loss"] for h in whole["history"]], rel=1e-6)
+    a = torch.load(tmp_path / "a.pt", weights_only=True)["state_dict"]
+    b = torch.load(tmp_path / "b.pt", weights_only=True)["state_dict"]
+    assert all(torch.allclose(a[k], b[k], atol=1e-6) for k in a)
+
+
 def test_the_recurrent_graph_steps_graphs_are_bounded_and_need_one_pass(tmp_path, monkeypatch):
     """Past ``MOST_GRAPHS`` widths a step runs eagerly; passes of fewer rows than a step are
     refused before training (a graph replays one pass a step)."""
