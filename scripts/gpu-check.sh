@@ -13,7 +13,8 @@
 #          the epoch, per step; STEP_VARIANTS, STEP_EPOCHS, PASS_ROWS, RGRAPH; PROFILE=N: N steps under torch.profiler);
 #          tf32: benchmarks/embeddings.py with --tf32 (TF32_VARIANTS, default "gran-sp trigram");
 #          prefetch: benchmarks/embed_prefetch.py (an epoch's buffers read in a thread while the
-#          steps run, against inline; PREFETCH_PAIRS, PREFETCH_EPOCHS);
+#          steps run, against inline; PREFETCH_PAIRS, PREFETCH_EPOCHS; PREFETCH_ARGS more of its
+#          flags, e.g. "--twitter --model trigram");
 #          before: benchmarks/embeddings.py as the embeddings part runs it, from the commit
 #          packed as .gpu/before.tar.xz (gpu-carry.sh's BEFORE): a ratio on one card, one session
 #   paraid the identifier's GPU tests, then (PARTS, default "default speed cross order")
@@ -137,7 +138,7 @@ PYEOF
           --out "$OUT/embed_scale.json" ;;
       prefetch) step prefetch embed_prefetch.log "$PY" benchmarks/embed_prefetch.py --device "$DEVICE" \
           --threads "$THREADS" --pairs ${PREFETCH_PAIRS:-400000} --epochs ${PREFETCH_EPOCHS:-3} --rounds 1 \
-          --out "$OUT/embed_prefetch.json" ;;
+          ${PREFETCH_ARGS:-} --out "$OUT/embed_prefetch.json" ;;
       *) echo "unknown part $part (step, embeddings, tf32, before, reference, scale, prefetch)" ;;
     esac
   done

@@ -98,3 +98,25 @@ def test_a_profiles_device_time_counts_each_kernel_once(monkeypatch):
     kernels, ops, host = device_split(events, 10, on_device=False)  # a CPU: operations only
     assert [r["name"] for r in kernels] == ["aten::mm", "cudaLaunchKernel", "aten::view"]
     assert ops == host == []
+
+
+def test_the_prefetch_benchmarks_inline_reader_passes_every_epochs_end_on():
+    """benchmarks/embed_prefetch.py's inline mode gives training what the read-ahead gives it,
+    the ``None`` after each epoch's buffers included (it stopped at the first: its runs trained
+    one epoch), and times each wait."""
+    import importlib.util
+    import time
+
+    spec = importlib.util.spec_from_file_location("embed_prefetch", ROOT / "benchmarks" / "embed_prefetch.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    from paramill.embed.data import Waited, prefetched
+
+    def items():
+        for item in ("a", "b", None, "c", None):
+            time.sleep(0.01)
+            yield item
+
+    waited = Waited()
+    assert list(module.inline(items(), waited)) == list(prefetched(items())) == ["a", "b", None, "c", None]
+    assert waited.seconds >= 0.04
