@@ -120,3 +120,69 @@ def test_the_prefetch_benchmarks_inline_reader_passes_every_epochs_end_on():
     waited = Waited()
     assert list(module.inline(items(), waited)) == list(prefetched(items())) == ["a", "b", None, "c", None]
     assert waited.seconds >= 0.04
+
+
+def _gpu_tests(path: Path):
+    """The test functions of ``path`` marked ``gpu`` (decorated ``@pytest.mark.gpu``), as AST nodes."""
+    import ast
+
+    tree = ast.parse(path.read_text())
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef) and any(
+                ast.unparse(d).startswith("pytest.mark.gpu") for d in node.decorator_list):
+            yield node
+
+
+def test_every_name_a_gpu_test_imports_or_patches_exists():
+    """The GPU tests run only on a lent card, so a name they import inside their bodies
+    (``from paramill.embed.steps import ...``), an attribute they patch or read on a module
+    or class they imported (``monkeypatch.setattr(train_mod, "_stepper", ...)``,
+    ``train_mod._epoch``, ``ReplayedStep._record``), or a keyword they pass to paramill's own
+    classes and functions (``EmbedTrainSettings(tf32=...)``), that was renamed would fail
+    there only, spending the card's minutes. Checked here without running them."""
+    import ast
+    import importlib
+    import inspect
+
+    checked, missing = 0, []
+    for path in sorted((ROOT / "tests" / "unit").glob("test_*.py")):
+        test_module = importlib.import_module(f"tests.unit.{path.stem}")
+        for fn in _gpu_tests(path):
+            bound = {}  # local name -> the module or attribute object it stands for
+            for node in ast.walk(fn):
+                if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("paramill"):
+                    module = importlib.import_module(node.module)
+                    for alias in node.names:
+                        checked += 1
+                        if not hasattr(module, alias.name):
+                            try:  # a submodule: from paramill.embed import train as train_mod
+                                importlib.import_module(f"{node.module}.{alias.name}")
+                            except ImportError:
+                                missing.append(f"{path.name}::{fn.name}: {node.module}.{alias.name}")
+                                continue
+                        bound[alias.asname or alias.name] = (getattr(module, alias.name, None)
+                                                             or importlib.import_module(f"{node.module}.{alias.name}"))
+            for node in ast.walk(fn):
+                target, name = None, None
+                if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
+                    target, name = node.value.id, node.attr
+                elif (isinstance(node, ast.Call) and ast.unparse(node.func) == "monkeypatch.setattr"
+                      and len(node.args) >= 2 and isinstance(node.args[0], ast.Name)
+                      and isinstance(node.args[1], ast.Constant)):
+                    target, name = node.args[0].id, node.args[1].value
+                if target in bound and not (isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store)):
+                    checked += 1
+                    if not hasattr(bound[target], name):
+                        missing.append(f"{path.name}::{fn.name}: {target}.{name}")
+                if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.keywords:
+                    called = bound.get(node.func.id, getattr(test_module, node.func.id, None))
+                    if not callable(called) or not getattr(called, "__module__", "").startswith("paramill"):
+                        continue
+                    params = inspect.signature(called).parameters
+                    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
+                        continue
+                    for keyword in node.keywords:
+                        checked += 1
+                        if keyword.arg is not None and keyword.arg not in params:
+                            missing.append(f"{path.name}::{fn.name}: {node.func.id}({keyword.arg}=)")
+    assert checked > 80 and not missing, missing
