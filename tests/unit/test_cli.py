@@ -65,7 +65,7 @@ def test_launch_takes_only_launch_only_keys_over_the_settings(tmp_path, capsys):
     assert filled["cuda_graph"] is False and filled["epochs"] == 2
     assert filled["recurrent_cuda_graph"] is False  # the schema's default
     with pytest.raises(ValueError, match=r"only embed.train's launch-only keys \(cuda_graph, "
-                                         r"recurrent_cuda_graph\), not epochs"):
+                                         r"recurrent_cuda_graph, checkpoint_minutes\), not epochs"):
         launch_overlays({"embed.train": {"epochs": 3, "cuda_graph": False}}, ["embed.train"])
     with pytest.raises(ValueError, match="names section lexicon, which this step does not read"):
         launch_overlays({"lexicon": {"partitions": 3}}, ["embed.train", "embed.model"])

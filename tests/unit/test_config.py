@@ -196,7 +196,8 @@ def test_keys_that_only_choose_inputs_are_marked_for_the_rules():
 
 def test_keys_that_only_change_how_a_job_runs_are_marked_for_the_rules():
     # the training rules pass these outside their params: flipping one re-runs nothing
-    assert config.marked("launch", "embed", "train") == ("cuda_graph", "recurrent_cuda_graph")
+    assert config.marked("launch", "embed", "train") == ("cuda_graph", "recurrent_cuda_graph",
+                                                         "checkpoint_minutes")
     assert config.marked("workflow", "lexicon") == ("release", "simlex")
     assert config.marked("launch", "lexicon") == ("chunk_pairs", "partitions", "spill_rows")
     assert config.marked("launch", "bitext", "ingest") == ("batch_rows",)

@@ -1,5 +1,6 @@
 import dataclasses
 import json
+import os
 import pickle
 import re
 import subprocess
@@ -1211,6 +1212,138 @@ def test_scramble_shuffles_real_positions_only():
         assert torch.equal(got, whole[part, :width])
 
 
+@pytest.mark.slow
+def test_embed_train_killed_by_sigkill_within_an_epoch_resumes_to_the_uninterrupted_model(tmp_path):
+    """The command as a job runs it: ``paramill embed train`` over 25,000 pairs (three row
+    groups of the id store, so three buffers an epoch), a checkpoint due after every buffer
+    (``checkpoint_minutes`` through ``--launch``, as the workflow passes it), killed with
+    SIGKILL once it says it wrote one in its first epoch; run again, it resumes within that
+    epoch and writes the model an uninterrupted run writes, weight for weight."""
+    import signal
+
+    rng = np.random.default_rng(3)
+    words = [f"w{i}" for i in range(400)]
+    with open(tmp_path / "p.tsv", "w") as fh:
+        for _ in range(25_000):
+            a = " ".join(rng.choice(words, 6))
+            fh.write(f"{a}\t{a} {rng.choice(words)}\n")
+    base = [sys.executable, "-m", "paramill.cli", "--threads", "1", "embed", "train", str(tmp_path / "p.tsv"),
+            "--settings", '{"epochs": 2, "batch_size": 50, "megabatch": 2, "buffer_pairs": 10000}',
+            "--spec", '{"components": ["word"], "units": "word", "dim": 16}']
+    env = {**os.environ, "PARAMILL_PROGRESS": "0"}
+    subprocess.run([*base, "--out", str(tmp_path / "a.pt")], check=True, env=env, capture_output=True)
+    killed = [*base, "--out", str(tmp_path / "b.pt"), "--launch", '{"embed.train": {"checkpoint_minutes": 1e-9}}']
+    proc = subprocess.Popen(killed, env=env, stderr=subprocess.PIPE, text=True)
+    try:
+        for line in proc.stderr:
+            if line.startswith("embed train: checkpoint in epoch 1 after"):
+                proc.send_signal(signal.SIGKILL)
+                break
+        proc.wait(timeout=120)
+    finally:
+        proc.kill()
+    assert proc.returncode == -signal.SIGKILL, "the run ended before a checkpoint within its first epoch"
+    kept = torch.load(tmp_path / "b.pt.resume.pt", weights_only=True)
+    assert kept["epoch"] == 0 and kept["within_epoch"]["buffers"] >= 1 and not (tmp_path / "b.pt").exists()
+    done = subprocess.run(killed, check=True, env=env, capture_output=True, text=True)
+    assert "embed train: resuming in epoch 1, after" in done.stderr
+    a = torch.load(tmp_path / "a.pt", weights_only=True)
+    b = torch.load(tmp_path / "b.pt", weights_only=True)
+    assert a["history"] == b["history"] and all(torch.equal(a["state_dict"][k], b["state_dict"][k])
+                                                for k in a["state_dict"])
+
+
+def test_a_checkpoint_within_an_epoch_is_due_minutes_after_the_last_one():
+    """Due at the first buffer to end ``checkpoint_minutes`` after the last checkpoint, an
+    epoch's end's included; 0 writes none; the loss is read only when one is due."""
+    from paramill.embed.resume import Checkpoints
+
+    now, wrote = [0.0], []
+
+    class Total:
+        reads = 0
+
+        def item(self):
+            Total.reads += 1
+            return 2.5
+
+    marks = Checkpoints(2, lambda epoch, within: wrote.append((epoch, within)), clock=lambda: now[0])
+    for minute, buffers in ((1.0, 1), (2.5, 2), (3.0, 3), (4.4, 4)):
+        now[0] = minute * 60
+        marks.after_buffer(0, buffers, buffers * 10, buffers * 100, Total())
+    assert wrote == [(0, {"buffers": 2, "batches": 20, "pairs": 200, "loss_total": 2.5})]
+    assert Total.reads == 1 and marks.within_written == 1
+    now[0] = 5.0 * 60
+    marks.written()  # the epoch's end
+    now[0] = 6.9 * 60
+    marks.after_buffer(1, 1, 10, 100, Total())
+    now[0] = 7.0 * 60
+    marks.after_buffer(1, 2, 20, 200, Total())
+    assert [w[0] for w in wrote] == [0, 1] and wrote[1][1]["buffers"] == 2
+    never = Checkpoints(0, lambda *a: wrote.append(a), clock=lambda: now[0])
+    now[0] = 1e9
+    never.after_buffer(0, 1, 1, 1, Total())
+    assert len(wrote) == 2 and Total.reads == 2
+
+
+@pytest.mark.parametrize("components", [("word", "trigram"), ("gran",)])
+def test_a_run_killed_within_an_epoch_resumes_after_its_last_checkpointed_buffer(tmp_path, monkeypatch,
+                                                                                 components):
+    """``checkpoint_minutes``: a checkpoint within an epoch, after a buffer, holds where the
+    epoch stands; a run killed after it resumes there, reads only the epoch's other buffers,
+    and ends with the losses and weights of a run never stopped, to the bit (an averaging
+    model, and GRAN, whose scrambles draw from torch's generator). The key is launch-only: the
+    resumed run may set another. A checkpoint within the last epoch asked for is no model of
+    that many epochs: lowering ``epochs`` to it starts afresh."""
+    from paramill.embed import data as data_mod
+    from paramill.embed.resume import Checkpoints
+
+    class Killed(Exception):
+        pass
+
+    monkeypatch.setattr("paramill.embed.train.CHUNK_PAIRS", 4)
+    spec = ModelSpec(components=components, dim=8, hidden=8, units="word")
+    settings = dict(batch_size=4, megabatch=2, buffer_pairs=8)  # 4 buffers an epoch
+    whole = train(PAIRS, tmp_path / "a.pt", spec, EmbedTrainSettings(epochs=3, **settings))
+    assert whole["checkpoints_within_epochs"] == 0  # 30 minutes by default: none here
+
+    real, written = Checkpoints.after_buffer, []
+
+    def every_buffer(self, epoch, buffers, batches, pairs, total):
+        self.last = float("-inf")  # due now
+        real(self, epoch, buffers, batches, pairs, total)
+        written.append((epoch, buffers, pairs))
+        if (epoch, buffers) == (1, 2):  # the job is killed in its second epoch
+            raise Killed
+
+    monkeypatch.setattr(Checkpoints, "after_buffer", every_buffer)
+    with pytest.raises(Killed):
+        train(PAIRS, tmp_path / "b.pt", spec, EmbedTrainSettings(epochs=3, checkpoint_minutes=1, **settings))
+    assert [w[:2] for w in written] == [(0, 1), (0, 2), (0, 3), (0, 4), (1, 1), (1, 2)]
+    kept = torch.load(tmp_path / "b.pt.resume.pt", weights_only=True)
+    assert kept["epoch"] == 1 and len(kept["history"]) == 1
+    assert {k: kept["within_epoch"][k] for k in ("buffers", "pairs")} == {"buffers": 2, "pairs": written[-1][2]}
+    assert 0 < written[-1][2] < 30 and kept["within_epoch"]["batches"] > 0
+
+    monkeypatch.setattr(Checkpoints, "after_buffer", real)
+    read, epoch_buffers = [], data_mod.epoch_buffers
+    monkeypatch.setattr(data_mod, "epoch_buffers",
+                        lambda *a, **k: read.append((a[3], k["skip"])) or epoch_buffers(*a, **k))
+    resumed = train(PAIRS, tmp_path / "b.pt", spec, EmbedTrainSettings(epochs=3, checkpoint_minutes=0, **settings))
+    assert read[0] == (1, 2)  # epoch 2 without its first two buffers
+    assert resumed["history"] == whole["history"] and len(resumed["epoch_seconds"]) == 2
+    a = torch.load(tmp_path / "a.pt", weights_only=True)["state_dict"]
+    b = torch.load(tmp_path / "b.pt", weights_only=True)["state_dict"]
+    assert all(torch.equal(a[k], b[k]) for k in a)
+
+    monkeypatch.setattr(Checkpoints, "after_buffer", every_buffer)
+    with pytest.raises(Killed):
+        train(PAIRS, tmp_path / "c.pt", spec, EmbedTrainSettings(epochs=3, **settings))
+    monkeypatch.setattr(Checkpoints, "after_buffer", real)
+    one = train(PAIRS, tmp_path / "c.pt", spec, EmbedTrainSettings(epochs=1, **settings))
+    assert [h["epoch"] for h in one["history"]] == [1] and one["history"] == whole["history"][:1]
+
+
 def test_training_streams_in_small_buffers_and_resumes_exactly(tmp_path, monkeypatch):
     monkeypatch.setattr("paramill.embed.train.CHUNK_PAIRS", 4)
     spec = ModelSpec(components=("word", "lstm"), dim=8, hidden=8)
@@ -1482,9 +1615,9 @@ def test_the_next_epochs_first_buffer_is_read_while_the_checkpoint_is_written(tm
 
     real, asked = data.epoch_buffers, {}
 
-    def watched(store, units, seed, epoch, *rest):
+    def watched(store, units, seed, epoch, *rest, **kw):
         asked.setdefault(epoch, threading.Event()).set()
-        return real(store, units, seed, epoch, *rest)
+        return real(store, units, seed, epoch, *rest, **kw)
 
     saving, waits = torch.save, []
 
@@ -1541,10 +1674,10 @@ def test_a_killed_run_resumes_from_its_id_store(tmp_path, monkeypatch):
     settings = EmbedTrainSettings(epochs=3, batch_size=6)
     real = data.epoch_buffers
 
-    def killed(store, units, seed, epoch, *rest):
+    def killed(store, units, seed, epoch, *rest, **kw):
         if epoch == 1:
             raise KeyboardInterrupt  # the job is killed during its second epoch
-        return real(store, units, seed, epoch, *rest)
+        return real(store, units, seed, epoch, *rest, **kw)
 
     monkeypatch.setattr(data, "epoch_buffers", killed)
     with pytest.raises(KeyboardInterrupt):
@@ -2078,6 +2211,42 @@ def test_gpu_training_resumes_on_cuda(tmp_path, components, graph):
     resumed = train(PAIRS, tmp_path / "b.pt", spec, EmbedTrainSettings(epochs=3, **settings))
     assert resumed["device"] == "cuda" and [h["epoch"] for h in resumed["history"]] == [1, 2, 3]
     assert [h["loss"] for h in resumed["history"]] == pytest.approx(
+        [h["loss"] for h in whole["history"]], rel=1e-5)
+    a = torch.load(tmp_path / "a.pt", weights_only=True)["state_dict"]
+    b = torch.load(tmp_path / "b.pt", weights_only=True)["state_dict"]
+    assert all(torch.allclose(a[k], b[k], atol=1e-5) for k in a)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("components, graph", [(("word",), {}), (("gran",), {"recurrent_cuda_graph": True})])
+def test_gpu_a_run_killed_within_an_epoch_resumes_on_cuda(tmp_path, monkeypatch, components, graph):
+    """On CUDA (WORD replayed from its graph, GRAN from its graphs): a checkpoint within an
+    epoch (the running loss read back from the card), a run killed after it, and the resumed
+    run gives the losses and weights of a run never stopped (deterministic kernels)."""
+    from paramill.embed.resume import Checkpoints
+
+    class Killed(Exception):
+        pass
+
+    real = Checkpoints.after_buffer
+
+    def every_buffer(self, epoch, buffers, batches, pairs, total):
+        self.last = float("-inf")
+        real(self, epoch, buffers, batches, pairs, total)
+        if (epoch, buffers) == (1, 2):
+            raise Killed
+
+    monkeypatch.setattr("paramill.embed.train.CHUNK_PAIRS", 4)
+    spec = ModelSpec(components=components, dim=8, hidden=8, units="word")
+    settings = dict(batch_size=4, megabatch=2, buffer_pairs=8, device="cuda", **graph)
+    whole = train(PAIRS, tmp_path / "a.pt", spec, EmbedTrainSettings(epochs=3, **settings))
+    monkeypatch.setattr(Checkpoints, "after_buffer", every_buffer)
+    with pytest.raises(Killed):
+        train(PAIRS, tmp_path / "b.pt", spec, EmbedTrainSettings(epochs=3, **settings))
+    monkeypatch.setattr(Checkpoints, "after_buffer", real)
+    assert torch.load(tmp_path / "b.pt.resume.pt", weights_only=True)["within_epoch"]["buffers"] == 2
+    resumed = train(PAIRS, tmp_path / "b.pt", spec, EmbedTrainSettings(epochs=3, **settings))
+    assert resumed["device"] == "cuda" and [h["loss"] for h in resumed["history"]] == pytest.approx(
         [h["loss"] for h in whole["history"]], rel=1e-5)
     a = torch.load(tmp_path / "a.pt", weights_only=True)["state_dict"]
     b = torch.load(tmp_path / "b.pt", weights_only=True)["state_dict"]

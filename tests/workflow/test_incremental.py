@@ -290,7 +290,7 @@ pairs:
   ingest: {batch_rows: 7}
   clean: {bucket_rows: 1000}
 embed:
-  train: {epochs: 2, cuda_graph: false}
+  train: {epochs: 2, cuda_graph: false, checkpoint_minutes: 5}
 lexicon: {chunk_pairs: 50, partitions: 3, spill_rows: 100}
 filters:
   parascore: {batch_size: 3}
@@ -305,7 +305,8 @@ resources:  # not launch-only keys, but the job's request: no rerun trigger eith
 def how_a_job_is_launched_reruns_nothing(project, tmp_path):
     """Launch-only keys, and a rule's request (`resources`: memory, time, `retry_growth`,
     no rerun trigger). Launch-only keys (how a job runs, never what it computes: cuda_graph,
-    the memory bounds of ingest, deduplication and the lexicon's counts, the filters' scoring batch
+    checkpoint_minutes, the memory bounds of ingest, deduplication and the lexicon's counts,
+    the filters' scoring batch
     sizes: lowered after a scoring job ran out of GPU memory, they re-scored every shard,
     and the classifier's retrained it) reach the commands outside the
     rules' params (--launch), so changing them all after a complete run runs no job (a
@@ -336,7 +337,8 @@ def how_a_job_is_launched_reruns_nothing(project, tmp_path):
         "bitext ingest": {'{"bitext.ingest":{"batch_rows":7}}'},
         "bitext clean": {'{"bitext.clean":{"bucket_rows":1000},"bitext.ingest":{"batch_rows":7}}'},
         "pairs ingest": {'{"pairs.clean":{"bucket_rows":1000},"pairs.ingest":{"batch_rows":7}}'},
-        "embed train": {'{"embed.train":{"cuda_graph":false,"recurrent_cuda_graph":false}}'},
+        "embed train": {'{"embed.train":{"checkpoint_minutes":5,"cuda_graph":false,'
+                        '"recurrent_cuda_graph":false}}'},
         "lexicon build": {'{"lexicon":{"chunk_pairs":50,"partitions":3,"spill_rows":100}}'},
         "filters score": {'{"filters.classifier":{"score_batch_size":5},"filters.dual_xent":'
                           '{"batch_size":32,"batch_type":"examples"},"filters.parascore":{"batch_size":3}}'},

@@ -10,10 +10,12 @@ group = Group("embed", "paraphrastic sentence embeddings")
 @group.verb(
     "train", "train an encoder on paraphrase pairs",
     arg("pairs", nargs="+", help="paraphrase pair files"), out("--out", "output model (.pt)"),
-    out("--resume", required=False, help="per-epoch checkpoint (default: <out>.resume.pt)"),
+    out("--resume", required=False, help="the checkpoint, written at each epoch's end and within "
+        "epochs every checkpoint_minutes (default: <out>.resume.pt)"),
     description="Margin loss with hardest negatives from a mega-batch (Wieting et al.). Pairs: "
                 "Parquet s1/s2 or candidate tables (en_ref/candidate, rank 1), or TSV s1<TAB>s2 (a first line "
-                "of column names, s1/s2 or sentence1/sentence2, is skipped). Resumes after a killed job from --resume.",
+                "of column names, s1/s2 or sentence1/sentence2, is skipped). Resumes a killed job from "
+                "--resume: after its epoch, or within it after the buffer of its last checkpoint.",
     settings={"settings": "embed.train", "spec": "embed.model"}, launch=True,
     memory=("embed.model.dim", "embed.train.batch_size", "embed.train.megabatch",
             "embed.train.buffer_pairs", "embed.train.max_chars"))

@@ -296,12 +296,13 @@ def _read_groups(path: Path, groups: list[int], columns: list[str]) -> pa.Table:
 
 def epoch_buffers(store: str | Path, units: list[str], seed: int, epoch: int,
                   buffer_pairs: int, vocabs: dict[str, Vocab] | None = None,
-                  featurizers: dict[str, Featurizer] | None = None
+                  featurizers: dict[str, Featurizer] | None = None, skip: int = 0
                   ) -> Iterator[tuple[Buffer, np.ndarray]]:
     """The buffers of one epoch, each with the shuffled order of its pairs: the store's row
-    groups in a seeded order, as many a buffer as make about ``buffer_pairs`` pairs. A store
-    of SentencePiece's own ids (:func:`write_raw_store`) is mapped to the ids of ``vocabs``
-    as it is read, with ``featurizers``' SentencePiece model."""
+    groups in a seeded order, as many a buffer as make about ``buffer_pairs`` pairs; the
+    first ``skip`` left out unread (an epoch resumed after them). A store of SentencePiece's
+    own ids (:func:`write_raw_store`) is mapped to the ids of ``vocabs`` as it is read, with
+    ``featurizers``' SentencePiece model."""
     from paramill.embed.buffer import Buffer  # torch: only where training reads its store
 
     groups, layout = _store_groups(Path(store))
@@ -311,6 +312,8 @@ def epoch_buffers(store: str | Path, units: list[str], seed: int, epoch: int,
     take = max(1, buffer_pairs // per_group)
     columns = [f"{u}_{side}" for u in units for side in (1, 2)]
     for k, start in enumerate(range(0, len(order), take)):
+        if k < skip:  # each buffer's groups and order depend on k alone
+            continue
         by_part: dict[Path, list[int]] = {}
         for i in sorted(order[start:start + take].tolist()):
             by_part.setdefault(groups[i][0], []).append(groups[i][1])
@@ -324,13 +327,15 @@ def epoch_buffers(store: str | Path, units: list[str], seed: int, epoch: int,
 
 def run_buffers(store: str | Path, units: list[str], seed: int, epochs: Iterable[int],
                 buffer_pairs: int, vocabs: dict[str, Vocab] | None = None,
-                featurizers: dict[str, Featurizer] | None = None) -> Iterator:
+                featurizers: dict[str, Featurizer] | None = None, skip: int = 0) -> Iterator:
     """The buffers of ``epochs`` one after another (:func:`epoch_buffers`), each epoch's
-    followed by ``None``: read through :func:`prefetched`, the next epoch's first buffer is
-    read while the last of the one before trains and its checkpoint is written, not between
-    them (a corpus of one buffer otherwise waited for its reading every epoch)."""
-    for epoch in epochs:
-        yield from epoch_buffers(store, units, seed, epoch, buffer_pairs, vocabs, featurizers)
+    followed by ``None``, the first epoch's first ``skip`` left out (resumed within it): read
+    through :func:`prefetched`, the next epoch's first buffer is read while the last of the
+    one before trains and its checkpoint is written, not between them (a corpus of one
+    buffer otherwise waited for its reading every epoch)."""
+    for k, epoch in enumerate(epochs):
+        yield from epoch_buffers(store, units, seed, epoch, buffer_pairs, vocabs, featurizers,
+                                 skip=skip if k == 0 else 0)
         yield None
 
 

@@ -42,11 +42,11 @@ from paramill.embed.megabatch import (LossPeek, averaging_steps, check_finite, n
 from paramill.embed.rawstore import one_pass, write_raw_store
 from paramill.embed.steps import (EagerStep, GraphStep, PassGraphStep, ReplayedStep, adam,
                                   margin_step_loss)
-from paramill.embed.model import (RNG, ModelSpec, build_from_counts, featurizers, load_model,
-                                  needs_sentencepiece, read_checkpoint, sentencepiece_for)
+from paramill.embed.model import (RNG, ModelSpec, build_from_counts, featurizers,
+                                  needs_sentencepiece, sentencepiece_for)
+from paramill.embed.resume import Checkpoints, resumed
 from paramill.io import InputError, atomic_output, check_writable
 from paramill.job import output_job
-from paramill.modelfiles import set_aside
 from paramill.progress import progress
 from paramill.provenance import Run
 from paramill.settings import Device, setting, Settings
@@ -110,6 +110,11 @@ class EmbedTrainSettings(Settings):
         False, "On CUDA, run the matrix products outside cuDNN (GRAN's gates, the negatives' "
         "similarities) in TF32 (torch.backends.cuda.matmul.allow_tf32) during training, as "
         "cuDNN's LSTM already does by torch's default. Off: full FP32.")
+    checkpoint_minutes: float = setting(
+        30.0, "Also write the checkpoint within an epoch, after the first buffer to end this many "
+        "minutes after the last one (0: at epochs' ends only): a job killed mid-epoch resumes "
+        "after that buffer, with the weights and losses of a run never stopped. An epoch of "
+        "50M pairs takes hours on CPUs.", minimum=0, launch=True)
 
     def __post_init__(self):
         if self.recurrent_cuda_graph and 0 < self.recurrent_pass_rows < 4 * self.batch_size:
@@ -173,35 +178,6 @@ def _phase(what: str, started: tuple[float, float, float]) -> None:
     wall, own, workers = (b - a for a, b in zip(started, _clock()))
     print(f"embed train: {what} in {wall:.1f} s (CPU: trainer {own:.1f} s, workers {workers:.1f} s)",
           file=sys.stderr)
-
-
-def _resumed(resume: Path, spec: ModelSpec, settings: EmbedTrainSettings, data: dict,
-             dev: str):
-    """The model and checkpoint of ``resume`` when it was written by the same spec, settings
-    (the epochs aside) and data, and has not gone past them; else (None, None)."""
-    if not resume.exists():
-        return None, None
-    try:
-        state = read_checkpoint(resume)
-        if not {"train", "epoch", "spec"} <= set(state):
-            raise InputError(resume, None, "a model without its training state, not a checkpoint "
-                                           "to resume from")
-    except InputError as exc:  # the run starts afresh
-        set_aside(resume, "embed train", exc, "starting afresh")
-        return None, None
-    stored = {**asdict(EmbedTrainSettings()), **state["train"]}  # a key added since: its default
-    same = {k: v for k, v in stored.items() if k not in NOT_RESUME_KEYS} == {
-        k: v for k, v in asdict(settings).items() if k not in NOT_RESUME_KEYS}
-    if state["spec"] == asdict(spec) and same and state.get("data") == data \
-            and state["epoch"] <= settings.epochs:
-        print(f"embed train: resuming after epoch {state['epoch']}", file=sys.stderr)
-        return load_model(resume, map_device=dev).train(), state
-    print("embed train: settings or data changed, starting afresh", file=sys.stderr)
-    return None, None
-
-
-#: settings a checkpoint resumes across: the epochs to reach, and how a step is launched
-NOT_RESUME_KEYS = ("epochs", "cuda_graph", "recurrent_cuda_graph")
 
 
 def _too_few(source: PairSource, n: int) -> ValueError:
@@ -279,9 +255,12 @@ def _size(count: int) -> str:
 
 
 def _epoch(model, step: EagerStep, buffers: Iterator, settings: EmbedTrainSettings,
-           spec: ModelSpec, epoch: int, n: int, dev: str) -> float:
+           spec: ModelSpec, epoch: int, n: int, dev: str, within: dict | None = None,
+           checkpoints: Checkpoints | None = None) -> float:
     """One epoch over the id store's shuffled buffers, from ``buffers`` up to the epoch's end
-    (:func:`~paramill.embed.data.run_buffers`); returns the mean loss.
+    (:func:`~paramill.embed.data.run_buffers`); returns the mean loss. ``within``: where a
+    checkpoint left the epoch (its buffers done, not in ``buffers``); ``checkpoints`` is told
+    of each buffer done (:mod:`paramill.embed.resume`).
 
     Each mega-batch: its pool encoded and its hardest negatives found on the device
     (:func:`~paramill.embed.megabatch.negatives`), then its steps, over inputs assembled there
@@ -298,8 +277,11 @@ def _epoch(model, step: EagerStep, buffers: Iterator, settings: EmbedTrainSettin
     mega = settings.batch_size * settings.megabatch
     skip_linked = skips_linked(settings, spec)
     bar = progress(f"embed epoch {epoch + 1}/{settings.epochs}", unit="pairs", total=n)
-    step.total.zero_()
-    peek, batches = LossPeek(step.total), 0
+    within = within or {"buffers": 0, "batches": 0, "pairs": 0, "loss_total": 0.0}
+    step.total.fill_(within["loss_total"])
+    batches, done, pairs = within["batches"], within["buffers"], within["pairs"]
+    bar.update(pairs)
+    peek = LossPeek(step.total)
     for buffer, order in iter(buffers.__next__, None):  # None: the epoch's end
         buffer.place(dev)
         for m in range(0, buffer.n, mega):
@@ -318,12 +300,15 @@ def _epoch(model, step: EagerStep, buffers: Iterator, settings: EmbedTrainSettin
                     batches += 1
                     bar.update(min(settings.batch_size, len(idx) - b))
             else:  # blocks: the mega-batch's full steps, then a short last one
-                done = 0
+                block = 0
                 for runs, count in averaging_steps(buffer, idx, pool, negs, settings.batch_size, step):
                     step.over(runs, count)
                     batches += count
-                    bar.update(min(count * settings.batch_size, len(idx) - done))
-                    done += count * settings.batch_size
+                    bar.update(min(count * settings.batch_size, len(idx) - block))
+                    block += count * settings.batch_size
+        done, pairs = done + 1, pairs + buffer.n
+        if checkpoints is not None:
+            checkpoints.after_buffer(epoch, done, batches, pairs, step.total)
     loss = step.total.item() / max(1, batches)
     bar.set_postfix(loss=f"{loss:.4f}", refresh=False)
     bar.close()
@@ -336,7 +321,8 @@ def train(source: PairSource | list[tuple[str, str]], out: str | Path, spec: Mod
           store: str | Path | None = None) -> dict[str, Any]:
     """Train an encoder on ``source`` (files or pairs); write the final checkpoint to ``out``.
 
-    ``resume`` is the per-epoch checkpoint (default ``<out>.resume.pt``), used and updated;
+    ``resume`` is the checkpoint (default ``<out>.resume.pt``; each epoch's, and within
+    epochs every ``checkpoint_minutes``: :mod:`paramill.embed.resume`), used and updated;
     ``store`` the id store (default ``<out>.ids``), kept while a run is unfinished so a
     resumed run reads it again, removed when training ends.
     """
@@ -361,8 +347,9 @@ def train(source: PairSource | list[tuple[str, str]], out: str | Path, spec: Mod
         if path.is_dir() and not path.is_symlink():
             raise InputError(path, None, "is a folder; the model is a file: give its path")
     check_writable(out, resume, store)  # before the SentencePiece model and the counting
-    model, state = _resumed(resume, spec, settings, data, dev)
+    model, state = resumed(resume, spec, settings, data, dev)
     start_epoch, history = (state["epoch"], state["history"]) if state is not None else (0, [])
+    within = state.get("within_epoch") if state is not None else None  # resumed mid-epoch
     key = {"data": data, "spec": asdict(spec)}
     if model is None:
         model = _built(spec, settings, source, dev, store, key)
@@ -382,31 +369,43 @@ def train(source: PairSource | list[tuple[str, str]], out: str | Path, spec: Mod
     step = _stepper(model, optimizer, settings, spec, dev)
     if dev == "cuda":  # the epochs' peak, for the summary (what a job's GPU must hold)
         torch.cuda.reset_peak_memory_stats()
-    epoch_seconds = []  # the epochs' own seconds, without writing their checkpoints
+    epoch_seconds, trained = [], 0  # the epochs' own seconds (without writing their
+    # checkpoints), and the pairs they trained (a resumed epoch's rest only)
     waited = Waited()  # of those, the seconds the steps waited for a buffer to be read
+
+    def state(epoch: int, **extra) -> dict:  # what a checkpoint and the model file hold
+        return model.checkpoint(train=asdict(settings), optimizer=optimizer.state_dict(), epoch=epoch,
+                                history=history, rng=rng.capture(), pairs=n, data=data, **extra)
+
+    def save(epoch: int, within: dict | None = None) -> None:
+        with atomic_output(resume) as (tmp,):
+            torch.save(state(epoch, **({"within_epoch": within} if within else {})), tmp)
+
+    checkpoints = Checkpoints(settings.checkpoint_minutes, save)
     reading = run_buffers(store, sorted(model.vocabs), settings.seed, range(start_epoch, settings.epochs),
-                          settings.buffer_pairs, model.vocabs, model.featurizers)
+                          settings.buffer_pairs, model.vocabs, model.featurizers,
+                          skip=within["buffers"] if within else 0)
     with closing(prefetched(reading, waited)) as buffers, device.matmul_tf32(dev == "cuda" and settings.tf32):
         for epoch in range(start_epoch, settings.epochs):
             began = time.perf_counter()
-            loss = _epoch(model, step, buffers, settings, spec, epoch, n, dev)
+            loss = _epoch(model, step, buffers, settings, spec, epoch, n, dev, within, checkpoints)
             check_finite(loss, epoch, settings.learning_rate, settings.margin)  # before any writing
             epoch_seconds.append(round(time.perf_counter() - began, 6))
+            trained, within = trained + n - (within["pairs"] if within else 0), None
             history.append({"epoch": epoch + 1, "loss": loss})
-            with atomic_output(resume) as (tmp,):
-                torch.save(model.checkpoint(train=asdict(settings), optimizer=optimizer.state_dict(),
-                                            epoch=epoch + 1, history=history, rng=rng.capture(),
-                                            pairs=n, data=data), tmp)
+            save(epoch + 1)
+            checkpoints.written()
     seconds = time.perf_counter() - started
     summary = {"pairs": n, "pairs_too_long": source.too_long, "epochs": settings.epochs,
                "history": history, "device": dev,
                "dim": model.dim, "seconds": round(seconds, 2),
-               "pairs_per_second": round(n * (settings.epochs - start_epoch) / seconds, 1)
-               if seconds > 0 and settings.epochs > start_epoch else None,
+               "pairs_per_second": round(trained / seconds, 1) if seconds > 0 and trained else None,
                # reading the id store and the steps alone: what an epoch of millions of pairs
                # runs at, where an epoch's checkpoint is a small share
-               "epoch_pairs_per_second": round(n * len(epoch_seconds) / sum(epoch_seconds), 1)
+               "epoch_pairs_per_second": round(trained / sum(epoch_seconds), 1)
                if sum(epoch_seconds) > 0 else None,
+               # checkpoints written within epochs (embed.train.checkpoint_minutes)
+               "checkpoints_within_epochs": checkpoints.within_written,
                # each epoch's (the first of a run also records its CUDA graphs); not in the
                # history, which the checkpoint keeps: the same run gives the same bytes
                "epoch_seconds": epoch_seconds,
@@ -422,9 +421,7 @@ def train(source: PairSource | list[tuple[str, str]], out: str | Path, spec: Mod
               f"{summary['graph_recordings']} CUDA graph(s) recorded", file=sys.stderr)
     with output_job(run, out) as job:
         (tmp,) = job.paths
-        torch.save(model.checkpoint(train=asdict(settings), optimizer=optimizer.state_dict(),
-                                    epoch=settings.epochs, history=history, rng=rng.capture(),
-                                    pairs=n, data=data), tmp)
+        torch.save(state(settings.epochs), tmp)
         job.rows_in = n
         job.extra = {"training": summary}
     _share(out, resume)

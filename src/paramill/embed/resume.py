@@ -1,0 +1,86 @@
+"""Where an embedding training run resumes: its checkpoint, written at each epoch's end and,
+every ``checkpoint_minutes``, after a buffer within an epoch.
+
+An epoch of tens of millions of pairs takes hours on CPUs (ParaNMT's 50M at 5,000-9,000
+pairs/s: 1.5-3 h): a job killed at its time limit lost the epoch it was in. A checkpoint
+within an epoch holds what an epoch's end holds (weights, optimiser, random state, the
+epochs done and their history) and where the epoch stands (``within_epoch``: the buffers
+done, the steps taken, the pairs, the loss summed so far). A resumed run reads the epoch's
+remaining buffers only (each buffer's pairs and order depend on the seed, the epoch and its
+index alone: :func:`~paramill.embed.data.epoch_buffers`), so it ends with the weights and
+losses of a run never stopped, to the bit on a CPU.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any, Callable
+
+from paramill.embed.model import ModelSpec, load_model, read_checkpoint
+from paramill.io import InputError
+from paramill.modelfiles import set_aside
+
+#: settings a checkpoint resumes across: the epochs to reach, how a step is launched, and how
+#: often a checkpoint is written
+NOT_RESUME_KEYS = ("epochs", "cuda_graph", "recurrent_cuda_graph", "checkpoint_minutes")
+
+
+def resumed(resume: Path, spec: ModelSpec, settings, data: dict, dev: str):
+    """The model and checkpoint of ``resume`` when it was written by the same spec, settings
+    (the keys of :data:`NOT_RESUME_KEYS` aside) and data, and has not gone past them (a
+    checkpoint within an epoch: that epoch is still to be reached); else (None, None)."""
+    if not resume.exists():
+        return None, None
+    try:
+        state = read_checkpoint(resume)
+        if not {"train", "epoch", "spec"} <= set(state):
+            raise InputError(resume, None, "a model without its training state, not a checkpoint "
+                                           "to resume from")
+    except InputError as exc:  # the run starts afresh
+        set_aside(resume, "embed train", exc, "starting afresh")
+        return None, None
+    stored = {**asdict(type(settings)()), **state["train"]}  # a key added since: its default
+    same = {k: v for k, v in stored.items() if k not in NOT_RESUME_KEYS} == {
+        k: v for k, v in asdict(settings).items() if k not in NOT_RESUME_KEYS}
+    within = state.get("within_epoch")
+    reached = state["epoch"] < settings.epochs if within else state["epoch"] <= settings.epochs
+    if state["spec"] == asdict(spec) and same and state.get("data") == data and reached:
+        where = (f"in epoch {state['epoch'] + 1}, after {within['pairs']:,} of its pairs "
+                 f"({within['buffers']} buffers)" if within else f"after epoch {state['epoch']}")
+        print(f"embed train: resuming {where}", file=sys.stderr)
+        return load_model(resume, map_device=dev).train(), state
+    print("embed train: settings or data changed, starting afresh", file=sys.stderr)
+    return None, None
+
+
+class Checkpoints:
+    """When to write a checkpoint within an epoch: after the first buffer to end ``minutes``
+    or more after the last checkpoint (an epoch's end's included); 0: at epochs' ends only.
+    ``write(epoch, within)`` writes one (``epoch``: the epochs done)."""
+
+    def __init__(self, minutes: float, write: Callable[[int, dict[str, Any]], None],
+                 clock: Callable[[], float] = time.monotonic):
+        self.every, self.write, self.clock = minutes * 60.0, write, clock
+        self.last = clock()
+        self.within_written = 0
+
+    def written(self) -> None:
+        """An epoch's checkpoint was written now."""
+        self.last = self.clock()
+
+    def after_buffer(self, epoch: int, buffers: int, batches: int, pairs: int, total) -> None:
+        """Epoch ``epoch`` (0-based) has done ``buffers`` buffers, ``batches`` steps and
+        ``pairs`` pairs, its losses summing to ``total`` (a tensor, read only when a
+        checkpoint is due: on CUDA, reading it waits for the steps queued)."""
+        if self.every <= 0 or self.clock() - self.last < self.every:
+            return
+        within = {"buffers": buffers, "batches": batches, "pairs": pairs,
+                  "loss_total": float(total.item())}
+        self.write(epoch, within)
+        self.within_written += 1
+        print(f"embed train: checkpoint in epoch {epoch + 1} after {pairs:,} pairs "
+              f"({buffers} buffers)", file=sys.stderr)
+        self.last = self.clock()
