@@ -49,11 +49,15 @@ def resumed(resume: Path, spec: ModelSpec, settings, data: dict, dev: str):
     reached = state["epoch"] < settings.epochs if within else state["epoch"] <= settings.epochs
     if state["spec"] == asdict(spec) and same and state.get("data") == data and reached:
         where = (f"in epoch {state['epoch'] + 1}, after {within['pairs']:,} of its pairs "
-                 f"({within['buffers']} buffers)" if within else f"after epoch {state['epoch']}")
+                 f"({_buffers(within['buffers'])})" if within else f"after epoch {state['epoch']}")
         print(f"embed train: resuming {where}", file=sys.stderr)
         return load_model(resume, map_device=dev).train(), state
     print("embed train: settings or data changed, starting afresh", file=sys.stderr)
     return None, None
+
+
+def _buffers(n: int) -> str:
+    return f"{n} buffer" if n == 1 else f"{n} buffers"
 
 
 class Checkpoints:
@@ -65,7 +69,7 @@ class Checkpoints:
                  clock: Callable[[], float] = time.monotonic):
         self.every, self.write, self.clock = minutes * 60.0, write, clock
         self.last = clock()
-        self.within_written = 0
+        self.within_written, self.within_seconds = 0, 0.0  # written within epochs, and their time
 
     def written(self) -> None:
         """An epoch's checkpoint was written now."""
@@ -77,10 +81,12 @@ class Checkpoints:
         checkpoint is due: on CUDA, reading it waits for the steps queued)."""
         if self.every <= 0 or self.clock() - self.last < self.every:
             return
+        began = time.perf_counter()
         within = {"buffers": buffers, "batches": batches, "pairs": pairs,
                   "loss_total": float(total.item())}
         self.write(epoch, within)
-        self.within_written += 1
+        took = time.perf_counter() - began
+        self.within_written, self.within_seconds = self.within_written + 1, self.within_seconds + took
         print(f"embed train: checkpoint in epoch {epoch + 1} after {pairs:,} pairs "
-              f"({buffers} buffers)", file=sys.stderr)
+              f"({_buffers(buffers)}), written in {took:.2f} s", file=sys.stderr)
         self.last = self.clock()

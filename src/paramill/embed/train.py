@@ -404,8 +404,10 @@ def train(source: PairSource | list[tuple[str, str]], out: str | Path, spec: Mod
                # runs at, where an epoch's checkpoint is a small share
                "epoch_pairs_per_second": round(trained / sum(epoch_seconds), 1)
                if sum(epoch_seconds) > 0 else None,
-               # checkpoints written within epochs (embed.train.checkpoint_minutes)
+               # checkpoints written within epochs (embed.train.checkpoint_minutes), and the
+               # seconds that took (of the epochs' seconds; on CUDA with the wait for the steps)
                "checkpoints_within_epochs": checkpoints.within_written,
+               "checkpoints_within_epochs_seconds": round(checkpoints.within_seconds, 3),
                # each epoch's (the first of a run also records its CUDA graphs); not in the
                # history, which the checkpoint keeps: the same run gives the same bytes
                "epoch_seconds": epoch_seconds,
