@@ -1212,27 +1212,42 @@ def test_scramble_shuffles_real_positions_only():
         assert torch.equal(got, whole[part, :width])
 
 
-@pytest.mark.slow
-def test_embed_train_killed_by_sigkill_within_an_epoch_resumes_to_the_uninterrupted_model(tmp_path):
-    """The command as a job runs it: ``paramill embed train`` over 25,000 pairs (three row
-    groups of the id store, so three buffers an epoch), a checkpoint due after every buffer
-    (``checkpoint_minutes`` through ``--launch``, as the workflow passes it), killed with
-    SIGKILL once it says it wrote one in its first epoch; run again, it resumes within that
-    epoch and writes the model an uninterrupted run writes, weight for weight."""
-    import signal
-
+def _resume_corpus(path) -> None:
+    """25,000 pairs: three row groups of the id store, so three buffers an epoch."""
     rng = np.random.default_rng(3)
     words = [f"w{i}" for i in range(400)]
-    with open(tmp_path / "p.tsv", "w") as fh:
+    with open(path, "w") as fh:
         for _ in range(25_000):
             a = " ".join(rng.choice(words, 6))
             fh.write(f"{a}\t{a} {rng.choice(words)}\n")
-    base = [sys.executable, "-m", "paramill.cli", "--threads", "1", "embed", "train", str(tmp_path / "p.tsv"),
-            "--settings", '{"epochs": 2, "batch_size": 50, "megabatch": 2, "buffer_pairs": 10000}',
-            "--spec", '{"components": ["word"], "units": "word", "dim": 16}']
+
+
+def _resume_command(tmp_path, out: str, epochs: int, minutes: float | None = None) -> list[str]:
+    launch = [] if minutes is None else ["--launch", json.dumps({"embed.train": {"checkpoint_minutes": minutes}})]
+    return [sys.executable, "-m", "paramill.cli", "--threads", "1", "embed", "train", str(tmp_path / "p.tsv"),
+            "--settings", json.dumps({"epochs": epochs, "batch_size": 50, "megabatch": 2, "buffer_pairs": 10000}),
+            "--spec", '{"components": ["word"], "units": "word", "dim": 16}', "--out", str(tmp_path / out), *launch]
+
+
+def _same_model(a, b) -> bool:
+    a, b = (torch.load(x, weights_only=True) for x in (a, b))
+    return a["history"] == b["history"] and all(torch.equal(a["state_dict"][k], b["state_dict"][k])
+                                                for k in a["state_dict"])
+
+
+@pytest.mark.slow
+def test_embed_train_killed_by_sigkill_within_an_epoch_resumes_to_the_uninterrupted_model(tmp_path):
+    """The command as a job runs it: ``paramill embed train`` over 25,000 pairs (three
+    buffers an epoch), a checkpoint due after every mega-batch (``checkpoint_minutes``
+    through ``--launch``, as the workflow passes it), killed with SIGKILL once it says it wrote
+    one in its first epoch; run again, it resumes within that epoch and writes the model an
+    uninterrupted run writes, weight for weight."""
+    import signal
+
+    _resume_corpus(tmp_path / "p.tsv")
     env = {**os.environ, "PARAMILL_PROGRESS": "0"}
-    subprocess.run([*base, "--out", str(tmp_path / "a.pt")], check=True, env=env, capture_output=True)
-    killed = [*base, "--out", str(tmp_path / "b.pt"), "--launch", '{"embed.train": {"checkpoint_minutes": 1e-9}}']
+    subprocess.run(_resume_command(tmp_path, "a.pt", 2), check=True, env=env, capture_output=True)
+    killed = _resume_command(tmp_path, "b.pt", 2, 1e-9)
     proc = subprocess.Popen(killed, env=env, stderr=subprocess.PIPE, text=True)
     try:
         for line in proc.stderr:
@@ -1244,18 +1259,49 @@ def test_embed_train_killed_by_sigkill_within_an_epoch_resumes_to_the_uninterrup
         proc.kill()
     assert proc.returncode == -signal.SIGKILL, "the run ended before a checkpoint within its first epoch"
     kept = torch.load(tmp_path / "b.pt.resume.pt", weights_only=True)
-    assert kept["epoch"] == 0 and kept["within_epoch"]["buffers"] >= 1 and not (tmp_path / "b.pt").exists()
+    assert kept["epoch"] == 0 and kept["within_epoch"]["pairs"] > 0 and not (tmp_path / "b.pt").exists()
     done = subprocess.run(killed, check=True, env=env, capture_output=True, text=True)
     assert "embed train: resuming in epoch 1, after" in done.stderr
-    a = torch.load(tmp_path / "a.pt", weights_only=True)
-    b = torch.load(tmp_path / "b.pt", weights_only=True)
-    assert a["history"] == b["history"] and all(torch.equal(a["state_dict"][k], b["state_dict"][k])
-                                                for k in a["state_dict"])
+    assert _same_model(tmp_path / "a.pt", tmp_path / "b.pt")
+
+
+@pytest.mark.slow
+def test_embed_train_stopped_by_sigterm_writes_its_checkpoint_first_and_resumes(tmp_path):
+    """SIGTERM (SLURM's time limit, ``scancel``; SIGKILL follows after ``KillWait``) during
+    the epochs, with no checkpoint due by the clock (``checkpoint_minutes: 0``): the command
+    writes a checkpoint at the end of the mega-batch it came in, says so and ends with status
+    143; run again, it resumes there and writes the model of a run never stopped."""
+    import signal
+    import time
+
+    _resume_corpus(tmp_path / "p.tsv")
+    env = {**os.environ, "PARAMILL_PROGRESS": "0"}
+    subprocess.run(_resume_command(tmp_path, "a.pt", 3), check=True, env=env, capture_output=True)
+    stopped = _resume_command(tmp_path, "b.pt", 3, 0)
+    proc = subprocess.Popen(stopped, env=env, stderr=subprocess.PIPE, text=True)
+    try:
+        for line in proc.stderr:
+            if line.startswith("embed train: id store of"):  # the epochs start
+                time.sleep(0.5)
+                proc.send_signal(signal.SIGTERM)
+                break
+        rest = proc.stderr.read()
+        proc.wait(timeout=120)
+    finally:
+        proc.kill()
+    assert proc.returncode == 143, rest
+    assert "asked to stop (SIGTERM)" in rest and "stopped (signal 15) after its checkpoint" in rest
+    kept = torch.load(tmp_path / "b.pt.resume.pt", weights_only=True)
+    assert kept["within_epoch"]["pairs"] > 0 and not (tmp_path / "b.pt").exists()
+    done = subprocess.run(stopped, check=True, env=env, capture_output=True, text=True)
+    assert f"embed train: resuming in epoch {kept['epoch'] + 1}, after" in done.stderr
+    assert _same_model(tmp_path / "a.pt", tmp_path / "b.pt")
 
 
 def test_a_checkpoint_within_an_epoch_is_due_minutes_after_the_last_one():
-    """Due at the first buffer to end ``checkpoint_minutes`` after the last checkpoint, an
-    epoch's end's included; 0 writes none; the loss is read only when one is due."""
+    """Due at the first mega-batch to end ``checkpoint_minutes`` after the last checkpoint,
+    an epoch's end's included; at a buffer's end it reads as the next buffer's start; 0 writes
+    none; the loss is read only when one is due."""
     from paramill.embed.resume import Checkpoints
 
     now, wrote = [0.0], []
@@ -1268,33 +1314,38 @@ def test_a_checkpoint_within_an_epoch_is_due_minutes_after_the_last_one():
             return 2.5
 
     marks = Checkpoints(2, lambda epoch, within: wrote.append((epoch, within)), clock=lambda: now[0])
-    for minute, buffers in ((1.0, 1), (2.5, 2), (3.0, 3), (4.4, 4)):
+    for minute, offset in ((1.0, 40), (2.5, 80), (3.0, 100), (4.4, 120)):
         now[0] = minute * 60
-        marks.after_buffer(0, buffers, buffers * 10, buffers * 100, Total())
-    assert wrote == [(0, {"buffers": 2, "batches": 20, "pairs": 200, "loss_total": 2.5})]
+        marks.after(0, 3, offset, 100, offset // 10, 300 + offset, Total())
+    assert wrote == [(0, {"buffers": 3, "offset": 80, "batches": 8, "pairs": 380, "loss_total": 2.5})]
     assert Total.reads == 1 and marks.within_written == 1
     now[0] = 5.0 * 60
     marks.written()  # the epoch's end
     now[0] = 6.9 * 60
-    marks.after_buffer(1, 1, 10, 100, Total())
+    marks.after(1, 1, 50, 100, 5, 150, Total())
     now[0] = 7.0 * 60
-    marks.after_buffer(1, 2, 20, 200, Total())
-    assert [w[0] for w in wrote] == [0, 1] and wrote[1][1]["buffers"] == 2
+    marks.after(1, 1, 100, 100, 10, 200, Total())  # the buffer's end: the next one's start
+    assert [w[0] for w in wrote] == [0, 1] and wrote[1][1]["buffers"] == 2 and wrote[1][1]["offset"] == 0
     never = Checkpoints(0, lambda *a: wrote.append(a), clock=lambda: now[0])
     now[0] = 1e9
-    never.after_buffer(0, 1, 1, 1, Total())
+    never.after(0, 1, 1, 2, 1, 1, Total())
     assert len(wrote) == 2 and Total.reads == 2
+    never.stop = 15  # asked to stop: a checkpoint now whatever the minutes, then the end
+    with pytest.raises(SystemExit) as stopped:
+        never.after(0, 1, 1, 2, 1, 1, Total())
+    assert stopped.value.code == 143 and wrote[-1][1]["offset"] == 1
 
 
 @pytest.mark.parametrize("components", [("word", "trigram"), ("gran",)])
 def test_a_run_killed_within_an_epoch_resumes_after_its_last_checkpointed_buffer(tmp_path, monkeypatch,
                                                                                  components):
-    """``checkpoint_minutes``: a checkpoint within an epoch, after a buffer, holds where the
-    epoch stands; a run killed after it resumes there, reads only the epoch's other buffers,
-    and ends with the losses and weights of a run never stopped, to the bit (an averaging
-    model, and GRAN, whose scrambles draw from torch's generator). The key is launch-only: the
-    resumed run may set another. A checkpoint within the last epoch asked for is no model of
-    that many epochs: lowering ``epochs`` to it starts afresh."""
+    """``checkpoint_minutes``: a checkpoint within an epoch, after a mega-batch, holds where
+    the epoch stands; a run killed after it resumes there, reads only the epoch's other
+    buffers, starts the first at that place, and ends with the losses and weights of a run
+    never stopped, to the bit (an averaging model, and GRAN, whose scrambles draw from
+    torch's generator). The key is launch-only: the resumed run may set another. A checkpoint
+    within the last epoch asked for is no model of that many epochs: lowering ``epochs`` to
+    it starts afresh."""
     from paramill.embed import data as data_mod
     from paramill.embed.resume import Checkpoints
 
@@ -1303,43 +1354,45 @@ def test_a_run_killed_within_an_epoch_resumes_after_its_last_checkpointed_buffer
 
     monkeypatch.setattr("paramill.embed.train.CHUNK_PAIRS", 4)
     spec = ModelSpec(components=components, dim=8, hidden=8, units="word")
-    settings = dict(batch_size=4, megabatch=2, buffer_pairs=8)  # 4 buffers an epoch
+    settings = dict(batch_size=4, megabatch=1, buffer_pairs=8)  # 4 buffers an epoch, 2 mega-batches each
     whole = train(PAIRS, tmp_path / "a.pt", spec, EmbedTrainSettings(epochs=3, **settings))
     assert whole["checkpoints_within_epochs"] == 0  # 30 minutes by default: none here
 
-    real, written = Checkpoints.after_buffer, []
+    real, written = Checkpoints.after, []
 
-    def every_buffer(self, epoch, buffers, batches, pairs, total):
+    def every_megabatch(self, epoch, buffers, offset, size, batches, pairs, total):
         self.last = float("-inf")  # due now
-        real(self, epoch, buffers, batches, pairs, total)
-        written.append((epoch, buffers, pairs))
-        if (epoch, buffers) == (1, 2):  # the job is killed in its second epoch
+        real(self, epoch, buffers, offset, size, batches, pairs, total)
+        written.append((epoch, buffers, offset, pairs))
+        if len([w for w in written if w[0] == 1]) == 3:  # killed in its second epoch, mid-buffer
             raise Killed
 
-    monkeypatch.setattr(Checkpoints, "after_buffer", every_buffer)
+    monkeypatch.setattr(Checkpoints, "after", every_megabatch)
     with pytest.raises(Killed):
         train(PAIRS, tmp_path / "b.pt", spec, EmbedTrainSettings(epochs=3, checkpoint_minutes=1, **settings))
-    assert [w[:2] for w in written] == [(0, 1), (0, 2), (0, 3), (0, 4), (1, 1), (1, 2)]
+    assert [w[:3] for w in written if w[0] == 1] == [(1, 0, 4), (1, 0, 8), (1, 1, 4)]
     kept = torch.load(tmp_path / "b.pt.resume.pt", weights_only=True)
     assert kept["epoch"] == 1 and len(kept["history"]) == 1
-    assert {k: kept["within_epoch"][k] for k in ("buffers", "pairs")} == {"buffers": 2, "pairs": written[-1][2]}
-    assert 0 < written[-1][2] < 30 and kept["within_epoch"]["batches"] > 0
+    assert {k: kept["within_epoch"][k] for k in ("buffers", "offset", "pairs")} == {
+        "buffers": 1, "offset": 4, "pairs": written[-1][3]}
+    assert 0 < written[-1][3] < 30 and kept["within_epoch"]["batches"] == 3
 
-    monkeypatch.setattr(Checkpoints, "after_buffer", real)
+    monkeypatch.setattr(Checkpoints, "after", real)
     read, epoch_buffers = [], data_mod.epoch_buffers
     monkeypatch.setattr(data_mod, "epoch_buffers",
                         lambda *a, **k: read.append((a[3], k["skip"])) or epoch_buffers(*a, **k))
     resumed = train(PAIRS, tmp_path / "b.pt", spec, EmbedTrainSettings(epochs=3, checkpoint_minutes=0, **settings))
-    assert read[0] == (1, 2)  # epoch 2 without its first two buffers
+    assert read[0] == (1, 1)  # epoch 2 without its first buffer (and the second from its place)
     assert resumed["history"] == whole["history"] and len(resumed["epoch_seconds"]) == 2
     a = torch.load(tmp_path / "a.pt", weights_only=True)["state_dict"]
     b = torch.load(tmp_path / "b.pt", weights_only=True)["state_dict"]
     assert all(torch.equal(a[k], b[k]) for k in a)
 
-    monkeypatch.setattr(Checkpoints, "after_buffer", every_buffer)
+    monkeypatch.setattr(Checkpoints, "after", every_megabatch)
+    written.clear()
     with pytest.raises(Killed):
         train(PAIRS, tmp_path / "c.pt", spec, EmbedTrainSettings(epochs=3, **settings))
-    monkeypatch.setattr(Checkpoints, "after_buffer", real)
+    monkeypatch.setattr(Checkpoints, "after", real)
     one = train(PAIRS, tmp_path / "c.pt", spec, EmbedTrainSettings(epochs=1, **settings))
     assert [h["epoch"] for h in one["history"]] == [1] and one["history"] == whole["history"][:1]
 
@@ -2228,23 +2281,23 @@ def test_gpu_a_run_killed_within_an_epoch_resumes_on_cuda(tmp_path, monkeypatch,
     class Killed(Exception):
         pass
 
-    real = Checkpoints.after_buffer
+    real = Checkpoints.after
 
-    def every_buffer(self, epoch, buffers, batches, pairs, total):
+    def every_megabatch(self, epoch, buffers, offset, size, batches, pairs, total):
         self.last = float("-inf")
-        real(self, epoch, buffers, batches, pairs, total)
-        if (epoch, buffers) == (1, 2):
+        real(self, epoch, buffers, offset, size, batches, pairs, total)
+        if (epoch, buffers, offset) == (1, 1, 4):
             raise Killed
 
     monkeypatch.setattr("paramill.embed.train.CHUNK_PAIRS", 4)
     spec = ModelSpec(components=components, dim=8, hidden=8, units="word")
-    settings = dict(batch_size=4, megabatch=2, buffer_pairs=8, device="cuda", **graph)
+    settings = dict(batch_size=4, megabatch=1, buffer_pairs=8, device="cuda", **graph)
     whole = train(PAIRS, tmp_path / "a.pt", spec, EmbedTrainSettings(epochs=3, **settings))
-    monkeypatch.setattr(Checkpoints, "after_buffer", every_buffer)
+    monkeypatch.setattr(Checkpoints, "after", every_megabatch)
     with pytest.raises(Killed):
         train(PAIRS, tmp_path / "b.pt", spec, EmbedTrainSettings(epochs=3, **settings))
-    monkeypatch.setattr(Checkpoints, "after_buffer", real)
-    assert torch.load(tmp_path / "b.pt.resume.pt", weights_only=True)["within_epoch"]["buffers"] == 2
+    monkeypatch.setattr(Checkpoints, "after", real)
+    assert torch.load(tmp_path / "b.pt.resume.pt", weights_only=True)["within_epoch"]["offset"] == 4
     resumed = train(PAIRS, tmp_path / "b.pt", spec, EmbedTrainSettings(epochs=3, **settings))
     assert resumed["device"] == "cuda" and [h["loss"] for h in resumed["history"]] == pytest.approx(
         [h["loss"] for h in whole["history"]], rel=1e-5)

@@ -259,8 +259,8 @@ def _epoch(model, step: EagerStep, buffers: Iterator, settings: EmbedTrainSettin
            checkpoints: Checkpoints | None = None) -> float:
     """One epoch over the id store's shuffled buffers, from ``buffers`` up to the epoch's end
     (:func:`~paramill.embed.data.run_buffers`); returns the mean loss. ``within``: where a
-    checkpoint left the epoch (its buffers done, not in ``buffers``); ``checkpoints`` is told
-    of each buffer done (:mod:`paramill.embed.resume`).
+    checkpoint left it (buffers done, not in ``buffers``; pairs done of the next);
+    ``checkpoints`` is told of each mega-batch done (:mod:`paramill.embed.resume`).
 
     Each mega-batch: its pool encoded and its hardest negatives found on the device
     (:func:`~paramill.embed.megabatch.negatives`), then its steps, over inputs assembled there
@@ -269,9 +269,8 @@ def _epoch(model, step: EagerStep, buffers: Iterator, settings: EmbedTrainSettin
     that grows rarely, as a CUDA graph wants fixed shapes; on CUDA nothing of theirs is read
     back, so the host queues the next mega-batch while the device works. A recurrent model
     runs over every position, so its rows go through it sorted by length in passes
-    (:meth:`EmbedTrainSettings.pass_rows`), each padded to its own longest (on 2 CPU cores
-    1.7-2.0x packed sequences' speed): its negatives come back to the host once a mega-batch
-    for that, and scrambling's random numbers go the other way
+    (:meth:`EmbedTrainSettings.pass_rows`), each padded to its own longest: its negatives
+    come back to the host once a mega-batch for that, and scrambling's random numbers go the other way
     (:func:`paramill.embed.megabatch.scramble`). The loss is read back once an epoch (the
     progress bar's without waiting: :class:`~paramill.embed.megabatch.LossPeek`)."""
     mega = settings.batch_size * settings.megabatch
@@ -279,12 +278,14 @@ def _epoch(model, step: EagerStep, buffers: Iterator, settings: EmbedTrainSettin
     bar = progress(f"embed epoch {epoch + 1}/{settings.epochs}", unit="pairs", total=n)
     within = within or {"buffers": 0, "batches": 0, "pairs": 0, "loss_total": 0.0}
     step.total.fill_(within["loss_total"])
-    batches, done, pairs = within["batches"], within["buffers"], within["pairs"]
-    bar.update(pairs)
+    batches, done, offset = within["batches"], within["buffers"], within.get("offset", 0)
+    pairs = within["pairs"] - offset  # of the buffers done
+    bar.update(within["pairs"])
     peek = LossPeek(step.total)
     for buffer, order in iter(buffers.__next__, None):  # None: the epoch's end
         buffer.place(dev)
-        for m in range(0, buffer.n, mega):
+        start, offset = offset, 0  # a resumed epoch's first buffer: from its checkpoint's place
+        for m in range(start, buffer.n, mega):
             idx = order[m:m + mega]
             pool = np.concatenate([idx, buffer.n + idx])  # pool position -> sentence row
             negs = negatives(model, buffer, pool, spec, dev,
@@ -306,9 +307,10 @@ def _epoch(model, step: EagerStep, buffers: Iterator, settings: EmbedTrainSettin
                     batches += count
                     bar.update(min(count * settings.batch_size, len(idx) - block))
                     block += count * settings.batch_size
+            if checkpoints is not None:
+                end = min(m + mega, buffer.n)
+                checkpoints.after(epoch, done, end, buffer.n, batches, pairs + end, step.total)
         done, pairs = done + 1, pairs + buffer.n
-        if checkpoints is not None:
-            checkpoints.after_buffer(epoch, done, batches, pairs, step.total)
     loss = step.total.item() / max(1, batches)
     bar.set_postfix(loss=f"{loss:.4f}", refresh=False)
     bar.close()
@@ -385,7 +387,8 @@ def train(source: PairSource | list[tuple[str, str]], out: str | Path, spec: Mod
     reading = run_buffers(store, sorted(model.vocabs), settings.seed, range(start_epoch, settings.epochs),
                           settings.buffer_pairs, model.vocabs, model.featurizers,
                           skip=within["buffers"] if within else 0)
-    with closing(prefetched(reading, waited)) as buffers, device.matmul_tf32(dev == "cuda" and settings.tf32):
+    with closing(prefetched(reading, waited)) as buffers, device.matmul_tf32(dev == "cuda" and settings.tf32), \
+            checkpoints.stopping():
         for epoch in range(start_epoch, settings.epochs):
             began = time.perf_counter()
             loss = _epoch(model, step, buffers, settings, spec, epoch, n, dev, within, checkpoints)
