@@ -111,10 +111,10 @@ class EmbedTrainSettings(Settings):
         "similarities) in TF32 (torch.backends.cuda.matmul.allow_tf32) during training, as "
         "cuDNN's LSTM already does by torch's default. Off: full FP32.")
     checkpoint_minutes: float = setting(
-        30.0, "Also write the checkpoint within an epoch, after the first buffer to end this many "
-        "minutes after the last one (0: at epochs' ends only): a job killed mid-epoch resumes "
-        "after that buffer, with the weights and losses of a run never stopped. An epoch of "
-        "50M pairs takes hours on CPUs.", minimum=0, launch=True)
+        30.0, "Also write the checkpoint within an epoch, after the first mega-batch to end this "
+        "many minutes after the last one (0: at epochs' ends only; SIGTERM writes one too, then "
+        "ends the job): a job killed mid-epoch resumes there, with the weights and losses of a "
+        "run never stopped. An epoch of 50M pairs takes hours on CPUs.", minimum=0, launch=True)
 
     def __post_init__(self):
         if self.recurrent_cuda_graph and 0 < self.recurrent_pass_rows < 4 * self.batch_size:
