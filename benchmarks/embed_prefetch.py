@@ -30,7 +30,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _report import REPO, SHARED, emit, machine, twitter_positive_pairs  # noqa: E402
+from _report import REPO, SHARED, emit, machine, twitter_positives  # noqa: E402
 
 sys.path.insert(0, str(REPO / "src"))
 
@@ -81,12 +81,9 @@ def main() -> None:
     runs = []
     with tempfile.TemporaryDirectory() as tmp_name:
         tmp = Path(tmp_name)
-        data = tmp / "pairs.parquet"
-        if args.twitter:
-            import polars as pl
-
-            pairs = [(x, y) for x, y in twitter_positive_pairs(SHARED) if x != y]
-            pl.DataFrame({"s1": [a for a, _ in pairs], "s2": [b for _, b in pairs]}).write_parquet(data)
+        data = tmp / ("pairs.tsv" if args.twitter else "pairs.parquet")
+        if args.twitter:  # identical pairs are dropped as training reads them
+            twitter_positives(SHARED, data)
         else:
             synthetic(data, args.pairs)
         weights = {}

@@ -1,5 +1,5 @@
 """Where an embedding training run resumes: its checkpoint, written at each epoch's end and,
-every ``checkpoint_minutes``, after a buffer within an epoch.
+every ``checkpoint_minutes`` and on SIGTERM, at a mega-batch's end within an epoch.
 
 An epoch of tens of millions of pairs takes hours on CPUs (ParaNMT's 50M at 5,000-9,000
 pairs/s: 1.5-3 h): a job killed at its time limit lost the epoch it was in. A checkpoint
@@ -19,7 +19,7 @@ import signal
 import sys
 import threading
 import time
-from dataclasses import asdict
+from dataclasses import asdict, fields
 from pathlib import Path
 from typing import Any, Callable
 
@@ -27,14 +27,16 @@ from paramill.embed.model import ModelSpec, load_model, read_checkpoint
 from paramill.io import InputError
 from paramill.modelfiles import set_aside
 
-#: settings a checkpoint resumes across: the epochs to reach, how a step is launched, and how
-#: often a checkpoint is written
-NOT_RESUME_KEYS = ("epochs", "cuda_graph", "recurrent_cuda_graph", "checkpoint_minutes")
+def not_resume_keys(settings) -> tuple[str, ...]:
+    """The settings a checkpoint resumes across: the epochs to reach, and every launch-only
+    key (``setting(..., launch=True)``: how a step is launched, how often a checkpoint is
+    written; never what is computed)."""
+    return ("epochs", *(f.name for f in fields(settings) if f.metadata.get("schema", {}).get("x-launch")))
 
 
 def resumed(resume: Path, spec: ModelSpec, settings, data: dict, dev: str):
     """The model and checkpoint of ``resume`` when it was written by the same spec, settings
-    (the keys of :data:`NOT_RESUME_KEYS` aside) and data, and has not gone past them (a
+    (those of :func:`not_resume_keys` aside) and data, and has not gone past them (a
     checkpoint within an epoch: that epoch is still to be reached); else (None, None)."""
     if not resume.exists():
         return None, None
@@ -47,8 +49,9 @@ def resumed(resume: Path, spec: ModelSpec, settings, data: dict, dev: str):
         set_aside(resume, "embed train", exc, "starting afresh")
         return None, None
     stored = {**asdict(type(settings)()), **state["train"]}  # a key added since: its default
-    same = {k: v for k, v in stored.items() if k not in NOT_RESUME_KEYS} == {
-        k: v for k, v in asdict(settings).items() if k not in NOT_RESUME_KEYS}
+    across = not_resume_keys(settings)
+    same = {k: v for k, v in stored.items() if k not in across} == {
+        k: v for k, v in asdict(settings).items() if k not in across}
     within = state.get("within_epoch")
     reached = state["epoch"] < settings.epochs if within else state["epoch"] <= settings.epochs
     if state["spec"] == asdict(spec) and same and state.get("data") == data and reached:
