@@ -1262,6 +1262,7 @@ def test_embed_train_killed_by_sigkill_within_an_epoch_resumes_to_the_uninterrup
     assert kept["epoch"] == 0 and kept["within_epoch"]["pairs"] > 0 and not (tmp_path / "b.pt").exists()
     done = subprocess.run(killed, check=True, env=env, capture_output=True, text=True)
     assert "embed train: resuming in epoch 1, after" in done.stderr
+    assert "asked to stop" not in done.stderr  # a checkpoint by the clock: nothing asked it to
     assert _same_model(tmp_path / "a.pt", tmp_path / "b.pt")
 
 
@@ -1293,8 +1294,12 @@ def test_embed_train_stopped_by_sigterm_writes_its_checkpoint_first_and_resumes(
     assert "asked to stop (SIGTERM)" in rest and "stopped (signal 15) after its checkpoint" in rest
     kept = torch.load(tmp_path / "b.pt.resume.pt", weights_only=True)
     assert kept["within_epoch"]["pairs"] > 0 and not (tmp_path / "b.pt").exists()
+    assert kept["within_epoch"]["stopped"]["signal"] == 15
     done = subprocess.run(stopped, check=True, env=env, capture_output=True, text=True)
+    # the resumed run's log says why (under Snakemake the stopped attempt's log is overwritten)
+    at = kept["within_epoch"]["stopped"]["at"]
     assert f"embed train: resuming in epoch {kept['epoch'] + 1}, after" in done.stderr
+    assert f"; the run before was asked to stop (SIGTERM) and wrote it at {at}\n" in done.stderr
     assert _same_model(tmp_path / "a.pt", tmp_path / "b.pt")
 
 

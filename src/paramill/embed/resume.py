@@ -56,12 +56,25 @@ def resumed(resume: Path, spec: ModelSpec, settings, data: dict, dev: str):
     reached = state["epoch"] < settings.epochs if within else state["epoch"] <= settings.epochs
     if state["spec"] == asdict(spec) and same and state.get("data") == data and reached:
         where = (f"in epoch {state['epoch'] + 1}, after {within['pairs']:,} of its pairs "
-                 f"({_place(within['buffers'], within.get('offset', 0))})" if within
+                 f"({_place(within['buffers'], within.get('offset', 0))}){_why(within)}" if within
                  else f"after epoch {state['epoch']}")
         print(f"embed train: resuming {where}", file=sys.stderr)
         return load_model(resume, map_device=dev).train(), state
     print("embed train: settings or data changed, starting afresh", file=sys.stderr)
     return None, None
+
+
+def _why(within: dict) -> str:
+    """Why a checkpoint within an epoch was written, for the resumed run's log (each attempt
+    of a Snakemake job writes its log afresh: the stopped attempt's lines are gone)."""
+    stopped = within.get("stopped")
+    if not stopped:
+        return ""
+    try:
+        name = signal.Signals(stopped["signal"]).name
+    except ValueError:
+        name = f"signal {stopped['signal']}"
+    return f"; the run before was asked to stop ({name}) and wrote it at {stopped['at']}"
 
 
 def _place(buffers: int, offset: int) -> str:
@@ -125,6 +138,8 @@ class Checkpoints:
         began = time.perf_counter()
         within = {"buffers": buffers, "offset": offset, "batches": batches, "pairs": pairs,
                   "loss_total": float(total.item())}
+        if self.stop is not None:  # said when the run resumes
+            within["stopped"] = {"signal": self.stop, "at": time.strftime("%Y-%m-%d %H:%M:%S %Z")}
         self.write(epoch, within)
         took = time.perf_counter() - began
         self.within_written, self.within_seconds = self.within_written + 1, self.within_seconds + took
