@@ -139,10 +139,12 @@ def rule_resources(rule_name, resumes=False, **defaults):
 
 def warn_requests_over_partitions():
     """Under the SLURM executor, as the run starts: a warning for each rule whose jobs would
-    ask, on some attempt, for more than their partition's MaxTime or MaxMemPerNode (asked of
-    `scontrol`). SLURM's default `EnforcePartLimits=NO` accepts such a job and leaves it
-    pending for ever (`PartitionTimeLimit`), and the run waits on it; the warning names the
-    `max_runtime`/`max_mem_mb` that bounds it. Nothing where scontrol cannot be asked."""
+    ask, on some attempt, for more than their partition's MaxTime or MaxMemPerNode, or more
+    memory than its largest node has (asked of `scontrol`). SLURM's default
+    `EnforcePartLimits=NO` accepts a job over the partition's limits and leaves it pending
+    for ever (`PartitionTimeLimit`), and the run waits on it; one over every node's memory
+    `sbatch` refuses. The warning names the `max_runtime`/`max_mem_mb` that bounds it.
+    Nothing where scontrol cannot be asked."""
     if getattr(getattr(workflow, "executor_plugin", None), "name", None) != "slurm":
         return
     limits = slurm_partition_limits()

@@ -7,9 +7,10 @@ resubmitted with the same request. The SLURM profile retries a failed job (``ret
 ``mem_mb`` and ``runtime`` are handed to Snakemake as functions of the attempt: attempt ``n``
 asks for ``value × growth^(n-1)`` (the default growth 2: 8,000 MB, then 16,000, then 32,000).
 A first attempt asks for the value as given. ``max_mem_mb`` and ``max_runtime`` bound what any
-attempt asks for (a partition's ``MaxMemPerNode`` and ``MaxTime``): a request over them pends
-for ever under SLURM's default ``EnforcePartLimits=NO`` (reason ``PartitionTimeLimit``; the run
-waits on it) or is refused by ``sbatch``, so a retry past the bound asks for the bound itself.
+attempt asks for (a partition's ``MaxMemPerNode`` and ``MaxTime``, its largest node's memory): a
+request over the partition's limits pends for ever under SLURM's default
+``EnforcePartLimits=NO`` (reason ``PartitionTimeLimit``; the run waits on it), one over every
+node's memory is refused by ``sbatch``, so a retry past the bound asks for the bound itself.
 
 A job's CPUs are its rule's ``threads``: the SLURM plugin asks ``--cpus-per-task`` of a
 ``cpus_per_task`` resource over the job's threads, so one in ``--default-resources`` (the
@@ -127,16 +128,42 @@ def partition_limits(scontrol: str) -> dict[str, dict[str, Any]]:
     return out
 
 
+def node_memory(scontrol: str) -> dict[str, int]:
+    """The memory (``RealMemory``, MB) of the largest node of each partition in ``scontrol show
+    node -o``'s lines: a job asking for more on a node is refused by ``sbatch`` ("Requested
+    node configuration is not available"), whatever the partition's ``MaxMemPerNode``."""
+    out: dict[str, int] = {}
+    for line in scontrol.splitlines():
+        fields = dict(f.split("=", 1) for f in line.split() if "=" in f)
+        memory = fields.get("RealMemory", "")
+        if not memory.isdigit() or int(memory) <= 0:
+            continue
+        for name in filter(None, fields.get("Partitions", "").split(",")):
+            out[name] = max(out.get(name, 0), int(memory))
+    return out
+
+
 def slurm_partition_limits(timeout: float = 10.0) -> dict[str, dict[str, Any]]:
-    """:func:`partition_limits` of this cluster (``scontrol``); empty where it cannot be asked."""
+    """:func:`partition_limits` of this cluster (``scontrol``), with each partition's largest
+    node's memory as ``node_mem_mb`` (:func:`node_memory`; None where not known); empty where
+    ``scontrol`` cannot be asked."""
     import subprocess
 
+    def scontrol(what: str) -> str:
+        return subprocess.run(["scontrol", "show", what, "-o"], capture_output=True, text=True,
+                              timeout=timeout, check=True).stdout
+
     try:
-        proc = subprocess.run(["scontrol", "show", "partition", "-o"], capture_output=True,
-                              text=True, timeout=timeout, check=True)
+        limits = partition_limits(scontrol("partition"))
     except (OSError, subprocess.SubprocessError):
         return {}
-    return partition_limits(proc.stdout)
+    try:
+        nodes = node_memory(scontrol("node"))
+    except (OSError, subprocess.SubprocessError):
+        nodes = {}
+    for name, lim in limits.items():
+        lim["node_mem_mb"] = nodes.get(name)
+    return limits
 
 
 def asks_by_attempt(resources: dict[str, Any], first: dict[str, Any], wildcards: Any,
@@ -169,30 +196,44 @@ def _grows(value: Any) -> Callable[..., int] | None:
 
 def requests_over_limits(requests: list[tuple[str, str | None, list[dict[str, int]]]],
                          limits: dict[str, dict[str, Any]]) -> list[str]:
-    """A line for each rule (once) of ``requests`` — (config entry, partition or None for the
-    cluster's default, what each attempt asks for) — whose attempt asks for more than its
-    partition's ``MaxTime`` or ``MaxMemPerNode``: SLURM accepts such a job under its default
-    ``EnforcePartLimits=NO`` and leaves it pending for ever (``PartitionTimeLimit``), and the
-    run waits on it. The line names the attempt, the request and the config key that bounds
-    it."""
+    """A line for each rule (once a resource) of ``requests`` — (config entry, partition or
+    None for the cluster's default, what each attempt asks for) — whose attempt asks for more
+    than its partition's ``MaxTime`` or ``MaxMemPerNode`` (SLURM accepts such a job under its
+    default ``EnforcePartLimits=NO`` and leaves it pending for ever, ``PartitionTimeLimit``,
+    and the run waits on it), or more memory than its partition's largest node has
+    (``node_mem_mb``: ``sbatch`` refuses it, and the job fails where its retry was to succeed).
+    The line names the attempt, the request and the config key that bounds it; of two memory
+    limits, the lower."""
     default = next((name for name, lim in limits.items() if lim["default"]), None)
     seen, lines = set(), []
     for entry, partition, asks in requests:
         name = partition or default
         if name not in limits:
             continue
-        for slurm_key, key, unit in PARTITION_LIMITS:
+        for key, unit, most, what, then in _limits_of(name, limits[name]):
             bound = BOUND[key]
-            most = limits[name][bound]
-            over = [(n, ask[key]) for n, ask in enumerate(asks, 1)
-                    if most is not None and ask.get(key, 0) > most]
+            over = [(n, ask[key]) for n, ask in enumerate(asks, 1) if ask.get(key, 0) > most]
             if not over or (entry, bound) in seen:
                 continue
             seen.add((entry, bound))
             attempt, value = over[0]
             which = "its first attempt" if attempt == 1 else f"its retry (attempt {attempt})"
-            lines.append(f"rule {entry}: {which} asks for {value:,} {unit}, over partition "
-                         f"{name}'s {slurm_key} of "
-                         f"{most:,}: SLURM may leave it pending for ever; set "
+            lines.append(f"rule {entry}: {which} asks for {value:,} {unit}, {what}: {then}; set "
                          f"resources.{entry}.{bound}: {most}")
     return lines
+
+
+def _limits_of(name: str, limits: dict[str, Any]) -> list[tuple[str, str, int, str, str]]:
+    """A partition's limits as (resource, unit, limit, how a line names it, what follows),
+    the lower of its two memory limits only."""
+    pending = "SLURM may leave it pending for ever"
+    out = []
+    for slurm_key, key, unit in PARTITION_LIMITS:
+        most = limits.get(BOUND[key])
+        node = limits.get("node_mem_mb") if key == "mem_mb" else None
+        if node is not None and (most is None or node < most):
+            out.append((key, unit, node, f"more than partition {name}'s largest node has "
+                                         f"({node:,} MB)", "sbatch refuses it and the job fails"))
+        elif most is not None:
+            out.append((key, unit, most, f"over partition {name}'s {slurm_key} of {most:,}", pending))
+    return out

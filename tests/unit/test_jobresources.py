@@ -135,6 +135,45 @@ def test_partition_limits_from_scontrol_lines():
         "gpu": {"default": False, "max_runtime": 2880, "max_mem_mb": 256000}}
 
 
+def test_node_memory_is_each_partitions_largest_node():
+    from paramill.jobresources import node_memory
+
+    text = ("NodeName=a Arch=x86_64 CPUTot=64 RealMemory=256000 AllocMem=0 Partitions=main,gpu State=IDLE\n"
+            "NodeName=b RealMemory=512000 Partitions=gpu State=MIXED\n"
+            "NodeName=c RealMemory=1 Partitions=debug\n"
+            "NodeName=d RealMemory=0 Partitions=main\n"          # not configured: not a size
+            "NodeName=e Partitions=main\n"
+            "No nodes in the system\n")
+    assert node_memory(text) == {"main": 256000, "gpu": 512000, "debug": 1}
+
+
+def test_a_retry_over_the_largest_nodes_memory_is_named_as_sbatch_refuses_it():
+    """Seen through the local SLURM: embed_train's third attempt asked for 32,000 MB on a
+    partition without MaxMemPerNode whose one node has 21,694; sbatch answered "Requested node
+    configuration is not available" and the run ended where a resumed retry was to finish."""
+    from paramill.jobresources import asks_by_attempt, requests_over_limits
+
+    res = rule_resources(None, {"mem_mb": 8000, "runtime": 60}, resumes=True)
+    asks = asks_by_attempt(res, {"mem_mb": 8000, "runtime": 60}, None, 3)
+    assert [a["mem_mb"] for a in asks] == [8000, 16000, 32000]
+    main = {"default": True, "max_runtime": None, "max_mem_mb": None, "node_mem_mb": 21694}
+    assert requests_over_limits([("embed_train", None, asks)], {"main": main}) == [
+        "rule embed_train: its retry (attempt 3) asks for 32,000 MB, more than partition main's "
+        "largest node has (21,694 MB): sbatch refuses it and the job fails; set "
+        "resources.embed_train.max_mem_mb: 21694"]
+    # the lower of the two memory limits is the one named
+    both = {**main, "max_mem_mb": 12000}
+    assert requests_over_limits([("embed_train", None, asks)], {"main": both}) == [
+        "rule embed_train: its retry (attempt 2) asks for 16,000 MB, over partition main's "
+        "MaxMemPerNode of 12,000: SLURM may leave it pending for ever; set "
+        "resources.embed_train.max_mem_mb: 12000"]
+    # within the node: nothing to say; and bounded by max_mem_mb as the line says: nothing
+    assert requests_over_limits([("embed_train", None, asks)], {"main": {**main, "node_mem_mb": 64000}}) == []
+    bounded = rule_resources({"max_mem_mb": 21694}, {"mem_mb": 8000, "runtime": 60}, resumes=True)
+    assert requests_over_limits([("embed_train", None, asks_by_attempt(
+        bounded, {"mem_mb": 8000, "runtime": 60}, None, 3))], {"main": main}) == []
+
+
 def test_a_request_over_its_partition_is_named_with_the_key_that_bounds_it():
     from paramill.jobresources import asks_by_attempt, requests_over_limits
 
