@@ -2,8 +2,10 @@
 
 import json
 import os
+import re
 import shutil
 import subprocess
+import sys
 
 import pytest
 
@@ -165,3 +167,74 @@ def test_a_job_retried_through_slurm_asks_slurm_for_twice_the_memory_within_the_
     by_job = {job: rest for job, *rest in (line.split() for line in limits.splitlines())}
     # SLURM's own record of what each attempt asked for
     assert [by_job[job] for job, *_ in attempts] == [["5:00", "1000M"], ["8:00", "2000M"]]
+
+
+#: the embedding model a time limit stops: word units, small, epochs enough to be stopped in
+EMBED = """embed:
+  model: {dim: 16, hidden: 16}
+  train: {epochs: 15, batch_size: 50, megabatch: 2}
+"""
+EMBED_MODEL = "work/embed/word/model.pt"
+
+
+def _embed_corpus(root) -> None:
+    """12,000 pairs as the released corpus embed_train reads (the rules before it are not
+    run: ``--allowed-rules embed_train``)."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    rng = np.random.default_rng(5)
+    words = np.array([f"w{i}" for i in range(300)])
+    s1 = [" ".join(rng.choice(words, 6)) for _ in range(12_000)]
+    s2 = [f"{a} {rng.choice(words)}" for a in s1]
+    path = root / "results/corpus/default/corpus.parquet"
+    path.parent.mkdir(parents=True)
+    pq.write_table(pa.table({"s1": s1, "s2": s2}), path)
+    (root / "embed.yaml").write_text(EMBED)
+
+
+def test_embed_train_stopped_by_slurm_resumes_in_snakemakes_retry(cluster, tmp_path):
+    """What a user meets at a time limit, through ``snakemake --profile slurm`` and the
+    project's own embed_train rule: SLURM's SIGTERM (``scancel`` sends it as a time limit
+    does, SIGKILL ``KillWait`` later) reaches ``paramill`` inside the plugin's ``srun`` step,
+    which writes its checkpoint and ends; Snakemake resubmits the job; the retry resumes there,
+    says why in the log it writes afresh, and writes the model of a run never stopped."""
+    import time
+
+    import torch
+
+    local, remote = (copy_project(tmp_path / name) for name in ("local", "remote"))
+    for root in (local, remote):
+        _embed_corpus(root)
+    args = [EMBED_MODEL, "--allowed-rules", "embed_train", "--configfile", "config.yaml", "embed.yaml"]
+    snakemake(local, *args)
+
+    env = {**os.environ, "PARAMILL_PROGRESS": "0"}
+    env["PATH"] = os.path.dirname(sys.executable) + ":" + env["PATH"]
+    proc = subprocess.Popen([sys.executable, "-m", "snakemake", *args, "--profile", "slurm",
+                             "--slurm-init-seconds-before-status-checks", "1"],
+                            cwd=remote, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    log = remote / "logs/embed/embed_train.word.log"
+    jobs = remote / ".snakemake/slurm_logs/rule_embed_train/word"
+    try:
+        deadline = time.monotonic() + 300
+        while not (log.exists() and "id store of" in log.read_text()):  # the epochs start
+            assert proc.poll() is None and time.monotonic() < deadline, "the job never began its epochs"
+            time.sleep(0.2)
+        (first,) = [p.stem for p in jobs.glob("*.log")]
+        subprocess.run(["scancel", first], check=True, timeout=60)
+        out, _ = proc.communicate(timeout=600)
+    finally:
+        proc.kill()
+    assert proc.returncode == 0, out[-4000:]
+    submitted = re.findall(r"submitted with SLURM jobid (\d+)", out)
+    assert len(submitted) == 2 and submitted[0] == first, out[-4000:]  # resubmitted once
+    stopped = (jobs / f"{first}.log").read_text()  # a failed job's SLURM log is kept
+    assert re.search(rf"\*\*\* JOB {first} ON \S+ CANCELLED AT", stopped), stopped[-2000:]
+    text = log.read_text()  # the retry's
+    assert "embed train: resuming in epoch " in text
+    assert "; the run before was asked to stop (SIGTERM) and wrote it at " in text
+    a, b = (torch.load(root / EMBED_MODEL, weights_only=True) for root in (local, remote))
+    assert len(a["history"]) == 15 and a["history"] == b["history"]
+    assert all(torch.equal(a["state_dict"][k], b["state_dict"][k]) for k in a["state_dict"])
