@@ -15,7 +15,9 @@ group = Group("embed", "paraphrastic sentence embeddings")
     description="Margin loss with hardest negatives from a mega-batch (Wieting et al.). Pairs: "
                 "Parquet s1/s2 or candidate tables (en_ref/candidate, rank 1), or TSV s1<TAB>s2 (a first line "
                 "of column names, s1/s2 or sentence1/sentence2, is skipped). Resumes a killed job from "
-                "--resume: after its epoch, or within it after the mega-batch of its last checkpoint.",
+                "--resume: after its epoch, or within it after the mega-batch of its last checkpoint. "
+                "SIGTERM (a SLURM time limit, scancel) writes a checkpoint at the end of the "
+                "mega-batch it comes in and ends with status 143; run again, it resumes there.",
     settings={"settings": "embed.train", "spec": "embed.model"}, launch=True,
     memory=("embed.model.dim", "embed.train.batch_size", "embed.train.megabatch",
             "embed.train.buffer_pairs", "embed.train.max_chars"))
