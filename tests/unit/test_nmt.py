@@ -5,6 +5,7 @@ import json
 import os
 import math
 import pickle
+import re
 
 import polars as pl
 import pyarrow as pa
@@ -125,6 +126,67 @@ def test_training_resumes_from_the_last_checkpoint(tiny, capfd):
     assert summary["step"] == 70
     assert [s for s, _ in checkpoints(root / "work")][-1] == 70
 
+
+
+def _stopped_by_sigterm(shard, spm_models, tmp_path, to: str) -> str:
+    """``paramill nmt train`` as the rule runs it, sent SIGTERM mid-training with no checkpoint
+    due (``save_checkpoint_steps`` past the end): OpenNMT-py saves the step it is at and the
+    command ends with status 143; run again, it resumes from that step. ``parent``: the signal
+    to paramill alone (``kill``), which passes it on; ``group``: to every process, as SLURM
+    sends it at a time limit (OpenNMT-py gets it twice: once from each). Returns the resumed
+    run's output."""
+    import signal
+    import subprocess
+    import sys
+
+    write_training_text([shard], tmp_path / "data", valid_size=20)
+    model = json.dumps(dataclasses.asdict(TINY_MODEL))
+
+    def command(steps: int) -> list[str]:
+        settings = {**dataclasses.asdict(tiny_train(steps)), "save_checkpoint_steps": 10**6,
+                    "valid_steps": 10**6}
+        return [sys.executable, "-m", "paramill.cli", "nmt", "train", "--direction", "cs-en",
+                "--data", str(tmp_path / "data"), "--src-spm", str(spm_models[0]), "--tgt-spm",
+                str(spm_models[1]), "--work", str(tmp_path / "work"), "--out", str(tmp_path / "model.pt"),
+                "--model-settings", model, "--settings", json.dumps(settings)]
+
+    env = {**os.environ, "PARAMILL_PROGRESS": "0"}
+    proc = subprocess.Popen(command(10**6), env=env, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True)
+    try:
+        for line in proc.stderr:
+            if "Step 100/" in line:  # training is under way (a report each 100 steps)
+                if to == "group":
+                    os.killpg(proc.pid, signal.SIGTERM)
+                else:
+                    proc.send_signal(signal.SIGTERM)
+                break
+        rest = proc.stderr.read()
+        proc.wait(timeout=120)
+    finally:
+        proc.kill()
+    assert proc.returncode == 143, rest[-3000:]
+    (step, _), = checkpoints(tmp_path / "work")  # the only checkpoint: the one SIGTERM asked for
+    assert step >= 100 and f"nmt train: stopped (SIGTERM) after the checkpoint of step {step}" in rest
+    assert not (tmp_path / "model.pt").exists()
+    done = subprocess.run(command(step + 5), env=env, capture_output=True, text=True, check=True)
+    assert f"nmt train cs-en: resuming from step {step}" in done.stderr
+    assert [s for s, _ in checkpoints(tmp_path / "work")][-1] == step + 5
+    assert (tmp_path / "model.pt").exists()
+    return done.stdout + done.stderr
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("to", ["parent", "group"])
+def test_a_training_stopped_by_sigterm_saves_its_step_and_resumes_there(shard, spm_models, tmp_path, to):
+    _stopped_by_sigterm(shard, spm_models, tmp_path, to)
+
+
+@pytest.mark.gpu
+def test_gpu_a_training_stopped_by_sigterm_saves_its_step_on_cuda(shard, spm_models, tmp_path):
+    """As the CPU test, SLURM's way (every process signalled), with OpenNMT-py on the GPU."""
+    out = _stopped_by_sigterm(shard, spm_models, tmp_path, "group")
+    assert re.search(r"'gpus': [1-9]", out), out[-2000:]
 
 
 def test_resuming_sets_aside_a_cut_checkpoint_and_one_that_would_run_code(tiny, tmp_path, capfd,

@@ -45,7 +45,9 @@ def data(args: argparse.Namespace) -> int | str:
     out("--out", "output: the final checkpoint (.pt)"),
     description="Builds the vocabulary and trains one direction with onmt_train on all visible "
                 "GPUs (CPU when none), resuming from the last checkpoint in --work after a "
-                "killed job.",
+                "killed job. SIGTERM (a SLURM time limit, scancel) saves a checkpoint after the "
+                "step it comes in and ends with status 143 (one GPU or the CPU: OpenNMT-py's "
+                "processes for several GPUs end as before, at their last saved step).",
     settings={"settings": "nmt.train", "model_settings": "nmt.model"})
 def train(args: argparse.Namespace) -> int | str:
     from paramill.nmt.train import ModelSettings, NmtTrainSettings, train

@@ -111,6 +111,38 @@ def read_checkpoints_safely() -> None:
     torch.serialization.add_safe_globals([argparse.Namespace])
 
 
+#: the exit status of a training stopped by SIGTERM after its checkpoint (128 + 15)
+STOPPED = 143
+
+
+def checkpoint_on_sigterm() -> None:
+    """SIGTERM (SLURM's time limit, ``scancel``; SIGKILL follows after ``KillWait``) makes
+    ``onmt_train`` save a checkpoint after the step it came in and end with status
+    :data:`STOPPED`: a killed job lost every step since its last ``save_checkpoint_steps``
+    (5,000: tens of minutes on a GPU). A SIGTERM after the first changes nothing: the job's
+    parent forwards one it gets itself (:func:`paramill.nmt.train._run`), and SLURM signals
+    both. Patched on OpenNMT-py 3.5.1's ``Trainer._maybe_report_training``, called once a
+    step after its update with the step's number (the one its own checkpoints are saved at)."""
+    import signal
+
+    from onmt.trainer import Trainer
+
+    asked: list[int] = []
+    signal.signal(signal.SIGTERM, lambda signum, frame: asked.append(signum))
+    report = Trainer._maybe_report_training
+
+    def reported(self, step, num_steps, learning_rate, report_stats):
+        stats = report(self, step, num_steps, learning_rate, report_stats)
+        if asked and self.model_saver is not None:
+            self.model_saver.save(step, moving_average=self.moving_average)
+            print(f"nmt train: stopped (SIGTERM) after the checkpoint of step {step}; run it "
+                  "again to resume there", file=sys.stderr, flush=True)
+            raise SystemExit(STOPPED)
+        return stats
+
+    Trainer._maybe_report_training = reported
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     steps = parse_steps(argv)
@@ -129,6 +161,8 @@ def main(argv: list[str] | None = None) -> int:
         deterministic(seed)  # each tool from the state a process of its own would start in
         seed_subword_sampling(seed)
         sys.argv = [f"onmt_{tool}", *rest]
+        if tool == "train":
+            checkpoint_on_sigterm()
         result = int(importlib.import_module(TOOLS[tool]).main() or 0)
         if result:
             return result

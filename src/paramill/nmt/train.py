@@ -1,7 +1,9 @@
 """Transformer translation models trained with OpenNMT-py (``onmt_build_vocab``, ``onmt_train``).
 
 The training directory is a resumable workspace: checkpoints survive a killed job, and
-the next run continues from the last one (``-train_from``). A workspace made with other
+the next run continues from the last one (``-train_from``); SIGTERM (a SLURM time limit)
+saves one after the step it comes in and ends the job with status 143
+(:func:`paramill.nmt.launch.checkpoint_on_sigterm`). A workspace made with other
 settings is wiped first, so a changed setting never resumes a stale model. The final
 checkpoint is copied to the output path atomically, with its provenance record.
 
@@ -17,13 +19,16 @@ to CTranslate2); a small ``bucket_size`` for small corpora.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
+import threading
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -34,7 +39,7 @@ from paramill import device
 from paramill.io import sha256_file
 from paramill.job import output_job
 from paramill.nmt.data import FILES
-from paramill.nmt.launch import THEN, parse_steps
+from paramill.nmt.launch import STOPPED, THEN, parse_steps
 from paramill.provenance import Run
 from paramill.settings import Settings, setting
 
@@ -232,17 +237,36 @@ def link_inputs(work: Path, data_dir: Path, src_spm: Path, tgt_spm: Path) -> dic
     return INPUT_LINKS
 
 
+@contextlib.contextmanager
+def _forwarding_sigterm(proc: subprocess.Popen):
+    """While OpenNMT-py runs in ``proc``: SIGTERM to this process is passed on to it, which
+    saves a checkpoint after its step and ends (:func:`paramill.nmt.launch.checkpoint_on_sigterm`),
+    where it ended this one at once and left the tool to end on its own; SLURM signals both."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGTERM, lambda signum, frame: proc.send_signal(signum))
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
 def _run(cmd: list[str], env: dict[str, str], cwd: Path) -> dict[str, float]:
     """Run an OpenNMT tool in ``cwd``, echoing its output; returns the last validation figures."""
     figures: dict[str, float] = {}
     proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                             text=True, bufsize=1, cwd=cwd)
     assert proc.stdout is not None
-    for line in proc.stdout:
-        sys.stderr.write(line)
-        if m := _VALID.search(line):
-            figures[f"valid_{m.group(1)}"] = float(m.group(2))
-    if proc.wait() != 0:
+    with _forwarding_sigterm(proc):
+        for line in proc.stdout:
+            sys.stderr.write(line)
+            if m := _VALID.search(line):
+                figures[f"valid_{m.group(1)}"] = float(m.group(2))
+        proc.wait()
+    if proc.returncode == STOPPED:  # its checkpoint is written: the next run resumes there
+        raise SystemExit(STOPPED)
+    if proc.returncode != 0:
         tools = " then ".join(tool for tool, _ in parse_steps(cmd[cmd.index(LAUNCHER) + 1:]) or [])
         raise RuntimeError(f"OpenNMT-py {tools} failed with exit status {proc.returncode} "
                            "(its output is above)")
