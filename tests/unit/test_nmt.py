@@ -176,6 +176,19 @@ def _stopped_by_sigterm(shard, spm_models, tmp_path, to: str) -> str:
     return done.stdout + done.stderr
 
 
+def test_sigterm_saves_a_step_only_where_training_runs_in_the_launchers_process(tmp_path):
+    """For several GPUs OpenNMT-py trains in processes it spawns, which the launcher's patch
+    does not reach: there it keeps SIGTERM's default, so it cannot outlive them as if
+    training had ended."""
+    from paramill.nmt.launch import trains_here
+
+    for name, cfg in (("cpu", {}), ("one", {"gpu_ranks": [0]}), ("two", {"gpu_ranks": [0, 1]})):
+        (tmp_path / f"{name}.yaml").write_text(json.dumps(cfg))
+    assert [trains_here(["-config", str(tmp_path / f"{n}.yaml")]) for n in ("cpu", "one", "two")] == [
+        True, True, False]
+    assert trains_here([]) and trains_here(["-config"])  # no config: OpenNMT-py's default, one process
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("to", ["parent", "group"])
 def test_a_training_stopped_by_sigterm_saves_its_step_and_resumes_there(shard, spm_models, tmp_path, to):

@@ -122,7 +122,10 @@ def checkpoint_on_sigterm() -> None:
     (5,000: tens of minutes on a GPU). A SIGTERM after the first changes nothing: the job's
     parent forwards one it gets itself (:func:`paramill.nmt.train._run`), and SLURM signals
     both. Patched on OpenNMT-py 3.5.1's ``Trainer._maybe_report_training``, called once a
-    step after its update with the step's number (the one its own checkpoints are saved at)."""
+    step after its update with the step's number (the one its own checkpoints are saved at).
+    Only where training runs in this process (the CPU, one GPU): for several GPUs OpenNMT-py
+    trains in processes it spawns, which SIGTERM ends as before, and this one must not
+    outlive them as if training had ended."""
     import signal
 
     from onmt.trainer import Trainer
@@ -161,7 +164,7 @@ def main(argv: list[str] | None = None) -> int:
         deterministic(seed)  # each tool from the state a process of its own would start in
         seed_subword_sampling(seed)
         sys.argv = [f"onmt_{tool}", *rest]
-        if tool == "train":
+        if tool == "train" and trains_here(rest):
             checkpoint_on_sigterm()
         result = int(importlib.import_module(TOOLS[tool]).main() or 0)
         if result:
@@ -171,18 +174,29 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
+def trains_here(args: list[str]) -> bool:
+    """Whether ``onmt_train`` with ``args`` trains in this process: on the CPU or one GPU (its
+    config's ``gpu_ranks``); for several, OpenNMT-py spawns a process a GPU."""
+    return len(_config(args).get("gpu_ranks") or [0]) == 1
+
+
+def _config(args: list[str]) -> dict:
+    """The ``-config`` YAML of a tool's ``args`` (empty where there is none)."""
+    import yaml
+
+    where = Path(args[args.index("-config") + 1]) if "-config" in args[:-1] else None
+    if where is None or not where.is_file():
+        return {}
+    return yaml.safe_load(where.read_text(encoding="utf-8")) or {}
+
+
 def readable_vocabularies(args: list[str]) -> None:
     """Drop from the vocabularies ``onmt_build_vocab`` wrote (the ``src_vocab`` and
     ``tgt_vocab`` of its ``-config``) each line OpenNMT-py's own reader cannot read back: a
     token that is empty or white space (``build_vocab`` counts the empty string between two
     spaces of a segmented line: the sample's tiny EN->CS model's Czech side had one, and
     training stopped on an ``IndexError`` reading it). Each is said in the log."""
-    import yaml
-
-    where = Path(args[args.index("-config") + 1]) if "-config" in args[:-1] else None
-    if where is None or not where.is_file():
-        return
-    config = yaml.safe_load(where.read_text(encoding="utf-8")) or {}
+    config = _config(args)
     for key in ("src_vocab", "tgt_vocab"):
         path = Path(config.get(key) or "")
         if not path.is_file():
