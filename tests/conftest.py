@@ -1,10 +1,13 @@
-"""Shared test helpers: small files in every compression paramill reads."""
+"""Shared test helpers: small files in every compression paramill reads; a command stopped
+mid-run."""
 
 from __future__ import annotations
 
 import bz2
 import gzip
 import lzma
+import subprocess
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -39,6 +42,24 @@ def write_file(tmp_path):
         return path
 
     return _write
+
+
+def stopped_when(command: list[str], env: dict[str, str], seen: Callable[[str], bool],
+                 stop: Callable[[subprocess.Popen], None], **popen) -> tuple[int, str]:
+    """Run ``command``, and at the first line of its stderr that ``seen`` accepts call
+    ``stop`` with the process (a signal, as a job's end sends one); returns its exit status
+    and the stderr after that line. The process is killed if it outlives the test."""
+    proc = subprocess.Popen(command, env=env, stderr=subprocess.PIPE, text=True, **popen)
+    try:
+        for line in proc.stderr:
+            if seen(line):
+                stop(proc)
+                break
+        rest = proc.stderr.read()
+        proc.wait(timeout=120)
+    finally:
+        proc.kill()
+    return proc.returncode, rest
 
 
 def _cuda_problem() -> str | None:

@@ -19,6 +19,7 @@ from paramill.io import InputError
 from paramill.embed.megabatch import hardest_negatives
 from paramill.embed.train import EmbedTrainSettings, margin_loss, read_pairs, train
 from paramill.embed.data import PairSource
+from ..conftest import stopped_when
 
 SENTS = ["The man reads a book.", "A man is reading a book.", "The woman buys bread.",
          "Our neighbour sells an old car.", "The dog sleeps.", "It rains today in the city."]
@@ -1248,16 +1249,9 @@ def test_embed_train_killed_by_sigkill_within_an_epoch_resumes_to_the_uninterrup
     env = {**os.environ, "PARAMILL_PROGRESS": "0"}
     subprocess.run(_resume_command(tmp_path, "a.pt", 2), check=True, env=env, capture_output=True)
     killed = _resume_command(tmp_path, "b.pt", 2, 1e-9)
-    proc = subprocess.Popen(killed, env=env, stderr=subprocess.PIPE, text=True)
-    try:
-        for line in proc.stderr:
-            if line.startswith("embed train: checkpoint in epoch 1 after"):
-                proc.send_signal(signal.SIGKILL)
-                break
-        proc.wait(timeout=120)
-    finally:
-        proc.kill()
-    assert proc.returncode == -signal.SIGKILL, "the run ended before a checkpoint within its first epoch"
+    status, _ = stopped_when(killed, env, lambda line: line.startswith("embed train: checkpoint in epoch 1 after"),
+                             lambda proc: proc.send_signal(signal.SIGKILL))
+    assert status == -signal.SIGKILL, "the run ended before a checkpoint within its first epoch"
     kept = torch.load(tmp_path / "b.pt.resume.pt", weights_only=True)
     assert kept["epoch"] == 0 and kept["within_epoch"]["pairs"] > 0 and not (tmp_path / "b.pt").exists()
     done = subprocess.run(killed, check=True, env=env, capture_output=True, text=True)
@@ -1279,18 +1273,14 @@ def test_embed_train_stopped_by_sigterm_writes_its_checkpoint_first_and_resumes(
     env = {**os.environ, "PARAMILL_PROGRESS": "0"}
     subprocess.run(_resume_command(tmp_path, "a.pt", 3), check=True, env=env, capture_output=True)
     stopped = _resume_command(tmp_path, "b.pt", 3, 0)
-    proc = subprocess.Popen(stopped, env=env, stderr=subprocess.PIPE, text=True)
-    try:
-        for line in proc.stderr:
-            if line.startswith("embed train: id store of"):  # the epochs start
-                time.sleep(0.5)
-                proc.send_signal(signal.SIGTERM)
-                break
-        rest = proc.stderr.read()
-        proc.wait(timeout=120)
-    finally:
-        proc.kill()
-    assert proc.returncode == 143, rest
+
+    def stop(proc) -> None:
+        time.sleep(0.5)
+        proc.send_signal(signal.SIGTERM)
+
+    status, rest = stopped_when(stopped, env, lambda line: line.startswith("embed train: id store of"),
+                                stop)  # the epochs start
+    assert status == 143, rest
     assert "asked to stop (SIGTERM)" in rest and "stopped (signal 15) after its checkpoint" in rest
     kept = torch.load(tmp_path / "b.pt.resume.pt", weights_only=True)
     assert kept["within_epoch"]["pairs"] > 0 and not (tmp_path / "b.pt").exists()

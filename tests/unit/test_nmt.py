@@ -25,7 +25,7 @@ from paramill.nmt.train import train as train_nmt
 from paramill.nmt.translate import TranslateSettings, load_translator, translate_pieces, translate_shard
 from paramill.provenance import verify
 
-from ..conftest import REPO
+from ..conftest import REPO, stopped_when
 
 TINY_MODEL = ModelSettings(layers=1, hidden_size=32, heads=2, ff_size=64, dropout=0.0)
 
@@ -151,21 +151,16 @@ def _stopped_by_sigterm(shard, spm_models, tmp_path, to: str) -> str:
                 "--model-settings", model, "--settings", json.dumps(settings)]
 
     env = {**os.environ, "PARAMILL_PROGRESS": "0"}
-    proc = subprocess.Popen(command(10**6), env=env, stderr=subprocess.PIPE, text=True,
-                            start_new_session=True)
-    try:
-        for line in proc.stderr:
-            if "Step 100/" in line:  # training is under way (a report each 100 steps)
-                if to == "group":
-                    os.killpg(proc.pid, signal.SIGTERM)
-                else:
-                    proc.send_signal(signal.SIGTERM)
-                break
-        rest = proc.stderr.read()
-        proc.wait(timeout=120)
-    finally:
-        proc.kill()
-    assert proc.returncode == 143, rest[-3000:]
+    def stop(proc) -> None:
+        if to == "group":
+            os.killpg(proc.pid, signal.SIGTERM)
+        else:
+            proc.send_signal(signal.SIGTERM)
+
+    # training is under way at its first report (each 100 steps)
+    status, rest = stopped_when(command(10**6), env, lambda line: "Step 100/" in line, stop,
+                                start_new_session=True)
+    assert status == 143, rest[-3000:]
     (step, _), = checkpoints(tmp_path / "work")  # the only checkpoint: the one SIGTERM asked for
     assert step >= 100 and f"nmt train: stopped (SIGTERM) after the checkpoint of step {step}" in rest
     assert not (tmp_path / "model.pt").exists()
