@@ -22,7 +22,7 @@ from paramill import formats  # what each input layout reads
 from paramill.twitter.months import days_before, month_before  # standard library only
 from paramill.runlocks import keep_other_runs_locks
 from paramill.jobresources import rule_resources as job_resources  # standard library only
-from paramill.jobresources import asks_by_attempt, requests_over_limits, slurm_partition_limits
+from paramill.jobresources import asks_by_attempt, gpus_asked, requests_over_limits, slurm_partition_limits
 
 # A run's end removes its own locks only: Snakemake 9.17+ removed every run's (paramill.runlocks)
 keep_other_runs_locks()
@@ -140,7 +140,7 @@ def rule_resources(rule_name, resumes=False, **defaults):
 def warn_requests_over_partitions():
     """Under the SLURM executor, as the run starts: a warning for each rule whose jobs would
     ask, on some attempt, for more than their partition's MaxTime or MaxMemPerNode, or more
-    memory than its largest node has (asked of `scontrol`). SLURM's default
+    memory or GPUs than one of its nodes has (asked of `scontrol`). SLURM's default
     `EnforcePartLimits=NO` accepts a job over the partition's limits and leaves it pending
     for ever (`PartitionTimeLimit`), and the run waits on it; one over every node's memory
     `sbatch` refuses. The warning names the `max_runtime`/`max_mem_mb` that bounds it.
@@ -161,7 +161,8 @@ def warn_requests_over_partitions():
             seen.add(key)
             requests.append((job_rule.name, first.get("slurm_partition"),
                              asks_by_attempt(job_rule.resources, first, job.wildcards,
-                                             (job_rule.restart_times or 0) + 1)))
+                                             (job_rule.restart_times or 0) + 1),
+                             gpus_asked(first)))
         except Exception:  # a job whose resources cannot be read here is not checked
             continue
     for line in requests_over_limits(requests, limits):

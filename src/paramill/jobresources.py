@@ -23,6 +23,7 @@ Standard library only: the rules import it.
 from __future__ import annotations
 
 import math
+import re
 from typing import Any, Callable
 
 #: the resources that grow on a retry: what a job is killed for exceeding
@@ -143,10 +144,55 @@ def node_memory(scontrol: str) -> dict[str, int]:
     return out
 
 
+#: a GPU entry of a node's ``Gres`` (``gpu:4``, ``gpu:a100:4(S:0-1)``): its model, its count
+_GPU_GRES = re.compile(r"(?<![A-Za-z0-9_])gpu(?::([A-Za-z0-9_.\-]+))?:(\d+)")
+
+
+def node_gpus(scontrol: str) -> dict[str, dict[str | None, int]]:
+    """For each partition in ``scontrol show node -o``'s lines, the most GPUs one of its nodes
+    has: in all (key None) and of each model. A partition whose nodes have none maps to
+    ``{None: 0}``."""
+    out: dict[str, dict[str | None, int]] = {}
+    for line in scontrol.splitlines():
+        fields = dict(f.split("=", 1) for f in line.split() if "=" in f)
+        if "NodeName" not in fields:
+            continue
+        per_model: dict[str | None, int] = {}
+        for model, count in _GPU_GRES.findall(fields.get("Gres", "")):
+            per_model[model or None] = per_model.get(model or None, 0) + int(count)
+        for name in filter(None, fields.get("Partitions", "").split(",")):
+            most = out.setdefault(name, {None: 0})
+            most[None] = max(most[None], sum(per_model.values()))
+            for model, count in per_model.items():
+                if model is not None:
+                    most[model] = max(most.get(model, 0), count)
+    return out
+
+
+def gpus_asked(resources: dict[str, Any]) -> tuple[int, str | None]:
+    """The GPUs a job's ``resources`` ask SLURM for, and their model: the plugin's ``gpu``
+    (with ``gpu_model``, one where no count is given) or a ``gres`` of ``gpu[:model][:N]``;
+    (0, None) where none."""
+    model = resources.get("gpu_model") or None
+    count = resources.get("gpu")
+    count = int(count) if isinstance(count, str) and count.isdigit() else count
+    if _is_count(count) and count > 0:
+        return count, model
+    if model:
+        return 1, model
+    gres = resources.get("gres")
+    parts = gres.split(":") if isinstance(gres, str) else []
+    if parts and parts[0] == "gpu":
+        count = int(parts[-1]) if len(parts) > 1 and parts[-1].isdigit() else 1
+        return count, (parts[1] if len(parts) == 3 else None)
+    return 0, None
+
+
 def slurm_partition_limits(timeout: float = 10.0) -> dict[str, dict[str, Any]]:
     """:func:`partition_limits` of this cluster (``scontrol``), with each partition's largest
-    node's memory as ``node_mem_mb`` (:func:`node_memory`; None where not known); empty where
-    ``scontrol`` cannot be asked."""
+    node's memory as ``node_mem_mb`` (:func:`node_memory`) and the most GPUs a node has as
+    ``node_gpus`` (:func:`node_gpus`), each None where not known; empty where ``scontrol``
+    cannot be asked."""
     import subprocess
 
     def scontrol(what: str) -> str:
@@ -158,11 +204,13 @@ def slurm_partition_limits(timeout: float = 10.0) -> dict[str, dict[str, Any]]:
     except (OSError, subprocess.SubprocessError):
         return {}
     try:
-        nodes = node_memory(scontrol("node"))
+        text = scontrol("node")
     except (OSError, subprocess.SubprocessError):
-        nodes = {}
+        text = None
+    nodes, gpus = (node_memory(text), node_gpus(text)) if text is not None else ({}, {})
     for name, lim in limits.items():
         lim["node_mem_mb"] = nodes.get(name)
+        lim["node_gpus"] = gpus.get(name) if text is not None else None
     return limits
 
 
@@ -206,10 +254,13 @@ def requests_over_limits(requests: list[tuple[str, str | None, list[dict[str, in
     limits, the lower."""
     default = next((name for name, lim in limits.items() if lim["default"]), None)
     seen, lines = set(), []
-    for entry, partition, asks in requests:
+    for entry, partition, asks, *gpus in requests:
         name = partition or default
         if name not in limits:
             continue
+        if gpus and (entry, "gpu") not in seen and (line := _over_gpus(entry, name, limits[name], *gpus[0])):
+            seen.add((entry, "gpu"))
+            lines.append(line)
         for key, unit, most, what, then in _limits_of(name, limits[name]):
             bound = BOUND[key]
             over = [(n, ask[key]) for n, ask in enumerate(asks, 1) if ask.get(key, 0) > most]
@@ -221,6 +272,25 @@ def requests_over_limits(requests: list[tuple[str, str | None, list[dict[str, in
             lines.append(f"rule {entry}: {which} asks for {value:,} {unit}, {what}: {then}; set "
                          f"resources.{entry}.{bound}: {most}")
     return lines
+
+
+def _over_gpus(entry: str, name: str, limits: dict[str, Any], count: int, model: str | None
+               ) -> str | None:
+    """The line for a job asking for more GPUs (of ``model``) than one node of its partition
+    has: on one node ``sbatch`` refuses it; where the partition has more, SLURM spreads the
+    GPUs over nodes, and the job's one process sees one node's."""
+    nodes = limits.get("node_gpus")
+    most = None if nodes is None else nodes.get(model, 0)
+    if not count or most is None or count <= most:
+        return None
+    what = f"{count} GPU{'s' if count > 1 else ''}" + (f" ({model})" if model else "")
+    if not most:
+        return (f"rule {entry}: it asks for {what}, and no node of partition {name} has "
+                f"{'one of that model' if model else 'one'}: sbatch refuses it; set "
+                f"resources.{entry}.slurm_partition to a partition with GPUs")
+    return (f"rule {entry}: it asks for {what}, more than one node of partition {name} has "
+            f"({most}): sbatch refuses it, or SLURM spreads it over nodes and the job's one "
+            f"process sees one node's; set resources.{entry}.gpu: {most}")
 
 
 def _limits_of(name: str, limits: dict[str, Any]) -> list[tuple[str, str, int, str, str]]:

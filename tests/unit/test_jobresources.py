@@ -174,6 +174,49 @@ def test_a_retry_over_the_largest_nodes_memory_is_named_as_sbatch_refuses_it():
         bounded, {"mem_mb": 8000, "runtime": 60}, None, 3))], {"main": main}) == []
 
 
+def test_the_gpus_of_each_partitions_largest_node_and_what_a_job_asks_for():
+    from paramill.jobresources import gpus_asked, node_gpus
+
+    text = ("NodeName=a Gres=gpu:a100:4(S:0-1) RealMemory=256000 Partitions=gpu,all\n"
+            "NodeName=b Gres=gpu:v100:2,gpu:a100:2,shard:8 Partitions=gpu\n"
+            "NodeName=c Gres=gpu:8 Partitions=big\n"
+            "NodeName=d Gres=(null) Partitions=main,all\n"
+            "NodeName=e Gres=mps_gpu:100 Partitions=main\n")   # not a GPU entry
+    assert node_gpus(text) == {"gpu": {None: 4, "a100": 4, "v100": 2}, "all": {None: 4, "a100": 4},
+                               "big": {None: 8}, "main": {None: 0}}
+    assert [gpus_asked(r) for r in ({}, {"gpu": 2}, {"gpu": "3", "gpu_model": "a100"},
+                                    {"gpu_model": "a100"}, {"gres": "gpu:v100:2"}, {"gres": "gpu:2"},
+                                    {"gres": "gpu"}, {"gres": "shard:1"}, {"gpu": 0})] == [
+        (0, None), (2, None), (3, "a100"), (1, "a100"), (2, "v100"), (2, None), (1, None), (0, None),
+        (0, None)]
+
+
+def test_a_job_asking_for_more_gpus_than_a_node_has_is_named():
+    """README's own example, `resources: {nmt_train: {gpu: 4}}`, on a cluster of 2-GPU nodes:
+    sbatch refuses it, or SLURM spreads it over two nodes and the job's one process sees two
+    (the local SLURM's one node of two fake GPUs refused three)."""
+    from paramill.jobresources import requests_over_limits
+
+    limits = {"gpu": {"default": False, "max_runtime": None, "max_mem_mb": None, "node_gpus": {None: 2, "a100": 2}},
+              "main": {"default": True, "max_runtime": None, "max_mem_mb": None, "node_gpus": {None: 0}},
+              "unknown": {"default": False, "max_runtime": None, "max_mem_mb": None, "node_gpus": None}}
+    requests = [("nmt_train", "gpu", [{"mem_mb": 8000}], (4, None)),
+                ("nmt_train", "gpu", [{"mem_mb": 8000}], (4, None)),   # named once
+                ("score", "gpu", [{"mem_mb": 8000}], (2, "a100")),     # fits
+                ("translate", "gpu", [{}], (1, "h100")),
+                ("embed_train", None, [{}], (1, None)),                 # the default partition: none
+                ("elsewhere", "unknown", [{}], (8, None)),              # scontrol show node unread
+                ("clean", None, [{"mem_mb": 1}])]                       # no GPUs asked
+    assert requests_over_limits(requests, limits) == [
+        "rule nmt_train: it asks for 4 GPUs, more than one node of partition gpu has (2): sbatch "
+        "refuses it, or SLURM spreads it over nodes and the job's one process sees one node's; "
+        "set resources.nmt_train.gpu: 2",
+        "rule translate: it asks for 1 GPU (h100), and no node of partition gpu has one of that "
+        "model: sbatch refuses it; set resources.translate.slurm_partition to a partition with GPUs",
+        "rule embed_train: it asks for 1 GPU, and no node of partition main has one: sbatch "
+        "refuses it; set resources.embed_train.slurm_partition to a partition with GPUs"]
+
+
 def test_a_request_over_its_partition_is_named_with_the_key_that_bounds_it():
     from paramill.jobresources import asks_by_attempt, requests_over_limits
 

@@ -93,6 +93,8 @@ def test_dag_through_slurm_equals_a_local_run(cluster, local, tmp_path):
                      "--slurm-init-seconds-before-status-checks", "1", timeout=1200)
     text = proc.stdout + proc.stderr
     assert "submitted with SLURM jobid" in text
+    # one GPU of the node's two fake ones: nothing to warn of (three would be: the unit tests)
+    assert not [line for line in text.splitlines() if line.startswith("paramill: rule") and "GPU" in line]
 
     records = [json.loads(p.read_text()) for p in remote.rglob("*.prov.json")
                if ".snakemake" not in p.parts]
