@@ -145,7 +145,7 @@ def _stopped_by_sigterm(shard, spm_models, tmp_path, to: str) -> str:
     def command(steps: int) -> list[str]:
         settings = {**dataclasses.asdict(tiny_train(steps)), "save_checkpoint_steps": 10**6,
                     "valid_steps": 10**6}
-        return [sys.executable, "-m", "paramill.cli", "nmt", "train", "--direction", "cs-en",
+        return [sys.executable, "-m", "paramill.cli", "--threads", "1", "nmt", "train", "--direction", "cs-en",
                 "--data", str(tmp_path / "data"), "--src-spm", str(spm_models[0]), "--tgt-spm",
                 str(spm_models[1]), "--work", str(tmp_path / "work"), "--out", str(tmp_path / "model.pt"),
                 "--model-settings", model, "--settings", json.dumps(settings)]
