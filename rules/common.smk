@@ -140,7 +140,7 @@ def rule_resources(rule_name, resumes=False, **defaults):
 def warn_requests_over_partitions():
     """Under the SLURM executor, as the run starts: a warning for each rule whose jobs would
     ask, on some attempt, for more than their partition's MaxTime or MaxMemPerNode, or more
-    memory or GPUs than one of its nodes has (asked of `scontrol`). SLURM's default
+    memory, GPUs or CPUs than one of its nodes has (asked of `scontrol`). SLURM's default
     `EnforcePartLimits=NO` accepts a job over the partition's limits and leaves it pending
     for ever (`PartitionTimeLimit`), and the run waits on it; one over every node's memory
     `sbatch` refuses. The warning names the `max_runtime`/`max_mem_mb` that bounds it.
@@ -162,7 +162,7 @@ def warn_requests_over_partitions():
             requests.append((job_rule.name, first.get("slurm_partition"),
                              asks_by_attempt(job_rule.resources, first, job.wildcards,
                                              (job_rule.restart_times or 0) + 1),
-                             gpus_asked(first)))
+                             {"gpu": gpus_asked(first), "cpus_per_task": first.get("cpus_per_task")}))
         except Exception:  # a job whose resources cannot be read here is not checked
             continue
     for line in requests_over_limits(requests, limits):

@@ -129,18 +129,19 @@ def partition_limits(scontrol: str) -> dict[str, dict[str, Any]]:
     return out
 
 
-def node_memory(scontrol: str) -> dict[str, int]:
-    """The memory (``RealMemory``, MB) of the largest node of each partition in ``scontrol show
-    node -o``'s lines: a job asking for more on a node is refused by ``sbatch`` ("Requested
-    node configuration is not available"), whatever the partition's ``MaxMemPerNode``."""
+def node_memory(scontrol: str, field: str = "RealMemory") -> dict[str, int]:
+    """The most of ``field`` (``RealMemory``, MB; ``CPUTot``, CPUs) a node of each partition
+    has, in ``scontrol show node -o``'s lines: a job asking for more on a node is refused by
+    ``sbatch`` ("Requested node configuration is not available"), whatever the partition's
+    ``MaxMemPerNode``."""
     out: dict[str, int] = {}
     for line in scontrol.splitlines():
         fields = dict(f.split("=", 1) for f in line.split() if "=" in f)
-        memory = fields.get("RealMemory", "")
-        if not memory.isdigit() or int(memory) <= 0:
+        value = fields.get(field, "")
+        if not value.isdigit() or int(value) <= 0:
             continue
         for name in filter(None, fields.get("Partitions", "").split(",")):
-            out[name] = max(out.get(name, 0), int(memory))
+            out[name] = max(out.get(name, 0), int(value))
     return out
 
 
@@ -190,9 +191,9 @@ def gpus_asked(resources: dict[str, Any]) -> tuple[int, str | None]:
 
 def slurm_partition_limits(timeout: float = 10.0) -> dict[str, dict[str, Any]]:
     """:func:`partition_limits` of this cluster (``scontrol``), with each partition's largest
-    node's memory as ``node_mem_mb`` (:func:`node_memory`) and the most GPUs a node has as
-    ``node_gpus`` (:func:`node_gpus`), each None where not known; empty where ``scontrol``
-    cannot be asked."""
+    node's memory as ``node_mem_mb`` and CPUs as ``node_cpus`` (:func:`node_memory`) and the
+    most GPUs a node has as ``node_gpus`` (:func:`node_gpus`), each None where not known;
+    empty where ``scontrol`` cannot be asked."""
     import subprocess
 
     def scontrol(what: str) -> str:
@@ -207,9 +208,10 @@ def slurm_partition_limits(timeout: float = 10.0) -> dict[str, dict[str, Any]]:
         text = scontrol("node")
     except (OSError, subprocess.SubprocessError):
         text = None
-    nodes, gpus = (node_memory(text), node_gpus(text)) if text is not None else ({}, {})
+    nodes, cpus, gpus = ((node_memory(text), node_memory(text, "CPUTot"), node_gpus(text))
+                         if text is not None else ({}, {}, {}))
     for name, lim in limits.items():
-        lim["node_mem_mb"] = nodes.get(name)
+        lim["node_mem_mb"], lim["node_cpus"] = nodes.get(name), cpus.get(name)
         lim["node_gpus"] = gpus.get(name) if text is not None else None
     return limits
 
@@ -249,18 +251,20 @@ def requests_over_limits(requests: list[tuple[str, str | None, list[dict[str, in
     than its partition's ``MaxTime`` or ``MaxMemPerNode`` (SLURM accepts such a job under its
     default ``EnforcePartLimits=NO`` and leaves it pending for ever, ``PartitionTimeLimit``,
     and the run waits on it), or more memory than its partition's largest node has
-    (``node_mem_mb``: ``sbatch`` refuses it, and the job fails where its retry was to succeed).
-    The line names the attempt, the request and the config key that bounds it; of two memory
-    limits, the lower."""
+    (``node_mem_mb``: ``sbatch`` refuses it, and the job fails where its retry was to succeed),
+    or, with a fourth element of what every attempt asks alike, more GPUs or CPUs than one
+    node has (:func:`_over_node`). The line names the attempt, the request and the config key
+    that bounds it; of two memory limits, the lower."""
     default = next((name for name, lim in limits.items() if lim["default"]), None)
     seen, lines = set(), []
     for entry, partition, asks, *gpus in requests:
         name = partition or default
         if name not in limits:
             continue
-        if gpus and (entry, "gpu") not in seen and (line := _over_gpus(entry, name, limits[name], *gpus[0])):
-            seen.add((entry, "gpu"))
-            lines.append(line)
+        for key, line in _over_node(entry, name, limits[name], gpus[0] if gpus else {}):
+            if (entry, key) not in seen:
+                seen.add((entry, key))
+                lines.append(line)
         for key, unit, most, what, then in _limits_of(name, limits[name]):
             bound = BOUND[key]
             over = [(n, ask[key]) for n, ask in enumerate(asks, 1) if ask.get(key, 0) > most]
@@ -272,6 +276,23 @@ def requests_over_limits(requests: list[tuple[str, str | None, list[dict[str, in
             lines.append(f"rule {entry}: {which} asks for {value:,} {unit}, {what}: {then}; set "
                          f"resources.{entry}.{bound}: {most}")
     return lines
+
+
+def _over_node(entry: str, name: str, limits: dict[str, Any], fixed: dict[str, Any]
+               ) -> list[tuple[str, str]]:
+    """(key, line) for what a job asks of every attempt alike (``fixed``: ``gpu``, the
+    (count, model) of :func:`gpus_asked`; ``cpus_per_task``, its threads) and no one node
+    of its partition has."""
+    out = []
+    if fixed.get("gpu") and (line := _over_gpus(entry, name, limits, *fixed["gpu"])):
+        out.append(("gpu", line))
+    cpus, most = fixed.get("cpus_per_task"), limits.get("node_cpus")
+    if _is_count(cpus) and most is not None and cpus > most:
+        out.append(("threads", f"rule {entry}: it asks for {cpus} CPUs (its threads), more than "
+                               f"one node of partition {name} has ({most}): SLURM may leave it "
+                               f"pending for ever (PartitionConfig) or refuse it; set "
+                               f"resources.{entry}.threads: {most}"))
+    return out
 
 
 def _over_gpus(entry: str, name: str, limits: dict[str, Any], count: int, model: str | None

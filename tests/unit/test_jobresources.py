@@ -200,13 +200,14 @@ def test_a_job_asking_for_more_gpus_than_a_node_has_is_named():
     limits = {"gpu": {"default": False, "max_runtime": None, "max_mem_mb": None, "node_gpus": {None: 2, "a100": 2}},
               "main": {"default": True, "max_runtime": None, "max_mem_mb": None, "node_gpus": {None: 0}},
               "unknown": {"default": False, "max_runtime": None, "max_mem_mb": None, "node_gpus": None}}
-    requests = [("nmt_train", "gpu", [{"mem_mb": 8000}], (4, None)),
-                ("nmt_train", "gpu", [{"mem_mb": 8000}], (4, None)),   # named once
-                ("score", "gpu", [{"mem_mb": 8000}], (2, "a100")),     # fits
-                ("translate", "gpu", [{}], (1, "h100")),
-                ("embed_train", None, [{}], (1, None)),                 # the default partition: none
-                ("elsewhere", "unknown", [{}], (8, None)),              # scontrol show node unread
-                ("clean", None, [{"mem_mb": 1}])]                       # no GPUs asked
+    requests = [("nmt_train", "gpu", [{"mem_mb": 8000}], {"gpu": (4, None)}),
+                ("nmt_train", "gpu", [{"mem_mb": 8000}], {"gpu": (4, None)}),   # named once
+                ("score", "gpu", [{"mem_mb": 8000}], {"gpu": (2, "a100")}),     # fits
+                ("translate", "gpu", [{}], {"gpu": (1, "h100")}),
+                ("embed_train", None, [{}], {"gpu": (1, None)}),                # the default partition: none
+                ("elsewhere", "unknown", [{}], {"gpu": (8, None)}),             # scontrol show node unread
+                ("clean", None, [{"mem_mb": 1}], {"gpu": (0, None)}),           # no GPUs asked
+                ("ingest", None, [{"mem_mb": 1}])]
     assert requests_over_limits(requests, limits) == [
         "rule nmt_train: it asks for 4 GPUs, more than one node of partition gpu has (2): sbatch "
         "refuses it, or SLURM spreads it over nodes and the job's one process sees one node's; "
@@ -215,6 +216,27 @@ def test_a_job_asking_for_more_gpus_than_a_node_has_is_named():
         "model: sbatch refuses it; set resources.translate.slurm_partition to a partition with GPUs",
         "rule embed_train: it asks for 1 GPU, and no node of partition main has one: sbatch "
         "refuses it; set resources.embed_train.slurm_partition to a partition with GPUs"]
+
+
+def test_a_job_whose_threads_no_node_has_is_named():
+    """A rule's threads are its job's CPUs (``cpus_per_task``): more than one node of the
+    partition has, and the job pends for ever (the local SLURM: reason PartitionConfig, 3 CPUs
+    of its node's 2) or is refused."""
+    from paramill.jobresources import node_memory, requests_over_limits
+
+    text = ("NodeName=a CPUTot=64 RealMemory=256000 Partitions=main\n"
+            "NodeName=b CPUTot=16 RealMemory=64000 Partitions=main,small\n")
+    assert node_memory(text, "CPUTot") == {"main": 64, "small": 16}
+    limits = {"small": {"default": True, "max_runtime": None, "max_mem_mb": None, "node_cpus": 16},
+              "main": {"default": False, "max_runtime": None, "max_mem_mb": None, "node_cpus": 64}}
+    requests = [("nmt_translate", None, [{}], {"cpus_per_task": 32}),
+                ("nmt_translate", None, [{}], {"cpus_per_task": 32}),
+                ("clean", "main", [{}], {"cpus_per_task": 32}),
+                ("ingest", None, [{}], {"cpus_per_task": 16})]
+    assert requests_over_limits(requests, limits) == [
+        "rule nmt_translate: it asks for 32 CPUs (its threads), more than one node of partition "
+        "small has (16): SLURM may leave it pending for ever (PartitionConfig) or refuse it; set "
+        "resources.nmt_translate.threads: 16"]
 
 
 def test_a_request_over_its_partition_is_named_with_the_key_that_bounds_it():
