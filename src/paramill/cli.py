@@ -8,13 +8,12 @@ import argparse
 import functools
 import importlib
 import json
-import signal
 import sys
-import threading
 from typing import Any
 
 from paramill import __version__
 from paramill.commands import Group, arg, json_of
+from paramill.signals import on_sigterm
 
 EXIT_INPUT_ERROR = 2
 #: the stage packages whose ``cli.group`` is a command group, in the order --help lists them
@@ -247,12 +246,16 @@ def _error(command: str, message: str) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     _early_threads(argv)
-    from paramill.config import ConfigError
-    from paramill.io import InputError
     args = _parser().parse_args(argv)
     command = " ".join(filter(None, [args.command, getattr(args, "what", None)]))
-    main_thread = threading.current_thread() is threading.main_thread()
-    previous = signal.signal(signal.SIGTERM, _terminated) if main_thread else None
+    with on_sigterm(_terminated):
+        return _run(args, command)
+
+
+def _run(args: argparse.Namespace, command: str) -> int:
+    """The command's function, its failures as one error line and an exit status."""
+    from paramill.config import ConfigError
+    from paramill.io import InputError
     try:
         return args.func(args)
     except (InputError, ConfigError, ValueError) as exc:
@@ -268,9 +271,6 @@ def main(argv: list[str] | None = None) -> int:
             raise  # a defect: its traceback is what to report
         _error(command, message)
         return EXIT_OUT_OF_MEMORY
-    finally:
-        if main_thread:
-            signal.signal(signal.SIGTERM, previous)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import math
 import re
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 #: the resources that grow on a retry: what a job is killed for exceeding
 GROWING = ("mem_mb", "runtime")
@@ -111,12 +111,22 @@ def slurm_minutes(text: str) -> int | None:
     return parts[0]  # MM or MM:SS
 
 
+def _records(scontrol: str) -> Iterator[dict[str, str]]:
+    """The ``KEY=VALUE`` fields of each of ``scontrol show ... -o``'s lines."""
+    for line in scontrol.splitlines():
+        yield dict(f.split("=", 1) for f in line.split() if "=" in f)
+
+
+def _partitions(fields: dict[str, str]) -> list[str]:
+    """The partitions a node of ``scontrol show node -o`` belongs to."""
+    return [name for name in fields.get("Partitions", "").split(",") if name]
+
+
 def partition_limits(scontrol: str) -> dict[str, dict[str, Any]]:
     """The limits of each partition in ``scontrol show partition -o``'s lines: ``max_runtime``
     (minutes) and ``max_mem_mb``, each None where unlimited, and ``default`` (``Default=YES``)."""
     out: dict[str, dict[str, Any]] = {}
-    for line in scontrol.splitlines():
-        fields = dict(f.split("=", 1) for f in line.split() if "=" in f)
+    for fields in _records(scontrol):
         name = fields.get("PartitionName")
         if not name:
             continue
@@ -135,12 +145,11 @@ def node_memory(scontrol: str, field: str = "RealMemory") -> dict[str, int]:
     ``sbatch`` ("Requested node configuration is not available"), whatever the partition's
     ``MaxMemPerNode``."""
     out: dict[str, int] = {}
-    for line in scontrol.splitlines():
-        fields = dict(f.split("=", 1) for f in line.split() if "=" in f)
+    for fields in _records(scontrol):
         value = fields.get(field, "")
         if not value.isdigit() or int(value) <= 0:
             continue
-        for name in filter(None, fields.get("Partitions", "").split(",")):
+        for name in _partitions(fields):
             out[name] = max(out.get(name, 0), int(value))
     return out
 
@@ -154,14 +163,13 @@ def node_gpus(scontrol: str) -> dict[str, dict[str | None, int]]:
     has: in all (key None) and of each model. A partition whose nodes have none maps to
     ``{None: 0}``."""
     out: dict[str, dict[str | None, int]] = {}
-    for line in scontrol.splitlines():
-        fields = dict(f.split("=", 1) for f in line.split() if "=" in f)
+    for fields in _records(scontrol):
         if "NodeName" not in fields:
             continue
         per_model: dict[str | None, int] = {}
         for model, count in _GPU_GRES.findall(fields.get("Gres", "")):
             per_model[model or None] = per_model.get(model or None, 0) + int(count)
-        for name in filter(None, fields.get("Partitions", "").split(",")):
+        for name in _partitions(fields):
             most = out.setdefault(name, {None: 0})
             most[None] = max(most[None], sum(per_model.values()))
             for model, count in per_model.items():

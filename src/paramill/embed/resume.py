@@ -17,7 +17,6 @@ from __future__ import annotations
 import contextlib
 import signal
 import sys
-import threading
 import time
 from dataclasses import asdict, fields
 from pathlib import Path
@@ -26,6 +25,7 @@ from typing import Any, Callable
 from paramill.embed.model import ModelSpec, load_model, read_checkpoint
 from paramill.io import InputError
 from paramill.modelfiles import set_aside
+from paramill.signals import on_sigterm
 
 def not_resume_keys(settings) -> tuple[str, ...]:
     """The settings a checkpoint resumes across: the epochs to reach, and every launch-only
@@ -108,10 +108,6 @@ class Checkpoints:
         """Within: SIGTERM asks for a checkpoint at the end of the mega-batch it comes in, then
         the job's end (a job killed at once lost the epoch's work since its last checkpoint);
         another SIGTERM ends it at once. Outside the main thread, nothing changes."""
-        if threading.current_thread() is not threading.main_thread():
-            yield
-            return
-
         def asked(signum, frame):
             if self.stop is not None:
                 raise SystemExit(128 + signum)
@@ -119,11 +115,8 @@ class Checkpoints:
             print("embed train: asked to stop (SIGTERM): a checkpoint at the end of this "
                   "mega-batch, then the end", file=sys.stderr, flush=True)
 
-        previous = signal.signal(signal.SIGTERM, asked)
-        try:
+        with on_sigterm(asked):
             yield
-        finally:
-            signal.signal(signal.SIGTERM, previous)
 
     def after(self, epoch: int, buffers: int, offset: int, size: int, batches: int, pairs: int,
               total) -> None:

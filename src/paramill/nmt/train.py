@@ -19,16 +19,13 @@ to CTranslate2); a small ``bucket_size`` for small corpora.
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
 import os
 import re
 import shutil
-import signal
 import subprocess
 import sys
-import threading
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -41,6 +38,7 @@ from paramill.job import output_job
 from paramill.nmt.data import FILES
 from paramill.nmt.launch import STOPPED, THEN, parse_steps
 from paramill.provenance import Run
+from paramill.signals import on_sigterm
 from paramill.settings import Settings, setting
 
 DIRECTIONS = ("cs-en", "en-cs")
@@ -237,28 +235,16 @@ def link_inputs(work: Path, data_dir: Path, src_spm: Path, tgt_spm: Path) -> dic
     return INPUT_LINKS
 
 
-@contextlib.contextmanager
-def _forwarding_sigterm(proc: subprocess.Popen):
-    """While OpenNMT-py runs in ``proc``: SIGTERM to this process is passed on to it, which
-    saves a checkpoint after its step and ends (:func:`paramill.nmt.launch.checkpoint_on_sigterm`),
-    where it ended this one at once and left the tool to end on its own; SLURM signals both."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    previous = signal.signal(signal.SIGTERM, lambda signum, frame: proc.send_signal(signum))
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)
-
-
 def _run(cmd: list[str], env: dict[str, str], cwd: Path) -> dict[str, float]:
     """Run an OpenNMT tool in ``cwd``, echoing its output; returns the last validation figures."""
     figures: dict[str, float] = {}
     proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                             text=True, bufsize=1, cwd=cwd)
     assert proc.stdout is not None
-    with _forwarding_sigterm(proc):
+    # SIGTERM here is passed on to OpenNMT-py, which saves a checkpoint after its step and ends
+    # (paramill.nmt.launch.checkpoint_on_sigterm), where it ended this process at once and left
+    # the tool to end on its own; SLURM signals both
+    with on_sigterm(lambda signum, frame: proc.send_signal(signum)):
         for line in proc.stdout:
             sys.stderr.write(line)
             if m := _VALID.search(line):
