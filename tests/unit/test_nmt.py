@@ -100,6 +100,24 @@ def test_training_text_split_is_deterministic_and_complete(shard, tmp_path):
     assert len((tmp_path / "a" / "train.cs").read_text().splitlines()) == a["train"]
 
 
+def test_opennmt_s_feature_separator_in_a_sentence_trains_as_a_box_drawing_bar(shard, spm_models, tmp_path):
+    """U+FFE8 in a line is OpenNMT-py's feature separator: one sentence holding it stopped
+    ``onmt_train`` with an AssertionError (after the vocabulary); the training text holds
+    U+2502 in its place, counted, and the model trains."""
+    table = pq.read_table(shard)
+    cs = table.column("cs").to_pylist()
+    cs[3] = "Pes\uffe8kočka běží domů."
+    table = table.set_column(table.schema.get_field_index("cs"), "cs", pa.array(cs, pa.string()))
+    pq.write_table(table, tmp_path / "shard.parquet")
+    stats = write_training_text([tmp_path / "shard.parquet"], tmp_path / "data", valid_size=20)
+    assert stats["separators"] == 1
+    text = (tmp_path / "data" / "train.cs").read_text() + (tmp_path / "data" / "valid.cs").read_text()
+    assert "Pes\u2502kočka běží domů." in text and "\uffe8" not in text
+    summary = train_nmt("cs-en", tmp_path / "data", *spm_models, tmp_path / "model.pt", tmp_path / "work",
+                        TINY_MODEL, tiny_train(5))
+    assert summary["step"] == 5
+
+
 def test_opennmt_config_matches_the_known_facts(tmp_path):
     cfg = opennmt_config("en-cs", tmp_path, tmp_path / "en.model", tmp_path / "cs.model", tmp_path,
                          TINY_MODEL, tiny_train(5), gpus=0)

@@ -2,6 +2,12 @@
 
 A deterministic held-out validation set (``valid_size`` pairs chosen by a seeded hash of
 ``pair_id``, so it does not depend on file order or memory) is kept out of training.
+
+OpenNMT-py reads U+FFE8 (HALFWIDTH FORMS LIGHT VERTICAL, ``￨``) in a line as the separator of
+a token's features, and a corpus without features stops at the first line holding one
+(``AssertionError: The number of fetures does not match``, after the vocabulary was built).
+It is written as U+2502 (``│``, what NFKC makes of it) and the lines so changed are counted
+(``separators`` in ``stats.json``).
 """
 
 from __future__ import annotations
@@ -15,6 +21,8 @@ from paramill.job import output_job
 from paramill.provenance import Run
 
 FILES = ("train.cs", "train.en", "valid.cs", "valid.en")
+#: OpenNMT-py's feature separator, and what a line holds in its place
+FEATURE_SEPARATOR, IN_ITS_PLACE = "\uffe8", "\u2502"
 
 
 def _in_valid(pair_id: str, seed: int, threshold: int) -> bool:
@@ -30,6 +38,7 @@ def write_training_text(shards: list[str | Path], out_dir: str | Path, valid_siz
     threshold = int(share * 2**64) if share < 1 else 2**64
     run = Run(rule=rule, params={"valid_size": valid_size, "seed": seed}, inputs=list(shards))
     counts = {"train": 0, "valid": 0}
+    separators = 0
     with output_job(run, out_dir) as job:
         (tmp,) = job.paths
         tmp.mkdir()
@@ -41,6 +50,10 @@ def write_training_text(shards: list[str | Path], out_dir: str | Path, valid_siz
                                        and _in_valid(pair_id, seed, threshold)) else "train"
                     if "\n" in cs or "\n" in en:  # cleaned text has none; guard the format
                         cs, en = cs.replace("\n", " "), en.replace("\n", " ")
+                    if FEATURE_SEPARATOR in cs or FEATURE_SEPARATOR in en:
+                        cs = cs.replace(FEATURE_SEPARATOR, IN_ITS_PLACE)
+                        en = en.replace(FEATURE_SEPARATOR, IN_ITS_PLACE)
+                        separators += 1
                     handles[f"{part}.cs"].write(cs + "\n")
                     handles[f"{part}.en"].write(en + "\n")
                     counts[part] += 1
@@ -49,7 +62,7 @@ def write_training_text(shards: list[str | Path], out_dir: str | Path, valid_siz
                 fh.close()
         if counts["train"] == 0:
             raise ValueError("no training pairs: the shards are empty")
-        stats = {"pairs": total, **counts}
+        stats = {"pairs": total, **counts, "separators": separators}
         write_json(tmp / "stats.json", stats)
         job.rows_in = total
         job.rows_out = total
