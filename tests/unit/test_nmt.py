@@ -6,6 +6,7 @@ import os
 import math
 import pickle
 import re
+import shutil
 
 import polars as pl
 import pyarrow as pa
@@ -16,6 +17,7 @@ from paramill import device
 from paramill.bitext.ingest import IngestSettings, ingest
 from paramill.bitext.readers import CorpusSpec
 from paramill.nmt import convert as convert_mod
+from paramill.nmt import position
 from paramill.nmt.data import write_training_text
 from paramill.nmt.tables import CANDIDATES
 from paramill.nmt.subwords import Segmenter, SubwordSettings
@@ -140,9 +142,117 @@ def test_training_resumes_from_the_last_checkpoint(tiny, capfd):
     assert tiny["summary"]["step"] == 60 and tiny["summary"]["gpus"] == device.cuda_count()
     summary = train_nmt("cs-en", root / "data", *tiny["spm"], root / "model70.pt", root / "work",
                         TINY_MODEL, tiny_train(70))
-    assert "resuming from step 60" in capfd.readouterr().err
+    err = capfd.readouterr().err
+    assert "resuming from step 60" in err
     assert summary["step"] == 70
     assert [s for s, _ in checkpoints(root / "work")][-1] == 70
+
+
+def _positions(work):
+    """step -> (passes, lines) of corpus_1 in each checkpoint's record."""
+    return {step: (lambda at: (at["passes"], at["lines"]))(position.read_record(path)["corpus_1"])
+            for step, path in checkpoints(work)}
+
+
+def test_a_resumed_training_reads_its_corpus_from_where_the_checkpoint_was(tiny, tmp_path, capfd):
+    """Each checkpoint records where the training corpus was when the bucket its step trained
+    on began (380 lines, buckets of 64: every position a whole number of buckets into the
+    corpus read round and round), and a run resumed from it reads on from there, where it
+    read from the first line again (a time-limited training never got past the corpus's
+    first part)."""
+    root = tiny["root"]
+    lines = len((root / "data" / "train.cs").read_text().splitlines())
+    train_nmt("cs-en", root / "data", *tiny["spm"], tmp_path / "model.pt", tmp_path / "work",
+              TINY_MODEL, dataclasses.replace(tiny_train(60), keep_checkpoint=3))
+    before = _positions(tmp_path / "work")
+    assert sorted(before) == [40, 50, 60]  # keep_checkpoint 3: the others' records went with them
+    assert len(list((tmp_path / "work").glob("model_step_*"))) == 6
+    assert all((p * lines + n) % 64 == 0 for p, n in before.values()), before
+    assert before[60][0] >= 2  # steps of ~a bucket: the corpus read round more than twice
+    capfd.readouterr()
+    summary = train_nmt("cs-en", root / "data", *tiny["spm"], tmp_path / "model.pt", tmp_path / "work",
+                        TINY_MODEL, dataclasses.replace(tiny_train(80), keep_checkpoint=3))
+    passes, read = before[60]
+    assert (f"training corpus corpus_1 read from line {read + 1:,} (pass {passes + 1}), where the "
+            "checkpoint's run was") in capfd.readouterr().err
+    after = _positions(tmp_path / "work")
+    assert (after[70][0] * lines + after[70][1]) > passes * lines + read  # on from there, not from 0
+    assert all((p * lines + n) % 64 == 0 for p, n in after.values())
+    assert summary["corpus_position"] == {"corpus_1": {"passes": after[80][0], "lines": after[80][1]}}
+    # a checkpoint without a record (an older paramill's, several GPUs'): from the first line
+    (tmp_path / "work" / "model_step_80.pt.position.json").unlink()
+    train_nmt("cs-en", root / "data", *tiny["spm"], tmp_path / "model90.pt", tmp_path / "work",
+              TINY_MODEL, dataclasses.replace(tiny_train(90), keep_checkpoint=3))
+    err = capfd.readouterr().err
+    assert "model_step_80.pt has no record of where the training corpus was" in err
+    assert "read from line" not in err
+    assert position.read_record(tmp_path / "work" / "model_step_90.pt")["corpus_1"]["passes"] == 0
+
+
+def test_a_corpus_record_that_does_not_read_is_said_and_read_as_none(tmp_path, capsys):
+    ckpt = tmp_path / "model_step_5.pt"
+    position.write_record(ckpt, 5, {"corpus_1": {"passes": 2, "lines": 17}})
+    assert position.read_record(ckpt) == {"corpus_1": {"passes": 2, "lines": 17}}
+    assert position.read_record(tmp_path / "model_step_6.pt") is None  # none: nothing said
+    assert capsys.readouterr().err == ""
+    for text in ("{", "[]", '{"corpora": {"corpus_1": {"passes": -1, "lines": 0}}}',
+                 '{"corpora": {"corpus_1": {"passes": true, "lines": 0}}}', '{"corpora": {"c": 3}}'):
+        position.record_path(ckpt).write_text(text)
+        assert position.read_record(ckpt) is None, text
+        assert "model_step_5.pt.position.json does not say where the corpus was" in capsys.readouterr().err
+
+
+@pytest.mark.filterwarnings("ignore:`torch.cuda.amp:FutureWarning")  # OpenNMT-py 3.5.1
+def test_a_resumed_pass_skips_lines_undecoded_to_the_examples_opennmt_makes(tmp_path):
+    import itertools
+
+    from paramill.nmt.onmt_import import import_onmt
+
+    import_onmt()
+    from onmt.inputters.text_corpus import ParallelCorpus
+
+    (tmp_path / "s").write_text("".join(f"zdroj {i} ž\n" for i in range(50)), encoding="utf-8")
+    (tmp_path / "t").write_text("".join(f"target {i}\n" for i in range(50)), encoding="utf-8")
+    corpus = ParallelCorpus("c", str(tmp_path / "s"), str(tmp_path / "t"))
+    for skip in (1, 17, 49, 50, 60):
+        assert list(position.skipped(corpus, skip)) == list(itertools.islice(corpus.load(), skip, None))
+    assert next(position.skipped(corpus, 17))["src"] == "zdroj 17 ž"
+
+
+@pytest.mark.filterwarnings("ignore:`torch.cuda.amp:FutureWarning")  # OpenNMT-py 3.5.1
+def test_a_training_corpus_is_read_from_its_record_then_round_from_its_start(tmp_path, monkeypatch, capsys):
+    """OpenNMT-py's own corpus iterator, patched: the first pass from the recorded line (each
+    example's line number its line in the file), then whole passes counted on; the
+    validation corpus is read as OpenNMT-py reads it, never tracked."""
+    from paramill.nmt.onmt_import import import_onmt
+
+    import_onmt()
+    from onmt.inputters.dynamic_iterator import DynamicDatasetIter
+    from onmt.inputters.text_corpus import ParallelCorpus, ParallelCorpusIterator
+    from onmt.models.model_saver import ModelSaver
+    from onmt.transforms import TransformPipe
+
+    for cls, name in ((ParallelCorpusIterator, "__iter__"), (DynamicDatasetIter, "_bucketing"),
+                      (ModelSaver, "save"), (ModelSaver, "_rm_checkpoint")):
+        monkeypatch.setattr(cls, name, getattr(cls, name))  # put back after the test
+    ckpt = tmp_path / "model_step_9.pt"
+    position.write_record(ckpt, 9, {"corpus_1": {"passes": 3, "lines": 7}})
+    positions = position.track(str(ckpt))
+    (tmp_path / "s").write_text("".join(f"s{i}\n" for i in range(10)))
+    (tmp_path / "t").write_text("".join(f"t{i}\n" for i in range(10)))
+
+    def read(cid):
+        corpus = ParallelCorpus(cid, str(tmp_path / "s"), str(tmp_path / "t"))
+        return [(ex["src"], ex["cid_line_number"]) for ex, _, _ in
+                ParallelCorpusIterator(corpus, TransformPipe.build_from([]))]
+
+    assert read("corpus_1") == [([f"s{i}"], i) for i in range(7, 10)]
+    assert "training corpus corpus_1 read from line 8 (pass 4)" in capsys.readouterr().err
+    assert positions.now["corpus_1"] == {"passes": 3, "lines": 10}
+    assert read("corpus_1") == [([f"s{i}"], i) for i in range(10)]
+    assert positions.now["corpus_1"] == {"passes": 4, "lines": 10}
+    assert len(read("valid")) == 10 and "valid" not in positions.now
+
 
 
 
@@ -179,11 +289,14 @@ def _stopped_by_sigterm(shard, spm_models, tmp_path, to: str) -> str:
     status, rest = stopped_when(command(10**6), env, lambda line: "Step 100/" in line, stop,
                                 start_new_session=True)
     assert status == 143, rest[-3000:]
-    (step, _), = checkpoints(tmp_path / "work")  # the only checkpoint: the one SIGTERM asked for
+    (step, saved), = checkpoints(tmp_path / "work")  # the only checkpoint: the one SIGTERM asked for
     assert step >= 100 and f"nmt train: stopped (SIGTERM) after the checkpoint of step {step}" in rest
     assert not (tmp_path / "model.pt").exists()
+    at = position.read_record(saved)["corpus_1"]  # where the corpus was: read on from there
     done = subprocess.run(command(step + 5), env=env, capture_output=True, text=True, check=True)
     assert f"nmt train cs-en: resuming from step {step}" in done.stderr
+    assert (f"training corpus corpus_1 read from line {at['lines'] + 1:,} (pass {at['passes'] + 1})"
+            in done.stderr)
     assert [s for s, _ in checkpoints(tmp_path / "work")][-1] == step + 5
     assert (tmp_path / "model.pt").exists()
     return done.stdout + done.stderr

@@ -47,7 +47,10 @@ def data(args: argparse.Namespace) -> int | str:
                 "GPUs (CPU when none), resuming from the last checkpoint in --work after a "
                 "killed job. SIGTERM (a SLURM time limit, scancel) saves a checkpoint after the "
                 "step it comes in and ends with status 143 (one GPU or the CPU: OpenNMT-py's "
-                "processes for several GPUs end as before, at their last saved step).",
+                "processes for several GPUs end as before, at their last saved step). A resumed "
+                "run reads the training corpus on from where the checkpoint's run was (recorded "
+                "in model_step_N.pt.position.json; the bucket in progress is read again), where "
+                "OpenNMT-py reads it from the first line.",
     settings={"settings": "nmt.train", "model_settings": "nmt.model"})
 def train(args: argparse.Namespace) -> int | str:
     from paramill.nmt.train import ModelSettings, NmtTrainSettings, train

@@ -158,6 +158,7 @@ def main(argv: list[str] | None = None) -> int:
     # thirteen lines of FutureWarning in every training log, about nothing a user can change
     warnings.filterwarnings("ignore", message=r"`torch\.cuda\.amp\.", category=FutureWarning)
     from paramill.device import deterministic
+    from paramill.nmt import position
 
     read_checkpoints_safely()
     for tool, rest in steps:
@@ -166,6 +167,7 @@ def main(argv: list[str] | None = None) -> int:
         sys.argv = [f"onmt_{tool}", *rest]
         if tool == "train" and trains_here(rest):
             checkpoint_on_sigterm()
+            position.track(position.train_from(rest))
         result = int(importlib.import_module(TOOLS[tool]).main() or 0)
         if result:
             return result

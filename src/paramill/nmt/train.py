@@ -35,6 +35,7 @@ import yaml
 from paramill import device
 from paramill.io import sha256_file
 from paramill.job import output_job
+from paramill.nmt import position
 from paramill.nmt.data import FILES
 from paramill.nmt.launch import STOPPED, THEN, parse_steps
 from paramill.provenance import Run
@@ -306,5 +307,7 @@ def train(direction: str, data_dir: str | Path, src_spm: str | Path, tgt_spm: st
         (tmp,) = job.paths
         shutil.copyfile(final, tmp)
         summary = {"direction": direction, "step": step, "gpus": gpus, **figures}
+        if (where := position.read_record(final)) is not None:
+            summary["corpus_position"] = where  # passes over each training corpus, and lines
         job.extra = {"training": summary}
     return summary
