@@ -324,6 +324,7 @@ def cross_field_problems(config: dict[str, Any]) -> list[str]:
     problems += _set_field_problems(config)
     problems += _braced_paths(config)
     problems += _embed_train_problems(_get(config, ("embed", "train")) or {})
+    problems += _subword_problems(_get(config, ("nmt",)) or {})
     problems += _search_query_problems(_get(config, ("twitter", "harvest")) or {})
     selects = {"filters.select": _get(config, ("filters", "select")) or {}}
     for name, variant in (_get(config, ("filters", "releases")) or {}).items():
@@ -370,6 +371,20 @@ def _embed_train_problems(train: dict[str, Any]) -> list[str]:
         return [f"config keys embed.train.recurrent_cuda_graph and embed.train.recurrent_pass_rows "
                 f"({rows}): a recurrent model's CUDA graph replays one pass a step; set "
                 f"recurrent_pass_rows to at least 4 x batch_size ({4 * batch})"]
+    return []
+
+
+def _subword_problems(nmt: dict[str, Any]) -> list[str]:
+    """Subword regularisation samples among a unigram model's n best segmentations: a BPE
+    model has none, and SentencePiece stopped ``onmt_build_vocab`` (``NBestEncode is not
+    available for the current model``) once the job had started."""
+    subwords, train = nmt.get("spm") or {}, nmt.get("train") or {}
+    nbest, alpha = train.get("subword_nbest"), train.get("subword_alpha")
+    if subwords.get("model_type") == "bpe" and nbest not in (0, 1) and alpha:
+        return [f"config keys nmt.spm.model_type (bpe) and nmt.train.subword_nbest ({nbest}), "
+                f"subword_alpha ({alpha}): subword regularisation samples among a unigram model's "
+                "best segmentations, and a BPE model has none; set nmt.train.subword_nbest: 1 "
+                "(Viterbi segmentation) or nmt.spm.model_type: unigram"]
     return []
 
 

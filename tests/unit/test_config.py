@@ -286,6 +286,8 @@ def test_corpus_names_in_other_sections_must_be_configured_corpora():
     ({"embed": {"release": "nope"}}, "config key embed.release: no release is named 'nope'"),
     ({"embed": {"train": {"recurrent_cuda_graph": True, "batch_size": 50, "recurrent_pass_rows": 100}}},
      "set recurrent_pass_rows to at least 4 x batch_size (200)"),
+    ({"nmt": {"spm": {"model_type": "bpe"}}},
+     "config keys nmt.spm.model_type (bpe) and nmt.train.subword_nbest (-1), subword_alpha (0.1)"),
     ({"lexicon": {"release": "nope"}}, "config key lexicon.release: no release is named 'nope'"),
     ({"pairs": {"corpora": {"r": {"format": "references", "reference": "r.txt",
                                    "hypotheses": ["nothing-here-*.txt"]}}}},

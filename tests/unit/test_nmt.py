@@ -120,6 +120,19 @@ def test_opennmt_s_feature_separator_in_a_sentence_trains_as_a_box_drawing_bar(s
     assert summary["step"] == 5
 
 
+def test_bpe_subwords_train_with_viterbi_segmentation(shard, tmp_path):
+    """``nmt.spm.model_type: bpe`` has no n best segmentations to sample among: the config
+    refuses it with subword regularisation (test_config), and with ``subword_nbest: 1`` the
+    model trains (SentencePiece's NBestEncode error stopped build_vocab before)."""
+    models = [tmp_path / f"{lang}.model" for lang in ("cs", "en")]
+    for lang, model in zip(("cs", "en"), models):
+        train_spm([shard], lang, model, SubwordSettings(vocab_size=300, model_type="bpe"))
+    write_training_text([shard], tmp_path / "data", valid_size=20)
+    summary = train_nmt("cs-en", tmp_path / "data", *models, tmp_path / "model.pt", tmp_path / "work",
+                        TINY_MODEL, dataclasses.replace(tiny_train(5), subword_nbest=1))
+    assert summary["step"] == 5
+
+
 def test_opennmt_config_matches_the_known_facts(tmp_path):
     cfg = opennmt_config("en-cs", tmp_path, tmp_path / "en.model", tmp_path / "cs.model", tmp_path,
                          TINY_MODEL, tiny_train(5), gpus=0)

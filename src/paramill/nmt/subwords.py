@@ -30,7 +30,8 @@ class SubwordSettings(Settings):
     character_coverage: float = setting(
         0.9999, "Share of characters covered by the model.", minimum=0.9, maximum=1)
     model_type: Literal["unigram", "bpe"] = setting(
-        "unigram", "SentencePiece algorithm (unigram supports subword regularisation).")
+        "unigram", "SentencePiece algorithm (unigram supports subword regularisation; bpe needs "
+        "nmt.train.subword_nbest: 1).")
     input_sentence_size: int = setting(
         10_000_000, "Sentences sampled for training the model.", minimum=1000)
     seed: int = setting(13, "Random seed.")
