@@ -9,8 +9,8 @@ This launcher seeds every generator (:func:`paramill.device.deterministic`), tur
 torch's deterministic algorithms at the rule's thread count, and replaces that one
 sampler by :func:`sample_segmentation`: Kudo (2018)'s l-best sampling, one of the n best
 segmentations drawn with probability proportional to P(x)^alpha, from a generator seeded
-with SEED (``nbest_size`` -1, the whole lattice in SentencePiece, becomes the
-:data:`LATTICE_NBEST` best). Inference and the target side keep Viterbi segmentation.
+with SEED (``nbest_size`` -1, the whole lattice in SentencePiece, as SentencePiece draws it:
+:mod:`paramill.nmt.lattice`). Inference and the target side keep Viterbi segmentation.
 Then it runs the tool's own ``main`` in this process. TOOL is ``build_vocab``, ``train`` or ``translate`` (benchmarks compare with OpenNMT-py's own translator).
 ``--then TOOL ARGS...`` runs a further tool in the same process, each from a fresh seeding
 (so ``build_vocab ... --then train ...`` trains the model two processes would, and Python,
@@ -31,14 +31,20 @@ from typing import Any
 
 TOOLS = {"build_vocab": "onmt.bin.build_vocab", "train": "onmt.bin.train",
          "translate": "onmt.bin.translate"}
-#: how many segmentations stand in for the whole lattice (nbest_size -1); Kudo (2018) l=64
+#: how many segmentations stand in for the whole lattice (nbest_size -1) where a model's
+#: pieces span words (never one paramill trains: :mod:`paramill.nmt.lattice`)
 LATTICE_NBEST = 64
 
 
 def sample_segmentation(sp: Any, text: str, nbest_size: int, alpha: float, rng: random.Random,
                         scores: list[float]) -> list[str]:
-    """One segmentation of ``text`` drawn from its n best with P proportional to P(x)^alpha
-    (``scores``: each piece's log-probability in the unigram model)."""
+    """One segmentation of ``text`` drawn with P proportional to P(x)^alpha: from the whole
+    lattice for ``nbest_size`` -1 (:func:`paramill.nmt.lattice.sampler`), else from its n
+    best (``scores``: each piece's log-probability in the unigram model)."""
+    from paramill.nmt import lattice
+
+    if nbest_size < 0 and (draw := lattice.sampler(sp, alpha)) is not None:
+        return draw(text, rng)
     size = LATTICE_NBEST if nbest_size < 0 else nbest_size
     candidates = sp.nbest_encode(text, nbest_size=size, out_type=int)
     if len(candidates) <= 1:

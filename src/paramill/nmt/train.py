@@ -80,8 +80,8 @@ class NmtTrainSettings(Settings):
     subword_nbest: int = setting(
         -1,
         "Subword regularisation on the source side while training: sample among this many best "
-        "segmentations, seeded by seed (-1: the 64 best, standing in for the whole lattice; 1 "
-        "disables).")
+        "segmentations, seeded by seed (-1: the whole lattice, each word drawn from its "
+        "segmentations, at most the 512 best; 1 disables).")
     subword_alpha: float = setting(0.1, "Smoothing of subword sampling.", minimum=0)
     seed: int = setting(13, "Random seed.")
     precision: Literal["fp32", "fp16"] = setting(
