@@ -48,20 +48,11 @@ def nbest64(sp, scores, rng):
     return draw
 
 
-def words(pieces: list[str]) -> list[tuple[str, ...]]:
-    out: list[list[str]] = []
-    for piece in pieces:
-        if piece.startswith("\u2581") or not out:
-            out.append([])
-        out[-1].append(piece)
-    return [tuple(w) for w in out]
-
-
 def kept_best(sp, draw, sentences: list[str], draws: int) -> float:
     same = total = 0
     for _ in range(draws):
         for text in sentences:
-            best, drawn = words(sp.encode(text, out_type=str)), words(draw(text))
+            best, drawn = lattice.words(sp.encode(text, out_type=str)), lattice.words(draw(text))
             if len(best) == len(drawn):
                 same += sum(a == b for a, b in zip(best, drawn))
                 total += len(best)

@@ -990,15 +990,6 @@ def test_subword_sampling_is_seeded_and_draws_from_the_nbest(spm_models):
     assert draws(13, 50.0).count(viterbi) > 35  # a sharp alpha keeps the best segmentation
 
 
-def _words(pieces):
-    words: list[list[str]] = []
-    for piece in pieces:
-        if piece.startswith("\u2581") or not words:
-            words.append([])
-        words[-1].append(piece)
-    return [tuple(w) for w in words]
-
-
 def test_the_lattice_sampler_draws_as_sentencepieces_own_and_its_best_path_is_viterbi(shard, spm_models):
     """The seeded whole-lattice sampler against SentencePiece's own (unseeded) one on the
     sample's sentences: as sharp as Viterbi at a large alpha (its lattice holds SentencePiece's
@@ -1022,7 +1013,7 @@ def test_the_lattice_sampler_draws_as_sentencepieces_own_and_its_best_path_is_vi
         def kept(draw):
             same = total = 0
             for text in sentences[:200]:
-                best, drawn = _words(sp.encode(text, out_type=str)), _words(draw(text))
+                best, drawn = lattice.words(sp.encode(text, out_type=str)), lattice.words(draw(text))
                 if len(best) == len(drawn):
                     same += sum(a == b for a, b in zip(best, drawn))
                     total += len(best)

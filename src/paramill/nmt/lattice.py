@@ -32,6 +32,16 @@ UNK_PENALTY = 10.0
 #: words whose lattices are kept (a few hundred bytes each)
 WORDS = 1 << 16
 
+def words(pieces: list[str]) -> list[tuple[str, ...]]:
+    """The pieces of a segmentation grouped by word (each word's begin with the boundary)."""
+    grouped: list[list[str]] = []
+    for piece in pieces:
+        if piece.startswith(MARK) or not grouped:
+            grouped.append([])
+        grouped[-1].append(piece)
+    return [tuple(w) for w in grouped]
+
+
 _MADE: dict[tuple[int, float], tuple[Any, Any]] = {}
 
 
