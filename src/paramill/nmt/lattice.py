@@ -65,8 +65,7 @@ def _make(sp: Any, alpha: float):
         return None
     table = {pieces[i]: (i, alpha * sp.get_score(i)) for i in kept}
     longest = max(map(len, table))
-    unk = sp.unk_id()
-    unknown = (unk, alpha * (min(sp.get_score(i) for i in kept) - UNK_PENALTY))
+    unk, unknown = sp.unk_id(), alpha * (min(sp.get_score(i) for i in kept) - UNK_PENALTY)
 
     @functools.lru_cache(maxsize=WORDS)
     def lattice(word: str) -> list[tuple[list[tuple[int, int]], list[float] | None]]:
@@ -84,7 +83,7 @@ def _make(sp: Any, alpha: float):
                     ends[i + length].append((i, hit[0], hit[1]))
                     single = single or length == 1
             if not single:
-                ends[i + 1].append((i, unknown[0], unknown[1]))
+                ends[i + 1].append((i, unk, unknown))
         forward = [0.0] + [-math.inf] * n
         into: list[tuple[list[tuple[int, int]], list[float] | None]] = [([], None)]
         for j in range(1, n + 1):

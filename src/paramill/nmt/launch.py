@@ -29,6 +29,8 @@ import warnings
 from pathlib import Path
 from typing import Any
 
+from paramill.nmt import lattice
+
 TOOLS = {"build_vocab": "onmt.bin.build_vocab", "train": "onmt.bin.train",
          "translate": "onmt.bin.translate"}
 #: how many segmentations stand in for the whole lattice (nbest_size -1) where a model's
@@ -41,8 +43,6 @@ def sample_segmentation(sp: Any, text: str, nbest_size: int, alpha: float, rng: 
     """One segmentation of ``text`` drawn with P proportional to P(x)^alpha: from the whole
     lattice for ``nbest_size`` -1 (:func:`paramill.nmt.lattice.sampler`), else from its n
     best (``scores``: each piece's log-probability in the unigram model)."""
-    from paramill.nmt import lattice
-
     if nbest_size < 0 and (draw := lattice.sampler(sp, alpha)) is not None:
         return draw(text, rng)
     size = LATTICE_NBEST if nbest_size < 0 else nbest_size

@@ -86,11 +86,9 @@ def read_record(checkpoint: str | Path) -> dict[str, dict[str, int]] | None:
 
 
 def write_record(checkpoint: str | Path, step: int, corpora: dict[str, dict[str, int]]) -> None:
-    path = record_path(checkpoint)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps({"step": step, "corpora": corpora}, sort_keys=True) + "\n",
-                   encoding="utf-8")
-    tmp.replace(path)
+    from paramill.io import write_json
+
+    write_json(record_path(checkpoint), {"step": step, "corpora": corpora}, indent=None)
 
 
 def track(train_from: str | None) -> Positions:
