@@ -14,11 +14,12 @@ PIP := $(BIN)/python -m pip $(PIP_QUIET) --disable-pip-version-check
 # the exact versions the suite passed with (`make lock` writes it; pyproject.toml has ranges)
 CONSTRAINTS := constraints.txt
 
-.PHONY: install run test report lint lock clean-work help
+.PHONY: install run test docs report lint lock clean-work help
 
 help:
 	@echo "make run     install (if needed) and run the default pipeline on data/sample/"
 	@echo "make test    install (if needed) and run the test suite"
+	@echo "make docs    build the manual into site/ (mkdocs --strict)"
 	@echo "make report  write report.html for the last run"
 	@echo "make lint    snakemake --lint"
 	@echo "make lock    write constraints.txt from .venv (after a dependency change)"
@@ -42,7 +43,7 @@ $(STAMP): pyproject.toml $(CONSTRAINTS) Makefile scripts/build-kenlm.sh scripts/
 	  trap 'kill -- -$$native 2>/dev/null || true' EXIT; \
 	  set -x; \
 	  $(PIP) install -c $(CONSTRAINTS) torch==2.13.0; \
-	  $(PIP) install -c $(CONSTRAINTS) -e ".[test$$($(BIN)/python -c 'import torch; print(",gpu" if torch.version.cuda else "")')]"; \
+	  $(PIP) install -c $(CONSTRAINTS) -e ".[test,docs$$($(BIN)/python -c 'import torch; print(",gpu" if torch.version.cuda else "")')]"; \
 	  $(PIP) install -c $(CONSTRAINTS) --no-deps opennmt-py==3.5.1; \
 	  { set +x; } 2>/dev/null; \
 	  if wait $$native; then cat $$log; trap - EXIT; else cat $$log >&2; echo "KenLM build or browser install failed (above)" >&2; exit 1; fi
@@ -53,6 +54,10 @@ run: install
 
 test: install
 	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadgroup --no-loadscope-reorder
+
+# (the two variables silence a notice about MkDocs' future that mkdocs-material prints)
+docs: install
+	NO_MKDOCS_2_WARNING=1 DISABLE_MKDOCS_2_WARNING=true $(BIN)/mkdocs build --strict --quiet --site-dir site
 
 report: install
 	$(BIN)/snakemake --cores $(CORES) --report report.html

@@ -1,4 +1,4 @@
-# paramill: paraphrase corpora from bitext and news tweets. See README.md.
+# paramill: paraphrase corpora from bitext and news tweets. The manual: docs/.
 # Rules live in rules/*.smk and call the `paramill` command line; no logic here.
 
 from snakemake.utils import min_version
@@ -15,7 +15,7 @@ report: "report/workflow.rst"
 include: "rules/common.smk"
 
 
-container: CONTAINER  # used with --sdm apptainer only (see README "Containers")
+container: CONTAINER  # used with --sdm apptainer only (docs/installation.md)
 
 include: "rules/paths.smk"
 include: "rules/bitext.smk"

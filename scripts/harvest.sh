@@ -7,7 +7,7 @@
 #
 #   # scrontab -e  (SLURM)
 #   #SCRON -t 02:00:00 -c 2 --mem=4G   (at 450 searches per 15 min, 2 h is ~3,600 searches:
-#                                       size it, README "Sizing a harvest against the X API")
+#                                       size it: docs/methods/twitter.md)
 #   30 2 * * *  cd /path/to/paramill && scripts/harvest.sh
 #
 # Credentials come from the environment variables named in twitter.harvest (never stored).
@@ -30,7 +30,7 @@ CONFIG=(--configfile config.yaml "${TWITTER_CONFIG:-configs/twitter.yaml}")
 # --show-failed-logs: a failed job's log (the harvest's own message) lands in the cron log
 "$SNAKEMAKE" --cores "${CORES:-2}" --show-failed-logs "$@" "work/twitter/harvest/${DAY}.parquet" "${CONFIG[@]}"
 # the day is kept whatever follows; the month's step may stop on Snakemake's lock beside a
-# long monthly run (README, Periodic jobs), and the next day's run then rebuilds it
+# long monthly run (docs/periodic.md), and the next day's run then rebuilds it
 "$SNAKEMAKE" --cores "${CORES:-2}" --show-failed-logs "$@" "results/twitter/${MONTH}/paraphrases.tsv" \
   results/twitter/growth.tsv "${CONFIG[@]}" || {
   echo "harvest.sh: ${DAY} is harvested, but ${MONTH}'s pairs and the growth table were not rebuilt" \

@@ -1,3 +1,3 @@
 """paramill: paraphrase corpora from bitext and news tweets, with provenance."""
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"

@@ -12,14 +12,14 @@ import sys
 from typing import Any
 
 from paramill import __version__
-from paramill.commands import Group, arg, json_of
+from paramill.commands import Group, HelpFormatter, arg, json_of
 from paramill.signals import on_sigterm
 
 EXIT_INPUT_ERROR = 2
 #: the stage packages whose ``cli.group`` is a command group, in the order --help lists them
 STAGES = ("bitext", "pairs", "nmt", "filters", "embed", "evaluate", "lexicon", "twitter", "report")
 
-provenance = Group("provenance", "inspect and verify provenance records")
+provenance = Group("provenance", "inspect and verify provenance records", docs="provenance.md")
 
 
 @provenance.verb(
@@ -31,7 +31,8 @@ provenance = Group("provenance", "inspect and verify provenance records")
              "inputs or the chain: for an output shared with its record away from the tree "
              "that made it (a released model)"),
     description="Exit 0 when every recorded input and output still has its recorded sha256, "
-                "back to the raw files; 1 otherwise.")
+                "back to the raw files; 1 otherwise.",
+    example='paramill provenance verify results/corpus/default/corpus.tsv')
 def verify(args: argparse.Namespace) -> int:
     from paramill.provenance import verify
     broken = 0
@@ -46,7 +47,8 @@ def verify(args: argparse.Namespace) -> int:
     return int(broken > 0)
 
 
-@provenance.verb("show", "print an output's record", arg("path", help="an output"))
+@provenance.verb("show", "print an output's record", arg("path", help="an output"),
+    example='paramill provenance show results/bitext/stats.json')
 def show(args: argparse.Namespace) -> int:
     from paramill.io import read_json
     from paramill.provenance import prov_path
@@ -54,12 +56,13 @@ def show(args: argparse.Namespace) -> int:
     return 0
 
 
-formats_group = Group("formats", "the layouts input files are read in: list them, peek at a file")
+formats_group = Group("formats", "the layouts input files are read in: list them, peek at a file", docs="formats.md")
 
 
 @formats_group.verb("list", "every layout, the uses it is read as, and what it reads",
                     arg("--use", choices=["bitext", "pairs", "sts", "labelled"],
-                        help="only the layouts of this use"))
+                        help="only the layouts of this use"),
+    example='paramill formats list --use pairs')
 def formats_list(args: argparse.Namespace) -> int:
     from paramill.peek import layouts
     for layout in layouts(args.use):
@@ -81,7 +84,8 @@ def formats_list(args: argparse.Namespace) -> int:
     description="Prints each row as one JSON object (a row that cannot be read: its reason and "
                 "detail, as the rejected table would hold them), then, on stderr, how many of "
                 "the rows scanned were read and why the others were not. A wrong `fields` or "
-                "`format` is the error the pipeline would give.")
+                "`format` is the error the pipeline would give.",
+    example='paramill formats peek --use pairs --spec \'{"format": "paranmt", "path": "data/sample/pairs/grammar.paranmt.txt.gz"}\' -n 3')
 def formats_peek(args: argparse.Namespace) -> int:
     from paramill.peek import peek
     rows, reasons, scanned = peek(args.use, args.spec, args.rows, args.scan)
@@ -92,11 +96,12 @@ def formats_peek(args: argparse.Namespace) -> int:
     return 0
 
 
-configs = Group("config", "validate configs; generate the schema")
+configs = Group("config", "validate configs; generate the schema", docs="configuration.md")
 
 
 @configs.verb("validate", "check a config file; errors name the key",
-              arg("file", help="YAML config file"))
+              arg("file", help="YAML config file"),
+    example='paramill config validate config.yaml')
 def validate(args: argparse.Namespace) -> int:
     from paramill import config
     config.load(args.file)
@@ -107,7 +112,8 @@ def validate(args: argparse.Namespace) -> int:
 @configs.verb(
     "resolve", "print the config with defaults filled in, as JSON",
     arg("file", help="YAML file, or - for JSON on stdin"), arg("--with-digest", action="store_true",
-        help='print {"config": ..., "digest": sha256} (used by the Snakefile)'))
+        help='print {"config": ..., "digest": sha256} (used by the Snakefile)'),
+    example='paramill config resolve configs/paranmt.yaml')
 def resolve(args: argparse.Namespace) -> int:
     from paramill import config
     if args.file == "-":
@@ -126,23 +132,48 @@ def resolve(args: argparse.Namespace) -> int:
 
 @configs.verb(
     "schema", "print the JSON Schema generated from the stages' settings declarations",
-    arg("--write", action="store_true", help="write configs/config.schema.yaml and README.md's "
-        "configuration reference (in a checkout)"),
-    arg("--docs", action="store_true", help="print the README's configuration reference instead"))
+    arg("--write", action="store_true", help="write configs/config.schema.yaml (in a checkout)"),
+    arg("--docs", action="store_true", help="print the configuration reference (Markdown, the "
+        "manual's page) instead"),
+    example='paramill config schema --write')
 def schema(args: argparse.Namespace) -> int:
     from paramill import schema
     if args.write:
         return "wrote " + ", ".join(map(str, schema.write()))
-    print(schema.reference() if args.docs else schema.dump(schema.generate()), end="")
+    print(schema.reference_page() if args.docs else schema.dump(schema.generate()), end="")
     return 0
 
 
+def groups() -> list[Group]:
+    """Every command group, in the order of the data flow, then the tools."""
+    return [*(importlib.import_module(f"paramill.{stage}.cli").group for stage in STAGES),
+            provenance, formats_group, configs]
+
+
+def _listing(found: list[Group]) -> str:
+    """The top-level help's list of commands: each group (a pipeline stage, or a tool) and
+    under it its verbs, one line each."""
+    width = max(len(verb.name) for group in found for verb in group.verbs)
+    lines = []
+    for group in found:
+        lines.append(f"  {group.name:<11}{group.help}")
+        lines += [f"      {verb.name:<{width}}  {verb.help}" for verb in group.verbs]
+    return "\n".join(lines)
+
+
 def build_parser() -> argparse.ArgumentParser:
+    found = groups()
     parser = argparse.ArgumentParser(
-        prog="paramill",
-        description="Paraphrase corpora from Czech-English bitext and news tweets. Each "
-                    "command group is one pipeline stage; the Snakemake rules call its verbs, "
-                    "and they run on their own too. Every output gets <output>.prov.json.")
+        prog="paramill", formatter_class=HelpFormatter,
+        description="Paraphrase corpora from Czech-English bitext and news tweets. Each command "
+                    "is one step of a pipeline stage; the Snakemake rules call them, and they "
+                    "run on their own too. Every output gets <output>.prov.json beside it.\n\n"
+                    "commands, by stage (paramill COMMAND STEP --help for one):\n"
+                    + _listing(found),
+        epilog="example:\n  paramill formats peek --use bitext --spec "
+               "'{\"format\": \"moses\", \"cs\": \"my.cs\", \"en\": \"my.en\"}'\n\n"
+               "manual: docs/ (mkdocs serve), starting at docs/index.md; every command: "
+               "docs/cli.md")
     parser.add_argument("--version", action="version", version=f"paramill {__version__}")
     parser.add_argument("--rule", help="rule name recorded in provenance (set by the workflow; "
                                        "default: <group>_<verb>)")
@@ -150,13 +181,42 @@ def build_parser() -> argparse.ArgumentParser:
                         help="threads for everything this command runs: torch, CTranslate2, "
                              "polars, numpy and the tools it starts (the rules pass their "
                              "`threads`; default: the CPUs this process may use)")
-    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for stage in STAGES:
-        importlib.import_module(f"paramill.{stage}.cli").group.add_to(sub)
-    provenance.add_to(sub)
-    formats_group.add_to(sub)
-    configs.add_to(sub)
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND STEP",
+                                help="one of the commands listed above, and its step")
+    for group in found:
+        group.add_to(sub)
     return parser
+
+
+def reference_page() -> str:
+    """The command-line reference (docs/cli.md, generated at build time): every verb's
+    ``--help``, grouped by stage."""
+    import os
+
+    columns = os.environ.get("COLUMNS")
+    os.environ["COLUMNS"] = "100"  # argparse wraps to it: the page is the same on any terminal
+    try:
+        parser = build_parser()
+        lines = ["# Command-line reference", "",
+                 "Generated from the command line itself (`paramill COMMAND STEP --help`). The "
+                 "Snakemake rules call these commands; each also runs on its own. Every command "
+                 "takes the global options `--threads N` (the threads of every pool it "
+                 "starts) and `--rule NAME` (the rule its provenance records).", "",
+                 "```text", parser.format_help().rstrip(), "```", ""]
+        sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+        for group in groups():
+            lines += [f"## {group.name}", "", group.description or group.help, ""]
+            verbs = next(a for a in sub.choices[group.name]._actions
+                         if isinstance(a, argparse._SubParsersAction))
+            for verb in group.verbs:
+                lines += [f"### paramill {group.name} {verb.name}", "", "```text",
+                          verbs.choices[verb.name].format_help().rstrip(), "```", ""]
+        return "\n".join(lines)
+    finally:
+        if columns is None:
+            os.environ.pop("COLUMNS", None)
+        else:
+            os.environ["COLUMNS"] = columns
 
 
 @functools.cache

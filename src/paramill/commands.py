@@ -122,6 +122,24 @@ def launch_overlays(launch: Any, sections: list[str]) -> dict[str, dict[str, Any
     return launch
 
 
+#: where the manual's pages are, for the line that ends each verb's help
+DOCS = "docs/"
+
+
+class HelpFormatter(argparse.HelpFormatter):
+    """argparse's, but a paragraph of the description or epilog whose lines are indented (a
+    command line, a list) is kept as written; the others are wrapped as usual."""
+
+    def _fill_text(self, text: str, width: int, indent: str) -> str:
+        import textwrap
+
+        return "\n\n".join(
+            "\n".join(indent + line for line in para.splitlines()) if "\n  " in para
+            else textwrap.fill(" ".join(para.split()), width, initial_indent=indent,
+                               subsequent_indent=indent)
+            for para in text.strip().split("\n\n"))
+
+
 @dataclasses.dataclass(frozen=True)
 class _Verb:
     """One verb as :meth:`Group.verb` registered it."""
@@ -133,37 +151,51 @@ class _Verb:
     sections: dict[str, str]
     launch: bool
     memory: tuple[str, ...]
+    example: str
+    docs: str
     func: Verb
+
+    def epilog(self) -> str:
+        """What ends the verb's ``--help``: one example and the page of the manual to read."""
+        return f"example:\n  {self.example}\n\nmanual: {DOCS}{self.docs}"
 
 
 class Group:
-    """The verbs of one stage: ``paramill <group> <verb>``."""
+    """The verbs of one stage: ``paramill <group> <verb>``. ``docs``: the page of the manual
+    (under ``docs/``) its verbs are described on, unless a verb names its own."""
 
-    def __init__(self, name: str, help: str, description: str | None = None):
-        self.name, self.help, self.description = name, help, description
+    def __init__(self, name: str, help: str, description: str | None = None, docs: str = ""):
+        self.name, self.help, self.description, self.docs = name, help, description, docs
         self.verbs: list[_Verb] = []
 
     def verb(self, name: str, help: str, *args: tuple, description: str | None = None,
              settings: str | dict[str, str] | None = None,
-             launch: bool = False, memory: tuple[str, ...] = ()) -> Callable[[Verb], Verb]:
+             launch: bool = False, memory: tuple[str, ...] = (), example: str = "",
+             docs: str = "") -> Callable[[Verb], Verb]:
         """Register a verb. ``settings``: the config section its ``--settings`` takes, or
         {option dest: section} for several (``--model-settings`` ...); ``launch``: it takes
         ``--launch``, those sections' launch-only keys; ``memory``: the config keys that size
         what its job holds at once (``"bitext.ingest.batch_rows"``), which the error line of
-        a job out of memory names."""
+        a job out of memory names; ``example``: one command line that uses it (its help ends
+        with it; a test parses every one); ``docs``: its page of the manual, over the group's."""
         sections = {"settings": settings} if isinstance(settings, str) else dict(settings or {})
 
         def register(func: Verb) -> Verb:
-            self.verbs.append(_Verb(name, help, description, args, sections, launch, memory, func))
+            self.verbs.append(_Verb(name, help, description, args, sections, launch, memory,
+                                    example, docs or self.docs, func))
             return func
 
         return register
 
     def add_to(self, sub: argparse._SubParsersAction) -> None:
-        parser = sub.add_parser(self.name, help=self.help, description=self.description or self.help)
+        parser = sub.add_parser(self.name, description=self.description or self.help,
+                                formatter_class=HelpFormatter,
+                                epilog=f"manual: {DOCS}{self.docs}" if self.docs else None)
         verbs = parser.add_subparsers(dest="what", required=True, metavar="STEP")
         for verb in self.verbs:
-            p = verbs.add_parser(verb.name, help=verb.help, description=verb.description or verb.help)
+            p = verbs.add_parser(verb.name, help=verb.help, description=verb.description or verb.help,
+                                 epilog=verb.epilog(),
+                                 formatter_class=HelpFormatter)
             outputs, tables = [], {}
             for flags, kw in verb.args:
                 kw = dict(kw)

@@ -241,8 +241,8 @@ def refuse_unused_gpus(library: str, why: str) -> None:
     if given:
         raise GpuNotUsable(
             f"SLURM gave this job GPUs ({given}) but {library} cannot use CUDA: {why}. It would "
-            "run on the CPU; install a CUDA build of it that this node's driver runs (README, "
-            "\"Running on SLURM\"), or ask for no GPU for this rule (resources.RULE.gpu)")
+            "run on the CPU; install a CUDA build of it that this node's driver runs (docs/cluster.md, "
+            "GPUs), or ask for no GPU for this rule (resources.RULE.gpu)")
 
 
 def torch_cuda_problem() -> str | None:

@@ -84,3 +84,40 @@ def peek(use: str, entry: dict[str, Any], rows: int = 10, scan: int = 10_000
         if len(first) < rows:
             first.append({k: v for k, v in row.items() if v is not None})
     return first, reasons, scanned
+
+
+def formats_page() -> str:
+    """The input formats page (docs/formats.md, generated at build time from the formats
+    registry): every layout, what it can be read as, and the keys a corpus in it takes."""
+    from paramill.settings import config_keys, object_schema
+
+    def cell(text: str) -> str:
+        return " ".join(str(text).split()).replace("|", "\\|")
+
+    lines = ["# Input formats", "",
+             "Generated from paramill's formats registry (`paramill formats list`). Every "
+             "layout is one module of `paramill.formats`; its name is the same in the config, "
+             "on the command line and here. Text files may be plain, gzip, xz, zstd or bzip2 "
+             "(told from their bytes, not their name) and are read a line at a time; Parquet a "
+             "row group at a time. A line that gives no pair becomes a rejected row with its "
+             "reason, never a silent loss. To see how a file will be read before a run: "
+             "`paramill formats peek --use USE --spec '{\"format\": ..., \"path\": ...}'`.", "",
+             "| format | read as | what it reads | old names |", "| --- | --- | --- | --- |"]
+    for layout in layouts():
+        uses = ", ".join(layout["uses"]) or "a file a setting names"
+        lines.append(f"| `{layout['format']}` | {uses} | "
+                     f"{cell(layout['description'])} | "
+                     f"{', '.join(f'`{a}`' for a in layout.get('aliases', []))} |")
+    lines.append("")
+    for use, what in formats.USES.items():
+        lines += [f"## {use}", "", f"Read as {what}.", ""]
+        for module in formats.modules(use):
+            spec = getattr(module, "Spec", None)
+            keys = object_schema(spec)["properties"] if spec is not None else {}
+            lines += [f"### `{module.NAME}` ({use})", "", cell(module.DESCRIPTION) + ".", ""]
+            if use in ("bitext", "pairs") and keys:
+                lines += ["| key | what |", "| --- | --- |"]
+                lines += [f"| `{key}` | {cell(node.get('description', ''))} |"
+                          for key, node in keys.items() if key in config_keys(spec)]
+                lines.append("")
+    return "\n".join(lines)

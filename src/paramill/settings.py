@@ -20,6 +20,8 @@ NAME_PATTERN = "^[A-Za-z0-9][A-Za-z0-9_-]*$"
 Name = Annotated[str, {"pattern": NAME_PATTERN}]
 Device = Literal["auto", "cpu", "cuda"]
 DEVICE_DOC = "auto: cuda when a GPU is visible."
+#: the end of a launch-only key's description
+LAUNCH_NOTE = "Launch-only: changing it re-runs nothing."
 Component = Literal["word", "trigram", "lstm", "blstm", "gran"]
 
 
@@ -45,11 +47,9 @@ def setting(default: Any = dataclasses.MISSING, doc: str = "", *, factory: Any =
         schema["x-workflow"] = True
     if quiet_default:
         schema["x-quiet-default"] = True
-        doc = (f"{doc} At its default it is left out of the rule's params (what paramill "
-               "computed before the key existed), so adding it re-ran nothing.")
     if launch:
         schema["x-launch"] = True
-        doc = f"{doc} Launch-only: changing it re-runs nothing (the next job that runs takes it)."
+        doc = f"{doc} {LAUNCH_NOTE}"
     meta = {"doc": doc, "schema": schema, "no_default": no_default}
     if factory is not None:
         return dataclasses.field(default_factory=factory, metadata=meta)

@@ -57,7 +57,7 @@ def test_the_growth_is_a_config_key_with_bounds():
             config.resolve({"resources": {"embed_train": {"retry_growth": bad}}})
     doc = config.schema()["properties"]["resources"]["additionalProperties"]["properties"][
         "retry_growth"]["description"]
-    assert f"Default {RETRY_GROWTH:g} " in doc
+    assert f"(default {RETRY_GROWTH:g}: " in doc
 
 
 def test_every_rule_asks_through_rule_resources():

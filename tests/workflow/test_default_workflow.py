@@ -268,72 +268,45 @@ def test_verify_gives_the_same_answer_from_any_working_directory(finished, tmp_p
         os.chdir(cwd)
 
 
-#: README commands that cannot run on the sample here, and why (every other one is run)
-README_SKIPS = {
+#: commands of the README and the manual that cannot run on the sample here, and why (every
+#: other one is run; snakemake commands plan their DAG with -n)
+SKIPS = {
     "make run": "this test suite is what it runs",
     "make test": "this test suite is it",
-    "configs/paranmt.yaml": "needs CzEng 1.6, not the sample",
+    "make docs": "tests/unit/test_docs.py builds the manual",
+    "mkdocs serve": "a server that runs until stopped",
+    "make report": "test_the_report_in_a_real_browser makes the report",
     "--profile slurm": "needs a SLURM cluster (tests/workflow/test_slurm.py runs a local one)",
     "scripts/harvest.sh": "needs the X API (tests/workflow/test_harvest_workflow.py runs it "
                           "against a fake one)",
 }
 
 
-def readme_commands():
-    import shlex
-
-    from .conftest import REPO
-
-    text = (REPO / "README.md").read_text()
-    for block in re.findall(r"```sh\n(.*?)```", text, re.S):
-        for line in block.splitlines():
-            words = shlex.split(line, comments=True)
-            if words:
-                yield line.strip(), words
-
-
-def readme_mine_yaml() -> str:
-    """The YAML block the README introduces as a complete config (`mine.yaml`)."""
-    from .conftest import REPO
-
-    found = re.search(r"\(`mine\.yaml`\):\s*```yaml\n(.*?)```", (REPO / "README.md").read_text(), re.S)
-    assert found, "the README no longer shows mine.yaml"
-    assert "/data/" not in found[1].replace("/data/para-nmt-50m.txt", "").replace(
-        "/data/stsbenchmark/sts-dev.csv", ""), "a new /data path in mine.yaml: point it at the sample here"
-    return found[1]
-
-
-def test_every_command_the_readme_shows_runs_on_the_sample(finished):
-    import subprocess
-    import sys
-    from pathlib import Path
+def test_every_command_the_readme_and_the_manual_show_runs_on_the_sample(finished):
+    from .examples import PAGES, commands, named_configs, own_corpora, run
 
     project, _ = finished
     (project / "sentences.txt").write_text("The dog barks.\nA large house.\n")
     (project / "pairs.tsv").write_text("".join(f"the {w} is big\tthe {w} is large\n"
                                                for w in ("dog", "cat", "house", "car", "tree")))
-    # the README's complete pair-corpus config, its /data paths pointed at the sample's files
-    (project / "mine.yaml").write_text(readme_mine_yaml()
-                                       .replace("/data/para-nmt-50m.txt", "data/sample/pairs/grammar.paranmt.txt.gz")
-                                       .replace("/data/stsbenchmark/sts-dev.csv", "data/sample/sts/sts-dev.csv"))
-    bindir = Path(sys.executable).parent
+    own_corpora(project, lines=200)
     ran, skipped = [], []
-    for line, words in readme_commands():
-        reason = next((why for key, why in README_SKIPS.items() if key in line), None)
-        if reason or words[0].startswith(("#", "cd")) or "*" in words[:5]:
-            skipped.append((line, reason))
-            continue
-        assert words[0].startswith(".venv/bin/"), f"README command not run from .venv/bin: {line}"
-        cmd = [str(bindir / words[0].removeprefix(".venv/bin/")), *words[1:]]
-        if words[0].endswith("snakemake") and "-n" not in words:
-            cmd.append("-n")  # what it would run: the config and the DAG, not a rebuild
-        proc = subprocess.run(cmd, cwd=project, capture_output=True, text=True, timeout=900,
-                              env={**os.environ, "PATH": f"{bindir}:{os.environ['PATH']}",
-                                   "PARAMILL_PROGRESS": "0"})
-        assert proc.returncode == 0, f"{line}\n{proc.stdout[-2000:]}\n{proc.stderr[-3000:]}"
-        ran.append(line)
-    assert len(ran) >= 7, ran
-    assert any("max_tokens" in line for line in ran)  # the nested --config example
+    for page in PAGES:
+        text = page.read_text()
+        for name, body in named_configs(text).items():  # this page's configs, by their names
+            (project / name).write_text(body)
+        for line, words in commands(text):
+            reason = next((why for key, why in SKIPS.items() if key in line), None)
+            if reason:
+                skipped.append((line, reason))
+                continue
+            assert words[0].startswith(".venv/bin/"), f"{page.name}: not run from .venv/bin: {line}"
+            proc = run(project, words, dry=True)
+            assert proc.returncode == 0, f"{page.name}: {line}\n{proc.stdout[-2000:]}\n{proc.stderr[-3000:]}"
+            ran.append(line)
+    assert len(ran) >= 20, ran
+    assert any("max_tokens" in line for line in ran)  # a nested --config example
+    assert any("mybitext.yaml" in line for line in ran) and any("mytweets.yaml" in line for line in ran)
     assert (project / "vectors.npy").exists() and (project / "model.pt").exists()
 
 

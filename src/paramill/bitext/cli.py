@@ -4,7 +4,7 @@ import argparse
 
 from paramill.commands import Group, arg, json_arg, need, out
 
-group = Group("bitext", "read, clean and count Czech-English bitext")
+group = Group("bitext", "read, clean and count Czech-English bitext", docs="methods/cleaning.md")
 
 
 @group.verb(
@@ -16,7 +16,8 @@ group = Group("bitext", "read, clean and count Czech-English bitext")
     description="Stream a CzEng 1.x, CzEng 2.0-style TSV, Moses pair or TSV corpus (plain, gz, "
                 "xz, zst, bz2) into Parquet shards of the bitext schema. Lines that cannot be "
                 "read go to rejected.parquet with a reason.",
-    settings="bitext.ingest", launch=True, memory=("bitext.ingest.batch_rows",))
+    settings="bitext.ingest", launch=True, memory=("bitext.ingest.batch_rows",),
+    example='paramill bitext ingest --corpus mine --spec \'{"format": "moses", "cs": "data/sample/bitext/grammar.cs.gz", "en": "data/sample/bitext/grammar.en.gz"}\' --out work/ingest/mine')
 def ingest(args: argparse.Namespace) -> int | str:
     from paramill.bitext.ingest import IngestSettings, ingest
     from paramill.bitext.readers import CorpusSpec
@@ -38,7 +39,8 @@ def ingest(args: argparse.Namespace) -> int | str:
                 "identical sides, length bounds and ratio) and exact dedup against this corpus "
                 "and earlier ones.",
     settings={"settings": "bitext.clean", "ingest_settings": "bitext.ingest"}, launch=True,
-    memory=("bitext.clean.bucket_rows", "bitext.ingest.batch_rows"))
+    memory=("bitext.clean.bucket_rows", "bitext.ingest.batch_rows"),
+    example='paramill bitext clean --corpus mine --ingested work/ingest/mine --shards work/shards/mine --rejected work/clean/mine.rejected.parquet --keys work/clean/mine.keys.parquet --stats work/clean/mine.stats.json')
 def clean(args: argparse.Namespace) -> int | str:
     from paramill.bitext.clean import CleanSettings, clean
     ingest = args.ingest_settings
@@ -53,7 +55,8 @@ def clean(args: argparse.Namespace) -> int | str:
     "stats", "gather per-corpus clean stats into one file",
     arg("stats", nargs="+", help="per-corpus stats JSON files from `paramill bitext clean`"),
     out("--json", "output JSON summary"),
-    out("--tsv", "output TSV: corpus, shard, outcome, rows"))
+    out("--tsv", "output TSV: corpus, shard, outcome, rows"),
+    example='paramill bitext stats work/clean/mine.stats.json --json results/bitext/stats.json --tsv results/bitext/outcomes.tsv')
 def stats(args: argparse.Namespace) -> int | str:
     from paramill.bitext.stats import write_stats
     summary = write_stats(args.stats, args.json, args.tsv, rule=args.rule)

@@ -29,7 +29,8 @@ class CorpusSpec:
     layout's own settings (``layout``: the format module's ``Spec``)."""
 
     name: str
-    format: str = setting(doc="The corpus's layout: " + formats.format_doc(USE) + ".",
+    format: str = setting(doc="The corpus's layout: one of the layouts `paramill formats list --use bitext` names "
+                          "(the manual's Input formats page has their keys).",
                           enum=formats.enum(USE))
     layout: Any = None
 

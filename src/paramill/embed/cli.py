@@ -4,7 +4,7 @@ import argparse
 
 from paramill.commands import Group, arg, need, out
 
-group = Group("embed", "paraphrastic sentence embeddings")
+group = Group("embed", "paraphrastic sentence embeddings", docs="methods/embeddings.md")
 
 
 @group.verb(
@@ -20,7 +20,8 @@ group = Group("embed", "paraphrastic sentence embeddings")
                 "mega-batch it comes in and ends with status 143; run again, it resumes there.",
     settings={"settings": "embed.train", "spec": "embed.model"}, launch=True,
     memory=("embed.model.dim", "embed.train.batch_size", "embed.train.megabatch",
-            "embed.train.buffer_pairs", "embed.train.max_chars"))
+            "embed.train.buffer_pairs", "embed.train.max_chars"),
+    example='paramill embed train pairs.tsv --out model.pt --spec \'{"components": ["word", "trigram"]}\'')
 def train(args: argparse.Namespace) -> int | str:
     from paramill.embed.data import PairSource
     from paramill.embed.model import ModelSpec
@@ -44,7 +45,8 @@ def train(args: argparse.Namespace) -> int | str:
                 "long names the file and line, before anything is written) and count its "
                 "lines, then to encode it, each block's rows appended to the .npy under a "
                 "temporary name, renamed when complete: memory holds a block, not the corpus. "
-                "On a GPU when one is visible.")
+                "On a GPU when one is visible.",
+    example='paramill embed encode --model work/embed/word/model.pt --input sentences.txt --out vectors.npy')
 def encode(args: argparse.Namespace) -> int | str:
     from paramill.embed.encoding import encode_file
     rows, dim, halved = encode_file(args.model, args.input, args.out, args.batch_size)
@@ -59,7 +61,8 @@ def encode(args: argparse.Namespace) -> int | str:
     description="SentenceTransformer(OUT, trust_remote_code=True) then loads it offline and "
                 "encodes to the same vectors as the paramill model (the module class is "
                 "paramill's, so paramill must be installed where it is loaded; sentence-transformers "
-                "is one of paramill's dependencies).")
+                "is one of paramill's dependencies).",
+    example='paramill embed export work/embed/word/model.pt my-model')
 def export(args: argparse.Namespace) -> int | str:
     from paramill.embed.st import export
     return f"{export(args.model, args.out, rule=args.rule)}"

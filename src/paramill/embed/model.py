@@ -64,10 +64,9 @@ class ModelSpec(Settings):
         0.995, "Character coverage of the SentencePiece model paramill trains.", minimum=0.9,
         maximum=1)
     sp_input_sentences: int = setting(
-        1_000_000, "Sentences sampled (seeded, both sides of sampled pairs) to train the "
-        "SentencePiece model; only the sample reaches the trainer, whose memory grows with "
-        "it, so the default bounds training's peak whatever the corpus size (the authors' "
-        "at-scale code samples 10M; README: measured memory).",
+        1_000_000, 'Sentences sampled (seeded) to train the SentencePiece model. The trainer '
+                   "holds its sample in memory, so this bounds a training's peak memory whatever "
+                   "the corpus's size; raise it for a larger vocabulary on a large corpus.",
         minimum=1000)
     lowercase: bool = setting(True, "Lower-case text before splitting into units.")
     min_count: int = setting(1, "Minimum count of a unit to enter the vocabulary.", minimum=1)

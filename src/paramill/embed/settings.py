@@ -39,7 +39,7 @@ class SweepSettings(Settings):
 @dataclass(frozen=True)
 class EmbedSection(Settings):
     model: ModelSpec = section(ModelSpec, "Defaults every named model starts from (ParaNMT's "
-                               "settings, but SentencePiece units: measured best).")
+                                          'settings, with SentencePiece units).')
     release: Name = setting(
         "default", "The released corpus (a name under filters.releases, or default) the models "
         "train on.")

@@ -69,52 +69,41 @@ class EmbedTrainSettings(Settings):
     grad_clip: float = setting(1.0, "Gradient norm clipping (0 = off).", minimum=0)
     max_pairs: int = setting(0, "Train on at most this many pairs (0 = all).", minimum=0)
     max_chars: int = setting(
-        1000, "Leave out pairs with a side longer than this many characters (0 = keep all). "
-        "ParaNMT trained on sentences of at most 30 tokens, the authors' code on at most 100; "
-        "one side of 15,000 words (a pasted article in a user's pair file) padded a recurrent "
-        "model's pass to 15,000 steps and asked for 34 GB (GRAN, dim 50).", minimum=0)
+        1000, 'Leave out training pairs with a side longer than this many characters (0: keep '
+              "all). A very long side (a pasted article) pads a recurrent model's every step to "
+              'its length; ParaNMT trained on sentences of at most 30 tokens.', minimum=0)
     buffer_pairs: int = setting(
         100_000, "Pairs shuffled together in memory (bounds memory; at least the corpus size "
         "gives one shuffle of every pair). Training data is streamed from an id store on disk.",
         minimum=1)
     seed: int = setting(13, "Random seed.")
     linked_negatives: Literal["auto", "keep", "skip"] = setting(
-        "auto", "Whether a pair's hardest negative may be a sentence of a pair linked to it by "
-        "a sentence they share (tweets of one URL: about the same story, a paraphrase more "
-        "than a negative). keep: yes, the papers' rule (only the pair's own two sentences are "
-        "left out); skip: never; auto: skip for models with a recurrent component (LSTM, "
-        "BLSTM, GRAN), keep for averaging ones. Measured on the Twitter URL positives at "
-        "mega-batch 20 (README): LSTM and BLSTM collapse with keep (STS-B dev 12-15) and train "
-        "with skip (71-74), GRAN 71.8 -> 73.1; WORD and TRIGRAM lose 2-3 points with skip.")
+        "auto", "Whether a pair's hardest negative may come from a pair linked to it by a shared "
+                "sentence (tweets of one URL). keep: the papers' rule; skip: never; auto: skip "
+                'for models with a recurrent component, keep for averaging ones (the methods page'
+                ' says why).')
     device: Device = setting("auto", "auto: cuda when a GPU is visible.")
     recurrent_pass_rows: int = setting(
-        0, "Rows a recurrent model (LSTM, BLSTM, GRAN) takes in one pass of a step, sorted by "
-        "length and padded to the pass's longest (0: one pass, 4 x batch_size, where the step "
-        "is replayed from CUDA graphs, else batch_size, four passes). The same arithmetic, "
-        "scrambles included (drawn a step at a time). GRAN's step on an H200: 10.9 ms in one "
-        "pass of 400 rows, 19.7 in four of 100; on 2 CPU cores one pass cost 3.2x four.", minimum=0)
+        0, 'Rows a recurrent model (LSTM, BLSTM, GRAN) takes in one pass of a step, sorted by '
+           "length and padded to the pass's longest. 0: one pass of 4 x batch_size where the step"
+           ' is replayed from CUDA graphs, else passes of batch_size. The same arithmetic either '
+           'way.', minimum=0)
     cuda_graph: bool = setting(
-        True, "On CUDA, record an averaging model's (WORD, TRIGRAM) training step once as a "
-        "CUDA graph and replay it: one launch a step instead of ~100. The same arithmetic and "
-        "STS figures; WORD 3.0x, TRIGRAM 1.3x the eager step on an H100 (README: Embedding "
-        "training on an H100). Off: every operation launched one by one.", launch=True)
+        True, "On CUDA, replay an averaging model's (WORD, TRIGRAM) training step from one CUDA "
+              'graph: one launch a step instead of about a hundred, the same arithmetic. Turn off'
+              ' to launch every operation one by one (for debugging).', launch=True)
     recurrent_cuda_graph: bool = setting(
-        False, "On CUDA, replay a recurrent model's (LSTM, BLSTM, GRAN) training step from a "
-        "CUDA graph recorded for each padded width (the pass's longest row rounded up, at most "
-        "12.5%), where its operations were launched one by one: the H200's kernels ran about "
-        "a third of GRAN's eager step (README). Needs one pass a step: recurrent_pass_rows 0 "
-        "or at least 4 x batch_size. Each width's graph keeps its own memory. On an H200 GRAN "
-        "ran at 19,127 pairs/s, the eager default at 4,877 (README, 2026-12-01); off until a "
-        "resumed run under it has run on a GPU.", launch=True)
+        False, "On CUDA, replay a recurrent model's (LSTM, BLSTM, GRAN) step from a CUDA graph "
+               'recorded for each padded width (up to 24, each with its own memory). Needs one '
+               'pass a step: recurrent_pass_rows 0 or at least 4 x batch_size.', launch=True)
     tf32: bool = setting(
         False, "On CUDA, run the matrix products outside cuDNN (GRAN's gates, the negatives' "
         "similarities) in TF32 (torch.backends.cuda.matmul.allow_tf32) during training, as "
         "cuDNN's LSTM already does by torch's default. Off: full FP32.")
     checkpoint_minutes: float = setting(
-        30.0, "Also write the checkpoint within an epoch, after the first mega-batch to end this "
-        "many minutes after the last one (0: at epochs' ends only; SIGTERM writes one too, then "
-        "ends the job): a job killed mid-epoch resumes there, with the weights and losses of a "
-        "run never stopped. An epoch of 50M pairs takes hours on CPUs.", minimum=0, launch=True)
+        30.0, "Minutes between checkpoints within an epoch, written at the next mega-batch's end "
+              "(0: at epochs' ends only). A killed job resumes there. Lower it where jobs are "
+              'killed without warning; SIGTERM always writes one.', minimum=0, launch=True)
 
     def __post_init__(self):
         if self.recurrent_cuda_graph and 0 < self.recurrent_pass_rows < 4 * self.batch_size:

@@ -4,7 +4,7 @@ import argparse
 
 from paramill.commands import Group, arg, json_of, need, out
 
-group = Group("evaluate", "evaluate models")
+group = Group("evaluate", "evaluate models", docs="methods/embeddings.md")
 
 
 @group.verb(
@@ -13,7 +13,8 @@ group = Group("evaluate", "evaluate models")
     arg("--datasets", type=json_of({"type": "array", "items": {"type": "object"}},
                                    'a list of {"name","year","format","path"}'), required=True, metavar="JSON",
         help='list of {"name","year","format","path"} (as config evaluate.sts)'),
-    out("--tsv", "output table"), out("--json", "output summary"))
+    out("--tsv", "output table"), out("--json", "output summary"),
+    example='paramill evaluate sts --model work/embed/word/model.pt --datasets \'[{"name": "stsb", "year": "dev", "format": "stsbenchmark", "path": "data/sample/sts/sts-dev.csv"}]\' --tsv sts.tsv --json sts.json')
 def sts(args: argparse.Namespace) -> int | str:
     from paramill.evaluate.sts import evaluate
     result = evaluate(args.model, args.datasets, args.tsv, args.json, rule=args.rule)
@@ -27,7 +28,8 @@ def sts(args: argparse.Namespace) -> int | str:
     "download", "fetch an official STS archive, check its sha256, unpack",
     arg("name", help="stsbenchmark | stscompanion | sts2017"), out("--out", "directory to create"),
     description="Archives with pinned sha256: stsbenchmark, stscompanion, sts2017. A download "
-                "whose digest differs is refused.")
+                "whose digest differs is refused.",
+    example='paramill evaluate download stsbenchmark --out data/sts/stsbenchmark')
 def download(args: argparse.Namespace) -> int | str:
     from paramill.evaluate.download import download
     result = download(args.name, args.out, rule=args.rule)
@@ -40,7 +42,8 @@ def download(args: argparse.Namespace) -> int | str:
     arg("--points", type=json_of({"type": "object", "additionalProperties": {"type": "object"}},
                                  "{model: settings}"), metavar="JSON",
         help="{model: settings} labelling the rows"),
-    out("--out", "output TSV"))
+    out("--out", "output TSV"),
+    example='paramill evaluate sweep results/embed/sweep/*/sts.json --out results/embed/sweep.tsv')
 def sweep(args: argparse.Namespace) -> int | str:
     from paramill.evaluate.sts import collect
     n = collect(args.results, args.points or {}, args.out, rule=args.rule)

@@ -14,7 +14,7 @@ from paramill.settings import Settings, setting
 class StsDataset(Settings):
     name: str = setting(doc="Dataset name in the results.")
     year: str | int = setting(doc="Year (or group) its mean is reported under.")
-    format: str = setting(doc="Layout of the file: " + formats.format_doc("sts") + ".",
+    format: str = setting(doc="Layout of the file: one of the layouts `paramill formats list --use sts` names.",
                           enum=formats.enum("sts"))
     path: str = setting(doc="File (for senteval: the STS.input.* file; for toks: the directory).")
     fields: dict[Annotated[str, {"enum": ["s1", "s2", "score"]}], Annotated[str, {"minLength": 1}]] | None = setting(

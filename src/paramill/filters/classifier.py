@@ -44,7 +44,7 @@ class ClassifierSettings(Settings):
     batch_size: int = setting(100, "Sentences per training batch.", minimum=1)
     score_batch_size: int = setting(
         512, "Candidates per batch when scoring; bounds the scoring job's memory (the same "
-        "scores within float noise). Launch-only.", minimum=1, launch=True)
+        "scores within float noise).", minimum=1, launch=True)
     learning_rate: float = setting(0.001, "Adam learning rate.", exclusiveMinimum=0, maximum=1000)
     seed: int = setting(13, "Random seed.")
     device: Device = setting("auto", "auto: cuda when a GPU is visible.")

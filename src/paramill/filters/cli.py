@@ -14,14 +14,15 @@ SOURCES = {"type": "object", "properties": {"corpora": _NAMED, "pairs": _NAMED,
 
 group = Group("filters", "filter scores, selection and the released corpus",
               "Filters add score columns to candidate shards (never dropping rows); `select` "
-              "applies bounds and writes the corpus; `analyse` writes its stats and datasheet. "
-              "See README 'Filters and selection'.")
+              "applies bounds and writes the corpus; `analyse` writes its stats and datasheet.",
+              docs="methods/filters.md")
 
 
 @group.verb(
     "heldout", "pick held-out reference/translation pairs (seeded)",
     arg("candidates", nargs="+", help="candidate tables", table="candidates"), out("--out", "output Parquet"),
-    settings="filters.heldout")
+    settings="filters.heldout",
+    example='paramill filters heldout work/candidates/grammar --out work/filters/heldout.parquet')
 def heldout(args: argparse.Namespace) -> int | str:
     from paramill.filters.heldout import HeldoutSettings, select_heldout
     settings = HeldoutSettings.from_dict(args.settings)
@@ -31,7 +32,8 @@ def heldout(args: argparse.Namespace) -> int | str:
 @group.verb(
     "kenlm", "train the KenLM model on held-out references (lmplz)",
     need("--heldout", "held-out table from `paramill filters heldout`", table="heldout"),
-    out("--out", "output KenLM binary"), settings="filters.kenlm")
+    out("--out", "output KenLM binary"), settings="filters.kenlm",
+    example='paramill filters kenlm --heldout work/filters/heldout.parquet --out work/filters/kenlm/lm.binary')
 def kenlm(args: argparse.Namespace) -> int | str:
     from paramill.filters.kenlm import KenlmSettings, train_lm_from_heldout
     settings = KenlmSettings.from_dict(args.settings)
@@ -41,7 +43,8 @@ def kenlm(args: argparse.Namespace) -> int | str:
 @group.verb(
     "classifier", "train the reference/translation classifier",
     need("--heldout", "held-out table from `paramill filters heldout`", table="heldout"),
-    out("--out", "output model (.pt)"), settings="filters.classifier", launch=True)
+    out("--out", "output model (.pt)"), settings="filters.classifier", launch=True,
+    example='paramill filters classifier --heldout work/filters/heldout.parquet --out work/filters/classifier/model.pt')
 def classifier(args: argparse.Namespace) -> int | str:
     from paramill.filters.classifier import ClassifierSettings, train_from_heldout
     s = train_from_heldout(args.heldout, args.out, ClassifierSettings.from_dict(args.settings),
@@ -64,7 +67,8 @@ def classifier(args: argparse.Namespace) -> int | str:
         "not what it computes: a scoring batch size) over --settings: {\"filters.NAME\": {KEY: "
         "VALUE}}, any filter's (each job reads its own); the workflow passes them here, outside "
         "its params, so changing one re-runs nothing"),
-    description="Writes pair_id, candidate_id and the filter's columns, one row per candidate.")
+    description="Writes pair_id, candidate_id and the filter's columns, one row per candidate.",
+    example='paramill filters score --filter overlap --candidates work/candidates/grammar/shard-00000.parquet --out scores.parquet')
 def score(args: argparse.Namespace) -> int | str:
     from paramill import config, filters
     from paramill.filters.base import score_shard
@@ -100,7 +104,8 @@ def score(args: argparse.Namespace) -> int | str:
     out("--out", "output token table (Parquet)"),
     description="Writes, row for row, both sides' token counts (as cased and lower-cased) and "
                 "the clipped n-grams they share for orders 1-4; the filters that read it "
-                "(x-reads-tokens) take it as --models '{\"tokens\": PATH}'.")
+                "(x-reads-tokens) take it as --models '{\"tokens\": PATH}'.",
+    example='paramill filters tokens --candidates work/candidates/grammar/shard-00000.parquet --out tokens.parquet')
 def tokens(args: argparse.Namespace) -> int | str:
     from paramill.filters.tokens import count_shard
     stats = count_shard(args.candidates, args.out, threads=device.threads(), rule=args.rule)
@@ -117,7 +122,8 @@ def tokens(args: argparse.Namespace) -> int | str:
     out("--json", "output summary with counts per step"),
     out("--paranmt", required=False, help="also write the corpus in the ParaNMT-50M layout (reference \\t "
         "paraphrase \\t score; the score column is filters.select.paranmt_score)"),
-    settings="filters.select")
+    settings="filters.select",
+    example='paramill filters select --candidates work/candidates/grammar/shard-00000.parquet --scores scores.parquet --settings \'{"bounds": {"overlap_1": [0.1, 0.7]}}\' --parquet out/corpus.parquet --tsv out/corpus.tsv --json out/selection.json')
 def select(args: argparse.Namespace) -> int | str:
     from paramill.filters.select import SelectSettings, select
     summary = select(args.candidates, args.scores or [], args.parquet, args.tsv, args.json,
@@ -137,7 +143,8 @@ def select(args: argparse.Namespace) -> int | str:
     arg("--sources", type=json_of(SOURCES, "the release's sources"), metavar="JSON", help='{"corpora": config bitext.corpora, '
         '"pairs": config pairs.corpora, "translate": config nmt.translate} (or "generation": '
         'the text itself)'),
-    out("--out-dir", "output folder"), settings="filters.analysis")
+    out("--out-dir", "output folder"), settings="filters.analysis",
+    example='paramill filters analyse --candidates work/candidates/grammar/shard-00000.parquet --corpus out/corpus.parquet --summary out/selection.json --out-dir out')
 def analyse(args: argparse.Namespace) -> int | str:
     from paramill.filters.analysis import AnalysisSettings
     from paramill.filters.release import write_release_docs
@@ -158,7 +165,8 @@ def analyse(args: argparse.Namespace) -> int | str:
     arg("--sample", type=int, default=5000,
         help="values per method and score kept for the box plots (seeded reservoir)"),
     description="Before selection: how each method's candidates score under every filter, "
-                "e.g. the MT systems of a `references` pair corpus side by side.")
+                "e.g. the MT systems of a `references` pair corpus side by side.",
+    example='paramill filters by-method --candidates work/pairs/mt/shard-00000.parquet --tsv by-method.tsv --json by-method.json --png by-method.png')
 def by_method(args: argparse.Namespace) -> int | str:
     from paramill.filters.methods import by_method
     result = by_method(args.candidates, args.scores or [], args.tsv, args.json, args.png,

@@ -23,7 +23,7 @@ class ParascoreSettings(Settings):
         ("word",), "Components of the bootstrapped model.", minItems=1)
     batch_size: int = setting(
         512, "Sentences per encoding batch when scoring; bounds the job's memory (the same "
-        "scores within float noise). Launch-only.", minimum=1, launch=True)
+        "scores within float noise).", minimum=1, launch=True)
 
 
 @dataclass(frozen=True)

@@ -4,7 +4,7 @@ import argparse
 
 from paramill.commands import Group, arg, need, out
 
-group = Group("lexicon", "paraphrase lexicon with cross-sentence and adjusted PMI")
+group = Group("lexicon", "paraphrase lexicon with cross-sentence and adjusted PMI", docs="methods/lexicon.md")
 
 
 @group.verb(
@@ -18,7 +18,8 @@ group = Group("lexicon", "paraphrase lexicon with cross-sentence and adjusted PM
     description="ParaNMT appendix A.1: pairs with parascore >= min_parascore and both sides <= "
                 "max_tokens; counts partitioned on disk.",
     settings="lexicon", launch=True,
-    memory=("lexicon.chunk_pairs", "lexicon.spill_rows", "lexicon.partitions"))
+    memory=("lexicon.chunk_pairs", "lexicon.spill_rows", "lexicon.partitions"),
+    example='paramill lexicon build results/corpus/default/corpus.parquet --tsv lexicon.tsv --neighbours neighbours.tsv --stats stats.json')
 def build(args: argparse.Namespace) -> int | str:
     from paramill.lexicon.pmi import LexiconSettings, count_and_score
     stats = count_and_score(args.corpus, args.tsv, args.neighbours, args.stats,
@@ -31,7 +32,8 @@ def build(args: argparse.Namespace) -> int | str:
     "simlex", "Spearman of the lexicon's scores on SimLex-999",
     need("--lexicon", "lexicon.tsv from `paramill lexicon build`"),
     need("--simlex", "SimLex-999.txt (or a file in its format)"), out("--tsv", "output table"),
-    out("--json", "output summary"))
+    out("--json", "output summary"),
+    example='paramill lexicon simlex --lexicon lexicon.tsv --simlex SimLex-999.txt --tsv simlex.tsv --json simlex.json')
 def simlex(args: argparse.Namespace) -> int | str:
     from paramill.lexicon.simlex import evaluate
     result = evaluate(args.lexicon, args.simlex, args.tsv, args.json, rule=args.rule)

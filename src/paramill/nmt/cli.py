@@ -5,7 +5,7 @@ import argparse
 from paramill import device
 from paramill.commands import Group, arg, need, out
 
-group = Group("nmt", "subwords, translation models, back-translation")
+group = Group("nmt", "subwords, translation models, back-translation", docs="methods/back-translation.md")
 SPM_ARGS = (arg("--src-spm", help="source SentencePiece model (default: from the bundle)"),
             arg("--tgt-spm", help="target SentencePiece model (default: from the bundle)"))
 
@@ -14,7 +14,8 @@ SPM_ARGS = (arg("--src-spm", help="source SentencePiece model (default: from the
     "spm", "train a SentencePiece model on one side of bitext shards",
     arg("shards", nargs="+", help="bitext shards (Parquet)", table="bitext"),
     need("--lang", "the side to train on", choices=["cs", "en"]),
-    out("--model", "output .model (its .vocab is written beside it)"), settings="nmt.spm")
+    out("--model", "output .model (its .vocab is written beside it)"), settings="nmt.spm",
+    example='paramill nmt spm work/shards/grammar --lang en --model work/nmt/spm/en.model')
 def spm(args: argparse.Namespace) -> int | str:
     from paramill.nmt.subwords import SubwordSettings, train
     size = train(args.shards, args.lang, args.model, SubwordSettings.from_dict(args.settings),
@@ -27,7 +28,8 @@ def spm(args: argparse.Namespace) -> int | str:
     arg("shards", nargs="+", help="bitext shards (Parquet)", table="bitext"), out("--out", "output directory"),
     description="Pairs go to validation by a seeded hash of pair_id (nmt.valid_size of them, "
                 "nmt.seed); the settings are the nmt section's valid_size and seed.",
-    settings="nmt")
+    settings="nmt",
+    example='paramill nmt data work/shards/grammar --out work/nmt/data')
 def data(args: argparse.Namespace) -> int | str:
     from paramill.nmt.data import write_training_text
     stats = write_training_text(args.shards, args.out, args.settings["valid_size"],
@@ -51,7 +53,8 @@ def data(args: argparse.Namespace) -> int | str:
                 "run reads the training corpus on from where the checkpoint's run was (recorded "
                 "in model_step_N.pt.position.json; the bucket in progress is read again), where "
                 "OpenNMT-py reads it from the first line.",
-    settings={"settings": "nmt.train", "model_settings": "nmt.model"})
+    settings={"settings": "nmt.train", "model_settings": "nmt.model"},
+    example='paramill nmt train --direction cs-en --data work/nmt/data --src-spm work/nmt/spm/cs.model --tgt-spm work/nmt/spm/en.model --work work/nmt/cs-en/train --out work/nmt/cs-en/model.pt')
 def train(args: argparse.Namespace) -> int | str:
     from paramill.nmt.train import ModelSettings, NmtTrainSettings, train
     summary = train(args.direction, args.data, args.src_spm, args.tgt_spm, args.out, args.work,
@@ -67,7 +70,8 @@ def train(args: argparse.Namespace) -> int | str:
     need("--tgt-spm", "target SentencePiece model (bundled)"),
     out("--out", "output model bundle directory"),
     description="The settings are the nmt section's quantization (null: none).",
-    settings="nmt")
+    settings="nmt",
+    example='paramill nmt convert --checkpoint work/nmt/cs-en/model.pt --src-spm work/nmt/spm/cs.model --tgt-spm work/nmt/spm/en.model --out work/nmt/cs-en/ct2')
 def convert(args: argparse.Namespace) -> int | str:
     from paramill.nmt.convert import convert
     convert(args.checkpoint, args.src_spm, args.tgt_spm, args.out,
@@ -86,7 +90,8 @@ def convert(args: argparse.Namespace) -> int | str:
                 "candidate table.",
     settings={"settings": "nmt.translate", "sample_settings": "nmt.sample"},
     memory=("nmt.translate.batch_size", "nmt.translate.batch_type", "nmt.translate.beam_size",
-            "nmt.sample.block", "nmt.sample.batch_size"))
+            "nmt.sample.block", "nmt.sample.batch_size"),
+    example='paramill nmt translate --shard work/shards/grammar/shard-00000.parquet --model work/nmt/cs-en/ct2 --out work/candidates/grammar/shard-00000.parquet')
 def translate(args: argparse.Namespace) -> int | str:
     from paramill.nmt.convert import bundle_spm
     from paramill.nmt.translate import TranslateSettings, translate_shard
@@ -116,7 +121,8 @@ def translate(args: argparse.Namespace) -> int | str:
     arg("candidates", nargs="+", help="candidate tables", table="candidates"),
     need("--spm", "English SentencePiece model (pieces for BLEU/bags)"),
     out("--tsv", "output table by rank"), out("--json", "output summary"),
-    out("--png", required=False, help="bar plot by rank"))
+    out("--png", required=False, help="bar plot by rank"),
+    example='paramill nmt diversity work/candidates/grammar --spm work/nmt/spm/en.model --tsv results/nmt/diversity.tsv --json results/nmt/diversity.json')
 def diversity(args: argparse.Namespace) -> int | str:
     from paramill.nmt.diversity import write_diversity
     from paramill.report.plots import diversity_plot
@@ -128,7 +134,8 @@ def diversity(args: argparse.Namespace) -> int | str:
 @group.verb(
     "stats", "summarise candidate tables",
     arg("candidates", nargs="+", help="candidate tables", table="candidates"),
-    out("--out", "output JSON"))
+    out("--out", "output JSON"),
+    example='paramill nmt stats work/candidates/grammar --out results/nmt/backtranslation.json')
 def stats(args: argparse.Namespace) -> int | str:
     from paramill.nmt.stats import write_summary
     return f"{write_summary(args.candidates, args.out, rule=args.rule)}"

@@ -4,7 +4,7 @@ import argparse
 
 from paramill.commands import Group, arg, json_arg, need, out
 
-group = Group("pairs", "read paraphrase-pair corpora (ParaNMT, ParaBank 2, MT outputs, ...)")
+group = Group("pairs", "read paraphrase-pair corpora (ParaNMT, ParaBank 2, MT outputs, ...)", docs="methods/cleaning.md")
 
 
 @group.verb(
@@ -22,7 +22,8 @@ group = Group("pairs", "read paraphrase-pair corpora (ParaNMT, ParaBank 2, MT ou
                 "back-translation contract, applying the English-side cleaning rules and exact "
                 "deduplication. Every candidate is kept or in rejected.parquet with a reason.",
     settings={"clean": "pairs.clean", "settings": "pairs.ingest"}, launch=True,
-    memory=("pairs.clean.bucket_rows", "pairs.ingest.batch_rows"))
+    memory=("pairs.clean.bucket_rows", "pairs.ingest.batch_rows"),
+    example='paramill pairs ingest --corpus mt --spec \'{"format": "references", "reference": "refs.en", "hypotheses": ["hyp.*.en"]}\' --out work/pairs/mt')
 def ingest(args: argparse.Namespace) -> int | str:
     from paramill.pairs.ingest import PairCleanSettings, PairIngestSettings, ingest_pairs
     from paramill.pairs.readers import PairCorpusSpec
@@ -39,7 +40,8 @@ def ingest(args: argparse.Namespace) -> int | str:
     "stats", "gather the pair corpora's counts into one file",
     arg("corpora", nargs="+", help="corpus directories written by `paramill pairs ingest`"),
     out("--json", "output JSON summary"),
-    out("--tsv", "output TSV: corpus, method, outcome (kept or a reason), candidates"))
+    out("--tsv", "output TSV: corpus, method, outcome (kept or a reason), candidates"),
+    example='paramill pairs stats work/pairs/mt --json results/pairs/stats.json --tsv results/pairs/stats.tsv')
 def stats(args: argparse.Namespace) -> int | str:
     from paramill.pairs.stats import write_stats
     summary = write_stats(args.corpora, args.json, args.tsv, rule=args.rule)

@@ -32,7 +32,8 @@ class PairCorpusSpec:
     treats the corpus."""
 
     name: str
-    format: str = setting(doc="The corpus's layout: " + formats.format_doc(USE) + ".",
+    format: str = setting(doc="The corpus's layout: one of the layouts `paramill formats list --use pairs` names "
+                          "(the manual's Input formats page has their keys).",
                           enum=formats.enum(USE))
     method: str | None = setting(
         None, "The candidates' `method` (default: the format; references: the system name).",

@@ -4,12 +4,13 @@ import argparse
 
 from paramill.commands import Group, arg, need, out
 
-group = Group("report", "figures and tables for the Snakemake report")
+group = Group("report", "figures and tables for the Snakemake report", docs="outputs.md")
 
 
 @group.verb(
     "outcomes", "plot rows kept/rejected per reason per input shard",
-    need("--tsv", "outcomes TSV from `paramill bitext stats`"), out("--out", "output PNG"))
+    need("--tsv", "outcomes TSV from `paramill bitext stats`"), out("--out", "output PNG"),
+    example='paramill report outcomes --tsv results/bitext/outcomes.tsv --out outcomes.png')
 def outcomes(args: argparse.Namespace) -> int | str:
     from paramill.report.plots import outcomes_plot
     bars = outcomes_plot(args.tsv, args.out, rule=args.rule)
@@ -26,7 +27,8 @@ def outcomes(args: argparse.Namespace) -> int | str:
     arg("--results", default="results", help="the results folder (what came out, for --glance)"),
     out("--pages", required=False, help="also one HTML page of the --render files (tables, JSON, datasheets)"),
     arg("--render", nargs="*", default=[], metavar="FILE",
-        help="result files to render as pages: .tsv, .json and .md (others are skipped)"))
+        help="result files to render as pages: .tsv, .json and .md (others are skipped)"),
+    example='paramill report provenance --under results --html provenance.html --tsv provenance.tsv')
 def provenance(args: argparse.Namespace) -> int | str:
     from paramill.report.provenance import recorded_outputs, write_summary
     outputs = [*args.outputs, *recorded_outputs(args.under, exclude=[

@@ -25,8 +25,7 @@ NEWS_ACCOUNTS = ["nytimes", "cnn", "bbcworld", "reuters", "ap", "washingtonpost"
 #: the description of a key that only steers what a live harvest asks for: the days already
 #: harvested are settled (rebuilt from their saved pages, never fetched again), so changing it
 #: re-runs no day's job and the next harvest takes it (a launch-only key)
-STEERS = (" It steers what the next live harvest asks the API for; a day harvested is never "
-          "fetched again.")
+STEERS = " It changes what the next live harvest asks for, never a day harvested."
 #: the X API's own address (tweepy's host; requests to it go to ``api_url`` when that differs)
 API_URL = "https://api.twitter.com"
 #: https to any host, http to a loopback one (the credentials go with every request); a path
@@ -83,21 +82,18 @@ class HarvestSettings(Settings):
                                  "server sending a byte at a time included.", exclusiveMinimum=0)
     url_workers: int = setting(8, "Concurrent URL expansions.", minimum=1, launch=True)
     private_urls: bool = setting(
-        False, "Follow links to hosts that are not on the public internet (loopback, private, "
-        "link-local, reserved), and read the cards of news pages there (twitter.pairs.fetch_cards): "
-        "an intranet's news site. Off, such a link (first or at a "
-        "redirect) is kept as it is and never requested: a tweet's link could otherwise make the "
-        "harvest node request its cloud's metadata service or an internal host.")
+        False, 'Follow links to hosts off the public internet (loopback, private, link-local, '
+               "reserved) and read their pages' cards: for an intranet's news site. Off, such a "
+               'link is kept as it is and never requested.')
     search_languages: list[Annotated[str, {"pattern": "^[a-z]{2,3}$"}]] = setting(
         factory=lambda: ["en"],
-        doc="Languages a URL's search asks for (the query's lang: operator, as the API codes "
-        "them; Lan et al.'s search asked for English). Empty: any. A tweet of another "
-        "language counts against the monthly post cap and is not paired "
+        doc="Languages a URL's search asks for (the API's lang: codes; empty: any). Tweets of "
+        "other languages count against the monthly post cap and are not paired "
         "(twitter.pairs.languages)." + STEERS, launch=True)
     max_query_chars: int = setting(
         512, "Longest search query the API takes (X: 512 on the self-serve tiers, 1,024 on Pro, "
-        "4,096 on Enterprise). A URL too long for it is searched by a shorter run of its tokens "
-        "(its query string dropped first)." + STEERS, minimum=64, launch=True)
+        "4,096 on Enterprise). A longer URL is searched by a shorter run of its tokens."
+        + STEERS, minimum=64, launch=True)
     search_days: int = setting(
         7, "A URL is searched again on harvests up to this many days after the one that first saw "
         "it, then dropped from the state (recent search reaches back 7 days)." + STEERS, minimum=0,
@@ -108,10 +104,9 @@ class HarvestSettings(Settings):
         "credentials go with every request.", pattern=API_URL_PATTERN,
         launch=True)
     api_timeout: float = setting(
-        30.0, "Seconds an X API request waits on the server at a time (to connect, for each "
-        "read); three times it in all. A request past it is retried as a failed one: tweepy "
-        "sets no timeout, and a connection the network dropped held the harvest until the "
-        "job's time limit.", exclusiveMinimum=0, launch=True)
+        30.0, 'Seconds an X API request waits on the server at a time (to connect, each read), '
+              'three times it in all; a request past it is retried as a failed one. Raise it on a'
+              ' slow link.', exclusiveMinimum=0, launch=True)
 
 
 #: an Authorization header's value (Bearer or OAuth) and OAuth 1.0a's credential parameters,
@@ -270,7 +265,7 @@ def call(fn: Callable[..., Any], settings: HarvestSettings, sleep: Callable[[flo
                     f"(429: {_api_message(exc)}). Nothing more can be read until it resets (the "
                     "developer console says when, and how much a month the tier allows); the "
                     "pages saved so far are kept, and the next harvest after the reset goes on "
-                    "from them (README, Sizing a harvest against the X API).") from None
+                    "from them (docs/methods/twitter.md, Harvest).") from None
             reset = getattr(exc, "reset_time", None)
             left = reset + 1 - now() if reset is not None else 0
             if left > 0:  # wait for the reset the API gave

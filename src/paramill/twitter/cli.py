@@ -5,7 +5,7 @@ import sys
 
 from paramill.commands import Group, arg, need, out
 
-group = Group("twitter", "tweets sharing news URLs: harvest, pairs, identification")
+group = Group("twitter", "tweets sharing news URLs: harvest, pairs, identification", docs="methods/twitter.md")
 
 
 @group.verb(
@@ -28,7 +28,8 @@ group = Group("twitter", "tweets sharing news URLs: harvest, pairs, identificati
                 "harvest holding the state; the pages saved are kept, and a later day's run "
                 "builds a stopped day's table from them). "
                 "Source, raw_dir and state come from the twitter section.",
-    settings={"settings": "twitter.harvest", "twitter_settings": "twitter"}, launch=True)
+    settings={"settings": "twitter.harvest", "twitter_settings": "twitter"}, launch=True,
+    example='paramill twitter harvest --date 2026-10-05 --archive data/sample/tweets/tweets.jsonl.gz --out work/twitter/harvest/2026-10-05.parquet')
 def harvest(args: argparse.Namespace) -> int | str:
     from paramill.twitter.harvest import HarvestError, HarvestSettings, harvest_day
     try:
@@ -56,7 +57,8 @@ def harvest(args: argparse.Namespace) -> int | str:
                 "P/R, ROC AUC, average precision), each evaluate set, and the acceptance "
                 "threshold chosen for twitter.identify.target_precision. Refuses an embedding "
                 "model trained on the labelled pairs.",
-    settings="twitter.identify")
+    settings="twitter.identify",
+    example='paramill twitter identify --settings \'{"train": [{"path": "data/sample/tweets/labelled.tsv", "format": "twitter-url"}]}\' --out paraid.npz --report paraid.json')
 def identify(args: argparse.Namespace) -> int | str:
     from paramill.twitter.identify import MODELS, IdentifySettings, train_identifier
     if args.embed_model is not None:
@@ -87,7 +89,8 @@ def identify(args: argparse.Namespace) -> int | str:
                 "twitter.identify.threshold are accepted (null: the threshold the identifier "
                 "chose for twitter.identify.target_precision).",
     settings={"settings": "twitter.pairs", "harvest_settings": "twitter.harvest",
-              "identify_settings": "twitter.identify"})
+              "identify_settings": "twitter.identify"},
+    example='paramill twitter month --month 2026-10 --model paraid.npz --pairs pairs.parquet --tsv paraphrases.tsv --stats stats.json work/twitter/harvest/2026-10-05.parquet work/twitter/harvest/2026-10-06.parquet')
 def month(args: argparse.Namespace) -> int | str:
     from paramill.twitter.month import load_cards, score_month
     from paramill.twitter.url_pairs import PairSettings
@@ -105,7 +108,8 @@ def month(args: argparse.Namespace) -> int | str:
 @group.verb(
     "growth", "tweets, pairs and paraphrases per month",
     arg("stats", nargs="+", help="monthly stats.json files"), out("--tsv", "output table"),
-    out("--png", required=False, help="output plot"))
+    out("--png", required=False, help="output plot"),
+    example='paramill twitter growth results/twitter/*/stats.json --tsv growth.tsv --png growth.png')
 def growth(args: argparse.Namespace) -> int | str:
     from paramill.report.plots import growth_plot
     from paramill.twitter.month import growth

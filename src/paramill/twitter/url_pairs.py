@@ -39,20 +39,17 @@ class PairSettings(Settings):
         minimum=1)
     fetch_cards: bool = setting(
         True,
-        "Fetch each news URL's page for its twitter:title/description (a tweet equal to either is "
-        "dropped, as Lan et al. 2017 did); each page once, by the day's harvest (it reaches the "
-        "web) into work/twitter/card-cache/<month>.json, and by the month's job for what is "
-        "missing (a page that could not be read is asked again). Off: no page is read (or pass "
-        "them with `paramill twitter month --cards`).")
+        "Read each news URL's page for its twitter:title and twitter:description, and drop a "
+        'tweet equal to either (Lan et al. 2017); each page read once and cached a month. Off: no'
+        ' page is read (for nodes without the web).')
     languages: tuple[Annotated[str, {"pattern": "^[a-z]{2,3}$"}], ...] = setting(
         ("en",), "Languages of the tweets paired, as the API codes them (an English corpus: "
         "Lan et al.'s search asked for lang=en); a tweet that names none (an archive's) is "
         "kept. Empty: every language.")
     context_days: int = setting(
-        7, "Days before a month whose tweets pair with the month's (the harvest's search looks "
-        "back 7 days, so a URL's later tweets are filed under days after its news tweet's): "
-        "with 0 a news tweet of a month's last days never met the tweets found for its URL in "
-        "the next month's days. Each pair is made once, in the month of its later tweet's day.",
+        7, "Days before a month whose tweets pair with the month's: a URL's later tweets are "
+           "filed under later days, so a news tweet of a month's last days meets them only so. "
+           "Each pair is made once, in its later tweet's month. 0 keeps months apart.",
         minimum=0)
 
 

@@ -127,7 +127,7 @@ class Identifier:
         if head[:1] == b"\x80":  # a pickle's protocol opcode
             if not trust_pickle:
                 raise ValueError(
-                    f"{path}: a paraphrase identifier saved by paramill before 2026-11-27, as a "
+                    f"{path}: a paraphrase identifier saved by an earlier paramill as a "
                     "Python pickle, which can run code when loaded: it is not loaded. Retrain it "
                     "(paramill twitter identify; the workflow does when its settings change), or "
                     "convert a file you made yourself: paramill.twitter.identify.Identifier"
