@@ -23,6 +23,7 @@ from paramill.twitter.months import days_before, month_before  # standard librar
 from paramill.runlocks import keep_other_runs_locks
 from paramill.jobresources import rule_resources as job_resources  # standard library only
 from paramill.jobresources import asks_by_attempt, gpus_asked, requests_over_limits, slurm_partition_limits
+from paramill import plan  # the lines a run starts and ends with; standard library only
 
 # A run's end removes its own locks only: Snakemake 9.17+ removed every run's (paramill.runlocks)
 keep_other_runs_locks()
@@ -58,6 +59,9 @@ def _given_config():
     (`--configfile config.yaml overlay.yaml`) to overlay it. `--config` applies on top. Spawned
     jobs get the same files and values, so they resolve the same config."""
     files = [Path(f) for f in workflow.overwrite_configfiles]
+    note = plan.configfile_note([str(f) for f in files])
+    if note and workflow.is_main_process:
+        logger.info(note)
     if not files or files[0].resolve() == Path("config.yaml").resolve():
         return dict(config)
     given = {}
@@ -169,8 +173,29 @@ def warn_requests_over_partitions():
         logger.warning(f"paramill: {line}")
 
 
+def _executor():
+    return getattr(getattr(workflow, "executor_plugin", None), "name", "local")
+
+
+def warn_cpu_training():
+    """As a run starts: a warning when it will train full-size translation models on CPUs."""
+    directions = [job.wildcards.get("direction") for job in workflow.dag.needrun_jobs()
+                  if job.rule.name == "nmt_train"]
+    line = plan.cpu_training_warning(config, directions, submitted=_executor() != "local",
+                                     gpu_here=plan.gpu_visible())
+    if line:
+        logger.warning(line)
+
+
 onstart:
     warn_requests_over_partitions()
+    warn_cpu_training()
+
+
+onsuccess:
+    for line in plan.large_rejections(config):
+        logger.warning(line)
+    logger.info(plan.results_summary(config))
 
 
 def rule_local(rule_name, default=False):

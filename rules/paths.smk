@@ -326,14 +326,15 @@ def default_targets():
                     f"{WORK}/nmt/en-cs/ct2", f"{RESULTS}/report/bitext_outcomes.png"]
     if PAIR_CORPORA:
         targets += [f"{RESULTS}/pairs/stats.json", f"{RESULTS}/pairs/scores_by_method.tsv"]
-    targets += [f"{RESULTS}/corpus/{s}/{f}" for s in release_names()
-                for f in ("datasheet.md", "corpus.paranmt.txt")]
-    targets += [f"{RESULTS}/embed/{m}/sts.tsv" for m in config["embed"]["models"]]
-    if config["embed"]["export"]:
-        targets += [f"{RESULTS}/embed/{m}/sentence-transformers" for m in config["embed"]["models"]]
-    targets += [f"{RESULTS}/nmt/diversity.tsv"] if sampling() and CORPORA else []
-    targets.append(f"{RESULTS}/lexicon/simlex.tsv" if config["lexicon"]["simlex"]
-                   else f"{RESULTS}/lexicon/lexicon.tsv")
+    if CORPORA or PAIR_CORPORA:  # the releases and what is made of them
+        targets += [f"{RESULTS}/corpus/{s}/{f}" for s in release_names()
+                    for f in ("datasheet.md", "corpus.paranmt.txt")]
+        targets += [f"{RESULTS}/embed/{m}/sts.tsv" for m in config["embed"]["models"]]
+        if config["embed"]["export"]:
+            targets += [f"{RESULTS}/embed/{m}/sentence-transformers" for m in config["embed"]["models"]]
+        targets += [f"{RESULTS}/nmt/diversity.tsv"] if sampling() and CORPORA else []
+        targets.append(f"{RESULTS}/lexicon/simlex.tsv" if config["lexicon"]["simlex"]
+                       else f"{RESULTS}/lexicon/lexicon.tsv")
     if config["twitter"]["enabled"]:  # the growth table once a month has a day to count
         targets += [f"{RESULTS}/twitter/growth.tsv"] if twitter_months() else []
         targets.append(f"{RESULTS}/twitter/paraid.json")

@@ -37,7 +37,8 @@ from paramill.filters.heldout import HeldoutSettings, select_heldout
 from paramill.filters.kenlm import KenlmSettings, lm_text, train_lm
 from paramill.filters.overlap import ngram_overlap
 from paramill.filters.release import write_release_docs
-from paramill.filters.select import SelectSettings, fold_expr, iter_scored, select
+from paramill.filters.scored import iter_scored
+from paramill.filters.select import SelectSettings, fold_expr, select
 from paramill.io import sha256_file
 from paramill.nmt.tables import CANDIDATES
 from paramill.pairs.tables import PAIR_CANDIDATES
@@ -331,6 +332,24 @@ def test_heldout_is_seeded_sized_and_split(tmp_path):
     assert set(other["pair_id"]) != set(one["pair_id"])
 
 
+def test_heldout_leaves_a_small_corpus_pairs_to_release(tmp_path, capsys):
+    """The default size (50,000) took every eligible pair of a 230-pair corpus, and the
+    release held none; at most max_share of the eligible pairs are held out, the same
+    smallest hashes, and the log says the share set the number."""
+    rows = [(f"p{i}", f"ref {i}", f"cand {i}", 0.1) for i in range(230)]
+    files = [write_candidates(tmp_path / "c" / "a" / "shard-00000.parquet", rows)]
+    stats = select_heldout(files, tmp_path / "h.parquet", HeldoutSettings())
+    assert stats["eligible"] == 230 and stats["heldout"] == 57  # int(230 * 0.25)
+    assert "max_share (0.25) of the 230 eligible" in capsys.readouterr().err
+    everything = select_heldout(files, tmp_path / "all.parquet", HeldoutSettings(max_share=1))
+    assert everything["heldout"] == 230
+    share = set(pl.read_parquet(tmp_path / "h.parquet")["pair_id"])
+    assert share < set(pl.read_parquet(tmp_path / "all.parquet")["pair_id"])
+    few = [write_candidates(tmp_path / "d" / "a" / "shard-00000.parquet", rows[:3])]
+    with pytest.raises(ValueError, match="3 eligible pairs .* raise filters.heldout.max_share"):
+        select_heldout(few, tmp_path / "h3.parquet", HeldoutSettings())
+
+
 # -- selection ------------------------------------------------------------------------
 
 @pytest.fixture
@@ -606,6 +625,23 @@ def test_select_excludes_heldout(tmp_path, scored):
     assert summary["steps"][1] == {"step": "heldout", "pairs": 90}
 
 
+def test_a_selection_that_leaves_no_pair_names_the_step_and_the_setting(tmp_path, scored):
+    cands, scores = scored
+    out = tmp_path / "none"
+    with pytest.raises(ValueError, match=r"filters.releases.tight: the selection left no pair: "
+                       r"step 'cost in \[-inf, -1.0\]' took the last 100; change "
+                       r"filters.releases.tight.bounds.cost"):
+        select(cands, scores, out / "c.parquet", out / "c.tsv", out / "s.json",
+               SelectSettings(drop_identical=False, bounds={"cost": [None, -1.0]}), name="tight")
+    assert not (out / "c.tsv").exists()
+    held = select_heldout(cands, tmp_path / "h.parquet", HeldoutSettings(max_share=1))
+    assert held["heldout"] == 90  # every pair that differs from its reference
+    with pytest.raises(ValueError, match="step 'identical' took the last 10; change "
+                       "filters.select.drop_identical"):
+        select(cands, scores, out / "c.parquet", out / "c.tsv", out / "s.json",
+               SelectSettings(), heldout=tmp_path / "h.parquet")
+
+
 def test_a_bit_flipped_in_a_score_or_heldout_table_stops_select_naming_the_file(tmp_path, scored):
     """select read the candidates, score tables and the held-out table with pl.read_parquet,
     which verifies no page checksum: a flipped bit read as another value or text, caught only
@@ -876,3 +912,25 @@ def test_a_filter_from_another_package_joins_through_an_entry_point(tmp_path):
              "{'en_ref': ['a .', 'b .'], 'candidate': ['a !!', 'b .']})))['shout'])")
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, env=env)
     assert done.stdout.split(maxsplit=1) == ["my_filters", "[2.0, 0.0]\n"], done.stderr
+
+
+def test_a_release_says_how_many_paraphrases_are_distinct_and_which_repeats(tmp_path):
+    """A trial's tiny models gave 362 paraphrases of 1,000 pairs, 163 distinct, one 21 times:
+    the release's statistics and datasheet say so."""
+    from paramill.filters.analysis import repetition
+    from paramill.filters.release import datasheet
+
+    path = tmp_path / "corpus.parquet"
+    s2 = ["It rains."] * 6 + ["A cat sleeps.", "A dog barks.", "It rains.", "The sun."]
+    pl.DataFrame({"s1": [f"r{i}" for i in range(10)], "s2": s2}).write_parquet(path, row_group_size=3)
+    found = repetition(path)
+    assert found == {"pairs": 10, "distinct": 4, "distinct_share": 0.4, "most_repeated": "It rains.",
+                     "most_repeated_count": 7, "degenerate": True}
+    selection = {"settings": {"bounds": {}, "max_tokens": 30, "drop_identical": True,
+                              "exclude_heldout": True, "size": 0, "seed": 13},
+                 "rows": 10, "steps": [], "score_columns": {}}
+    sheet = datasheet("trial", selection, {"paraphrases": found, "corpus": {}}, {})
+    assert 'Paraphrases: 4 distinct of 10 (40.0%); the most repeated, 7 times: "It rains.".' in sheet
+    assert "**Degenerate candidates**" in sheet
+    fine = {**found, "distinct": 10, "distinct_share": 1.0, "degenerate": False}
+    assert "Degenerate" not in datasheet("x", selection, {"paraphrases": fine, "corpus": {}}, {})

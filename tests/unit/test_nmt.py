@@ -1673,3 +1673,18 @@ def test_a_model_without_ctranslate2_files_is_checked_by_its_checkpoints_vocabul
     with pytest.raises(InputError, match=rf"^{folder / CHECKPOINT}: "):
         model_vocabulary(folder, "source")
     assert model_vocabulary(tmp_path, "source") is None  # neither: nothing to check
+
+
+def test_a_translation_job_ends_saying_how_many_outputs_are_distinct():
+    from collections import Counter
+
+    from paramill.nmt.translate import distinct_line
+
+    many = Counter({f"sentence {i}": 1 for i in range(19)} | {"It rains.": 1})
+    assert distinct_line("nmt translate", many) == (
+        "nmt translate: 20 distinct best translations of 20 sources (100.0%); the most "
+        "repeated, 1 times: 'It rains.'")
+    few = Counter({".": 21, "It rains.": 3, "A dog.": 1})
+    line = distinct_line("nmt translate", few)
+    assert line.startswith("nmt translate: warning: degenerate translations, 3 distinct of 25 "
+                           "(12.0%); the most repeated, 21 times: '.'")

@@ -146,6 +146,7 @@ def test_spec_checks_what_each_format_needs():
 
 
 def _ingest(tmp_path, name, spec, prior=(), **clean):
+    clean.setdefault("require_latin", True)
     return ingest_pairs(PairCorpusSpec.from_dict(name, spec), tmp_path / name,
                         PairCleanSettings(**clean), PairIngestSettings(shard_size=2),
                         prior_key_files=[tmp_path / p for p in prior])

@@ -38,7 +38,8 @@ from paramill.dedup import DUP_HERE, KEEP, KEYS, bucket_bits, check_key_files, d
 from paramill.job import output_job
 from paramill.io import (InputError, ShardWriter, TableWriter, iter_parquet_batches,
                          parquet_rows, scratch_dir, write_json)
-from paramill.progress import progress
+from paramill.plan import rejection_line
+from paramill.progress import note, progress
 from paramill.provenance import Run
 from paramill.shapes import COUNT, COUNTS, read_json_as
 from paramill.settings import Settings, setting
@@ -248,6 +249,8 @@ def clean(corpus: str, ingest_dir: str | Path, shards_dir: str | Path, rejected_
                                f"kept, {stats['rejected_total']} rejected")
         write_json(t_stats, stats)
         job.rows_in, job.rows_out = rows_in, kept_rows
+    if line := rejection_line(f"bitext clean {corpus}", rows_in, stats["rejected"], str(rejected_path)):
+        note(line)
     return stats
 
 

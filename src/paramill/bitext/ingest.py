@@ -21,7 +21,8 @@ from paramill.bitext.readers import CorpusSpec, read_corpus
 from paramill.bitext.tables import BITEXT, REJECTED
 from paramill.job import output_job
 from paramill.io import BATCH_TEXT_CHARS, ShardWriter, TableWriter, sha256_file, write_json
-from paramill.progress import progress
+from paramill.plan import rejection_line
+from paramill.progress import note, progress
 from paramill.provenance import Run
 from paramill.settings import Settings, setting
 
@@ -131,4 +132,7 @@ def ingest(spec: CorpusSpec, out_dir: str | Path, settings: IngestSettings = Ing
         assert rows_in == shards.rows + sum(reasons.values())
         write_json(tmp / STATS_NAME, stats)
         job.rows_in, job.rows_out = rows_in, shards.rows
+    if line := rejection_line(f"bitext ingest {spec.name}", rows_in, stats["rejected"],
+                              str(Path(out_dir) / "rejected.parquet")):
+        note(line)
     return stats

@@ -30,6 +30,7 @@ import polars as pl
 
 from paramill.filters.ngrams import ngram_counts
 from paramill.io import iter_parquet_batches
+from paramill.plan import DISTINCT_SHARE
 from paramill.settings import Settings, setting
 from paramill.text import tokenize
 
@@ -135,6 +136,27 @@ def _spearman(x: list[float], y: list[float]) -> float | None:
     return None if rho != rho else round(100.0 * float(rho), 2)
 
 
+def repetition(corpus: str | Path, column: str = "s2") -> dict[str, Any]:
+    """How many of a release's paraphrases (``column``) are distinct, and the one repeated
+    most: hashed a batch at a time (8 bytes a row), the text looked up in a second pass."""
+    import numpy as np
+
+    hashes = [pl.from_arrow(b).get_column(column).hash(13).to_numpy()
+              for b in iter_parquet_batches([corpus], columns=[column])]
+    if not hashes or not sum(len(h) for h in hashes):
+        return {"pairs": 0, "distinct": 0}
+    values, counts = np.unique(np.concatenate(hashes), return_counts=True)
+    top = int(np.argmax(counts))  # the smallest hash among the most repeated: deterministic
+    text = next(row for b in iter_parquet_batches([corpus], columns=[column])
+                for frame in [pl.from_arrow(b)]
+                for row in frame.filter(frame.get_column(column).hash(13) == values[top])
+                .get_column(column).to_list())
+    n = int(counts.sum())
+    return {"pairs": n, "distinct": len(values), "distinct_share": round(len(values) / n, 4),
+            "most_repeated": text, "most_repeated_count": int(counts[top]),
+            "degenerate": len(values) / n < DISTINCT_SHARE}
+
+
 def corpus_stats(corpus: str | Path, idf: Idf) -> dict[str, Any]:
     """ParaNMT Table 1 figures of a released corpus (streamed)."""
     n = 0
@@ -233,6 +255,7 @@ def analyse(scored_shards: Iterable[pl.DataFrame], total: int, corpus: str | Pat
         idf_source = "the corpus's references (s1)"
     stats: dict[str, Any] = {"settings": asdict(settings), "idf_corpus": idf_source,
                              "corpus": corpus_stats(corpus, idf),
+                             "paraphrases": repetition(corpus),
                              "parascore_ranges": ranges.table() if ranges.counts else None,
                              "scored_candidates": total, "sample": sample.height}
     best = sample.filter(pl.col("rank") == 1) if sample.height else sample

@@ -10,6 +10,7 @@ leaves held-out pairs out of the released corpus (``select.exclude_heldout``).
 from __future__ import annotations
 
 import hashlib
+import sys
 import heapq
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -42,6 +43,10 @@ class HeldoutSettings(Settings):
         items={'type': 'string', 'pattern': '^[A-Za-z0-9][A-Za-z0-9_-]*$'})
     size: int = setting(
         50000, "Pairs held out (Wieting 2017: 40k train + 5k valid + 5k test).", minimum=1)
+    max_share: float = setting(
+        0.25, "At most this share of the eligible pairs (best candidates that differ from their "
+        "reference) is held out, whatever size says, so that a small corpus still leaves pairs "
+        "to release. 1 holds out up to size.", exclusiveMinimum=0, maximum=1)
     valid: float = setting(0.1, "Fraction for validation.", minimum=0, maximum=0.5)
     test: float = setting(0.1, "Fraction for test.", minimum=0, maximum=0.5)
     seed: int = setting(13, "Seed of the hash that picks them.")
@@ -76,7 +81,19 @@ def select_heldout(candidate_files: list[str | Path], out: str | Path,
         bar.update(batch.num_rows)
     bar.close()
     chosen = sorted(heap, reverse=True)  # smallest hash first
-    n = len(chosen)
+    n = min(len(chosen), int(eligible * settings.max_share))
+    if n == 0:
+        raise ValueError(
+            f"filters heldout: {eligible} eligible pairs (best candidates that differ from their "
+            f"reference); filters.heldout.max_share {settings.max_share} of them leaves none to "
+            "train the filters' models: give more data or raise filters.heldout.max_share"
+            + ("" if eligible else " (every best candidate is identical to its reference, or "
+               "the shards are empty)"))
+    if n < min(settings.size, eligible):  # the share, not size, set the number
+        print(f"paramill filters heldout: {n:,} pairs held out, filters.heldout.max_share "
+              f"({settings.max_share}) of the {eligible:,} eligible, where size asks for "
+              f"{settings.size:,}", file=sys.stderr)
+    chosen = chosen[:n]
     n_test = round(n * settings.test)
     n_valid = round(n * settings.valid)
     splits = ["train"] * (n - n_valid - n_test) + ["valid"] * n_valid + ["test"] * n_test

@@ -17,7 +17,7 @@ from typing import Any
 
 import polars as pl
 
-from paramill.filters.select import group_scores, scored_shard, shard_key
+from paramill.filters.scored import group_scores, scored_shard, shard_key
 from paramill.io import write_json
 from paramill.job import output_job
 from paramill.progress import progress

@@ -12,7 +12,8 @@ import polars as pl
 
 from paramill import __version__
 from paramill.filters.analysis import AnalysisSettings, analyse, annotation_sample
-from paramill.filters.select import iter_scored
+from paramill.plan import DISTINCT_SHARE
+from paramill.filters.scored import iter_scored
 from paramill.job import output_job
 from paramill.io import parquet_rows, sha256_file, write_json
 from paramill.provenance import Run, code_version
@@ -107,6 +108,16 @@ def datasheet(name: str, selection: dict[str, Any], stats: dict[str, Any],
     out.append(_table([{"step": r["step"], "pairs left": r["pairs"]} for r in selection["steps"]],
                       ["step", "pairs left"]))
     corpus = stats.get("corpus", {})
+    repeated = stats.get("paraphrases") or {}
+    if repeated.get("pairs"):
+        out += ["", f"Paraphrases: {repeated['distinct']:,} distinct of {repeated['pairs']:,} "
+                f"({repeated['distinct_share']:.1%}); the most repeated, "
+                f"{repeated['most_repeated_count']:,} times: \"{repeated['most_repeated']}\"."]
+        if repeated.get("degenerate"):
+            out += ["", "**Degenerate candidates**: fewer than "
+                    f"{DISTINCT_SHARE:.0%} of the paraphrases are distinct. The translation "
+                    "models are likely too small or too little trained for this corpus (a trial "
+                    "config's are): train them larger and longer before using the corpus."]
     out += ["", "## Statistics (ParaNMT Table 1)", "",
             _table([{"measure": k, "value": v} for k, v in corpus.items()], ["measure", "value"]),
             "", f"IDF from {stats.get('idf_corpus')}."]

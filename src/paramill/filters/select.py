@@ -21,7 +21,6 @@ points need the ranked column of the surviving pairs (8 bytes a pair), the sampl
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Annotated, Any
@@ -29,13 +28,13 @@ from typing import Annotated, Any
 import numpy as np
 import polars as pl
 import pyarrow as pa
-import pyarrow.parquet as pq
 
 from paramill.dedup import KeySpill, drop_marked, pair_keys
-from paramill.filters.base import Direction, score_directions
-from paramill.filters.token_table import aligned
+from paramill.filters.base import Direction
+from paramill.filters.scored import (CANDIDATE_KEEP, batches, column_types, group_scores,
+                                      scored_batches, shard_columns, shard_key)
 from paramill.job import output_job
-from paramill.io import TableWriter, iter_parquet_batches, parquet_rows, scratch_dir, write_json
+from paramill.io import TableWriter, scratch_dir, write_json
 from paramill.progress import progress
 from paramill.provenance import Run
 from paramill.tables import read_frame
@@ -51,7 +50,6 @@ BUCKET_ROWS = 2_000_000
 #: rows a batch of the passes over the shards and parts (memory only; no effect on results)
 BATCH_ROWS = 65_536
 
-CANDIDATE_KEEP = ["pair_id", "candidate_id", "en_ref", "candidate", "method", "rank"]
 
 
 @dataclass(frozen=True)
@@ -75,113 +73,14 @@ class SelectSettings(Settings):
     n_folds: int = setting(10, "Number of folds (tenths).", minimum=2)
     folds: list[Annotated[int, {"minimum": 1}]] = setting(
         factory=lambda: [1, 2], doc="Folds kept (1 = the best).", minItems=1)
-    size: int = setting(0, "Target size, a seeded sample (0 = all; ParaNMT 5000000).", minimum=0)
+    size: int = setting(0, 'Pairs to release: a seeded sample of the survivors (0: all). '
+                           'ParaNMT-50M: 5,000,000.', minimum=0)
     seed: int = setting(13, "Seed of the sample.")
     paranmt_score: str = setting(
         "auto", "Score column written as the third column of corpus.paranmt.txt (the ParaNMT-50M "
         "layout `reference \\t paraphrase \\t score`, which `pairs.corpora` reads back); auto: "
         "the first of rank_by, parascore, given_score that the corpus has.",
         pattern="^[a-z][a-z0-9_]*$")
-
-
-def shard_key(path: str | Path) -> str:
-    """``corpus/shard`` of a candidate or score file (its last two path parts)."""
-    p = Path(path)
-    return f"{p.parent.name}/{p.stem}"
-
-
-#: columns a pair corpus gives (paramill.pairs), carried into the release and boundable
-GIVEN = {"given_score": Direction.HIGHER, "label": Direction.HIGHER}
-
-
-def group_scores(candidate_files: list[str | Path], score_files: list[str | Path]
-                 ) -> tuple[dict[str, list[Path]], dict[str, Direction]]:
-    """Score files by shard key, and every score column's direction (given columns of pair
-    corpora included). Shards of different corpora may have different columns: a filter
-    that needs what a pair corpus lacks is not run on it."""
-    by_key: dict[str, list[Path]] = defaultdict(list)
-    directions: dict[str, Direction] = {}
-    for path in map(Path, score_files):
-        by_key[shard_key(path)].append(path)
-        directions.update(score_directions(path))
-    for cand in candidate_files:
-        if shard_key(cand) not in by_key and score_files:
-            raise ValueError(f"{cand}: no score files for shard {shard_key(cand)}")
-        directions.update({c: GIVEN[c] for c in given_columns(cand)})
-    return by_key, directions
-
-
-def given_columns(candidates: str | Path) -> list[str]:
-    """The given columns (``given_score``, ``label``) a candidate shard has values in."""
-    present = [c for c in pq.read_schema(candidates).names if c in GIVEN]
-    if not present:
-        return []
-    row = pl.scan_parquet(candidates).select(pl.col(c).is_not_null().any() for c in present
-                                             ).collect().row(0)
-    return [c for c, has in zip(present, row) if has]
-
-
-def shard_columns(candidates: str | Path, score_files: list[Path]) -> set[str]:
-    """The score and given columns one shard has."""
-    names = set(given_columns(candidates))
-    for path in score_files:
-        names |= set(score_directions(path))
-    return names
-
-
-def column_types(candidate_files: list[Path], score_files: list[str | Path]) -> dict[str, pl.DataType]:
-    """The polars type of every score and given column (missing ones are filled with nulls)."""
-    types: dict[str, pl.DataType] = {}
-    for path in [*score_files, *candidate_files]:
-        for name, dtype in pl.read_parquet_schema(path).items():
-            if name not in ("pair_id", "candidate_id") and name not in types:
-                types[name] = dtype
-    return types
-
-
-def scored_batches(candidates: str | Path, score_files: list[Path],
-                   keep: list[str] = CANDIDATE_KEEP) -> Iterator[pl.DataFrame]:
-    """One shard's candidates (their ``keep`` and given columns), a batch at a time, each with
-    every score column beside it. A score file holds the shard's rows in their order
-    (``score_shard`` writes them so); one that does not (another shard's, stale) is an error
-    naming both files."""
-    frames = _frames(candidates, keep + given_columns(candidates))
-    for path in score_files:
-        frames = _beside(frames, path, candidates)
-    return frames
-
-
-def _frames(path: str | Path, columns: list[str] | None = None) -> Iterator[pl.DataFrame]:
-    """A Parquet file's rows as polars frames, a batch at a time (one empty frame, for its
-    columns, where it has no rows)."""
-    if not parquet_rows([path]):
-        yield read_frame(path, columns)
-    for batch in iter_parquet_batches([path], BATCH_ROWS, columns):
-        frame = pl.from_arrow(batch)
-        assert isinstance(frame, pl.DataFrame)
-        yield frame
-
-
-def _beside(frames: Iterator[pl.DataFrame], path: Path, candidates: str | Path) -> Iterator[pl.DataFrame]:
-    for frame, scores in aligned(frames, path, candidates, "the scores", "its score rule"):
-        scores = scores.drop("pair_id", "candidate_id")
-        if twice := [c for c in scores.columns if c in frame.columns]:
-            raise ValueError(f"{path}: column {', '.join(twice)} of {candidates} is given by "
-                             "another score table (or the candidates) too; two filters name one column")
-        yield frame.hstack(scores.get_columns())
-
-
-def scored_shard(candidates: str | Path, score_files: list[Path],
-                 keep: list[str] = CANDIDATE_KEEP) -> pl.DataFrame:
-    """One shard's candidates with every score column (:func:`scored_batches`), whole."""
-    return pl.concat(list(scored_batches(candidates, score_files, keep)), rechunk=False)
-
-
-def iter_scored(candidate_files: list[str | Path], score_files: list[str | Path]):
-    """(candidate file, a scored batch of it) of each shard in turn (:func:`scored_batches`)."""
-    by_key, _ = group_scores(candidate_files, score_files)
-    for cand in candidate_files:
-        yield from ((cand, frame) for frame in scored_batches(cand, by_key.get(shard_key(cand), [])))
 
 
 def check_columns(settings: SelectSettings, candidate_files: list[Path],
@@ -313,6 +212,8 @@ def select(candidate_files: list[str | Path], score_files: list[str | Path],
         parts, counts = _filter_shards(candidate_files, score_files, by_key, directions, settings,
                                        heldout_ids, work, name)
         fold, threshold = _fold_and_sample(parts, settings, directions, counts)
+        if not list(counts.values())[-1]:
+            raise nothing_left(counts, where)
         finals = [out_parquet, Path(out_tsv), Path(out_json),
                   *([Path(out_paranmt)] if out_paranmt else [])]
         with output_job(run, *finals, rows_in=counts["candidates"], each=True) as job:
@@ -331,6 +232,25 @@ def select(candidate_files: list[str | Path], score_files: list[str | Path],
     return summary
 
 
+def nothing_left(counts: dict[str, int], where: str) -> ValueError:
+    """The error of a selection that left no pair: the step that took the last ones (``counts``:
+    pairs left after each step, in order) and the setting to change."""
+    steps = list(counts.items())
+    if not steps[0][1]:
+        return ValueError(f"{where}: no candidates to select from: the corpora's stats say why "
+                          "every row was rejected")
+    i = next(i for i in range(1, len(steps)) if not steps[i][1])
+    step = steps[i][0]
+    setting = {"heldout": "filters.heldout.size or filters.heldout.max_share (pairs held out "
+                          f"for the filters' models), or {where}.exclude_heldout",
+               "identical": f"{where}.drop_identical", "duplicates": f"{where}.dedup"}.get(step) \
+        or next((f"{where}.{key}" for prefix, key in (("max_tokens", "max_tokens"),
+                 ("folds", "folds or the ranking")) if step.startswith(prefix)), None) \
+        or f"{where}.bounds.{step.split(' in ')[0]}"
+    return ValueError(f"{where}: the selection left no pair: step {step!r} took the last "
+                      f"{steps[i - 1][1]:,}; change {setting}")
+
+
 def _filter_shards(candidate_files: list[Path], score_files: list[str | Path], by_key, directions,
                    settings: SelectSettings, heldout_ids, work: Path, name: str
                    ) -> tuple[list[Path], dict[str, int]]:
@@ -344,7 +264,7 @@ def _filter_shards(candidate_files: list[Path], score_files: list[str | Path], b
     bar = progress(f"select {name}", unit="shards", total=len(candidate_files))
     for i, cand in enumerate(candidate_files):
         writer = None
-        for frame in scored_batches(cand, by_key.get(shard_key(cand), [])):
+        for frame in scored_batches(cand, by_key.get(shard_key(cand), []), batch_rows=BATCH_ROWS):
             frame = frame.with_columns([pl.lit(None, dtype=types[c]).alias(c)
                                         for c in directions if c not in frame.columns]
                                        ).select(*CANDIDATE_KEEP, *directions)  # one schema
@@ -399,7 +319,7 @@ def _write_release(parts: list[Path], files: list[Path], fold: pl.Expr | None,
     score_columns = [c for c in directions if c not in ("pair_id", "candidate_id")]
     n_out = 0
     with open(tmp_tsv, "wb") as tsv:
-        for frame in (f for part in parts for f in _frames(part)):
+        for frame in (f for part in parts for f in batches(part, batch_rows=BATCH_ROWS)):
             if fold is not None:
                 frame = frame.with_columns(fold=fold).filter(pl.col("fold").is_in(settings.folds))
             if threshold is not None:

@@ -20,6 +20,7 @@ padding can change CTranslate2's outputs).
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
@@ -33,6 +34,8 @@ from paramill.job import table_job
 from paramill.nmt.engine import Engine, announce, open_translator, select
 from paramill.nmt.tables import CANDIDATES
 from paramill.nmt.subwords import Segmenter, check_fits
+from paramill.plan import DISTINCT_SHARE
+from paramill.progress import note
 from paramill.provenance import Run
 from paramill.settings import Device, setting, Settings
 
@@ -51,11 +54,10 @@ class TranslateSettings(Settings):
     batch_size: int = setting(
         64, "A decoding batch's size, in batch_type units: sentences, or source subwords.", minimum=1)
     batch_type: Literal["examples", "tokens"] = setting(
-        "examples", "examples: batch_size sentences a decoding batch; tokens: as many of the "
-        "shard's sources, longest first, as fit batch_size subwords padded (the longest source "
-        "x the sentences; at least one): CTranslate2's bound on a batch's memory that long "
-        "sentences cannot break (e.g. batch_size 2048). Changing either re-translates every "
-        "shard: a batch's padding can change CTranslate2's outputs.", quiet_default=True)
+        "examples", 'examples: batch_size sentences a decoding batch; tokens: as many of the '
+                    "shard's sources, longest first, as fit batch_size padded subwords, a bound "
+                    "on a batch's memory that long sentences cannot break (e.g. batch_size 2048)."
+                    ' Changing it re-translates every shard.', quiet_default=True)
     length_penalty: float = setting(
         0.0, "Length penalty (0 = off, as onmt_translate's default).", minimum=0)
     max_decoding_length: int = setting(256, "Maximum output length in subwords.", minimum=1)
@@ -157,7 +159,7 @@ def translate_shard(shard: str | Path, model_dir: str | Path, src_spm: str | Pat
     n_in = parquet_rows([shard])
     run = Run(rule=rule, params={**asdict(settings), "threads": threads},
               inputs=[shard, model_dir, src_spm, tgt_spm])
-    target_pieces, done, halved = 0, 0, []
+    target_pieces, done, halved, best = 0, 0, [], Counter()
     size = settings.batch_size  # halved for the rest of the shard when a batch does not fit
     with table_job(run, out, CANDIDATES, f"translate {Path(shard).name}", n_in, unit="sent") as job:
         for batch in iter_parquet_batches([shard], batch_size=read_rows(settings),
@@ -167,6 +169,7 @@ def translate_shard(shard: str | Path, model_dir: str | Path, src_spm: str | Pat
                 size, "batch_size", "paramill nmt translate", f"{Path(shard).name} row {done}", halved)
             job.write(pa.Table.from_pylist(rows, schema=CANDIDATES), done=batch.num_rows)
             target_pieces += sum(r["n_tokens"] for r in rows if r["rank"] == 1)
+            best.update(r["candidate"] for r in rows if r["rank"] == 1)
             done += batch.num_rows
         seconds = job.elapsed
         stats = {"sources": n_in, "candidates": job.rows, "seconds": round(seconds, 3),
@@ -174,4 +177,22 @@ def translate_shard(shard: str | Path, model_dir: str | Path, src_spm: str | Pat
                  "target_tokens_per_second": round(target_pieces / seconds, 2) if seconds else None,
                  "device": engine.device, "engine": engine.record(), "out_of_gpu_memory": halved}
         job.extra["translation"] = stats
+    note(distinct_line("nmt translate", best))
     return stats
+
+
+def distinct_line(what: str, best: Counter) -> str:
+    """How many of a shard's best translations are distinct, and the one repeated most: a
+    model too small or too little trained for its corpus says the same few sentences."""
+    n = sum(best.values())
+    if not n:
+        return f"{what}: no source translated"
+    text, count = min(best.items(), key=lambda item: (-item[1], item[0]))
+    share = len(best) / n
+    line = (f"{what}: {len(best):,} distinct best translations of {n:,} sources ({share:.1%}); "
+            f"the most repeated, {count:,} times: {text!r}")
+    if share < DISTINCT_SHARE:
+        line = (f"{what}: warning: degenerate translations, {len(best):,} distinct of {n:,} "
+                f"({share:.1%}); the most repeated, {count:,} times: {text!r}. The models are "
+                "likely too small or too little trained for this corpus")
+    return line

@@ -37,7 +37,8 @@ from paramill.io import (BATCH_TEXT_CHARS, ShardWriter, TableWriter, iter_parque
 from paramill.formats import Candidate
 from paramill.pairs.readers import PairCorpusSpec, read_pairs
 from paramill.pairs.tables import PAIR_CANDIDATES, PAIR_REJECTED
-from paramill.progress import progress
+from paramill.plan import rejection_line
+from paramill.progress import note, progress
 from paramill.provenance import Run
 from paramill.settings import Settings, setting
 
@@ -48,7 +49,10 @@ STATS_NAME, REJECTED_NAME, KEYS_NAME = "stats.json", "rejected.parquet", "keys.p
 class PairCleanSettings(Settings):
     normalize_punctuation: bool = setting(
         True, "Map Unicode punctuation (quotes, dashes, ellipsis, special spaces) to ASCII.")
-    require_latin: bool = setting(True, "Keep only pairs whose two sides encode as latin-1.")
+    require_latin: bool = setting(
+        False, "Keep only pairs whose two sides encode as latin-1 (ParaBank 2's rule for CzEng). "
+        "Off: English news and MT output hold names latin-1 cannot spell (Škoda); turn it on "
+        "to keep only Western European text.")
     min_tokens: int = setting(1, "Minimum tokens on each side.", minimum=1)
     max_tokens: int = setting(100, "Maximum tokens on each side.", minimum=1)
     dedup: bool = setting(
@@ -298,6 +302,9 @@ def ingest_pairs(spec: PairCorpusSpec, out_dir: str | Path,
                                f"{kept_rows} kept, {stats['rejected_total']} rejected")
         write_json(tmp / STATS_NAME, stats)
         job.rows_in, job.rows_out = rows_in, kept_rows
+    if line := rejection_line(f"pairs ingest {spec.name}", rows_in, stats["rejected"],
+                              str(Path(out_dir) / REJECTED_NAME)):
+        note(line)
     return stats
 
 

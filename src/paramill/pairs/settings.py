@@ -12,12 +12,11 @@ from paramill.settings import Name, Settings, section, setting
 @dataclass(frozen=True)
 class PairsSection(Settings):
     corpora: dict[Name, PairCorpusSpec] = setting(
-        factory=dict, doc="Paraphrase-pair corpora by name (ParaNMT-50M, ParaBank 2, the Twitter "
-        "URL corpus, MT outputs beside references, your own TSV/Parquet): their pairs become "
-        "candidates beside the back-translated ones and go through the same filters, selection, "
-        "embeddings and lexicon, with no NMT model and no Czech. Names share one namespace with "
-        "bitext.corpora. Order matters: exact duplicates are removed in favour of the earlier "
-        "corpus, so append new corpora at the end.")
+        factory=dict, doc='Paraphrase-pair corpora by name (ParaNMT-50M, ParaBank 2, the Twitter '
+                          'URL corpus, MT outputs beside references, your own files): candidates '
+                          'beside the back-translated ones, with no NMT. Names share '
+                          "bitext.corpora's namespace; duplicates are kept in the earliest "
+                          'corpus.')
     ingest: PairIngestSettings = section(PairIngestSettings, "Reading pair files into "
                                          "candidate shards.")
     clean: PairCleanSettings = section(

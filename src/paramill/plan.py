@@ -1,0 +1,140 @@
+"""What the workflow says about a run as it starts and when it ends: which config files it
+read, a training that would run full-size on a CPU, and where the results are. The rules'
+glue (`rules/common.smk`) prints these lines; standard library only, so Snakemake's process
+imports nothing heavy."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+#: CPU throughput assumed for the estimate of a CPU training's hours: floating-point
+#: operations a second a core (a transformer's step on one core of an x86-64 server)
+CPU_FLOPS_A_CORE = 6e10
+#: estimated CPU-hours a direction from which a training counts as full-size
+FULL_SIZE_HOURS = 1.0
+#: the share of a corpus's rows rejected from which a run says so on the console
+LARGE_REJECTION = 0.05
+#: translations or released paraphrases fewer than this share distinct are degenerate
+DISTINCT_SHARE = 0.9
+
+
+def configfile_note(files: list[str], sample: str = "config.yaml") -> str | None:
+    """The line saying which config files a run reads: ``--configfile`` files replace the
+    sample's config (Snakemake's own "is extended by additional config" says otherwise)."""
+    if not files or Path(files[0]).resolve() == Path(sample).resolve():
+        return None
+    here = Path.cwd().resolve()
+    names = ", ".join(str(p.relative_to(here)) if p.is_relative_to(here) else str(p)
+                      for p in (Path(f).resolve() for f in files))
+    return (f"paramill: config from {names} (the sample's {sample} is not used; keys "
+            "left out take their defaults: `paramill config resolve FILE` prints them)")
+
+
+def transformer_parameters(model: dict[str, Any], vocab_size: int) -> int:
+    """Parameters of an OpenNMT-py transformer of ``model``'s sizes (``nmt.model``): encoder
+    and decoder layers, source and target embeddings and the generator."""
+    h, ff, layers = model["hidden_size"], model["ff_size"], model["layers"]
+    encoder = layers * (4 * h * h + 2 * h * ff)
+    decoder = layers * (8 * h * h + 2 * h * ff)
+    return encoder + decoder + 3 * vocab_size * h
+
+
+def cpu_training_hours(nmt: dict[str, Any]) -> float:
+    """CPU-hours one direction's training asks for, estimated as 6 x parameters x tokens a
+    step (forward and backward) over the steps, at :data:`CPU_FLOPS_A_CORE`."""
+    params = transformer_parameters(nmt["model"], nmt["spm"]["vocab_size"])
+    tokens = nmt["train"]["batch_size"] * (1 if nmt["train"]["batch_type"] == "tokens" else 30)
+    tokens *= nmt["train"].get("accum_count", 1)
+    return 6 * params * tokens * nmt["train"]["train_steps"] / CPU_FLOPS_A_CORE / 3600
+
+
+def gpu_visible(environ: dict[str, str] | None = None) -> bool:
+    """Whether this machine shows a GPU to its processes (an NVIDIA device node, not hidden
+    by an empty CUDA_VISIBLE_DEVICES)."""
+    environ = os.environ if environ is None else environ
+    if environ.get("CUDA_VISIBLE_DEVICES", None) in ("", "-1"):
+        return False
+    return Path("/dev/nvidia0").exists()
+
+
+def cpu_training_warning(config: dict[str, Any], directions: list[str], submitted: bool,
+                         gpu_here: bool) -> str | None:
+    """A warning when the run will train translation models of full size without a GPU:
+    ``directions`` the ``nmt_train`` jobs it will run; ``submitted``: its jobs go to a
+    cluster (a job has a GPU only where its rule asks for one), else they run here, where
+    ``gpu_here`` says whether there is one."""
+    if not directions:
+        return None
+    asks = config.get("resources", {}).get("nmt_train", {})
+    if (submitted and (asks.get("gpu") or asks.get("gres"))) or (not submitted and gpu_here):
+        return None
+    hours = cpu_training_hours(config["nmt"])
+    if hours < FULL_SIZE_HOURS:
+        return None
+    model, train = config["nmt"]["model"], config["nmt"]["train"]
+    runtime = asks.get("runtime")
+    where = "on the CPUs of its cluster jobs (resources.nmt_train asks for no GPU)" \
+        if submitted else "on this machine's CPU (it shows no GPU)"
+    return (f"paramill: nmt_train will train {len(directions)} full-size translation model"
+            f"{'s' * (len(directions) != 1)} ({model['layers']} layers, {model['hidden_size']} "
+            f"wide, {train['train_steps']:,} steps) {where}: about {hours:,.0f} CPU-hours a "
+            "direction (an estimate from the model's size)"
+            + (f", in jobs that ask for {runtime:,} minutes" if runtime else "")
+            + ". For a trial, give configs/trial.yaml before your config; for real models, ask "
+            "for GPUs: resources: {nmt_train: {gpu: 1}}")
+
+
+def results_summary(config: dict[str, Any]) -> str:
+    """The line that ends a run: where its results are, by what the config makes."""
+    results, work, logs = config["results"], config["work_dir"], config["log_dir"]
+    parts = []
+    if config["bitext"]["corpora"] or config["pairs"]["corpora"]:
+        releases = ["default", *config["filters"].get("releases", {})]
+        parts.append(f"corpora in {results}/corpus/<release>/ ({', '.join(releases)})")
+        if config["embed"]["models"]:
+            parts.append(f"embeddings' STS in {results}/embed/<model>/sts.tsv")
+        parts.append(f"the lexicon in {results}/lexicon/")
+    if config["twitter"]["enabled"]:
+        parts.append(f"tweet paraphrases in {results}/twitter/<month>/")
+    found = "; ".join(parts) or "nothing: the config names no corpus and no tweets"
+    return (f"paramill: results in {results}/: {found}. Intermediate files in {work}/, logs in "
+            f"{logs}/; `snakemake --report report.html` bundles them into one page.")
+
+
+def rejection_line(what: str, rows_in: int, rejected: dict[str, int], where: str) -> str | None:
+    """One line when ``what`` rejected more than :data:`LARGE_REJECTION` of its ``rows_in``
+    rows: how many, by reason (the largest first), and where the rows are."""
+    total = sum(rejected.values())
+    if not rows_in or total / rows_in <= LARGE_REJECTION:
+        return None
+    reasons = ", ".join(f"{reason} {n:,}" for reason, n in
+                        sorted(rejected.items(), key=lambda item: (-item[1], item[0])))
+    return (f"paramill: {what} rejected {total:,} of its {rows_in:,} rows ({total / rows_in:.1%}): "
+            f"{reasons}; the rows and why: {where}")
+
+
+def large_rejections(config: dict[str, Any]) -> list[str]:
+    """The corpora of a finished run that rejected more than :data:`LARGE_REJECTION` of their
+    rows, from the run's statistics (``results/bitext/stats.json``, ``results/pairs/stats.json``):
+    one line each, for the console, where the jobs' own lines reach only their logs."""
+    lines = []
+    for kind, where in (("bitext", "{work}/clean/{name}.rejected.parquet and "
+                                   "{work}/ingest/{name}/rejected.parquet"),
+                        ("pairs", "{work}/pairs/{name}/rejected.parquet")):
+        path = Path(config["results"]) / kind / "stats.json"
+        try:
+            corpora = json.loads(path.read_text(encoding="utf-8"))["corpora"]
+        except (OSError, ValueError, KeyError, TypeError):
+            continue
+        for name, stats in corpora.items():
+            if not isinstance(stats, dict) or not isinstance(stats.get("rejected"), dict):
+                continue
+            line = rejection_line(f"{kind} corpus {name}", stats.get("rows_in") or 0,
+                                  stats["rejected"],
+                                  where.format(work=config["work_dir"], name=name))
+            if line:
+                lines.append(line)
+    return lines
