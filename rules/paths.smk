@@ -233,7 +233,7 @@ def embed_pairs(wildcards):
 
 def sts_paths():
     """Every file of the STS sets, as their formats name them (senteval: input and gold)."""
-    return [f for d in config["evaluate"]["sts"] for f in formats.files(d["format"], d["path"])]
+    return [f for d in config["evaluate"]["sts"] for f in layout_files(d["format"], d["path"])]
 
 
 # -- twitter -------------------------------------------------------------------
@@ -291,7 +291,7 @@ def month_context_days(wildcards):
 def identify_labelled():
     """The identifier's labelled files (and PIT-2015 test's separate label files)."""
     sets = config["twitter"]["identify"]["train"] + config["twitter"]["identify"]["evaluate"]
-    return ([f for d in sets for f in formats.files(d["format"], d["path"])]
+    return ([f for d in sets for f in layout_files(d["format"], d["path"])]
             + [d["labels"] for d in sets if d.get("labels")])
 
 

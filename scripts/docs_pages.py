@@ -4,7 +4,9 @@ line, the input formats from the formats registry. Never edited by hand: `make d
 
 import mkdocs_gen_files
 
-from paramill import cli, peek, schema
+from paramill import cli
+from paramill import peek
+from paramill import schema
 
 PAGES = {
     "configuration.md": schema.reference_page,

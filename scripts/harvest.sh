@@ -10,7 +10,7 @@
 #                                       size it: docs/methods/twitter.md)
 #   30 2 * * *  cd /path/to/paramill && scripts/harvest.sh
 #
-# Credentials come from the environment variables named in twitter.harvest (never stored).
+# Credentials come from the environment variables named in twitter.advanced.harvest (never stored).
 # Extra arguments go to snakemake (e.g. --profile slurm, --configfile my-twitter.yaml).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -23,7 +23,7 @@ MONTH="${DAY:0:7}"
 SNAKEMAKE="${SNAKEMAKE:-.venv/bin/snakemake}"
 CONFIG=(--configfile config.yaml "${TWITTER_CONFIG:-configs/twitter.yaml}")
 # Snakemake re-runs a day's harvest job only when a setting of its URL expansions changed
-# (twitter.harvest.expand_all, url_timeout, private_urls); a day
+# (twitter.advanced.harvest.expand_all, url_timeout, private_urls); a day
 # before the latest harvested (or the latest, harvested to its end, once its day is past)
 # then rebuilds its table from its saved pages and fetches nothing, and today's only adds
 # what is new (paramill.twitter.harvest)

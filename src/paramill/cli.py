@@ -12,8 +12,8 @@ import sys
 from typing import Any
 
 from paramill import __version__
-from paramill.commands import Group, HelpFormatter, arg, json_of
-from paramill.signals import on_sigterm
+from paramill.run.commands import Group, HelpFormatter, arg, json_of
+from paramill.run.signals import on_sigterm
 
 EXIT_INPUT_ERROR = 2
 #: the stage packages whose ``cli.group`` is a command group, in the order --help lists them
@@ -50,7 +50,7 @@ def verify(args: argparse.Namespace) -> int:
 @provenance.verb("show", "print an output's record", arg("path", help="an output"),
     example='paramill provenance show results/bitext/stats.json')
 def show(args: argparse.Namespace) -> int:
-    from paramill.io import read_json
+    from paramill.io.jsonfiles import read_json
     from paramill.provenance import prov_path
     print(json.dumps(read_json(prov_path(args.path)), indent=2, sort_keys=True))
     return 0
@@ -112,7 +112,7 @@ def validate(args: argparse.Namespace) -> int:
 @configs.verb(
     "resolve", "print the config with defaults filled in, as JSON",
     arg("file", help="YAML file, or - for JSON on stdin"), arg("--with-digest", action="store_true",
-        help='print {"config": ..., "digest": sha256} (used by the Snakefile)'),
+        help='print {"config": ..., "digest": sha256}: the digest provenance records name'),
     example='paramill config resolve configs/paranmt.yaml')
 def resolve(args: argparse.Namespace) -> int:
     from paramill import config
@@ -124,9 +124,11 @@ def resolve(args: argparse.Namespace) -> int:
         resolved = config.resolve(given)
     else:
         resolved = config.load(args.file)
-    if args.with_digest:
-        resolved = {"config": resolved, "digest": config.digest(resolved)}
-    print(json.dumps(resolved))
+    from paramill.config.layout import unfold
+
+    shown = unfold(resolved)  # as a config file holds it
+    print(json.dumps({"config": shown, "digest": config.digest(resolved)} if args.with_digest
+                     else shown))
     return 0
 
 
@@ -146,7 +148,7 @@ def schema(args: argparse.Namespace) -> int:
 
 def groups() -> list[Group]:
     """Every command group, in the order of the data flow, then the tools."""
-    return [*(importlib.import_module(f"paramill.{stage}.cli").group for stage in STAGES),
+    return [*(importlib.import_module(f"paramill.{stage}.verbs").group for stage in STAGES),
             provenance, formats_group, configs]
 
 
@@ -241,7 +243,7 @@ MAX_OVERSUBSCRIPTION = 4
 def _early_threads(argv: list[str] | None) -> None:
     """Apply ``--threads`` before any stage module (and so polars, numpy, torch) is
     imported: their pools are sized from the environment when they load."""
-    from paramill import device
+    from paramill.run import device
     early = argparse.ArgumentParser(add_help=False)
     early.add_argument("--threads", type=int)
     known, _ = early.parse_known_args(argv)
@@ -268,7 +270,7 @@ def out_of_memory(exc: BaseException, keys: tuple[str, ...] = ()) -> str | None:
     corpus, so the fix is a setting or the rule's ``mem_mb``/GPU, never a smaller input:
     ``keys``, the config keys its verb says size what it holds (each launch-only one said
     to be: changing it re-runs no other job)."""
-    from paramill import device
+    from paramill.run import device
 
     text = " ".join(str(exc).split())
     if getattr(exc, "memory_hint", None):  # a worker process killed (WorkerLost)
@@ -285,10 +287,12 @@ def out_of_memory(exc: BaseException, keys: tuple[str, ...] = ()) -> str | None:
     what = "a model's dim, batch_size or megabatch, a buffer"
     if keys:
         from paramill.config import marked
+        from paramill.config.layout import as_written
 
-        def said(key: str) -> str:
+        def said(key: str) -> str:  # named as a config file holds it
             *path, leaf = key.split(".")
-            return f"{key} (launch-only: re-runs no other job)" if leaf in marked("launch", *path) else key
+            shown = as_written(key)
+            return f"{shown} (launch-only: re-runs no other job)" if leaf in marked("launch", *path) else shown
 
         what = ", ".join(map(said, keys))
     return (f"out of {where}{f' ({detail})' if detail else ''}. Lower the settings that size "
@@ -297,11 +301,13 @@ def out_of_memory(exc: BaseException, keys: tuple[str, ...] = ()) -> str | None:
 
 
 def _error(command: str, message: str) -> None:
-    """The one error line, on a line of its own (a progress bar in the log is ended first)."""
-    from paramill.progress import end_all
+    """The one error line, on a line of its own (a progress bar in the log is ended first),
+    naming a setting as a config file holds it."""
+    from paramill.config.layout import as_written
+    from paramill.run.progress import end_all
 
     end_all()
-    print(f"paramill {command}: error: {message}", file=sys.stderr, flush=True)
+    print(f"paramill {command}: error: {as_written(message)}", file=sys.stderr, flush=True)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -314,8 +320,8 @@ def main(argv: list[str] | None = None) -> int:
 
 def _run(args: argparse.Namespace, command: str) -> int:
     """The command's function, its failures as one error line and an exit status."""
-    from paramill.config import ConfigError
-    from paramill.io import InputError
+    from paramill.io.yamlfiles import ConfigError
+    from paramill.errors import InputError
     try:
         return args.func(args)
     except (InputError, ConfigError, ValueError) as exc:

@@ -9,15 +9,15 @@ import itertools
 from collections import Counter
 from typing import Any
 
-from paramill import formats
-from paramill.fields import number
+from paramill.formats import registry, rows
+from paramill.text.numbers import number
 
 
 def layouts(use: str | None = None) -> list[dict[str, Any]]:
     """Each layout's name, the uses it is read as, its description and old names."""
-    return [{"format": m.NAME, "uses": [u for u in formats.USES if callable(getattr(m, u, None))],
+    return [{"format": m.NAME, "uses": [u for u in registry.USES if callable(getattr(m, u, None))],
              "description": m.DESCRIPTION, **({"aliases": list(m.ALIASES)} if m.ALIASES else {})}
-            for m in formats.modules(use)]
+            for m in registry.modules(use)]
 
 
 def _corpus_rows(use: str, entry: dict[str, Any]):
@@ -42,8 +42,8 @@ def _set_rows(use: str, entry: dict[str, Any]):
 
         checked = StsDataset.from_dict({"name": "peek", "year": "peek", **entry}, "spec")
         given = {"fields": checked.fields} if checked.fields else {}
-        for row in formats.reader(use, checked.format)(str(checked.path), MAX_LINE_BYTES, **given):
-            if isinstance(row, formats.Bad):  # BROKEN: the evaluation stops at it
+        for row in registry.reader(use, checked.format)(str(checked.path), MAX_LINE_BYTES, **given):
+            if isinstance(row, rows.Bad):  # BROKEN: the evaluation stops at it
                 yield {"line": row.line_no, "reason": row.reason, "detail": row.detail
                        + (" (the evaluation stops here)" if row.reason in BROKEN else " (skipped)")}
                 continue
@@ -72,8 +72,8 @@ def peek(use: str, entry: dict[str, Any], rows: int = 10, scan: int = 10_000
     as the stage reads them; and, over the first ``scan`` rows, each reason a row was not
     read (``ok`` for those read) and how many were scanned. Labelled pairs are read whole, as
     the identifier reads them."""
-    if use not in formats.USES:
-        raise ValueError(f"unknown use {use!r}; known: {', '.join(formats.USES)}")
+    if use not in registry.USES:
+        raise ValueError(f"unknown use {use!r}; known: {', '.join(registry.USES)}")
     source = _corpus_rows(use, entry) if use in ("bitext", "pairs") else _set_rows(use, entry)
     first: list[dict[str, Any]] = []
     reasons: Counter[str] = Counter()
@@ -89,7 +89,7 @@ def peek(use: str, entry: dict[str, Any], rows: int = 10, scan: int = 10_000
 def formats_page() -> str:
     """The input formats page (docs/formats.md, generated at build time from the formats
     registry): every layout, what it can be read as, and the keys a corpus in it takes."""
-    from paramill.settings import config_keys, object_schema
+    from paramill.config.typed import config_keys, object_schema
 
     def cell(text: str) -> str:
         return " ".join(str(text).split()).replace("|", "\\|")
@@ -109,9 +109,9 @@ def formats_page() -> str:
                      f"{cell(layout['description'])} | "
                      f"{', '.join(f'`{a}`' for a in layout.get('aliases', []))} |")
     lines.append("")
-    for use, what in formats.USES.items():
+    for use, what in registry.USES.items():
         lines += [f"## {use}", "", f"Read as {what}.", ""]
-        for module in formats.modules(use):
+        for module in registry.modules(use):
             spec = getattr(module, "Spec", None)
             keys = object_schema(spec)["properties"] if spec is not None else {}
             lines += [f"### `{module.NAME}` ({use})", "", cell(module.DESCRIPTION) + ".", ""]

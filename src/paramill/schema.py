@@ -24,7 +24,8 @@ from paramill.evaluate.settings import EvaluateSection
 from paramill.filters import settings as filter_settings
 from paramill.lexicon.pmi import LexiconSettings
 from paramill.nmt.settings import NmtSection
-from paramill.settings import LAUNCH_NOTE, Settings, object_schema, section, setting
+from paramill.config import layout
+from paramill.config.typed import LAUNCH_NOTE, Settings, object_schema, section, setting
 from paramill.twitter.settings import TwitterSection
 
 RuleName = Annotated[str, {"pattern": "^[A-Za-z_][A-Za-z0-9_]*$"}]
@@ -174,7 +175,13 @@ class PipelineConfig(Settings):
 
 
 def generate() -> dict[str, Any]:
-    """The JSON Schema of a paramill config."""
+    """The JSON Schema of a paramill config file, as users write one: each stage's advanced
+    keys under its ``advanced`` section (:mod:`paramill.config.layout`)."""
+    return layout.unfold_schema(declared())
+
+
+def declared() -> dict[str, Any]:
+    """The JSON Schema of every key where its stage declares it (what the stages read)."""
     root = object_schema(PipelineConfig)
     filters = root["properties"]["filters"]
     root["properties"]["filters"] = {**filter_settings.section_schema(), "default": {},

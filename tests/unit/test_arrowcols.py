@@ -13,7 +13,7 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from paramill.arrowcols import column, empty_table
+from paramill.io.arrowcols import column, empty_table
 
 from .test_filters import ROWS, write_candidates
 

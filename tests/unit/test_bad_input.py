@@ -21,8 +21,10 @@ import pytest
 import zstandard
 
 from paramill.bitext.readers import CorpusSpec, read_corpus
-from paramill.io import LineStream
-from paramill.io import InputError, open_compressed, read_json
+from paramill.io.lines import LineStream
+from paramill.errors import InputError
+from paramill.io.compressed import open_compressed
+from paramill.io.jsonfiles import read_json
 from paramill.text import normalize, normalize_expr
 
 #: ~20 KB of text: several blocks/frames' worth for every codec at its defaults
@@ -280,7 +282,7 @@ def test_a_file_whose_name_is_not_utf8_is_refused_before_any_work(tmp_path, caps
     shown = str(tmp_path) + "/caf\\xe9.tsv"
     with pytest.raises(InputError, match=re.escape(f"{shown}: its name is not UTF-8 (the byte \\xe9)")):
         list(LineStream(bad, 100))
-    from paramill.io import check_writable
+    from paramill.io.outputs import check_writable
 
     with pytest.raises(InputError, match=r"out\\xe9/x\.parquet: its name is not UTF-8"):
         check_writable(os.fsdecode(os.fsencode(str(tmp_path)) + b"/out\xe9/x.parquet"))
@@ -303,7 +305,8 @@ def test_an_unreadable_file_is_refused_for_a_user_without_override(tmp_path):
     import shutil
     import tempfile
 
-    from paramill.io import InputError, LineStream
+    from paramill.errors import InputError
+    from paramill.io.lines import LineStream
 
     where = Path(tempfile.mkdtemp(dir="/tmp"))  # pytest's own folders are not open to others
     try:
@@ -386,7 +389,7 @@ def test_a_guarded_parquet_read_keeps_a_batchs_text_to_its_bound(tmp_path, monke
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from paramill import tables
+    from paramill.io import tableread as tables
 
     monkeypatch.setattr(tables, "GUARD_BATCH_BYTES", 8 << 20)
     entry = "x" * (1 << 20)
@@ -431,7 +434,7 @@ def test_a_guarded_parquet_read_bounds_a_batch_by_the_pages_it_touches(tmp_path,
     import pyarrow.compute as pc
     import pyarrow.parquet as pq
 
-    from paramill import tables
+    from paramill.io import tableread as tables
 
     monkeypatch.setattr(tables, "GUARD_BATCH_BYTES", 8 << 20)
     entry = "x" * (1 << 20)
@@ -456,7 +459,7 @@ def test_a_guarded_parquet_read_bounds_a_batch_by_the_pages_it_touches(tmp_path,
         assert max(text(b) for b in tables.iter_parquet_batches([path], 65536, ["s1"])) > 32 << 20
     # the pages are looked into only where a batch could decode past the bound: an ordinary
     # column under it reads in whole batches, and its headers are never read
-    monkeypatch.setattr("paramill.pages.data_pages", lambda *a: pytest.fail("pages read"))
+    monkeypatch.setattr("paramill.io.pagescan.data_pages", lambda *a: pytest.fail("pages read"))
     assert [b.num_rows for b in tables.iter_parquet_batches([gathered], 65536, ["s2"], guard=True)] == [20040]
     monkeypatch.undo()
     # a header that cannot be read names the file, group and column (Arrow's named neither)
@@ -478,7 +481,7 @@ def test_a_parquet_input_that_is_not_parquet_or_is_corrupt_names_the_file(tmp_pa
     import pyarrow.parquet as pq
 
     from paramill.cli import main
-    from paramill.tables import iter_parquet_batches, open_parquet, parquet_rows
+    from paramill.io.tableread import iter_parquet_batches, open_parquet, parquet_rows
 
     good = tmp_path / "good.parquet"
     pq.write_table(pa.table({"s1": ["a b c", "d e f"] * 50, "s2": ["a b d", "d e g"] * 50}),
@@ -545,7 +548,7 @@ def test_a_table_of_another_shape_is_an_error_naming_the_file_and_the_column(tmp
     import pyarrow.parquet as pq
 
     from paramill.cli import main
-    from paramill.tables import read_table
+    from paramill.io.tableread import read_table
     from paramill.twitter.tweets import TWEETS
 
     row = {"tweet_id": "1", "author": "cnn", "author_id": "9", "created_at": "2026-11-02T10:00:00Z",
@@ -723,7 +726,7 @@ def test_a_column_a_parquet_file_lacks_is_an_error_not_left_out(tmp_path):
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from paramill.tables import iter_parquet_batches
+    from paramill.io.tableread import iter_parquet_batches
 
     path = tmp_path / "t.parquet"
     pq.write_table(pa.table({"s1": ["a"], "x": [1]}), path)
@@ -751,7 +754,8 @@ def test_a_bit_flipped_in_a_page_paramill_wrote_is_an_error_naming_the_file(tmp_
 
     import pyarrow as pa
 
-    from paramill.tables import TableWriter, iter_parquet_batches
+    from paramill.io.tableread import iter_parquet_batches
+    from paramill.io.tablewrite import TableWriter
 
     rng = random.Random(1)
     text = ["".join(rng.choice(string.ascii_letters) for _ in range(300)) for _ in range(40)]

@@ -4,10 +4,10 @@ import polars as pl
 import pytest
 
 from paramill.bitext.clean import CleanSettings, apply_rules, clean
-from paramill.dedup import pair_keys
+from paramill.text.dedup import pair_keys
 from paramill.bitext.ingest import IngestSettings, ingest
 from paramill.bitext.readers import CorpusSpec
-from paramill.io import read_json
+from paramill.io.jsonfiles import read_json
 
 
 def reasons(rows, **settings):

@@ -45,7 +45,7 @@ def test_every_verb_and_every_option_has_help():
 
 def test_settings_are_config_sections_with_the_schemas_defaults(tmp_path):
     # no verb redeclares a setting: --settings takes the section, the schema fills the rest
-    from paramill.commands import section_settings
+    from paramill.run.commands import section_settings
 
     args = build_parser().parse_args(["nmt", "data", "x.parquet", "--out", "o",
                                       "--settings", '{"valid_size": 5}'])
@@ -57,7 +57,7 @@ def test_settings_are_config_sections_with_the_schemas_defaults(tmp_path):
 def test_launch_takes_only_launch_only_keys_over_the_settings(tmp_path, capsys):
     # how a job runs comes apart from what it computes: the workflow passes it in --launch,
     # outside the rule's params; a key that changes the output is refused there
-    from paramill.commands import launch_overlays, section_settings
+    from paramill.run.commands import launch_overlays, section_settings
 
     args = build_parser().parse_args(["embed", "train", "p.tsv", "--out", "m.pt", "--settings",
                                       '{"epochs": 2, "cuda_graph": true}',
@@ -145,8 +145,10 @@ def test_config_validate_names_the_bad_key(tmp_path, capsys):
     assert "config key bitext.clean.max_tokens: -3 is less than the minimum of 1" in capsys.readouterr().err
     # a learning rate past float32 was torch's overflow traceback in the identifier's fine-tuning
     for section, key in (("embed:\n  train", "learning_rate"), ("nmt:\n  train", "learning_rate"),
-                         ("twitter:\n  identify", "finetune_lr"), ("twitter:\n  identify", "distill_lr")):
-        bad.write_text(f"{section}:\n    {key}: 1.0e+300\n")
+                         ("twitter:\n  advanced:\n    identify", "finetune_lr"),
+                         ("twitter:\n  advanced:\n    identify", "distill_lr")):
+        indent = " " * (2 * section.count("\n") + 2)
+        bad.write_text(f"{section}:\n{indent}{key}: 1.0e+300\n")
         assert main(["config", "validate", str(bad)]) == 2
         assert f".{key}: 1e+300 is greater than the maximum of 1000" in capsys.readouterr().err
 
@@ -232,7 +234,7 @@ def test_threads_size_every_pool_before_the_libraries_load_and_the_record_says_s
                     "--out", str(tmp_path / "in")], check=True, env=env, capture_output=True)
     record = json.loads(next((tmp_path / "in").parent.glob("in*.prov.json")).read_text())
     assert record["threads"] == {"given": threads, "polars": threads}
-    probe = ("import sys; from paramill import cli, device; cli._early_threads(sys.argv[1:]); "
+    probe = ("import sys; from paramill import cli; from paramill.run import device; cli._early_threads(sys.argv[1:]); "
              "import os, polars, torch, subprocess; print(polars.thread_pool_size(), "
              "torch.get_num_threads(), device.threads(), os.environ['OMP_NUM_THREADS'], "
              "subprocess.run([sys.executable, '-c', 'import torch; print(torch.get_num_threads())'], "
@@ -286,7 +288,7 @@ def test_a_jobs_fixed_costs_stay_small():
 
     probe = (
         "import sys, yaml\n"
-        "from paramill import config, device\n"
+        "from paramill import config\nfrom paramill.run import device\n"
         "import torch\n"
         "assert not torch.are_deterministic_algorithms_enabled()\n"
         "device.deterministic()\n"
@@ -296,7 +298,7 @@ def test_a_jobs_fixed_costs_stay_small():
         "import torch.utils.deterministic as fill\n"
         "assert not fill.fill_uninitialized_memory  # a kernel an allocation, for nothing\n"
         "assert config.SAFE_LOADER is getattr(yaml, 'CSafeLoader', yaml.SafeLoader)\n"
-        "assert config.schema() == yaml.safe_load(open(config.resources.files('paramill')"
+        "assert config.user_schema() == yaml.safe_load(open(config.resources.files('paramill')"
         ".joinpath('data/config.schema.yaml')))\n"
         "import torch._inductor.config as inductor\n"
         "inductor.deterministic = False\n"
@@ -338,7 +340,7 @@ def test_running_out_of_memory_is_one_error_line_saying_what_to_change(tmp_path,
         (line,) = capsys.readouterr().err.strip().splitlines()
         assert line.startswith(f"paramill embed train: error: out of {where}") and detail in line
         assert ("(embed.model.dim, embed.train.batch_size, embed.train.megabatch, "
-                "embed.train.buffer_pairs, embed.train.max_chars)") in line and "mem_mb" in line
+                "embed.advanced.train.buffer_pairs, embed.advanced.train.max_chars)") in line and "mem_mb" in line
     monkeypatch.setattr(training, "train", raises(RuntimeError("index out of range in self")))
     with pytest.raises(RuntimeError, match="index out of range"):
         main(argv)
@@ -351,7 +353,7 @@ def test_running_out_of_memory_is_one_error_line_saying_what_to_change(tmp_path,
                  "--out", str(tmp_path / "in")]) == 3
     (line,) = capsys.readouterr().err.strip().splitlines()
     assert ("out of host memory. Lower the settings that size what the job holds at once "
-            "(bitext.ingest.batch_rows (launch-only: re-runs no other job)), or give the rule more "
+            "(bitext.advanced.ingest.batch_rows (launch-only: re-runs no other job)), or give the rule more "
             "memory") in line
     # CTranslate2 says it in its own words (CUDA_CHECK, CUBLAS_CHECK): a decoding batch to lower
     import pyarrow.parquet as pq
@@ -369,8 +371,8 @@ def test_running_out_of_memory_is_one_error_line_saying_what_to_change(tmp_path,
                      "--src-spm", str(pairs), "--tgt-spm", str(pairs), "--out", str(tmp_path / "c.parquet")]) == 3
         (line,) = capsys.readouterr().err.strip().splitlines()
         assert line.startswith(f"paramill nmt translate: error: out of {where} memory ({said})") and (
-            "(nmt.translate.batch_size, nmt.translate.batch_type, nmt.translate.beam_size, nmt.sample.block, "
-            "nmt.sample.batch_size)") in line
+            "(nmt.advanced.translate.batch_size, nmt.advanced.translate.batch_type, nmt.translate.beam_size, "
+            "nmt.advanced.sample.block, nmt.advanced.sample.batch_size)") in line
     monkeypatch.setattr(translating, "translate_shard", raises(RuntimeError("CUDA failed with error invalid argument")))
     with pytest.raises(RuntimeError, match="invalid argument"):
         main(["nmt", "translate", "--shard", str(shard), "--model", str(tmp_path), "--src-spm", str(pairs),
@@ -401,7 +403,7 @@ def test_a_featurising_worker_killed_is_one_error_line_saying_what_to_change(cap
     now says how the worker ended, and the command line turns a killed one into the one
     error line and exit status 3 of memory. A crash (SIGSEGV) stays a defect's traceback."""
     from paramill.embed.featurise import ordered_map
-    from paramill.pools import WorkerLost
+    from paramill.run.pools import WorkerLost
 
     from . import workers
 
@@ -466,7 +468,7 @@ def _argv_with(parser, bad: str | None, tmp_path, given: dict | None = None):
     (inputs that do not exist)."""
     import argparse
 
-    from paramill.commands import json_arg
+    from paramill.run.commands import json_arg
 
     argv = []
     for action in parser._actions:
@@ -609,7 +611,7 @@ def test_a_parquet_table_of_another_kind_is_refused_before_the_verb_runs(tmp_pat
              "heldout": "not a held-out table"}
     import importlib
 
-    from paramill.tables import TABLE_KINDS
+    from paramill.io.tableread import TABLE_KINDS
 
     good = {}  # an empty table of each kind, for a verb's other table arguments
     for kind, (module, name, _, _) in TABLE_KINDS.items():

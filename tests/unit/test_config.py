@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 from paramill import config
-from paramill.config import ConfigError
+from paramill.config import checks
+from paramill.io.yamlfiles import ConfigError, check_expanded
 from paramill.bitext.clean import CleanSettings
 from paramill.bitext.ingest import IngestSettings
 from paramill.embed.model import ModelSpec
@@ -161,7 +162,8 @@ def test_digest_depends_on_values_not_key_order():
     ({"nmt": {"train_corpora": ["a;b"]}}, "nmt.train_corpora.0: 'a;b' does not match"),
     ({"resources": {"clean": {"slurm_partition": "gpu`id`"}}}, "resources.clean.slurm_partition: 'gpu`id`' does not match"),
     ({"resources": {"harvest": {"local": "sometimes"}}}, "resources.harvest.local: 'sometimes' is not of type 'boolean'"),
-    ({"twitter": {"harvest": {"bearer_token_env": "X;rm"}}}, "bearer_token_env: 'X;rm' does not match"),
+    ({"twitter": {"advanced": {"harvest": {"bearer_token_env": "X;rm"}}}},
+     "twitter.advanced.harvest.bearer_token_env: 'X;rm' does not match"),
 ])
 def test_values_the_schema_used_to_let_through_are_refused_naming_the_keys(given, message):
     with pytest.raises(ConfigError) as info:
@@ -171,7 +173,7 @@ def test_values_the_schema_used_to_let_through_are_refused_naming_the_keys(given
 
 def test_snakemake_config_strings_read_as_the_types_the_schema_wants():
     # snakemake --config 'bitext={"clean": {"max_tokens": 50}}' hands over {"max_tokens": "50"}
-    resolved = config.resolve({"bitext": {"clean": {"max_tokens": "50", "dedup": "false"}},
+    resolved = config.resolve({"bitext": {"clean": {"max_tokens": "50"}, "advanced": {"clean": {"dedup": "false"}}},
                                "filters": {"select": {"bounds": {"overlap_1": ["0.1", "null"]}}}})
     assert resolved["bitext"]["clean"]["max_tokens"] == 50 and resolved["bitext"]["clean"]["dedup"] is False
     assert resolved["filters"]["select"]["bounds"]["overlap_1"] == [0.1, None]
@@ -192,9 +194,11 @@ def test_the_configuration_reference_lists_every_key_with_its_default():
     assert "| `cuda_graph` | boolean | `true` | **launch-only.** " in page
     assert "| `method` | one of `beam`, `kbest`, `sample` | `\"beam\"` |" in page
     # every key of every section appears, under its own section
-    node = config.schema()["properties"]["nmt"]["properties"]["train"]["properties"]
-    block = page.split("## `nmt.train`", 1)[1].split("\n## ", 1)[0]
-    assert all(f"| `{key}` |" in block for key in node), sorted(node)
+    nmt = config.user_schema()["properties"]["nmt"]["properties"]
+    for section, node in (("nmt.train", nmt["train"]), ("nmt.advanced.train", nmt["advanced"]["properties"]["train"])):
+        block = page.split(f"## `{section}`", 1)[1].split("\n## ", 1)[0]
+        assert all(f"| `{key}` |" in block for key in node["properties"]), sorted(node["properties"])
+    assert "bucket_size" in nmt["advanced"]["properties"]["train"]["properties"]
 
 
 def test_keys_that_only_choose_inputs_are_marked_for_the_rules():
@@ -228,11 +232,11 @@ def test_a_key_added_at_its_default_leaves_the_rules_params_as_they_were():
     assert config.marked("quiet-default", "nmt", "translate") == ("batch_type",)
     before = {k: v for k, v in translate.items() if k != "batch_type"}
     assert config.rule_params(translate, "nmt", "translate") == before
-    tokens = config.resolve({"nmt": {"translate": {"batch_type": "tokens", "batch_size": 4096}}})
+    tokens = config.resolve({"nmt": {"advanced": {"translate": {"batch_type": "tokens", "batch_size": 4096}}}})
     assert config.rule_params(tokens["nmt"]["translate"], "nmt", "translate") == {
         **before, "batch_type": "tokens", "batch_size": 4096}
     # workflow and launch-only keys stay out, whatever their values
-    lexicon = config.resolve({"lexicon": {"chunk_pairs": 7, "simlex": "s.txt"}})["lexicon"]
+    lexicon = config.resolve({"lexicon": {"advanced": {"chunk_pairs": 7}, "simlex": "s.txt"}})["lexicon"]
     assert not {"chunk_pairs", "simlex", "release", "partitions"} & set(config.rule_params(lexicon, "lexicon"))
     assert config.schema()["properties"]["nmt"]["properties"]["translate"]["properties"]["batch_type"][
         "x-quiet-default"] is True
@@ -285,16 +289,18 @@ def test_corpus_names_in_other_sections_must_be_configured_corpora():
      "nmt.translate.n_best (20) and nmt.translate.beam_size (12)"),
     ({"twitter": {"dates": ["2026-02-30"]}},
      "config key twitter.dates.0: '2026-02-30' is not a valid date"),
-    ({"lexicon": {"token_pattern": "[a-"}}, "config key lexicon.token_pattern: '[a-' is not a valid"),
-    ({"lexicon": {"word_pattern": "(?P<x"}}, "config key lexicon.word_pattern"),
+    ({"lexicon": {"advanced": {"token_pattern": "[a-"}}},
+     "config key lexicon.advanced.token_pattern: '[a-' is not a valid"),
+    ({"lexicon": {"advanced": {"word_pattern": "(?P<x"}}}, "config key lexicon.advanced.word_pattern"),
     ({"pairs": {"corpora": {"t": {"format": "twitter-url", "path": "x", "negative_votes": 4,
                                    "positive_votes": 4}}}},
      "pairs.corpora.t.negative_votes (4) and pairs.corpora.t.positive_votes (4)"),
     ({"embed": {"release": "nope"}}, "config key embed.release: no release is named 'nope'"),
-    ({"embed": {"train": {"recurrent_cuda_graph": True, "batch_size": 50, "recurrent_pass_rows": 100}}},
+    ({"embed": {"train": {"batch_size": 50},
+               "advanced": {"train": {"recurrent_cuda_graph": True, "recurrent_pass_rows": 100}}}},
      "set recurrent_pass_rows to at least 4 x batch_size (200)"),
-    ({"nmt": {"spm": {"model_type": "bpe"}}},
-     "config keys nmt.spm.model_type (bpe) and nmt.train.subword_nbest (-1), subword_alpha (0.1)"),
+    ({"nmt": {"advanced": {"spm": {"model_type": "bpe"}}}},
+     "config keys nmt.advanced.spm.model_type (bpe) and nmt.advanced.train.subword_nbest (-1), subword_alpha (0.1)"),
     ({"lexicon": {"release": "nope"}}, "config key lexicon.release: no release is named 'nope'"),
     ({"pairs": {"corpora": {"r": {"format": "references", "reference": "r.txt",
                                    "hypotheses": ["nothing-here-*.txt"]}}}},
@@ -367,9 +373,9 @@ def test_a_yaml_file_that_cannot_be_read_is_one_error_naming_it(tmp_path):
         with pytest.raises(ConfigError, match=message):
             config.load(path)
     with pytest.raises(ConfigError, match="the config: more than 5 values"):
-        config.check_expanded({"a": [1, 2], "b": [3, 4]}, "the config", limit=5)
+        check_expanded({"a": [1, 2], "b": [3, 4]}, "the config", limit=5)
     shared = [1, 2]
-    config.check_expanded({"a": shared, "b": shared}, "the config", limit=7)  # 1 + 2 + 2 * 2
+    check_expanded({"a": shared, "b": shared}, "the config", limit=7)  # 1 + 2 + 2 * 2
 
 
 def test_a_key_given_twice_is_an_error_naming_both_lines_not_the_last_silently(tmp_path, capsys):
@@ -408,8 +414,8 @@ def test_a_number_in_exponent_notation_is_a_number(tmp_path):
     reader reads it as YAML 1.2 does, and a config Snakemake read (the text) is read the same
     where the schema wants a number; where it wants an integer, `1e2` stays an error."""
     path = tmp_path / "lr.yaml"
-    path.write_text("embed:\n  train:\n    learning_rate: 1e-3\nfilters:\n  classifier:\n"
-                    "    learning_rate: 5E-4\n")
+    path.write_text("embed:\n  train:\n    learning_rate: 1e-3\nfilters:\n  advanced:\n"
+                    "    classifier:\n      learning_rate: 5E-4\n")
     assert config.read_yaml(path)["embed"]["train"]["learning_rate"] == 0.001
     resolved = config.load(path)
     assert resolved["embed"]["train"]["learning_rate"] == 0.001
@@ -466,7 +472,7 @@ def test_a_path_holding_a_brace_is_a_config_error_naming_the_key(tmp_path):
     folder.rename(plain)
     given["bitext"]["corpora"]["c"] = {"format": "moses", "cs": str(plain / "c.cs"), "en": str(plain / "c.en")}
     given["evaluate"]["sts"][0]["path"] = str(plain)
-    given["lexicon"] = {"token_pattern": r"\w{1,}|[^\w\s]"}
+    given["lexicon"] = {"advanced": {"token_pattern": r"\w{1,}|[^\w\s]"}}
     assert config.resolve(given)["bitext"]["corpora"]["c"]["cs"] == str(plain / "c.cs")
 
 
@@ -487,6 +493,38 @@ def test_a_brace_in_a_folder_the_workflow_writes_is_a_config_error_before_it_exi
         "config key evaluate.download_dir", "config key log_dir", "config key results",
         "config key twitter.raw_dir", "config key twitter.state", "config key work_dir"]
     assert not any(tmp_path.iterdir())  # nothing was made to check them
-    assert {".".join(k) for k in config.WRITTEN_PATHS} == {p[11:] for p in
+    assert {".".join(k) for k in checks.WRITTEN_PATHS} == {p[11:] for p in
                                                            (p.split(":")[0].strip() for p in problems)}
     assert config.resolve({"work_dir": str(tmp_path / "w")})["work_dir"] == str(tmp_path / "w")
+
+
+def test_the_settings_a_user_sets_stand_apart_from_the_ones_only_tuning_needs():
+    """At most 150 settings outside the stages' `advanced:` sections (a corpus's, a model's,
+    a release's or a rule's entry counted once); an advanced key set where it is declared is
+    refused with its place in a config file, and the stages read it where they did."""
+    from paramill.config import layout
+
+    def keys(node, path=""):
+        for key, sub in node.get("properties", {}).items():
+            if key == layout.KEY:
+                continue
+            where = f"{path}.{key}" if path else key
+            if sub.get("type") == "object" and "properties" in sub:
+                yield from keys(sub, where)
+            else:
+                yield where
+
+    user = list(keys(config.user_schema()))
+    assert len(user) <= 150 and "nmt.train.train_steps" in user and "nmt.train.bucket_size" not in user
+    with pytest.raises(ConfigError, match=r"config key nmt.train.bucket_size: set it as "
+                                          r"nmt.advanced.train.bucket_size"):
+        config.resolve({"nmt": {"train": {"bucket_size": 256}}})
+    resolved = config.resolve({"nmt": {"advanced": {"train": {"bucket_size": 256}},
+                                       "train": {"train_steps": 10}}})
+    assert resolved["nmt"]["train"]["bucket_size"] == 256 and "advanced" not in resolved["nmt"]
+    assert resolved["nmt"]["train"]["train_steps"] == 10
+    # errors name an advanced key as a config file holds it
+    with pytest.raises(ConfigError, match=r"config key nmt.advanced.train.bucket_size: 'x'"):
+        config.resolve({"nmt": {"advanced": {"train": {"bucket_size": "x"}}}})
+    assert layout.unfold(resolved)["nmt"]["advanced"]["train"]["bucket_size"] == 256
+    assert layout.fold(layout.unfold(resolved)) == resolved

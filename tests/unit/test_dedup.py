@@ -7,8 +7,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from paramill.dedup import DUP_EARLIER, DUP_HERE, KEEP, KEYS, KeySpill, bucket_bits, pair_keys
-from paramill.io import TableWriter
+from paramill.text.dedup import DUP_EARLIER, DUP_HERE, KEEP, KEYS, KeySpill, bucket_bits, pair_keys
+from paramill.io.tablewrite import TableWriter
 
 
 def test_bucket_bits():

@@ -15,9 +15,9 @@ import torch
 from paramill.cli import main
 from paramill.embed.features import Vocab, trigrams, words
 from paramill.embed.model import ModelSpec, SentenceEncoder, build, load_model
-from paramill.io import InputError
+from paramill.errors import InputError
 from paramill.embed.megabatch import hardest_negatives
-from paramill.embed.train import EmbedTrainSettings, margin_loss, read_pairs, train
+from paramill.embed.train import EmbedTrainSettings, read_pairs, train
 from paramill.embed.data import PairSource
 from ..conftest import stopped_when
 
@@ -90,11 +90,13 @@ def test_combinations():
 
 
 def test_margin_loss_hand_computed():
+    from paramill.embed.graphstep import margin_step_loss
+
     g1, g2 = torch.tensor([[1.0, 0.0]]), torch.tensor([[1.0, 1.0]])
     t1, t2 = torch.tensor([[0.0, 1.0]]), torch.tensor([[1.0, 0.0]])
     # cos(g1,g2)=0.7071, cos(g1,t1)=0, cos(g2,t2)=0.7071
     expected = max(0, 0.4 - 0.70710678 + 0.0) + max(0, 0.4 - 0.70710678 + 0.70710678)
-    assert margin_loss(g1, g2, t1, t2, 0.4).item() == pytest.approx(expected, abs=1e-6)
+    assert margin_step_loss(torch.cat([g1, g2, t1, t2]), 0.4).item() == pytest.approx(expected, abs=1e-6)
 
 
 def test_stacked_margin_loss_is_the_loss_of_the_three_cosines():
@@ -102,7 +104,7 @@ def test_stacked_margin_loss_is_the_loss_of_the_three_cosines():
     ``cosine_similarity``, value and gradient."""
     import torch.nn.functional as F
 
-    from paramill.embed.steps import margin_step_loss as stacked_margin_loss
+    from paramill.embed.graphstep import margin_step_loss as stacked_margin_loss
 
     torch.manual_seed(0)
     g1, g2, t1, t2 = (torch.randn(7, 5, requires_grad=True) for _ in range(4))
@@ -146,7 +148,7 @@ def test_a_training_step_dispatches_few_torch_operations(tmp_path, monkeypatch, 
 
     from torch.utils._python_dispatch import TorchDispatchMode
 
-    from paramill.embed import steps as steps_mod
+    from paramill.embed import graphstep as steps_mod
     from paramill.embed import train as train_mod
 
     class Count(TorchDispatchMode):
@@ -210,7 +212,7 @@ def test_a_step_asks_the_device_nothing_back(monkeypatch, components):
 
     from paramill.embed.megabatch import scramble
     from paramill.embed.model import build
-    from paramill.embed.steps import EagerStep
+    from paramill.embed.graphstep import EagerStep
     from paramill.embed.train import adam
 
     class Count(TorchDispatchMode):
@@ -253,7 +255,7 @@ def test_the_graph_step_trains_as_the_eager_step(tmp_path, monkeypatch, componen
     from paramill.embed import megabatch
     from paramill.embed import train as train_mod
     from paramill.embed.model import tail_bags
-    from paramill.embed.steps import WARMUP_STEPS, GraphStep, room
+    from paramill.embed.graphstep import WARMUP_STEPS, GraphStep, room
 
     words = "alpha beta gamma delta epsilon zeta eta theta iota kappa lambda mu".split()
     pairs = [(" ".join(words[: 2 + i % 11] + [str(i)]), " ".join(words[i % 5: 3 + i % 9] + [str(i)]))
@@ -300,7 +302,7 @@ def test_the_graph_step_takes_a_megabatch_at_once_and_each_step_from_its_slot(mo
     from torch.utils._python_dispatch import TorchDispatchMode
 
     from paramill.embed.buffer import Buffer
-    from paramill.embed.steps import EagerStep, GraphStep, WARMUP_STEPS
+    from paramill.embed.graphstep import EagerStep, GraphStep, WARMUP_STEPS
     from paramill.embed.train import adam
 
     class Count(TorchDispatchMode):
@@ -361,7 +363,7 @@ def test_the_graph_step_takes_a_megabatch_at_once_and_each_step_from_its_slot(mo
 
 
 def test_the_graphs_room_grows_in_eighths_of_a_doubling():
-    from paramill.embed.steps import room
+    from paramill.embed.graphstep import room
 
     assert [room(n) for n in (0, 1, 16, 17, 31, 33, 7400, 32768, 32769)] == [
         16, 16, 16, 18, 32, 36, 7680, 32768, 36864]
@@ -651,9 +653,9 @@ def test_the_recurrent_graph_step_trains_as_the_eager_step(tmp_path, monkeypatch
     width met, at most ``MOST_GRAPHS`` (other widths eagerly), warm-up steps, a short last
     batch eagerly; the same losses and weights as the eager step over exact widths, within
     rounding (the padding adds time steps after every row's last)."""
-    from paramill.embed import steps as steps_mod
+    from paramill.embed import graphstep as steps_mod
     from paramill.embed import train as train_mod
-    from paramill.embed.steps import WARMUP_STEPS, PassGraphStep, room
+    from paramill.embed.graphstep import WARMUP_STEPS, PassGraphStep, room
 
     words = "alpha beta gamma delta epsilon zeta eta theta iota kappa lambda mu".split()
     pairs = [(" ".join(words[: 2 + i % 11] + [str(i)]), " ".join(words[i % 5: 3 + i % 9] + [str(i)]))
@@ -702,7 +704,7 @@ def test_a_recurrent_graph_run_resumes_as_it_would_have_gone_on(tmp_path, monkey
     third from the checkpoint, with its graphs made again by the resumed run (warm-up steps
     included), gives the model of three epochs in one go; what the GPU case does on a card."""
     from paramill.embed import train as train_mod
-    from paramill.embed.steps import WARMUP_STEPS, PassGraphStep
+    from paramill.embed.graphstep import WARMUP_STEPS, PassGraphStep
 
     made = []
     monkeypatch.setattr(train_mod, "_stepper", lambda model, optimizer, settings, spec, dev: made.append(
@@ -730,9 +732,9 @@ def test_a_recurrent_graph_run_resumes_as_it_would_have_gone_on(tmp_path, monkey
 def test_the_recurrent_graph_steps_graphs_are_bounded_and_need_one_pass(tmp_path, monkeypatch):
     """Past ``MOST_GRAPHS`` widths a step runs eagerly; passes of fewer rows than a step are
     refused before training (a graph replays one pass a step)."""
-    from paramill.embed import steps as steps_mod
+    from paramill.embed import graphstep as steps_mod
     from paramill.embed import train as train_mod
-    from paramill.embed.steps import PassGraphStep
+    from paramill.embed.graphstep import PassGraphStep
 
     made = []
     monkeypatch.setattr(steps_mod, "MOST_GRAPHS", 1)
@@ -757,7 +759,8 @@ def test_a_recurrent_pass_is_one_a_step_by_default_only_where_the_step_is_replay
     from CUDA graphs (``recurrent_cuda_graph`` on CUDA), else a batch's rows (four passes, the
     CPU's cheaper way, and CUDA's eager one); a number given is kept; the config check and the
     settings accept 0 with the graph and refuse a given pass shorter than a step."""
-    from paramill.config import cross_field_problems as check
+    from paramill.config import schema
+    from paramill.config.checks import cross_field_problems as check
 
     graph = EmbedTrainSettings(batch_size=100, recurrent_cuda_graph=True)
     assert graph.pass_rows("cuda") == 400 and graph.pass_rows("cpu") == 100
@@ -767,10 +770,11 @@ def test_a_recurrent_pass_is_one_a_step_by_default_only_where_the_step_is_replay
     assert [graph.replays(d, r) for d in ("cuda", "cpu") for r in (True, False)] == [True, True, False, False]
     eager = EmbedTrainSettings(cuda_graph=False, recurrent_cuda_graph=True, recurrent_pass_rows=0)
     assert [eager.replays("cuda", r) for r in (True, False)] == [True, False]
-    assert not [p for p in check({"embed": {"train": {"recurrent_cuda_graph": True}}})
+    root = schema()
+    assert not [p for p in check({"embed": {"train": {"recurrent_cuda_graph": True}}}, root)
                 if "recurrent" in p]
     assert [p for p in check({"embed": {"train": {"recurrent_cuda_graph": True,
-                                                  "recurrent_pass_rows": 200}}}) if "recurrent" in p]
+                                                  "recurrent_pass_rows": 200}}}, root) if "recurrent" in p]
 
 
 def test_a_checkpoint_from_before_a_setting_existed_resumes_with_its_default(tmp_path):
@@ -1119,7 +1123,7 @@ def test_a_megabatchs_steps_hold_its_pairs_and_negatives_at_either_size(monkeypa
     is every pair's negative, the pool's longest, fills it to the last place."""
     from paramill.embed import megabatch
     from paramill.embed.buffer import Buffer
-    from paramill.embed.steps import group
+    from paramill.embed.graphstep import group
 
     rng = np.random.default_rng(5)
     n = 23
@@ -1432,7 +1436,7 @@ def test_a_model_too_large_to_train_is_an_error_before_its_weights_are_allocated
     from paramill.embed import model as model_module
 
     seen = []
-    monkeypatch.setattr("paramill.device.memory_limit", lambda dev: seen.append(dev) or (1 << 10, "a small card"))
+    monkeypatch.setattr("paramill.run.device.memory_limit", lambda dev: seen.append(dev) or (1 << 10, "a small card"))
     built = []
     real = model_module.SentenceEncoder.__init__
     monkeypatch.setattr(model_module.SentenceEncoder, "__init__",
@@ -1444,7 +1448,7 @@ def test_a_model_too_large_to_train_is_an_error_before_its_weights_are_allocated
         train(PAIRS, tmp_path / "m.pt", spec, EmbedTrainSettings(epochs=1, batch_size=4))
     parameters = int(error.value.args[0].split("model's ")[1].split(" ")[0].replace(",", ""))
     assert seen == ["cpu"] and built == ["meta"] and not (tmp_path / "m.pt").exists()
-    monkeypatch.setattr("paramill.device.memory_limit", lambda dev: (parameters * 16, "enough"))
+    monkeypatch.setattr("paramill.run.device.memory_limit", lambda dev: (parameters * 16, "enough"))
     assert train(PAIRS, tmp_path / "m.pt", spec, EmbedTrainSettings(epochs=1, batch_size=4))["pairs"] == 30
     assert built == ["meta", "meta", "cpu"]  # counted, then built
     assert parameters == sum(p.numel() for p in load_model(tmp_path / "m.pt").parameters()) > 10_000
@@ -1456,7 +1460,7 @@ def test_the_memory_limit_is_the_lowest_of_the_machines_the_jobs_control_group_a
     ``max`` or v1's 2**63 is no limit. ``ulimit -v`` limits the process's address space."""
     import resource
 
-    from paramill.device import memory_limit
+    from paramill.run.device import memory_limit
 
     monkeypatch.setattr(resource, "getrlimit", lambda which: (resource.RLIM_INFINITY,) * 2)
     proc, groups = tmp_path / "proc", tmp_path / "cgroup"
@@ -1529,9 +1533,9 @@ def test_memory_running_out_while_a_model_is_built_is_not_said_to_be_the_files_f
     """A model file's parts that do not fit are an error naming it; the host's or the GPU's
     memory running out meanwhile is raised as it is (the command line's out-of-memory line,
     exit status 3), not called a damaged file."""
-    from paramill import device
+    from paramill.run import device
     from paramill.errors import InputError
-    from paramill.modelfiles import rebuilt_from
+    from paramill.run.modelfiles import rebuilt_from
 
     for said in ("[enforce fail at alloc_cpu.cpp:127] DefaultCPUAllocator: can't allocate memory",
                  "mkl_malloc: failed to allocate memory", "CUDA out of memory. Tried to allocate 2 GiB"):
@@ -1616,7 +1620,7 @@ def test_a_pair_with_a_side_over_max_chars_is_left_out_counted_and_said(tmp_path
     settings = EmbedTrainSettings(epochs=2, batch_size=4, megabatch=2)
     capfd.readouterr()
     long = train(PairSource.from_files([tsv]), tmp_path / "m.pt", spec, settings)
-    assert "embed train: 2 pairs with a side over 1,000 characters left out (embed.train.max_chars)" \
+    assert "embed train: 2 pairs with a side over 1,000 characters left out (embed.advanced.train.max_chars)" \
         in capfd.readouterr().err
     short = train(pairs, tmp_path / "s.pt", spec, settings)
     assert (long["pairs"], long["pairs_too_long"]) == (len(pairs), 2)
@@ -1698,7 +1702,7 @@ def test_tf32_is_allowed_only_within_and_only_on_cuda(tmp_path, monkeypatch):
     included; on a CPU, embed.train.tf32 leaves it off (nothing of the CPU's arithmetic
     changes)."""
     import paramill.embed.train as training
-    from paramill import device
+    from paramill.run import device
 
     assert torch.backends.cuda.matmul.allow_tf32 is False
     with device.matmul_tf32(True):
@@ -1897,7 +1901,7 @@ def test_an_old_id_store_is_rebuilt_and_a_failed_one_leaves_nothing(tmp_path, mo
     import paramill.embed.featurise as featurise
     from paramill.embed.data import PairSource, count_units, epoch_buffers, write_ids
     from paramill.embed.model import build_from_counts, featurizers
-    from paramill.io import write_json
+    from paramill.io.jsonfiles import write_json
 
     spec = ModelSpec(units="word", components=("word",), dim=4)
     source = PairSource.from_pairs(PAIRS, batch_rows=4)
@@ -2018,7 +2022,7 @@ class _RecordingSentencePiece:
 
 
 def _threads_here(chunk):
-    from paramill import device
+    from paramill.run import device
 
     return device.threads()
 
@@ -2027,7 +2031,7 @@ def test_sentencepiece_batches_use_the_jobs_threads_not_the_machines(tmp_path, m
     """Left to itself, a SentencePiece batch call starts one thread per CPU of the machine
     (not of the job's allocation), in every featurising worker. The featurizer and the NMT
     segmenter pass the job's thread count, which is 1 in a worker."""
-    from paramill import device
+    from paramill.run import device
     from paramill.embed.featurise import ordered_map
     from paramill.embed.model import featurizers, sentencepiece_for
     from paramill.nmt.subwords import Segmenter
@@ -2049,8 +2053,7 @@ def test_sentencepiece_batches_use_the_jobs_threads_not_the_machines(tmp_path, m
     segmenter.sp = _RecordingSentencePiece(segmenter.sp)
     pieces = segmenter.encode(sentences[:4])
     assert segmenter.decode(pieces) == sentences[:4]
-    segmenter.sample(sentences[:4])
-    assert segmenter.sp.threads == [3, 3, 3]
+    assert segmenter.sp.threads == [3, 3]
     chunks = [([s], [s]) for s in sentences[:4]]
     assert [n for n, _ in ordered_map(_threads_here, chunks, workers=2)] == [1, 1, 1, 1]
 
@@ -2365,7 +2368,7 @@ def test_gpu_recurrent_graph_step_trains_as_the_eager_step_on_cuda(tmp_path, mon
     follow the same loss curve within float noise (as CUDA follows the CPU), and the graph's
     run did replay and reports its recordings and its peak memory."""
     from paramill.embed import train as train_mod
-    from paramill.embed.steps import WARMUP_STEPS, EagerStep, PassGraphStep, room
+    from paramill.embed.graphstep import WARMUP_STEPS, EagerStep, PassGraphStep, room
     from paramill.embed.train import adam
 
     spec = ModelSpec(components=components, dim=16, hidden=16, units="word")
@@ -2420,10 +2423,10 @@ def test_gpu_a_step_never_waits_for_the_device(components):
     H200's profile counted six waits a mega-batch: ``sims[i, i] = -inf`` copied its number
     with a blocking copy), its steps assembled from the negatives left on the device at the
     host's bound, and the steps; and a look at the running loss (:class:`LossPeek`)."""
-    from paramill import device
+    from paramill.run import device
     from paramill.embed.buffer import Buffer, to_device
     from paramill.embed.megabatch import LossPeek, averaging_steps, negatives, scramble
-    from paramill.embed.steps import EagerStep
+    from paramill.embed.graphstep import EagerStep
     from paramill.embed.train import adam
 
     spec = ModelSpec(components=components, dim=16, hidden=16, units="word")
@@ -2482,7 +2485,7 @@ def test_gpu_an_epoch_waits_for_the_device_once_or_once_a_megabatch(tmp_path, mo
     import warnings
 
     from paramill.embed import train as train_mod
-    from paramill.embed.steps import ReplayedStep
+    from paramill.embed.graphstep import ReplayedStep
 
     epoch, record, seen = train_mod._epoch, ReplayedStep._record, []
 

@@ -39,7 +39,7 @@ from paramill.filters.overlap import ngram_overlap
 from paramill.filters.release import write_release_docs
 from paramill.filters.scored import iter_scored
 from paramill.filters.select import SelectSettings, fold_expr, select
-from paramill.io import sha256_file
+from paramill.io.outputs import sha256_file
 from paramill.nmt.tables import CANDIDATES
 from paramill.pairs.tables import PAIR_CANDIDATES
 from paramill.provenance import verify
@@ -282,7 +282,7 @@ def test_a_scoring_batch_size_is_launch_only_and_changes_no_score(tmp_path, enco
         assert main(["filters", "score", "--filter", "parascore", "--candidates", str(shard), "--out",
                      str(tmp_path / "x.parquet"), "--models", json.dumps({"model": str(emb)})]) == 3
     assert ("out of GPU memory (CUDA out of memory. Tried to allocate 2.00 GiB). Lower the settings "
-            "that size what the job holds at once (filters.parascore.batch_size (launch-only: re-runs "
+            "that size what the job holds at once (filters.advanced.parascore.batch_size (launch-only: re-runs "
             "no other job))") in capsys.readouterr().err
     assert not (tmp_path / "x.parquet").exists()
     # a card where only 2 sentences fit a batch: the batch is scored again at half the size

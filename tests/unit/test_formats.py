@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from paramill import formats
+from paramill.formats import reading, registry
 from paramill.evaluate.sts import read as read_sts
-from paramill.formats import Bad, csvfile, twitter_url
-from paramill.io import InputError
+from paramill.formats.rows import Bad
+from paramill.formats import csvfile, twitter_url
+from paramill.errors import InputError
 from paramill.pairs.readers import PairCorpusSpec, read_pairs
 from paramill.twitter.identify import read_labelled
 
@@ -17,11 +18,11 @@ LINES = ["A storm hits the town\tThe town is hit by a storm\t(5,6)\thttp://n.exa
 
 
 def test_every_name_resolves_to_one_layout():
-    assert formats.names()["twitter-url"] == "twitter-url"
-    assert formats.names()["url_raw"] == formats.names()["twitter_url"] == "twitter-url"
-    assert formats.layout("url_raw") is formats.layout("twitter-url") is twitter_url
+    assert registry.names()["twitter-url"] == "twitter-url"
+    assert registry.names()["url_raw"] == registry.names()["twitter_url"] == "twitter-url"
+    assert registry.layout("url_raw") is registry.layout("twitter-url") is twitter_url
     with pytest.raises(ValueError, match=r"unknown format 'twitter url'; known: .*twitter-url"):
-        formats.layout("twitter url")
+        registry.layout("twitter url")
 
 
 @pytest.mark.parametrize("kind", ["plain", "gz", "zst"])
@@ -625,14 +626,14 @@ def test_formats_peek_prints_the_first_rows_as_the_pipeline_reads_them(write_fil
 # -- the registry: uses, specs, files, and a layout from outside the package ------------
 
 def test_each_use_lists_the_layouts_that_read_it():
-    assert list(formats.names("bitext")) == ["csv", "czeng1", "czeng2", "json", "jsonl", "moses", "parquet", "tsv"]
-    assert formats.enum("pairs") == ["csv", "json", "jsonl", "parabank2", "paranmt", "parquet", "references",
+    assert list(registry.names("bitext")) == ["csv", "czeng1", "czeng2", "json", "jsonl", "moses", "parquet", "tsv"]
+    assert registry.enum("pairs") == ["csv", "json", "jsonl", "parabank2", "paranmt", "parquet", "references",
                                      "tsv", "twitter-url", "url_raw", "twitter_url"]
-    assert [m.NAME for m in formats.modules("sts")] == [
+    assert [m.NAME for m in registry.modules("sts")] == [
         "csv", "json", "jsonl", "parquet", "pit2015", "senteval", "sick", "stsbenchmark", "toks", "tsv", "twitter-url"]
-    assert [m.NAME for m in formats.modules("labelled")] == ["csv", "json", "jsonl", "parquet", "pit2015", "toks", "twitter-url"]
+    assert [m.NAME for m in registry.modules("labelled")] == ["csv", "json", "jsonl", "parquet", "pit2015", "toks", "twitter-url"]
     with pytest.raises(ValueError, match=r"unknown bitext format 'paranmt'; known: csv, czeng1, czeng2, json, "):
-        formats.reader("bitext", "paranmt")  # a layout of another use
+        registry.reader("bitext", "paranmt")  # a layout of another use
 
 
 def test_a_corpus_takes_its_layouts_keys_and_says_which_it_does_not():
@@ -657,7 +658,7 @@ def test_the_schema_lists_each_layouts_keys_with_the_layouts_that_take_them():
 
     corpus = config.schema()["properties"]["pairs"]["properties"]["corpora"][
         "additionalProperties"]
-    assert corpus["properties"]["format"]["enum"] == formats.enum("pairs")
+    assert corpus["properties"]["format"]["enum"] == registry.enum("pairs")
     assert corpus["properties"]["keep"]["description"].startswith("twitter-url: ")
     assert "default" not in corpus["properties"]["keep"]  # the layout's Spec fills it in
     needs = {tuple(c["if"]["properties"]["format"]["enum"]): c["then"]["required"]
@@ -666,9 +667,9 @@ def test_the_schema_lists_each_layouts_keys_with_the_layouts_that_take_them():
 
 
 def test_an_sts_set_and_a_labelled_set_name_their_files(tmp_path):
-    assert formats.files("senteval", "d/STS.input.news.txt") == ["d/STS.input.news.txt",
+    assert registry.files("senteval", "d/STS.input.news.txt") == ["d/STS.input.news.txt",
                                                                   "d/STS.gs.news.txt"]
-    assert formats.files("stsbenchmark", "sts-dev.csv") == ["sts-dev.csv"]
+    assert registry.files("stsbenchmark", "sts-dev.csv") == ["sts-dev.csv"]
 
 
 OUTSIDE = '''
@@ -676,8 +677,10 @@ OUTSIDE = '''
 import json
 from dataclasses import dataclass
 
-from paramill.formats import Candidate, LineStream, lines, rejected
-from paramill.settings import Settings, setting
+from paramill.formats.rows import Candidate
+from paramill.io.lines import LineStream
+from paramill.formats.reading import lines, rejected
+from paramill.config.typed import Settings, setting
 
 NAME = "jsonl-pairs"
 ALIASES = ()
@@ -721,7 +724,7 @@ def test_a_layout_from_another_package_joins_through_an_entry_point(tmp_path):
     corpus = yaml.safe_load(schema)["properties"]["pairs"]["properties"]["corpora"][
         "additionalProperties"]
     assert "jsonl-pairs" in corpus["properties"]["format"]["enum"]
-    assert "jsonl-pairs" not in formats.names()  # this process has no such entry point
+    assert "jsonl-pairs" not in registry.names()  # this process has no such entry point
     done = subprocess.run(
         [sys.executable, "-m", "paramill.cli", "pairs", "ingest", "--corpus", "j", "--spec",
          json.dumps({"format": "jsonl-pairs", "path": str(data)}), "--out", str(tmp_path / "o")],
@@ -765,13 +768,13 @@ def test_every_text_input_is_read_strictly(tmp_path):
 
 def test_some_readable_passes_every_row_once_and_refuses_a_file_of_no_readable_line():
     rows = [Bad(1, "column_count", "expected 2", None), ("a", "b"), Bad(3, "invalid_utf8", "x", None)]
-    assert list(formats.some_readable(rows, "f.tsv", "a tsv pair corpus")) == rows  # a list too
+    assert list(reading.some_readable(rows, "f.tsv", "a tsv pair corpus")) == rows  # a list too
     content = [Bad(1, "not_paraphrase", "votes", None)]  # read, then judged: not an error
-    assert list(formats.some_readable(iter(content), "f.tsv", "x")) == content
+    assert list(reading.some_readable(iter(content), "f.tsv", "x")) == content
     unreadable = [Bad(2, "column_count", "expected 2 columns, found 4", None),
                   Bad(5, "invalid_utf8", "byte 3", None), Bad(6, "column_count", "", None)]
     with pytest.raises(InputError, match=r"^f.tsv:2: no line could be read as a tsv pair corpus "
                                          r"\(column_count 2, invalid_utf8 1\); this one: expected "
                                          r"2 columns, found 4\. Check the corpus's format"):
-        list(formats.some_readable(iter(unreadable), "f.tsv", "a tsv pair corpus"))
-    assert list(formats.some_readable([], "f.tsv", "x")) == []  # nothing read: the reader says
+        list(reading.some_readable(iter(unreadable), "f.tsv", "a tsv pair corpus"))
+    assert list(reading.some_readable([], "f.tsv", "x")) == []  # nothing read: the reader says

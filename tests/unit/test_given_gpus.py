@@ -9,7 +9,7 @@ import sys
 import pytest
 import torch
 
-from paramill import device
+from paramill.run import device
 from paramill.nmt.engine import select
 
 SLURM = ("SLURM_STEP_GPUS", "SLURM_JOB_GPUS", "SLURM_GPUS_ON_NODE", "CUDA_VISIBLE_DEVICES")

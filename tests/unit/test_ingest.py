@@ -5,7 +5,9 @@ import pytest
 
 from paramill.bitext.ingest import IngestSettings, ingest
 from paramill.bitext.readers import CorpusSpec
-from paramill.io import InputError, read_json, sha256_file
+from paramill.errors import InputError
+from paramill.io.jsonfiles import read_json
+from paramill.io.outputs import sha256_file
 from paramill.provenance import prov_path
 
 

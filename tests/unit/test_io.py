@@ -8,8 +8,16 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from paramill.io import (ShardWriter, atomic_output, compression_of, open_compressed,
-                         owner_is_gone, parquet_rows, scratch_dir, sha256_file, sweep_leftovers)
+from paramill.io.tableread import parquet_rows
+from paramill.io.tablewrite import ShardWriter
+from paramill.io.outputs import (
+    atomic_output,
+    owner_is_gone,
+    scratch_dir,
+    sha256_file,
+    sweep_leftovers,
+)
+from paramill.io.compressed import compression_of, open_compressed
 
 LINES = ["první řádek", "second line", "třetí"]
 
@@ -66,7 +74,7 @@ def test_a_file_output_never_replaces_a_folder_nor_a_folder_output_a_file(tmp_pa
     model file took its place); a folder output given a file's path deleted the file. Both
     are an error naming the path; nothing is renamed, no temporary stays; the other outputs
     of the job are not renamed either."""
-    from paramill.io import InputError
+    from paramill.errors import InputError
 
     folder, file, other = tmp_path / "results", tmp_path / "notes.txt", tmp_path / "other.txt"
     folder.mkdir()
@@ -144,7 +152,7 @@ def test_scratch_dir_is_named_for_its_owner_and_removed(tmp_path):
 HOLD = """
 import sys, time
 from paramill import cli
-from paramill.io import atomic_output, scratch_dir
+from paramill.io.outputs import atomic_output, scratch_dir
 
 def hold(args):
     with scratch_dir(args.dir, "job-") as work, atomic_output(args.out) as (tmp,):
@@ -197,7 +205,7 @@ def test_what_a_killed_job_left_is_removed_by_the_next_one(tmp_path):
 def test_a_json_file_that_cannot_be_read_is_one_error_naming_it(tmp_path):
     """A harvest state, stats or meta file edited by hand: the file and line, not json's
     words alone; still a ValueError, as json's own error was."""
-    from paramill.io import MalformedJson, read_json
+    from paramill.io.jsonfiles import MalformedJson, read_json
 
     bad = tmp_path / "state.json"
     bad.write_text('{\n  "users": {"1": "cnn",}\n}\n')
@@ -217,7 +225,7 @@ def test_a_json_file_that_cannot_be_read_is_one_error_naming_it(tmp_path):
 
 def test_an_output_whose_folder_cannot_be_written_is_refused_before_the_block_runs(tmp_path):
     from paramill.errors import InputError
-    from paramill.io import check_writable
+    from paramill.io.outputs import check_writable
 
     (tmp_path / "file").write_text("x\n")
     (tmp_path / "link").symlink_to(tmp_path / "gone")
@@ -241,7 +249,7 @@ def test_an_output_whose_folder_cannot_be_written_is_refused_before_the_block_ru
 
 def test_the_folders_the_output_check_made_are_named_and_removed_only_while_empty(tmp_path):
     from paramill.errors import InputError
-    from paramill.io import check_writable, remove_made_folders
+    from paramill.io.outputs import check_writable, remove_made_folders
 
     (tmp_path / "there").mkdir()
     made = check_writable(tmp_path / "there" / "a" / "b" / "x.json", tmp_path / "there" / "c" / "y.json",
@@ -261,7 +269,7 @@ def test_the_folders_the_output_check_made_are_named_and_removed_only_while_empt
 def test_a_json_cache_merged_by_two_jobs_keeps_both_jobs_entries(tmp_path):
     """Past days rebuilt side by side each read the URL cache at start and wrote the whole back
     at the end: the last rename won and the other job's expansions were lost."""
-    from paramill.io import merge_json, read_json
+    from paramill.io.jsonfiles import merge_json, read_json
 
     cache = tmp_path / "cache.json"
     cache.write_text('{"a": "1"}')
@@ -277,11 +285,11 @@ def test_a_json_cache_merged_by_two_jobs_keeps_both_jobs_entries(tmp_path):
 
 
 def test_a_json_cache_is_merged_under_a_lock_another_process_waits_for(tmp_path):
-    from paramill.io import file_lock, read_json
+    from paramill.io.jsonfiles import file_lock, read_json
 
     cache = tmp_path / "cache.json"
     cache.write_text('{"a": "1"}')
-    code = ("import sys; from paramill.io import merge_json, read_json; "
+    code = ("import sys; from paramill.io.jsonfiles import merge_json, read_json; "
             "merge_json(sys.argv[1], {'b': '2'}, read_json); print('merged', flush=True)")
     with file_lock(cache):
         other = subprocess.Popen([sys.executable, "-c", code, str(cache)], stdout=subprocess.PIPE, text=True)

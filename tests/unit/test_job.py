@@ -8,7 +8,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from paramill.job import output_job, table_job
+from paramill.run.job import output_job, table_job
 from paramill.provenance import Run
 
 SCHEMA = pa.schema([pa.field("x", pa.int64())])
@@ -76,7 +76,7 @@ def test_an_output_that_would_replace_an_input_is_refused_before_the_work(tmp_pa
     model where the training pairs had been. It is an error naming both, before the job's
     block runs, and the input is untouched; through a symlink or `..` it is the same file."""
     from paramill.cli import main
-    from paramill.io import InputError
+    from paramill.errors import InputError
 
     src = tmp_path / "in.txt"
     src.write_text("input\n")

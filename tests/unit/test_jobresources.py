@@ -8,7 +8,7 @@ import re
 import pytest
 
 from paramill import config
-from paramill.jobresources import RETRY_GROWTH, rule_resources
+from paramill.config.cluster import RETRY_GROWTH, rule_resources
 from tests.conftest import REPO
 
 
@@ -116,7 +116,7 @@ def test_a_request_over_its_own_bound_is_a_config_error():
 
 
 def test_slurm_time_limits_read_in_minutes():
-    from paramill.jobresources import slurm_minutes
+    from paramill.config.cluster import slurm_minutes
 
     assert [slurm_minutes(t) for t in ("00:08:00", "1-00:00:00", "2-12", "3-01:30", "90",
                                        "45:30", "12:00:59")] == [8, 1440, 3600, 4410, 90, 45, 720]
@@ -124,7 +124,7 @@ def test_slurm_time_limits_read_in_minutes():
 
 
 def test_partition_limits_from_scontrol_lines():
-    from paramill.jobresources import partition_limits
+    from paramill.config.cluster import partition_limits
 
     text = ("PartitionName=main AllowGroups=ALL Default=YES MaxNodes=UNLIMITED MaxTime=00:08:00 "
             "MinNodes=0 MaxMemPerNode=UNLIMITED State=UP\n"
@@ -136,7 +136,7 @@ def test_partition_limits_from_scontrol_lines():
 
 
 def test_node_memory_is_each_partitions_largest_node():
-    from paramill.jobresources import node_memory
+    from paramill.config.cluster import node_memory
 
     text = ("NodeName=a Arch=x86_64 CPUTot=64 RealMemory=256000 AllocMem=0 Partitions=main,gpu State=IDLE\n"
             "NodeName=b RealMemory=512000 Partitions=gpu State=MIXED\n"
@@ -151,7 +151,7 @@ def test_a_retry_over_the_largest_nodes_memory_is_named_as_sbatch_refuses_it():
     """Seen through the local SLURM: embed_train's third attempt asked for 32,000 MB on a
     partition without MaxMemPerNode whose one node has 21,694; sbatch answered "Requested node
     configuration is not available" and the run ended where a resumed retry was to finish."""
-    from paramill.jobresources import asks_by_attempt, requests_over_limits
+    from paramill.config.cluster import asks_by_attempt, requests_over_limits
 
     res = rule_resources(None, {"mem_mb": 8000, "runtime": 60}, resumes=True)
     asks = asks_by_attempt(res, {"mem_mb": 8000, "runtime": 60}, None, 3)
@@ -175,7 +175,7 @@ def test_a_retry_over_the_largest_nodes_memory_is_named_as_sbatch_refuses_it():
 
 
 def test_the_gpus_of_each_partitions_largest_node_and_what_a_job_asks_for():
-    from paramill.jobresources import gpus_asked, node_gpus
+    from paramill.config.cluster import gpus_asked, node_gpus
 
     text = ("NodeName=a Gres=gpu:a100:4(S:0-1) RealMemory=256000 Partitions=gpu,all\n"
             "NodeName=b Gres=gpu:v100:2,gpu:a100:2,shard:8 Partitions=gpu\n"
@@ -195,7 +195,7 @@ def test_a_job_asking_for_more_gpus_than_a_node_has_is_named():
     """README's own example, `resources: {nmt_train: {gpu: 4}}`, on a cluster of 2-GPU nodes:
     sbatch refuses it, or SLURM spreads it over two nodes and the job's one process sees two
     (the local SLURM's one node of two fake GPUs refused three)."""
-    from paramill.jobresources import requests_over_limits
+    from paramill.config.cluster import requests_over_limits
 
     limits = {"gpu": {"default": False, "max_runtime": None, "max_mem_mb": None, "node_gpus": {None: 2, "a100": 2}},
               "main": {"default": True, "max_runtime": None, "max_mem_mb": None, "node_gpus": {None: 0}},
@@ -222,7 +222,7 @@ def test_a_job_whose_threads_no_node_has_is_named():
     """A rule's threads are its job's CPUs (``cpus_per_task``): more than one node of the
     partition has, and the job pends for ever (the local SLURM: reason PartitionConfig, 3 CPUs
     of its node's 2) or is refused."""
-    from paramill.jobresources import node_memory, requests_over_limits
+    from paramill.config.cluster import node_memory, requests_over_limits
 
     text = ("NodeName=a CPUTot=64 RealMemory=256000 Partitions=main\n"
             "NodeName=b CPUTot=16 RealMemory=64000 Partitions=main,small\n")
@@ -240,7 +240,7 @@ def test_a_job_whose_threads_no_node_has_is_named():
 
 
 def test_a_request_over_its_partition_is_named_with_the_key_that_bounds_it():
-    from paramill.jobresources import asks_by_attempt, requests_over_limits
+    from paramill.config.cluster import asks_by_attempt, requests_over_limits
 
     limits = {"main": {"default": True, "max_runtime": 12, "max_mem_mb": None},
               "gpu": {"default": False, "max_runtime": 2880, "max_mem_mb": 100000}}

@@ -12,9 +12,15 @@ import paramill
 PACKAGE = Path(paramill.__file__).parent
 #: the pipeline's stages: each a package, importing the core and (for contracts) each other
 STAGES = {"bitext", "pairs", "nmt", "filters", "embed", "twitter", "lexicon", "evaluate", "report"}
-#: top-level modules that compose the stages (the command line, the config and its schema);
-#: every other top-level module is core, and imports no stage
-COMPOSITION = {"cli", "commands", "config", "schema", "peek"}
+#: the composition root: the top-level modules that import the stages (the command line, the
+#: assembly of every stage's settings into the schema, and reading a file through a stage's
+#: own reader); every other module outside a stage is shared, and imports no stage
+COMPOSITION = {"cli", "schema", "peek"}
+#: the shared packages, each one room: reading and writing files, the typed settings and job
+#: resources, the job runtime, provenance, text, the input layouts
+SHARED = {"io", "config", "run", "provenance", "text", "formats"}
+#: at most this many modules at the top level beside the packages
+MAX_TOP_LEVEL = 8
 MAX_LINES = 450
 
 
@@ -98,8 +104,8 @@ def _stage(name: str) -> str | None:
 def test_the_walk_sees_lazy_and_relative_imports():
     graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}
     assert cycles(graph) == [["a", "b", "c"]]
-    assert "paramill.io" in GRAPH["paramill.dedup"]  # top level
-    assert "paramill.filters.tokens" in GRAPH["paramill.filters.cli"]  # inside a function
+    assert "paramill.io.tableread" in GRAPH["paramill.text.dedup"]  # top level
+    assert "paramill.filters.tokens" in GRAPH["paramill.filters.verbs"]  # inside a function
 
 
 def test_no_import_cycle():
@@ -109,10 +115,38 @@ def test_no_import_cycle():
 def test_the_core_imports_no_stage():
     core = [n for n in MODULES if n.count(".") >= 1 and not _stage(n)
             and n.split(".")[1] not in COMPOSITION]
-    assert "paramill.dedup" in core and "paramill.io" in core
+    assert "paramill.text.dedup" in core and "paramill.io.tableread" in core
     assert "paramill.formats.tsv" in core  # the core's own packages, module by module
     upward = {n: sorted(d for d in GRAPH[n] if _stage(d)) for n in core}
     assert {n: d for n, d in upward.items() if d} == {}
+
+
+def test_the_core_is_a_few_rooms_and_only_the_composition_root_imports_every_stage():
+    top = sorted(n.split(".")[1] for n, p in MODULES.items()
+                 if n.count(".") == 1 and p.name != "__init__.py")
+    packages = {n.split(".")[1] for n in MODULES if n.count(".") >= 2}
+    assert len(top) <= MAX_TOP_LEVEL, top
+    assert SHARED <= packages and STAGES <= packages
+    assert packages - SHARED - STAGES <= {"data"}, packages - SHARED - STAGES
+    # a module that imports three or more stages composes them: only the composition root
+    composers = {n for n in MODULES if len({_stage(d) for d in GRAPH[n]} - {None, _stage(n)}) >= 3}
+    assert {n.split(".")[1] for n in composers} <= COMPOSITION, composers
+
+
+def test_no_two_modules_share_a_name_at_different_levels():
+    """A top-level module's name is no deeper module's (``pages.py`` and ``report/pages.py``,
+    ``tables.py`` and a stage's ``tables.py`` read as one), and no module's name is a sibling's
+    plus a suffix (``job``/``jobresources``, ``month``/``months``)."""
+    top = {n.split(".")[1] for n in MODULES if n.count(".") == 1}
+    deeper = {n.rsplit(".", 1)[1]: n for n in MODULES if n.count(".") >= 2}
+    assert {name: deeper[name] for name in top if name in deeper} == {}
+    siblings: dict[str, list[str]] = {}
+    for n in MODULES:
+        parent, _, leaf = n.rpartition(".")
+        siblings.setdefault(parent, []).append(leaf)
+    close = [(parent, a, b) for parent, names in siblings.items() for a in names for b in names
+             if a != b and b.startswith(a) and a != "__init__"]
+    assert close == []
 
 
 def test_no_module_is_too_big_to_read():
@@ -125,27 +159,34 @@ def test_inputs_are_decoded_strictly():
     a line that is not UTF-8 is an error or a rejected row naming file and line, never text
     with replacement characters. Decoding leniently is left to showing a bad line
     (``paramill.io.shown_text``) and to web pages (the URL resolver's card titles)."""
-    allowed = {"paramill.io", "paramill.twitter.urls"}
+    allowed = {"paramill.io.lines", "paramill.twitter.urls"}
     lenient = {name for name, path in MODULES.items()
                if any(isinstance(node, ast.Constant) and node.value == "replace"
                       for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))))}
     assert lenient - allowed == set()
 
 
-def test_parquet_a_step_reads_whole_is_read_with_its_checksums():
-    """``pl.read_parquet`` verifies no page checksum; a table a step reads whole goes through
-    ``paramill.tables.read_frame``. Left: a step's own scratch, written by polars without
-    checksums (``select``'s parts, ``lexicon build``'s partitions)."""
-    allowed = {("paramill.filters.select", "part"), ("paramill.lexicon.pmi", "files")}
+#: the calls that read a Parquet file (its rows, its schema, its metadata)
+PARQUET_READS = {("pl", "read_parquet"), ("pl", "scan_parquet"), ("pl", "read_parquet_schema"),
+                 ("pl", "read_parquet_metadata"), ("pq", "read_table"), ("pq", "read_schema"),
+                 ("pq", "read_metadata"), ("pq", "ParquetFile"), ("pq", "read_pandas")}
+
+
+def test_every_parquet_read_goes_through_one_path():
+    """Every Parquet file is read through ``paramill.io.tableread``: its batches, tables and
+    frames verify each page's checksum and name the file that is not Parquet, its schemas are
+    read once while a file is unchanged (``schema_of``), and a job's own scratch is scanned
+    lazily through ``scan_scratch``. No other module calls polars' or pyarrow's readers."""
     found = set()
     for name, path in MODULES.items():
+        if name == "paramill.io.tableread":
+            continue
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
-                    and node.func.attr == "read_parquet" and isinstance(node.func.value, ast.Name)
-                    and node.func.value.id == "pl"):
-                first = node.args[0] if node.args else None
-                found.add((name, first.id if isinstance(first, ast.Name) else ast.dump(first)))
-    assert found - allowed == set()
+                    and isinstance(node.func.value, ast.Name)
+                    and (node.func.value.id, node.func.attr) in PARQUET_READS):
+                found.add((name, f"{node.func.value.id}.{node.func.attr}"))
+    assert found == set()
 
 
 def _top_level_names(body: list[ast.stmt], imported: dict, defined: dict) -> None:
@@ -180,3 +221,9 @@ def test_no_module_rebinds_a_name_it_imports():
         for both in set(imported) & set(defined):
             found[f"{name}.{both}"] = (imported[both], defined[both])
     assert found == {}
+
+def test_the_rules_glue_is_short():
+    """rules/common.smk is glue: every decision the rules need is a tested function of
+    paramill.run.workflow."""
+    glue = PACKAGE.parents[1] / "rules" / "common.smk"
+    assert len(glue.read_text().splitlines()) <= 120

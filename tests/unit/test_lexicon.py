@@ -6,7 +6,7 @@ import polars as pl
 import pyarrow.parquet as pq
 import pytest
 
-from paramill.io import InputError
+from paramill.errors import InputError
 from paramill.lexicon.pmi import _SpillBuffer, LexiconSettings, count_and_score
 from paramill.formats import simlex as simlex_format
 from paramill.lexicon.simlex import evaluate

@@ -5,21 +5,22 @@ import json
 import os
 import math
 import pickle
+import random
 import re
-import shutil
 
 import polars as pl
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from paramill import device
+from paramill.run import device
 from paramill.bitext.ingest import IngestSettings, ingest
 from paramill.bitext.readers import CorpusSpec
 from paramill.nmt import convert as convert_mod
 from paramill.nmt import position
 from paramill.nmt.data import write_training_text
 from paramill.nmt.tables import CANDIDATES
+from paramill.nmt.launch import sample_segmentation
 from paramill.nmt.subwords import Segmenter, SubwordSettings
 from paramill.nmt.subwords import train as train_spm
 from paramill.nmt.train import ModelSettings, NmtTrainSettings, checkpoints, opennmt_config
@@ -87,7 +88,9 @@ def test_segmentation_round_trips(spm_models):
     assert all(len(p) > 1 for p in pieces)
     assert cs.decode(pieces) == texts
     assert cs.encode(texts) == pieces  # Viterbi is deterministic
-    samples = [tuple(s) for s in cs.sample([texts[0]] * 50, nbest=-1, alpha=0.1)]
+    rng = random.Random(0)
+    scores = [cs.sp.get_score(i) for i in range(cs.sp.get_piece_size())]
+    samples = [tuple(sample_segmentation(cs.sp, texts[0], -1, 0.1, rng, scores)) for _ in range(50)]
     assert len(set(samples)) > 1  # regularisation gives other segmentations...
     assert {cs.decode([list(s)])[0] for s in samples} == {texts[0]}  # ...of the same text
 
@@ -944,7 +947,7 @@ def test_a_sampling_worker_killed_says_so_and_leaves_no_output(tiny, back, shard
     from concurrent.futures import ProcessPoolExecutor
 
     import paramill.nmt.sampling as sampling
-    from paramill.pools import WorkerLost
+    from paramill.run.pools import WorkerLost
 
     from . import workers
 
@@ -1173,7 +1176,7 @@ def test_a_gpu_the_engine_cannot_use_stops_the_job_before_any_work(tiny, shard, 
     err = capfd.readouterr().err
     assert status == 2
     (line,) = [x for x in err.splitlines() if x.startswith("paramill nmt translate: error:")]
-    assert f"nmt.translate.device is {requested} and 1 GPU(s) are visible" in line
+    assert f"nmt.advanced.translate.device is {requested} and 1 GPU(s) are visible" in line
     assert "libparamill-missing-cublas.so.12" in line and "nvidia-cublas-cu12" in line
     assert "device: cpu" in line
     assert "translate shard" not in err and "engine ctranslate2" not in err  # no work began
@@ -1556,7 +1559,7 @@ def test_gpu_a_batch_out_of_cuda_memory_is_decoded_again_smaller(tiny, shard, tm
     size and gives what that size gives, the halvings in its provenance."""
     import torch
 
-    from paramill import device as dev
+    from paramill.run import device as dev
     from paramill.nmt import translate
 
     halved = []

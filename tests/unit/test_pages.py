@@ -10,7 +10,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from paramill.pages import Page, PageError, data_pages
+from paramill.io.pagescan import Page, PageError, data_pages
 
 TEXT = [f"sentence {i} of the sample, {'word ' * (i % 13)}end" for i in range(5000)]
 

@@ -10,7 +10,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from paramill.io import InputError
+from paramill.errors import InputError
 from paramill.pairs.ingest import PairCleanSettings, PairIngestSettings, ingest_pairs
 from paramill.formats.references import systems
 from paramill.pairs.readers import PairCorpusSpec, read_pairs
@@ -214,7 +214,7 @@ def test_no_readable_line_is_an_error_but_rejected_content_is_not(write_file, tm
 
 def test_stats_gather_counts_per_method(write_file, tmp_path):
     ref = write_file("ref.en", ["One .", "Two ."])
-    a = write_file("hyp.a.en", ["Uno .", "Dos ."])
+    write_file("hyp.a.en", ["Uno .", "Dos ."])
     b = write_file("hyp.b.en", ["One .", "€ ."])
     _ingest(tmp_path, "m", {"format": "references", "reference": str(ref),
                             "hypotheses": [str(tmp_path / "hyp.*.en")]})

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import json
 
-from paramill import config, plan
+from paramill import config
+from paramill.run import plan
 
 
 def test_the_config_line_says_the_sample_is_replaced(tmp_path, monkeypatch):
@@ -19,7 +20,8 @@ def test_the_config_line_says_the_sample_is_replaced(tmp_path, monkeypatch):
 
 
 def test_a_full_size_training_on_cpus_is_said_with_its_hours():
-    full = config.resolve({"bitext": {"corpora": {"x": {"format": "tsv", "path": "x.tsv"}}}})
+    given = {"bitext": {"corpora": {"x": {"format": "tsv", "path": "x.tsv"}}}}
+    full = config.resolve(given)
     # Transformer base with 20k vocabularies: about 75M parameters
     assert 70e6 < plan.transformer_parameters(full["nmt"]["model"], 20000) < 80e6
     hours = plan.cpu_training_hours(full["nmt"])
@@ -32,12 +34,12 @@ def test_a_full_size_training_on_cpus_is_said_with_its_hours():
     # on a cluster, a job has a GPU only where its rule asks for one
     submitted = plan.cpu_training_warning(full, ["cs-en"], submitted=True, gpu_here=True)
     assert "resources.nmt_train asks for no GPU" in submitted and "asks for 2,880 minutes" not in submitted
-    asked = config.resolve({**full, "resources": {"nmt_train": {"gpu": 1}}})
+    asked = config.resolve({**given, "resources": {"nmt_train": {"gpu": 1}}})
     assert plan.cpu_training_warning(asked, ["cs-en"], submitted=True, gpu_here=False) is None
     # the sample's and the trial's tiny models train in minutes: nothing to say
     for path in ("config.yaml", "configs/trial.yaml"):
-        nmt = {**config.load(path)["nmt"], "train_corpora": []}
-        small = config.resolve({**full, "nmt": nmt, "filters": {}})
+        nmt = {**config.read_yaml(path)["nmt"], "train_corpora": []}
+        small = config.resolve({**given, "nmt": nmt})
         assert plan.cpu_training_hours(small["nmt"]) < 0.1
         assert plan.cpu_training_warning(small, ["cs-en"], submitted=False, gpu_here=False) is None
 

@@ -1,7 +1,7 @@
 import pytest
 
 from paramill.bitext.readers import CorpusSpec, read_corpus
-from paramill.io import InputError
+from paramill.errors import InputError
 
 
 def read(fmt, max_line_bytes=65536, **spec):

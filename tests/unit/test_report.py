@@ -5,7 +5,7 @@ import polars as pl
 
 from paramill.provenance import verify
 from paramill.report.plots import outcomes_plot
-from paramill.report.provenance import summary_rows, write_summary
+from paramill.report.recordtable import summary_rows, write_summary
 
 
 def test_outcomes_plot_draws_one_bar_per_shard(tmp_path):
@@ -36,7 +36,7 @@ def test_provenance_summary_lists_each_record(tmp_path):
 
 def test_the_summary_collects_every_record_under_the_folders(tmp_path):
     from paramill.cli import main
-    from paramill.report.provenance import recorded_outputs
+    from paramill.report.recordtable import recorded_outputs
 
     work, results = tmp_path / "work", tmp_path / "results"
     for path in (work / "twitter/harvest/2026-10-05.parquet", work / "nmt/spm/en.model",

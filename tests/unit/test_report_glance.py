@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import json
 
-from paramill.io import atomic_output, write_json
+from paramill.io.outputs import atomic_output
+from paramill.io.jsonfiles import write_json
 from paramill.provenance import Run, prov_path
 from paramill.report.glance import glance, glance_html
 
@@ -68,7 +69,7 @@ def test_a_result_page_that_cannot_be_read_names_the_file(tmp_path):
     that is not JSON: each ended in a polars traceback or an error naming no file."""
     import pytest
 
-    from paramill.io import InputError
+    from paramill.errors import InputError
     from paramill.report import pages
 
     cases = {"bad.tsv": (b"a\tb\n\xff\xfe\tx\n", "cannot be shown in the report: invalid utf-8"),

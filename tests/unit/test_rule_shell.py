@@ -123,7 +123,8 @@ def test_every_rule_passes_the_launch_only_keys_of_the_sections_it_reads():
     """A section's launch-only keys (x-launch: how a job runs, not what it computes) stay out
     of a rule's params and reach its command in `--launch` from a global that names the
     sections the rule reads; the lint lets exactly these globals into shell lines."""
-    from paramill import config, filters
+    from paramill import config
+    from paramill import filters
 
     globals_ = _launch_globals()
     assert set(globals_) >= {"EMBED_TRAIN_LAUNCH", "LEXICON_LAUNCH", "BITEXT_INGEST_LAUNCH"}

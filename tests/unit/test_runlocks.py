@@ -8,7 +8,7 @@ from types import SimpleNamespace
 
 from snakemake.persistence.file import FilePersistence
 
-from paramill.runlocks import keep_other_runs_locks
+from paramill.run.runlocks import keep_other_runs_locks
 
 
 def run_holding(lockdir, *names):

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from paramill.evaluate.sts import by_year, collect, cosine, read, score
-from paramill.io import InputError
+from paramill.errors import InputError
 
 
 def test_score_tsv_skips_pairs_without_gold(tmp_path):
@@ -277,8 +277,8 @@ def test_gold_scores_are_plain_decimals_others_skipped_and_counted():
     from paramill.evaluate.sts import StsData
 
     data = StsData("x", "2017")
-    for score in ("3.5", " 4 ", "1_0", "٣", "５", "nan", "inf", ""):
-        data.add("a b", "c d", score)
+    for given in ("3.5", " 4 ", "1_0", "٣", "５", "nan", "inf", ""):
+        data.add("a b", "c d", given)
     assert data.gold == [3.5, 4.0] and data.skipped == 6
 
 

@@ -20,14 +20,14 @@ import pytest
 import requests
 import tweepy
 
-from paramill.io import InputError
+from paramill.errors import InputError
 from tests.fake_x import drip, later_version, long_post, populate, serve, tweet
 from tests.hostile import edited
 from paramill.twitter.api import at_address
 from paramill.twitter import identify
 from paramill.twitter.harvest import HarvestError, HarvestSettings, harvest_day
 from paramill.twitter.url_pairs import PairSettings, build_pairs, reject_reason
-from paramill.twitter.text import clean, comparable, tokenize
+from paramill.twitter.tweettext import clean, comparable, tokenize
 from paramill.twitter.tweets import from_object, read_archive
 from paramill.twitter.urls import Expander, canonical, page_card, web_session
 
@@ -54,7 +54,7 @@ def test_a_run_of_combining_marks_is_cut_to_the_stream_safe_thirty():
     """NFC sorts a run of combining marks by insertion: a post of 25,000 alternating marks
     ("Zalgo") took 0.3 s to clean, growing with the square of the run. A run is cut to 30,
     Unicode's stream-safe bound (UAX #15); text with shorter runs, any script, is unchanged."""
-    from paramill.twitter.text import MAX_MARKS, capped_marks
+    from paramill.twitter.tweettext import MAX_MARKS, capped_marks
 
     zalgo = "a" + "".join("\u0301\u0316"[i % 2] for i in range(25_000))
     cut = capped_marks(f"Storm {zalgo} hits {zalgo}")
@@ -1488,7 +1488,6 @@ def test_an_edited_post_found_before_and_after_its_edit_is_paired_once(fake_x, t
 def test_a_month_reads_its_news_pages_cards_through_its_cache_and_drops_tweets_equal_to_one(
         fake_x, tmp_path, monkeypatch):
     from paramill.twitter import urls
-    from paramill.twitter.identify import train_identifier
     from paramill.twitter.month import score_month
     from paramill.twitter.url_pairs import PairSettings
 
@@ -2000,7 +1999,7 @@ def test_no_secret_reaches_a_log_or_a_stored_row_at_any_level(fake_x, tmp_path, 
 
 
 def test_cards_given_on_the_command_line_are_checked(tmp_path):
-    from paramill.io import InputError
+    from paramill.errors import InputError
     from paramill.twitter.month import load_cards
 
     assert load_cards(None) == {}
@@ -2044,14 +2043,14 @@ def test_a_url_too_long_for_the_search_is_searched_by_its_leading_tokens(fake_x,
     assert len(search_query("https://a.com/" + "x" * 600, ["en"])) <= 512  # one token: cut where it must be
     # languages that leave a link too little of the query are a config error, not 400s
     from paramill import config
-    from paramill.config import ConfigError
+    from paramill.io.yamlfiles import ConfigError
 
     many = [a + b for a in "abcdefgh" for b in "abcdefgh"][:60]
-    with pytest.raises(ConfigError, match=r"twitter.harvest.search_languages \(60 languages\) and "
-                                          r"twitter.harvest.max_query_chars \(512\): the language operators "
+    with pytest.raises(ConfigError, match=r"twitter.advanced.harvest.search_languages \(60 languages\) and "
+                                          r"twitter.advanced.harvest.max_query_chars \(512\): the language operators "
                                           r"take 659 characters"):
-        config.resolve({"twitter": {"harvest": {"search_languages": many}}})
-    fits = config.resolve({"twitter": {"harvest": {"search_languages": many, "max_query_chars": 1024}}})
+        config.resolve({"twitter": {"advanced": {"harvest": {"search_languages": many}}}})
+    fits = config.resolve({"twitter": {"advanced": {"harvest": {"search_languages": many, "max_query_chars": 1024}}}})
     assert len(search_query(url, many, 1024)) <= 1024
     assert fits["twitter"]["harvest"]["max_query_chars"] == 1024
     # a tier that takes longer queries asks for the whole link

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from paramill.filters import names as filter_names
-from paramill.io import sha256_file
+from paramill.io.outputs import sha256_file
 
 REPO = Path(__file__).resolve().parents[2]
 PROJECT_FILES = ["Snakefile", "config.yaml", "rules", "configs", "envs", "report", "profiles",

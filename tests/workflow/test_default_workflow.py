@@ -216,7 +216,7 @@ def test_rerun_does_nothing(finished):
     # launch-only keys (how a job runs, not what it writes) stay out of the rules' params:
     # other retries, waits and URL workers re-run no day's harvest
     proc = snakemake(project, "-n", "--config",
-                     "twitter={'harvest': {'retries': 9, 'backoff': 1.0, 'url_workers': 2}}")
+                     "twitter={'advanced': {'harvest': {'retries': 9, 'backoff': 1.0, 'url_workers': 2}}}")
     assert executed(proc) == {} and "Nothing to be done" in proc.stderr + proc.stdout
 
 
@@ -239,22 +239,22 @@ def test_bad_config_fails_before_any_job(project, tmp_path):
 
 
 def test_a_students_unlabelled_text_is_an_input_of_the_identifier(project, tmp_path):
-    """twitter.identify.distill_text: the files are twitter_identify's inputs (a changed file
+    """twitter.advanced.identify.distill_text: the files are twitter_identify's inputs (a changed file
     retrains the identifier) only when a student is distilled."""
     text = tmp_path / "tweets.txt"
     text.write_text("a storm hits town\n")
 
-    def planned(identify):
+    def planned(layers):
         overlay = tmp_path / "student.yaml"
-        overlay.write_text(json.dumps({"twitter": {"identify": identify}}))
+        overlay.write_text(json.dumps({"twitter": {"identify": {"model": "encoder"}, "advanced": {
+            "identify": {"encoder_layers": layers, "distill_text": [str(text)]}}}}))
         proc = snakemake(project, "-n", "--forceall", "work/twitter/paraid.npz",
                          "--configfile", "config.yaml", str(overlay))
         (job,) = re.findall(r"rule twitter_identify:\n\s+input: ([^\n]+)", proc.stdout + proc.stderr)
         return job.split(", ")
 
-    student = {"model": "encoder", "encoder_layers": 1, "distill_text": [str(text)]}
-    assert str(text) in planned(student)
-    assert str(text) not in planned({**student, "encoder_layers": 0})
+    assert str(text) in planned(1)
+    assert str(text) not in planned(0)
 
 
 def test_verify_gives_the_same_answer_from_any_working_directory(finished, tmp_path):

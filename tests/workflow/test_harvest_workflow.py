@@ -1,5 +1,5 @@
 """The periodic live harvest as a user schedules it: ``scripts/harvest.sh`` once a day, through
-real Snakemake, against the fake X API on a loopback port (``twitter.harvest.api_url``). Each
+real Snakemake, against the fake X API on a loopback port (``twitter.advanced.harvest.api_url``). Each
 day adds only its new tweets, a month's pairs and the growth table follow, and a changed
 harvest setting re-runs every day's job without a request for any day but the newest."""
 
@@ -16,6 +16,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 
+from paramill.config import layout
 from tests.fake_x import populate, serve
 
 from .conftest import REPO, copy_project, executed, snakemake
@@ -33,11 +34,12 @@ def overlay(base: str, **harvest) -> str:
     no bitext needed (the identifier without the embedding model's cosine feature)."""
     settings = {"accounts": ["newsa", "newsb"], "max_results": 5, "max_pages": 10,
                 "retries": 2, "backoff": 0.0, "api_url": base, **harvest}
-    return json.dumps({"twitter": {
+    # written as a config file holds it: the settings only tuning needs under twitter.advanced
+    return json.dumps(layout.unfold({"twitter": {
         "enabled": True, "source": "live", "archive": [], "dates": [],
         "raw_dir": "data/twitter/raw", "state": "data/twitter/state.json", "harvest": settings,
         "identify": {"model": "extended", "embed_model": None,
-                     "train": [{"path": "data/sample/tweets/labelled.tsv", "format": "twitter-url"}]}}})
+                     "train": [{"path": "data/sample/tweets/labelled.tsv", "format": "twitter-url"}]}}}))
 
 
 def harvest(root: Path, day: str, config: str, token: str | None = TOKEN,

@@ -187,8 +187,8 @@ def changing_a_filter_bound_reruns_selection_and_what_follows_only(project, tmp_
 
 @step
 def a_filter_setting_rescores_that_filter_only(project, tmp_path):
-    edit(project / "config.yaml", "  classifier: {epochs: 5}",
-         "  classifier: {epochs: 5}\n  overlap: {orders: [1, 2]}")
+    edit(project / "config.yaml", "    classifier: {epochs: 5}",
+         "    classifier: {epochs: 5}\n    overlap: {orders: [1, 2]}")
     proc = snakemake(project)
     assert executed(proc) == {"score_overlap": shards(project), **SELECT, **TINY_EMBED, **LEXICON,
                               "provenance_summary": 1}
@@ -284,17 +284,23 @@ def more_embedding_epochs_train_only_the_epochs_added(project, tmp_path):
 #: a value for every launch-only key (x-launch) of the sections the tiny DAG's rules read
 LAUNCH_CHANGES = """\
 bitext:
-  ingest: {batch_rows: 7}
-  clean: {bucket_rows: 1000}
+  advanced:
+    ingest: {batch_rows: 7}
+    clean: {bucket_rows: 1000}
 pairs:
-  ingest: {batch_rows: 7}
-  clean: {bucket_rows: 1000}
+  advanced:
+    ingest: {batch_rows: 7}
+    clean: {bucket_rows: 1000}
 embed:
-  train: {epochs: 2, cuda_graph: false, checkpoint_minutes: 5}
-lexicon: {chunk_pairs: 50, partitions: 3, spill_rows: 100}
+  train: {epochs: 2}
+  advanced:
+    train: {cuda_graph: false, checkpoint_minutes: 5}
+lexicon:
+  advanced: {chunk_pairs: 50, partitions: 3, spill_rows: 100}
 filters:
-  parascore: {batch_size: 3}
-  classifier: {score_batch_size: 5}
+  advanced:
+    parascore: {batch_size: 3}
+    classifier: {score_batch_size: 5}
 resources:  # not launch-only keys, but the job's request: no rerun trigger either
   ingest: {mem_mb: 3000, runtime: 7, retry_growth: 3}
   embed_train: {mem_mb: 9000, retry_growth: 1}

@@ -110,6 +110,7 @@ def string_keys(cfg, path=()):
 def hostile_overlay(root: Path) -> Path:
     """Copy the sample's inputs under a hostile folder name; an overlay pointing at them."""
     from paramill import config as paramill_config
+    from paramill.config.checks import WRITTEN_PATHS as written_paths
 
     base = yaml.safe_load((root / "config.yaml").read_text())
     for extra in TINY_NMT[2:]:
@@ -152,7 +153,7 @@ def hostile_overlay(root: Path) -> Path:
     written = {tuple(key.split(".")) for key in string_keys(resolved)
                if HOSTILE in _get(resolved, key) and not key.endswith((".name", ".year"))
                and not (root / _get(resolved, key)).exists()}
-    assert written and written <= set(paramill_config.WRITTEN_PATHS), written
+    assert written and written <= set(written_paths), written
     return path
 
 

@@ -31,18 +31,31 @@ import numpy as np
 import polars as pl
 import pyarrow as pa
 
-from paramill import rules, text
+from paramill.text import cleaning as rules
+from paramill import text
 from paramill.bitext.ingest import REJECTED_NAME, STATS_NAME
 from paramill.bitext.tables import BITEXT, REJECTED
-from paramill.dedup import DUP_HERE, KEEP, KEYS, bucket_bits, check_key_files, dedup_buckets, pair_keys, spill
-from paramill.job import output_job
-from paramill.io import (InputError, ShardWriter, TableWriter, iter_parquet_batches,
-                         parquet_rows, scratch_dir, write_json)
-from paramill.plan import rejection_line
-from paramill.progress import note, progress
+from paramill.text.dedup import (
+    DUP_HERE,
+    KEEP,
+    KEYS,
+    bucket_bits,
+    check_key_files,
+    dedup_buckets,
+    pair_keys,
+    spill,
+)
+from paramill.run.job import output_job
+from paramill.errors import InputError
+from paramill.io.tableread import iter_parquet_batches, parquet_rows
+from paramill.io.tablewrite import ShardWriter, TableWriter
+from paramill.io.outputs import scratch_dir
+from paramill.io.jsonfiles import write_json
+from paramill.run.plan import rejection_line
+from paramill.run.progress import note, progress
 from paramill.provenance import Run
-from paramill.shapes import COUNT, COUNTS, read_json_as
-from paramill.settings import Settings, setting
+from paramill.io.jsonfiles import COUNT, COUNTS, read_json_as
+from paramill.config.typed import Settings, setting
 
 
 

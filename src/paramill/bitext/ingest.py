@@ -19,12 +19,15 @@ import pyarrow as pa
 
 from paramill.bitext.readers import CorpusSpec, read_corpus
 from paramill.bitext.tables import BITEXT, REJECTED
-from paramill.job import output_job
-from paramill.io import BATCH_TEXT_CHARS, ShardWriter, TableWriter, sha256_file, write_json
-from paramill.plan import rejection_line
-from paramill.progress import note, progress
+from paramill.run.job import output_job
+from paramill.io.lines import BATCH_TEXT_CHARS
+from paramill.io.tablewrite import ShardWriter, TableWriter
+from paramill.io.outputs import sha256_file
+from paramill.io.jsonfiles import write_json
+from paramill.run.plan import rejection_line
+from paramill.run.progress import note, progress
 from paramill.provenance import Run
-from paramill.settings import Settings, setting
+from paramill.config.typed import Settings, setting
 
 STATS_NAME = "stats.json"
 REJECTED_NAME = "rejected.parquet"

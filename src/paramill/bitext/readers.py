@@ -16,9 +16,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from paramill import formats
-from paramill.formats import BitextPair
-from paramill.settings import setting
+from paramill.formats import reading, registry
+from paramill.formats.rows import BitextPair
+from paramill.config.typed import setting
 
 USE = "bitext"
 
@@ -31,14 +31,14 @@ class CorpusSpec:
     name: str
     format: str = setting(doc="The corpus's layout: one of the layouts `paramill formats list --use bitext` names "
                           "(the manual's Input formats page has their keys).",
-                          enum=formats.enum(USE))
+                          enum=registry.enum(USE))
     layout: Any = None
 
-    schema_extra: ClassVar[dict[str, Any]] = formats.corpus_schema(USE)
+    schema_extra: ClassVar[dict[str, Any]] = registry.corpus_schema(USE)
 
     @classmethod
     def from_dict(cls, name: str, spec: dict[str, Any]) -> CorpusSpec:
-        return formats.corpus(cls, USE, name, spec, f"bitext.corpora.{name}")
+        return registry.corpus(cls, USE, name, spec, f"bitext.corpora.{name}")
 
     def record(self) -> dict[str, Any]:
         """The corpus's settings as plain data (its provenance)."""
@@ -46,7 +46,7 @@ class CorpusSpec:
 
     @property
     def files(self) -> list[str]:
-        return formats.files(self.format, self.layout)
+        return registry.files(self.format, self.layout)
 
     @property
     def source_file(self) -> str:
@@ -57,5 +57,5 @@ class CorpusSpec:
 def read_corpus(spec: CorpusSpec, max_line_bytes: int = 65536) -> Iterator[BitextPair]:
     """The corpus's rows, read by its layout; an error when not one line could be read
     (:func:`paramill.formats.some_readable`)."""
-    return formats.some_readable(formats.reader(USE, spec.format)(spec.layout, max_line_bytes),
+    return reading.some_readable(registry.reader(USE, spec.format)(spec.layout, max_line_bytes),
                                  spec.source_file, f"a {spec.format} bitext corpus")

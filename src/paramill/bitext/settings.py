@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from paramill.bitext.clean import CleanSettings
 from paramill.bitext.ingest import IngestSettings
 from paramill.bitext.readers import CorpusSpec
-from paramill.settings import Name, Settings, section, setting
+from paramill.config.typed import Name, Settings, section, setting
 
 
 @dataclass(frozen=True)

@@ -8,9 +8,9 @@ from typing import Any
 
 import polars as pl
 
-from paramill.job import output_job
-from paramill.io import write_json
-from paramill.shapes import COUNT, COUNTS, TEXT, read_json_as
+from paramill.run.job import output_job
+from paramill.io.jsonfiles import write_json
+from paramill.io.jsonfiles import COUNT, COUNTS, TEXT, read_json_as
 from paramill.provenance import Run
 
 

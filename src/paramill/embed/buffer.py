@@ -16,7 +16,7 @@ import numpy as np
 import pyarrow as pa
 import torch
 
-from paramill.arrowcols import int64s
+from paramill.io.arrowcols import int64s
 from paramill.embed.features import row_keys
 from paramill.embed.model import FLAT_IDS, tail_bags
 

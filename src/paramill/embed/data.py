@@ -33,20 +33,26 @@ from collections import Counter
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import polars as pl
 import pyarrow as pa
-import pyarrow.parquet as pq
 
-from paramill import formats
+from paramill.formats import reading, rows
 from paramill.formats import parquet
 from paramill.embed.features import Featurizer, Vocab
 from paramill.embed.featurise import chunk_counts, ids_part, ordered_map, part_name
 from paramill.embed.rawstore import RAW_LAYOUT, RawIds, new_parts, reused_pairs
 from paramill.errors import first_line
-from paramill.io import (BATCH_TEXT_CHARS, InputError, iter_parquet_batches, read_json, sha256_file,
-                         write_json)
+from paramill.io.lines import BATCH_TEXT_CHARS
+from paramill.errors import InputError
+from paramill.io.tableread import iter_parquet_batches, open_parquet
+from paramill.io.jsonfiles import read_json, write_json
+from paramill.io.outputs import sha256_file
+
+if TYPE_CHECKING:  # torch: imported by the training, not by the store's readers
+    from paramill.embed.buffer import Buffer
 
 
 @dataclass
@@ -201,8 +207,8 @@ def _tsv_frames(path: str, batch_rows: int, skipped: Counter, headers: dict) -> 
     chars = 0  # a batch ends at batch_rows or BATCH_TEXT_CHARS, whichever comes first
     skipped[path] = 0
     first = True
-    for item in formats.fields(path):
-        if isinstance(item, formats.Bad):
+    for item in reading.fields(path):
+        if isinstance(item, rows.Bad):
             raise InputError(path, item.line_no, item.detail)
         columns = item[1]
         if first and any(c.strip() for c in columns):
@@ -287,8 +293,7 @@ def _read_groups(path: Path, groups: list[int], columns: list[str]) -> pa.Table:
     """Row groups of an id store's part, their pages' checksums verified; a part that cannot
     be read (a damaged page) is an error naming it and how to rebuild the store."""
     try:
-        return pq.ParquetFile(path, pre_buffer=False, page_checksum_verification=True
-                              ).read_row_groups(groups, columns=columns)
+        return open_parquet(path).read_row_groups(groups, columns=columns)
     except (OSError, pa.ArrowException) as exc:
         raise InputError(path, None, f"an id store's part that cannot be read ({first_line(exc)}); "
                          f"remove {path.parent.parent} and train again to rebuild it") from None

@@ -11,9 +11,9 @@ import numpy as np
 
 from paramill.embed.model import load_model
 from paramill.errors import InputError
-from paramill.formats import strict_lines
-from paramill.io import atomic_output
-from paramill.progress import progress
+from paramill.formats.reading import strict_lines
+from paramill.io.outputs import atomic_output
+from paramill.run.progress import progress
 
 
 #: lines of a text file read and encoded at a time by :func:`encode_file`

@@ -8,8 +8,8 @@ from collections.abc import Iterable, Iterator
 
 import numpy as np
 
-from paramill import device
-from paramill.modelfiles import open_sentencepiece
+from paramill.run import device
+from paramill.run.modelfiles import open_sentencepiece
 from paramill.text import tokenize
 
 PAD, UNK = "<pad>", "<unk>"

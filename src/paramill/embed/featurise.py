@@ -19,10 +19,10 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from paramill import pools
-from paramill.arrowcols import column
+from paramill.run import pools
+from paramill.io.arrowcols import column
 from paramill.embed.features import Featurizer, Vocab
-from paramill.tables import PARQUET_WRITE
+from paramill.io.tablewrite import PARQUET_WRITE
 
 
 def texts(chunk: tuple) -> tuple[list[str], list[str]]:
@@ -51,7 +51,7 @@ def ordered_map(fn, chunks: Iterable[tuple], workers: int, window: int | None = 
     if what is None:
         yield from _ordered_map(fn, chunks, workers, window, context)
         return
-    from paramill.progress import progress  # the trainer's; a worker never imports tqdm
+    from paramill.run.progress import progress  # the trainer's; a worker never imports tqdm
 
     bar = progress(what, unit="pairs", total=total)
     try:

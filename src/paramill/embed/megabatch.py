@@ -33,7 +33,7 @@ import torch.nn.functional as F
 
 from paramill.embed.buffer import to_device
 from paramill.embed.model import real_positions
-from paramill.embed.steps import group
+from paramill.embed.graphstep import group
 
 
 def hardest_negatives(e1: torch.Tensor, e2: torch.Tensor, links: torch.Tensor | None = None

@@ -27,11 +27,11 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from paramill import device
+from paramill.run import device
 from paramill.formats import glove
-from paramill.modelfiles import read_torch_file, rebuilt_from, with_weights
+from paramill.run.modelfiles import read_torch_file, rebuilt_from, with_weights
 from paramill.embed.features import Featurizer, Vocab, train_sentencepiece
-from paramill.settings import Settings, setting
+from paramill.config.typed import Settings, setting
 
 FORMAT = "paramill-embed/1"
 COMPONENTS = ("word", "trigram", "lstm", "blstm", "gran")
@@ -136,7 +136,7 @@ def _masked_mean(values: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
 def _embedding(vocab_size: int, dim: int, std: float = 0.1) -> nn.Embedding:
     """Embeddings initialised N(0, std^2); the default 0.1 is small enough that training with
     Adam at 0.001 moves them within a few epochs (torch's N(0, 1) barely changes in that
-    time: 11 points of STS Benchmark dev on 11k pairs, benchmarks/embed_reference.py)."""
+    time: 11 points of STS Benchmark dev on 11k pairs, benchmarks/embed/embed_reference.py)."""
     emb = nn.Embedding(vocab_size, dim, padding_idx=0)
     with torch.no_grad():
         emb.weight.normal_(0.0, std)
@@ -149,7 +149,8 @@ def _embedding(vocab_size: int, dim: int, std: float = 0.1) -> nn.Embedding:
 #: embedding_bag's CUDA kernel walks a bag's ids one after another, so it takes what its
 #: longest bag takes: with the zeros in the last row's bag (up to 12.5% of a step's ids,
 #: thousands for TRIGRAM) its forward was 824 of TRIGRAM's 1,178 µs a step on the device, and
-#: 178 of WORD's 457 (H200, benchmarks/embed_step.py --profile). 64 bags whatever the zeros
+#: 178 of WORD's 457 (H200, the step's
+#: profile in benchmarks/records/h200-2026-11-28b). 64 bags whatever the zeros
 #: did until a step's room became a bound (:func:`paramill.embed.megabatch.bound`), which
 #: leaves about twice the real ids in zeros: 230 a bag for WORD, 957 for TRIGRAM on the
 #: Twitter URL pairs, many times an average row (19.5 SentencePiece pieces, 92.6 trigrams;

@@ -22,13 +22,14 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.parquet as pq
 
-from paramill.arrowcols import int64s
+from paramill.io.arrowcols import int64s
 from paramill.embed.features import Featurizer, Vocab
 from paramill.embed.featurise import (UNKNOWN_KEY, id_lists, ordered_map, raw_lookup,
                                       raw_part)
-from paramill.io import atomic_output, read_json, write_json
+from paramill.io.outputs import atomic_output
+from paramill.io.jsonfiles import read_json, write_json
+from paramill.io.tableread import schema_of
 
 #: what :func:`write_raw_store` writes: SentencePiece's own ids, mapped when read
 RAW_LAYOUT = "sp-raw-1"
@@ -129,7 +130,7 @@ class RawIds:
 
     def __call__(self, path: Path, table: pa.Table) -> pa.Table:
         if self.last[0] != path:  # the part's own texts the model does not know
-            meta = pq.read_schema(path).metadata or {}
+            meta = schema_of(path).metadata or {}
             self.last = (path, raw_lookup(self.vocab, self.pieces,
                                           json.loads(meta.get(UNKNOWN_KEY, b"[]"))))
         lookup = self.last[1]

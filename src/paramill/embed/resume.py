@@ -23,9 +23,9 @@ from pathlib import Path
 from typing import Any, Callable
 
 from paramill.embed.model import ModelSpec, load_model, read_checkpoint
-from paramill.io import InputError
-from paramill.modelfiles import set_aside
-from paramill.signals import on_sigterm
+from paramill.errors import InputError
+from paramill.run.modelfiles import set_aside
+from paramill.run.signals import on_sigterm
 
 def not_resume_keys(settings) -> tuple[str, ...]:
     """The settings a checkpoint resumes across: the epochs to reach, and every launch-only

@@ -7,7 +7,7 @@ from typing import Annotated, Literal
 
 from paramill.embed.model import ModelSpec
 from paramill.embed.train import EmbedTrainSettings
-from paramill.settings import Component, Name, Settings, overrides_schema, section, setting
+from paramill.config.typed import Component, Name, Settings, overrides_schema, section, setting
 
 
 @dataclass(frozen=True)

@@ -39,7 +39,7 @@ from typing import Any
 import torch
 from sentence_transformers.base.modules import InputModule
 
-from paramill.compressed import read_varint
+from paramill.io.compressed import read_varint
 from paramill.embed.features import UNK
 from paramill.embed.model import SentenceEncoder, load_model
 
@@ -198,7 +198,7 @@ def export(model: str | Path, out_dir: str | Path, rule: str = "embed_export") -
 
     from sentence_transformers import SentenceTransformer
 
-    from paramill.job import output_job
+    from paramill.run.job import output_job
     from paramill.provenance import Run
 
     out_dir = Path(out_dir)

@@ -34,22 +34,22 @@ from typing import Any, Literal
 import numpy as np
 import torch
 
-from paramill import device
+from paramill.run import device
 from paramill.embed.data import (PairSource, Waited, count_units, prefetched, run_buffers,
                                  write_ids)
 from paramill.embed.megabatch import (LossPeek, averaging_steps, check_finite, negatives,
                                       recurrent_steps)
 from paramill.embed.rawstore import one_pass, write_raw_store
-from paramill.embed.steps import (EagerStep, GraphStep, PassGraphStep, ReplayedStep, adam,
-                                  margin_step_loss)
+from paramill.embed.graphstep import (EagerStep, GraphStep, PassGraphStep, ReplayedStep, adam)
 from paramill.embed.model import (RNG, ModelSpec, build_from_counts, featurizers,
                                   needs_sentencepiece, sentencepiece_for)
 from paramill.embed.resume import Checkpoints, resumed
-from paramill.io import InputError, atomic_output, check_writable
-from paramill.job import output_job
-from paramill.progress import progress
+from paramill.errors import InputError
+from paramill.io.outputs import atomic_output, check_writable
+from paramill.run.job import output_job
+from paramill.run.progress import note, progress
 from paramill.provenance import Run
-from paramill.settings import Device, setting, Settings
+from paramill.config.typed import Device, setting, Settings
 
 
 #: pairs per row group of the id store (the unit the epoch order permutes)
@@ -131,12 +131,6 @@ def read_pairs(paths: list[str | Path], max_pairs: int = 0, drop_identical: bool
     return [pair for s1, s2 in source for pair in zip(s1, s2)]
 
 
-def margin_loss(g1: torch.Tensor, g2: torch.Tensor, t1: torch.Tensor, t2: torch.Tensor,
-                margin: float) -> torch.Tensor:
-    """Mean over the batch of the two hinge terms (both directions)."""
-    return margin_step_loss(torch.cat([g1, g2, t1, t2]), margin)
-
-
 def skips_linked(settings: EmbedTrainSettings, spec: ModelSpec) -> bool:
     """Whether training leaves linked pairs' sentences out of the negatives (its setting,
     ``auto`` resolved by the model's components)."""
@@ -163,7 +157,7 @@ def _clock() -> tuple[float, float, float]:
 def _phase(what: str, started: tuple[float, float, float]) -> None:
     """Log a data phase's seconds, with the CPU seconds of the trainer and of its featurising
     workers (a pool's are counted when it closes): the trainer's share is what more cores
-    cannot shorten (benchmarks/embed_scale.py reads these lines)."""
+    cannot shorten (benchmarks/embed/embed_scale.py reads these lines)."""
     wall, own, workers = (b - a for a, b in zip(started, _clock()))
     print(f"embed train: {what} in {wall:.1f} s (CPU: trainer {own:.1f} s, workers {workers:.1f} s)",
           file=sys.stderr)
@@ -208,8 +202,8 @@ def _built(spec: ModelSpec, settings: EmbedTrainSettings, source: PairSource, de
             print(f"embed train: {path}: {lines} lines without two tab-separated sentences (no "
                   "tab, or an empty side) skipped", file=sys.stderr)
     if source.too_long:
-        print(f"embed train: {source.too_long:,} pair{'s' * (source.too_long != 1)} with a side "
-              f"over {source.max_chars:,} characters left out (embed.train.max_chars)", file=sys.stderr)
+        note(f"embed train: {source.too_long:,} pair{'s' * (source.too_long != 1)} with a side "
+             f"over {source.max_chars:,} characters left out (embed.train.max_chars)")
     if n < 2:
         shutil.rmtree(store, ignore_errors=True)  # the one pass stored what there was
         raise _too_few(source, n)

@@ -19,8 +19,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from paramill.job import output_job
-from paramill.io import scratch_dir
+from paramill.run.job import output_job
+from paramill.io.outputs import scratch_dir
 from paramill.provenance import Run
 
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Annotated
 
-from paramill import formats
+from paramill.formats import registry
 from paramill.formats import named
-from paramill.settings import Settings, setting
+from paramill.config.typed import Settings, setting
 
 
 @dataclass(frozen=True)
@@ -15,7 +15,7 @@ class StsDataset(Settings):
     name: str = setting(doc="Dataset name in the results.")
     year: str | int = setting(doc="Year (or group) its mean is reported under.")
     format: str = setting(doc="Layout of the file: one of the layouts `paramill formats list --use sts` names.",
-                          enum=formats.enum("sts"))
+                          enum=registry.enum("sts"))
     path: str = setting(doc="File (for senteval: the STS.input.* file; for toks: the directory).")
     fields: dict[Annotated[str, {"enum": ["s1", "s2", "score"]}], Annotated[str, {"minLength": 1}]] | None = setting(
         None, "csv, json, jsonl, parquet: the column (field) each of s1, s2 and score is read from, "
@@ -33,4 +33,4 @@ class EvaluateSection(Settings):
     sts: tuple[StsDataset, ...] = setting(
         (), "STS datasets scored for every embedding model: {name, year, format, path} (and for csv, "
         "json, jsonl, parquet optionally fields); format is "
-        "one of " + ", ".join(m.NAME for m in formats.modules("sts")) + ".")
+        "one of " + ", ".join(m.NAME for m in registry.modules("sts")) + ".")

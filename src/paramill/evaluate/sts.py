@@ -16,12 +16,12 @@ from typing import Any
 
 import numpy as np
 
-from paramill import formats
+from paramill.formats import registry
 from paramill.correlation import pearson, spearman
-from paramill.fields import number
-from paramill.formats import Bad
-from paramill.io import InputError
-from paramill.shapes import COUNT
+from paramill.text.numbers import number
+from paramill.formats.rows import Bad
+from paramill.errors import InputError
+from paramill.io.jsonfiles import COUNT
 
 USE = "sts"
 #: longest line read (an STS pair is a few hundred bytes)
@@ -76,7 +76,7 @@ def chunks(name: str, year: str | int, fmt: str, path: str | Path,
     size = size or CHUNK_PAIRS
     data = StsData(name, str(year))
     given = {"fields": fields} if fields else {}
-    for row in formats.reader(USE, fmt)(str(path), MAX_LINE_BYTES, **given):
+    for row in registry.reader(USE, fmt)(str(path), MAX_LINE_BYTES, **given):
         if isinstance(row, Bad):
             if row.reason in BROKEN:
                 raise InputError(path, row.line_no, row.detail)
@@ -173,8 +173,8 @@ def evaluate(model_path: str | Path, datasets: list[dict[str, Any]], out_tsv: st
     import polars as pl
 
     from paramill.embed.model import load_model
-    from paramill.io import write_json
-    from paramill.job import output_job
+    from paramill.io.jsonfiles import write_json
+    from paramill.run.job import output_job
     from paramill.provenance import Run
 
     from paramill.evaluate.settings import StsDataset
@@ -206,8 +206,8 @@ def collect(result_files: list[str | Path], points: dict[str, dict[str, Any]], o
 
     import polars as pl
 
-    from paramill.shapes import read_json_as
-    from paramill.job import output_job
+    from paramill.io.jsonfiles import read_json_as
+    from paramill.run.job import output_job
     from paramill.provenance import Run
 
     run = Run(rule=rule, params={"points": points}, inputs=list(result_files))

@@ -29,9 +29,9 @@ from typing import Any
 import polars as pl
 
 from paramill.filters.ngrams import ngram_counts
-from paramill.io import iter_parquet_batches
-from paramill.plan import DISTINCT_SHARE
-from paramill.settings import Settings, setting
+from paramill.io.tableread import iter_parquet_batches, schema_of
+from paramill.run.plan import DISTINCT_SHARE
+from paramill.config.typed import Settings, setting
 from paramill.text import tokenize
 
 
@@ -120,7 +120,7 @@ class Idf:
 
 def read_lines(path: str | Path) -> Iterable[str]:
     """The IDF corpus's lines (one sentence a line; strict UTF-8, errors name file and line)."""
-    from paramill.formats import strict_lines
+    from paramill.formats.reading import strict_lines
 
     for _, line in strict_lines(path):
         yield line
@@ -164,7 +164,7 @@ def corpus_stats(corpus: str | Path, idf: Idf) -> dict[str, Any]:
     idf_sum = {"s1": 0.0, "s2": 0.0}
     vocab = {"s1": Counter(), "s2": Counter()}
     para_sum, para_n = 0.0, 0
-    names = pl.read_parquet_schema(corpus)
+    names = schema_of(corpus).names
     columns = ["s1", "s2"] + (["parascore"] if "parascore" in names else [])
     for batch in iter_parquet_batches([corpus], columns=columns):
         frame = pl.from_arrow(batch)
@@ -301,3 +301,31 @@ def annotation_sample(sample: pl.DataFrame, edges: list[float], per_range: int, 
     return out.select("range", "parascore", s1=pl.col("en_ref"), s2=pl.col("candidate"),
                       candidate_id=pl.col("candidate_id"), paraphrase=pl.lit(""), fluency=pl.lit(""))
 
+
+def score_histograms(sample: pl.DataFrame, columns: list[str], path: str | Path,
+                     title: str = "") -> int:
+    """One histogram per score column of ``sample`` (a random sample of scored candidates),
+    written to ``path`` (PNG). Returns the number of panels. The caller writes provenance."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    columns = [c for c in columns if c in sample.columns]
+    n = max(1, len(columns))
+    cols = min(3, n)
+    rows = (n + cols - 1) // cols
+    fig, axes = plt.subplots(rows, cols, figsize=(4.2 * cols, 3.2 * rows), squeeze=False)
+    for ax, name in zip(axes.flat, columns):
+        values = sample.get_column(name).drop_nulls().cast(pl.Float64)
+        values = values.filter(values.is_finite()).to_list()
+        ax.hist(values, bins=40, color="#4878a8")
+        ax.set_title(f"{name} (n={len(values)})", fontsize=10)
+        ax.set_ylabel("candidates")
+    for ax in list(axes.flat)[len(columns):]:
+        ax.axis("off")
+    if title:
+        fig.suptitle(title)
+    fig.tight_layout()
+    fig.savefig(path, format="png", dpi=100)
+    plt.close(fig)
+    return len(columns)

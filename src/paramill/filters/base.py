@@ -26,14 +26,15 @@ import numpy as np
 import polars as pl
 import pyarrow as pa
 
-from paramill import arrowcols, device
+from paramill.io import arrowcols
+from paramill.run import device
 from paramill.bitext.tables import BITEXT
 from paramill.filters import token_table
-from paramill.io import iter_parquet_batches, parquet_rows
-from paramill.job import table_job
+from paramill.io.tableread import iter_parquet_batches, parquet_rows, schema_of
+from paramill.run.job import table_job
 from paramill.provenance import Run
-from paramill.settings import Settings
-from paramill.tables import TABLE_KINDS, read_table
+from paramill.config.typed import Settings
+from paramill.io.tableread import TABLE_KINDS, read_table
 from paramill.text import token_count_expr
 
 
@@ -186,9 +187,7 @@ def score_schema(filt: Filter) -> pa.Schema:
 
 def score_directions(path: str | Path) -> dict[str, Direction]:
     """The score columns of a score file and their directions (from its metadata)."""
-    import pyarrow.parquet as pq
-
-    meta = pq.read_schema(path).metadata or {}
+    meta = schema_of(path).metadata or {}
     if DIRECTIONS_KEY not in meta:
         raise ValueError(f"{path}: not a paramill score table (no column directions)")
     return {k: Direction(v) for k, v in json.loads(meta[DIRECTIONS_KEY]).items()}

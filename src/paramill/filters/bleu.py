@@ -21,7 +21,7 @@ import numpy as np
 
 from paramill.filters.base import Batch, Column, Direction, Filter
 from paramill.filters.ngrams import matches, ngram_counts
-from paramill.settings import setting
+from paramill.config.typed import setting
 
 METHODS = ("nakov", "exp", "add-k", "floor", "none")
 ORDER = 4

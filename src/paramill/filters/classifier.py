@@ -21,16 +21,16 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from paramill import device
+from paramill.run import device
 from paramill.embed.features import Vocab
 from paramill.embed.model import ModelSpec, SentenceEncoder, build
 from paramill.filters.base import Batch, Column, Direction, ModelFilter
 from paramill.filters.heldout import heldout_texts
-from paramill.modelfiles import read_torch_file, rebuilt_from, with_weights
-from paramill.job import output_job
-from paramill.progress import progress
+from paramill.run.modelfiles import read_torch_file, rebuilt_from, with_weights
+from paramill.run.job import output_job
+from paramill.run.progress import progress
 from paramill.provenance import Run
-from paramill.settings import Device, setting, Settings
+from paramill.config.typed import Device, setting, Settings
 
 FORMAT = "paramill-reference-classifier/1"
 

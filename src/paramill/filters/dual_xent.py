@@ -16,7 +16,7 @@ from typing import Any, Literal
 
 from paramill.filters.base import Batch, Column, Direction, ModelFilter
 from paramill.nmt.score import load_scorer, nll_per_token
-from paramill.settings import Device, setting
+from paramill.config.typed import Device, setting
 
 
 def dual_cross_entropy(h_forward: float, h_backward: float) -> float:

@@ -19,12 +19,13 @@ from typing import Any
 import polars as pl
 import pyarrow as pa
 
-from paramill.io import TableWriter, iter_parquet_batches, parquet_rows
-from paramill.job import output_job
-from paramill.progress import progress
+from paramill.io.tableread import iter_parquet_batches, parquet_rows
+from paramill.io.tablewrite import TableWriter
+from paramill.run.job import output_job
+from paramill.run.progress import progress
 from paramill.provenance import Run
-from paramill.tables import read_frame
-from paramill.settings import setting, Settings
+from paramill.io.tableread import read_frame
+from paramill.config.typed import setting, Settings
 
 HELDOUT = pa.schema([
     pa.field("pair_id", pa.string(), nullable=False),

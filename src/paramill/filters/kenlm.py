@@ -20,10 +20,10 @@ from typing import Any
 
 from paramill.filters.base import Batch, Column, Direction, ModelFilter
 from paramill.filters.heldout import heldout_texts
-from paramill.io import scratch_dir
-from paramill.job import output_job
+from paramill.io.outputs import scratch_dir
+from paramill.run.job import output_job
 from paramill.provenance import Run
-from paramill.settings import Settings, setting
+from paramill.config.typed import Settings, setting
 from paramill.text import tokenize
 
 

@@ -18,9 +18,9 @@ from typing import Any
 import polars as pl
 
 from paramill.filters.scored import group_scores, scored_shard, shard_key
-from paramill.io import write_json
-from paramill.job import output_job
-from paramill.progress import progress
+from paramill.io.jsonfiles import write_json
+from paramill.run.job import output_job
+from paramill.run.progress import progress
 from paramill.provenance import Run
 
 

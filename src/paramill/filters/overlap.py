@@ -22,7 +22,7 @@ import numpy as np
 from paramill.filters.base import Batch, Column, Direction, Filter
 from paramill.filters.ngrams import matches, ngram_counts
 from paramill.filters.token_table import ORDERS
-from paramill.settings import setting
+from paramill.config.typed import setting
 
 
 def ngram_overlap(a: list[str], b: list[str], n: int) -> float:

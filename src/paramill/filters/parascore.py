@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from paramill.filters.base import Batch, Column, Direction, ModelFilter
-from paramill.settings import Component, Settings, setting
+from paramill.config.typed import Component, Settings, setting
 
 
 @dataclass(frozen=True)

@@ -12,12 +12,14 @@ import polars as pl
 
 from paramill import __version__
 from paramill.filters.analysis import AnalysisSettings, analyse, annotation_sample
-from paramill.plan import DISTINCT_SHARE
+from paramill.run.plan import DISTINCT_SHARE
 from paramill.filters.scored import iter_scored
-from paramill.job import output_job
-from paramill.io import parquet_rows, sha256_file, write_json
+from paramill.run.job import output_job
+from paramill.io.tableread import parquet_rows
+from paramill.io.outputs import sha256_file
+from paramill.io.jsonfiles import write_json
 from paramill.provenance import Run, code_version
-from paramill.shapes import COUNT, TEXT, read_json_as
+from paramill.io.jsonfiles import COUNT, TEXT, read_json_as
 
 LICENCE = """\
 The pairs are derived from the bitext listed under Sources and inherit its terms. Data

@@ -4,17 +4,19 @@ order. Selection, the release's analysis and the by-method table read scored sha
 
 from __future__ import annotations
 
+import functools
+import os
 from collections import defaultdict
 from collections.abc import Iterator
 from pathlib import Path
 
 import polars as pl
-import pyarrow.parquet as pq
 
 from paramill.filters.base import Direction, score_directions
 from paramill.filters.token_table import aligned
-from paramill.io import iter_parquet_batches, parquet_rows
-from paramill.tables import read_frame
+from paramill.io.tableread import iter_parquet_batches, parquet_rows
+from paramill.io.arrowcols import empty_table
+from paramill.io.tableread import read_frame, schema_of
 
 #: rows a batch of the passes over the shards and parts (memory only; no effect on results)
 BATCH_ROWS = 65_536
@@ -51,12 +53,22 @@ def group_scores(candidate_files: list[str | Path], score_files: list[str | Path
 
 def given_columns(candidates: str | Path) -> list[str]:
     """The given columns (``given_score``, ``label``) a candidate shard has values in."""
-    present = [c for c in pq.read_schema(candidates).names if c in GIVEN]
+    present = [c for c in schema_of(candidates).names if c in GIVEN]
     if not present:
         return []
-    row = pl.scan_parquet(candidates).select(pl.col(c).is_not_null().any() for c in present
-                                             ).collect().row(0)
-    return [c for c, has in zip(present, row) if has]
+    stat = os.stat(candidates)
+    return list(_given(os.fspath(candidates), stat.st_size, stat.st_mtime_ns, tuple(present)))
+
+
+@functools.lru_cache(maxsize=1024)
+def _given(path: str, size: int, mtime: int, present: tuple[str, ...]) -> tuple[str, ...]:
+    """The ``present`` columns of a shard that hold a value (once while the file is unchanged:
+    selection, the analysis and the by-method table all ask)."""
+    has = dict.fromkeys(present, False)
+    for batch in iter_parquet_batches([path], BATCH_ROWS, list(present)):
+        for name in present:
+            has[name] = has[name] or batch.column(name).null_count < batch.num_rows
+    return tuple(c for c in present if has[c])
 
 
 def shard_columns(candidates: str | Path, score_files: list[Path]) -> set[str]:
@@ -71,7 +83,7 @@ def column_types(candidate_files: list[Path], score_files: list[str | Path]) -> 
     """The polars type of every score and given column (missing ones are filled with nulls)."""
     types: dict[str, pl.DataType] = {}
     for path in [*score_files, *candidate_files]:
-        for name, dtype in pl.read_parquet_schema(path).items():
+        for name, dtype in pl.from_arrow(empty_table(schema_of(path))).schema.items():
             if name not in ("pair_id", "candidate_id") and name not in types:
                 types[name] = dtype
     return types

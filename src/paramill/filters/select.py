@@ -29,16 +29,19 @@ import numpy as np
 import polars as pl
 import pyarrow as pa
 
-from paramill.dedup import KeySpill, drop_marked, pair_keys
+from paramill.text.dedup import KeySpill, drop_marked, pair_keys
 from paramill.filters.base import Direction
 from paramill.filters.scored import (CANDIDATE_KEEP, batches, column_types, group_scores,
                                       scored_batches, shard_columns, shard_key)
-from paramill.job import output_job
-from paramill.io import TableWriter, scratch_dir, write_json
-from paramill.progress import progress
+from paramill.run.job import output_job
+from paramill.io.tableread import scan_scratch
+from paramill.io.tablewrite import TableWriter
+from paramill.io.outputs import scratch_dir
+from paramill.io.jsonfiles import write_json
+from paramill.run.progress import progress
 from paramill.provenance import Run
-from paramill.tables import read_frame
-from paramill.settings import Settings, setting
+from paramill.io.tableread import read_frame
+from paramill.config.typed import Settings, setting
 from paramill.text import normalize_expr, token_count_expr
 
 #: an inclusive [lower, upper] bound of a score column; None leaves that side open
@@ -154,7 +157,7 @@ def dedup_keys(frame: pl.DataFrame) -> np.ndarray:
 
 def fold_cuts(parts: list[Path], column: str, n_folds: int) -> list[float]:
     qs = [i / n_folds for i in range(1, n_folds)]
-    row = (pl.scan_parquet(parts).select([pl.col(column).quantile(q, "linear").alias(str(q)) for q in qs])
+    row = (scan_scratch(parts).select([pl.col(column).quantile(q, "linear").alias(str(q)) for q in qs])
            .collect().row(0))
     return [float("nan") if v is None else float(v) for v in row]
 
@@ -291,17 +294,17 @@ def _fold_and_sample(parts: list[Path], settings: SelectSettings, directions, co
                      ) -> tuple[pl.Expr | None, int | None]:
     """The rank folds kept (``rank_by``) and the seeded sample's hash threshold (``size``),
     each None when not asked for; the folds' survivors are counted."""
-    survivors = sum(pl.scan_parquet(p).select(pl.len()).collect().item() for p in parts)
+    survivors = sum(scan_scratch(p).select(pl.len()).collect().item() for p in parts)
     fold = None
     if settings.rank_by is not None and survivors:
         cuts = fold_cuts(parts, settings.rank_by, settings.n_folds)
         fold = fold_expr(settings.rank_by, cuts, directions[settings.rank_by])
-        kept = (pl.scan_parquet(parts).select(fold.is_in(settings.folds).sum()).collect().item())
+        kept = (scan_scratch(parts).select(fold.is_in(settings.folds).sum()).collect().item())
         counts[f"folds {settings.folds} of {settings.n_folds} by {settings.rank_by}"] = kept
         survivors = kept
     threshold = None
     if settings.size and survivors > settings.size:
-        lazy = pl.scan_parquet(parts)
+        lazy = scan_scratch(parts)
         if fold is not None:
             lazy = lazy.filter(fold.is_in(settings.folds))
         threshold = lazy.select(pl.col("_h").bottom_k(settings.size).max()).collect().item()

@@ -14,7 +14,14 @@ from paramill.filters.analysis import AnalysisSettings
 from paramill.filters.base import Filter
 from paramill.filters.heldout import HeldoutSettings
 from paramill.filters.select import SelectSettings
-from paramill.settings import NAME_PATTERN, Settings, object_schema, overrides_schema, section, setting
+from paramill.config.typed import (
+    NAME_PATTERN,
+    Settings,
+    object_schema,
+    overrides_schema,
+    section,
+    setting,
+)
 
 
 def filter_schema(cls: type[Filter]) -> dict[str, Any]:

@@ -12,9 +12,9 @@ import numpy as np
 import polars as pl
 import pyarrow as pa
 
-from paramill.arrowcols import empty_table
-from paramill.io import iter_parquet_batches
-from paramill.tables import open_parquet
+from paramill.io.arrowcols import empty_table
+from paramill.io.tableread import iter_parquet_batches
+from paramill.io.tableread import open_parquet
 
 #: n-gram orders whose matches are stored: BLEU's four (overlap's default is 1-3)
 ORDERS = (1, 2, 3, 4)

@@ -24,11 +24,11 @@ from typing import Any
 import polars as pl
 import pyarrow as pa
 
-from paramill.arrowcols import column
+from paramill.io.arrowcols import column
 from paramill.filters.base import Batch
 from paramill.filters.token_table import ORDERS, TOKENS
-from paramill.io import iter_parquet_batches, parquet_rows
-from paramill.job import table_job
+from paramill.io.tableread import iter_parquet_batches, parquet_rows
+from paramill.run.job import table_job
 from paramill.provenance import Run
 
 def count(frame: pl.DataFrame, threads: int | None = None) -> pa.Table:

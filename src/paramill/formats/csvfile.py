@@ -30,11 +30,13 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from paramill import fields as strict
-from paramill.formats import (Bad, BitextPair, Candidate, Labelled, Scored, collect_labelled,
-                              jsonl, lines, named)
-from paramill.io import REJECTED_TEXT_CHARS, InputError
-from paramill.settings import setting
+from paramill.text import numbers as strict
+from paramill.formats.rows import Bad, BitextPair, Candidate, Labelled, Scored
+from paramill.formats.reading import collect_labelled, lines
+from paramill.formats import jsonl, named
+from paramill.io.lines import REJECTED_TEXT_CHARS
+from paramill.errors import InputError
+from paramill.config.typed import setting
 
 NAME = "csv"
 ALIASES: tuple[str, ...] = ()

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from paramill.formats import BitextPair, FileSpec, tsv
+from paramill.formats.rows import BitextPair, FileSpec
+from paramill.formats import tsv
 
 NAME = "czeng1"
 ALIASES: tuple[str, ...] = ()

@@ -7,9 +7,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 from pathlib import Path
 
-from paramill.fields import number
-from paramill.formats import strict_lines
-from paramill.io import InputError
+from paramill.text.numbers import number
+from paramill.formats.reading import strict_lines
+from paramill.errors import InputError
 
 NAME = "glove"
 ALIASES: tuple[str, ...] = ()

@@ -21,9 +21,11 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
-from paramill.compressed import open_compressed
-from paramill.formats import Bad, BitextPair, Candidate, Scored, jsonl, jsontext
-from paramill.io import REJECTED_TEXT_CHARS, InputError
+from paramill.io.compressed import open_compressed
+from paramill.formats.rows import Bad, BitextPair, Candidate, Scored
+from paramill.formats import jsonl, jsontext
+from paramill.io.lines import REJECTED_TEXT_CHARS
+from paramill.errors import InputError
 
 NAME = "json"
 ALIASES: tuple[str, ...] = ()

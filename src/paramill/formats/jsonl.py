@@ -22,11 +22,11 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Annotated, Any
 
-from paramill import fields as strict
-from paramill.formats import (Bad, BitextPair, Candidate, Labelled, Scored, collect_labelled,
-                              json_lines)
-from paramill.io import REJECTED_TEXT_CHARS
-from paramill.settings import Settings, setting
+from paramill.text import numbers as strict
+from paramill.formats.rows import Bad, BitextPair, Candidate, Labelled, Scored
+from paramill.formats.reading import collect_labelled, json_lines
+from paramill.io.lines import REJECTED_TEXT_CHARS
+from paramill.config.typed import Settings, setting
 
 NAME = "jsonl"
 ALIASES: tuple[str, ...] = ()

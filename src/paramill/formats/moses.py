@@ -6,9 +6,10 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from paramill.formats import BitextPair
-from paramill.io import InputError, LineStream, decode_line, shown_text
-from paramill.settings import Settings, setting
+from paramill.formats.rows import BitextPair
+from paramill.errors import InputError
+from paramill.io.lines import LineStream, decode_line, shown_text
+from paramill.config.typed import Settings, setting
 
 NAME = "moses"
 ALIASES: tuple[str, ...] = ()

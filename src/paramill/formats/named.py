@@ -7,9 +7,9 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
-from paramill import fields as strict
+from paramill.text import numbers as strict
 from paramill.formats import jsonl, tsv
-from paramill.io import InputError
+from paramill.errors import InputError
 
 C = TypeVar("C")
 
@@ -76,10 +76,10 @@ def check_set_fields(use: str, fmt: str, fields: dict[str, str] | None, where: s
     carry names (``SET_FIELDS``), only the roles of ``use``, each from a column of its own."""
     if not fields:
         return
-    from paramill import formats
+    from paramill.formats import registry
 
-    if not getattr(formats.layout(fmt, use), "SET_FIELDS", False):
-        takes = ", ".join(m.NAME for m in formats.modules(use) if getattr(m, "SET_FIELDS", False))
+    if not getattr(registry.layout(fmt, use), "SET_FIELDS", False):
+        takes = ", ".join(m.NAME for m in registry.modules(use) if getattr(m, "SET_FIELDS", False))
         raise ValueError(f"{where}.fields: format {fmt} takes no fields (its columns are in a "
                          f"fixed order; {takes} take them)")
     needed, optional = SET_ROLES[use]

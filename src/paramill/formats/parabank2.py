@@ -6,8 +6,9 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from paramill import fields as strict
-from paramill.formats import Candidate, FileSpec, bad_candidate, bad_score, candidates_by_line
+from paramill.text import numbers as strict
+from paramill.formats.rows import Candidate, FileSpec
+from paramill.formats.reading import bad_candidate, bad_score, candidates_by_line
 
 NAME = "parabank2"
 ALIASES: tuple[str, ...] = ()

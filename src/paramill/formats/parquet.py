@@ -22,9 +22,12 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from paramill.formats import Bad, BitextPair, Candidate, Labelled, Scored, collect_labelled, jsonl, named
-from paramill.io import REJECTED_TEXT_CHARS, InputError
-from paramill.tables import iter_parquet_batches, open_parquet
+from paramill.formats.rows import Bad, BitextPair, Candidate, Labelled, Scored
+from paramill.formats.reading import collect_labelled
+from paramill.formats import jsonl, named
+from paramill.io.lines import REJECTED_TEXT_CHARS
+from paramill.errors import InputError
+from paramill.io.tableread import iter_parquet_batches, open_parquet
 
 NAME = "parquet"
 ALIASES: tuple[str, ...] = ()

@@ -14,10 +14,10 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from paramill.fields import counts
-from paramill.formats import (Bad, Labelled, Scored, bad_fields, check_sides, collect_labelled,
-                              fields, strict_lines)
-from paramill.io import InputError
+from paramill.text.numbers import counts
+from paramill.formats.rows import Bad, Labelled, Scored
+from paramill.formats.reading import bad_fields, check_sides, collect_labelled, fields, strict_lines
+from paramill.errors import InputError
 
 NAME = "pit2015"
 ALIASES: tuple[str, ...] = ()

@@ -11,9 +11,11 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from paramill.formats import Candidate, LineStream, candidate_fields
-from paramill.io import InputError
-from paramill.settings import Settings, setting
+from paramill.formats.rows import Candidate
+from paramill.io.lines import LineStream
+from paramill.formats.reading import candidate_fields
+from paramill.errors import InputError
+from paramill.config.typed import Settings, setting
 
 NAME = "references"
 ALIASES: tuple[str, ...] = ()

@@ -6,9 +6,10 @@ from __future__ import annotations
 from collections.abc import Iterator
 from pathlib import Path
 
-from paramill.fields import gold_score
-from paramill.formats import Scored, text_lines
-from paramill.io import InputError
+from paramill.text.numbers import gold_score
+from paramill.formats.rows import Scored
+from paramill.formats.reading import text_lines
+from paramill.errors import InputError
 
 NAME = "senteval"
 ALIASES: tuple[str, ...] = ()

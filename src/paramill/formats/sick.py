@@ -5,9 +5,10 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from paramill.fields import gold_score
-from paramill.formats import Scored, text_lines
-from paramill.io import InputError
+from paramill.text.numbers import gold_score
+from paramill.formats.rows import Scored
+from paramill.formats.reading import text_lines
+from paramill.errors import InputError
 
 NAME = "sick"
 ALIASES: tuple[str, ...] = ()

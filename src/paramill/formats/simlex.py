@@ -6,9 +6,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from paramill.fields import number
-from paramill.formats import Bad, fields
-from paramill.io import InputError
+from paramill.text.numbers import number
+from paramill.formats.rows import Bad
+from paramill.formats.reading import fields
+from paramill.errors import InputError
 
 NAME = "simlex"
 ALIASES: tuple[str, ...] = ()

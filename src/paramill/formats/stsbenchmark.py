@@ -6,8 +6,9 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from paramill.fields import gold_score
-from paramill.formats import Bad, Scored, fields
+from paramill.text.numbers import gold_score
+from paramill.formats.rows import Bad, Scored
+from paramill.formats.reading import fields
 
 NAME = "stsbenchmark"
 ALIASES: tuple[str, ...] = ()

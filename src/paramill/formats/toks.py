@@ -11,8 +11,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from paramill.formats import Scored, text_lines
-from paramill.io import InputError
+from paramill.formats.rows import Scored
+from paramill.formats.reading import text_lines
+from paramill.errors import InputError
 
 NAME = "toks"
 ALIASES: tuple[str, ...] = ()

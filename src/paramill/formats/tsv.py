@@ -14,11 +14,13 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from paramill import fields as strict
-from paramill.formats import (Bad, BitextPair, Candidate, LineStream, Scored, bad_candidate,
-                              bad_score, candidate_fields, fields)
-from paramill.io import REJECTED_TEXT_CHARS, InputError
-from paramill.settings import Settings, setting
+from paramill.text import numbers as strict
+from paramill.formats.rows import Bad, BitextPair, Candidate, Scored
+from paramill.io.lines import LineStream
+from paramill.formats.reading import bad_candidate, bad_score, candidate_fields, fields
+from paramill.io.lines import REJECTED_TEXT_CHARS
+from paramill.errors import InputError
+from paramill.config.typed import Settings, setting
 
 NAME = "tsv"
 ALIASES: tuple[str, ...] = ()

@@ -12,10 +12,10 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Literal
 
-from paramill import fields as strict
-from paramill.formats import (Bad, Candidate, FileSpec, Labelled, Scored, bad_fields,
-                              collect_labelled, fields, rejected)
-from paramill.settings import setting
+from paramill.text import numbers as strict
+from paramill.formats.rows import Bad, Candidate, FileSpec, Labelled, Scored
+from paramill.formats.reading import bad_fields, collect_labelled, fields, rejected
+from paramill.config.typed import setting
 
 NAME = "twitter-url"
 #: the names the identifier (``url_raw``) and STS evaluation (``twitter_url``) used for it

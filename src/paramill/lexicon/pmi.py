@@ -41,14 +41,17 @@ from typing import Any
 import polars as pl
 import pyarrow.parquet as pq
 
-from paramill import formats
+from paramill.formats import reading
 from paramill.formats.parquet import check_text
-from paramill.io import InputError, iter_parquet_batches, scratch_dir, write_json
-from paramill.tables import open_parquet
-from paramill.job import output_job
-from paramill.progress import progress
+from paramill.errors import InputError
+from paramill.io.tableread import iter_parquet_batches, scan_scratch
+from paramill.io.outputs import scratch_dir
+from paramill.io.jsonfiles import write_json
+from paramill.io.tableread import open_parquet
+from paramill.run.job import output_job
+from paramill.run.progress import progress
 from paramill.provenance import Run
-from paramill.settings import Name, Settings, setting
+from paramill.config.typed import Name, Settings, setting
 from paramill.text import TOKEN_PATTERN, regex_problem
 
 #: a short English stop-list (function words, and the pieces the tokeniser cuts contractions
@@ -104,7 +107,7 @@ def check_settings(settings: LexiconSettings) -> None:
 
 def _stopwords(settings: LexiconSettings) -> list[str]:
     if settings.stoplist:
-        return [w.strip() for w in formats.text_lines(settings.stoplist) if w.strip()]
+        return [w.strip() for w in reading.text_lines(settings.stoplist) if w.strip()]
     return sorted(STOPWORDS) if settings.stopwords else []
 
 
@@ -282,7 +285,7 @@ def _score_partition(root: Path, p: int, ids: dict[str, pl.DataFrame], totals: d
              for kind in ("cross", "ref", "trans")}
     if not files["cross"]:
         return None
-    frame = (pl.scan_parquet(files["cross"]).group_by("k").agg(count=pl.col("n").sum())
+    frame = (scan_scratch(files["cross"]).group_by("k").agg(count=pl.col("n").sum())
              .filter(pl.col("count") >= settings.min_count).collect())
     if not frame.height:
         return None
@@ -291,7 +294,7 @@ def _score_partition(root: Path, p: int, ids: dict[str, pl.DataFrame], totals: d
     k = settings.smoothing
     for side, total_key in (("ref", "within_ref_total"), ("trans", "within_trans_total")):
         # only the keys that made the lexicon: filter the spilled rows before summing them
-        w = (pl.scan_parquet(files[side]).join(keys.lazy(), on="k", how="semi")
+        w = (scan_scratch(files[side]).join(keys.lazy(), on="k", how="semi")
              .group_by("k").agg(pl.col("n").sum().alias(f"w_{side}")).collect()
              if files[side] else pl.DataFrame(schema={"k": pl.UInt64, f"w_{side}": pl.UInt32}))
         m = ids[f"m_{side}"]
@@ -362,7 +365,7 @@ def count_and_score(corpus: list[str | Path], out_tsv: str | Path, out_neighbour
                     files = sorted(root.glob(f"scored-r{r:03d}-*.parquet"))
                     if not files:
                         continue
-                    table = (pl.read_parquet(files)
+                    table = (scan_scratch(files).collect()
                              .sort(["u", "pmi_adjusted", "v"], descending=[False, True, False]))
                     table = table.with_columns(u=words.gather(table["u"]), v=words.gather(table["v"]))
                     table.write_csv(f_tsv, separator="\t", include_header=False)

@@ -9,8 +9,8 @@ from typing import Any
 import polars as pl
 
 from paramill.formats import simlex as simlex_format
-from paramill.io import write_json
-from paramill.job import output_job
+from paramill.io.jsonfiles import write_json
+from paramill.run.job import output_job
 from paramill.provenance import Run
 
 
@@ -26,7 +26,7 @@ def read_lexicon(path: str | Path, words: set[str]) -> pl.DataFrame:
     fields than the header (a tab doubled or lost): polars, reading only the columns asked
     for, read such a line's count as its ``pmi_cross`` and left a missing score null."""
     from paramill.errors import InputError, first_line
-    from paramill.formats import strict_lines
+    from paramill.formats.reading import strict_lines
 
     header = next(strict_lines(path), (1, ""))[1].split("\t")
     missing = [c for c in LEXICON_COLUMNS if c not in header]

@@ -8,7 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from paramill.modelfiles import compressed_member, torch_load_problem
+from paramill.run.modelfiles import compressed_member, torch_load_problem
 
 #: the OpenNMT-py checkpoint inside a bundle (written by paramill.nmt.convert)
 CHECKPOINT = "onmt.pt"

@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import Any
 
 from paramill.errors import InputError, first_line
-from paramill.io import sha256_file
-from paramill.job import output_job
+from paramill.io.outputs import sha256_file
+from paramill.run.job import output_job
 from paramill.nmt.checkpoints import CHECKPOINT, load_checkpoint, strip_checkpoint
 from paramill.nmt.trial import try_model
 from paramill.provenance import Run

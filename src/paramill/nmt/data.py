@@ -16,8 +16,9 @@ import hashlib
 from pathlib import Path
 from typing import Any
 
-from paramill.io import iter_parquet_batches, parquet_rows, write_json
-from paramill.job import output_job
+from paramill.io.tableread import iter_parquet_batches, parquet_rows
+from paramill.io.jsonfiles import write_json
+from paramill.run.job import output_job
 from paramill.provenance import Run
 
 FILES = ("train.cs", "train.en", "valid.cs", "valid.en")

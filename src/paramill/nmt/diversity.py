@@ -20,9 +20,10 @@ from pathlib import Path
 from typing import Any
 
 from paramill.errors import InputError
-from paramill.io import iter_parquet_batches, write_json
-from paramill.job import output_job
-from paramill.pools import ordered_map
+from paramill.io.tableread import iter_parquet_batches
+from paramill.io.jsonfiles import write_json
+from paramill.run.job import output_job
+from paramill.run.pools import ordered_map
 from paramill.nmt.subwords import Segmenter
 from paramill.provenance import Run
 
@@ -245,3 +246,25 @@ def write_diversity(candidate_files: list[str | Path], spm: str | Path, tsv: str
             plot(result, files[2])
         job.rows_out = len(result["by_rank"])
     return result
+
+
+def diversity_plot(result: dict, path: str | Path) -> None:
+    """Bars per rank: 1 − BLEU and bag-of-pieces IoU against the reference, length ratio."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    rows = result["by_rank"]
+    ranks = [r["rank"] for r in rows]
+    fig, axes = plt.subplots(1, 3, figsize=(11, 3.2))
+    for ax, key, title in zip(axes, ("one_minus_bleu", "bag_iou", "length_ratio"),
+                              ("1 − BLEU vs reference", "bag-of-pieces IoU", "length ratio")):
+        ax.bar([str(r) for r in ranks], [r[key] for r in rows], color="#4878a8")
+        ax.set_title(title, fontsize=10)
+        ax.set_xlabel("rank")
+    if result.get("collective"):
+        fig.suptitle(f"between a source's own paraphrases: 1 − BLEU {result['collective']['one_minus_bleu']}, "
+                     f"IoU {result['collective']['bag_iou']}", fontsize=9)
+    fig.tight_layout()
+    fig.savefig(path, format="png", dpi=100)
+    plt.close(fig)

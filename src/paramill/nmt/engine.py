@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from importlib import metadata
 from pathlib import Path
 
-from paramill import device
+from paramill.run import device
 from paramill.errors import InputError
 
 #: the CUDA 12 libraries CTranslate2 4.x opens by soname, in load order (cuBLAS needs cuBLASLt)

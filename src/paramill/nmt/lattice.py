@@ -3,7 +3,7 @@ does with ``nbest_size=-1`` (Kudo 2018, forward-filtering backward-sampling: a s
 x drawn with P proportional to P(x)^alpha), from a generator it is given. SentencePiece's
 takes no seed (google/sentencepiece#609), and the stand-in before this, one of the
 sentence's 64 best, left 90% of a Czech news sentence's words at their best segmentation
-where SentencePiece's own sampler leaves 35% (``benchmarks/subword_sampling.py``): a
+where SentencePiece's own sampler leaves 35% (``benchmarks/nmt/subword_sampling.py``): a
 fraction of the regularisation the setting asks for.
 
 A unigram model's pieces do not cross a word boundary (``split_by_whitespace``, the

@@ -163,7 +163,7 @@ def main(argv: list[str] | None = None) -> int:
     # OpenNMT-py 3.5.1 decorates its modules with torch.cuda.amp's deprecated functions:
     # thirteen lines of FutureWarning in every training log, about nothing a user can change
     warnings.filterwarnings("ignore", message=r"`torch\.cuda\.amp\.", category=FutureWarning)
-    from paramill.device import deterministic
+    from paramill.run.device import deterministic
     from paramill.nmt import position
 
     read_checkpoints_safely()

@@ -86,7 +86,7 @@ def read_record(checkpoint: str | Path) -> dict[str, dict[str, int]] | None:
 
 
 def write_record(checkpoint: str | Path, step: int, corpora: dict[str, dict[str, int]]) -> None:
-    from paramill.io import write_json
+    from paramill.io.jsonfiles import write_json
 
     write_json(record_path(checkpoint), {"step": step, "corpora": corpora}, indent=None)
 

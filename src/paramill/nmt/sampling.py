@@ -8,8 +8,8 @@ For each Czech source with English reference:
    SentencePiece Viterbi segmentation, passed to CTranslate2 as ``suppress_sequences``.
    Because that option holds for a whole ``translate_batch`` call, every (source, set) is
    its own call: ``per_call`` asks for ``samples`` hypotheses of one source, ``replicate``
-   repeats the source ``samples`` times with one hypothesis each (benchmarks/diverse.py
-   measures both; ``per_call`` is the default). The opennmt-py engine takes a suppression
+   repeats the source ``samples`` times with one hypothesis each (both measured,
+   benchmarks/records/README.md; ``per_call`` is the default). The opennmt-py engine takes a suppression
    list per source, so it samples every (source, set) of a block in one batch.
 2. **Sampling.** ``beam_size=1``, ``sampling_topk`` = ``k`` (10), ``samples`` (30) per set:
    150 candidates per source; identical strings are kept once (the best-scored copy).
@@ -43,17 +43,17 @@ from typing import Any, Literal
 
 import pyarrow as pa
 
-from paramill.device import fit_gpu_memory
-from paramill.io import iter_parquet_batches, parquet_rows
-from paramill.job import table_job
+from paramill.run.device import fit_gpu_memory
+from paramill.io.tableread import iter_parquet_batches, parquet_rows
+from paramill.run.job import table_job
 from paramill.nmt.cluster import best_per_cluster, cluster_units, kmedoids
 from paramill.nmt.engine import Engine, announce, open_translator, select
 from paramill.nmt.tables import CANDIDATES
 from paramill.nmt.score import load_scorer, nll_per_token
 from paramill.nmt.subwords import Segmenter, check_fits, model_vocabulary
-from paramill.pools import lost_workers
+from paramill.run.pools import lost_workers
 from paramill.provenance import Run
-from paramill.settings import Device, setting, Settings
+from paramill.config.typed import Device, setting, Settings
 from paramill.text import tokenize
 
 STRATEGIES = ("per_call", "replicate")

@@ -9,7 +9,7 @@ from paramill.nmt.sampling import SampleSettings
 from paramill.nmt.subwords import SubwordSettings
 from paramill.nmt.train import ModelSettings, NmtTrainSettings
 from paramill.nmt.translate import TranslateSettings
-from paramill.settings import Name, Settings, object_schema, section, setting
+from paramill.config.typed import Name, Settings, object_schema, section, setting
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -8,8 +8,9 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from paramill.io import iter_parquet_batches, write_json
-from paramill.job import output_job
+from paramill.io.tableread import iter_parquet_batches
+from paramill.io.jsonfiles import write_json
+from paramill.run.job import output_job
 from paramill.provenance import Run
 
 

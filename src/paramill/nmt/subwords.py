@@ -15,12 +15,12 @@ from typing import Literal
 
 import sentencepiece as spm
 
-from paramill import device
-from paramill.job import output_job
-from paramill.io import iter_parquet_batches
-from paramill.modelfiles import open_sentencepiece
+from paramill.run import device
+from paramill.run.job import output_job
+from paramill.io.tableread import iter_parquet_batches
+from paramill.run.modelfiles import open_sentencepiece
 from paramill.provenance import Run
-from paramill.settings import Settings, setting
+from paramill.config.typed import Settings, setting
 
 
 @dataclass(frozen=True)
@@ -82,10 +82,6 @@ class Segmenter:
 
     def encode(self, texts: list[str]) -> list[list[str]]:
         return self.sp.encode(texts, out_type=str, num_threads=device.threads())
-
-    def sample(self, texts: list[str], nbest: int = -1, alpha: float = 0.1) -> list[list[str]]:
-        return self.sp.encode(texts, out_type=str, enable_sampling=True, nbest_size=nbest,
-                              alpha=alpha, num_threads=device.threads())
 
     def decode(self, pieces: list[list[str]]) -> list[str]:
         return self.sp.decode(pieces, num_threads=device.threads())

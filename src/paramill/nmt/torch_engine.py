@@ -34,7 +34,7 @@ from typing import Any
 
 import numpy as np
 
-from paramill.modelfiles import rebuilt_from
+from paramill.run.modelfiles import rebuilt_from
 from paramill.nmt.checkpoints import CHECKPOINT, check_sizes, checkpoint_path, load_checkpoint
 
 #: compute types of the CTranslate2 setting, as torch dtypes (int8 variants: their float part)

@@ -32,15 +32,15 @@ from typing import Any, Literal
 
 import yaml
 
-from paramill import device
-from paramill.io import sha256_file
-from paramill.job import output_job
+from paramill.run import device
+from paramill.io.outputs import sha256_file
+from paramill.run.job import output_job
 from paramill.nmt import position
 from paramill.nmt.data import FILES
 from paramill.nmt.launch import STOPPED, THEN, parse_steps
 from paramill.provenance import Run
-from paramill.signals import on_sigterm
-from paramill.settings import Settings, setting
+from paramill.run.signals import on_sigterm
+from paramill.config.typed import Settings, setting
 
 DIRECTIONS = ("cs-en", "en-cs")
 _STEP = re.compile(r"model_step_(\d+)\.pt$")
@@ -191,7 +191,7 @@ def resumable(work: Path, label: str = "nmt train") -> list[tuple[int, Path]]:
     the reason on stderr: OpenNMT-py writes checkpoints in place, so a job killed while it
     wrote one leaves it cut, and every later run would fail on it; one that asks the
     unpickler for anything else was not written by OpenNMT-py and could run code."""
-    from paramill.modelfiles import set_aside
+    from paramill.run.modelfiles import set_aside
     from paramill.nmt.checkpoints import load_checkpoint
 
     done = checkpoints(work)

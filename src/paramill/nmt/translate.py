@@ -28,16 +28,16 @@ from typing import Any, Literal
 
 import pyarrow as pa
 
-from paramill import device
-from paramill.io import iter_parquet_batches, parquet_rows
-from paramill.job import table_job
+from paramill.run import device
+from paramill.io.tableread import iter_parquet_batches, parquet_rows
+from paramill.run.job import table_job
 from paramill.nmt.engine import Engine, announce, open_translator, select
 from paramill.nmt.tables import CANDIDATES
 from paramill.nmt.subwords import Segmenter, check_fits
-from paramill.plan import DISTINCT_SHARE
-from paramill.progress import note
+from paramill.run.plan import DISTINCT_SHARE
+from paramill.run.progress import note
 from paramill.provenance import Run
-from paramill.settings import Device, setting, Settings
+from paramill.config.typed import Device, setting, Settings
 
 METHODS = ("beam", "kbest")  # "sample" is paramill.nmt.sampling
 

@@ -29,7 +29,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from paramill.device import host_out_of_memory
+from paramill.run.device import host_out_of_memory
 from paramill.errors import InputError
 
 #: keys of the models this process (or the one that started it) tried, JSON, for its workers

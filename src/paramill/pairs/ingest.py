@@ -29,18 +29,22 @@ import numpy as np
 import polars as pl
 import pyarrow as pa
 
-from paramill import rules, text
-from paramill.dedup import DUP_HERE, KEEP, KEYS, KeySpill, check_key_files, pair_keys
-from paramill.job import output_job
-from paramill.io import (BATCH_TEXT_CHARS, ShardWriter, TableWriter, iter_parquet_batches,
-                         parquet_rows, scratch_dir, sha256_file, write_json)
-from paramill.formats import Candidate
+from paramill.text import cleaning as rules
+from paramill import text
+from paramill.text.dedup import DUP_HERE, KEEP, KEYS, KeySpill, check_key_files, pair_keys
+from paramill.run.job import output_job
+from paramill.io.lines import BATCH_TEXT_CHARS
+from paramill.io.tableread import iter_parquet_batches, parquet_rows
+from paramill.io.tablewrite import ShardWriter, TableWriter
+from paramill.io.outputs import scratch_dir, sha256_file
+from paramill.io.jsonfiles import write_json
+from paramill.formats.rows import Candidate
 from paramill.pairs.readers import PairCorpusSpec, read_pairs
 from paramill.pairs.tables import PAIR_CANDIDATES, PAIR_REJECTED
-from paramill.plan import rejection_line
-from paramill.progress import note, progress
+from paramill.run.plan import rejection_line
+from paramill.run.progress import note, progress
 from paramill.provenance import Run
-from paramill.settings import Settings, setting
+from paramill.config.typed import Settings, setting
 
 STATS_NAME, REJECTED_NAME, KEYS_NAME = "stats.json", "rejected.parquet", "keys.parquet"
 

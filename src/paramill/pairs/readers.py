@@ -18,9 +18,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from paramill import formats
-from paramill.formats import Candidate
-from paramill.settings import setting
+from paramill.formats import reading, registry
+from paramill.formats.rows import Candidate
+from paramill.config.typed import setting
 
 USE = "pairs"
 
@@ -34,7 +34,7 @@ class PairCorpusSpec:
     name: str
     format: str = setting(doc="The corpus's layout: one of the layouts `paramill formats list --use pairs` names "
                           "(the manual's Input formats page has their keys).",
-                          enum=formats.enum(USE))
+                          enum=registry.enum(USE))
     method: str | None = setting(
         None, "The candidates' `method` (default: the format; references: the system name).",
         no_default=True, type="string", pattern="^[A-Za-z0-9][A-Za-z0-9_.+-]*$")
@@ -45,11 +45,11 @@ class PairCorpusSpec:
         "first in name order keeps it).")
     layout: Any = None
 
-    schema_extra: ClassVar[dict[str, Any]] = formats.corpus_schema(USE)
+    schema_extra: ClassVar[dict[str, Any]] = registry.corpus_schema(USE)
 
     @classmethod
     def from_dict(cls, name: str, spec: dict[str, Any]) -> PairCorpusSpec:
-        return formats.corpus(cls, USE, name, spec, f"pairs.corpora.{name}")
+        return registry.corpus(cls, USE, name, spec, f"pairs.corpora.{name}")
 
     def record(self) -> dict[str, Any]:
         """The corpus's settings as plain data (its provenance)."""
@@ -58,7 +58,7 @@ class PairCorpusSpec:
 
     @property
     def files(self) -> list[str]:
-        return formats.files(self.format, self.layout)
+        return registry.files(self.format, self.layout)
 
 
 def read_pairs(spec: PairCorpusSpec, max_line_bytes: int = 65536,
@@ -66,6 +66,6 @@ def read_pairs(spec: PairCorpusSpec, max_line_bytes: int = 65536,
     """The corpus's candidates, read by its layout (``method``: the corpus's, else the
     layout's name as configured); an error when not one line could be read
     (:func:`paramill.formats.some_readable`)."""
-    rows = formats.reader(USE, spec.format)(spec.layout, spec.method or spec.format,
+    rows = registry.reader(USE, spec.format)(spec.layout, spec.method or spec.format,
                                             max_line_bytes, batch_rows)
-    return formats.some_readable(rows, ";".join(spec.files), f"a {spec.format} pair corpus")
+    return reading.some_readable(rows, ";".join(spec.files), f"a {spec.format} pair corpus")

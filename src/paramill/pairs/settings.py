@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 from paramill.pairs.ingest import PairCleanSettings, PairIngestSettings
 from paramill.pairs.readers import PairCorpusSpec
-from paramill.settings import Name, Settings, section, setting
+from paramill.config.typed import Name, Settings, section, setting
 
 
 @dataclass(frozen=True)

@@ -5,11 +5,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from paramill.io import write_json
-from paramill.job import output_job
+from paramill.io.jsonfiles import write_json
+from paramill.run.job import output_job
 from paramill.pairs.ingest import STATS_NAME
 from paramill.provenance import Run
-from paramill.shapes import COUNT, COUNTS, TEXT, read_json_as
+from paramill.io.jsonfiles import COUNT, COUNTS, TEXT, read_json_as
 
 #: a pair corpus's stats.json (`paramill pairs ingest`), as far as `pairs stats` reads it
 INGEST_STATS = {"type": "object", "required": ["corpus", "format", "lines_in", "rows_in", "kept", "rejected",

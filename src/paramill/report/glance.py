@@ -10,7 +10,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-from paramill.io import read_json
+from paramill.io.jsonfiles import read_json
 from paramill.provenance import prov_path
 
 MAX_INPUTS = 40

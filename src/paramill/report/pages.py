@@ -10,7 +10,8 @@ from pathlib import Path
 
 import polars as pl
 
-from paramill.io import InputError, read_json
+from paramill.errors import InputError
+from paramill.io.jsonfiles import read_json
 from paramill.report.glance import _headline
 
 MAX_ROWS = 500

@@ -13,8 +13,11 @@ from dataclasses import dataclass
 from typing import Annotated, Any
 from urllib.parse import urlsplit
 
-from paramill.progress import note
-from paramill.settings import Settings, setting
+from urllib3.exceptions import MaxRetryError
+from urllib3.util.retry import Retry
+
+from paramill.run.progress import note
+from paramill.config.typed import Settings, setting
 from paramill.twitter.web import Adapter, deadline
 
 
@@ -223,10 +226,29 @@ class Refused(Exception):
 RETRYABLE_STATUS = (429, 500, 502, 503, 504)
 
 
+def _schedule(factor: float, cap: float, retries: int) -> float:
+    """The nominal wait before retry number ``retries`` (1, 2, ...): ``factor * 2**(n-1)``,
+    capped at ``cap``."""
+    return min(cap, factor * 2 ** (retries - 1)) if retries else 0.0
+
+
+class _Backoff(Retry):
+    """urllib3's retry budget (``total``, its history, exhaustion), waiting ``backoff`` before
+    the first retry and twice as long before each next one, up to ``backoff_max`` (urllib3's
+    own schedule waits nothing before the first)."""
+
+    def get_backoff_time(self) -> float:
+        return _schedule(self.backoff_factor, self.backoff_max, len(self.history))
+
+
+class _Failure(Exception):
+    """What went wrong with one try of an API call, as the retry budget records it."""
+
+
 def backoff_delay(settings: HarvestSettings, attempt: int, rng: random.Random) -> float:
     """Exponential back-off with jitter: uniform in [½, 1] of ``backoff * 2**attempt``,
     capped at ``backoff_max``."""
-    return min(settings.backoff_max, settings.backoff * 2 ** attempt) * rng.uniform(0.5, 1.0)
+    return _schedule(settings.backoff, settings.backoff_max, attempt + 1) * rng.uniform(0.5, 1.0)
 
 
 def call(fn: Callable[..., Any], settings: HarvestSettings, sleep: Callable[[float], None] = time.sleep,
@@ -241,8 +263,10 @@ def call(fn: Callable[..., Any], settings: HarvestSettings, sleep: Callable[[flo
     if client is not None and getattr(client, "bearer_token", None) is None:
         kwargs["user_auth"] = True  # OAuth 1.0a user context: sign the request
     window = ""  # where a rate limit's window ends past the longest wait: said in the error
-    for attempt in range(settings.retries + 1):
-        wait = backoff_delay(settings, attempt, rng)
+    retry = _Backoff(total=settings.retries, backoff_factor=settings.backoff,
+                     backoff_max=settings.backoff_max)
+    while True:
+        wait = None  # the back-off, unless the API says when to come back
         try:
             with deadline(3 * settings.api_timeout):  # a server sending a byte at a time too
                 return fn(**kwargs)
@@ -287,13 +311,16 @@ def call(fn: Callable[..., Any], settings: HarvestSettings, sleep: Callable[[flo
             # RecursionError: an answer nested deeper than Python's JSON parser goes (a broken
             # proxy's or a hostile one's), retried as any unreadable answer
             failure = type(exc).__name__
-        if attempt == settings.retries:
+        try:
+            retry = retry.increment(error=_Failure(failure))
+        except MaxRetryError:
             raise HarvestError(f"{fn.__name__} failed after {settings.retries} retries: {failure}"
-                               + (window if failure.startswith("rate limited") else ""))
+                               + (window if failure.startswith("rate limited") else "")) from None
+        if wait is None:
+            wait = retry.get_backoff_time() * rng.uniform(0.5, 1.0)
         note(f"paramill twitter harvest: {fn.__name__} {failure}: waiting {wait:.1f} s, then retry "
-             f"{attempt + 1} of {settings.retries}")  # a wait of up to backoff_max is not a hang
+             f"{len(retry.history)} of {settings.retries}")  # a wait of up to backoff_max is not a hang
         sleep(wait)
-    raise AssertionError("unreachable")
 
 
 def _usage_capped(exc: Any) -> bool:

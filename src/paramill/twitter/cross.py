@@ -12,10 +12,9 @@ features, cross-fitted like the encoder's cosine: each grouped fold's pairs are 
 cross-encoder fine-tuned on the other folds
 (:func:`paramill.twitter.identify.crossfit`). CUDA when the job sees a GPU, else CPU.
 
-Pairs are read in the order given (``s1``: the news account's tweet). Reading them both
-ways (``both_orders``, in training and scoring) is kept for ``benchmarks/cross_order.py``,
-which measured it within the seed's noise on the URL corpus (README): the pipeline does not
-use it.
+Pairs are read in the order given (``s1``: the news account's tweet): reading them both
+ways, in training and scoring, measured within the seed's noise on the URL corpus
+(benchmarks/records/README.md).
 """
 
 from __future__ import annotations
@@ -36,8 +35,8 @@ class CrossEncoder:
                  state: bytes | None = None, max_length: int = 128):
         import torch
 
-        from paramill.device import pick
-        from paramill.modelfiles import sentence_transformer
+        from paramill.run.device import pick
+        from paramill.run.modelfiles import sentence_transformer
 
         self.source, self.batch, self.max_length = source, batch, max_length
         #: each halving of the batch after the GPU ran out of memory (``at``, the size, ``now``)
@@ -70,7 +69,7 @@ class CrossEncoder:
         the rest (and later calls) at that size (kept in :attr:`out_of_gpu_memory`)."""
         import torch
 
-        from paramill.device import fitted_batches
+        from paramill.run.device import fitted_batches
 
         out = np.zeros(len(pairs))
         order = np.argsort([len(a) + len(b) for a, b in pairs], kind="stable")
@@ -85,13 +84,9 @@ class CrossEncoder:
                                         self.out_of_gpu_memory, batch)
         return out
 
-    def score(self, pairs: list[tuple[str, str]], both_orders: bool = False) -> np.ndarray:
-        """p(paraphrase) of each pair; with ``both_orders``, from the mean of the logits of
-        ``(s1, s2)`` and ``(s2, s1)`` (a pair has no order; twice the cost)."""
-        logits = self.logits(pairs)
-        if both_orders:
-            logits = (logits + self.logits([(b, a) for a, b in pairs])) / 2
-        return 1 / (1 + np.exp(-logits))
+    def score(self, pairs: list[tuple[str, str]]) -> np.ndarray:
+        """p(paraphrase) of each pair."""
+        return 1 / (1 + np.exp(-self.logits(pairs)))
 
 
 def PairModel(transformer):  # noqa: N802 - a class made where torch is imported
@@ -112,11 +107,10 @@ def PairModel(transformer):  # noqa: N802 - a class made where torch is imported
 
 def cross_state(source: str, pairs: list[tuple[str, str]], labels, *, epochs: int, lr: float,
                 batch: int, precision: str, seed: int, max_length: int = 128,
-                both_orders: bool = False, desc: str = "fine-tuning the cross-encoder") -> bytes:
+                desc: str = "fine-tuning the cross-encoder") -> bytes:
     """The weights (``torch.save`` bytes) of the cross-encoder from ``source`` fine-tuned on
-    the labelled ``pairs`` with binary cross-entropy. With ``both_orders`` each pair is read
-    as ``(s2, s1)`` in a seeded half of its steps (the same cost). Seeded (the head's
-    initialisation, the batches, the orders): the same inputs give the same weights on CPU."""
+    the labelled ``pairs`` with binary cross-entropy. Seeded (the head's initialisation, the
+    batches): the same inputs give the same weights on CPU."""
     import torch
 
     if epochs < 1:
@@ -130,14 +124,8 @@ def cross_state(source: str, pairs: list[tuple[str, str]], labels, *, epochs: in
     y = torch.from_numpy(np.asarray(labels, dtype=np.float32)).to(encoder.device)
     lengths = np.asarray([len(a) + len(b) for a, b in pairs])
 
-    flips = np.random.default_rng([seed, 1])  # its own stream: the batches stay as without
-
     def loss_of(model, index):
-        batch_pairs = [pairs[i] for i in index]
-        if both_orders:
-            batch_pairs = [(b, a) if flip else (a, b)
-                           for (a, b), flip in zip(batch_pairs, flips.random(len(index)) < 0.5)]
-        logits = model(**encoder.inputs(batch_pairs))
+        logits = model(**encoder.inputs([pairs[i] for i in index]))
         return torch.nn.functional.binary_cross_entropy_with_logits(logits.float(), y[index])
 
     return _optimise(encoder.model, encoder.device, run_in,

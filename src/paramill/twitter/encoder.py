@@ -97,8 +97,8 @@ class PretrainedEncoder:
 
     def __init__(self, source: str, batch: int = 64, precision: str = "auto",
                  state: bytes | None = None, layers: int = 0):
-        from paramill.device import pick
-        from paramill.modelfiles import sentence_transformer
+        from paramill.run.device import pick
+        from paramill.run.modelfiles import sentence_transformer
 
         self.source, self.batch = source, batch
         #: each halving of the batch after the GPU ran out of memory (``at``, the size, ``now``)
@@ -156,7 +156,7 @@ class PretrainedEncoder:
         size (:func:`paramill.device.fit_gpu_memory`; kept in :attr:`out_of_gpu_memory`)."""
         import torch
 
-        from paramill.device import fitted_batches
+        from paramill.run.device import fitted_batches
 
         self.model.eval()
         out = np.zeros((len(sentences), 0), dtype=np.float32)
@@ -264,15 +264,13 @@ def quantize_int8(model):
         return quantize_dynamic(model, {torch.nn.Linear}, dtype=torch.qint8)
 
 
-def cosent_loss(cos, labels, scale: float):
-    """CoSENT: ``log(1 + sum over (i, j) with labels[i] > labels[j] of exp(scale * (cos[j] -
-    cos[i])))`` - every lower-labelled pair's cosine pushed below every higher one's."""
-    import torch
+def cosent_loss(a, b, labels, scale: float):
+    """sentence-transformers' CoSENT loss of the pairs' vectors ``a`` and ``b``: ``log(1 + sum
+    over (i, j) with labels[i] > labels[j] of exp(scale * (cos[j] - cos[i])))``, every
+    lower-labelled pair's cosine pushed below every higher one's."""
+    from sentence_transformers.sentence_transformer.losses import CoSENTLoss
 
-    diff = scale * (cos[None, :] - cos[:, None])  # [i, j]: cos[j] - cos[i]
-    wanted = labels[:, None] > labels[None, :]
-    diff = diff.masked_fill(~wanted, float("-inf"))
-    return torch.logsumexp(torch.cat([diff.new_zeros(1), diff.flatten()]), 0)
+    return CoSENTLoss(None, scale=scale).compute_loss_from_embeddings([a, b], labels)
 
 
 def length_grouped_batches(lengths: np.ndarray, batch: int, rng: np.random.Generator,
@@ -296,7 +294,7 @@ def _optimise(model, device: str, run_in: str, epoch_batches: list[list[np.ndarr
     (``torch.save`` bytes)."""
     import torch
 
-    from paramill.progress import progress
+    from paramill.run.progress import progress
 
     steps = sum(len(b) for b in epoch_batches)
     warmup = max(1, steps // 10)
@@ -371,7 +369,7 @@ def finetune_state(source: str, pairs: list[tuple[str, str]], labels, *, epochs:
 
     def loss_of(model, index):
         a, b = (_embed(model, [pairs[i][k] for i in index], encoder.device) for k in (0, 1))
-        return cosent_loss((a * b).sum(1), y[index], scale)
+        return cosent_loss(a, b, y[index], scale)
 
     return _optimise(encoder.model, encoder.device, run_in,
                      [length_grouped_batches(lengths, batch, rng) for _ in range(epochs)],
@@ -388,7 +386,7 @@ def distill_state(source: str, sentences: list[str], *, layers: int, epochs: int
     (:func:`_optimise`); seeded."""
     import torch
 
-    from paramill.progress import progress
+    from paramill.run.progress import progress
 
     sentences = sorted(set(sentences))
     if not sentences:

@@ -52,9 +52,10 @@ from typing import Any
 
 import pyarrow as pa
 
-from paramill.job import output_job
-from paramill.io import InputError, TableWriter
-from paramill.progress import note, progress
+from paramill.run.job import output_job
+from paramill.errors import InputError
+from paramill.io.tablewrite import TableWriter
+from paramill.run.progress import note, progress
 from paramill.provenance import Run
 from paramill.twitter.api import (
     TWEET_FIELDS,

@@ -13,13 +13,15 @@ from typing import Any
 import polars as pl
 import pyarrow as pa
 
-from paramill.io import InputError, TableWriter, check_regular_file, read_json, write_json
-from paramill.job import output_job
+from paramill.errors import InputError, check_regular_file
+from paramill.io.tablewrite import TableWriter
+from paramill.io.jsonfiles import read_json, write_json
+from paramill.run.job import output_job
 from paramill.provenance import Run
-from paramill.shapes import COUNT, TEXT, read_json_as
-from paramill.tables import read_table
+from paramill.io.jsonfiles import COUNT, TEXT, read_json_as
+from paramill.io.tableread import read_table
 from paramill.twitter.identify import Identifier
-from paramill.twitter.months import days_before as before_month
+from paramill.twitter.days import days_before as before_month
 from paramill.twitter.tweets import TWEETS, TWEETS_ADDED
 from paramill.twitter.url_pairs import PAIRS, PairSettings, build_pairs
 

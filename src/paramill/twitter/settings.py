@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Annotated, Literal
 
-from paramill.settings import Settings, section, setting
+from paramill.config.typed import Settings, section, setting
 from paramill.twitter.api import HarvestSettings
 from paramill.twitter.identify import IdentifySettings
 from paramill.twitter.url_pairs import PairSettings

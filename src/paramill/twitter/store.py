@@ -15,8 +15,10 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 
-from paramill.io import InputError, atomic_output, read_json, write_json
-from paramill.progress import note
+from paramill.errors import InputError
+from paramill.io.outputs import atomic_output
+from paramill.io.jsonfiles import read_json, write_json
+from paramill.run.progress import note
 from paramill.twitter.api import HarvestError
 from paramill.twitter.tweets import rejected
 

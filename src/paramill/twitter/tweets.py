@@ -11,7 +11,9 @@ from typing import Any
 
 import pyarrow as pa
 
-from paramill.formats import Bad, json_lines, jsontext, some_readable
+from paramill.formats.rows import Bad
+from paramill.formats.reading import json_lines, some_readable
+from paramill.formats import jsontext
 
 #: The normalised tweet table (DESIGN.md).
 TWEETS = pa.schema([

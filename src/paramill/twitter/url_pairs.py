@@ -3,7 +3,7 @@ tweet that shares its URL, after dropping retweets and near-copies.
 
 Dropped, counted by reason: the earlier versions of an edited post (its latest kept),
 automatic retweets (the API marks them), manual retweets (after
-:func:`paramill.twitter.text.clean` and :func:`comparable`, one text is a substring of the
+:func:`paramill.twitter.tweettext.clean` and :func:`comparable`, one text is a substring of the
 other — which covers texts that differ only in punctuation), texts equal to the linked
 page's ``twitter:title``/``twitter:description`` (when fetched), and texts shorter than
 ``min_tokens`` (7, as the original code) tokens.
@@ -18,8 +18,8 @@ from typing import Annotated, Any
 import polars as pl
 import pyarrow as pa
 
-from paramill.settings import Settings, setting
-from paramill.twitter.text import clean, comparable, tokenize
+from paramill.config.typed import Settings, setting
+from paramill.twitter.tweettext import clean, comparable, tokenize
 
 PAIRS = pa.schema([
     pa.field("url", pa.string(), nullable=False),

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from paramill import formats
+from paramill.formats import reading, registry
 
 
 def read_labelled(path: str | Path, fmt: str, labels: str | Path | None = None,
@@ -17,12 +17,12 @@ def read_labelled(path: str | Path, fmt: str, labels: str | Path | None = None,
     """(pairs, labels, dropped) from a labelled file/directory in layout ``fmt`` (``labels``:
     a separate label file, for a layout that takes one: PIT-2015 test's; ``fields``: the
     columns a csv, json, jsonl or parquet set reads)."""
-    read = formats.reader("labelled", fmt)
+    read = registry.reader("labelled", fmt)
     if fields:
         return read(str(path), MAX_TEXT_LINE_BYTES, fields=fields)
     if labels is None:
         return read(str(path), MAX_TEXT_LINE_BYTES)
-    if not getattr(formats.layout(fmt), "LABEL_FILE", False):
+    if not getattr(registry.layout(fmt), "LABEL_FILE", False):
         raise ValueError(f"a separate label file is read for format pit2015 only, not {fmt!r}")
     return read(str(path), MAX_TEXT_LINE_BYTES, labels=str(labels))
 
@@ -42,7 +42,7 @@ def unlabelled_sentences(paths, limit: int, seed: int) -> list[str]:
     heap: list[tuple[int, str]] = []  # (-hash, line): the largest kept hash on top
     kept: set[str] = set()
     for path in paths:
-        for _, text in formats.strict_lines(path, MAX_TEXT_LINE_BYTES):
+        for _, text in reading.strict_lines(path, MAX_TEXT_LINE_BYTES):
             text = text.strip()
             if not text or text in kept:
                 continue

@@ -12,7 +12,7 @@ import numpy as np
 
 from paramill.twitter.identify.featurise import features, training_idf
 from paramill.twitter.identify.settings import IdentifySettings
-from paramill.twitter.text import comparable
+from paramill.twitter.tweettext import comparable
 
 def _best_f1(precision: np.ndarray, recall: np.ndarray) -> tuple[int, np.ndarray]:
     """The index of the highest F1 on a precision-recall curve (its last point, recall 0,

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from paramill.twitter.encoder import PretrainedEncoder
-from paramill.twitter.text import comparable, tokenize
+from paramill.twitter.tweettext import comparable, tokenize
 
 BASELINE = [f"{kind}_{n}_{m}" for kind in ("tok", "stem") for n in (1, 2, 3) for m in ("p", "r", "f")]
 EXTRA = ["char_ratio", "length_ratio", "jaccard", "cosine"]

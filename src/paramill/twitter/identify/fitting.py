@@ -10,8 +10,8 @@ from typing import Any
 
 import numpy as np
 
-from paramill.io import write_json
-from paramill.job import output_job
+from paramill.io.jsonfiles import write_json
+from paramill.run.job import output_job
 from paramill.provenance import Run
 from paramill.twitter.identify.data import read_labelled, unlabelled_sentences
 from paramill.twitter.identify.evaluation import (
@@ -106,7 +106,7 @@ def _test_fold_sentences(student: bool) -> str:
     if student:
         return ("seen: the student encoder was distilled on every train sentence, the test "
                 "folds' included (without their labels), so the encoder model's figure is "
-                "optimistic; a held-out set (evaluate, or benchmarks/paraid.py --holdout) "
+                "optimistic; a held-out set (evaluate, or benchmarks/twitter/paraid.py --holdout) "
                 "measures sentences it never saw")
     return "unseen: no model learnt from the test folds (fine-tuned scores are cross-fitted)"
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from paramill.twitter.text import comparable
+from paramill.twitter.tweettext import comparable
 
 
 def pair_key(s1: str, s2: str) -> tuple[str, str]:

@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from paramill.errors import InputError, first_line
-from paramill.modelfiles import compressed_member, torch_load_problem
+from paramill.run.modelfiles import compressed_member, torch_load_problem
 from paramill.twitter.encoder import PretrainedEncoder
 from paramill.twitter.identify.evaluation import LinearModel
 from paramill.twitter.identify.featurise import DocumentFrequencies, model_features
@@ -273,7 +273,7 @@ class Identifier:
                 f" train it with twitter.identify.model: {which}"))
         if not pairs:
             return np.zeros(0)
-        from paramill.progress import progress
+        from paramill.run.progress import progress
 
         out = np.zeros(len(pairs))
         with progress(f"scoring pairs ({which})", unit="pairs", total=len(pairs)) as bar:

@@ -6,13 +6,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Annotated, Literal
 
-from paramill import formats
+from paramill.formats import registry
 from paramill.formats import named
-from paramill.settings import Settings, setting
+from paramill.config.typed import Settings, setting
 
 #: the layouts of labelled data (:mod:`paramill.formats`' modules that can be read as
 #: ``labelled``; old names after the layouts')
-FORMATS = tuple(formats.enum("labelled"))
+FORMATS = tuple(registry.enum("labelled"))
 
 
 @dataclass(frozen=True)
