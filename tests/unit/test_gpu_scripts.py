@@ -11,13 +11,13 @@ CHECK = ROOT / "scripts" / "gpu-check.sh"
 
 
 def invocations(text: str) -> list[tuple[str, list[str]]]:
-    """Each ``benchmarks/NAME.py`` the script runs, with the ``--flags`` its command passes
+    """Each ``benchmarks/STAGE/NAME.py`` the script runs (``STAGE/NAME``), with the ``--flags`` its command passes
     (comments left out, continuation lines joined; a command ends at ``;;`` or the line's
     end)."""
     found = []
     code = "\n".join(line for line in text.splitlines() if not line.lstrip().startswith("#"))
     for line in code.replace("\\\n", " ").splitlines():
-        for match in re.finditer(r"benchmarks/(\w+)\.py([^;]*)", line):
+        for match in re.finditer(r"benchmarks/(\w+/\w+)\.py([^;]*)", line):
             found.append((match.group(1), re.findall(r"(?<!\S)(--[a-z][a-z0-9-]*)", match.group(2))))
     return found
 
@@ -32,17 +32,17 @@ def accepted(script: str) -> set[str]:
 
 
 def test_the_parser_of_invocations_finds_flags_across_continuation_lines():
-    text = ('# benchmarks/c.py --in-a-comment\n'
-            'step x x.log "$PY" benchmarks/a.py --one 1 \\\n    --two-words "$X" --out y ;;\n'
-            '      b) "$PY" ../benchmarks/b.py --c "--not-a-flag-inside-a-word"x\n')
-    assert invocations(text) == [("a", ["--one", "--two-words", "--out"]), ("b", ["--c"])]
+    text = ('# benchmarks/s/c.py --in-a-comment\n'
+            'step x x.log "$PY" benchmarks/s/a.py --one 1 \\\n    --two-words "$X" --out y ;;\n'
+            '      b) "$PY" ../benchmarks/t/b.py --c "--not-a-flag-inside-a-word"x\n')
+    assert invocations(text) == [("s/a", ["--one", "--two-words", "--out"]), ("t/b", ["--c"])]
 
 
 def test_every_benchmark_gpu_check_runs_takes_every_flag_it_is_given():
     calls = invocations(CHECK.read_text())
-    assert {name for name, _ in calls} >= {"paraid_default", "cross_speed", "paraid", "cross_order",
-                                           "embeddings", "embed_reference", "embed_scale", "embed_step",
-                                           "nmt_gpu"}
+    assert {name for name, _ in calls} >= {"twitter/paraid_default", "twitter/cross_speed", "twitter/paraid",
+                                           "embed/embeddings", "embed/embed_reference", "embed/embed_scale",
+                                           "embed/embed_prefetch", "nmt/nmt_gpu"}
     for name, flags in calls:
         unknown = set(flags) - accepted(name)
         assert not unknown, f"scripts/gpu-check.sh passes benchmarks/{name}.py {sorted(unknown)}"
@@ -52,62 +52,23 @@ def test_every_variant_and_test_file_gpu_check_names_exists():
     text = CHECK.read_text()
     default = re.search(r"--variants \$\{VARIANTS:-([^}]*)\}", text)
     assert default
-    steps = re.search(r"--variants \$\{STEP_VARIANTS:-([^}]*)\}", text)
-    assert steps
-    # embed_step.py takes embeddings.py's variants
-    assert "from embeddings import VARIANTS" in (ROOT / "benchmarks" / "embed_step.py").read_text()
-    embeddings = (ROOT / "benchmarks" / "embeddings.py").read_text()
-    for variant in default.group(1).split() + steps.group(1).split():
+    tf32 = re.search(r"--variants \$\{TF32_VARIANTS:-([^}]*)\}", text)
+    assert tf32
+    embeddings = (ROOT / "benchmarks" / "embed" / "embeddings.py").read_text()
+    for variant in default.group(1).split() + tf32.group(1).split():
         assert re.search(rf'^\s+"{re.escape(variant)}": \{{', embeddings, re.M), variant
     for test_file in re.findall(r"tests/unit/test_\w+\.py", text):
         assert (ROOT / test_file).is_file(), test_file
 
 
-def test_a_profiles_device_time_counts_each_kernel_once(monkeypatch):
-    """benchmarks/embed_step.py's profile: torch.profiler gives an operation the device time of
-    the kernels it launched as its own ("self") device time, and each kernel its own row, so
-    the device's busy time is the kernels' rows alone; the operations' rows say whose they
-    are. Made-up averaged events (an operation with two kernels, a copy, and an operation
-    with none), as the profiler's ``key_averages`` gives them."""
-    import sys
-    from types import SimpleNamespace
-
-    from torch.autograd import DeviceType
-
-    monkeypatch.syspath_prepend(str(ROOT / "benchmarks"))
-    sys.modules.pop("embed_step", None)
-    from embed_step import device_split
-
-    def event(key, device, self_device, self_cpu, count=10):
-        return SimpleNamespace(key=key, device_type=device, count=count,
-                               self_device_time_total=self_device, self_cpu_time_total=self_cpu)
-
-    events = [event("aten::mm", DeviceType.CPU, 300.0, 50.0),
-              event("sm90_gemm", DeviceType.CUDA, 200.0, 0.0),
-              event("elementwise_kernel", DeviceType.CUDA, 100.0, 0.0),
-              event("Memcpy HtoD", DeviceType.CUDA, 40.0, 0.0),
-              event("aten::view", DeviceType.CPU, 0.0, 20.0),
-              event("cudaLaunchKernel", DeviceType.CPU, 0.0, 30.0, count=20)]
-    kernels, ops, host = device_split(events, 10, on_device=True)
-    assert [(r["name"], r["us_per_step"]) for r in kernels] == [
-        ("sm90_gemm", 20.0), ("elementwise_kernel", 10.0), ("Memcpy HtoD", 4.0)]
-    assert sum(r["us_per_step"] for r in kernels) == 34.0  # not 64: aten::mm's are these
-    assert [(r["name"], r["us_per_step"]) for r in ops] == [("aten::mm", 30.0)]
-    assert [(r["name"], r["per_step"]) for r in host] == [
-        ("aten::mm", 1.0), ("cudaLaunchKernel", 2.0), ("aten::view", 1.0)]
-    kernels, ops, host = device_split(events, 10, on_device=False)  # a CPU: operations only
-    assert [r["name"] for r in kernels] == ["aten::mm", "cudaLaunchKernel", "aten::view"]
-    assert ops == host == []
-
-
 def test_the_prefetch_benchmarks_inline_reader_passes_every_epochs_end_on():
-    """benchmarks/embed_prefetch.py's inline mode gives training what the read-ahead gives it,
+    """benchmarks/embed/embed_prefetch.py's inline mode gives training what the read-ahead gives it,
     the ``None`` after each epoch's buffers included (it stopped at the first: its runs trained
     one epoch), and times each wait."""
     import importlib.util
     import time
 
-    spec = importlib.util.spec_from_file_location("embed_prefetch", ROOT / "benchmarks" / "embed_prefetch.py")
+    spec = importlib.util.spec_from_file_location("embed_prefetch", ROOT / "benchmarks" / "embed" / "embed_prefetch.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     from paramill.embed.data import Waited, prefetched
@@ -135,7 +96,7 @@ def _gpu_tests(path: Path):
 
 def test_every_name_a_gpu_test_imports_or_patches_exists():
     """The GPU tests run only on a lent card, so a name they import inside their bodies
-    (``from paramill.embed.steps import ...``), an attribute they patch or read on a module
+    (``from paramill.embed.graphstep import ...``), an attribute they patch or read on a module
     or class they imported (``monkeypatch.setattr(train_mod, "_stepper", ...)``,
     ``train_mod._epoch``, ``ReplayedStep._record``), or a keyword they pass to paramill's own
     classes and functions (``EmbedTrainSettings(tf32=...)``), that was renamed would fail

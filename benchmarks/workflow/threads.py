@@ -18,7 +18,7 @@ through Snakemake (`--set-threads nmt_train=N`, the time from the rule's benchma
 embed_train: WORD (300 dims) for one epoch on the Twitter URL corpus train positives
 (11,167 pairs; ``../shared/data``), the `paramill embed train` command line.
 
-    python benchmarks/threads.py --out benchmarks/out/threads.json
+    python benchmarks/workflow/threads.py --out benchmarks/out/threads.json
 """
 
 from __future__ import annotations
@@ -33,6 +33,7 @@ import tempfile
 import time
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: _report
 from _report import SHARED, copy_project, emit, machine, twitter_positives  # noqa: E402
 
 BUSY = "while True: pass"

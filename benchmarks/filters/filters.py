@@ -9,7 +9,7 @@ they need trained models (KenLM 3-gram on 40k held-out references; word-averagin
 classifier, 2 epochs). BLEU is also timed against sacrebleu.sentence_bleu on the same
 pairs (the reference tool), single process.
 
-    python benchmarks/filters.py --out benchmarks/out/filters.json
+    python benchmarks/filters/filters.py --out benchmarks/out/filters.json
 """
 
 from __future__ import annotations
@@ -27,9 +27,10 @@ from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: _report
 from _report import PEAK_RSS_MB, emit  # noqa: E402
 
-SRC = Path(__file__).resolve().parents[1] / "src"
+SRC = Path(__file__).resolve().parents[2] / "src"
 sys.path.insert(0, str(SRC))
 
 from paramill.nmt.tables import CANDIDATES  # noqa: E402

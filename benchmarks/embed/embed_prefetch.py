@@ -16,7 +16,7 @@ CPU's seconds, so the share of reading grows: run it there with ``--device cuda`
 an epoch, the embedding benchmarks' corpus; ``--model trigram`` for TRIGRAM over words):
 whether a thread reading the next epoch beside the steps slows them (Python's lock).
 
-    python benchmarks/embed_prefetch.py [--pairs 400000] [--epochs 2] [--rounds 2] [--device auto]
+    python benchmarks/embed/embed_prefetch.py [--pairs 400000] [--epochs 2] [--rounds 2] [--device auto]
         [--model word|trigram] [--twitter]
 """
 
@@ -29,7 +29,7 @@ import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from _report import REPO, SHARED, emit, machine, twitter_positives  # noqa: E402
 
 sys.path.insert(0, str(REPO / "src"))
@@ -63,7 +63,7 @@ def main() -> None:
                         help="the Twitter URL corpus's train positives (one buffer an epoch), not --pairs synthetic ones")
     parser.add_argument("--out")
     args = parser.parse_args()
-    from paramill import device
+    from paramill.run import device
 
     device.limit_threads(args.threads)
     import torch

@@ -11,7 +11,7 @@ trained and evaluated on STS Benchmark dev, the lexicon built and scored on SimL
 Reports rows kept and rejected per reason, each score's mean per MT system (para-score and
 BLEU side by side), STS dev per model, the lexicon's SimLex figures and the wall time.
 
-    python benchmarks/real_pairs.py --out benchmarks/out/real_pairs.json
+    python benchmarks/pairs/real_pairs.py --out benchmarks/out/real_pairs.json
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ import tempfile
 import time
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: _report
 from _report import SHARED as DATA  # noqa: E402
 from _report import copy_project, emit, twitter_positives  # noqa: E402
 

@@ -3,13 +3,13 @@
 paraphrases? The identifier is trained as the pipeline trains it (``train_identifier``: the
 threshold for ``target_precision`` chosen on grouped out-of-fold scores) on the first four
 fifths of a labelled set's source tweets, and the held-out last fifth is scored (as
-``benchmarks/paraid.py --holdout 0.2``); the held-out fifth's share of paraphrases differs
+``benchmarks/twitter/paraid.py --holdout 0.2``); the held-out fifth's share of paraphrases differs
 from training's. Each model is trained twice: with the threshold chosen at the training
 data's share (``expected_share: null``, the default) and at the held-out fifth's true share
 (``expected_share``, what a user who labelled a sample of their pairs would give). Reported:
 the precision and recall that each threshold gives on the held-out fifth.
 
-    python benchmarks/paraid_share.py --out benchmarks/records/paraid_share-cpu.json
+    python benchmarks/twitter/paraid_share.py --out benchmarks/records/paraid_share-cpu.json
 """
 
 from __future__ import annotations
@@ -20,11 +20,12 @@ import sys
 import tempfile
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: _report
 from _report import REPO, SHARED, emit, machine  # noqa: E402
 
 sys.path.insert(0, str(REPO / "src"))
 
-from paramill import device  # noqa: E402
+from paramill.run import device  # noqa: E402
 from paramill.twitter.identify import (  # noqa: E402
     IdentifySettings,
     LabelledData,

@@ -7,7 +7,7 @@ table) -> selection, as the pipeline runs them
 Reports, per size and stage: seconds, pairs/s and peak RSS of the stage's process; and the
 ratio of peak RSS at the largest size to the smallest (goal: flat, within 1.5x).
 
-    python benchmarks/pairs_scale.py --sizes 1000000 10000000 --out benchmarks/out/pairs_scale.json
+    python benchmarks/pairs/pairs_scale.py --sizes 1000000 10000000 --out benchmarks/out/pairs_scale.json
 """
 
 from __future__ import annotations
@@ -23,9 +23,10 @@ import tempfile
 import time
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: _report
 from _report import PEAK_RSS_MB, emit  # noqa: E402
 
-SRC = str(Path(__file__).resolve().parents[1] / "src")
+SRC = str(Path(__file__).resolve().parents[2] / "src")
 
 STAGE = """
 import json, resource, sys, time

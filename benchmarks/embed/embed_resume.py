@@ -19,7 +19,7 @@ The report: each run's wall and epoch seconds, the checkpoints' writes, where ea
 run's checkpoint left its epoch and the seconds of work after it (lost), and whether each
 resumed model is run 1's weight for weight (it must be: the script exits 1 otherwise).
 
-    python benchmarks/embed_resume.py [--pairs 400000] [--buffer-pairs 100000] [--epochs 2]
+    python benchmarks/embed/embed_resume.py [--pairs 400000] [--buffer-pairs 100000] [--epochs 2]
         [--minutes 0.1] [--kill-after 5] [--units word|sp] [--threads N] [--out FILE]
 """
 
@@ -36,7 +36,7 @@ import threading
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from _report import REPO, emit, machine  # noqa: E402
 
 sys.path.insert(0, str(REPO / "src"))

@@ -20,7 +20,7 @@
 Needs the sample's NMT data (``make run`` makes ``work/nmt/data`` and ``work/nmt/spm``) and
 a bitext shard (``work/shards/*/shard-*.parquet``).
 
-    python benchmarks/nmt_gpu.py --out benchmarks/out/nmt_gpu.json
+    python benchmarks/nmt/nmt_gpu.py --out benchmarks/out/nmt_gpu.json
 """
 
 from __future__ import annotations
@@ -38,9 +38,10 @@ import threading
 import time
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: _report
 from _report import emit  # noqa: E402  (benchmarks/ is on sys.path when run)
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "src"))
 
 import pyarrow as pa  # noqa: E402
 import pyarrow.compute as pc  # noqa: E402
@@ -162,7 +163,7 @@ def onmt_translate(checkpoint: Path, src: Path, out: Path, beam: int, batch: int
            "-batch_type", "sents", "-length_penalty", "none", "-max_length", str(length),
            "-min_length", str(length), "-gpu", "0" if gpu else "-1"]
     env = {**os.environ, "TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD": "1",
-           "PYTHONPATH": os.pathsep.join([str(Path(__file__).resolve().parents[1] / "src"),
+           "PYTHONPATH": os.pathsep.join([str(Path(__file__).resolve().parents[2] / "src"),
                                           os.environ.get("PYTHONPATH", "")])}
     start = time.perf_counter()
     subprocess.run(cmd, env=env, check=True, capture_output=True)

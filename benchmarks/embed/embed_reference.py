@@ -29,7 +29,7 @@ and Spearman x100. Pairs/s is pairs x epochs / the training loop's seconds (each
 timer: the reference's "Total Time", paramill's ``seconds``), plus each side's wall time
 and peak RSS as a child process. Both use the same threads (``--threads``).
 
-    python benchmarks/embed_reference.py --reference /tmp/refrepo --deps /tmp/refdeps \\
+    python benchmarks/embed/embed_reference.py --reference /tmp/refrepo --deps /tmp/refdeps \\
         [--megabatch 20] [--epochs 5] [--units word|sp] [--out benchmarks/out/embed_reference.json]
 """
 
@@ -47,7 +47,7 @@ from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from _report import PEAK_RSS_MB, REPO, SHARED, emit, machine, twitter_positive_pairs  # noqa: E402
 
 CHILD_REFERENCE = """
@@ -83,7 +83,7 @@ runpy.run_path("preprocess/text2HDF5.py", run_name="__main__")
 CHILD_PARAMILL = """
 import json, sys
 sys.path.insert(0, {src!r})
-from paramill import device
+from paramill.run import device
 device.limit_threads({threads})
 from paramill.embed.model import ModelSpec
 from paramill.embed.train import EmbedTrainSettings, train

@@ -17,7 +17,7 @@ reports the CPU seconds of the trainer and of its workers: the trainer's share o
 and the id store is serial, so ``count_and_id_store_trainer_bound_pairs_per_second`` is what
 those phases could reach with unlimited cores.
 
-    python benchmarks/embed_scale.py [--sizes 1000000 10000000] [--out benchmarks/out/embed_scale.json]
+    python benchmarks/embed/embed_scale.py [--sizes 1000000 10000000] [--out benchmarks/out/embed_scale.json]
 """
 
 from __future__ import annotations
@@ -37,14 +37,14 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from _report import PEAK_RSS_MB, REPO, TreePeak, emit, machine  # noqa: E402
 
 CHILD = """
 import json, signal, sys, threading, time
 from pathlib import Path
 sys.path.insert(0, {src!r})
-from paramill import device
+from paramill.run import device
 device.limit_threads({threads})
 from paramill.embed.data import PairSource
 from paramill.embed.model import ModelSpec

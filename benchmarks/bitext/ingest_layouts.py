@@ -6,7 +6,7 @@ or struct, as the Hugging Face Hub holds WMT (``jsonl``, ``parquet``, read with
 ``fields``). Each ingest in a child process (its peak RSS sampled with its children); the
 shards' ``cs`` and ``en`` are checked to be the same for every layout.
 
-    python benchmarks/ingest_layouts.py [--pairs 500000] [--threads 1] [--out FILE]
+    python benchmarks/bitext/ingest_layouts.py [--pairs 500000] [--threads 1] [--out FILE]
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from _report import emit, machine, run_paramill  # noqa: E402
 
 STRUCT = {"cs": "translation.cs", "en": "translation.en"}

@@ -17,7 +17,7 @@ train folds is not comparable with them. Give a test split to measure on it (it 
 this repository's shared data): ``--url-test DIR`` (tokenised form) or ``--pit-test FILE
 [--pit-test-labels test.label]``; the models are then fitted on the whole train set.
 
-    python benchmarks/paraid.py --out benchmarks/out/paraid.json [--embed-model M.pt]
+    python benchmarks/twitter/paraid.py --out benchmarks/out/paraid.json [--embed-model M.pt]
         [--precisions float32 bfloat16 int8] [--finetune-epochs 1 [--no-finetune-final]]
         [--students 1 2 [--finetune-epochs 1 --finetune-students-only] [--distill-text F]]
         [--models lr extended cross --cross-epochs 1]
@@ -34,12 +34,12 @@ from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from _report import SHARED, emit, machine  # noqa: E402
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "src"))
 
-from paramill import device  # noqa: E402
+from paramill.run import device  # noqa: E402
 from paramill.twitter.encoder import ALIGNMENT, PRECISIONS, PretrainedEncoder, native_bfloat16  # noqa: E402
 from paramill.twitter.identify import (  # noqa: E402
     MODELS,

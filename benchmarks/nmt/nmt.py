@@ -10,7 +10,7 @@ measured CTranslate2 speed: GPU-hours when a GPU is visible, otherwise CPU-hours
 Needs a trained model: run the default pipeline first (`make run`), or pass --checkpoint,
 --src-spm, --tgt-spm and --shards.
 
-    python benchmarks/nmt.py --out benchmarks/out/nmt.json
+    python benchmarks/nmt/nmt.py --out benchmarks/out/nmt.json
 """
 
 from __future__ import annotations
@@ -26,13 +26,14 @@ import tempfile
 import time
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: _report
 from _report import emit  # noqa: E402  (benchmarks/ is on sys.path when run)
 
 import polars as pl
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "src"))
 
-from paramill import device  # noqa: E402
+from paramill.run import device  # noqa: E402
 from paramill.nmt.convert import convert  # noqa: E402
 from paramill.nmt.subwords import Segmenter  # noqa: E402
 from paramill.nmt.translate import TranslateSettings, load_translator, translate_pieces  # noqa: E402

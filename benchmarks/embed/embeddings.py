@@ -16,7 +16,7 @@ SentencePiece units; recurrent); and, only when named, ``lstm-sp`` and ``blstm-s
 other recurrent models, hidden 300 as the spec's default). ``--pairs N`` trains on the
 first N pairs (quick speed comparisons; its STS figures are not the full runs').
 
-    python benchmarks/embeddings.py [--variants word word-sp ...] [--epochs 15] \\
+    python benchmarks/embed/embeddings.py [--variants word word-sp ...] [--epochs 15] \\
         [--recurrent-epochs N] [--device auto|cpu|cuda] --out benchmarks/out/embeddings.json
 """
 
@@ -28,14 +28,13 @@ import sys
 import tempfile
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from _report import REPO, SHARED, emit, machine, twitter_positive_pairs  # noqa: E402
 
 sys.path.insert(0, str(REPO / "src"))
 
-from paramill import device  # noqa: E402
+from paramill.run import device  # noqa: E402
 from paramill.embed.model import RNG, ModelSpec, build, load_model  # noqa: E402
-from paramill.embed import train as train_module  # noqa: E402
 from paramill.embed.train import EmbedTrainSettings, skips_linked, train  # noqa: E402
 from paramill.evaluate.sts import read, score  # noqa: E402
 

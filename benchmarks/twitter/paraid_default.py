@@ -15,7 +15,7 @@ and ``encoder`` with the packaged all-MiniLM-L6-v2 whole and as trained
 its token alignment (``token_alignment``, the default) and without (``encoder-cosine``). Students and fine-tuning cost half an hour to hours on
 CPU (``benchmarks/paraid.py``); the cross-encoder hours.
 
-    python benchmarks/paraid_default.py --out benchmarks/records/paraid_default-cpu.json
+    python benchmarks/twitter/paraid_default.py --out benchmarks/records/paraid_default-cpu.json
 """
 
 from __future__ import annotations
@@ -29,6 +29,7 @@ import tempfile
 import time
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: _report
 from _report import REPO, SHARED, TreePeak, emit, machine  # noqa: E402
 
 sys.path.insert(0, str(REPO / "src"))
@@ -37,7 +38,7 @@ from paramill.twitter.identify import Identifier, read_labelled  # noqa: E402
 
 #: the child: `paramill --threads T twitter identify --out O --report R --settings S`'s work
 CHILD = """import json, sys
-from paramill import device
+from paramill.run import device
 from paramill.twitter.identify import IdentifySettings, train_identifier
 device.limit_threads(int(sys.argv[1]))
 settings = IdentifySettings.from_dict(json.loads(sys.argv[4]))
@@ -98,7 +99,7 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=2, help="scoring runs; the best is kept")
     parser.add_argument("--out", help="also write the JSON here")
     args = parser.parse_args()
-    from paramill import device
+    from paramill.run import device
 
     device.limit_threads(args.threads)
     train_set = {"path": args.url_corpus, "format": "toks"}

@@ -7,7 +7,7 @@ process and measures wall time and peak RSS (from the kernel's rusage of that pr
 Prints one JSON object. Targets (issue "1 · Foundation"): >= 1M pairs/minute on 2 cores;
 peak RSS at 10M no more than 1.5x that at 1M.
 
-    python benchmarks/clean.py --sizes 1000000 10000000 --out benchmarks/out/clean.json
+    python benchmarks/bitext/clean.py --sizes 1000000 10000000 --out benchmarks/out/clean.json
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ import tempfile
 import time
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: _report
 from _report import emit  # noqa: E402  (benchmarks/ is on sys.path when run)
 
 CS_WORDS = ("muž žena dům pes kočka město řeka kniha dopis auto vlak práce škola strom "

@@ -13,7 +13,7 @@ The no-op rerun: the default pipeline on the sample is run to the end, then `sna
 again with nothing to do (wall seconds, peak RSS). Goals (issue 12 · 4): 5,000 shards
 planned in <= 60 s, a no-op rerun of the default DAG in <= 10 s.
 
-    python benchmarks/dag_scale.py --out benchmarks/out/dag_scale.json
+    python benchmarks/workflow/dag_scale.py --out benchmarks/out/dag_scale.json
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ import tempfile
 from pathlib import Path
 
 import yaml
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: _report
 from _report import REPO, copy_project, emit, machine  # noqa: E402
 
 CS = ["Pes", "Kočka", "Dům", "Strom", "Auto", "Řeka", "Město", "Kniha"]

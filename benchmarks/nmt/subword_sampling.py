@@ -11,7 +11,7 @@ meets each word for the first time, the second finds it kept). Strength: the sha
 words of the first ``--fidelity`` newstest2021 sentences (each drawn ``--draws`` times) whose
 drawn segmentation is their Viterbi one (1.0: no regularisation).
 
-    python benchmarks/subword_sampling.py [--vocab 8000] [--out FILE]
+    python benchmarks/nmt/subword_sampling.py [--vocab 8000] [--out FILE]
 """
 
 from __future__ import annotations
@@ -25,12 +25,12 @@ from pathlib import Path
 
 import sentencepiece as spm
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from _report import emit, machine  # noqa: E402
 
 from paramill.nmt import lattice  # noqa: E402
 
-DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
+DATA = Path(__file__).resolve().parents[2].parent / "shared" / "data"
 FILES = ["wmt21-newstest-cs-en/newstest2021.cs-en.src.cs", "wmt21-newstest-cs-en/newstest2021.en-cs.ref.A.cs",
          "wmt21-newstest-cs-en/newstest2021.en-cs.ref.B.cs", "tatoeba-ces-eng/tatoeba.ces-eng.ces"]
 

@@ -10,7 +10,7 @@ SentencePiece model (at most 4,000 pieces) is trained on the first 20,000 refere
 stays flat as the corpus grows is the goal: the ratio of the largest size's peak to the
 smallest's is reported.
 
-    python benchmarks/nmt_stats.py [--sizes 200000 2000000] [--parts stats diversity] [--out FILE]
+    python benchmarks/nmt/nmt_stats.py [--sizes 200000 2000000] [--parts stats diversity] [--out FILE]
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from _report import emit, machine, run_paramill as run  # noqa: E402
 
 SHARD_ROWS = 200_000

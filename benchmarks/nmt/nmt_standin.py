@@ -11,7 +11,7 @@ search found the better hypothesis.
 
 Needs a trained model: run the default pipeline first (`make run`).
 
-    python benchmarks/nmt_standin.py --out benchmarks/records/nmt_standin-cpu.json
+    python benchmarks/nmt/nmt_standin.py --out benchmarks/records/nmt_standin-cpu.json
 """
 
 from __future__ import annotations
@@ -22,11 +22,12 @@ import os
 import sys
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: _report
 from _report import emit, machine  # noqa: E402  (benchmarks/ is on sys.path when run)
 
 import polars as pl
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "src"))
 
 from paramill.nmt.engine import open_translator, select  # noqa: E402
 from paramill.nmt.subwords import Segmenter  # noqa: E402

@@ -11,7 +11,7 @@ scale.
    (default 1M and 5M), each counted in a fresh process; wall time, peak RSS and the peak
    disk use of the spill (with the corpus file).
 
-    python benchmarks/lexicon.py --out benchmarks/out/lexicon.json
+    python benchmarks/lexicon/lexicon.py --out benchmarks/out/lexicon.json
 """
 
 from __future__ import annotations
@@ -25,9 +25,10 @@ import sys
 import tempfile
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: _report
 from _report import PEAK_RSS_MB, emit  # noqa: E402
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "src"))
 SHARED = ROOT.parent / "shared" / "data"
 

@@ -3,7 +3,7 @@ for each file given, the lines whose text latin-1 cannot encode (after paramill'
 normalisation), the characters responsible, and a sample of the lines. It decides the pair
 corpora's default (`pairs.clean.require_latin`).
 
-    python benchmarks/pairs_latin.py ../shared/data/wmt21-newstest-cs-en/newstest2021.cs-en.ref.A.en \\
+    python benchmarks/pairs/pairs_latin.py ../shared/data/wmt21-newstest-cs-en/newstest2021.cs-en.ref.A.en \\
         ../shared/data/wmt21-newstest-cs-en/system-outputs/*.en ../shared/data/tatoeba-ces-eng/tatoeba.ces-eng.eng
 """
 
@@ -16,7 +16,7 @@ import unicodedata
 from collections import Counter
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "src"))
 
 from paramill.text import normalize  # noqa: E402
 
