@@ -1,6 +1,6 @@
-"""The error every reader raises for a user's file it cannot use, and the check that a path
-is a regular file it may read. Kept apart from :mod:`paramill.io` so that the Parquet
-helpers (:mod:`paramill.tables`), which io re-exports, can raise it without a cycle."""
+"""The error every reader raises for a user's file it cannot use, and the checks that a path
+names a file and that it is a regular file it may read. At the bottom of the package: every
+module may raise it."""
 
 from __future__ import annotations
 
@@ -20,11 +20,16 @@ class InputError(Exception):
 
 
 def check_name(path: str | os.PathLike) -> None:
-    """Raise :class:`InputError` where ``path``'s name is not UTF-8 (a Latin-1 ``café.tsv``
+    """Raise :class:`InputError` where ``path`` is empty, holds a NUL byte, or its name is not UTF-8 (a Latin-1 ``café.tsv``
     on an old file system: Python holds its byte as a lone surrogate). Every input's and
     output's name goes into tables and provenance, which hold UTF-8 text: such a name failed
     the job after its work, ``surrogates not allowed``, naming no file."""
     name = os.fspath(path)
+    if not name:
+        raise InputError("(an empty path)", None, "no file is named: the path is empty")
+    if "\0" in name if isinstance(name, str) else b"\0" in name:
+        shown = name.replace("\0", "\\0") if isinstance(name, str) else repr(name)
+        raise InputError(shown, None, "its name holds a NUL byte, which no file name can hold")
     if isinstance(name, str) and not name.isascii():
         try:
             name.encode("utf-8")

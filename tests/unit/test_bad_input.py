@@ -298,6 +298,38 @@ def test_a_file_whose_name_is_not_utf8_is_refused_before_any_work(tmp_path, caps
     assert len(list(LineStream(str(good), 100))) == 1
 
 
+@pytest.mark.parametrize("path,said", [("", "(an empty path): no file is named"),
+                                       ("data/a\0b.tsv", "data/a\\0b.tsv: its name holds a NUL byte")])
+def test_a_path_that_names_no_file_is_an_input_error_at_every_door(path, said, tmp_path, monkeypatch):
+    """An empty path and one holding a NUL byte (Python's os calls raise ValueError for them,
+    and Path("") is ".") are an InputError naming the path wherever a path comes in: every
+    layout of every use, the line and Parquet readers, the output checks."""
+    from paramill.evaluate import sts
+    from paramill.formats import registry
+    from paramill.io.outputs import atomic_output, check_writable
+    from paramill.io.tableread import open_parquet
+    from paramill.pairs.readers import PairCorpusSpec, read_pairs
+    from paramill.twitter.identify import read_labelled
+
+    monkeypatch.chdir(tmp_path)
+    doors = [lambda: list(LineStream(path, 100)), lambda: open_parquet(path),
+             lambda: check_writable(path), lambda: atomic_output(path).__enter__()]
+    doors += [lambda f=f: sts.read("s", 2012, f, path) for f in registry.names("sts")]
+    doors += [lambda f=f: read_labelled(path, f) for f in registry.names("labelled")]
+    doors += [lambda f=f: list(read_corpus(CorpusSpec.from_dict("c", {"format": f, "path": path})))
+              for f in registry.names("bitext") if f != "moses"]
+    doors += [lambda: list(read_corpus(CorpusSpec.from_dict("c", {"format": "moses", "cs": path, "en": path})))]
+    doors += [lambda f=f: list(read_pairs(PairCorpusSpec.from_dict("c", {"format": f, "path": path})))
+              for f in registry.names("pairs") if f != "references"]
+    doors += [lambda: list(read_pairs(PairCorpusSpec.from_dict(
+        "c", {"format": "references", "reference": path, "hypotheses": [path]})))]
+    for door in doors:
+        with pytest.raises(InputError) as caught:
+            door()
+        assert said in str(caught.value)
+    assert list(tmp_path.iterdir()) == []  # nothing written
+
+
 def test_an_unreadable_file_is_refused_for_a_user_without_override(tmp_path):
     """As an unprivileged user (where we are root, who reads any file, a forked child drops
     to nobody after everything the read needs is imported: the clone may sit under a home

@@ -138,6 +138,44 @@ def test_ingest_then_clean_then_stats_from_the_command_line(tmp_path, capsys):
     assert f"{cs}: input changed" in capsys.readouterr().out
 
 
+def test_settings_on_the_command_line_are_checked_as_a_config_is(tmp_path, capsys):
+    """`pairs ingest --clean '{"min_tokens":50,"max_tokens":10}'` ran to an empty result and
+    exit 0: every verb's settings go through the config's own checks (bounds, types and the
+    constraints between keys), before any work, naming the key; a job of the workflow
+    (--rule), whose config was checked whole, skips the schema's pass only."""
+    from paramill import config
+    from paramill.io.yamlfiles import ConfigError
+
+    pairs = tmp_path / "p.txt"
+    pairs.write_text("He left .\tHe went away .\t0.8\n")
+    base = ["pairs", "ingest", "--corpus", "c", "--spec", json.dumps({"format": "paranmt", "path": str(pairs)}),
+            "--out", str(tmp_path / "o")]
+    for clean, said in (({"min_tokens": 50, "max_tokens": 10},
+                         "config keys pairs.clean.min_tokens (50) and pairs.clean.max_tokens (10)"),
+                        ({"min_tokens": -1}, "settings pairs.clean.min_tokens: -1 is less than the minimum of 1"),
+                        ({"max_tokens": "many"}, "settings pairs.clean.max_tokens: 'many' is not of type")):
+        for rule in ([], ["--rule", "pairs_ingest"]):
+            status = main([*rule, *base, "--clean", json.dumps(clean)])
+            err = capsys.readouterr().err
+            if rule and "settings pairs" in said:
+                continue  # the workflow checked its config: the settings class reads what is left
+            assert status == 2 and f"paramill pairs ingest: error: invalid settings for pairs.clean:\n  {said}" in err
+            assert not (tmp_path / "o").exists()
+    assert main([*base, "--clean", '{"min_tokens": "2"}']) == 0  # as --config's strings are read
+    # a section alone names other sections' entries it cannot see: those are checked with the config
+    assert config.check_section("filters.heldout", {"corpora": ["grammar"]})["corpora"] == ["grammar"]
+    # every section a verb reads: a bound broken is refused, the value as the config reads it kept
+    schema = config.schema()
+    for path in [("bitext", "clean"), ("nmt", "train"), ("embed", "train"), ("lexicon",), ("filters", "select")]:
+        node = schema
+        for part in path:
+            node = node["properties"][part]
+        key, spec = next((k, v) for k, v in node["properties"].items() if "minimum" in v)
+        with pytest.raises(ConfigError, match=rf"settings {'.'.join(path)}.{key}: .* less than the minimum"):
+            config.check_section(".".join(path), {key: spec["minimum"] - 1})
+        assert config.check_section(".".join(path), {key: str(spec["minimum"])})[key] == spec["minimum"]
+
+
 def test_config_validate_names_the_bad_key(tmp_path, capsys):
     bad = tmp_path / "c.yaml"
     bad.write_text("bitext:\n  clean:\n    max_tokens: -3\n")

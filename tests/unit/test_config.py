@@ -328,6 +328,42 @@ def test_cross_field_and_unsafe_values_are_refused_before_any_job_naming_the_key
     assert message in str(info.value)
 
 
+def test_the_identifiers_settings_are_checked_when_the_config_loads(tmp_path, monkeypatch):
+    """What stopped the identifier's job once it ran (a cross-encoder without fine-tuning, a
+    sentence encoder not there, no labelled data, a file for the toks layout's folder) and
+    what a model silently ignored (distill_text, encoder_layers under model cross) are
+    refused when the config loads, each naming its key."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "a.toks").write_text("x\n")
+    (tmp_path / "pairs").mkdir()
+    identify = {"train": [{"path": "a.toks", "format": "toks"}]}
+    cases = [
+        ({"identify": {"model": "cross"}, "advanced": {"identify": {"finetune_epochs": 0}}},
+         "config keys twitter.identify.model (cross) and twitter.advanced.identify.finetune_epochs (0)"),
+        ({"identify": {"model": "cross"}, "advanced": {"identify": {"encoder_layers": 2, "distill_text": ["t.txt"]}}},
+         "config key twitter.advanced.identify.encoder_layers: not read with model 'cross' (only with model encoder)"),
+        ({"identify": {"model": "cross"}, "advanced": {"identify": {"distill_text": ["t.txt"]}}},
+         "config key twitter.advanced.identify.distill_text: not read with model 'cross', encoder_layers 0 "
+         "(only with model encoder and encoder_layers at least 1)"),
+        ({"identify": {"model": "lr"}, "advanced": {"identify": {"token_alignment": False}}},
+         "config key twitter.advanced.identify.token_alignment: not read with model 'lr'"),
+        ({"identify": {"model": "encoder", "sentence_encoder": "no_such_encoder_package"}},
+         "config key twitter.identify.sentence_encoder: 'no_such_encoder_package' is neither a folder nor an installed package"),
+        ({"enabled": True, "identify": {"train": []}}, "config key twitter.identify.train: no labelled data"),
+        ({"identify": identify}, "config key twitter.identify.train[0].path: 'a.toks' is a file; layout toks reads a folder"),
+        ({"identify": {"evaluate": [{"path": "pairs", "format": "twitter-url"}]}},
+         "config key twitter.identify.evaluate[0].path: 'pairs' is a folder; layout twitter-url reads a file"),
+    ]
+    for twitter, said in cases:
+        with pytest.raises(ConfigError) as caught:
+            config.resolve({"twitter": twitter})
+        assert said in str(caught.value), str(caught.value)
+    # what the models read is accepted: a student's settings with a student, the default encoder
+    student = {"model": "encoder"}, {"encoder_layers": 2, "distill_text": ["t.txt"], "distill_epochs": 2}
+    assert config.resolve({"twitter": {"identify": student[0], "advanced": {"identify": student[1]}}})
+    assert config.resolve({"twitter": {"identify": {"model": "cross"}}})["twitter"]["identify"]["finetune_epochs"] is None
+
+
 @pytest.mark.parametrize("extra", ["--qos=high", "--account myproj -C a100", "--exclusive",
                                    "--constraint=a100", "--mail-type=END,FAIL",
                                    "--nice=10 --comment=run-7"])

@@ -347,7 +347,8 @@ def test_csv_is_read_with_its_quoting_for_every_use(write_file, tmp_path, monkey
         '3,7,8,"too","few"',
         '4,9,10,"a"b,"c",0',
         '5,11,12,"x","y","maybe"'], "gz")
-    spec = {"format": "csv", "path": str(qqp), "fields": {"s1": "question1", "s2": "question2", "label": "is_duplicate"}}
+    spec = {"format": "csv", "path": str(qqp), "fields": {"s1": "question1", "s2": "question2", "label": "is_duplicate"},
+            "multiline_fields": True}
     rows = list(read_pairs(PairCorpusSpec.from_dict("q", spec)))
     assert [(r.line_no, r.en_ref, r.candidate, r.label, r.reason) for r in rows[:3]] == [
         (2, "What is the step by step guide to invest in share market in india?",
@@ -359,6 +360,12 @@ def test_csv_is_read_with_its_quoting_for_every_use(write_file, tmp_path, monkey
     assert rows[4].detail == "',' expected after '\"' (line 7)"
     assert rows[4].en_ref == '4,9,10,"a"b,"c",0'  # the record as read, in the rejected row
     assert rows[5].detail == "column is_duplicate: label 'maybe' is not 0/1/true/false"
+    # by default a quoted field ends on its line: the record that runs on is rejected, and the
+    # line after it read as a record of its own (rejected too: three fields, not six)
+    rows = list(read_pairs(PairCorpusSpec.from_dict("q", {**spec, "multiline_fields": False})))
+    assert [(r.line_no, r.reason) for r in rows[2:5]] == [(4, "bad_quote"), (5, "column_count"), (6, "column_count")]
+    assert rows[2].detail == "a quote opened on line 4 is not closed on its line (multiline_fields: false)"
+    assert rows[2].en_ref == '2,5,6,"How do I read'
     with pytest.raises(InputError, match=r"train.csv:1: fields.s2: no column text \(the header has id, qid1"):
         list(read_pairs(PairCorpusSpec.from_dict("q", {**spec, "fields": {"s1": "question1", "s2": "text"}})))
     with pytest.raises(InputError, match=r"train.csv: columns \['id', .*\] have no s1 \(reference\) and s2"):
@@ -368,7 +375,8 @@ def test_csv_is_read_with_its_quoting_for_every_use(write_file, tmp_path, monkey
     broken = tmp_path / "broken.csv"
     broken.write_bytes(b's1,s2,score\n"a\nb \xff",c,1\nd,e,2\n"never closed,f,3\n' + b"g h i\n" * 40
                        + b"j,k,4\nl\rm,n,5\n")
-    rows = list(read_pairs(PairCorpusSpec.from_dict("b", {"format": "csv", "path": str(broken)}), max_line_bytes=100))
+    rows = list(read_pairs(PairCorpusSpec.from_dict("b", {"format": "csv", "path": str(broken), "multiline_fields": True}),
+                           max_line_bytes=100))
     assert [(r.line_no, r.reason) for r in rows[:3]] == [(2, "invalid_utf8"), (4, None), (5, "line_too_long")]
     assert rows[0].detail.startswith("line 3: ") and (rows[1].en_ref, rows[1].score) == ("d", 2.0)
     assert rows[2].detail == "line 19: a record longer than 100 bytes (a quote never closed?)"
@@ -383,18 +391,32 @@ def test_csv_is_read_with_its_quoting_for_every_use(write_file, tmp_path, monkey
     body = "".join(f'line {k}, with ""quotes"", and commas\n' for k in range(12))
     long = tmp_path / "long.csv"
     long.write_text(f's1,s2,body\na,b,"{body}end"\nc,d,short\n"e",f,"g\nh"\n')
-    rows = list(read_pairs(PairCorpusSpec.from_dict("l", {"format": "csv", "path": str(long)}), max_line_bytes=100))
+    rows = list(read_pairs(PairCorpusSpec.from_dict("l", {"format": "csv", "path": str(long), "multiline_fields": True}),
+                           max_line_bytes=100))
     assert [(r.line_no, r.reason, r.en_ref) for r in rows[1:]] == [(15, None, "c"), (16, None, "e")]
     assert (rows[0].line_no, rows[0].reason) == (2, "line_too_long")
     assert rows[0].detail == "lines 2-14: a record longer than 100 bytes, skipped whole"
     assert rows[0].en_ref.startswith('a,b,"line 0, with ""quotes"", and commas\nline 1, ')  # as read
     monkeypatch.setattr(csvfile, "MAX_RECORD_BYTES", 300)
-    rows = list(read_pairs(PairCorpusSpec.from_dict("l", {"format": "csv", "path": str(long)}), max_line_bytes=100))
+    rows = list(read_pairs(PairCorpusSpec.from_dict("l", {"format": "csv", "path": str(long), "multiline_fields": True}),
+                           max_line_bytes=100))
     assert rows[0].detail == "line 4: a record longer than 100 bytes (a quote never closed?)"
     # the field's own lines 5-13 then read as pairs (three fields each): what the skip prevents
     assert [(r.line_no, r.reason) for r in rows[1:]] == [
         *((k, None) for k in range(5, 14)), (14, "column_count"), (15, None), (16, None)]
     assert (rows[1].en_ref, rows[-2].en_ref) == ("line 3", "c")
+    # a stray quote: RFC 4180 reads on to the next one, or to the end of the file, as one field
+    # (the rest of the file lost in one rejected record): by default the line alone is
+    # rejected and reading goes on; with multiline_fields, a quote never closed is an error
+    # naming the line it opened on
+    stray = tmp_path / "stray.csv"
+    stray.write_text('s1,s2\na,b\n"c,d\n' + "".join(f"e{k},f{k}\n" for k in range(50)))
+    rows = list(read_pairs(PairCorpusSpec.from_dict("s", {"format": "csv", "path": str(stray)})))
+    assert [(r.line_no, r.reason) for r in rows[:3]] == [(2, None), (3, "bad_quote"), (4, None)]
+    assert len(rows) == 52 and rows[-1].en_ref == "e49"
+    with pytest.raises(InputError, match=r"stray.csv:3: a quote opened on this line is never closed: the rest "
+                                         r"of the file \(lines 3-53\) would be one field"):
+        list(read_pairs(PairCorpusSpec.from_dict("s", {"format": "csv", "path": str(stray), "multiline_fields": True})))
     # a field longer than csv's own limit (131,072 characters) within the line limit is read
     wide = tmp_path / "wide.csv"
     wide.write_text("s1,s2\na," + "b" * 200_000 + "\nc,d\n")

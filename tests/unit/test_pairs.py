@@ -100,6 +100,35 @@ def test_references_of_different_lengths_is_an_error_naming_the_files(write_file
         list(read("references", reference=str(ref), hypotheses={"A": str(short)}))
 
 
+def test_a_system_that_is_the_reference_is_refused_before_any_job(write_file, tmp_path, monkeypatch):
+    """A hypotheses glob that matches the reference too (``*.en``), or a system's file that
+    is a copy of the reference, would pair every line with itself: refused when the config
+    loads, naming the key, and by the reader, naming the file."""
+    from paramill import config
+    from paramill.io.yamlfiles import ConfigError
+
+    monkeypatch.chdir(tmp_path)
+    write_file("ref.en", ["One.", "Two."])
+    write_file("hyp.A.en", ["Uno.", "Dos."])
+    corpus = {"format": "references", "reference": "ref.en", "hypotheses": ["*.en"]}
+    with pytest.raises(ConfigError, match=r"config key pairs.corpora.wmt.hypotheses: system ref is the "
+                                          r"reference file ref.en \(a glob that matches it too\?\)"):
+        config.resolve({"pairs": {"corpora": {"wmt": corpus}}})
+    with pytest.raises(ValueError, match=r"hypotheses: system ref is the reference file"):
+        list(read("references", reference="ref.en", hypotheses=["*.en"]))  # a spec made on the command line
+    (tmp_path / "hyp.copy.en").write_bytes((tmp_path / "ref.en").read_bytes())
+    copied = {**corpus, "hypotheses": ["hyp.*.en"]}
+    with pytest.raises(ConfigError, match=r"system copy's file hyp.copy.en holds the same bytes as "
+                                          r"the reference ref.en"):
+        config.resolve({"pairs": {"corpora": {"wmt": copied}}})
+    (tmp_path / "outputs").mkdir()
+    with pytest.raises(ConfigError, match=r"system outputs's file outputs is a folder: name its files"):
+        config.resolve({"pairs": {"corpora": {"wmt": {**corpus, "hypotheses": ["outputs"]}}}})
+    (tmp_path / "hyp.copy.en").write_text("One.\nTwo!\n")  # same size, other bytes: a system
+    assert config.resolve({"pairs": {"corpora": {"wmt": copied}}})
+    assert len(list(read("references", reference="ref.en", hypotheses=["hyp.*.en"]))) == 4
+
+
 def test_systems_are_named_by_what_their_file_names_do_not_share(tmp_path):
     for name in ("newstest2021.cs-en.hyp.Online-A.en", "newstest2021.cs-en.hyp.Facebook-AI.en"):
         (tmp_path / name).write_text("x\n")
@@ -150,6 +179,40 @@ def _ingest(tmp_path, name, spec, prior=(), **clean):
     return ingest_pairs(PairCorpusSpec.from_dict(name, spec), tmp_path / name,
                         PairCleanSettings(**clean), PairIngestSettings(shard_size=2),
                         prior_key_files=[tmp_path / p for p in prior])
+
+
+@pytest.mark.parametrize("name,text,spec", [
+    ("qqp.csv", "question1,question2,is_duplicate\n", {"format": "csv", "fields": {"s1": "question1", "s2": "question2"}}),
+    ("p.tsv", "s1\ts2\n", {"format": "tsv", "header": True}),
+    ("empty.txt", "", {"format": "paranmt"})])
+def test_a_pair_corpus_that_yields_no_rows_is_an_error_unless_allowed(name, text, spec, tmp_path, capsys):
+    """A header and no rows (or an empty file) made an empty corpus and exit 0: it is an
+    error naming the file and the setting that allows it, and nothing is written."""
+    from paramill.cli import main
+
+    path = tmp_path / name
+    path.write_text(text)
+    spec = {**spec, "path": str(path)}
+    with pytest.raises(InputError, match=rf"{name}: (yields no rows: a {spec['format']} pair corpus with "
+                                         r"nothing in it \(.*\)|file is empty); give it its rows, or set "
+                                         r"pairs.corpora.c.allow_empty: true"):
+        _ingest(tmp_path, "c", spec)
+    assert main(["pairs", "ingest", "--corpus", "c", "--spec", json.dumps(spec), "--out", str(tmp_path / "o")]) == 2
+    assert "allow_empty: true" in capsys.readouterr().err and not (tmp_path / "o").exists()
+    stats = _ingest(tmp_path, "c", {**spec, "allow_empty": True})
+    assert stats["rows_in"] == 0 and stats["kept"] == 0
+
+
+def test_a_bitext_corpus_that_yields_no_rows_is_an_error_unless_allowed(tmp_path):
+    from paramill.bitext.readers import CorpusSpec, read_corpus
+
+    for name, text, spec in (("b.tsv", "", {"format": "tsv"}),
+                             ("b.csv", "cs,en\n", {"format": "csv"})):
+        (tmp_path / name).write_text(text)
+        given = {**spec, "path": str(tmp_path / name)}
+        with pytest.raises(InputError, match=rf"{name}: .*give it its rows, or set bitext.corpora.b.allow_empty: true"):
+            list(read_corpus(CorpusSpec.from_dict("b", given)))
+        assert list(read_corpus(CorpusSpec.from_dict("b", {**given, "allow_empty": True}))) == []
 
 
 def test_ingest_cleans_dedups_and_adds_up(write_file, tmp_path):

@@ -56,7 +56,9 @@ def test_a_run_ends_by_naming_where_its_results_are():
                            "(default, top-half)")
     assert "results/twitter/<month>/" in line and "work/" in line
     tweets = config.resolve({"twitter": {"enabled": True, "source": "archive", "archive": ["a"],
-                                         "dates": ["2026-10-05"]}, "results": "out"})
+                                         "dates": ["2026-10-05"],
+                                         "identify": {"train": [{"path": "l.tsv", "format": "twitter-url"}]}},
+                             "results": "out"})
     assert plan.results_summary(tweets).startswith("paramill: results in out/: tweet paraphrases "
                                                    "in out/twitter/<month>/.")
 

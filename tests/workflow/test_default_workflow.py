@@ -240,21 +240,25 @@ def test_bad_config_fails_before_any_job(project, tmp_path):
 
 def test_a_students_unlabelled_text_is_an_input_of_the_identifier(project, tmp_path):
     """twitter.advanced.identify.distill_text: the files are twitter_identify's inputs (a changed file
-    retrains the identifier) only when a student is distilled."""
+    retrains the identifier) when a student is distilled; without a student they are read by
+    nothing, and the config is refused, naming the key."""
     text = tmp_path / "tweets.txt"
     text.write_text("a storm hits town\n")
 
-    def planned(layers):
+    def planned(layers, check=True):
         overlay = tmp_path / "student.yaml"
         overlay.write_text(json.dumps({"twitter": {"identify": {"model": "encoder"}, "advanced": {
             "identify": {"encoder_layers": layers, "distill_text": [str(text)]}}}}))
-        proc = snakemake(project, "-n", "--forceall", "work/twitter/paraid.npz",
-                         "--configfile", "config.yaml", str(overlay))
-        (job,) = re.findall(r"rule twitter_identify:\n\s+input: ([^\n]+)", proc.stdout + proc.stderr)
-        return job.split(", ")
+        return snakemake(project, "-n", "--forceall", "work/twitter/paraid.npz",
+                         "--configfile", "config.yaml", str(overlay), check=check)
 
-    assert str(text) in planned(1)
-    assert str(text) not in planned(0)
+    proc = planned(1)
+    (job,) = re.findall(r"rule twitter_identify:\n\s+input: ([^\n]+)", proc.stdout + proc.stderr)
+    assert str(text) in job.split(", ")
+    refused = planned(0, check=False)
+    assert refused.returncode != 0 and executed(refused) == {}
+    assert ("config key twitter.advanced.identify.distill_text: not read with model 'encoder', "
+            "encoder_layers 0") in refused.stdout + refused.stderr
 
 
 def test_verify_gives_the_same_answer_from_any_working_directory(finished, tmp_path):

@@ -32,6 +32,9 @@ class CorpusSpec:
     format: str = setting(doc="The corpus's layout: one of the layouts `paramill formats list --use bitext` names "
                           "(the manual's Input formats page has their keys).",
                           enum=registry.enum(USE))
+    allow_empty: bool = setting(
+        False, "Accept an input that yields no rows (an empty file, or a header alone) as an empty "
+        "corpus; by default it is an error naming the file.", no_default=True)
     layout: Any = None
 
     schema_extra: ClassVar[dict[str, Any]] = registry.corpus_schema(USE)
@@ -42,7 +45,8 @@ class CorpusSpec:
 
     def record(self) -> dict[str, Any]:
         """The corpus's settings as plain data (its provenance)."""
-        return {"name": self.name, "format": self.format, **dataclasses.asdict(self.layout)}
+        return {"name": self.name, "format": self.format, **dataclasses.asdict(self.layout),
+                **({"allow_empty": True} if self.allow_empty else {})}
 
     @property
     def files(self) -> list[str]:
@@ -58,4 +62,6 @@ def read_corpus(spec: CorpusSpec, max_line_bytes: int = 65536) -> Iterator[Bitex
     """The corpus's rows, read by its layout; an error when not one line could be read
     (:func:`paramill.formats.some_readable`)."""
     return reading.some_readable(registry.reader(USE, spec.format)(spec.layout, max_line_bytes),
-                                 spec.source_file, f"a {spec.format} bitext corpus")
+                                 spec.source_file, f"a {spec.format} bitext corpus",
+                                 empty=f"set bitext.corpora.{spec.name}.allow_empty: true where it may be empty",
+                                 allow_empty=spec.allow_empty)

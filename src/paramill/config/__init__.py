@@ -142,6 +142,34 @@ def resolve(config: dict[str, Any] | None) -> dict[str, Any]:
     return config
 
 
+def check_section(section: str, values: dict[str, Any], schema_too: bool = True) -> dict[str, Any]:
+    """``values`` of config section ``section`` (``"pairs.clean"``), as a command's settings
+    give them, checked by the code that checks a config: the section's schema (types, bounds,
+    patterns; ``schema_too``: a job of the workflow, whose config was checked whole, skips
+    it) and the constraints between keys (:func:`paramill.config.checks.cross_field_problems`).
+    Returns them with strings coerced as :func:`resolve` coerces them; a :class:`ConfigError`
+    names each problem. Unknown keys are left to the settings class that reads them."""
+    root = _folded()
+    path = section.split(".")
+    node = functools.reduce(lambda n, part: n["properties"][part], path, root)
+    values = coerce_strings(copy.deepcopy(values), node, root)
+    problems = []
+    if schema_too:
+        for error in _validator(node).iter_errors(values):
+            leaf = error
+            while leaf.context:
+                leaf = min(leaf.context, key=lambda e: len(e.absolute_path))
+            if leaf.validator != "additionalProperties":
+                problems.append(f"settings {_key([*path, *leaf.absolute_path])}: {_message(leaf)}")
+    if not problems:
+        problems = cross_field_problems(functools.reduce(lambda inner, part: {part: inner},
+                                                         reversed(path), values), root, whole=False)
+    if problems:
+        raise ConfigError(f"invalid settings for {section}:\n  " + "\n  ".join(
+            dict.fromkeys(layout.as_written(p) for p in problems)))
+    return values
+
+
 def _message(error: Any) -> str:
     """The schema's own words where it has them (``x-explain`` beside a pattern), the
     reason a format check gave, else jsonschema's message."""

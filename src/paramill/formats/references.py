@@ -59,16 +59,59 @@ def systems(hypotheses: dict[str, str] | list[str] | tuple[str, ...]) -> dict[st
 
 def check(spec: Spec, use: str, where: str) -> None:
     try:
-        systems(spec.hypotheses)
+        found = systems(spec.hypotheses)
     except FileNotFoundError as exc:
         raise ValueError(f"{where}.hypotheses: {exc}") from None
+    if problem := _system_problem(spec.reference, found):
+        raise ValueError(f"{where}.hypotheses: {problem}")
+
+
+def _same_bytes(a: str, b: str) -> bool:
+    """Whether files ``a`` and ``b`` hold the same bytes (sizes first; read in blocks)."""
+    try:
+        if os.path.getsize(a) != os.path.getsize(b):
+            return False
+        with open(a, "rb") as fa, open(b, "rb") as fb:
+            while True:
+                block = fa.read(1 << 20)
+                if block != fb.read(1 << 20):
+                    return False
+                if not block:
+                    return True
+    except (OSError, ValueError):
+        return False  # a file that cannot be read is said by the reader, naming it
+
+
+def _system_problem(reference: str, found: dict[str, str]) -> str | None:
+    """A system's file that is a folder, the reference (a glob that matches it too) or holds
+    the same bytes (a copy, each line paired with itself). (A path that names no file is the
+    reader's to say.)"""
+    if not reference or "\0" in reference:
+        return None
+    for name, path in found.items():
+        if not path or "\0" in path:
+            continue
+        if os.path.isdir(path):
+            return f"system {name}'s file {path} is a folder: name its files (a glob such as {path}/*.en)"
+        same = os.path.abspath(path) == os.path.abspath(reference) or (
+            os.path.exists(path) and os.path.exists(reference) and os.path.samefile(path, reference))
+        if same:
+            return (f"system {name} is the reference file {reference} (a glob that matches it "
+                    "too?): every line would be paired with itself; name the systems' files only")
+        if _same_bytes(path, reference):
+            return (f"system {name}'s file {path} holds the same bytes as the reference "
+                    f"{reference}: every line would be paired with itself")
+    return None
 
 
 def _systems(spec: Spec) -> dict[str, str]:
     try:
-        return systems(spec.hypotheses)
+        found = systems(spec.hypotheses)
     except FileNotFoundError as exc:
         raise InputError(str(exc), None, "no hypothesis file matches this pattern") from None
+    if problem := _system_problem(spec.reference, found):
+        raise InputError(spec.reference, None, problem)
+    return found
 
 
 def files(spec: Spec) -> list[str]:

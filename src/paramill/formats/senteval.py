@@ -9,7 +9,7 @@ from pathlib import Path
 from paramill.text.numbers import gold_score
 from paramill.formats.rows import Scored
 from paramill.formats.reading import text_lines
-from paramill.errors import InputError
+from paramill.errors import InputError, check_name
 
 NAME = "senteval"
 ALIASES: tuple[str, ...] = ()
@@ -18,6 +18,7 @@ SCALE = (0.0, 5.0)  # STS 2012-2016
 
 
 def gold_file(path: str | Path) -> Path:
+    check_name(path)
     path = Path(path)
     return path.with_name(path.name.replace("STS.input.", "STS.gs."))
 

@@ -7,13 +7,14 @@ Read as the identifier's labelled data (``sim`` a 0/1 label) and as an STS set (
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 from paramill.formats.rows import Scored
 from paramill.formats.reading import text_lines
-from paramill.errors import InputError
+from paramill.errors import InputError, check_name
 
 NAME = "toks"
 ALIASES: tuple[str, ...] = ()
@@ -29,9 +30,19 @@ class Toks:
     sim: str
 
 
+def check_folder(path: str | Path) -> None:
+    """An :class:`~paramill.errors.InputError` unless ``path`` names a folder (a file given
+    for the folder that holds the three files is said as such)."""
+    check_name(path)
+    if os.path.exists(path) and not os.path.isdir(path):
+        raise InputError(path, None, f"is a file: layout {NAME} reads a folder holding "
+                         f"{', '.join(FILES)}")
+
+
 def read(path: str | Path, max_line_bytes: int = 65536) -> Iterator[Toks]:
     """The pairs of the directory ``path`` in order. A line that is not UTF-8 or over-long,
     or files of different lengths, are an :class:`~paramill.io.InputError`."""
+    check_folder(path)
     path = Path(path)
     a, b, sim = (text_lines(path / name, max_line_bytes) for name in FILES)
     if not len(a) == len(b) == len(sim):

@@ -25,6 +25,10 @@ BATCH_TEXT_CHARS = 64 << 20
 _BOM = b"\xef\xbb\xbf"
 
 
+class EmptyInput(InputError):
+    """A file with no line at all."""
+
+
 @dataclass
 class LineStream:
     """Lines of one (possibly compressed) file as bytes, with limits and clear errors.
@@ -62,7 +66,7 @@ class LineStream:
         except CorruptInput as exc:  # where the stream broke: the line being read then
             raise CorruptInput(self.path, self.lines + 1, exc.message) from None
         if self.lines == 0:
-            raise InputError(self.path, None, "file is empty")
+            raise EmptyInput(self.path, None, "file is empty")
 
 
 def decode_line(raw: bytes) -> tuple[str | None, str | None, str | None]:

@@ -95,6 +95,8 @@ def atomic_output(*paths: str | os.PathLike) -> Iterator[list[Path]]:
     final path is touched, so a failed or killed job leaves nothing half-written under a
     final name. The renames happen only after the block finished without error.
     """
+    for given in paths:  # before Path(), which reads an empty path as "."
+        check_name(given)
     finals = [Path(p) for p in paths]
     temps = [_temp_sibling(p) for p in finals]
     check_writable(*finals, probe=False)  # the folders; commands probe theirs at start
@@ -126,6 +128,8 @@ def check_writable(*paths: str | os.PathLike, probe: bool = True) -> list[Path]:
     harvest writes its state once a page). Returns the folders it made, deepest first, for
     :func:`remove_made_folders` when the work fails."""
     made: list[Path] = []
+    for given in paths:  # before Path(), which reads an empty path as "."
+        check_name(given)
     try:
         for path in map(Path, paths):
             _make_writable(path, probe, made)

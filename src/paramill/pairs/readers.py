@@ -43,6 +43,9 @@ class PairCorpusSpec:
         "duplicates and lets later corpora keep theirs too: e.g. to compare MT systems on every "
         "sentence, where two systems' identical outputs are otherwise one pair (the system "
         "first in name order keeps it).")
+    allow_empty: bool = setting(
+        False, "Accept an input that yields no rows (an empty file, or a header alone) as an empty "
+        "corpus; by default it is an error naming the file.", no_default=True)
     layout: Any = None
 
     schema_extra: ClassVar[dict[str, Any]] = registry.corpus_schema(USE)
@@ -54,7 +57,8 @@ class PairCorpusSpec:
     def record(self) -> dict[str, Any]:
         """The corpus's settings as plain data (its provenance)."""
         return {"name": self.name, "format": self.format, "method": self.method,
-                "dedup": self.dedup, **dataclasses.asdict(self.layout)}
+                "dedup": self.dedup, **dataclasses.asdict(self.layout),
+                **({"allow_empty": True} if self.allow_empty else {})}
 
     @property
     def files(self) -> list[str]:
@@ -68,4 +72,6 @@ def read_pairs(spec: PairCorpusSpec, max_line_bytes: int = 65536,
     (:func:`paramill.formats.some_readable`)."""
     rows = registry.reader(USE, spec.format)(spec.layout, spec.method or spec.format,
                                             max_line_bytes, batch_rows)
-    return reading.some_readable(rows, ";".join(spec.files), f"a {spec.format} pair corpus")
+    return reading.some_readable(rows, ";".join(spec.files), f"a {spec.format} pair corpus",
+                                 empty=f"set pairs.corpora.{spec.name}.allow_empty: true where it may be empty",
+                                 allow_empty=spec.allow_empty)

@@ -226,9 +226,13 @@ def _with_settings(func: Verb, sections: dict[str, str], launch: bool = False) -
     def run(args: argparse.Namespace) -> int:
         from paramill.io.outputs import check_writable, remove_made_folders
 
+        from paramill.config import check_section
+
         overlays = launch_overlays(args.launch, list(sections.values())) if launch else {}
         for dest, section in sections.items():
-            setattr(args, dest, section_settings(section, getattr(args, dest), overlays.get(section)))
+            values = section_settings(section, getattr(args, dest), overlays.get(section))
+            # the same checks as a config's; a workflow's job (--rule) had its config checked whole
+            setattr(args, dest, check_section(section, values, schema_too=not args.rule))
         args.rule = args.rule or args.default_rule
         made = check_writable(*[path for dest in args.output_dests
                                 if (path := getattr(args, dest))])

