@@ -20,10 +20,19 @@ if ! [[ "$DAY" =~ ^[0-9]{4}-[0-9]{2}-[0-9]{2}$ ]] || [[ "$(date -u -d "$DAY" +%F
   exit 2
 fi
 MONTH="${DAY:0:7}"
+# one harvest.sh at a time in this project (two cron entries, a manual run beside cron): a
+# second waits for the first, then finds its day harvested or goes on from where it ended,
+# instead of stopping on Snakemake's lock of the same files
+mkdir -p .snakemake
+exec 9>>.snakemake/harvest.sh.lock
+if command -v flock > /dev/null && ! flock -n 9; then
+  echo "harvest.sh: another harvest.sh is running in $PWD; waiting for it to end" >&2
+  flock 9
+fi
 SNAKEMAKE="${SNAKEMAKE:-.venv/bin/snakemake}"
 CONFIG=(--configfile config.yaml "${TWITTER_CONFIG:-configs/twitter.yaml}")
 # Snakemake re-runs a day's harvest job only when a setting of its URL expansions changed
-# (twitter.advanced.harvest.expand_all, url_timeout, private_urls); a day
+# (twitter.harvest.private_urls, twitter.advanced.harvest.expand_all, url_timeout); a day
 # before the latest harvested (or the latest, harvested to its end, once its day is past)
 # then rebuilds its table from its saved pages and fetches nothing, and today's only adds
 # what is new (paramill.twitter.harvest)

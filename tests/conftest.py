@@ -78,8 +78,9 @@ def _cuda_problem() -> str | None:
 #: worker runs them all, so the tiny DAG is built once. Then the default DAG. (Handing out
 #: the hostile, SLURM, pair-only and NMT modules next as well, longest first, made the
 #: suite slower in the one run measured, 1224 s against 1092, one run each an hour apart
-#: on a 2-core machine whose speed varies; not attributed, so not kept.)
-FIRST_GROUPS = ("tiny-run", "tests/workflow/test_default_workflow.py")
+#: on a 2-core machine whose speed varies; not attributed, so not kept.) The own-data module
+#: (three runs, about 4.5 minutes) next: handed out last, it ran alone at the suite's end.
+FIRST_GROUPS = ("tiny-run", "tests/workflow/test_default_workflow.py", "tests/workflow/test_own_data.py")
 
 
 def _group(item) -> str:
@@ -93,8 +94,8 @@ def pytest_collection_modifyitems(config, items):
     """Tests marked ``gpu`` are skipped, with the reason, where no CUDA device is visible.
 
     Under pytest-xdist (``make test`` runs ``-n 2 --dist loadgroup``) each module is one unit
-    of work, and the tests sharing the tiny run are one; the two longest units (the tiny run
-    with the tests that change it, and the default DAG) go first, one to each worker."""
+    of work, and the tests sharing the tiny run are one; the longest units (the tiny run
+    with the tests that change it, the default DAG, the own-data runs) go first."""
     gpu_items = [item for item in items if item.get_closest_marker("gpu")]
     problem = _cuda_problem() if gpu_items else None
     if problem:

@@ -13,6 +13,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from paramill.errors import InputError
 from paramill.run import device
 from paramill.bitext.ingest import IngestSettings, ingest
 from paramill.bitext.readers import CorpusSpec
@@ -211,11 +212,37 @@ def test_a_corpus_record_that_does_not_read_is_said_and_read_as_none(tmp_path, c
     assert position.read_record(ckpt) == {"corpus_1": {"passes": 2, "lines": 17}}
     assert position.read_record(tmp_path / "model_step_6.pt") is None  # none: nothing said
     assert capsys.readouterr().err == ""
-    for text in ("{", "[]", '{"corpora": {"corpus_1": {"passes": -1, "lines": 0}}}',
-                 '{"corpora": {"corpus_1": {"passes": true, "lines": 0}}}', '{"corpora": {"c": 3}}'):
+    for text, said in (("{", "position.json:1: is not JSON (Expecting property name"),
+                       ("[]", "is not a record of where training was"),
+                       ('{"corpora": {"corpus_1": {"passes": -1, "lines": 0}}}', "is not a record"),
+                       ('{"corpora": {"corpus_1": {"passes": true, "lines": 0}}}', "is not a record"),
+                       ('{"corpora": {"c": 3}}', "is not a record")):
         position.record_path(ckpt).write_text(text)
         assert position.read_record(ckpt) is None, text
-        assert "model_step_5.pt.position.json does not say where the corpus was" in capsys.readouterr().err
+        err = capsys.readouterr().err
+        assert said in err and "model_step_5.pt.position.json" in err, err
+        assert "reading the training corpus from its first line" in err
+        with pytest.raises(InputError, match="remove it to train on from the training corpus's first line"):
+            position.check_record(ckpt, 5, {"corpus_1": tmp_path / "train.cs"})
+
+
+def test_a_position_record_that_does_not_fit_the_run_is_refused_naming_what(tmp_path):
+    """A record that reads but does not fit (another step's, copied forward; a corpus the run
+    does not have; a line past the corpus's end) was used as it was: refused, naming each."""
+    corpus = tmp_path / "train.cs"
+    corpus.write_text("a\n" * 40)
+    ckpt = tmp_path / "model_step_60.pt"
+    position.check_record(ckpt, 60, {"corpus_1": corpus})  # no record: read from the start
+    position.write_record(ckpt, 60, {"corpus_1": {"passes": 1, "lines": 40}})
+    position.check_record(ckpt, 60, {"corpus_1": corpus})  # fits: a pass ends at the last line
+    position.write_record(ckpt, 40, {"corpus_1": {"passes": 0, "lines": 41}, "corpus_9": {"passes": 0, "lines": 1}})
+    with pytest.raises(InputError) as caught:
+        position.check_record(ckpt, 60, {"corpus_1": corpus})
+    assert str(caught.value) == (
+        f"{ckpt}.position.json: does not fit the run resuming from it: it is step 40's, the checkpoint "
+        "model_step_60.pt step 60's; corpus corpus_1 is at line 41, past its end (40 lines in train.cs); "
+        "it names corpus 'corpus_9', which this run does not train on (corpus_1); remove it to train on "
+        "from the training corpus's first line")
 
 
 @pytest.mark.filterwarnings("ignore:`torch.cuda.amp:FutureWarning")  # OpenNMT-py 3.5.1

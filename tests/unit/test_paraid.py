@@ -153,6 +153,29 @@ def test_training_chooses_records_and_applies_the_threshold(tmp_path):
     assert model.accept_at(0.42) == 0.42  # a configured threshold wins
     prov = json.loads((tmp_path / "m.npz.prov.json").read_text())
     assert prov["threshold"]["threshold"] == chosen["threshold"]
+    spread = chosen["by_fold"]  # each fold's precision at the threshold, beside the pooled one
+    assert len(spread["precision"]) == settings.folds and spread["precision_min"] <= chosen["precision"]
+    assert prov["threshold"]["by_fold"] == spread
+
+
+def test_the_spread_of_precision_over_the_folds_by_hand():
+    """Each fold's precision and recall at the threshold, from the same grouped folds as the
+    out-of-fold scores: here two folds of four source tweets each, one clean, one not."""
+    from paramill.twitter.identify.fitting import fold_spread
+
+    settings = identify.IdentifySettings(folds=2, seed=1)
+    y = np.array([1, 0, 1, 0, 1, 0, 1, 0])
+    groups = np.arange(8)
+    from paramill.twitter.identify.evaluation import grouped_folds
+
+    folds = grouped_folds(y, groups, settings)
+    scores = np.zeros(8)
+    first, second = folds[0][1], folds[1][1]
+    scores[first] = np.where(y[first] == 1, 0.9, 0.1)  # fold one: every paraphrase, nothing else
+    scores[second] = 0.9  # fold two: everything accepted, half of it wrong
+    out = fold_spread(y, scores, groups, 0.5, settings)
+    assert out["precision"] == [1.0, 0.5] and out["recall"] == [1.0, 1.0]
+    assert (out["precision_min"], out["precision_max"], out["precision_sd"]) == (0.5, 1.0, 0.3536)
 
 
 def test_the_threshold_for_an_expected_share_of_paraphrases_by_hand(tmp_path):

@@ -207,13 +207,45 @@ def test_links_to_hosts_off_the_public_internet_are_never_requested(web, monkeyp
     assert requested == []  # nothing reached the server
     # a public first hop whose redirect leads to a private host: the redirect is not followed
     monkeypatch.setattr(web_module, "is_public", lambda host: host != "localhost")
-    port = server[1]
-    assert Expander(timeout=0.5).expand([f"{web}/to-localhost"]) == {
-        f"{web}/to-localhost": f"http://localhost:{port}/article"}
+    # (127.0.0.1 and localhost are two sites: the link is kept on its own, the redirect said)
+    expander = Expander(timeout=0.5)
+    assert expander.expand([f"{web}/to-localhost"]) == {f"{web}/to-localhost": f"{web}/to-localhost"}
+    assert expander.crossed([f"{web}/to-localhost"]) == {f"{web}/to-localhost": "localhost"}
     assert requested == ["/to-localhost"]  # HEAD of the first hop only
-    assert Expander(timeout=0.5, private_urls=True).expand([f"{web}/to-localhost"]) == {
-        f"{web}/to-localhost": f"http://localhost:{port}/article"}
+    expander = Expander(timeout=0.5, private_urls=True)
+    assert expander.expand([f"{web}/to-localhost"]) == {f"{web}/to-localhost": f"{web}/to-localhost"}
     assert requested[1:] == ["/to-localhost", "/article"]  # followed when allowed
+
+
+def test_a_redirect_to_another_site_keeps_the_link_on_its_own_and_is_a_rejected_row(tmp_path):
+    """Past the shorteners a link stays on its site: a news page that redirects to a consent
+    wall, a login or a parked domain was filed under that other site's URL (every tweet sent
+    there joined into one URL's pairs). The link is kept as the last URL on its site, and
+    the redirect is a rejected row of its own, with the host it left for, counted in the
+    day's record; the cache remembers it, so a rebuilt day says the same."""
+    from paramill.twitter.harvest import day_table
+    from paramill.twitter.urls import landing, site
+
+    assert site("edition.cnn.com") == site("cnn.com") == "cnn.com"
+    assert site("news.bbc.co.uk") == "bbc.co.uk" and site("10.0.0.1") == "10.0.0.1"
+    short = ["https://t.co/x", "https://bit.ly/y", "https://www.nytimes.com/a", "https://nytimes.com/a/"]
+    assert landing(short) == ("https://nytimes.com/a/", None)
+    assert landing(["https://t.co/x", "https://news.com/a", "https://edition.news.com/a",
+                    "https://consent.example/?u=1", "https://news.com/b"]) == (
+        "https://edition.news.com/a", "consent.example")
+    assert landing(["https://t.co/x"]) == ("https://t.co/x", None)  # a shortener's own answer
+
+    cache = tmp_path / "urls.json"
+    cache.write_text(json.dumps({"https://t.co/a": {"url": "https://news.com/a", "left_for": "consent.example"},
+                                 "https://t.co/b": "https://news.com/b"}))
+    rows = [{"tweet_id": "1", "created_at": "2026-11-02", "urls": [], "short_urls": ["https://t.co/a"]},
+            {"tweet_id": "2", "created_at": "2026-11-02", "urls": [], "short_urls": ["https://t.co/b"]}]
+    bad: list = []
+    table = day_table(rows, Expander(cache), SETTINGS, bad=bad)  # from its cache: as a rebuilt day
+    assert [r["canonical_urls"] for r in table] == [["https://news.com/a"], ["https://news.com/b"]]
+    assert [(b["where"], b["reason"]) for b in bad] == [("tweet 1", "cross_host_redirect")]
+    assert bad[0]["detail"] == ("https://t.co/a redirects from https://news.com/a to another site, "
+                                "consent.example: the link is kept as https://news.com/a")
 
 
 def test_a_name_that_rebinds_to_a_private_address_after_the_check_is_never_connected(web, monkeypatch):
@@ -745,7 +777,7 @@ def test_a_harvest_state_with_any_field_of_another_json_type_loads_or_is_an_erro
     """Every field of a state set to each value of other JSON types: the state loads and the
     harvest's own reading of it (pruning by first-seen date, saving) runs, or it is an error
     naming the file; never a traceback."""
-    from paramill.twitter.harvest import settled
+    from paramill.twitter.store import settled
     from paramill.twitter.store import State, prune_urls
 
     good = {"users": {"newsa": "100"}, "since": {"newsa": "1200"},
@@ -967,8 +999,6 @@ def test_a_day_before_the_latest_harvest_is_rebuilt_from_its_pages_never_fetched
 
     with state_lock(tmp_path / "state.json"):  # today's harvest running: a past day still rebuilds
         assert harvest(fake_x, tmp_path, settings=replace(SETTINGS, url_workers=2))[1].equals(first)
-        with pytest.raises(HarvestError, match="another harvest"):  # today's waits for it
-            harvest(fake_x, tmp_path, date="2026-11-04")
     assert len(fake_x.requests) == before
     _, third = harvest(fake_x, tmp_path, date="2026-11-04")
     assert set(third["tweet_id"]) == expected_ids(fake_x) - set(first["tweet_id"]) - set(second["tweet_id"])
@@ -1711,16 +1741,54 @@ def test_an_authentication_failure_is_not_blamed_on_the_tier(fake_x, tmp_path):
     assert "tier" not in str(info.value).replace("not the access tier", "")
 
 
-def test_a_second_harvest_on_the_same_state_ends_with_a_message(fake_x, tmp_path):
+def test_two_harvests_on_one_state_run_one_after_another(fake_x, tmp_path, capsys):
+    """Two harvests started at once on one state (two cron entries, a manual run beside
+    cron) collided: the second now waits for the first, saying so, then reads the state the
+    first left, so two at once fetch and store what two one after another do."""
+    import threading
+    import time
+
     from paramill.twitter.store import state_lock
 
-    populate(fake_x, stories=1)
-    with state_lock(tmp_path / "state.json"):
-        with pytest.raises(HarvestError, match="another harvest .*is using"):
-            harvest(fake_x, tmp_path)
-    assert not fake_x.requests  # it fetched nothing
-    _, table = harvest(fake_x, tmp_path)  # the lock is gone with the first harvest
-    assert set(table["tweet_id"]) == expected_ids(fake_x)
+    populate(fake_x, stories=2)
+    held, release, results = threading.Event(), threading.Event(), {}
+
+    def holder():  # a harvest holding the lock a while
+        with state_lock(tmp_path / "held" / "state.json"):
+            held.set()
+            release.wait(30)
+
+    first = threading.Thread(target=holder)
+    first.start()
+    assert held.wait(30)
+    waiting = threading.Thread(target=lambda: results.setdefault("waited", harvest(fake_x, tmp_path / "held")))
+    waiting.start()
+    time.sleep(0.5)
+    assert waiting.is_alive() and not fake_x.requests  # it waits, and has fetched nothing
+    release.set()
+    first.join(30)
+    waiting.join(60)
+    assert set(results["waited"][1]["tweet_id"]) == expected_ids(fake_x)
+    err = capsys.readouterr().err
+    assert "another harvest (pid" in err and "waiting for it to end" in err
+
+    def counted(folder, at_once):
+        before = len(fake_x.requests)
+        runs = [threading.Thread(target=lambda k=k: results.setdefault((folder, k), harvest(fake_x, tmp_path / folder)))
+                for k in range(2)]
+        for run in runs:
+            run.start()
+            if not at_once:
+                run.join(60)
+        for run in runs:
+            run.join(60)
+        pages = sorted(p.name for p in (tmp_path / folder / "raw").rglob("*.json.gz"))
+        return len(fake_x.requests) - before, pages, [results[(folder, k)][1] for k in range(2)]
+
+    one_then_other = counted("sequential", at_once=False)
+    both_at_once = counted("together", at_once=True)
+    assert both_at_once[:2] == one_then_other[:2]  # the same requests, the same pages stored
+    assert all(t.equals(one_then_other[2][0]) for t in both_at_once[2] + one_then_other[2])
 
 
 def test_a_harvest_on_a_file_system_without_locks_runs_and_says_so(fake_x, tmp_path, monkeypatch,

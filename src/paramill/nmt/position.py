@@ -26,6 +26,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from paramill.errors import InputError
+
 #: the record beside a checkpoint: ``<checkpoint>`` + this
 SUFFIX = ".position.json"
 
@@ -64,23 +66,72 @@ class Positions:
         return {**{cid: dict(at) for cid, at in self.pending.items()}, **seen}
 
 
+#: what to do with a record that does not fit
+_REMOVE = "remove it to train on from the training corpus's first line"
+
+
+def _parsed(path: Path) -> dict[str, Any]:
+    """The record at ``path``: ``{"step": N, "corpora": {cid: {"passes", "lines"}}}``, or an
+    :class:`~paramill.errors.InputError` saying what it is instead."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise InputError(path, exc.lineno, f"is not JSON ({exc.msg}); {_REMOVE}") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputError(path, None, f"cannot be read ({exc}); {_REMOVE}") from None
+    corpora = data.get("corpora") if isinstance(data, dict) else None
+    if not isinstance(data, dict) or not isinstance(corpora, dict) or not all(
+            isinstance(at, dict) and set(at) == {"passes", "lines"}
+            and all(isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in at.values())
+            for at in corpora.values()):
+        raise InputError(path, None, "is not a record of where training was (a step, and each "
+                         f"corpus's passes and lines); {_REMOVE}")
+    return data
+
+
+def _lines(path: Path) -> int:
+    with open(path, "rb") as fh:
+        return sum(block.count(b"\n") for block in iter(lambda: fh.read(1 << 20), b""))
+
+
+def check_record(checkpoint: str | Path, step: int, corpora: dict[str, Path]) -> None:
+    """Refuse the record beside ``checkpoint`` (of step ``step``) where it does not fit the
+    run about to resume from it: another step's, a corpus the run does not train on
+    (``corpora``: each training corpus's source file), a line past a corpus's end, or not a
+    record at all. An :class:`~paramill.errors.InputError` names the record and what does
+    not match; no record is fine (the run reads from the corpus's first line)."""
+    path = record_path(checkpoint)
+    if not path.is_file():
+        return
+    data = _parsed(path)
+    problems = []
+    if data.get("step") != step:
+        problems.append(f"it is step {data.get('step')!r}'s, the checkpoint "
+                        f"{Path(checkpoint).name} step {step}'s")
+    for cid, at in data["corpora"].items():
+        if cid not in corpora:
+            problems.append(f"it names corpus {cid!r}, which this run does not train on "
+                            f"({', '.join(corpora)})")
+        elif at["lines"] > (count := _lines(corpora[cid])):
+            problems.append(f"corpus {cid} is at line {at['lines']:,}, past its end "
+                            f"({count:,} lines in {corpora[cid].name})")
+    if problems:
+        raise InputError(path, None, "does not fit the run resuming from it: "
+                         + "; ".join(problems) + f"; {_REMOVE}")
+
+
 def read_record(checkpoint: str | Path) -> dict[str, dict[str, int]] | None:
-    """The positions recorded beside ``checkpoint``; None where there is no record or one that
-    is not what :func:`write_record` writes (said on stderr: the run reads from the start)."""
+    """The positions recorded beside ``checkpoint`` (checked first: :func:`check_record`);
+    None where there is none, or one that is not a record (said on stderr: the run reads
+    from the start)."""
     path = record_path(checkpoint)
     if not path.is_file():
         return None
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-        corpora = data["corpora"]
-        if not isinstance(corpora, dict) or not all(
-                isinstance(cid, str) and isinstance(at, dict) and set(at) == {"passes", "lines"}
-                and all(isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in at.values())
-                for cid, at in corpora.items()):
-            raise ValueError("its corpora are not each a pass and a line")
-    except (OSError, ValueError, KeyError, TypeError) as exc:
-        print(f"nmt train: {path.name} does not say where the corpus was ({exc}); reading the "
-              "training corpus from its first line", file=sys.stderr, flush=True)
+        corpora = _parsed(path)["corpora"]
+    except InputError as exc:
+        print(f"nmt train: {exc}; reading the training corpus from its first line",
+              file=sys.stderr, flush=True)
         return None
     return {cid: dict(at) for cid, at in corpora.items()}
 

@@ -297,6 +297,8 @@ def train(direction: str, data_dir: str | Path, src_spm: str | Path, tgt_spm: st
     if not done or done[-1][0] < train.train_steps:
         more = ["-config", cfg_path.name]
         if done:
+            corpora = {cid: work / spec["path_src"] for cid, spec in cfg["data"].items() if cid != "valid"}
+            position.check_record(done[-1][1], done[-1][0], corpora)  # where it goes on fits this run
             print(f"nmt train {direction}: resuming from step {done[-1][0]}", file=sys.stderr)
             more += ["-train_from", done[-1][1].name]
         cmd = [*cmd, THEN, "train", *more] if cmd else [*_tool("train", train.seed), *more]

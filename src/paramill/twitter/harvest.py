@@ -13,8 +13,9 @@ Live harvest, and what makes it safe to kill and re-run:
 - a cursor (an account's or a URL's ``since_id``) moves only over pages that were
   stored: a listing cut short by ``max_pages`` keeps its ``next_token`` and is continued
   by the next harvest before ``since_id`` moves past it;
-- the state file is locked while a harvest runs: a second harvest on the same state ends
-  at once with a message instead of fetching (and storing) everything again.
+- the state file is locked while a harvest runs: a second harvest on the same state waits
+  for it to end, then reads the state it left (it fetches only what is new), instead of
+  fetching (and storing) everything again beside it.
 
 So a harvest killed at any point and re-run fetches again at most what it had not yet
 recorded in the state, nothing is lost, and duplicates collapse in the table; a second run
@@ -53,7 +54,6 @@ from typing import Any
 import pyarrow as pa
 
 from paramill.run.job import output_job
-from paramill.errors import InputError
 from paramill.io.tablewrite import TableWriter
 from paramill.run.progress import note, progress
 from paramill.provenance import Run
@@ -70,7 +70,7 @@ from paramill.twitter.api import (
     search_query,
 )
 from paramill.twitter.store import (PageStore, State, latest_harvest, newest_id, prune_urls,
-                                    state_lock)
+                                    saved_pages, settled, state_lock)
 from paramill.twitter.tweets import REJECTED_TWEETS, TWEETS, parse_page, read_archive, rejected
 from paramill.twitter.urls import Expander, canonical, earlier_cache, is_short
 
@@ -304,9 +304,16 @@ def day_table(rows: Iterable[dict[str, Any]], expander: Expander, settings: Harv
     # the same links as the news tweets' whose URLs the state tracks, so the two meet
     to_expand = [u for r in table for u in r["short_urls"] + followed(r["urls"], settings)]
     expanded = expander.expand(to_expand) if to_expand else {}
+    crossed = expander.crossed(to_expand) if to_expand else {}
     for r in table:
         r["canonical_urls"] = canonical_urls(r["urls"] + r["short_urls"], expanded,
                                              f"tweet {r['tweet_id']}", r["tweet_id"], bad)
+        for url in dict.fromkeys(r["short_urls"] + r["urls"]):
+            if url in crossed:  # kept on its own site, the redirect recorded as what it is
+                bad.append(rejected(f"tweet {r['tweet_id']}", None, "cross_host_redirect",
+                                    f"{url} redirects from {expanded[url]} to another site, "
+                                    f"{crossed[url]}: the link is kept as {expanded[url]}",
+                                    {"tweet": r["tweet_id"], "url": url, "left_for": crossed[url]}))
     return table
 
 
@@ -354,10 +361,23 @@ def harvest_day(date: str, out: str | Path, settings: HarvestSettings, source: s
         raise ValueError(f"harvest date {date!r} is not a date (YYYY-MM-DD)") from None
     rejected_out = rejected_out or rejected_path(out)
     params = {k: v for k, v in asdict(settings).items()}  # env var names only, never values
+    if source not in ("live", "archive"):
+        raise ValueError(f"twitter.source must be live or archive, not {source!r}")
+    today = today or datetime.datetime.now(datetime.timezone.utc).date().isoformat()
+    if source == "live" and date > today:  # what it fetched would be filed under a day to come
+        raise ValueError(f"harvest date {date} is after today ({today}, UTC): a live harvest "
+                         "fetches what is there now and files it under its date; harvest today's")
+    # a live day that may still fetch holds the state's lock from before its caches are read
+    # to after they are written, so a second harvest waits and starts from all the first
+    # left; a settled day reads only its own pages, which no harvest writes again, and the
+    # state (written atomically): without the lock, so the days a changed setting re-runs
+    # may rebuild side by side, beside today's harvest
+    fetches = source == "live" and not settled(State(state_path), raw_dir, date, today)
     # the month's URL cache is written once, when the day ends (or stops)
-    with Expander(url_cache, timeout=settings.url_timeout, workers=settings.url_workers,
-                  private_urls=settings.private_urls,
-                  earlier=earlier_cache(earlier_url_cache, date)) as expander:
+    with state_lock(state_path) if fetches else contextlib.nullcontext(), \
+            Expander(url_cache, timeout=settings.url_timeout, workers=settings.url_workers,
+                     private_urls=settings.private_urls,
+                     earlier=earlier_cache(earlier_url_cache, date)) as expander:
         bad: list[dict[str, Any]] = []
         if source == "archive":
             files = list(archive or [])
@@ -368,37 +388,27 @@ def harvest_day(date: str, out: str | Path, settings: HarvestSettings, source: s
             cards = read_cards(table, settings, card_cache)
             write_day(table, bad, out, rejected_out, run, {"tweets": len(table), **cards})
             return {"tweets": len(table), "rejected": len(bad), **cards}
-        if source != "live":
-            raise ValueError(f"twitter.source must be live or archive, not {source!r}")
         run = Run(rule=rule, params={"date": date, "source": source, **params}, inputs=[])
-        today = today or datetime.datetime.now(datetime.timezone.utc).date().isoformat()
-        if date > today:  # what it fetched would be filed under a day to come, and that day settled
-            raise ValueError(f"harvest date {date} is after today ({today}, UTC): a live harvest "
-                             "fetches what is there now and files it under its date; harvest today's")
-        # a settled day reads only its own pages, which no harvest writes again, and the state
-        # (written atomically): without the lock, so the days a changed setting re-runs may
-        # rebuild side by side, beside today's harvest
-        with contextlib.nullcontext() if settled(State(state_path), raw_dir, date, today) else state_lock(state_path):
-            state = State(state_path)
-            why = settled(state, raw_dir, date, today)
-            if why:
-                counts: dict[str, Any] = {"rebuilt_after": latest_harvest(state, raw_dir)}
-                store = _saved_pages(Path(raw_dir) / date, date, why)
-            else:
-                store = PageStore(Path(raw_dir) / date)
-                state.latest_day = date
-                state.save()
-                client = client or make_client(settings)
-                protect_secrets(client_secrets(client))
-                counts = harvest_live(client, store, state, settings, expander, sleep, date=date, bad=bad)
-            rows = []
-            for kind, where, page in store.pages(bad):
-                found, rejects = parse_page(page, kind, where)
-                rows += found
-                bad += rejects
-            table = day_table(rows, expander, settings, bad=bad)
-            counts.update(read_cards(table, settings, card_cache))
-            write_day(table, bad, out, rejected_out, run, {**counts, "tweets": len(table), "raw_pages": store.count})
+        state = State(state_path)
+        why = settled(state, raw_dir, date, today)
+        if why:
+            counts: dict[str, Any] = {"rebuilt_after": latest_harvest(state, raw_dir)}
+            store = saved_pages(Path(raw_dir) / date, date, why)
+        else:
+            store = PageStore(Path(raw_dir) / date)
+            state.latest_day = date
+            state.save()
+            client = client or make_client(settings)
+            protect_secrets(client_secrets(client))
+            counts = harvest_live(client, store, state, settings, expander, sleep, date=date, bad=bad)
+        rows = []
+        for kind, where, page in store.pages(bad):
+            found, rejects = parse_page(page, kind, where)
+            rows += found
+            bad += rejects
+        table = day_table(rows, expander, settings, bad=bad)
+        counts.update(read_cards(table, settings, card_cache))
+        write_day(table, bad, out, rejected_out, run, {**counts, "tweets": len(table), "raw_pages": store.count})
         return {**counts, "tweets": len(table), "rejected": len(bad)}
 
 
@@ -417,30 +427,3 @@ def read_cards(table: list[dict[str, Any]], settings: HarvestSettings, card_cach
     cards = fetch_cards(urls, workers=settings.url_workers, timeout=settings.url_timeout,
                         private_urls=settings.private_urls, cache=card_cache)
     return {"news_pages": len(set(urls)), "page_cards": len(cards)}
-
-
-def settled(state: State, raw_dir: str | Path, date: str, today: str) -> str | None:
-    """Why the live harvest of ``date`` may fetch no more (None when it may): a later day was
-    harvested, or its own harvest ran to its end and ``today`` (UTC) is past it. The API
-    answers with what is there now, which would be filed under ``date`` and taken from the
-    day it belongs to (a changed setting re-runs every day's job, weeks later)."""
-    latest = latest_harvest(state, raw_dir)
-    if latest is not None and date < latest:
-        return f"is before the latest day harvested ({latest})"
-    if date == latest == state.completed_day and date < today:
-        return f"was harvested to its end and today is {today} (UTC)"
-    return None
-
-
-def _saved_pages(folder: Path, date: str, why: str) -> PageStore:
-    """The pages saved by the live harvest of ``date``, a settled day (:func:`settled`): its
-    table is rebuilt from them, nothing fetched."""
-    if not folder.is_dir():
-        raise InputError(folder, None, f"no live harvest of {date} was made, and {date} {why}: "
-                         f"the X API returns what is there now, so {date} cannot be harvested "
-                         "any more. Take it out of twitter.dates (or replay an archive of it: "
-                         "twitter.source archive)")
-    store = PageStore(folder)
-    print(f"paramill twitter harvest: {date} {why}: its table is rebuilt from its {store.count} "
-          "saved pages, nothing fetched (what is new goes to the next day harvested)", file=sys.stderr)
-    return store

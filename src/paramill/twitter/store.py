@@ -19,7 +19,6 @@ from paramill.errors import InputError
 from paramill.io.outputs import atomic_output
 from paramill.io.jsonfiles import read_json, write_json
 from paramill.run.progress import note
-from paramill.twitter.api import HarvestError
 from paramill.twitter.tweets import rejected
 
 
@@ -128,20 +127,23 @@ NO_LOCKS = (errno.ENOLCK, errno.ENOSYS, errno.EOPNOTSUPP)
 
 @contextlib.contextmanager
 def state_lock(path: str | Path):
-    """An exclusive lock on ``<state>.lock`` for the whole harvest; a second harvest on the
-    same state ends at once with a message naming the holder. On a file system that keeps no
-    locks (``ENOLCK``, ``ENOSYS``, ``EOPNOTSUPP``: some cluster file systems mounted without
-    them) the harvest runs unlocked, saying so: it failed there on every run."""
+    """An exclusive lock on ``<state>.lock`` for the whole harvest: harvests on one state run
+    one after another, a second waiting for the first to end (saying whose lock it waits for;
+    the lock goes with its holder's process, killed or not), then reading the state the
+    first left. On a file system that keeps no locks (``ENOLCK``, ``ENOSYS``, ``EOPNOTSUPP``:
+    some cluster file systems mounted without them) the harvest runs unlocked, saying so."""
     lock_path = Path(f"{path}.lock")
     lock_path.parent.mkdir(parents=True, exist_ok=True)
     with open(lock_path, "a+") as fh:
         try:
-            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            fh.seek(0)
-            holder = fh.read().strip() or "another process"
-            raise HarvestError(f"another harvest ({holder}) is using {path}; two harvests on one "
-                               "state would both store everything. Wait for it to end.") from None
+            try:
+                fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                fh.seek(0)
+                holder = fh.read().strip() or "another process"
+                note(f"paramill twitter harvest: another harvest ({holder}) is using {path}; "
+                     "waiting for it to end (harvests on one state run one after another)")
+                fcntl.flock(fh, fcntl.LOCK_EX)
         except OSError as exc:
             if exc.errno not in NO_LOCKS:
                 raise
@@ -221,3 +223,30 @@ def prune_urls(state: State, date: str, days: int) -> int:
     for url in old:
         del state.urls[url]
     return len(old)
+
+
+def settled(state: State, raw_dir: str | Path, date: str, today: str) -> str | None:
+    """Why the live harvest of ``date`` may fetch no more (None when it may): a later day was
+    harvested, or its own harvest ran to its end and ``today`` (UTC) is past it. The API
+    answers with what is there now, which would be filed under ``date`` and taken from the
+    day it belongs to (a changed setting re-runs every day's job, weeks later)."""
+    latest = latest_harvest(state, raw_dir)
+    if latest is not None and date < latest:
+        return f"is before the latest day harvested ({latest})"
+    if date == latest == state.completed_day and date < today:
+        return f"was harvested to its end and today is {today} (UTC)"
+    return None
+
+
+def saved_pages(folder: Path, date: str, why: str) -> PageStore:
+    """The pages saved by the live harvest of ``date``, a settled day (:func:`settled`): its
+    table is rebuilt from them, nothing fetched."""
+    if not folder.is_dir():
+        raise InputError(folder, None, f"no live harvest of {date} was made, and {date} {why}: "
+                         f"the X API returns what is there now, so {date} cannot be harvested "
+                         "any more. Take it out of twitter.dates (or replay an archive of it: "
+                         "twitter.source archive)")
+    store = PageStore(folder)
+    note(f"paramill twitter harvest: {date} {why}: its table is rebuilt from its {store.count} "
+         "saved pages, nothing fetched (what is new goes to the next day harvested)")
+    return store

@@ -175,7 +175,7 @@ def from_v1(tweet: dict[str, Any], source: str) -> dict[str, Any]:
 REJECTED_TWEETS = pa.schema([
     pa.field("where", pa.string()),   # the archive file or the saved API page
     pa.field("record", pa.int64()),   # line of the archive file, or position in the page
-    pa.field("reason", pa.string()),  # no_id | not_a_tweet | bad_field | not_json | duplicate_key | invalid_utf8 | not_text | line_too_long | unknown_account | unusable_page | unreadable_page | invalid_url | api_error
+    pa.field("reason", pa.string()),  # no_id | not_a_tweet | bad_field | not_json | duplicate_key | invalid_utf8 | not_text | line_too_long | unknown_account | unusable_page | unreadable_page | invalid_url | cross_host_redirect | api_error
     pa.field("detail", pa.string()),
     pa.field("raw", pa.string()),     # the record, cut to REJECTED_TEXT_CHARS
 ])

@@ -8,6 +8,12 @@ followed with HEAD (then GET when HEAD is refused) through redirects, with a tim
 a redirect limit (loops end there), bounded concurrency, and a persistent cache.
 Optionally the linked page's ``twitter:title``/``twitter:description`` are read.
 
+Past the shorteners, a link stays on its own site: where the page redirects to another site
+(a consent wall, a login, a paywall's host, a parked domain), the link is kept as the last
+URL on its own site, and the redirect is recorded as what it is (:meth:`Expander.crossed`:
+the day's rejected rows say ``cross_host_redirect`` with the host it left for), where
+taking the other site's URL would join every tweet sent there into one URL's pairs.
+
 No request goes to a host that is not on the public internet, and each URL's requests end
 by a deadline however slowly a server answers: :mod:`paramill.twitter.web`.
 """
@@ -15,6 +21,7 @@ by a deadline however slowly a server answers: :mod:`paramill.twitter.web`.
 from __future__ import annotations
 
 import datetime
+import ipaddress
 from html.parser import HTMLParser
 import json
 import re
@@ -58,6 +65,47 @@ def canonical(url: str) -> str:
                        urlencode(query), ""))
 
 
+def _host(url: str) -> str:
+    try:
+        host = (urlsplit(url).hostname or "").lower()
+    except ValueError:
+        return ""
+    return host[4:] if host.startswith("www.") else host
+
+
+def site(host: str) -> str:
+    """The site of ``host``: its last two labels, or three under a two-letter country code
+    whose second level is short (``bbc.co.uk``, ``abc.net.au``): ``edition.cnn.com`` and
+    ``cnn.com`` are one site; an address is its own."""
+    try:
+        ipaddress.ip_address(host.strip("[]"))
+        return host
+    except ValueError:
+        pass
+    labels = host.split(".")
+    keep = 3 if len(labels) >= 3 and len(labels[-1]) == 2 and len(labels[-2]) <= 3 else 2
+    return ".".join(labels[-keep:])
+
+
+def landing(chain: list[str]) -> tuple[str, str | None]:
+    """Where a chain of redirects (each URL requested, the last answered) leads: past the
+    shorteners, the last URL on the first site it reaches, and the host it then left for
+    (None when it stays on that site)."""
+    reached: str | None = None
+    last = chain[-1]
+    for url in chain:
+        host = _host(url)
+        if reached is None:
+            if host in SHORTENERS:
+                continue
+            reached, last = site(host), url
+        elif site(host) == reached:
+            last = url
+        else:
+            return last, host
+    return last, None
+
+
 def is_short(url: str) -> bool:
     try:
         return (urlsplit(url).hostname or "").lower() in SHORTENERS
@@ -80,36 +128,42 @@ class Expander:
                  max_redirects: int = 10, workers: int = 8, session: requests.Session | None = None,
                  private_urls: bool = False, earlier: str | Path | None = None):
         self.cache_path = Path(cache) if cache else None
-        self.cache: dict[str, str] = (load_url_cache(self.cache_path)
+        self.cache: dict[str, str | dict[str, str]] = (load_url_cache(self.cache_path)
                                       if self.cache_path and self.cache_path.exists() else {})
-        self._earlier: Path | dict[str, str] | None = Path(earlier) if earlier else None
-        self._new: dict[str, str] = {}  # found since the file was written
+        self._earlier: Path | dict[str, str | dict[str, str]] | None = Path(earlier) if earlier else None
+        self._new: dict[str, str | dict[str, str]] = {}  # found since the file was written
         self._deferred = False  # inside a with block: written when it ends
         self.timeout = timeout
         self.workers = workers
         self.session = web_session(private_urls, session)
         self.session.max_redirects = max_redirects
 
-    def _resolve(self, url: str) -> str | None:
-        """Where ``url`` leads; None when the web could not say now (a timeout, a connection
-        error, three times the timeout spent on it in all): not cached, so a later run asks
-        again, where a loop or a host that is not public is an answer that is."""
+    def _resolve(self, url: str) -> str | dict[str, str] | None:
+        """Where ``url`` leads (:func:`landing`: a dict ``{url, left_for}`` where it left its
+        site); None when the web could not say now (a timeout, a connection error, three
+        times the timeout spent on it in all): not cached, so a later run asks again, where a
+        loop or a host that is not public is an answer that is."""
         with deadline(3 * self.timeout) as watch:
-            final = self._follow(url, watch)
-        return None if watch.expired else final
+            chain = self._follow(url, watch)
+        if watch.expired or chain is None:
+            return None
+        final, left_for = landing(chain)
+        return {"url": final, "left_for": left_for} if left_for else final
 
-    def _follow(self, url: str, watch) -> str | None:
+    def _follow(self, url: str, watch) -> list[str] | None:
+        """The URLs requested on the way, the last the one that answered (or the loop's last,
+        or the URL of a host that is not public, never requested)."""
         for method in ("head", "get"):
             try:
                 resp = self.session.request(method, url, allow_redirects=True, timeout=self.timeout,
                                             stream=(method == "get"))
                 resp.close()
                 if resp.status_code < 400 or method == "get":
-                    return resp.url
+                    return [r.url for r in resp.history] + [resp.url]
             except requests.TooManyRedirects as exc:  # a loop or a very long chain
-                return exc.response.url if exc.response is not None else url
+                return [url] + ([exc.response.url] if exc.response is not None else [])
             except PrivateAddress as exc:  # where the link leads, never requested
-                return exc.request.url if exc.request is not None else url
+                return [url] + ([exc.request.url] if exc.request is not None else [])
             except requests.RequestException:
                 if method == "get" or watch.expired:
                     return None
@@ -118,7 +172,7 @@ class Expander:
     def expand(self, urls: list[str]) -> dict[str, str]:
         """url -> final URL after redirects (the URL itself when it cannot be followed)."""
         todo = [u for u in dict.fromkeys(urls) if u not in self.cache]
-        found: dict[str, str] = {}
+        found: dict[str, str | dict[str, str]] = {}
         if todo and self._earlier is not None:
             if isinstance(self._earlier, Path):  # read once, on the first URL the cache lacks
                 self._earlier = load_url_cache(self._earlier) if self._earlier.exists() else {}
@@ -134,7 +188,13 @@ class Expander:
             self._new.update(found)
             if not self._deferred:
                 self.save()
-        return {u: self.cache.get(u, u) for u in urls}
+        return {u: _final(self.cache.get(u, u)) for u in urls}
+
+    def crossed(self, urls: list[str]) -> dict[str, str]:
+        """url -> the host it redirected to on leaving its site, for those of ``urls`` that
+        did (as found or cached: a rebuilt day says the same)."""
+        return {u: entry["left_for"] for u in urls
+                if isinstance(entry := self.cache.get(u), dict)}
 
     def save(self) -> None:
         """Write what was found since the last write, with what other jobs added meanwhile."""
@@ -161,15 +221,26 @@ def earlier_cache(path: str | Path | None, date: str) -> Path | None:
     return Path(path) if date <= (written.date() + datetime.timedelta(days=1)).isoformat() else None
 
 
-def load_url_cache(path: Path) -> dict[str, str]:
-    """The URL cache in ``path`` (``{url: where it leads}``), or an error naming the file."""
+def _final(entry: str | dict[str, str]) -> str:
+    return entry["url"] if isinstance(entry, dict) else entry
+
+
+def _entry(value: object) -> bool:
+    """where a URL leads: a URL, or {url, left_for} where it left its site"""
+    return isinstance(value, str) or (isinstance(value, dict) and set(value) == {"url", "left_for"}
+                                      and all(isinstance(v, str) for v in value.values()))
+
+
+def load_url_cache(path: Path) -> dict[str, str | dict[str, str]]:
+    """The URL cache in ``path`` (``{url: where it leads}``, or ``{url, left_for}`` where it
+    left its site), or an error naming the file."""
     try:
         cache = read_json(path)
     except MalformedJson as exc:
         raise ValueError(f"{path}: not a URL cache ({exc.message}); remove it "
                          "to start a new one") from None
     wrong = (None if not isinstance(cache, dict) else
-             next(((k, v) for k, v in cache.items() if not isinstance(v, str)), None))
+             next(((k, v) for k, v in cache.items() if not _entry(v)), None))
     if not isinstance(cache, dict) or wrong:
         found = (f"{wrong[0]!r} maps to {json.dumps(wrong[1])[:60]}" if wrong
                  else f"a JSON {type(cache).__name__}")

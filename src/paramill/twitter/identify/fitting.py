@@ -16,6 +16,7 @@ from paramill.provenance import Run
 from paramill.twitter.identify.data import read_labelled, unlabelled_sentences
 from paramill.twitter.identify.evaluation import (
     at_threshold,
+    grouped_folds,
     fit,
     metrics,
     out_of_fold,
@@ -38,6 +39,25 @@ def _read_sets(sets: list[LabelledData]) -> tuple[list[tuple[str, str]], list[in
         labels += y
         dropped += n
     return pairs, labels, dropped
+
+
+def fold_spread(y: np.ndarray, scores: np.ndarray, groups: np.ndarray, threshold: float,
+                settings: IdentifySettings) -> dict[str, Any]:
+    """The precision and recall at ``threshold`` in each fold of the cross-validation (the
+    folds the out-of-fold ``scores`` came from): the spread of what the threshold gives on
+    source tweets it was not fitted on, beside the pooled figure it was chosen on. It is
+    the spread within the training data's period; another period's tweets may fall outside
+    it (the manual's results page has a measurement)."""
+    folds = [at_threshold(y[test], scores[test], threshold, settings.expected_share)
+             for _, test in grouped_folds(y, groups, settings)]
+    out: dict[str, Any] = {}
+    for key in ("precision", "recall"):
+        values = [f[key] for f in folds if f[key] is not None]
+        out[key] = values
+        if values:
+            out[f"{key}_min"], out[f"{key}_max"] = min(values), max(values)
+            out[f"{key}_sd"] = round(float(np.std(values, ddof=1)), 4) if len(values) > 1 else 0.0
+    return out
 
 
 def _fit_each(ident: Identifier, names: list[str], pairs: list[tuple[str, str]],
@@ -161,11 +181,12 @@ def train_identifier(train: list[LabelledData], evaluate: list[LabelledData], ou
     ident.threshold_choice = threshold_for_precision(y, oof[settings.model], settings.target_precision,
                                                      settings.expected_share)
     ident.threshold = ident.threshold_choice["threshold"]
+    used = ident.accept_at(settings.threshold)
     results["threshold"] = {**ident.threshold_choice, "model": settings.model,
                             "chosen_on": f"{settings.folds}-fold out-of-fold scores on train, "
                                          "folds grouped by source tweet",
-                            "used": ident.accept_at(settings.threshold)}
-    used = ident.accept_at(settings.threshold)
+                            "used": used,
+                            "by_fold": fold_spread(y, oof[settings.model], groups, used, settings)}
     cv = {"data": f"{settings.folds}-fold cross-validation on train, grouped by source tweet",
           "pairs": len(pairs), "test_fold_sentences": _test_fold_sentences(student),
           **{name: metrics(y, oof[name]) for name in names},
