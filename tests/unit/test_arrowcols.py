@@ -94,7 +94,7 @@ def test_the_token_stage_the_filters_and_select_never_import_pandas(tmp_path):
         out = root / "sel"
         summary = select([root / "candidates" / c / "shard-00000.parquet" for c in "cd"], scores,
                          out / "c.parquet", out / "c.tsv", out / "s.json", SelectSettings(max_tokens=0))
-        print(summary["steps"][-1], "pandas" in sys.modules)
+        print(summary["steps"][-2], "pandas" in sys.modules)
     """)
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                          env={**os.environ, "PARAMILL_PROGRESS": "0"})

@@ -25,16 +25,21 @@ def test_each_rule_names_its_reason():
         ("Мужчина читает.", "The man reads."),
         ("Ano.", "Yes."),
         ("Ano, ano.", "Yes, indeed, my dear friend, I will come along."),
+        ("The old man reads the paper every morning.", "The old man reads a paper each morning."),
     ]
     assert reasons(rows, min_tokens=2) == [None, "empty_cs", "empty_en", "identical",
-                                           "not_latin1_en", "not_latin2_cs", None, "length_ratio"]
-    assert reasons([("a b c", "a b c d")], max_tokens=3) == ["too_long"]
+                                           "not_latin1_en", "not_latin2_cs", None, "length_ratio",
+                                           "not_czech"]
+    assert reasons([("a b c", "a b c d")], max_tokens=3, min_czech=0) == ["too_long"]
     assert reasons([("Ano", "Yes")], min_tokens=2) == ["too_short"]
 
 
 def test_rules_can_be_switched_off():
     rows = [("Hello there.", "Hello there."), ("Muž.", "Pay 5 \u20ac.")]
     assert reasons(rows, drop_identical=False, require_latin=False) == [None, None]
+    english = [("The old man reads the paper every morning.", "The old man reads a paper.")]
+    assert reasons(english) == ["not_czech"]
+    assert reasons(english, min_czech=0) == [None]
 
 
 def test_rules_normalise_text_and_keep_the_raw_form():

@@ -545,8 +545,9 @@ def test_select_keeps_a_pair_once_across_bitext_and_pair_corpora(tmp_path, score
     assert steps["duplicates"] == 90 + 1
     assert corpus.filter(pl.col("method") == "paranmt")["pair_id"].to_list() == ["again-new"]
     assert set(repeated["pair_id"]) <= set(corpus["pair_id"])
-    assert [r["step"] for r in summary["steps"]][-2:] == ["max_tokens 30", "duplicates"]
-    summary, corpus, _ = run_select(tmp_path, both, dedup=False)
+    assert steps["near_duplicates"] == 90 + 1  # the numbers in every sentence keep them apart
+    assert [r["step"] for r in summary["steps"]][-3:] == ["max_tokens 30", "duplicates", "near_duplicates"]
+    summary, corpus, _ = run_select(tmp_path, both, dedup=False, near_duplicates=0)
     assert corpus.height == 97 and "duplicates" not in {r["step"] for r in summary["steps"]}
 
 

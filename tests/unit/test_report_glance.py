@@ -41,6 +41,17 @@ def test_glance_says_what_ran_on_what_and_what_came_out(tmp_path):
     assert json.loads(json.dumps(got)) == got  # plain data
 
 
+def test_the_selection_headline_names_what_each_step_dropped(tmp_path):
+    sel = tmp_path / "results" / "corpus" / "default" / "selection.json"
+    steps = [("candidates", 1000), ("identical", 900), ("langid_cand in [0.2, inf]", 880),
+             ("duplicates", 880), ("near_duplicates", 850)]
+    _step("select", [], sel, lambda t: write_json(t, {"rows": 850, "steps": [
+        {"step": k, "pairs": v} for k, v in steps]}), 850)
+    (out,) = glance([sel], tmp_path / "results")["outputs"]
+    assert out["figures"] == ("850 pairs released; dropped by identical 100, "
+                              "langid_cand in [0.2, inf] 20, near_duplicates 30")
+
+
 def test_pages_render_tables_json_and_datasheets(tmp_path, monkeypatch):
     from paramill.report import pages
 

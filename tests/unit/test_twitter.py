@@ -1274,12 +1274,16 @@ def test_pairs_drop_retweets_copies_titles_and_short_tweets():
         {"tweet_id": "5", "author": "dan", "text": "so sad", "canonical_urls": [url], "is_retweet": False},
         {"tweet_id": "6", "author": "eve", "text": "Hurricane season brings a record storm to the Florida coast", "canonical_urls": [url], "is_retweet": False},
         {"tweet_id": "7", "author": "fay", "text": "Another tweet on another link entirely here", "canonical_urls": ["https://n.com/2"], "is_retweet": False},
+        # in Czech, and no language code to say so (an archive's tweets have none)
+        {"tweet_id": "8", "author": "gus", "text": "Bouře na Floridě přerušila dodávky elektřiny tisícům domácností", "canonical_urls": [url], "is_retweet": False},
     ])
     cards = {url: {"title": "Hurricane season brings a record storm to the Florida coast"}}
     pairs, reasons = build_pairs(t, ["news"], PairSettings(), cards)
     assert [(p["tweet_a"], p["tweet_b"]) for p in pairs] == [("1", "2")]
     assert reasons == {"earlier_version": 0, "auto_retweet": 1, "manual_retweet": 1, "too_short": 1,
-                       "page_title": 1, "pairs": 1}
+                       "page_title": 1, "not_english": 1, "pairs": 1}
+    pairs, reasons = build_pairs(t, ["news"], PairSettings(min_english=0), cards)
+    assert ("1", "8") in [(p["tweet_a"], p["tweet_b"]) for p in pairs] and "not_english" not in reasons
     assert reject_reason("A b c, d!", "a b c d", None, 1) == "manual_retweet"  # punctuation only
 
 

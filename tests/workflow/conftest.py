@@ -76,7 +76,7 @@ def copy_tiny_project(dest: Path) -> Path:
 
 ALL_FILTERS = filter_names()  # as the filter classes declare them (the generated schema)
 #: filters.enabled in tiny-nmt.yaml (the DAG tests need fewer score jobs)
-TINY_FILTERS = ["overlap", "parascore"]
+TINY_FILTERS = ["langid", "overlap", "parascore"]
 #: The jobs that follow any change of the released corpora: the default config's 2 embedding
 #: models (the tiny overlay does not export them: sentence-transformers' import alone takes
 #: seconds a job), the tiny project's one.

@@ -63,13 +63,15 @@ def no_op_rerun_runs_nothing(project, tmp_path):
 
 @step
 def changed_cleaning_threshold_reruns_clean_and_what_follows_only(project, tmp_path):
-    edit(project / "config.yaml", "max_tokens: 100", "max_tokens: 12")
+    before = json.loads((project / "results/bitext/stats.json").read_text())
+    edit(project / "config.yaml", "max_tokens: 100", "max_tokens: 12\n    min_czech: 0.5")
     proc = snakemake(project)
     assert executed(proc) == {"clean": 2, **DOWNSTREAM, **RETRAIN, "nmt_translate": shards(project),
                               "backtranslation_stats": 1,
                               **after_candidates(TINY_FILTERS, shards(project))}
     stats = json.loads((project / "results/bitext/stats.json").read_text())
-    assert stats["rejected"]["too_long"] > 100  # the new bound took effect
+    assert stats["rejected"]["too_long"] > 100  # the new bounds took effect
+    assert stats["rejected"]["not_czech"] > before["rejected"].get("not_czech", 0)
     assert executed(snakemake(project)) == {}
 
 
@@ -179,10 +181,28 @@ def changing_a_filter_bound_reruns_selection_and_what_follows_only(project, tmp_
     after = json.loads((project / "results/corpus/default/selection.json").read_text())
     assert 0 < after["rows"] < before["rows"]
     names = [s["step"] for s in after["steps"]]
-    assert names[-2].startswith("parascore ") and names[-1] == "duplicates"  # bounds, then dedup
+    assert names[-2:] == ["duplicates", "near_duplicates"]  # bounds, then dedup
+    assert any(n.startswith("parascore ") for n in names[:-2])
     assert after["rows"] == before["rows"] - corpus.filter(pl.col("parascore") > upper).height
     sheet = (project / "results/corpus/default/datasheet.md").read_text()
     assert f"| parascore | higher | – | {upper:.4g} |" in sheet, sheet
+
+
+@step
+def a_language_bound_or_the_near_duplicate_threshold_reselects_only(project, tmp_path):
+    before = json.loads((project / "results/corpus/default/selection.json").read_text())
+    steps = {s["step"]: s["pairs"] for s in before["steps"]}
+    assert "langid_cand in [0.2, inf]" in steps and "near_duplicates" in steps
+    edit(project / "config.yaml", "      langid_cand: [0.2, null]", "      langid_cand: [0.9, null]")
+    edit(project / "config.yaml", "    max_tokens: 30 ", "    near_duplicates: 0.5\n    max_tokens: 30 ")
+    proc = snakemake(project)
+    assert executed(proc) == {**SELECT, **TINY_EMBED, **LEXICON, "provenance_summary": 1}
+    after = json.loads((project / "results/corpus/default/selection.json").read_text())
+    names = [s["step"] for s in after["steps"]]
+    assert "langid_cand in [0.9, inf]" in names and names[-1] == "near_duplicates"
+    assert after["settings"]["near_duplicates"] == 0.5 and after["rows"] < before["rows"]
+    sheet = (project / "results/corpus/default/datasheet.md").read_text()
+    assert "| langid_cand | higher | 0.9 | – |" in sheet and "at least 0.5 to an earlier kept pair" in sheet
 
 
 @step

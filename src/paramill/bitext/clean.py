@@ -6,6 +6,8 @@ Rules, in the order a row is tested (the first that fails is its ``reason``):
 ``identical``              both sides equal (untranslated text)
 ``not_latin1_en``          English side not encodable in latin-1
 ``not_latin2_cs``          Czech side not encodable in latin-2
+``not_czech``              the language identifier finds the Czech side Czech with
+                           probability below ``min_czech`` (fastText lid.176)
 ``too_short``/``too_long`` a side has fewer than ``min_tokens`` / more than ``max_tokens``
 ``length_ratio``           longer side / shorter side above ``max_length_ratio`` (tokens)
 ``duplicate``              the normalised pair was already kept (earlier in this corpus,
@@ -67,6 +69,10 @@ class CleanSettings(Settings):
         True, "Keep only pairs whose English side encodes as latin-1 and Czech side as latin-2.")
     drop_identical: bool = setting(
         True, "Drop pairs whose two sides are identical after normalisation (untranslated text).")
+    min_czech: float = setting(
+        0.1, "Reject a pair whose Czech side the language identifier (fastText lid.176) finds "
+        "Czech with probability below this (not_czech): an English or other-language line in "
+        "the Czech column. 0: off.", minimum=0, maximum=1)
     min_tokens: int = setting(1, "Minimum tokens on each side.", minimum=1)
     max_tokens: int = setting(100, "Maximum tokens on each side.", minimum=1)
     max_length_ratio: float = setting(
@@ -96,6 +102,8 @@ def rule_expressions(settings: CleanSettings) -> tuple[list[pl.Expr], list[pl.Ex
     if settings.require_latin:
         checks.append((en.str.contains(text.NOT_LATIN1_PATTERN), "not_latin1_en"))
         checks.append((cs.str.contains(text.NOT_LATIN2_PATTERN), "not_latin2_cs"))
+    if settings.min_czech > 0:
+        checks.append(rules.not_in_language("cs", "cs", settings.min_czech, "not_czech"))
     bounds, shorter, longer = rules.token_bounds(*TOKEN_COUNTS.values(), settings.min_tokens,
                                                  settings.max_tokens)
     checks += [*bounds, (longer.cast(pl.Float64) > shorter.cast(pl.Float64)

@@ -10,6 +10,7 @@ class) that holds it; ``paramill config schema --write`` then puts it in the sch
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import importlib.metadata
 import inspect
@@ -74,7 +75,7 @@ def names() -> list[str]:
 def make(name: str, **options: Any) -> Filter:
     """A filter by name, with its settings and model paths as keyword options."""
     cls = filter_class(name)
-    known = set(getattr(cls, "__dataclass_fields__", {}))
+    known = {f.name for f in dataclasses.fields(cls)}  # not the ClassVars (name, doc, ...)
     unknown = set(options) - {k for k in known if not k.startswith("_")}
     if unknown:
         raise ValueError(f"filter {name}: unknown settings {sorted(unknown)}")

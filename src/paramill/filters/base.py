@@ -142,6 +142,11 @@ class Filter(Settings, ABC):
     #: batch runs out of GPU memory (:func:`paramill.device.fit_gpu_memory`); None: no such
     memory_batch: ClassVar[str | None] = None
 
+    def summary(self) -> dict[str, Any]:
+        """What the filter found over the shard, for the job's record and its last line (the
+        language identifier's count of sides in another language); none by default."""
+        return {}
+
     def covered_by_tokens(self) -> bool:
         """Whether the token stage's table holds all this filter needs (then the job reads
         only the candidates' ids, not their text). Filters that read tokens narrow it by
@@ -254,7 +259,9 @@ def score_shard(filt: Filter, candidates: str | Path, out: str | Path,
         if job.rows != n_in:
             raise RuntimeError(f"{candidates}: {n_in} candidates in but {job.rows} scored")
         job.extra["out_of_gpu_memory"] = halved
-    return {"rows": job.rows, "seconds": job.seconds, "columns": columns}
+        found = filt.summary()
+        job.extra.update(found)
+    return {"rows": job.rows, "seconds": job.seconds, "columns": columns, **found}
 
 
 def _fitting(filt: Filter, frame: pl.DataFrame, threads: int | None, counts: pl.DataFrame | None,

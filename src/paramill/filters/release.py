@@ -103,6 +103,10 @@ def datasheet(name: str, selection: dict[str, Any], stats: dict[str, Any],
     out += ["", f"Both sides at most {settings['max_tokens'] or '∞'} tokens; identical pairs "
             f"{'dropped' if settings['drop_identical'] else 'kept'}; held-out pairs "
             f"{'excluded' if settings['exclude_heldout'] else 'kept'}"
+            + ("; exact duplicates dropped" if settings.get("dedup") else "")
+            + (f"; near-duplicates dropped (Jaccard similarity of word {settings['near_ngram']}-grams "
+               f"at least {settings['near_duplicates']} to an earlier kept pair)"
+               if settings.get("near_duplicates") else "")
             + (f"; ranked by `{settings['rank_by']}` into {settings['n_folds']} folds, kept "
                f"{settings['folds']}" if settings.get("rank_by") else "")
             + (f"; sample of {settings['size']} (seed {settings['seed']})" if settings["size"] else "")

@@ -7,14 +7,18 @@ filter models), identical pairs, the length limit (both sides at most ``max_toke
 bound in config order (inclusive; ``null`` leaves a side open), duplicates (a pair whose
 normalised reference and candidate already survived, in the order of the candidate files:
 bitext corpora, then pair corpora, each in config order; this is where back-translated
-candidates and pair corpora meet, so the release holds every pair once), the folds (pairs
+candidates and pair corpora meet, so the release holds every pair once), near-duplicates (a
+pair whose word shingles, both sentences together, have a Jaccard similarity of at least
+``near_duplicates`` to an earlier kept pair's, in the same order: :mod:`paramill.text.neardup`),
+the folds (pairs
 ranked by ``rank_by`` cut into ``n_folds`` equal parts, fold 1 the best, kept folds in
 ``folds``), and a sample of ``size`` pairs chosen by a seeded hash of ``candidate_id`` (0
 keeps all).
 
 Memory: a batch of :data:`BATCH_ROWS` candidates and their scores at a time (the release's
 Parquet is written in row groups of at most that); deduplication one hash bucket of
-:data:`BUCKET_ROWS` keys and one byte a surviving pair (:mod:`paramill.dedup`); the fold cut
+:data:`BUCKET_ROWS` keys and one byte a surviving pair (:mod:`paramill.dedup`), the
+near-duplicates' band keys likewise and their shingles on disk; the fold cut
 points need the ranked column of the surviving pairs (8 bytes a pair), the sample its hashes.
 """
 
@@ -29,7 +33,8 @@ import numpy as np
 import polars as pl
 import pyarrow as pa
 
-from paramill.text.dedup import KeySpill, drop_marked, pair_keys
+from paramill.text.dedup import KEEP, KeySpill, drop_marked, pair_keys
+from paramill.text.neardup import NearDuplicates
 from paramill.filters.base import Direction
 from paramill.filters.scored import (CANDIDATE_KEEP, batches, column_types, group_scores,
                                       scored_batches, shard_columns, shard_key)
@@ -68,6 +73,12 @@ class SelectSettings(Settings):
         "already survived the steps before it in an earlier candidate (bitext corpora first, "
         "then pair corpora, each in config order), e.g. a pair corpus that repeats "
         "back-translated pairs.")
+    near_duplicates: float = setting(
+        0.7, "Drop a pair whose word shingles (both sentences together, order-free) have a "
+        "Jaccard similarity of at least this to an earlier kept pair's (MinHash LSH, then the "
+        "exact similarity; the first kept, in the order of dedup); 0: off.",
+        minimum=0, maximum=1)
+    near_ngram: int = setting(2, "Words per shingle of near_duplicates.", minimum=1, maximum=5)
     exclude_heldout: bool = setting(
         True, "Leave out the held-out pairs that trained the filter models.")
     rank_by: str | None = setting(
@@ -191,7 +202,7 @@ def select(candidate_files: list[str | Path], score_files: list[str | Path],
            out_parquet: str | Path, out_tsv: str | Path, out_json: str | Path,
            settings: SelectSettings = SelectSettings(), heldout: str | Path | None = None,
            name: str = "default", rule: str = "select",
-           out_paranmt: str | Path | None = None) -> dict[str, Any]:
+           out_paranmt: str | Path | None = None, threads: int = 1) -> dict[str, Any]:
     """Select the release; ``out_paranmt`` also writes it in the ParaNMT-50M layout.
 
     Pass 1 (:func:`_filter_shards`) applies the per-row steps shard by shard and
@@ -213,7 +224,7 @@ def select(candidate_files: list[str | Path], score_files: list[str | Path],
     out_parquet.parent.mkdir(parents=True, exist_ok=True)
     with scratch_dir(out_parquet.parent, "select-") as work:
         parts, counts = _filter_shards(candidate_files, score_files, by_key, directions, settings,
-                                       heldout_ids, work, name)
+                                       heldout_ids, work, name, threads)
         fold, threshold = _fold_and_sample(parts, settings, directions, counts)
         if not list(counts.values())[-1]:
             raise nothing_left(counts, where)
@@ -246,7 +257,8 @@ def nothing_left(counts: dict[str, int], where: str) -> ValueError:
     step = steps[i][0]
     setting = {"heldout": "filters.heldout.size or filters.heldout.max_share (pairs held out "
                           f"for the filters' models), or {where}.exclude_heldout",
-               "identical": f"{where}.drop_identical", "duplicates": f"{where}.dedup"}.get(step) \
+               "identical": f"{where}.drop_identical", "duplicates": f"{where}.dedup",
+               "near_duplicates": f"{where}.near_duplicates"}.get(step) \
         or next((f"{where}.{key}" for prefix, key in (("max_tokens", "max_tokens"),
                  ("folds", "folds or the ranking")) if step.startswith(prefix)), None) \
         or f"{where}.bounds.{step.split(' in ')[0]}"
@@ -255,15 +267,18 @@ def nothing_left(counts: dict[str, int], where: str) -> ValueError:
 
 
 def _filter_shards(candidate_files: list[Path], score_files: list[str | Path], by_key, directions,
-                   settings: SelectSettings, heldout_ids, work: Path, name: str
+                   settings: SelectSettings, heldout_ids, work: Path, name: str, threads: int = 1
                    ) -> tuple[list[Path], dict[str, int]]:
     """Pass 1: each shard with its scores through the per-row steps, into a part file of
-    one schema; exact duplicates dropped across parts. (parts, pairs left after each step)."""
+    one schema; exact duplicates, then near-duplicates dropped across parts. (parts, pairs
+    left after each step)."""
     types = column_types(candidate_files, score_files)
     steps = _steps(settings, heldout_ids)
     counts: dict[str, int] = {"candidates": 0, **{label: 0 for label, _ in steps}}
     parts: list[Path] = []
     keys = KeySpill(work / "keys", BUCKET_ROWS) if settings.dedup else None
+    near = NearDuplicates(work / "near", settings.near_duplicates, settings.near_ngram,
+                          BUCKET_ROWS, threads) if settings.near_duplicates else None
     bar = progress(f"select {name}", unit="shards", total=len(candidate_files))
     for i, cand in enumerate(candidate_files):
         writer = None
@@ -278,6 +293,8 @@ def _filter_shards(candidate_files: list[Path], score_files: list[str | Path], b
             frame = frame.with_columns(_h=pl.col("candidate_id").hash(settings.seed))
             if keys is not None:
                 keys.add(dedup_keys(frame))
+            if near is not None:
+                near.add(frame["en_ref"], frame["candidate"])
             table = frame.to_arrow()
             writer = writer or TableWriter(work / f"part-{i:06d}.parquet", table.schema)
             writer.write(table)
@@ -285,8 +302,15 @@ def _filter_shards(candidate_files: list[Path], score_files: list[str | Path], b
             parts.append(writer.close())
         bar.update(1)
     bar.close()
+    rows = list(counts.values())[-1]
+    if keys is None and near is None:
+        return parts, counts
+    marks = keys.marks() if keys is not None else np.full(rows, KEEP, dtype=np.uint8)
     if keys is not None:
-        counts["duplicates"] = drop_marked(parts, keys.marks(), BATCH_ROWS)
+        counts["duplicates"] = int((marks == KEEP).sum())
+    if near is not None:
+        counts["near_duplicates"] = int((marks == KEEP).sum()) - near.mark(marks)
+    drop_marked(parts, marks, BATCH_ROWS)
     return parts, counts
 
 

@@ -137,7 +137,8 @@ def select(args: argparse.Namespace) -> int | str:
     from paramill.filters.select import SelectSettings, select
     summary = select(args.candidates, args.scores or [], args.parquet, args.tsv, args.json,
                      SelectSettings.from_dict(args.settings), heldout=args.heldout,
-                     name=args.name, rule=args.rule, out_paranmt=args.paranmt)
+                     name=args.name, rule=args.rule, out_paranmt=args.paranmt,
+                     threads=device.threads())
     steps = ", ".join(f"{r['step']}: {r['pairs']}" for r in summary["steps"])
     return f"{args.name}: {summary['rows']} pairs ({steps})"
 

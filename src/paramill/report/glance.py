@@ -26,8 +26,11 @@ def _headline(path: Path) -> str | None:
 
 
 def _figures(name: str, data: dict[str, Any]) -> str | None:
-    if name == "selection.json":
-        return f"{data['rows']:,} pairs released"
+    if name == "selection.json":  # and what each step dropped (the reasons, in order)
+        steps = data.get("steps", [])
+        dropped = [f"{b['step']} {a['pairs'] - b['pairs']:,}" for a, b in zip(steps, steps[1:])
+                   if a["pairs"] > b["pairs"]]
+        return f"{data['rows']:,} pairs released" + (f"; dropped by {', '.join(dropped)}" if dropped else "")
     if name == "sts.json":
         return "STS Pearson ×100: " + ", ".join(f"{d['dataset']} {d['pearson']}" for d in data["datasets"])
     if name == "simlex.json":

@@ -20,6 +20,17 @@ def empty(column: pl.Expr, reason: str) -> Check:
     return column.is_null() | (column == ""), reason
 
 
+def not_in_language(column: str, language: str, min_probability: float, reason: str) -> Check:
+    """A side that the language identifier (:mod:`paramill.text.langid`) finds in ``language`` with probability below ``min_probability``."""
+    from paramill.text.langid import identify
+
+    def below(side: pl.Series) -> pl.Series:
+        texts = side.fill_null("").to_list()
+        return pl.Series(identify(texts, language)[1] < min_probability, dtype=pl.Boolean)
+
+    return pl.col(column).map_batches(below, return_dtype=pl.Boolean), reason
+
+
 def token_counts(sides: dict[str, str]) -> list[pl.Expr]:
     """Each side's token count as a column of its own (``{side: count column}``), for
     :func:`token_bounds` and for what keeps the counts: counted once a batch (a frame's

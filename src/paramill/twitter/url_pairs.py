@@ -5,8 +5,10 @@ Dropped, counted by reason: the earlier versions of an edited post (its latest k
 automatic retweets (the API marks them), manual retweets (after
 :func:`paramill.twitter.tweettext.clean` and :func:`comparable`, one text is a substring of the
 other — which covers texts that differ only in punctuation), texts equal to the linked
-page's ``twitter:title``/``twitter:description`` (when fetched), and texts shorter than
-``min_tokens`` (7, as the original code) tokens.
+page's ``twitter:title``/``twitter:description`` (when fetched), texts shorter than
+``min_tokens`` (7, as the original code) tokens, and tweets that the language identifier
+does not find English (``not_english``: ``min_english``; the API's language codes let some
+through, and an archive has none).
 """
 
 from __future__ import annotations
@@ -46,6 +48,10 @@ class PairSettings(Settings):
         ("en",), "Languages of the tweets paired, as the API codes them (an English corpus: "
         "Lan et al.'s search asked for lang=en); a tweet that names none (an archive's) is "
         "kept. Empty: every language.")
+    min_english: float = setting(
+        0.2, "Drop a tweet whose cleaned text the language identifier (fastText lid.176) finds "
+        "English with probability below this (not_english); the API's language codes miss "
+        "some, an archive's tweets have none. 0: off.", minimum=0, maximum=1)
     context_days: int = setting(
         7, "Days before a month whose tweets pair with the month's: a URL's later tweets are "
            "filed under later days, so a news tweet of a month's last days meets them only so. "
@@ -65,6 +71,15 @@ def reject_reason(a: str, b: str, card: dict[str, str] | None, min_tokens: int) 
     if len(tokenize(a)) < min_tokens or len(tokenize(b)) < min_tokens:
         return "too_short"
     return None
+
+
+def _english(tweets: pl.DataFrame, min_english: float) -> pl.Series:
+    """Whether each tweet's cleaned text is English with probability at least
+    ``min_english`` (:mod:`paramill.text.langid`)."""
+    from paramill.text.langid import identify
+
+    texts = [clean(t or "") for t in tweets["text"].to_list()]
+    return pl.Series(identify(texts, "en")[1] >= min_english)
 
 
 def latest_versions(tweets: pl.DataFrame) -> tuple[pl.DataFrame, dict[str, str]]:
@@ -104,6 +119,11 @@ def build_pairs(tweets: pl.DataFrame, accounts: list[str], settings: PairSetting
         spoken = pl.col("lang").is_null() | pl.col("lang").is_in(list(settings.languages))
         reasons["other_language"] = int(own.filter(~pl.col("is_retweet") & ~spoken).height)
         tweets = tweets.filter(spoken)
+    if settings.min_english > 0 and tweets.height:
+        english = _english(tweets, settings.min_english)
+        reasons["not_english"] = int(own.filter(~pl.col("is_retweet") & pl.col("tweet_id").is_in(
+            tweets.filter(~english)["tweet_id"].implode())).height)
+        tweets = tweets.filter(english)
     by_url = (tweets.filter(~pl.col("is_retweet"))
               .explode("canonical_urls").drop_nulls("canonical_urls")
               .rename({"canonical_urls": "url"}))
