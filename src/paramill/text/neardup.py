@@ -25,6 +25,7 @@ so the marks are the same with any library version; the permutations are seeded.
 from __future__ import annotations
 
 import math
+import os
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -32,7 +33,7 @@ import numpy as np
 import polars as pl
 
 from paramill.text import normalize_expr
-from paramill.text.dedup import KEEP, bucket_bits, spill
+from paramill.text.dedup import KEEP
 
 #: minima per signature
 NUM_PERM = 128
@@ -84,47 +85,82 @@ def bands_for(threshold: float) -> tuple[int, int]:
     return best[1], best[2]
 
 
+#: rows of one pass of the shingling (memory only: about 200 bytes a row while it runs)
+CHUNK_ROWS = 16_384
+_START, _END = "\x02", "\x03"  # the marks that frame each sentence (no text holds them)
+
+
 def shingle_hashes(left: pl.Series, right: pl.Series, ngram: int) -> tuple[np.ndarray, np.ndarray]:
     """(hash of each shingle, the row it belongs to), rows in order, for the pairs
-    ``(left[i], right[i])``: word ``ngram``-grams of each side, lower-cased and normalised,
-    framed by start and end marks (a side of fewer words gives one shingle of all it has)."""
+    ``(left[i], right[i])``: word ``ngram``-grams of each side (lower-cased words of the
+    normalised text, framed by ``max(1, ngram - 1)`` start and end marks, so every side has
+    one at least), a shingle's hash the mix of its words' hashes in order."""
+    hashes, rows = [], []
+    for at in range(0, len(left), CHUNK_ROWS):
+        h, r = _shingles(left[at:at + CHUNK_ROWS], right[at:at + CHUNK_ROWS], ngram)
+        hashes.append(h)
+        rows.append(r + at)
+    if not hashes:
+        return np.zeros(0, dtype=np.uint64), np.zeros(0, dtype=np.int64)
+    return np.concatenate(hashes), np.concatenate(rows)
+
+
+def _shingles(left: pl.Series, right: pl.Series, ngram: int) -> tuple[np.ndarray, np.ndarray]:
+    pad = max(1, ngram - 1)
     sides = pl.DataFrame({"l": left, "r": right}, schema={"l": pl.String, "r": pl.String})
 
-    def grams(column: str) -> pl.Expr:
-        words = pl.concat_list(pl.lit(["\x02"]), normalize_expr(pl.col(column).fill_null(""))
-                               .str.to_lowercase().str.extract_all(_WORD), pl.lit(["\x03"]))
-        if ngram == 1:
-            return words
-        parts = [pl.element().shift(-k) for k in range(ngram)]
-        return words.list.eval(pl.concat_str(parts, separator=" ").drop_nulls())
+    def framed(column: str) -> pl.Expr:
+        words = normalize_expr(pl.col(column).fill_null("")).str.to_lowercase().str.extract_all(_WORD)
+        return pl.concat_list(pl.lit([_START] * pad), words, pl.lit([_END] * pad))
 
-    table = (sides.with_row_index("row")
-             .select("row", pl.concat_list(grams("l"), grams("r")).alias("s"))
-             .explode("s").drop_nulls("s"))
-    rows = table["row"].to_numpy().astype(np.int64)
-    arrow = table["s"].cast(pl.Binary).to_arrow().cast("large_binary")
+    seqs = sides.select(framed("l").alias("l"), framed("r").alias("r"))
+    n_left = seqs["l"].list.len().to_numpy().astype(np.int64)
+    n_right = seqs["r"].list.len().to_numpy().astype(np.int64)
+    words = seqs.select(pl.concat_list("l", "r").alias("w"))["w"].explode()  # row by row, l then r
+    arrow = words.cast(pl.Binary).to_arrow().cast("large_binary")
     offsets = np.frombuffer(arrow.buffers()[1], dtype=np.int64)[arrow.offset:arrow.offset + len(arrow) + 1]
-    data = np.frombuffer(arrow.buffers()[2], dtype=np.uint8)
-    return _poly_hash(data, offsets), rows
+    word = _poly_hash(np.frombuffer(arrow.buffers()[2], dtype=np.uint8), offsets)
+    # the end of each token's sentence, and the row of each token
+    lengths = np.column_stack((n_left, n_right)).reshape(-1)
+    ends = np.cumsum(lengths)
+    sentence_end = np.repeat(ends, lengths)
+    starts = np.flatnonzero(np.arange(len(word)) + ngram <= sentence_end)  # windows in a sentence
+    h = word[starts]
+    for k in range(1, ngram):
+        h = _mix(h * _P + word[starts + k])
+    row = np.repeat(np.arange(len(n_left)), n_left + n_right)[starts]
+    return h, row
+
+
+_POWERS: dict[str, np.ndarray] = {}
+
+
+def _powers(n: int) -> tuple[np.ndarray, np.ndarray]:
+    """P^t and P^-t (mod 2^64; P is odd, so invertible) for t < n, kept between calls."""
+    if len(_POWERS.get("p", ())) < n:
+        size = max(n, 2 * len(_POWERS.get("p", ())), 1 << 16)
+        inverse = np.uint64(pow(int(_P), -1, 1 << 64))
+        for key, base in (("p", _P), ("q", inverse)):
+            values = np.full(size, base, dtype=np.uint64)
+            values[0] = 1
+            _POWERS[key] = np.cumprod(values, dtype=np.uint64)
+    return _POWERS["p"][:n], _POWERS["q"][:n]
 
 
 def _poly_hash(data: np.ndarray, offsets: np.ndarray) -> np.ndarray:
-    """sum(byte_j * P^(len - 1 - j)) mod 2^64 of each string, mixed: vectorised over all."""
-    starts, ends = offsets[:-1], offsets[1:]
-    lengths = ends - starts
-    if not len(lengths):
+    """sum(byte_j P^(len - 1 - j)) mod 2^64 of each string, mixed with its length, for all
+    at once: with Q = P^-1 and G the running sum of byte_t Q^t over the buffer, a string
+    of bytes [s, e) hashes to P^(e - 1) (G[e] - G[s])."""
+    base = int(offsets[0])
+    span = data[base:int(offsets[-1])]
+    if not len(offsets) - 1:
         return np.zeros(0, dtype=np.uint64)
-    span = data[offsets[0]:offsets[-1]].astype(np.uint64)
-    # each byte's distance to its string's end
-    owner = np.repeat(np.arange(len(lengths)), lengths)
-    back = (ends[owner] - offsets[0] - 1 - np.arange(len(span))).astype(np.int64)
-    powers = np.cumprod(np.full(int(lengths.max()) + 1, _P, dtype=np.uint64))
-    powers = np.concatenate(([np.uint64(1)], powers[:-1]))
-    weighted = span * powers[back]
-    sums = np.add.reduceat(weighted, (starts - offsets[0])[lengths > 0]) if len(span) else np.zeros(0, np.uint64)
-    out = np.zeros(len(lengths), dtype=np.uint64)
-    out[lengths > 0] = sums
-    return _mix(out ^ lengths.astype(np.uint64))
+    p, q = _powers(len(span) + 1)
+    running = np.zeros(len(span) + 1, dtype=np.uint64)
+    np.cumsum(span.astype(np.uint64) * q[:len(span)], out=running[1:])
+    starts, ends = offsets[:-1] - base, offsets[1:] - base
+    sums = (running[ends] - running[starts]) * p[np.maximum(ends - 1, 0)]
+    return _mix(sums ^ (ends - starts).astype(np.uint64))
 
 
 def signatures(hashes: np.ndarray, rows: np.ndarray, n_rows: int, threads: int = 1) -> np.ndarray:
@@ -164,9 +200,29 @@ def band_keys(sig: np.ndarray, bands: int, rows: int) -> np.ndarray:
 
 
 def jaccard(a: np.ndarray, b: np.ndarray) -> float:
-    """Jaccard similarity of two sorted arrays of distinct shingle hashes."""
+    """Jaccard similarity of the sets of two arrays of shingle hashes."""
+    a, b = np.unique(a), np.unique(b)
     shared = len(np.intersect1d(a, b, assume_unique=True))
     return shared / (len(a) + len(b) - shared)
+
+
+#: top-level buckets of the band keys, by their top bits (a bucket over ``bucket_rows``
+#: keys is split again by the bits after, when it is read)
+BUCKET_BITS = 8
+_ENTRY = np.dtype([("key", "<u8"), ("row", "<u8")])
+
+
+def _spill(keys: np.ndarray, rows: np.ndarray, shift: int, bits: int, handles: list) -> None:
+    """Append (key, row) entries to the bucket of bits ``[shift, shift + bits)`` from the top."""
+    entries = np.empty(len(keys), dtype=_ENTRY)
+    entries["key"], entries["row"] = keys, rows
+    which = ((keys << np.uint64(shift)) >> np.uint64(64 - bits)).astype(np.int64)
+    order = np.argsort(which, kind="stable")
+    bounds = np.searchsorted(which[order], np.arange((1 << bits) + 1))
+    entries = entries[order]
+    for b in range(1 << bits):
+        if bounds[b + 1] > bounds[b]:
+            entries[bounds[b]:bounds[b + 1]].tofile(handles[b])
 
 
 class NearDuplicates:
@@ -184,7 +240,8 @@ class NearDuplicates:
         self._shingles = open(self.directory / "shingles.u32", "wb")
         self._ends = open(self.directory / "ends.u64", "wb")
         self._written = 0
-        self._keys: list[Path] = []
+        self._buckets = [self.directory / f"bucket-{b:03d}" for b in range(1 << BUCKET_BITS)]
+        self._handles = [open(p, "wb") for p in self._buckets]
 
     def add(self, left: pl.Series, right: pl.Series) -> None:
         """The next ``len(left)`` pairs."""
@@ -193,52 +250,41 @@ class NearDuplicates:
             return
         hashes, rows = shingle_hashes(left, right, self.ngram)
         sig = signatures(hashes, rows, n, self.threads)
-        # each row's distinct shingles (top 32 bits of their hashes), sorted, for the check
-        both = np.unique((rows.astype(np.uint64) << np.uint64(32)) | (hashes >> np.uint64(32)))
-        (both & np.uint64(0xFFFFFFFF)).astype("<u4").tofile(self._shingles)
-        ends = np.searchsorted(both >> np.uint64(32), np.arange(1, n + 1, dtype=np.uint64))
+        # each row's shingles (the top 32 bits of their hashes), row after row, for the check
+        (hashes >> np.uint64(32)).astype("<u4").tofile(self._shingles)
+        ends = np.searchsorted(rows, np.arange(1, n + 1))
         (ends.astype(np.uint64) + np.uint64(self._written)).astype("<u8").tofile(self._ends)
-        self._written += len(both)
+        self._written += len(hashes)
         keys = band_keys(sig, self.bands, self.band_rows)
         positions = np.repeat(np.arange(self.rows, self.rows + n, dtype=np.uint64), self.bands)
-        path = self.directory / f"keys-{len(self._keys):06d}.u64"
-        np.column_stack((keys.reshape(-1), positions)).tofile(path)
-        self._keys.append(path)
+        _spill(keys.reshape(-1), positions, 0, BUCKET_BITS, self._handles)
         self.rows += n
 
     def _links(self) -> np.ndarray:
         """(later, earlier) pairs of rows that share a band key: each row to the first and
         to the previous row of its key; unique, as uint64 ``later << 32 | earlier``."""
-        bits = bucket_bits(self.rows * self.bands, self.bucket_rows)
-        buckets = [self.directory / f"bucket-{b:05d}.u64" for b in range(1 << bits)]
-        handles = [open(p, "wb") for p in buckets]
-        try:
-            for path in self._keys:
-                data = np.fromfile(path, dtype=np.uint64).reshape(-1, 2)
-                spill(data[:, 0], data[:, 1], bits, handles)
-                path.unlink()
-        finally:
-            for fh in handles:
-                fh.close()
-        self._keys = []
-        links = []
-        for path in buckets:
-            data = np.fromfile(path, dtype=np.uint64).reshape(-1, 2)
+        for fh in self._handles:
+            fh.close()
+        links: list[np.ndarray] = []
+        todo = [(path, BUCKET_BITS) for path in self._buckets]
+        while todo:
+            path, used = todo.pop()
+            data = np.fromfile(path, dtype=_ENTRY)
             path.unlink()
-            if len(data) < 2:
+            if len(data) > self.bucket_rows and used + 4 <= 64:  # split by the next bits
+                parts = [path.with_name(f"{path.name}-{b:x}") for b in range(16)]
+                handles = [open(p, "wb") for p in parts]
+                try:
+                    _spill(data["key"], data["row"], used, 4, handles)
+                finally:
+                    for fh in handles:
+                        fh.close()
+                todo += [(p, used + 4) for p in parts]
                 continue
-            order = np.lexsort((data[:, 1], data[:, 0]))
-            keys, pos = data[order, 0], data[order, 1]
-            same = keys[1:] == keys[:-1]
-            if not same.any():
-                continue
-            group = np.cumsum(np.r_[True, ~same])  # group number of each row
-            first = pos[np.flatnonzero(np.r_[True, ~same])][group - 1]
-            later = np.flatnonzero(np.r_[False, same])
-            found = np.concatenate([(pos[later] << np.uint64(32)) | first[later],
-                                    (pos[later] << np.uint64(32)) | pos[later - 1]])
-            links.append(np.unique(found))
-        return np.unique(np.concatenate(links)) if links else np.zeros(0, dtype=np.uint64)
+            if len(data) > 1:
+                links.append(_shared(data["key"], data["row"]))
+        found = [x for x in links if len(x)]
+        return np.unique(np.concatenate(found)) if found else np.zeros(0, dtype=np.uint64)
 
     def mark(self, marks: np.ndarray) -> int:
         """Set :data:`NEAR` in ``marks`` (one a row added; rows not :data:`KEEP` there are
@@ -253,17 +299,35 @@ class NearDuplicates:
         order = np.lexsort((earlier, later))
         found = 0
         if len(links):
-            shingles = np.memmap(self.directory / "shingles.u32", dtype="<u4", mode="r")
-            ends = np.memmap(self.directory / "ends.u64", dtype="<u8", mode="r")
+            # read by offset, not mapped: a mapped file's pages count in the job's memory
+            with open(self.directory / "shingles.u32", "rb") as shingles, \
+                    open(self.directory / "ends.u64", "rb") as ends:
 
-            def row(i: int) -> np.ndarray:
-                return shingles[int(ends[i - 1]) if i else 0:int(ends[i])]
+                def row(i: int) -> np.ndarray:
+                    bounds = np.frombuffer(os.pread(ends.fileno(), 16, 8 * (i - 1)), "<u8") if i \
+                        else np.r_[np.uint64(0), np.frombuffer(os.pread(ends.fileno(), 8, 0), "<u8")]
+                    lo, hi = int(bounds[0]), int(bounds[1])
+                    return np.frombuffer(os.pread(shingles.fileno(), 4 * (hi - lo), 4 * lo), "<u4")
 
-            for a, b in zip(later[order].tolist(), earlier[order].tolist()):
-                if marks[a] == KEEP and marks[b] == KEEP and jaccard(row(a), row(b)) >= self.threshold:
-                    marks[a] = NEAR
-                    found += 1
-            del shingles, ends
+                for a, b in zip(later[order].tolist(), earlier[order].tolist()):
+                    if marks[a] == KEEP and marks[b] == KEEP and \
+                            jaccard(row(a), row(b)) >= self.threshold:
+                        marks[a] = NEAR
+                        found += 1
         for name in ("shingles.u32", "ends.u64"):
             (self.directory / name).unlink()
         return found
+
+
+def _shared(keys: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """The links of one bucket's entries (see :meth:`NearDuplicates._links`)."""
+    order = np.lexsort((rows, keys))
+    keys, rows = keys[order], rows[order]
+    same = keys[1:] == keys[:-1]
+    if not same.any():
+        return np.zeros(0, dtype=np.uint64)
+    group = np.cumsum(np.r_[True, ~same])  # group number of each entry
+    first = rows[np.flatnonzero(np.r_[True, ~same])][group - 1]
+    later = np.flatnonzero(np.r_[False, same])
+    return np.unique(np.concatenate([(rows[later] << np.uint64(32)) | first[later],
+                                     (rows[later] << np.uint64(32)) | rows[later - 1]]))
