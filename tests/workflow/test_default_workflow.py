@@ -112,8 +112,8 @@ def test_the_released_corpus_its_scores_and_datasheet(finished):
     lines = (out / "corpus.tsv").read_text().splitlines()
     assert corpus.height == len(lines) == selection["rows"] > 1000
     assert [tuple(line.split("\t")) for line in lines[:5]] == corpus.select("s1", "s2").head(5).rows()
-    scores = {"length_ref", "length_cand", "cost", "overlap_1", "overlap_2", "overlap_3", "bleu",
-              "kenlm_ppl", "classifier", "parascore", "dual_xent"}
+    scores = {"langid_ref", "langid_cand", "length_ref", "length_cand", "cost", "overlap_1",
+              "overlap_2", "overlap_3", "bleu", "kenlm_ppl", "classifier", "parascore", "dual_xent"}
     assert scores <= set(corpus.columns) and set(selection["score_columns"]) == scores
     assert all(v == 0 for v in corpus.select(pl.col(sorted(scores)).null_count()).row(0))
     counts = [r["pairs"] for r in selection["steps"]]
