@@ -6,8 +6,9 @@ import pytest
 
 from paramill.filters.select import SelectSettings, select
 from paramill.text.dedup import DUP_HERE, KEEP
-from paramill.text.neardup import (NEAR, NUM_PERM, NearDuplicates, bands_for, jaccard,
-                                   shingle_hashes)
+from paramill.text import neardup
+from paramill.text.neardup import (NEAR, NUM_PERM, NearDuplicates, bands_for, jaccard, jaccards,
+                                   shingle_hashes, signatures)
 
 from .test_filters import write_candidates
 
@@ -82,7 +83,7 @@ def test_only_a_kept_pair_is_an_original(tmp_path):
         [DUP_HERE, KEEP, NEAR]
 
 
-def test_the_marks_do_not_depend_on_batches_buckets_or_threads(tmp_path):
+def test_the_marks_do_not_depend_on_batches_buckets_or_threads(tmp_path, monkeypatch):
     rng = np.random.default_rng(0)
     vocab = [f"w{i}" for i in range(300)]
     pairs = []
@@ -97,6 +98,8 @@ def test_the_marks_do_not_depend_on_batches_buckets_or_threads(tmp_path):
     one = near_marks(pairs, tmp_path)
     assert 60 < one.count(NEAR) < 130
     assert near_marks(pairs, tmp_path, batch=37, bucket_rows=50, threads=2) == one
+    monkeypatch.setattr(neardup, "LINK_BATCH", 7)  # the candidates checked a few at a time
+    assert near_marks(pairs, tmp_path, batch=100, threads=3) == one
     # no pair is marked that is not that close to a kept pair before it; LSH misses few
     sets = [shingles(p) for p in pairs]
     close = []
@@ -114,6 +117,31 @@ def test_shingle_hashes_are_fixed_values():
     again, _ = shingle_hashes(pl.Series(["hello   world"]), pl.Series([""]), 2)
     assert h.tolist() == again.tolist()
     assert len(set(h.tolist())) == 4
+
+
+def test_the_similarities_checked_at_once_are_each_pairs_own():
+    rng = np.random.default_rng(1)
+    first = [rng.integers(0, 50, rng.integers(1, 30)).astype(np.uint32) for _ in range(200)]
+    second = [rng.integers(0, 50, rng.integers(1, 30)).astype(np.uint32) for _ in range(200)]
+    second[0] = first[0][::-1].copy()  # the same set
+    second[1] = first[1] + np.uint32(2 ** 31)  # none shared
+    second[2] = np.full(3, 2 ** 32 - 1, dtype=np.uint32)  # the largest value, repeated
+    got = jaccards(first, second)
+    assert got[0] == 1.0 and got[1] == 0.0
+    assert got.tolist() == [jaccard(a, b) for a, b in zip(first, second)]
+    assert len(jaccards([], [])) == 0
+
+
+@pytest.mark.parametrize("threads", [1, 3])
+def test_a_signature_holds_each_permutations_minimum_top_bits(threads):
+    rng = np.random.default_rng(2)
+    rows = np.sort(np.r_[np.arange(5), rng.integers(0, 5, 40)])
+    hashes = rng.integers(0, 2 ** 63, len(rows), dtype=np.uint64) * np.uint64(2) + np.uint64(1)
+    sig = signatures(hashes, rows, 5, threads)
+    for k in (0, 1, NUM_PERM - 1):
+        values = [(int(h) * int(neardup._A[k]) + int(neardup._B[k])) % 2 ** 64 >> 32 for h in hashes]
+        for r in range(5):
+            assert sig[r, k] == min(v for v, at in zip(values, rows) if at == r)
 
 
 @pytest.mark.parametrize("threshold", [0.5, 0.7, 0.8, 0.9])

@@ -1,6 +1,6 @@
 """Near-duplicate pairs in bounded memory: MinHash over word shingles, banded into LSH keys
 (Broder 1997; Leskovec, Rajaraman & Ullman, *Mining of Massive Datasets* ch. 3), the
-candidates checked against the signatures' estimate of their Jaccard similarity.
+candidates then checked on the exact Jaccard similarity of their shingles.
 
 A pair's shingles are the word n-grams (``ngram``, lower-cased words of the normalised text,
 each sentence framed by a start and an end mark) of both its sentences together, so a pair
@@ -13,10 +13,11 @@ pair's is at least ``threshold``; the first of a group is kept, as in exact dedu
 LSH finds the candidates; their Jaccard similarity is then computed from the shingles
 themselves (32-bit hashes), not estimated, so the step does not miss a pair just above the
 threshold by the estimate's noise. Memory does not grow with the corpus beyond two bytes a
-pair: the band keys are spilled to disk in hash buckets (:mod:`paramill.text.dedup`'s), one
-bucket in memory at a time; the shingles wait on disk for the check (4 bytes a shingle);
-the candidate links between pairs are as many as the near-duplicates found, not as the
-pairs.
+pair: the band keys are spilled to disk in hash buckets (8 bytes an entry: 32 bits of the
+key beside its bucket's 8, and the row), one bucket in memory at a time; the shingles wait
+on disk for the check (4 bytes a shingle), which reads :data:`LINK_BATCH` candidates' at a
+time; the candidate links between pairs are as many as the near-duplicates found, not as
+the pairs.
 
 Shingles are hashed in numpy by a polynomial hash of their UTF-8 bytes mixed by SplitMix64,
 so the marks are the same with any library version; the permutations are seeded.
@@ -174,9 +175,11 @@ def signatures(hashes: np.ndarray, rows: np.ndarray, n_rows: int, threads: int =
         raise ValueError(f"{n_rows} rows, shingles for {len(starts)}")
 
     def block(ks: range) -> None:
-        for k in ks:
-            values = ((hashes * _A[k] + _B[k]) >> np.uint64(32)).astype(np.uint32)
-            out[:, k] = np.minimum.reduceat(values, starts)
+        values = np.empty(len(hashes), dtype=np.uint64)
+        for k in ks:  # the top bits of the minimum are the minimum of the top bits
+            np.multiply(hashes, _A[k], out=values)
+            values += _B[k]
+            out[:, k] = np.minimum.reduceat(values, starts) >> np.uint64(32)
 
     step = math.ceil(NUM_PERM / max(1, threads))
     chunks = [range(i, min(NUM_PERM, i + step)) for i in range(0, NUM_PERM, step)]
@@ -199,6 +202,12 @@ def band_keys(sig: np.ndarray, bands: int, rows: int) -> np.ndarray:
     return keys
 
 
+def _unique(values: np.ndarray) -> np.ndarray:
+    """The distinct values, sorted (np.unique hashes integers first: slower here)."""
+    values = np.sort(values)
+    return values[np.r_[True, values[1:] != values[:-1]]] if len(values) else values
+
+
 def jaccard(a: np.ndarray, b: np.ndarray) -> float:
     """Jaccard similarity of the sets of two arrays of shingle hashes."""
     a, b = np.unique(a), np.unique(b)
@@ -206,23 +215,54 @@ def jaccard(a: np.ndarray, b: np.ndarray) -> float:
     return shared / (len(a) + len(b) - shared)
 
 
+def jaccards(first: list[np.ndarray], second: list[np.ndarray]) -> np.ndarray:
+    """:func:`jaccard` of ``first[i]`` and ``second[i]`` (uint32 hashes, none empty) for every
+    ``i``, at once: each array's values tagged with ``i`` in the top bits, the sets' sizes
+    and the shared values counted by ``i``."""
+    n = len(first)
+    if not n:
+        return np.zeros(0)
+
+    def tagged(arrays: list[np.ndarray]) -> np.ndarray:
+        sizes = np.fromiter((len(x) for x in arrays), dtype=np.int64, count=n)
+        which = np.repeat(np.arange(n, dtype=np.uint64), sizes)
+        return _unique((which << np.uint64(32)) | np.concatenate(arrays).astype(np.uint64))
+
+    def count(values: np.ndarray) -> np.ndarray:
+        return np.bincount((values >> np.uint64(32)).astype(np.int64), minlength=n)
+
+    a, b = tagged(first), tagged(second)
+    shared = count(np.intersect1d(a, b, assume_unique=True))
+    return shared / (count(a) + count(b) - shared)
+
+
+#: candidate links checked at once (memory only: about 500 bytes a link while they are)
+LINK_BATCH = 65_536
+
 #: top-level buckets of the band keys, by their top bits (a bucket over ``bucket_rows``
-#: keys is split again by the bits after, when it is read)
+#: entries is split again by the bits after, when it is read)
 BUCKET_BITS = 8
-_ENTRY = np.dtype([("key", "<u8"), ("row", "<u8")])
+#: bits of a band key an entry keeps beyond its bucket's; the row takes the other 32. Two
+#: keys alike in their top BUCKET_BITS + KEY_BITS bits are taken for one: a candidate more
+#: for the check, which compares the shingles themselves
+KEY_BITS = 32
+_ROW_MASK = np.uint64(0xFFFFFFFF)
 
 
-def _spill(keys: np.ndarray, rows: np.ndarray, shift: int, bits: int, handles: list) -> None:
-    """Append (key, row) entries to the bucket of bits ``[shift, shift + bits)`` from the top."""
-    entries = np.empty(len(keys), dtype=_ENTRY)
-    entries["key"], entries["row"] = keys, rows
-    which = ((keys << np.uint64(shift)) >> np.uint64(64 - bits)).astype(np.int64)
-    order = np.argsort(which, kind="stable")
-    bounds = np.searchsorted(which[order], np.arange((1 << bits) + 1))
+def _entries(keys: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """uint64 entries: bits ``[BUCKET_BITS, BUCKET_BITS + KEY_BITS)`` of each key on top,
+    its row below, so that sorting the entries of a bucket sorts them by key, then row."""
+    return (((keys << np.uint64(BUCKET_BITS)) >> np.uint64(64 - KEY_BITS)) << np.uint64(32)) | rows
+
+
+def _spill(entries: np.ndarray, which: np.ndarray, handles: list) -> None:
+    """Append each entry to the file of its number in ``which`` (< 2^16)."""
+    order = np.argsort(which.astype(np.uint16), kind="stable")  # a radix sort, for 16 bits
+    bounds = np.searchsorted(which[order], np.arange(len(handles) + 1))
     entries = entries[order]
-    for b in range(1 << bits):
+    for b, fh in enumerate(handles):
         if bounds[b + 1] > bounds[b]:
-            entries[bounds[b]:bounds[b + 1]].tofile(handles[b])
+            entries[bounds[b]:bounds[b + 1]].tofile(fh)
 
 
 class NearDuplicates:
@@ -248,6 +288,8 @@ class NearDuplicates:
         n = len(left)
         if not n:
             return
+        if self.rows + n > 1 << 32:
+            raise ValueError(f"near-duplicates of at most {1 << 32:,} pairs at once")
         hashes, rows = shingle_hashes(left, right, self.ngram)
         sig = signatures(hashes, rows, n, self.threads)
         # each row's shingles (the top 32 bits of their hashes), row after row, for the check
@@ -255,9 +297,9 @@ class NearDuplicates:
         ends = np.searchsorted(rows, np.arange(1, n + 1))
         (ends.astype(np.uint64) + np.uint64(self._written)).astype("<u8").tofile(self._ends)
         self._written += len(hashes)
-        keys = band_keys(sig, self.bands, self.band_rows)
+        keys = band_keys(sig, self.bands, self.band_rows).reshape(-1)
         positions = np.repeat(np.arange(self.rows, self.rows + n, dtype=np.uint64), self.bands)
-        _spill(keys.reshape(-1), positions, 0, BUCKET_BITS, self._handles)
+        _spill(_entries(keys, positions), keys >> np.uint64(64 - BUCKET_BITS), self._handles)
         self.rows += n
 
     def _links(self) -> np.ndarray:
@@ -266,25 +308,25 @@ class NearDuplicates:
         for fh in self._handles:
             fh.close()
         links: list[np.ndarray] = []
-        todo = [(path, BUCKET_BITS) for path in self._buckets]
+        todo = [(path, 0) for path in self._buckets]  # (file, key bits it was split by)
         while todo:
             path, used = todo.pop()
-            data = np.fromfile(path, dtype=_ENTRY)
+            data = np.fromfile(path, dtype="<u8")
             path.unlink()
-            if len(data) > self.bucket_rows and used + 4 <= 64:  # split by the next bits
+            if len(data) > self.bucket_rows and used + 4 <= 32:  # split by the next key bits
                 parts = [path.with_name(f"{path.name}-{b:x}") for b in range(16)]
                 handles = [open(p, "wb") for p in parts]
                 try:
-                    _spill(data["key"], data["row"], used, 4, handles)
+                    _spill(data, (data << np.uint64(used)) >> np.uint64(60), handles)
                 finally:
                     for fh in handles:
                         fh.close()
                 todo += [(p, used + 4) for p in parts]
                 continue
             if len(data) > 1:
-                links.append(_shared(data["key"], data["row"]))
+                links.append(_shared(data))
         found = [x for x in links if len(x)]
-        return np.unique(np.concatenate(found)) if found else np.zeros(0, dtype=np.uint64)
+        return _unique(np.concatenate(found)) if found else np.zeros(0, dtype=np.uint64)
 
     def mark(self, marks: np.ndarray) -> int:
         """Set :data:`NEAR` in ``marks`` (one a row added; rows not :data:`KEEP` there are
@@ -296,7 +338,7 @@ class NearDuplicates:
         links = self._links()
         later = (links >> np.uint64(32)).astype(np.int64)
         earlier = (links & np.uint64(0xFFFFFFFF)).astype(np.int64)
-        order = np.lexsort((earlier, later))
+        # links are sorted: by the later row, then the earlier
         found = 0
         if len(links):
             # read by offset, not mapped: a mapped file's pages count in the job's memory
@@ -309,25 +351,30 @@ class NearDuplicates:
                     lo, hi = int(bounds[0]), int(bounds[1])
                     return np.frombuffer(os.pread(shingles.fileno(), 4 * (hi - lo), 4 * lo), "<u4")
 
-                for a, b in zip(later[order].tolist(), earlier[order].tolist()):
-                    if marks[a] == KEEP and marks[b] == KEEP and \
-                            jaccard(row(a), row(b)) >= self.threshold:
-                        marks[a] = NEAR
-                        found += 1
+                for at in range(0, len(later), LINK_BATCH):
+                    a, b = later[at:at + LINK_BATCH], earlier[at:at + LINK_BATCH]
+                    rows = {i: row(i) for i in np.union1d(a, b).tolist()}
+                    similar = jaccards([rows[i] for i in a.tolist()],
+                                       [rows[i] for i in b.tolist()]) >= self.threshold
+                    # in order: a row marked here is no later row's original
+                    for x, y in zip(a[similar].tolist(), b[similar].tolist()):
+                        if marks[x] == KEEP and marks[y] == KEEP:
+                            marks[x] = NEAR
+                            found += 1
         for name in ("shingles.u32", "ends.u64"):
             (self.directory / name).unlink()
         return found
 
 
-def _shared(keys: np.ndarray, rows: np.ndarray) -> np.ndarray:
+def _shared(entries: np.ndarray) -> np.ndarray:
     """The links of one bucket's entries (see :meth:`NearDuplicates._links`)."""
-    order = np.lexsort((rows, keys))
-    keys, rows = keys[order], rows[order]
+    entries = np.sort(entries)  # by key, then row
+    keys, rows = entries >> np.uint64(32), entries & _ROW_MASK
     same = keys[1:] == keys[:-1]
     if not same.any():
         return np.zeros(0, dtype=np.uint64)
     group = np.cumsum(np.r_[True, ~same])  # group number of each entry
     first = rows[np.flatnonzero(np.r_[True, ~same])][group - 1]
     later = np.flatnonzero(np.r_[False, same])
-    return np.unique(np.concatenate([(rows[later] << np.uint64(32)) | first[later],
-                                     (rows[later] << np.uint64(32)) | rows[later - 1]]))
+    return _unique(np.concatenate([(rows[later] << np.uint64(32)) | first[later],
+                                   (rows[later] << np.uint64(32)) | rows[later - 1]]))
