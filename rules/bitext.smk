@@ -39,7 +39,7 @@ checkpoint clean:
         f"{LOGS}/clean/{{corpus}}.log",
     benchmark:
         f"{LOGS}/benchmarks/clean/{{corpus}}.tsv"
-    threads: rule_threads("clean")
+    threads: rule_threads("clean", 2)
     resources:
         **rule_resources("clean", mem_mb=4000, runtime=240),
     conda:

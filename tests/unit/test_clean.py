@@ -96,7 +96,7 @@ def test_pair_keys_are_the_digests_of_each_pair_formatted_in_python():
     assert pair_keys([], []).shape == (0,)
 
 
-def run_clean(tmp_path, name, lines, prior=(), batch_rows=4, shard_size=3, **settings):
+def run_clean(tmp_path, name, lines, prior=(), batch_rows=4, shard_size=3, threads=1, **settings):
     tmp_path.mkdir(parents=True, exist_ok=True)
     src = tmp_path / f"{name}.tsv"
     src.write_text("".join(f"{cs}\t{en}\n" for cs, en in lines))
@@ -106,7 +106,8 @@ def run_clean(tmp_path, name, lines, prior=(), batch_rows=4, shard_size=3, **set
     stats = clean(name, tmp_path / "ingest" / name, out / f"{name}-shards",
                   out / f"{name}.rejected.parquet", out / f"{name}.keys.parquet",
                   out / f"{name}.stats.json", prior_key_files=list(prior),
-                  settings=CleanSettings(**settings), shard_size=shard_size, batch_rows=batch_rows)
+                  settings=CleanSettings(**settings), shard_size=shard_size, batch_rows=batch_rows,
+                  threads=threads)
     kept = pl.scan_parquet(out / f"{name}-shards" / "*.parquet").collect() if stats["kept"] else None
     rejected = pl.read_parquet(out / f"{name}.rejected.parquet")
     return stats, kept, rejected, out / f"{name}.keys.parquet"
@@ -158,6 +159,17 @@ def test_many_buckets_give_the_same_result_as_one(tmp_path):
     keys_one = pl.read_parquet(one[3])["key"]
     keys_many = pl.read_parquet(many[3])["key"]
     assert keys_many.is_sorted() and keys_one.sort().equals(keys_many)
+
+
+def test_worker_processes_give_what_one_process_gives(tmp_path):
+    lines = LINES * 3 + [("The weather is nice today in Prague.", "The weather is nice today.")]
+    one = run_clean(tmp_path / "one", "x", lines, min_czech=0.5)
+    two = run_clean(tmp_path / "two", "x", lines, min_czech=0.5, threads=2)  # 7 batches of 4
+    assert one[0]["rejected"] == two[0]["rejected"] and one[0]["rejected"]["not_czech"] == 1
+    assert one[0]["by_input_shard"] == two[0]["by_input_shard"]
+    assert one[1].drop("source_file").equals(two[1].drop("source_file"))
+    assert one[2].drop("source_file").equals(two[2].drop("source_file"))
+    assert pl.read_parquet(one[3]).equals(pl.read_parquet(two[3]))
 
 
 def test_dedup_can_be_switched_off(tmp_path):

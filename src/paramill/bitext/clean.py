@@ -54,6 +54,7 @@ from paramill.io.tablewrite import ShardWriter, TableWriter
 from paramill.io.outputs import scratch_dir
 from paramill.io.jsonfiles import write_json
 from paramill.run.plan import rejection_line
+from paramill.run.pools import ordered_map
 from paramill.run.progress import note, progress
 from paramill.provenance import Run
 from paramill.io.jsonfiles import COUNT, COUNTS, read_json_as
@@ -133,33 +134,53 @@ class _Tally:
 
 def _rule_pass(corpus: str, in_shards: list[Path], settings: CleanSettings, batch_rows: int,
                rejected: TableWriter, candidates: TableWriter, bits: int, bucket_fhs: list,
-               tally: _Tally, total: int) -> tuple[int, list[int]]:
+               tally: _Tally, total: int, threads: int = 1) -> tuple[int, list[int]]:
     """Apply the rules shard by shard: rejected rows written, survivors spilled in order
-    with their keys. Returns the survivors' count and each ingest shard's first position."""
+    with their keys. Returns the survivors' count and each ingest shard's first position.
+    With ``threads`` > 1 the rules run on that many worker processes, a batch each
+    (the language identifier holds the GIL), the results taken in order."""
     position = 0
     bounds: list[int] = []  # first candidate position of each ingest shard
-    bar = progress(f"clean {corpus}", total=total)
     for shard in in_shards:
-        bounds.append(position)
-        counts = tally.by_shard.setdefault(shard.name, Counter())
-        for batch in iter_parquet_batches([shard], batch_rows):
-            frame = apply_rules(pl.from_arrow(batch), settings)
-            bad = frame.filter(pl.col("reason").is_not_null())
-            if bad.height:
-                for reason, n in bad.group_by("reason").len().iter_rows():
-                    tally.reasons[reason] += n
-                    counts[reason] += n
-                rejected.write(bad.with_columns(cs=pl.col("cs_raw"), en=pl.col("en_raw"),
-                                                detail=pl.lit(None, pl.String)).to_arrow())
-            good = frame.filter(pl.col("reason").is_null())
-            if good.height:
-                candidates.write(good.to_arrow())
-                if settings.dedup:
-                    _spill_keys(good, position, bits, bucket_fhs)
-                position += good.height
-            bar.update(batch.num_rows)
+        tally.by_shard.setdefault(shard.name, Counter())
+    batches = ((i, batch) for i, shard in enumerate(in_shards)
+               for batch in iter_parquet_batches([shard], batch_rows))
+    bar = progress(f"clean {corpus}", total=total)
+    # the settings travel as a dict: a worker imports this module (and polars) only once it
+    # has set its one thread
+    for (index, table), rows in ordered_map(_rules_of_batch, batches, threads,
+                                            context=(asdict(settings),),
+                                            size=lambda chunk: chunk[1].num_rows,
+                                            doing=f"cleaning {corpus}",
+                                            holds=f"a batch of {batch_rows:,} rows"):
+        while len(bounds) <= index:  # this shard's first row (and empty shards' before it)
+            bounds.append(position)
+        counts = tally.by_shard[in_shards[index].name]
+        frame = pl.from_arrow(table)
+        bad = frame.filter(pl.col("reason").is_not_null())
+        if bad.height:
+            for reason, n in bad.group_by("reason").len().iter_rows():
+                tally.reasons[reason] += n
+                counts[reason] += n
+            rejected.write(bad.with_columns(cs=pl.col("cs_raw"), en=pl.col("en_raw"),
+                                            detail=pl.lit(None, pl.String)).to_arrow())
+        good = frame.filter(pl.col("reason").is_null())
+        if good.height:
+            candidates.write(good.to_arrow())
+            if settings.dedup:
+                _spill_keys(good, position, bits, bucket_fhs)
+            position += good.height
+        bar.update(rows)
+    bounds += [position] * (len(in_shards) - len(bounds))
     bar.close()
     return position, bounds
+
+
+def _rules_of_batch(settings: dict[str, Any], chunk: tuple[int, pa.RecordBatch]
+                    ) -> tuple[int, pa.Table]:
+    """(shard index, the batch with the rules applied: :func:`apply_rules`), in a worker or here."""
+    index, batch = chunk
+    return index, apply_rules(pl.from_arrow(batch), CleanSettings.from_dict(settings)).to_arrow()
 
 
 def _keep_pass(candidates: Path, marks: np.ndarray, bounds: list[int], in_shards: list[Path],
@@ -197,8 +218,9 @@ INGEST_STATS = {"type": "object", "required": ["rows_in", "rejected"],
 def clean(corpus: str, ingest_dir: str | Path, shards_dir: str | Path, rejected_path: str | Path,
           keys_path: str | Path, stats_path: str | Path, prior_key_files: list[str | Path] = (),
           settings: CleanSettings = CleanSettings(), shard_size: int = 1000,
-          batch_rows: int = 50000, rule: str = "clean") -> dict[str, Any]:
-    """Clean the shards in ``ingest_dir``; write shards, rejected rows, sorted keys, stats."""
+          batch_rows: int = 50000, rule: str = "clean", threads: int = 1) -> dict[str, Any]:
+    """Clean the shards in ``ingest_dir``; write shards, rejected rows, sorted keys, stats.
+    ``threads``: worker processes for the rules (see :func:`_rule_pass`)."""
     ingest_dir = Path(ingest_dir)
     in_shards = sorted(ingest_dir.glob("shard-*.parquet"))
     ingest_stats = read_json_as(ingest_dir / STATS_NAME, INGEST_STATS,
@@ -233,7 +255,7 @@ def clean(corpus: str, ingest_dir: str | Path, shards_dir: str | Path, rejected_
         bucket_files = [spill / f"bucket-{b:05d}.u64" for b in range(1 << bits)]
         bucket_fhs = [open(p, "wb") for p in bucket_files] if settings.dedup else []
         position, bounds = _rule_pass(corpus, in_shards, settings, batch_rows, rejected,
-                                      candidates, bits, bucket_fhs, tally, n_in)
+                                      candidates, bits, bucket_fhs, tally, n_in, threads)
         candidates.close()
         for fh in bucket_fhs:
             fh.close()

@@ -36,17 +36,20 @@ def ingest(args: argparse.Namespace) -> int | str:
     out("--stats", "output JSON of counts"), arg("--prior-keys", nargs="*", default=[],
         help="key files of earlier corpora (their pairs win duplicates)"),
     description="ParaBank 2 cleaning (punctuation normalisation, latin-1/latin-2, empty/"
-                "identical sides, length bounds and ratio) and exact dedup against this corpus "
-                "and earlier ones.",
+                "identical sides, length bounds and ratio), the Czech side's language, and "
+                "exact dedup against this corpus and earlier ones. With --threads N the rules "
+                "run on N worker processes.",
     settings={"settings": "bitext.clean", "ingest_settings": "bitext.ingest"}, launch=True,
     memory=("bitext.clean.bucket_rows", "bitext.ingest.batch_rows"),
     example='paramill bitext clean --corpus mine --ingested work/ingest/mine --shards work/shards/mine --rejected work/clean/mine.rejected.parquet --keys work/clean/mine.keys.parquet --stats work/clean/mine.stats.json')
 def clean(args: argparse.Namespace) -> int | str:
     from paramill.bitext.clean import CleanSettings, clean
+    from paramill.run.device import threads
     ingest = args.ingest_settings
     stats = clean(args.corpus, args.ingested, args.shards, args.rejected, args.keys, args.stats,
                   prior_key_files=args.prior_keys, settings=CleanSettings.from_dict(args.settings),
-                  shard_size=ingest["shard_size"], batch_rows=ingest["batch_rows"], rule=args.rule)
+                  shard_size=ingest["shard_size"], batch_rows=ingest["batch_rows"], rule=args.rule,
+                  threads=threads())
     return (f"{args.corpus}: {stats['rows_in']} in, {stats['kept']} kept, "
             f"{stats['rejected_total']} rejected {stats['rejected']}")
 
