@@ -37,8 +37,8 @@ def ingest(args: argparse.Namespace) -> int | str:
         help="key files of earlier corpora (their pairs win duplicates)"),
     description="ParaBank 2 cleaning (punctuation normalisation, latin-1/latin-2, empty/"
                 "identical sides, length bounds and ratio), the Czech side's language, and "
-                "exact dedup against this corpus and earlier ones. With --threads N the rules "
-                "run on N worker processes.",
+                "exact dedup against this corpus and earlier ones. With `paramill --threads "
+                "N` the rules run on N worker processes.",
     settings={"settings": "bitext.clean", "ingest_settings": "bitext.ingest"}, launch=True,
     memory=("bitext.clean.bucket_rows", "bitext.ingest.batch_rows"),
     example='paramill bitext clean --corpus mine --ingested work/ingest/mine --shards work/shards/mine --rejected work/clean/mine.rejected.parquet --keys work/clean/mine.keys.parquet --stats work/clean/mine.stats.json')
