@@ -41,7 +41,6 @@ NUM_PERM = 128
 #: mark of a near-duplicate (beside :data:`paramill.text.dedup.KEEP` and the exact ones)
 NEAR = 3
 
-_MASK = np.uint64(0xFFFFFFFFFFFFFFFF)
 _P = np.uint64(0x100000001B3)  # the polynomial's base (FNV's 64-bit prime)
 _RNG_SEED = 20261202
 _WORD = r"\w+"
@@ -313,7 +312,7 @@ class NearDuplicates:
             path, used = todo.pop()
             data = np.fromfile(path, dtype="<u8")
             path.unlink()
-            if len(data) > self.bucket_rows and used + 4 <= 32:  # split by the next key bits
+            if len(data) > self.bucket_rows and used + 4 <= KEY_BITS:  # split by the next key bits
                 parts = [path.with_name(f"{path.name}-{b:x}") for b in range(16)]
                 handles = [open(p, "wb") for p in parts]
                 try:
@@ -337,7 +336,7 @@ class NearDuplicates:
             raise ValueError(f"{self.rows} pairs added, {len(marks)} marks")
         links = self._links()
         later = (links >> np.uint64(32)).astype(np.int64)
-        earlier = (links & np.uint64(0xFFFFFFFF)).astype(np.int64)
+        earlier = (links & _ROW_MASK).astype(np.int64)
         # links are sorted: by the later row, then the earlier
         found = 0
         if len(links):
