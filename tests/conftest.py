@@ -6,6 +6,7 @@ from __future__ import annotations
 import bz2
 import gzip
 import lzma
+import os
 import subprocess
 from collections.abc import Callable
 from pathlib import Path
@@ -14,6 +15,14 @@ import pytest
 import zstandard
 
 REPO = Path(__file__).resolve().parents[1]
+
+#: ``make test`` runs two pytest-xdist workers on CI's 2 cores, and a workflow test's Snakemake
+#: runs jobs on 2 more threads: the cores are shared by design. OpenMP's threads (torch's and
+#: CTranslate2's, both libgomp) spin while they wait for work, on cores the other worker's
+#: jobs need; waiting passively gives the cores back (the threads each job uses, and so its
+#: results, are unchanged). Set before anything imports torch, and inherited by every
+#: Snakemake and job the tests start.
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 
 def compress(data: bytes, kind: str) -> bytes:
