@@ -245,13 +245,15 @@ BUCKET_BITS = 8
 #: keys alike in their top BUCKET_BITS + KEY_BITS bits are taken for one: a candidate more
 #: for the check, which compares the shingles themselves
 KEY_BITS = 32
-_ROW_MASK = np.uint64(0xFFFFFFFF)
+#: an entry's (and a link's) low bits: its row
+_ROW_BITS = np.uint64(32)
+_ROW_MASK = np.uint64((1 << 32) - 1)
 
 
 def _entries(keys: np.ndarray, rows: np.ndarray) -> np.ndarray:
     """uint64 entries: bits ``[BUCKET_BITS, BUCKET_BITS + KEY_BITS)`` of each key on top,
     its row below, so that sorting the entries of a bucket sorts them by key, then row."""
-    return (((keys << np.uint64(BUCKET_BITS)) >> np.uint64(64 - KEY_BITS)) << np.uint64(32)) | rows
+    return (((keys << np.uint64(BUCKET_BITS)) >> np.uint64(64 - KEY_BITS)) << _ROW_BITS) | rows
 
 
 def _spill(entries: np.ndarray, which: np.ndarray, handles: list) -> None:
@@ -335,7 +337,7 @@ class NearDuplicates:
         if len(marks) != self.rows:
             raise ValueError(f"{self.rows} pairs added, {len(marks)} marks")
         links = self._links()
-        later = (links >> np.uint64(32)).astype(np.int64)
+        later = (links >> _ROW_BITS).astype(np.int64)
         earlier = (links & _ROW_MASK).astype(np.int64)
         # links are sorted: by the later row, then the earlier
         found = 0
@@ -368,12 +370,12 @@ class NearDuplicates:
 def _shared(entries: np.ndarray) -> np.ndarray:
     """The links of one bucket's entries (see :meth:`NearDuplicates._links`)."""
     entries = np.sort(entries)  # by key, then row
-    keys, rows = entries >> np.uint64(32), entries & _ROW_MASK
+    keys, rows = entries >> _ROW_BITS, entries & _ROW_MASK
     same = keys[1:] == keys[:-1]
     if not same.any():
         return np.zeros(0, dtype=np.uint64)
     group = np.cumsum(np.r_[True, ~same])  # group number of each entry
     first = rows[np.flatnonzero(np.r_[True, ~same])][group - 1]
     later = np.flatnonzero(np.r_[False, same])
-    return _unique(np.concatenate([(rows[later] << np.uint64(32)) | first[later],
-                                   (rows[later] << np.uint64(32)) | rows[later - 1]]))
+    return _unique(np.concatenate([(rows[later] << _ROW_BITS) | first[later],
+                                   (rows[later] << _ROW_BITS) | rows[later - 1]]))
