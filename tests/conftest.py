@@ -83,13 +83,21 @@ def _cuda_problem() -> str | None:
     return None
 
 
-#: The workflow tests that share the session's tiny run (tests/workflow/conftest.py): one
-#: worker runs them all, so the tiny DAG is built once. Then the default DAG. (Handing out
-#: the hostile, SLURM, pair-only and NMT modules next as well, longest first, made the
-#: suite slower in the one run measured, 1224 s against 1092, one run each an hour apart
-#: on a 2-core machine whose speed varies; not attributed, so not kept.) The own-data module
-#: (three runs, about 4.5 minutes) next: handed out last, it ran alone at the suite's end.
-FIRST_GROUPS = ("tiny-run", "tests/workflow/test_default_workflow.py", "tests/workflow/test_own_data.py")
+#: The units of work that take longest, longest first (seconds of one worker in a suite on
+#: 2 cores): the workflow tests that share the session's tiny run (tests/workflow/conftest.py;
+#: one worker runs them all, so the tiny DAG is built once; 550), the default DAG (350), the
+#: README's own-data runs (215), SLURM (205, mostly waiting on the plugin's status checks, so
+#: the other worker's jobs get the cores), the NMT unit tests (120), the harvest season (120),
+#: the embedding unit tests (85), the hostile run (75), the pair-only DAG (55), the
+#: identifier's unit tests (40). Every other module follows, in the order collected: short
+#: ones, which fill the gaps at the end. A worker takes its next unit when two or fewer
+#: tests of its last are left; a long unit handed out last leaves the other worker idle
+#: for its whole length (the SLURM module, collected last, did: 230 s of the suite's 1111).
+FIRST_GROUPS = ("tiny-run", "tests/workflow/test_default_workflow.py", "tests/workflow/test_own_data.py",
+                "tests/workflow/test_slurm.py", "tests/unit/test_nmt.py",
+                "tests/workflow/test_harvest_workflow.py", "tests/unit/test_embed.py",
+                "tests/workflow/test_reproducible.py", "tests/workflow/test_pairs_workflow.py",
+                "tests/unit/test_paraid.py")
 
 
 def _group(item) -> str:
@@ -103,8 +111,8 @@ def pytest_collection_modifyitems(config, items):
     """Tests marked ``gpu`` are skipped, with the reason, where no CUDA device is visible.
 
     Under pytest-xdist (``make test`` runs ``-n 2 --dist loadgroup``) each module is one unit
-    of work, and the tests sharing the tiny run are one; the longest units (the tiny run
-    with the tests that change it, the default DAG, the own-data runs) go first."""
+    of work, and the tests sharing the tiny run are one; the longest units go first
+    (:data:`FIRST_GROUPS`)."""
     gpu_items = [item for item in items if item.get_closest_marker("gpu")]
     problem = _cuda_problem() if gpu_items else None
     if problem:
