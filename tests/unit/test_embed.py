@@ -2166,6 +2166,39 @@ print("pandas" in sys.modules)
     assert done.stdout.split() == ["False"]
 
 
+
+def test_loading_a_model_builds_no_random_weights_and_imports_no_dynamo(tmp_path):
+    """A job that only loads a model (scoring, STS, encoding) builds its shape on torch's meta
+    device with no random initialisation: torch's meta ``normal_`` imports ``torch._dynamo``,
+    about a second a process. The loaded model is the saved one, weight for weight; torch's
+    ``init.normal_`` is itself again afterwards and initialises real tensors as before."""
+    from torch.nn import init
+
+    from paramill.run.modelfiles import on_meta
+
+    spec = ModelSpec(components=("word", "trigram", "lstm"), dim=8, hidden=8)
+    train(PAIRS, tmp_path / "m.pt", spec, EmbedTrainSettings(epochs=1, batch_size=6))
+    code = f"""
+import sys, torch
+from paramill.embed.model import load_model
+model = load_model({str(tmp_path / "m.pt")!r}, "cpu")
+saved = torch.load({str(tmp_path / "m.pt")!r}, weights_only=True)["state_dict"]
+same = all(torch.equal(t, saved[k]) for k, t in model.state_dict().items()) and len(saved) == len(model.state_dict())
+print("torch._dynamo" in sys.modules, same, model.encode(["a dog sleeps"]).shape)
+"""
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.split() == ["False", "True", "(1,", "24)"]  # 3 components of 8
+    normal = init.normal_
+    with on_meta():
+        shape = torch.nn.Embedding(5, 3)
+        assert shape.weight.is_meta and init.normal_ is not normal
+    assert init.normal_ is normal
+    torch.manual_seed(0)
+    real = torch.nn.Embedding(5, 3).weight.detach().clone()
+    torch.manual_seed(0)
+    assert torch.equal(real, torch.empty(5, 3).normal_())
+
+
 # --- on a GPU (pytest -m gpu on a machine with CUDA; skipped with the reason elsewhere) ----
 
 @pytest.mark.gpu

@@ -29,7 +29,7 @@ from torch.nn import functional as F
 
 from paramill.run import device
 from paramill.formats import glove
-from paramill.run.modelfiles import read_torch_file, rebuilt_from, with_weights
+from paramill.run.modelfiles import on_meta, read_torch_file, rebuilt_from, with_weights
 from paramill.embed.features import Featurizer, Vocab, train_sentencepiece
 from paramill.config.typed import Settings, setting
 
@@ -138,9 +138,10 @@ def _embedding(vocab_size: int, dim: int, std: float = 0.1) -> nn.Embedding:
     Adam at 0.001 moves them within a few epochs (torch's N(0, 1) barely changes in that
     time: 11 points of STS Benchmark dev on 11k pairs, benchmarks/embed/embed_reference.py)."""
     emb = nn.Embedding(vocab_size, dim, padding_idx=0)
-    with torch.no_grad():
-        emb.weight.normal_(0.0, std)
-        emb.weight[0].zero_()
+    if not emb.weight.is_meta:  # a shape to load weights into (run.modelfiles.on_meta)
+        with torch.no_grad():
+            emb.weight.normal_(0.0, std)
+            emb.weight[0].zero_()
     return emb
 
 
@@ -356,7 +357,7 @@ def build_from_counts(spec: ModelSpec, counts: dict[str, Counter], sp_proto: byt
     before any is allocated (counted on torch's meta device), to refuse a model too large."""
     vocabs = {unit: Vocab.from_counts(c, spec.min_count, spec.max_vocab) for unit, c in counts.items()}
     if fits is not None:
-        with torch.device("meta"):
+        with on_meta():
             shape = SentenceEncoder(spec, vocabs, sp_proto)
         fits(sum(p.numel() for p in shape.parameters()), {unit: len(v) for unit, v in vocabs.items()})
     model = SentenceEncoder(spec, vocabs, sp_proto)

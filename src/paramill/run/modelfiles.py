@@ -100,6 +100,30 @@ def rebuilt_from(path: str | os.PathLike, what: str,
                                      f"({type(exc).__name__}: {first_line(exc, '')})") from None
 
 
+@contextlib.contextmanager
+def on_meta() -> Iterator[None]:
+    """Modules built inside are on torch's meta device (shapes, no memory), their random
+    initialisations skipped: they write nothing there, and torch's ``normal_`` on a meta
+    tensor (a decomposition that lazily imports ``torch._dynamo``) costs about a second a
+    process, in every job that only loads a model (an embedding's ``nn.Embedding``).
+    ``torch.nn.init.normal_`` passes meta tensors through while the block runs; any other
+    tensor, in any thread, is initialised as before."""
+    import torch
+    from torch.nn import init
+
+    normal = init.normal_
+
+    def normal_unless_meta(tensor, *args, **kwargs):
+        return tensor if tensor.is_meta else normal(tensor, *args, **kwargs)
+
+    init.normal_ = normal_unless_meta
+    try:
+        with torch.device("meta"):
+            yield
+    finally:
+        init.normal_ = normal
+
+
 def with_weights(build: Callable[[], Any], state: dict[str, Any]) -> Any:
     """The module ``build()`` makes, made on torch's meta device (no memory), its parameters
     then the tensors of ``state`` (a checkpoint's ``state_dict``) themselves: memory holds what
@@ -114,7 +138,7 @@ def with_weights(build: Callable[[], Any], state: dict[str, Any]) -> Any:
         if isinstance(tensor, torch.Tensor) and not tensor.is_contiguous():
             raise RuntimeError(f"{name}'s {tuple(tensor.shape)} values are not its own (strides "
                                f"{tensor.stride()} over {tensor.untyped_storage().nbytes():,} bytes)")
-    with torch.device("meta"):
+    with on_meta():
         module = build()
     try:
         module.load_state_dict(state, assign=True)
