@@ -564,3 +564,24 @@ def test_the_settings_a_user_sets_stand_apart_from_the_ones_only_tuning_needs():
         config.resolve({"nmt": {"advanced": {"train": {"bucket_size": "x"}}}})
     assert layout.unfold(resolved)["nmt"]["advanced"]["train"]["bucket_size"] == 256
     assert layout.fold(layout.unfold(resolved)) == resolved
+
+
+def test_the_schemas_own_regex_defaults_compile_and_are_not_checked_again():
+    """A ``polars-regex`` setting left at its default is not compiled at every config load
+    (importing polars for it took 0.4 s of every Snakemake start): the defaults compile
+    here, and resolving the shipped config imports no polars; a pattern set in a config is
+    compiled (the bad patterns above)."""
+    import subprocess
+    import sys
+
+    from paramill.config import _regex_defaults
+    from paramill.text import regex_problem
+
+    defaults = _regex_defaults(config.schema())
+    assert len(defaults) == 2 and all(regex_problem(p) is None for p in defaults)
+    repo = Path(__file__).resolve().parents[2]
+    code = ("import sys; from paramill import config; config.load(sys.argv[1]); "
+            "print('polars' in sys.modules)")
+    done = subprocess.run([sys.executable, "-c", code, str(repo / "config.yaml")], cwd=repo,
+                          capture_output=True, text=True, check=True)
+    assert done.stdout.split() == ["False"]
