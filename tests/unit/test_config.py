@@ -574,10 +574,10 @@ def test_the_schemas_own_regex_defaults_compile_and_are_not_checked_again():
     import subprocess
     import sys
 
-    from paramill.config import _regex_defaults
+    from paramill.config import _default_patterns
     from paramill.text import regex_problem
 
-    defaults = _regex_defaults(config.schema())
+    defaults = _default_patterns()
     assert len(defaults) == 2 and all(regex_problem(p) is None for p in defaults)
     repo = Path(__file__).resolve().parents[2]
     code = ("import sys; from paramill import config; config.load(sys.argv[1]); "

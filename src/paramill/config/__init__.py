@@ -195,22 +195,27 @@ def _validator(root: dict[str, Any]) -> Any:
     # the formats a config value may declare: ``date`` a real calendar day, ``polars-regex``
     # a pattern polars' regex engine compiles
     formats = jsonschema.FormatChecker(formats=["date"])
-    # the schema's own defaults compile (a unit test holds them): polars, which checks a
-    # pattern, is imported only where a config sets another (0.4 s of every Snakemake start)
-    defaults = _regex_defaults(root)
+    # polars, which compiles a pattern, is imported only where a config sets its own
+    # (0.4 s of every Snakemake start): the schema's defaults compile
     formats.checks("polars-regex", raises=(ValueError,))(
-        lambda value: value in defaults or _polars_regex(value))
+        lambda value: value in _default_patterns() or _polars_regex(value))
     return kind(root, format_checker=formats)
 
 
-def _regex_defaults(node: Any) -> frozenset[str]:
-    """The defaults of every ``polars-regex`` setting in the schema ``node``."""
-    if isinstance(node, list):
-        return frozenset().union(*map(_regex_defaults, node))
-    if not isinstance(node, dict):
-        return frozenset()
-    own = {node["default"]} if node.get("format") == "polars-regex" and isinstance(node.get("default"), str) else set()
-    return frozenset(own).union(*map(_regex_defaults, node.values()))
+@functools.cache
+def _default_patterns() -> frozenset[str]:
+    """The defaults of every ``polars-regex`` setting in the schema (a unit test compiles
+    them)."""
+    found, stack = set(), [_folded()]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, dict):
+            if node.get("format") == "polars-regex" and isinstance(node.get("default"), str):
+                found.add(node["default"])
+            stack.extend(node.values())
+        elif isinstance(node, list):
+            stack.extend(node)
+    return frozenset(found)
 
 
 def _polars_regex(value: object) -> bool:

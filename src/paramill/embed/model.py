@@ -138,10 +138,9 @@ def _embedding(vocab_size: int, dim: int, std: float = 0.1) -> nn.Embedding:
     Adam at 0.001 moves them within a few epochs (torch's N(0, 1) barely changes in that
     time: 11 points of STS Benchmark dev on 11k pairs, benchmarks/embed/embed_reference.py)."""
     emb = nn.Embedding(vocab_size, dim, padding_idx=0)
-    if not emb.weight.is_meta:  # a shape to load weights into (run.modelfiles.on_meta)
-        with torch.no_grad():
-            emb.weight.normal_(0.0, std)
-            emb.weight[0].zero_()
+    with torch.no_grad():  # torch's init, so that run.modelfiles.on_meta skips it on meta
+        nn.init.normal_(emb.weight, 0.0, std)
+        emb.weight[0].zero_()
     return emb
 
 

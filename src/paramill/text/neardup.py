@@ -247,7 +247,7 @@ BUCKET_BITS = 8
 KEY_BITS = 32
 #: an entry's (and a link's) low bits: its row
 _ROW_BITS = np.uint64(32)
-_ROW_MASK = np.uint64((1 << 32) - 1)
+_ROW_MASK = (np.uint64(1) << _ROW_BITS) - np.uint64(1)
 
 
 def _entries(keys: np.ndarray, rows: np.ndarray) -> np.ndarray:
