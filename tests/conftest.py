@@ -83,26 +83,32 @@ def _cuda_problem() -> str | None:
     return None
 
 
-#: The units of work that take longest, longest first (seconds of one worker in a suite on
-#: 2 cores): the workflow tests that share the session's tiny run (tests/workflow/conftest.py;
-#: one worker runs them all, so the tiny DAG is built once; 550), the default DAG (350), the
-#: README's own-data runs (215), SLURM (205, mostly waiting on the plugin's status checks, so
-#: the other worker's jobs get the cores), the NMT unit tests (120), the harvest season (120),
-#: the embedding unit tests (85), the hostile run (75), the pair-only DAG (55), the
-#: identifier's unit tests (40). Every other module follows, in the order collected: short
-#: ones, which fill the gaps at the end. A worker takes its next unit when two or fewer
-#: tests of its last are left; a long unit handed out last leaves the other worker idle
-#: for its whole length (the SLURM module, collected last, did: 230 s of the suite's 1111).
-FIRST_GROUPS = ("tiny-run", "tests/workflow/test_default_workflow.py", "tests/workflow/test_own_data.py",
-                "tests/workflow/test_slurm.py", "tests/unit/test_nmt.py",
+#: The name of the unit of work that the tests sharing the session's tiny run form.
+TINY_GROUP = "tiny-run"
+
+#: The units of work that take longest (seconds of one worker in a suite on 2 cores), in the
+#: order they are handed out: the default DAG (455, two cores through its NMT training), the
+#: SLURM module (250, mostly waiting on the plugin's status checks: beside the default DAG
+#: its waits leave the other worker both cores), the workflow tests that share the session's
+#: tiny run (tests/workflow/conftest.py; one worker runs them all, so the tiny DAG is built
+#: once; 550), the README's own-data runs (220), the NMT unit tests (120), the harvest season
+#: (100), the embedding unit tests (100), the hostile run (80), the identifier's unit tests
+#: (65), the pair-only DAG (45). Every other module follows, in the order collected: short
+#: ones, which fill the gaps at the end. A worker takes its next unit when two or fewer tests
+#: of its last are left; a long unit handed out last leaves the other worker idle for its
+#: whole length (the SLURM module, collected last, did: 230 s of a suite's 1111), and a
+#: unit that mostly waits beside one that uses a single core leaves a core idle (SLURM beside
+#: the short unit modules and the harvest season: about 110 core-seconds of a suite).
+FIRST_GROUPS = ("tests/workflow/test_default_workflow.py", "tests/workflow/test_slurm.py",
+                TINY_GROUP, "tests/workflow/test_own_data.py", "tests/unit/test_nmt.py",
                 "tests/workflow/test_harvest_workflow.py", "tests/unit/test_embed.py",
-                "tests/workflow/test_reproducible.py", "tests/workflow/test_pairs_workflow.py",
-                "tests/unit/test_paraid.py")
+                "tests/workflow/test_reproducible.py", "tests/unit/test_paraid.py",
+                "tests/workflow/test_pairs_workflow.py")
 
 
 def _group(item) -> str:
     if "tiny_run" in item.fixturenames:
-        return FIRST_GROUPS[0]
+        return TINY_GROUP
     return item.nodeid.split("::")[0]  # the module: its module-scoped fixtures run once
 
 
@@ -111,8 +117,8 @@ def pytest_collection_modifyitems(config, items):
     """Tests marked ``gpu`` are skipped, with the reason, where no CUDA device is visible.
 
     Under pytest-xdist (``make test`` runs ``-n 2 --dist loadgroup``) each module is one unit
-    of work, and the tests sharing the tiny run are one; the longest units go first
-    (:data:`FIRST_GROUPS`)."""
+    of work, and the tests sharing the tiny run are one; the longest go first, in
+    :data:`FIRST_GROUPS`' order."""
     gpu_items = [item for item in items if item.get_closest_marker("gpu")]
     problem = _cuda_problem() if gpu_items else None
     if problem:
