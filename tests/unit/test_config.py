@@ -292,6 +292,8 @@ def test_corpus_names_in_other_sections_must_be_configured_corpora():
     ({"lexicon": {"advanced": {"token_pattern": "[a-"}}},
      "config key lexicon.advanced.token_pattern: '[a-' is not a valid"),
     ({"lexicon": {"advanced": {"word_pattern": "(?P<x"}}}, "config key lexicon.advanced.word_pattern"),
+    ({"lexicon": {"advanced": {"token_pattern": ["a"]}}},  # not a string: its type, not a crash
+     "config key lexicon.advanced.token_pattern: ['a'] is not of type 'string'"),
     ({"pairs": {"corpora": {"t": {"format": "twitter-url", "path": "x", "negative_votes": 4,
                                    "positive_votes": 4}}}},
      "pairs.corpora.t.negative_votes (4) and pairs.corpora.t.positive_votes (4)"),

@@ -2166,7 +2166,6 @@ print("pandas" in sys.modules)
     assert done.stdout.split() == ["False"]
 
 
-
 def test_loading_a_model_builds_no_random_weights_and_imports_no_dynamo(tmp_path):
     """A job that only loads a model (scoring, STS, encoding) builds its shape on torch's meta
     device with no random initialisation: torch's meta ``normal_`` imports ``torch._dynamo``,

@@ -195,10 +195,7 @@ def _validator(root: dict[str, Any]) -> Any:
     # the formats a config value may declare: ``date`` a real calendar day, ``polars-regex``
     # a pattern polars' regex engine compiles
     formats = jsonschema.FormatChecker(formats=["date"])
-    # polars, which compiles a pattern, is imported only where a config sets its own
-    # (0.4 s of every Snakemake start): the schema's defaults compile
-    formats.checks("polars-regex", raises=(ValueError,))(
-        lambda value: value in _default_patterns() or _polars_regex(value))
+    formats.checks("polars-regex", raises=(ValueError,))(_polars_regex)
     return kind(root, format_checker=formats)
 
 
@@ -219,7 +216,9 @@ def _default_patterns() -> frozenset[str]:
 
 
 def _polars_regex(value: object) -> bool:
-    if not isinstance(value, str):
+    # polars, which compiles a pattern, is imported only where a config sets its own
+    # (0.4 s of every Snakemake start): the schema's defaults compile
+    if not isinstance(value, str) or value in _default_patterns():
         return True
     from paramill.text import regex_problem  # polars: only where a config sets such a pattern
 
