@@ -69,13 +69,26 @@ def test_a_corpus_that_lost_more_than_five_percent_is_said_on_the_console(tmp_pa
                                "work/pairs/wmt21/rejected.parquet")
     assert line == ("paramill: pairs corpus wmt21 rejected 158 of its 1,000 rows (15.8%): "
                     "not_latin1 155, duplicate 3; the rows and why: work/pairs/wmt21/rejected.parquet")
-    cfg = config.resolve({"results": str(tmp_path / "r"), "work_dir": "w"})
+    pairs = {name: {"format": "paranmt", "path": f"{name}.txt"} for name in "abc"}
+    cfg = config.resolve({"results": str(tmp_path / "r"), "work_dir": "w",
+                          "pairs": {"corpora": pairs}})
     (tmp_path / "r/pairs").mkdir(parents=True)
     (tmp_path / "r/pairs/stats.json").write_text(json.dumps({"corpora": {
         "a": {"rows_in": 100, "kept": 60, "rejected": {"too_long": 40}},
-        "b": {"rows_in": 100, "kept": 99, "rejected": {"too_long": 1}}, "c": "not a corpus"}}))
+        "b": {"rows_in": 100, "kept": 99, "rejected": {"too_long": 1}}, "c": "not a corpus",
+        # a corpus of an earlier run's config, which this one does not name
+        "old": {"rows_in": 100, "kept": 10, "rejected": {"too_long": 90}}}}))
     (tmp_path / "r/bitext").mkdir()
     (tmp_path / "r/bitext/stats.json").write_text("{not json")
     assert plan.large_rejections(cfg) == [
         "paramill: pairs corpus a rejected 40 of its 100 rows (40.0%): too_long 40; the rows "
         "and why: w/pairs/a/rejected.parquet"]
+    # an earlier run's bitext statistics, under a config that names no bitext corpus
+    (tmp_path / "r/bitext/stats.json").write_text(json.dumps({"corpora": {
+        "news": {"rows_in": 1000, "kept": 842, "rejected": {"not_latin1_en": 158}}}}))
+    assert len(plan.large_rejections(cfg)) == 1
+    bitext = {"news": {"format": "moses", "cs": "n.cs", "en": "n.en"}}
+    both = config.resolve({"results": str(tmp_path / "r"), "work_dir": "w", "pairs": {"corpora": pairs},
+                           "bitext": {"corpora": bitext}})
+    assert plan.large_rejections(both)[0].startswith(
+        "paramill: bitext corpus news rejected 158 of its 1,000 rows (15.8%): not_latin1_en 158; ")

@@ -119,18 +119,24 @@ def rejection_line(what: str, rows_in: int, rejected: dict[str, int], where: str
 def large_rejections(config: dict[str, Any]) -> list[str]:
     """The corpora of a finished run that rejected more than :data:`LARGE_REJECTION` of their
     rows, from the run's statistics (``results/bitext/stats.json``, ``results/pairs/stats.json``):
-    one line each, for the console, where the jobs' own lines reach only their logs."""
+    one line each, for the console, where the jobs' own lines reach only their logs. Only the
+    corpora the config names: a statistics file an earlier run with another config left in
+    the results folder names corpora this run neither read nor rejected anything of."""
     lines = []
     for kind, where in (("bitext", "{work}/clean/{name}.rejected.parquet and "
                                    "{work}/ingest/{name}/rejected.parquet"),
                         ("pairs", "{work}/pairs/{name}/rejected.parquet")):
+        named = (config.get(kind) or {}).get("corpora") or {}
         path = Path(config["results"]) / kind / "stats.json"
+        if not named:
+            continue
         try:
             corpora = json.loads(path.read_text(encoding="utf-8"))["corpora"]
         except (OSError, ValueError, KeyError, TypeError):
             continue
         for name, stats in corpora.items():
-            if not isinstance(stats, dict) or not isinstance(stats.get("rejected"), dict):
+            if name not in named or not isinstance(stats, dict) \
+                    or not isinstance(stats.get("rejected"), dict):
                 continue
             line = rejection_line(f"{kind} corpus {name}", stats.get("rows_in") or 0,
                                   stats["rejected"],
