@@ -55,6 +55,12 @@ def test_a_run_ends_by_naming_where_its_results_are():
     assert line.startswith("paramill: results in results/: corpora in results/corpus/<release>/ "
                            "(default, top-half)")
     assert "results/twitter/<month>/" in line and "work/" in line
+    assert "embeddings' STS in results/embed/<model>/sts.tsv" in line
+    # a config without STS sets: the models are named, not an STS table with no rows
+    pairs = config.resolve({"pairs": {"corpora": {"p": {"format": "paranmt", "path": "p.txt"}}}})
+    line = plan.results_summary(pairs)
+    assert "STS in" not in line and ("embedding models in work/embed/<model>/ (no STS set "
+                                     "scores them: evaluate.sts names none)") in line
     tweets = config.resolve({"twitter": {"enabled": True, "source": "archive", "archive": ["a"],
                                          "dates": ["2026-10-05"],
                                          "identify": {"train": [{"path": "l.tsv", "format": "twitter-url"}]}},

@@ -94,6 +94,12 @@ def test_the_command_says_how_many_pairs_it_skipped(tmp_path, capsys):
     first, second = capsys.readouterr().err.strip().splitlines()[-2:]
     assert "n=3" in first and first.endswith("(1 pair without a gold score skipped)")
     assert "n=2" in second and "skipped" not in second
+    # no set at all (evaluate.sts empty): an empty table, and the line says why
+    assert main(["evaluate", "sts", "--model", str(tmp_path / "m.pt"), "--datasets", "[]",
+                 "--tsv", str(tmp_path / "e.tsv"), "--json", str(tmp_path / "e.json")]) == 0
+    assert capsys.readouterr().err.strip().splitlines()[-1] == (
+        "paramill evaluate sts: no STS set given (config evaluate.sts names none): the table has no rows")
+    assert (tmp_path / "e.tsv").read_text().splitlines() == ["dataset\tyear\tn\tskipped\tpearson\tspearman"]
 
 
 def test_sick(tmp_path):

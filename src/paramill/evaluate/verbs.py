@@ -18,6 +18,8 @@ group = Group("evaluate", "evaluate models", docs="methods/embeddings.md")
 def sts(args: argparse.Namespace) -> int | str:
     from paramill.evaluate.sts import evaluate
     result = evaluate(args.model, args.datasets, args.tsv, args.json, rule=args.rule)
+    if not result["datasets"]:
+        return "no STS set given (config evaluate.sts names none): the table has no rows"
     # pairs without a usable gold score are said here too, not only in the table
     return "".join(f"\n  {r['dataset']:<24} {r['year']:<6} n={r['n']:<6} pearson={r['pearson']} "
                    f"spearman={r['spearman']}" + f" ({r['skipped']} pair{'s' * (r['skipped'] > 1)} "

@@ -94,8 +94,11 @@ def results_summary(config: dict[str, Any]) -> str:
     if config["bitext"]["corpora"] or config["pairs"]["corpora"]:
         releases = ["default", *config["filters"].get("releases", {})]
         parts.append(f"corpora in {results}/corpus/<release>/ ({', '.join(releases)})")
-        if config["embed"]["models"]:
+        if config["embed"]["models"] and config["evaluate"]["sts"]:
             parts.append(f"embeddings' STS in {results}/embed/<model>/sts.tsv")
+        elif config["embed"]["models"]:
+            parts.append(f"embedding models in {work}/embed/<model>/ (no STS set scores them: "
+                         "evaluate.sts names none)")
         parts.append(f"the lexicon in {results}/lexicon/")
     if config["twitter"]["enabled"]:
         parts.append(f"tweet paraphrases in {results}/twitter/<month>/")
