@@ -11,6 +11,7 @@ from snakemake.logging import logger
 
 from paramill.config import rule_params
 from paramill.config import schema as config_schema  # the committed schema: no stage imported
+from paramill.config.checks import missing_input_files
 from paramill.embed.sweep import model_settings, sweep_points  # pure Python, no torch
 from paramill.formats.registry import corpus_settings, files as layout_files
 from paramill.twitter.days import days_before, month_before  # standard library only
@@ -35,6 +36,9 @@ except ValueError as exc:
     raise WorkflowError(str(exc)) from None
 config.clear()
 config.update(_resolved)
+if workflow.is_main_process and (_missing := missing_input_files(config)):
+    raise WorkflowError("paramill: the config names input files that are not there:\n  "
+                        + "\n  ".join(_missing))
 os.environ.update(PARAMILL_CONFIG_DIGEST=_digest)  # recorded in every provenance file
 
 WORK = config["work_dir"]

@@ -587,3 +587,34 @@ def test_the_schemas_own_regex_defaults_compile_and_are_not_checked_again():
     done = subprocess.run([sys.executable, "-c", code, str(repo / "config.yaml")], cwd=repo,
                           capture_output=True, text=True, check=True)
     assert done.stdout.split() == ["False"]
+
+
+def test_the_input_files_that_are_not_there_are_named_with_their_keys(tmp_path, monkeypatch):
+    """Asked as a run starts (rules/common.smk): Snakemake keeps a job's outputs when its
+    inputs are gone, so a corpus moved to a file that is not there kept its old rows."""
+    monkeypatch.chdir(tmp_path)
+    for name in ("a.cs", "a.en", "refs.en", "hyp.x.en", "sts.csv"):
+        (tmp_path / name).write_text(f"{name}\n")
+    cfg = config.resolve({
+        "bitext": {"corpora": {"a": {"format": "moses", "cs": "a.cs", "en": "a.en"},
+                               "b": {"format": "moses", "cs": "gone.cs", "en": "a.en"}}},
+        "pairs": {"corpora": {"mt": {"format": "references", "reference": "refs.en",
+                                     "hypotheses": ["hyp.*.en"]},
+                              "p": {"format": "paranmt", "path": "gone.txt"}}},
+        "evaluate": {"download_dir": "dl", "sts": [
+            {"name": "mine", "year": "dev", "format": "stsbenchmark", "path": "sts.csv"},
+            {"name": "typo", "year": "dev", "format": "stsbenchmark", "path": "st.csv"},
+            {"name": "later", "year": "dev", "format": "stsbenchmark", "path": "dl/stsbenchmark/sts-dev.csv"}]},
+        "lexicon": {"simlex": "SimLex.txt"},
+        "twitter": {"enabled": True, "source": "archive", "archive": ["t.jsonl.gz"], "dates": ["2026-10-05"],
+                    "identify": {"train": [{"path": "sts.csv", "format": "twitter-url"}]}}})
+    assert checks.missing_input_files(cfg) == [
+        "config key bitext.corpora.b: gone.cs is not there",
+        "config key pairs.corpora.p: gone.txt is not there",
+        "config key evaluate.sts.1.path: st.csv is not there",  # the download's is a rule's
+        "config key lexicon.simlex: SimLex.txt is not there",
+        "config key twitter.archive.0: t.jsonl.gz is not there"]
+    for name in ("gone.cs", "gone.txt", "st.csv", "SimLex.txt", "t.jsonl.gz"):
+        (tmp_path / name).write_text("x\ty\n")
+    assert checks.missing_input_files(cfg) == []
+    assert checks.missing_input_files(config.resolve({})) == []

@@ -220,7 +220,8 @@ def test_rerun_does_nothing(finished):
     assert executed(proc) == {} and "Nothing to be done" in proc.stderr + proc.stdout
 
 
-def test_bad_config_fails_before_any_job(project, tmp_path):
+def test_bad_config_fails_before_any_job(finished, tmp_path):
+    project, _ = finished
     proc = snakemake(project, "--config", "bitext={'clean': {'max_tokens': 'many'}}",
                      "--directory", str(project), check=False)
     assert proc.returncode != 0
@@ -236,6 +237,11 @@ def test_bad_config_fails_before_any_job(project, tmp_path):
     proc = snakemake(project, "--config", "work_dir=runs/{date}", "--directory", str(project), check=False)
     assert proc.returncode != 0 and executed(proc) == {}
     assert "config key work_dir: the path 'runs/{date}' holds a brace" in proc.stderr
+    # a corpus moved to a file that is not there: Snakemake kept the corpus as read before
+    proc = snakemake(project, "--config", "bitext={'corpora': {'grammar': {'cs': 'data/gone.cs.gz'}}}",
+                     "--directory", str(project), check=False)
+    assert proc.returncode != 0 and executed(proc) == {}
+    assert "config key bitext.corpora.grammar: data/gone.cs.gz is not there" in proc.stderr
 
 
 def test_a_students_unlabelled_text_is_an_input_of_the_identifier(project, tmp_path):

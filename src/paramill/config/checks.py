@@ -87,6 +87,32 @@ def _corpus_problems(bitext: dict[str, Any], pairs: dict[str, Any]) -> list[str]
     return problems
 
 
+def missing_input_files(config: dict[str, Any]) -> list[str]:
+    """The input files a resolved config names that are not there, a line each naming its
+    key: every file of each corpus (``bitext.corpora``, ``pairs.corpora``, as its layout
+    reads them), of each STS set not under ``evaluate.download_dir`` (where a rule downloads
+    them), ``lexicon.simlex`` and the tweet archives. Not one of the config's own checks, which
+    hold wherever a config is resolved: the workflow asks it as a run starts, because
+    Snakemake keeps the outputs of a job whose inputs are gone, so an input whose path changed
+    to a file that is not there kept what had been read from the old one, without a word."""
+    from paramill.formats.registry import corpus_settings, files
+
+    named: list[tuple[str, str]] = []
+    for kind in ("bitext", "pairs"):
+        for name, spec in (_get(config, (kind, "corpora")) or {}).items():
+            named += [(f"{kind}.corpora.{name}", f) for f in corpus_settings(kind).from_dict(name, spec).files]
+    downloads = os.path.abspath(_get(config, ("evaluate", "download_dir")) or "")
+    for k, sts in enumerate(_get(config, ("evaluate", "sts")) or []):
+        named += [(f"evaluate.sts.{k}.path", f) for f in files(sts["format"], sts["path"])
+                  if os.path.commonpath([os.path.abspath(f), downloads]) != downloads]
+    if simlex := _get(config, ("lexicon", "simlex")):
+        named.append(("lexicon.simlex", simlex))
+    twitter = _get(config, ("twitter",)) or {}
+    if twitter.get("enabled") and twitter.get("source") == "archive":
+        named += [(f"twitter.archive.{k}", f) for k, f in enumerate(twitter.get("archive") or [])]
+    return [f"config key {key}: {path} is not there" for key, path in named if not os.path.exists(path)]
+
+
 #: the keys that name what the workflow writes (folders, the harvest's state): a rule's output,
 #: log or benchmark path, or a params string, is made from each, so a brace in one is read as
 #: a wildcard whether or not the path exists yet (the hostile workflow test checks that every
