@@ -101,10 +101,17 @@ configs = Group("config", "validate configs; generate the schema", docs="configu
 
 @configs.verb("validate", "check a config file; errors name the key",
               arg("file", help="YAML config file"),
+    description="Exit status 2 for a config that is not valid; 1 for a valid one that names input "
+                "files that are not there (relative to this folder): a run here would stop on them.",
     example='paramill config validate config.yaml')
 def validate(args: argparse.Namespace) -> int:
     from paramill import config
-    config.load(args.file)
+    from paramill.config.checks import missing_input_files
+    missing = missing_input_files(config.load(args.file))
+    if missing:
+        print(f"{args.file}: valid, but it names input files that are not there (a run here stops "
+              "before any job):\n  " + "\n  ".join(missing), file=sys.stderr)
+        return 1
     print(f"{args.file}: valid")
     return 0
 

@@ -189,6 +189,12 @@ def test_config_validate_names_the_bad_key(tmp_path, capsys):
         bad.write_text(f"{section}:\n{indent}{key}: 1.0e+300\n")
         assert main(["config", "validate", str(bad)]) == 2
         assert f".{key}: 1e+300 is greater than the maximum of 1000" in capsys.readouterr().err
+    # valid, but a file it names is not there: a run would stop on it
+    bad.write_text(f"lexicon:\n  simlex: {tmp_path / 'SimLex.txt'}\n")
+    assert main(["config", "validate", str(bad)]) == 1
+    assert f"config key lexicon.simlex: {tmp_path / 'SimLex.txt'} is not there" in capsys.readouterr().err
+    (tmp_path / "SimLex.txt").write_text("word1\tword2\n")
+    assert main(["config", "validate", str(bad)]) == 0
 
 
 def test_bad_settings_json_is_a_usage_error(capsys):

@@ -606,6 +606,8 @@ def test_the_input_files_that_are_not_there_are_named_with_their_keys(tmp_path, 
             {"name": "typo", "year": "dev", "format": "stsbenchmark", "path": "st.csv"},
             {"name": "later", "year": "dev", "format": "stsbenchmark", "path": "dl/stsbenchmark/sts-dev.csv"}]},
         "lexicon": {"simlex": "SimLex.txt"},
+        "nmt": {"models": {"cs-en": {"ct2": "ct2", "source_spm": "a.cs", "target_spm": "t.model"}}},
+        "filters": {"parascore": {"model": "ps.pt"}},
         "twitter": {"enabled": True, "source": "archive", "archive": ["t.jsonl.gz"], "dates": ["2026-10-05"],
                     "identify": {"train": [{"path": "sts.csv", "format": "twitter-url"}]}}})
     assert checks.missing_input_files(cfg) == [
@@ -613,8 +615,12 @@ def test_the_input_files_that_are_not_there_are_named_with_their_keys(tmp_path, 
         "config key pairs.corpora.p: gone.txt is not there",
         "config key evaluate.sts.1.path: st.csv is not there",  # the download's is a rule's
         "config key lexicon.simlex: SimLex.txt is not there",
+        "config key nmt.models.cs-en.ct2: ct2 is not there",
+        "config key nmt.models.cs-en.target_spm: t.model is not there",
+        "config key filters.parascore.model: ps.pt is not there",
         "config key twitter.archive.0: t.jsonl.gz is not there"]
-    for name in ("gone.cs", "gone.txt", "st.csv", "SimLex.txt", "t.jsonl.gz"):
+    (tmp_path / "ct2").mkdir()
+    for name in ("gone.cs", "gone.txt", "st.csv", "SimLex.txt", "t.model", "ps.pt", "t.jsonl.gz"):
         (tmp_path / name).write_text("x\ty\n")
     assert checks.missing_input_files(cfg) == []
     assert checks.missing_input_files(config.resolve({})) == []

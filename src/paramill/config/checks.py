@@ -91,7 +91,8 @@ def missing_input_files(config: dict[str, Any]) -> list[str]:
     """The input files a resolved config names that are not there, a line each naming its
     key: every file of each corpus (``bitext.corpora``, ``pairs.corpora``, as its layout
     reads them), of each STS set not under ``evaluate.download_dir`` (where a rule downloads
-    them), ``lexicon.simlex`` and the tweet archives. Not one of the config's own checks, which
+    them), ``lexicon.simlex``, one's own translation models (``nmt.models``) and para-score
+    model, the tweet archives and the identifier's embedding model given by its path. Not one of the config's own checks, which
     hold wherever a config is resolved: the workflow asks it as a run starts, because
     Snakemake keeps the outputs of a job whose inputs are gone, so an input whose path changed
     to a file that is not there kept what had been read from the old one, without a word."""
@@ -107,9 +108,18 @@ def missing_input_files(config: dict[str, Any]) -> list[str]:
                   if os.path.commonpath([os.path.abspath(f), downloads]) != downloads]
     if simlex := _get(config, ("lexicon", "simlex")):
         named.append(("lexicon.simlex", simlex))
+    for direction, own in (_get(config, ("nmt", "models")) or {}).items():
+        named += [(f"nmt.models.{direction}.{key}", path) for key, path in (own or {}).items()
+                  if isinstance(path, str)]
+    if parascore := _get(config, ("filters", "parascore", "model")):
+        named.append(("filters.parascore.model", parascore))
     twitter = _get(config, ("twitter",)) or {}
     if twitter.get("enabled") and twitter.get("source") == "archive":
         named += [(f"twitter.archive.{k}", f) for k, f in enumerate(twitter.get("archive") or [])]
+    identify = twitter.get("identify") or {}
+    if twitter.get("enabled") and identify.get("embed_model") \
+            and identify["embed_model"] not in (_get(config, ("embed", "models")) or {}):
+        named.append(("twitter.identify.embed_model", identify["embed_model"]))
     return [f"config key {key}: {path} is not there" for key, path in named if not os.path.exists(path)]
 
 
