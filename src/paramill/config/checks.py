@@ -92,16 +92,19 @@ def missing_input_files(config: dict[str, Any]) -> list[str]:
     key: every file of each corpus (``bitext.corpora``, ``pairs.corpora``, as its layout
     reads them), of each STS set not under ``evaluate.download_dir`` (where a rule downloads
     them), ``lexicon.simlex``, one's own translation models (``nmt.models``) and para-score
-    model, the tweet archives and the identifier's embedding model given by its path. Not one of the config's own checks, which
-    hold wherever a config is resolved: the workflow asks it as a run starts, because
-    Snakemake keeps the outputs of a job whose inputs are gone, so an input whose path changed
-    to a file that is not there kept what had been read from the old one, without a word."""
+    model, the tweet archives and the identifier's embedding model given by its path.
+
+    Not one of the config's own checks, which hold wherever a config is resolved: the
+    workflow asks it as a run starts, because Snakemake keeps the outputs of a job whose
+    inputs are gone, so an input whose path changed to a file that is not there kept what
+    had been read from the old one, without a word."""
     from paramill.formats.registry import corpus_settings, files
 
     named: list[tuple[str, str]] = []
     for kind in ("bitext", "pairs"):
         for name, spec in (_get(config, (kind, "corpora")) or {}).items():
-            named += [(f"{kind}.corpora.{name}", f) for f in corpus_settings(kind).from_dict(name, spec).files]
+            spec_files = corpus_settings(kind).from_dict(name, spec).files
+            named += [(f"{kind}.corpora.{name}", f) for f in spec_files]
     downloads = os.path.abspath(_get(config, ("evaluate", "download_dir")) or "")
     for k, sts in enumerate(_get(config, ("evaluate", "sts")) or []):
         named += [(f"evaluate.sts.{k}.path", f) for f in files(sts["format"], sts["path"])
