@@ -74,14 +74,20 @@ def _executor():
     return getattr(getattr(workflow, "executor_plugin", None), "name", "local")
 
 
+_PLANNED = []  # the jobs the run means to run (onstart), for the lines it ends with
+
+
 onstart:
-    for _line in decide.start_warnings(config, list(workflow.dag.needrun_jobs()), _executor()):
+    _PLANNED.extend(workflow.dag.needrun_jobs())
+    for _line in decide.start_warnings(config, _PLANNED, _executor()):
         logger.warning(_line)
 
 
 onsuccess:
     for _line in plan.large_rejections(config):
         logger.warning(_line)
+    for _line in plan.release_lines(config, decide.wildcard_values(_PLANNED, "select", "release")):
+        logger.info(_line)
     logger.info(plan.results_summary(config))
 
 

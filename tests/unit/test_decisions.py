@@ -75,3 +75,11 @@ def test_a_run_warns_at_its_start_of_a_full_size_training_without_a_gpu():
     assert decide.start_warnings(full, [_job("clean")], "local") == []
     with_gpu = configs.resolve({**given, "resources": {"nmt_train": {"gpu": 1}}})
     assert decide.start_warnings(with_gpu, jobs, "slurm", limits={}) == []
+
+
+def test_the_releases_a_run_selects_are_read_from_its_planned_jobs():
+    jobs = [SimpleNamespace(rule=SimpleNamespace(name="select"), wildcards={"release": name})
+            for name in ("default", "top-half")] + [_job("nmt_train", "cs-en")]
+    assert decide.wildcard_values(jobs, "select", "release") == {"default", "top-half"}
+    assert decide.wildcard_values(jobs, "nmt_train", "direction") == {"cs-en"}
+    assert decide.wildcard_values(jobs, "lexicon", "release") == set()

@@ -98,3 +98,21 @@ def test_a_corpus_that_lost_more_than_five_percent_is_said_on_the_console(tmp_pa
                            "bitext": {"corpora": bitext}})
     assert plan.large_rejections(both)[0].startswith(
         "paramill: bitext corpus news rejected 158 of its 1,000 rows (15.8%): not_latin1_en 158; ")
+
+
+def test_a_run_ends_saying_what_each_release_it_selected_kept(tmp_path):
+    cfg = config.resolve({"results": str(tmp_path / "r")})
+    steps = [("candidates", 7030), ("heldout", 5274), ("identical", 5262), ("max_tokens 30", 3782),
+             ("duplicates", 3782), ("near_duplicates", 1843)]
+    for release, rows in (("default", steps), ("top-half", [("candidates", 100), ("duplicates", 98)])):
+        (tmp_path / "r/corpus" / release).mkdir(parents=True)
+        (tmp_path / "r/corpus" / release / "selection.json").write_text(json.dumps(
+            {"rows": rows[-1][1], "steps": [{"step": s, "pairs": n} for s, n in rows]}))
+    where = tmp_path / "r/corpus/default/selection.json"
+    assert plan.release_lines(cfg, {"default"}) == [
+        "paramill: release default kept 1,843 of 7,030 candidate pairs (26.2%); dropped most by "
+        f"near_duplicates 1,939, heldout 1,756, max_tokens 30 1,480; every step: {where}"]
+    # a release this run did not select is not said (its file may be an earlier run's)
+    (line,) = plan.release_lines(cfg, {"top-half"})
+    assert line.startswith("paramill: release top-half kept 98 of 100 candidate pairs (98.0%); every step")
+    assert plan.release_lines(cfg, {"other"}) == [] and len(plan.release_lines(cfg, {"default", "top-half"})) == 2

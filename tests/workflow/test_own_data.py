@@ -39,6 +39,9 @@ def test_the_readmes_own_data_examples_run_as_written_to_a_release(tmp_path):
         assert name in said and "config.yaml is not used" in said
         assert any(x.startswith("paramill: results in results/:") for x in out.splitlines())
         if name != "mytweets.yaml":  # the released pairs lead back to the own corpus's lines
+            # and the run says what the release kept of the candidates
+            (kept,) = [x for x in out.splitlines() if x.startswith("paramill: release default kept ")]
+            assert kept.endswith("every step: results/corpus/default/selection.json"), kept
             release = pl.read_parquet(project / "results/corpus/default/corpus.parquet")
             assert release.height > 100
             corpus = "europarl" if name == "mybitext.yaml" else "wmt21"

@@ -119,6 +119,30 @@ def rejection_line(what: str, rows_in: int, rejected: dict[str, int], where: str
             f"{reasons}; the rows and why: {where}")
 
 
+def release_lines(config: dict[str, Any], releases: set[str]) -> list[str]:
+    """A line for each release selected in this run (``releases``, the ``select`` jobs it ran):
+    the pairs it kept of the candidates, and the steps that dropped more than
+    :data:`LARGE_REJECTION` of them, largest first, from its ``selection.json``."""
+    lines = []
+    for release in sorted(releases):
+        path = Path(config["results"]) / "corpus" / release / "selection.json"
+        try:
+            counts = [(str(s["step"]), int(s["pairs"]))
+                      for s in json.loads(path.read_text(encoding="utf-8"))["steps"]]
+        except (OSError, ValueError, KeyError, TypeError):
+            continue
+        if not counts or counts[0][1] <= 0:
+            continue
+        total, kept = counts[0][1], counts[-1][1]
+        drops = sorted(((before - after, name) for (_, before), (name, after) in zip(counts, counts[1:])
+                        if (before - after) / total > LARGE_REJECTION), key=lambda d: (-d[0], d[1]))
+        cut = ", ".join(f"{name} {n:,}" for n, name in drops)
+        lines.append(f"paramill: release {release} kept {kept:,} of {total:,} candidate pairs "
+                     f"({kept / total:.1%})" + (f"; dropped most by {cut}" if cut else "")
+                     + f"; every step: {path}")
+    return lines
+
+
 def large_rejections(config: dict[str, Any]) -> list[str]:
     """The corpora of a finished run that rejected more than :data:`LARGE_REJECTION` of their
     rows, from the run's statistics (``results/bitext/stats.json``, ``results/pairs/stats.json``):

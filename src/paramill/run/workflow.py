@@ -126,6 +126,11 @@ def _requests(jobs) -> list[tuple]:
     return requests
 
 
+def wildcard_values(jobs: list, rule: str, wildcard: str) -> set[str]:
+    """The values of ``wildcard`` in the jobs of ``rule`` among ``jobs`` (Snakemake's)."""
+    return {str(job.wildcards.get(wildcard)) for job in jobs if job.rule.name == rule}
+
+
 def start_warnings(config: dict[str, Any], jobs: list, executor: str,
                    limits: dict | None = None) -> list[str]:
     """What a run warns of as it starts, one line each: under the SLURM executor, requests
