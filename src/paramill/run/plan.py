@@ -153,10 +153,10 @@ def large_rejections(config: dict[str, Any]) -> list[str]:
     for kind, where in (("bitext", "{work}/clean/{name}.rejected.parquet and "
                                    "{work}/ingest/{name}/rejected.parquet"),
                         ("pairs", "{work}/pairs/{name}/rejected.parquet")):
-        named = (config.get(kind) or {}).get("corpora") or {}
-        path = Path(config["results"]) / kind / "stats.json"
+        named = config[kind]["corpora"]
         if not named:
             continue
+        path = Path(config["results"]) / kind / "stats.json"
         try:
             corpora = json.loads(path.read_text(encoding="utf-8"))["corpora"]
         except (OSError, ValueError, KeyError, TypeError):

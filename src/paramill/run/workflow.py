@@ -143,7 +143,7 @@ def start_warnings(config: dict[str, Any], jobs: list, executor: str,
         if limits:
             lines += [f"paramill: {line}" for line in
                       cluster.requests_over_limits(_requests(jobs), limits)]
-    directions = [job.wildcards.get("direction") for job in jobs if job.rule.name == "nmt_train"]
+    directions = sorted(wildcard_values(jobs, "nmt_train", "direction"))
     cpu = plan.cpu_training_warning(config, directions, submitted=executor != "local",
                                     gpu_here=plan.gpu_visible())
     return lines + ([cpu] if cpu else [])
