@@ -88,7 +88,7 @@ onsuccess:
         logger.warning(_line)
     for _line in plan.release_lines(config, decide.wildcard_values(_PLANNED, "select", "release")):
         logger.info(_line)
-    logger.info(plan.results_summary(config))
+    logger.info(plan.results_summary(config, decide.asked_for(workflow.dag.targetjobs)))
 
 
 # The launch-only keys each rule's command takes (one global a rule; see launch_settings).

@@ -83,3 +83,19 @@ def test_the_releases_a_run_selects_are_read_from_its_planned_jobs():
     assert decide.wildcard_values(jobs, "select", "release") == {"default", "top-half"}
     assert decide.wildcard_values(jobs, "nmt_train", "direction") == {"cs-en"}
     assert decide.wildcard_values(jobs, "lexicon", "release") == set()
+
+
+def test_the_files_a_run_was_asked_for_are_its_target_jobs_outputs():
+    def job(rule, output=(), input=()):
+        return SimpleNamespace(rule=SimpleNamespace(name=rule), output=list(output), input=list(input))
+
+    assert decide.asked_for([]) == []  # the default target
+    assert decide.asked_for([job("all", input=["results/a"])]) == []
+    assert decide.asked_for([job("all"), job("sweep", ["results/embed/sweep.tsv"])]) == []
+    asked = [job("harvest", ["work/twitter/harvest/2026-10-05.parquet"]),
+             job("twitter_month", ["results/twitter/2026-10/paraphrases.tsv", "results/twitter/2026-10/x.json"]),
+             job("target", input=["results/b", "results/a"])]  # a rule with inputs only
+    assert decide.asked_for(asked) == ["results/a", "results/b",
+                                       "results/twitter/2026-10/paraphrases.tsv",
+                                       "results/twitter/2026-10/x.json",
+                                       "work/twitter/harvest/2026-10-05.parquet"]

@@ -67,6 +67,12 @@ def test_a_run_ends_by_naming_where_its_results_are():
                              "results": "out"})
     assert plan.results_summary(tweets).startswith("paramill: results in out/: tweet paraphrases "
                                                    "in out/twitter/<month>/.")
+    # a run given targets of its own names what they built, not the config's every result
+    line = plan.results_summary(sample, ["work/nmt/data"])
+    assert line == "paramill: built what was asked for: work/nmt/data. Intermediate files in work/, logs in logs/."
+    many = [f"work/twitter/harvest/2026-10-0{d}.parquet" for d in range(1, 8)]
+    line = plan.results_summary(sample, many)
+    assert ", ".join(many[:5]) + " and 2 more." in line and many[5] not in line
 
 
 def test_a_corpus_that_lost_more_than_five_percent_is_said_on_the_console(tmp_path):

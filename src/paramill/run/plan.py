@@ -87,9 +87,20 @@ def cpu_training_warning(config: dict[str, Any], directions: list[str], submitte
             "for GPUs: resources: {nmt_train: {gpu: 1}}")
 
 
-def results_summary(config: dict[str, Any]) -> str:
-    """The line that ends a run: where its results are, by what the config makes."""
+#: how many of the files a run was asked for its last line names
+NAMED_TARGETS = 5
+
+
+def results_summary(config: dict[str, Any], asked: list[str] | tuple[str, ...] = ()) -> str:
+    """The line that ends a run: where its results are, by what the config makes; for a run
+    given targets of its own (``asked``: the files they build), those files."""
     results, work, logs = config["results"], config["work_dir"], config["log_dir"]
+    if asked:
+        names = ", ".join(asked[:NAMED_TARGETS])
+        more = len(asked) - NAMED_TARGETS
+        names += f" and {more:,} more" if more > 0 else ""
+        return (f"paramill: built what was asked for: {names}. Intermediate files in {work}/, "
+                f"logs in {logs}/.")
     parts = []
     if config["bitext"]["corpora"] or config["pairs"]["corpora"]:
         releases = ["default", *config["filters"].get("releases", {})]

@@ -131,6 +131,15 @@ def wildcard_values(jobs: list, rule: str, wildcard: str) -> set[str]:
     return {str(job.wildcards.get(wildcard)) for job in jobs if job.rule.name == rule}
 
 
+def asked_for(target_jobs) -> list[str]:
+    """The files a run was asked to build, when its targets are not the default (rule
+    ``all``): each target job's outputs, or its inputs where it has none (Snakemake's jobs).
+    Empty for a run of the default target."""
+    if not target_jobs or any(job.rule.name == "all" for job in target_jobs):
+        return []
+    return sorted({str(f) for job in target_jobs for f in (job.output or job.input)})
+
+
 def start_warnings(config: dict[str, Any], jobs: list, executor: str,
                    limits: dict | None = None) -> list[str]:
     """What a run warns of as it starts, one line each: under the SLURM executor, requests
