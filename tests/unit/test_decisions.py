@@ -10,6 +10,7 @@ from types import SimpleNamespace
 import pytest
 
 from paramill import config as configs
+from paramill.io.yamlfiles import ConfigError
 from paramill.run import workflow as decide
 
 
@@ -25,6 +26,27 @@ def test_a_configfile_replaces_the_sample_and_config_values_apply_on_top(tmp_pat
     given = decide.given_config(snakemake, ["mine.yaml", "over.yaml"], {"lexicon": {"top_k": 7}})
     assert given == {"pairs": {"corpora": {"mine": {"format": "paranmt", "path": "m.txt"}}},
                      "lexicon": {"min_count": 3, "top_k": 7}}
+
+
+def test_a_target_given_after_configfile_is_refused_naming_the_order(tmp_path, monkeypatch):
+    """Snakemake's --configfile takes every word after it: a target written there (a JSON
+    output of an earlier run reads as YAML) would be merged into the config."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "mine.yaml").write_text("pairs: {corpora: {mine: {format: paranmt, path: m.txt}}}\n")
+    (tmp_path / "results/bitext").mkdir(parents=True)
+    (tmp_path / "results/bitext/stats.json").write_text('{"rows_in": 3}')
+    # a JSON file no run wrote (no provenance record beside it) is a config like any other
+    assert decide.targets_read_as_config(["mine.yaml", "results/bitext/stats.json"]) == []
+    (tmp_path / "results/bitext/stats.json.prov.json").write_text("{}")
+    files = [str(tmp_path / "mine.yaml"), str(tmp_path / "results/bitext/stats.json")]
+    assert decide.targets_read_as_config(files) == files[1:]
+    with pytest.raises(ConfigError) as err:
+        decide.given_config({}, files, {})
+    assert str(err.value) == (
+        "paramill: results/bitext/stats.json was read as a config file: --configfile takes every "
+        "word after it, so targets go before it: snakemake ... results/bitext/stats.json "
+        "--configfile mine.yaml")
+    assert decide.targets_read_as_config(["results/bitext/stats.json.prov.json"]) != []
 
 
 def test_the_workflow_config_is_resolved_as_the_command_line_resolves_it(tmp_path):

@@ -242,6 +242,14 @@ def test_bad_config_fails_before_any_job(finished, tmp_path):
                      "--directory", str(project), check=False)
     assert proc.returncode != 0 and executed(proc) == {}
     assert "config key bitext.corpora.grammar: data/gone.cs.gz is not there" in proc.stderr
+    # a target after --configfile, which takes every word after it: an earlier run's JSON
+    # output read as YAML was merged into the config, and refused for keys it does not have
+    proc = snakemake(project, "--configfile", "config.yaml", "results/bitext/stats.json",
+                     "--directory", str(project), check=False)
+    assert proc.returncode != 0 and executed(proc) == {}
+    assert ("paramill: results/bitext/stats.json was read as a config file: --configfile takes "
+            "every word after it, so targets go before it: snakemake ... results/bitext/stats.json "
+            "--configfile config.yaml") in proc.stderr
 
 
 def test_a_students_unlabelled_text_is_an_input_of_the_identifier(project, tmp_path):

@@ -21,16 +21,19 @@ LARGE_REJECTION = 0.05
 DISTINCT_SHARE = 0.9
 
 
+def shown(path: str) -> str:
+    """``path`` as a run names it: relative to the working directory where it is inside it."""
+    full, here = Path(path).resolve(), Path.cwd().resolve()
+    return str(full.relative_to(here)) if full.is_relative_to(here) else str(full)
+
+
 def configfile_note(files: list[str], sample: str = "config.yaml") -> str | None:
     """The line saying which config files a run reads: ``--configfile`` files replace the
     sample's config (Snakemake's own "is extended by additional config" says otherwise)."""
     if not files or Path(files[0]).resolve() == Path(sample).resolve():
         return None
-    here = Path.cwd().resolve()
-    names = ", ".join(str(p.relative_to(here)) if p.is_relative_to(here) else str(p)
-                      for p in (Path(f).resolve() for f in files))
-    return (f"paramill: config from {names} (the sample's {sample} is not used; keys "
-            "left out take their defaults: `paramill config resolve FILE` prints them)")
+    return (f"paramill: config from {', '.join(map(shown, files))} (the sample's {sample} is not "
+            "used; keys left out take their defaults: `paramill config resolve FILE` prints them)")
 
 
 def transformer_parameters(model: dict[str, Any], vocab_size: int) -> int:

@@ -12,6 +12,7 @@ from typing import Any
 from paramill import config as configs
 from paramill.config import cluster
 from paramill.io.yamlfiles import ConfigError, check_expanded, read_yaml
+from paramill.provenance import PROV_SUFFIX, prov_path
 from paramill.run import plan
 
 
@@ -25,12 +26,28 @@ def merged(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def targets_read_as_config(files: list[str]) -> list[str]:
+    """The ``--configfile`` files that a run wrote (a provenance record beside them, or a
+    record itself): targets written after ``--configfile``, which takes every word after it
+    as a config file."""
+    return [f for f in files if f.endswith(PROV_SUFFIX) or prov_path(f).exists()]
+
+
 def given_config(snakemake_config: dict[str, Any], files: list[str],
                  overrides: dict[str, Any], sample: str = "config.yaml") -> dict[str, Any]:
     """The config a run asked for: ``--configfile`` files (``files``) replace the sample's
     ``config.yaml``, which Snakemake would merge them into (keeping the sample's corpora);
     named first (``--configfile config.yaml overlay.yaml``) it is overlaid. ``--config``
-    values (``overrides``) apply on top. Without files, Snakemake's own config."""
+    values (``overrides``) apply on top. Without files, Snakemake's own config. A file a run
+    wrote (a target given after ``--configfile``: :func:`targets_read_as_config`) is
+    refused, naming the order Snakemake needs."""
+    if targets := targets_read_as_config(files):
+        named = [plan.shown(f) for f in targets]
+        configs_given = " ".join(plan.shown(f) for f in files if f not in targets)
+        raise ConfigError(
+            f"paramill: {', '.join(named)} {'was' if len(named) == 1 else 'were'} read as a "
+            "config file: --configfile takes every word after it, so targets go before it: "
+            f"snakemake ... {' '.join(named)} --configfile {configs_given}")
     if not files or Path(files[0]).resolve() == Path(sample).resolve():
         return dict(snakemake_config)
     given: dict[str, Any] = {}
