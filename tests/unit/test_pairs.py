@@ -55,6 +55,14 @@ def test_tsv_by_header_names_with_score_and_label(write_file):
     assert got[1][-1] == "bad_label" and got[2][6] == 0
 
 
+def test_a_pair_corpus_header_without_header_true_is_an_error_not_a_pair(write_file):
+    path = write_file("t.tsv", ["reference\tparaphrase\tscore", "Ref.\tPara.\t0.4"])
+    with pytest.raises(InputError, match=r"t.tsv:1: this line holds column names \(reference, "
+                                         r"paraphrase, score\), which would be read as a row"):
+        list(read("tsv", path=str(path), columns=["s1", "s2", "score"]))
+    assert rows(read("tsv", path=str(path), header=True))[0][:3] == (2, "Ref.", "Para.")
+
+
 def test_tsv_without_a_reference_column_is_an_error(write_file):
     path = write_file("t.tsv", ["a\tb", "x\ty"])
     with pytest.raises(InputError, match=r"t.tsv:1: columns \['a', 'b'\] have no s1"):

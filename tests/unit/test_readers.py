@@ -45,6 +45,23 @@ def test_tsv_header_without_cs_column_is_an_error(write_file):
         list(read("tsv", path=str(path), header=True))
 
 
+def test_a_header_line_without_header_true_is_an_error_not_a_pair(write_file):
+    """A file whose first line names its columns (``cs \t en``), read without ``header``,
+    made that line a sentence pair "cs" -> "en"."""
+    path = write_file("h.tsv", ["cs\ten", "Ahoj.\tHello."])
+    with pytest.raises(InputError, match=r"h.tsv:1: this line holds column names \(cs, en\), "
+                                         r"which would be read as a row: set `header: true`"):
+        list(read("tsv", path=str(path)))
+    assert pairs(read("tsv", path=str(path), header=True)) == [(2, "Ahoj.", "Hello.", None)]
+    # the configured columns, given again as the first line
+    path = write_file("c.tsv", ["id\ten\tcs", "7\tHello.\tAhoj."])
+    with pytest.raises(InputError, match=r"c.tsv:1: this line holds column names \(id, en, cs\)"):
+        list(read("tsv", path=str(path), columns=["id", "en", "cs"]))
+    # a first line of text is read as a row, whatever it holds
+    path = write_file("t.tsv", ["cs\tHello.", "en\ten"])
+    assert pairs(read("tsv", path=str(path))) == [(1, "cs", "Hello.", None), (2, "en", "en", None)]
+
+
 def test_moses_pairs_lines_and_strips_crlf(write_file):
     cs = write_file("c.cs.bz2", b"Ahoj.\r\nNazdar.\r\n", "bz2")
     en = write_file("c.en", ["Hello.", "Hi."])

@@ -10,6 +10,7 @@ Other columns are ignored. A line with a different number of columns is ``column
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -73,9 +74,21 @@ def roles(use: str, names: tuple[str, ...], path: str, line: int | None) -> dict
     return found
 
 
+def _known(use: str, names: list[str]) -> bool:
+    """Whether every one of ``names`` is a column name ``use`` knows, and they name its
+    columns (a header line, where no line of text is only such names)."""
+    known = {"cs", "en"} if use == "bitext" else {*REF_NAMES, *CAND_NAMES, "score", "label"}
+    try:
+        return set(names) <= known and bool(roles(use, tuple(names), "", None))
+    except InputError:
+        return False
+
+
 def _named(rows: Iterator[Any], spec: Spec, use: str, default: tuple[str, ...]
-           ) -> tuple[tuple[str, ...], dict[str, int]]:
-    """The column names (the header line read from ``rows`` when there is one) and roles."""
+           ) -> tuple[Iterator[Any], tuple[str, ...], dict[str, int]]:
+    """The rows, the column names (the header line read from ``rows`` when there is one) and
+    roles. Without ``header``, a first line of column names only is an error: it would be
+    read as a row (a pair ``cs`` -> ``en``)."""
     names = spec.columns if spec.columns is not None or spec.header else default
     if spec.header:
         first = next(rows, None)
@@ -86,15 +99,22 @@ def _named(rows: Iterator[Any], spec: Spec, use: str, default: tuple[str, ...]
             raise InputError(spec.path, 1, f"header {list(found)} differs from configured "
                              f"columns {list(names)}")
         names = found
+    elif (first := next(rows, None)) is not None:
+        if isinstance(first, tuple) and isinstance(first[1], list) and (
+                tuple(first[1]) == names or _known(use, first[1])):
+            raise InputError(spec.path, first[0], f"this line holds column names "
+                             f"({', '.join(first[1])}), which would be read as a row: set "
+                             "`header: true` for this corpus")
+        rows = itertools.chain([first], rows)
     assert names is not None
-    return names, roles(use, names, spec.path, 1 if spec.header else None)
+    return rows, names, roles(use, names, spec.path, 1 if spec.header else None)
 
 
 def bitext(spec: Spec, max_line_bytes: int = 65536, default: tuple[str, ...] = DEFAULTS["bitext"]
            ) -> Iterator[BitextPair]:
     """The ``cs`` and ``en`` columns of each line."""
     rows = fields(LineStream(spec.path, max_line_bytes))
-    names, found = _named(rows, spec, "bitext", default)
+    rows, names, found = _named(rows, spec, "bitext", default)
     width, i_cs, i_en = len(names), found["cs"], found["en"]
     for item in rows:
         if isinstance(item, Bad):
@@ -116,7 +136,7 @@ def pairs(spec: Spec, method: str = "tsv", max_line_bytes: int = 65536, batch_ro
     ``bad_label``)."""
     path = spec.path
     rows = candidate_fields(LineStream(path, max_line_bytes), method)
-    names, found = _named(rows, spec, "pairs", DEFAULTS["pairs"])
+    rows, names, found = _named(rows, spec, "pairs", DEFAULTS["pairs"])
     width = len(names)
     for line_no, columns in rows:
         if isinstance(columns, Candidate):
