@@ -78,7 +78,8 @@ def test_setting_descriptions_say_what_a_setting_does_in_300_characters():
 
 def user_facing_files() -> list[Path]:
     files = [REPO / "README.md", REPO / "CONTRIBUTING.md", REPO / "config.yaml",
-             REPO / "profiles/slurm/config.yaml", REPO / "scripts/harvest.sh", REPO / "Snakefile"]
+             *sorted((REPO / "profiles").glob("*/config.yaml")), REPO / "scripts/harvest.sh",
+             REPO / "Snakefile"]
     files += sorted(DOCS.rglob("*.md")) + sorted((REPO / "configs").glob("*.yaml"))
     return [f for f in files if f.name not in ("results.md", "changelog.md", "config.schema.yaml")]
 

@@ -19,6 +19,7 @@ rule probe:
         **rule_resources("ingest", mem_mb=1000, runtime=5),
     shell:
         "echo ${{SLURM_JOB_ID:-local}} {resources.mem_mb} {resources.runtime} >> attempts.txt;"
+        " echo probe: {resources.mem_mb} MB is not enough > {log};"
         " test {resources.mem_mb} -ge 2000 && cp attempts.txt {output}"
 """
 
@@ -36,6 +37,8 @@ def test_a_retry_asks_for_more_memory_and_time_unless_told_not_to(tmp_path):
                      "--configfile", "config.yaml", "same.yaml", check=False)
     assert proc.returncode != 0 and not (root / "probe.txt").exists()
     assert (root / "attempts.txt").read_text().splitlines() == ["local 1000 5"] * 3
+    # the failed job's log is on the console (the workflow profile, profiles/default)
+    assert "Logfile probe.log:" in proc.stderr and "probe: 1000 MB is not enough" in proc.stderr
 
     # bounded at the partition's limits: the retries ask for the bound, never past it
     (root / "attempts.txt").unlink()
